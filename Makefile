@@ -1,0 +1,26 @@
+# One virtual environment in .venv/, created from the project's own files.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test validate bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# The CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e .
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/grader grade examples/attention_numpy --assignment attention_numpy --out demo-out
+
+test: setup
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) .grader-cache demo-out

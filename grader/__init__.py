@@ -1,0 +1,2 @@
+"""Autograder for numerical Python notebooks."""
+__version__ = "0.1.0"

@@ -1,0 +1,363 @@
+"""Values crossing the process boundary as plain data, and the frames that carry them.
+
+The student side (``encode``) turns a Python value into JSON-safe plain data: numbers, strings,
+booleans, lists, tuples, dicts, numeric arrays (raw bytes, base64) and pandas frames. Torch
+tensors are converted there, and their original type, dtype, shape and ``requires_grad`` travel
+with them for feedback.
+
+The grader side (``decode``) parses that data strictly: known keys only, whitelisted dtypes,
+byte counts that match shapes, bounded sizes and depth. Nothing is ever unpickled, so a forged
+payload can at worst be rejected.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import struct
+import sys
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from .errors import ProtocolError
+
+DTYPES = {
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128",
+}
+MAX_DEPTH = 24
+MAX_ITEMS = 100_000
+MAX_STR = 100_000
+HEADER = struct.Struct(">I")
+
+
+class CaptureFailed(Exception):
+    """A value exists but cannot be carried as plain data; the message says why, for a student."""
+
+
+# --------------------------------------------------------------------------------------------
+# Student side
+
+
+def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict:
+    """Plain data for ``value``; ``budget`` is a one-element list of bytes still allowed."""
+    if depth > MAX_DEPTH:
+        raise CaptureFailed(f"is nested more than {MAX_DEPTH} levels deep")
+    if value is None:
+        return {"t": "none"}
+    if type(value) is bool:
+        return {"t": "bool", "v": value}
+    if type(value) is str:
+        if len(value) > MAX_STR:
+            raise CaptureFailed(f"is a string of {len(value):,} characters, more than {MAX_STR:,}")
+        return {"t": "str", "v": value}
+    if type(value) in (int, float, complex):
+        if type(value) is int and not -(2**63) <= value < 2**63:
+            return _array(np.array(float(value)), type(value).__name__, budget)
+        return _array(np.array(value), type(value).__name__, budget)
+    if isinstance(value, np.generic):
+        return _array(np.asarray(np.ndarray.copy(np.array([value]))[0]), f"numpy.{type(value).__name__}", budget)
+    if isinstance(value, np.ndarray):
+        origin = "numpy.ndarray" if type(value) is np.ndarray else f"{type(value).__module__}.{type(value).__name__}"
+        base = np.ndarray.view(value, np.ndarray)
+        return _array(base, origin, budget)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return _tensor(value, torch, budget)
+    pandas = sys.modules.get("pandas")
+    if pandas is not None and isinstance(value, (pandas.DataFrame, pandas.Series)):
+        return _frame(value, pandas, budget)
+    if type(value) in (list, tuple):
+        if len(value) > MAX_ITEMS:
+            raise CaptureFailed(f"has {len(value):,} items, more than {MAX_ITEMS:,}")
+        return {"t": type(value).__name__, "items": [encode(v, budget=budget, depth=depth + 1) for v in value]}
+    if type(value) is dict:
+        if len(value) > MAX_ITEMS:
+            raise CaptureFailed(f"has {len(value):,} keys, more than {MAX_ITEMS:,}")
+        items = []
+        for k, v in value.items():
+            if type(k) not in (str, int, float, bool):
+                raise CaptureFailed(f"has a key of type {type(k).__name__}; only str and number keys can be compared")
+            items.append([k, encode(v, budget=budget, depth=depth + 1)])
+        return {"t": "dict", "items": items}
+    kind = type(value)
+    if torch is not None and isinstance(value, torch.nn.Module):
+        raise CaptureFailed(f"is a {kind.__name__} module, not numbers; call it on an input to get a tensor")
+    if callable(value):
+        raise CaptureFailed(f"is a function ({kind.__name__}), not a value")
+    raise CaptureFailed(f"is a {kind.__module__}.{kind.__qualname__}, which cannot be compared as data")
+
+
+def _array(arr: np.ndarray, origin: str, budget: list[int], **meta: Any) -> dict:
+    if arr.dtype.kind == "O":
+        raise CaptureFailed("holds Python objects (dtype object), not numbers")
+    if arr.dtype.kind not in "biufc" or arr.dtype.name not in DTYPES:
+        if arr.dtype.kind == "f":
+            arr = arr.astype(np.float64)
+        else:
+            raise CaptureFailed(f"has dtype {arr.dtype}, which is not a plain numeric type")
+    nbytes = int(arr.size) * arr.dtype.itemsize
+    if nbytes > budget[0]:
+        raise CaptureFailed(f"is an array of {nbytes / 1e6:.1f} MB, more than the grader will carry")
+    budget[0] -= nbytes
+    data = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+    out = {
+        "t": "array",
+        "dtype": arr.dtype.name,
+        "shape": [int(n) for n in arr.shape],
+        "b64": base64.b64encode(data).decode("ascii"),
+        "origin": origin,
+    }
+    out.update(meta)
+    return out
+
+
+def _tensor(t: Any, torch: Any, budget: list[int]) -> dict:
+    origin = f"{type(t).__module__}.{type(t).__name__}".replace("torch.nn.parameter.", "torch.nn.")
+    guard = getattr(torch._C, "DisableTorchFunctionSubclass", None)
+    with guard() if guard else _nullcontext():
+        requires_grad = bool(torch.Tensor.requires_grad.__get__(t))
+        t = torch.Tensor.detach(t)
+        if t.layout != torch.strided:
+            t = t.to_dense()
+        t = t.cpu()
+        dtype = str(t.dtype)
+        shape = [int(n) for n in t.shape]
+        if t.dtype in (torch.bfloat16, torch.float16):
+            t = t.float()
+        if t.is_quantized or t.is_complex() and t.dtype not in (torch.complex64, torch.complex128):
+            raise CaptureFailed(f"is a tensor of dtype {dtype}, which cannot be compared as data")
+        arr = t.numpy()
+    enc = _array(np.asarray(arr), origin, budget, odtype=dtype, grad=requires_grad)
+    enc["shape"] = shape
+    return enc
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def _label(x: Any) -> Any:
+    if isinstance(x, (np.generic,)):
+        x = x.item()
+    if type(x) in (str, int, float, bool):
+        return x
+    return str(x)
+
+
+def _frame(df: Any, pandas: Any, budget: list[int]) -> dict:
+    kind = "frame" if isinstance(df, pandas.DataFrame) else "series"
+    values = df.to_numpy()
+    if values.dtype.kind == "O":
+        try:
+            values = values.astype(np.float64)
+        except (TypeError, ValueError):
+            raise CaptureFailed(f"is a {kind} holding non-numeric values") from None
+    out = {
+        "t": kind,
+        "values": _array(np.asarray(values), "numpy.ndarray", budget),
+        "index": [_label(x) for x in df.index],
+        "origin": f"pandas.{type(df).__name__}",
+    }
+    if kind == "frame":
+        out["columns"] = [_label(x) for x in df.columns]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Grader side
+
+
+@dataclass(frozen=True)
+class Value:
+    """A captured value: plain data plus what the student's object was, for feedback."""
+
+    kind: str  # array | str | bool | none | list | tuple | dict | frame | series
+    data: Any  # np.ndarray | str | bool | None | tuple[Value, ...] | dict[key, Value]
+    origin: str = ""  # e.g. "torch.Tensor", "numpy.ndarray", "float", "pandas.DataFrame"
+    dtype: str = ""  # the original dtype, e.g. "torch.float32"
+    requires_grad: bool | None = None
+    index: tuple = ()
+    columns: tuple = ()
+
+    @property
+    def shape(self) -> tuple[int, ...] | None:
+        if self.kind == "array":
+            return tuple(self.data.shape)
+        if self.kind in ("frame", "series"):
+            return tuple(self.data.data.shape)
+        return None
+
+    def describe(self) -> str:
+        """What the value is, in a student's words: 'a torch.Tensor of shape (3, 2), torch.float32'."""
+        if self.kind == "array":
+            if self.data.ndim == 0 and self.origin in ("int", "float", "complex"):
+                return f"a Python {self.origin}"
+            if self.data.ndim == 0 and self.origin.startswith("numpy.") and self.origin != "numpy.ndarray":
+                return f"a {self.origin} scalar"
+            dtype = self.dtype or str(self.data.dtype)
+            return f"a {self.origin or 'array'} of shape {_shape(self.data.shape)}, dtype {dtype}"
+        if self.kind in ("list", "tuple", "dict"):
+            return f"a {self.kind} of {len(self.data)} item{'s' if len(self.data) != 1 else ''}"
+        if self.kind in ("frame", "series"):
+            return f"a {self.origin} of shape {_shape(self.shape or ())}"
+        if self.kind == "none":
+            return "None"
+        return f"a {self.kind}"
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def decode(obj: Any, *, depth: int = 0) -> Value:
+    """Strictly parse one encoded value. Raises ProtocolError on anything unexpected."""
+    if depth > MAX_DEPTH or not isinstance(obj, dict):
+        raise ProtocolError("a captured value is malformed")
+    t = obj.get("t")
+    allowed = {
+        "none": {"t"},
+        "bool": {"t", "v"},
+        "str": {"t", "v"},
+        "array": {"t", "dtype", "shape", "b64", "origin", "odtype", "grad"},
+        "list": {"t", "items"},
+        "tuple": {"t", "items"},
+        "dict": {"t", "items"},
+        "frame": {"t", "values", "index", "columns", "origin"},
+        "series": {"t", "values", "index", "origin"},
+    }.get(t)
+    if allowed is None or not set(obj) <= allowed:
+        raise ProtocolError(f"a captured value has an unknown form ({str(t)[:20]!r})")
+    if t == "none":
+        return Value("none", None)
+    if t == "bool":
+        if type(obj.get("v")) is not bool:
+            raise ProtocolError("a captured boolean is malformed")
+        return Value("bool", obj["v"], origin="bool")
+    if t == "str":
+        if type(obj.get("v")) is not str or len(obj["v"]) > MAX_STR:
+            raise ProtocolError("a captured string is malformed or too long")
+        return Value("str", obj["v"], origin="str")
+    if t == "array":
+        return _decode_array(obj)
+    if t in ("list", "tuple"):
+        items = obj.get("items")
+        if not isinstance(items, list) or len(items) > MAX_ITEMS:
+            raise ProtocolError("a captured list is malformed")
+        return Value(t, tuple(decode(v, depth=depth + 1) for v in items), origin=t)
+    if t == "dict":
+        items = obj.get("items")
+        if not isinstance(items, list) or len(items) > MAX_ITEMS:
+            raise ProtocolError("a captured dict is malformed")
+        out = {}
+        for pair in items:
+            if not (isinstance(pair, list) and len(pair) == 2 and type(pair[0]) in (str, int, float, bool)):
+                raise ProtocolError("a captured dict entry is malformed")
+            out[pair[0]] = decode(pair[1], depth=depth + 1)
+        return Value("dict", out, origin="dict")
+    values = decode(obj.get("values"), depth=depth + 1)
+    if values.kind != "array":
+        raise ProtocolError("a captured frame is malformed")
+    index = _labels(obj.get("index"))
+    columns = _labels(obj.get("columns")) if t == "frame" else ()
+    shape = values.data.shape
+    if len(index) != (shape[0] if shape else 0) or (t == "frame" and (len(shape) != 2 or len(columns) != shape[1])):
+        raise ProtocolError("a captured frame's labels do not match its values")
+    return Value(t, values, origin=str(obj.get("origin", ""))[:60], index=index, columns=columns)
+
+
+def _labels(obj: Any) -> tuple:
+    if not isinstance(obj, list) or len(obj) > MAX_ITEMS or not all(type(x) in (str, int, float, bool) for x in obj):
+        raise ProtocolError("captured labels are malformed")
+    return tuple(obj)
+
+
+def _decode_array(obj: dict) -> Value:
+    dtype, shape, b64 = obj.get("dtype"), obj.get("shape"), obj.get("b64")
+    if dtype not in DTYPES:
+        raise ProtocolError(f"a captured array has an unsupported dtype {str(dtype)[:20]!r}")
+    if not isinstance(shape, list) or len(shape) > 32 or not all(type(n) is int and 0 <= n for n in shape):
+        raise ProtocolError("a captured array has a malformed shape")
+    if not isinstance(b64, str):
+        raise ProtocolError("a captured array has no data")
+    dt = np.dtype(dtype).newbyteorder("<")
+    count = math.prod(shape)
+    if count * dt.itemsize != (len(b64) // 4) * 3 - b64[-2:].count("="):
+        raise ProtocolError("a captured array's data does not match its shape")
+    try:
+        raw = base64.b64decode(b64, validate=True)
+    except ValueError:
+        raise ProtocolError("a captured array's data is not base64") from None
+    arr = np.frombuffer(raw, dtype=dt).reshape(shape).astype(np.dtype(dtype), copy=True)
+    arr.setflags(write=False)
+    grad = obj.get("grad")
+    if grad is not None and type(grad) is not bool:
+        raise ProtocolError("a captured tensor's requires_grad is malformed")
+    return Value(
+        "array",
+        arr,
+        origin=str(obj.get("origin", ""))[:60],
+        dtype=str(obj.get("odtype", dtype))[:40],
+        requires_grad=grad,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Frames: 4-byte big-endian length, then one JSON object
+
+
+def write_frame(stream: BinaryIO, message: dict) -> None:
+    body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    stream.write(HEADER.pack(len(body)) + body)
+    stream.flush()
+
+
+def parse_frame(body: bytes) -> dict:
+    try:
+        message = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
+        raise ProtocolError("the student process sent a message that is not valid JSON") from None
+    if not isinstance(message, dict) or not isinstance(message.get("ev"), str):
+        raise ProtocolError("the student process sent a message of unknown form")
+    return message
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def to_wire(value: Value) -> dict:
+    """The encoded form of a decoded value (for caches and for values sent into a notebook)."""
+    if value.kind == "none":
+        return {"t": "none"}
+    if value.kind in ("bool", "str"):
+        return {"t": value.kind, "v": value.data}
+    if value.kind == "array":
+        arr = np.ascontiguousarray(value.data)
+        out = {
+            "t": "array",
+            "dtype": arr.dtype.name,
+            "shape": list(arr.shape),
+            "b64": base64.b64encode(arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()).decode("ascii"),
+            "origin": value.origin,
+        }
+        if value.dtype and value.dtype != arr.dtype.name:
+            out["odtype"] = value.dtype
+        if value.requires_grad is not None:
+            out["grad"] = value.requires_grad
+        return out
+    if value.kind in ("list", "tuple"):
+        return {"t": value.kind, "items": [to_wire(v) for v in value.data]}
+    if value.kind == "dict":
+        return {"t": "dict", "items": [[k, to_wire(v)] for k, v in value.data.items()]}
+    out = {"t": value.kind, "values": to_wire(value.data), "index": list(value.index), "origin": value.origin}
+    if value.kind == "frame":
+        out["columns"] = list(value.columns)
+    return out

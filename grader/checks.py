@@ -1,0 +1,190 @@
+"""Verdicts, computed in the grader's process from captured plain data.
+
+For each check: is it answered at all (blanks), was the value computed (errors), does it match the
+reference within tolerance, do its properties hold, and if not, does it match a typical mistake
+(a hint)? Questions add their checks' points up, all-or-nothing unless the config splits them.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+
+from .capture import Value
+from .compare import check_property, compare
+from .config import Assignment, Check, Question
+from .execute import Captured, CellRun
+from .notebook import BlankReport, CellInfo, identifiers
+from .scorecard import CheckResult, QuestionResult
+
+BUILTINS = set(dir(builtins))
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything about one submission's run that verdicts depend on."""
+
+    infos: list[CellInfo]
+    blanks: BlankReport
+    cells: list[CellRun]
+    student: dict[str, Captured]
+    reference: dict[str, Captured]
+    reveal: bool = False
+
+    def bound_anywhere(self, name: str) -> bool:
+        return any(name in info.binds for info in self.infos)
+
+    def failed_binder(self, name: str) -> CellRun | None:
+        """The first cell that should have bound ``name`` but raised, hung or crashed."""
+        for info, run in zip(self.infos, self.cells):
+            if name in info.binds and run.status in ("error", "timeout", "crashed"):
+                return run
+        return None
+
+
+def hint_id(check: Check, i: int) -> str:
+    return f"{check.id}#h{i}"
+
+
+def _names(check: Check) -> set[str]:
+    names = {check.target} if check.kind == "value" else identifiers(check.target)
+    return {n for n in names if n not in BUILTINS}
+
+
+def _cell_error(run: CellRun) -> str:
+    if run.status == "timeout":
+        return f"cell {run.index} did not finish: {run.evalue}"
+    if run.status == "crashed":
+        return f"cell {run.index} stopped the notebook: {run.evalue}"
+    where = f" ({run.traceback[-1]})" if run.traceback else ""
+    return f"cell {run.index} raised {run.ename}: {run.evalue}{where}"
+
+
+def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
+    res = CheckResult(id=check.id, target=check.target, status="failed", score=0.0, max_score=points,
+                      hidden=check.hidden)
+    label = check.label
+    ref = ctx.reference.get(check.id)
+    if ref is None or ref.value is None:
+        res.status = "error"
+        res.messages.append(f"{label} could not be checked: the solution does not produce it "
+                            "(an instructor's configuration problem, not yours).")
+        return res
+    names = _names(check)
+    blank = ctx.blanks.cause(names)
+    if blank is None and ctx.blanks.blanks:
+        unbound = sorted(n for n in names if not ctx.bound_anywhere(n))
+        if unbound:
+            blank = ctx.blanks.blanks[0]
+    if blank is not None:
+        res.status = "unanswered"
+        res.messages.append(f"{label} is not answered yet: fill in the blank `?` at {blank.where()}.")
+        return res
+    got = ctx.student.get(check.id)
+    if got is None or got.value is None:
+        res.messages.append(_why_missing(check, got, ctx))
+        res.status = "error" if _raised(check, got, ctx) else "failed"
+        return res
+    value = got.value
+    messages: list[str] = []
+    if check.compare:
+        cmp = compare(label, value, ref.value, rtol=check.rtol, atol=check.atol,
+                      strict_types=check.strict_types, reveal=ctx.reveal)
+        if not cmp.ok:
+            messages.extend(cmp.messages)
+            res.hint = _matching_hint(check, value, ctx)
+    if not messages:
+        for prop in check.properties:
+            problem = check_property(prop, label, value, ref.value, atol=check.atol)
+            if problem:
+                messages.append(problem)
+                if not res.hint:
+                    res.hint = _matching_hint(check, value, ctx)
+    if messages:
+        res.messages.extend(messages)
+        if res.hint:
+            res.messages.append(f"Likely mistake: {res.hint}")
+        return res
+    res.status, res.score = "passed", points
+    return res
+
+
+def _raised(check: Check, got: Captured | None, ctx: Context) -> bool:
+    if got is not None and got.error and not got.missing and not got.uncapturable:
+        return True
+    return any(ctx.failed_binder(n) for n in _names(check))
+
+
+def _why_missing(check: Check, got: Captured | None, ctx: Context) -> str:
+    label = check.label
+    if got is not None and got.uncapturable:
+        return f"{label} cannot be graded: {got.error}."
+    if got is not None and got.error and not got.missing:
+        where = f" ({got.traceback[-1]})" if got.traceback else ""
+        kind = "calling your code" if check.kind == "expr" else "reading the value"
+        return f"{label}: {kind} raised {got.error}{where}."
+    for name in sorted(_names(check)):
+        run = ctx.failed_binder(name)
+        if run is not None:
+            return f"{label} has no value because {_cell_error(run)}."
+    if got is None:
+        return f"{label} was not reached: the notebook stopped before this check could run."
+    missing = sorted(n for n in _names(check) if not ctx.bound_anywhere(n))
+    if missing:
+        return (f"`{missing[0]}` is never defined in the notebook; the question expects a variable with that exact "
+                "name (was it renamed or deleted?).")
+    if check.before:
+        return f"{label} is not defined yet at the point where this question is answered (before `{check.before}`)."
+    return f"{label} is not defined when the notebook finishes."
+
+
+def _matching_hint(check: Check, value: Value, ctx: Context) -> str:
+    for i, hint in enumerate(check.hints):
+        hv = ctx.reference.get(hint_id(check, i))
+        if hv is None or hv.value is None:
+            continue
+        if compare("", value, hv.value, rtol=check.rtol, atol=check.atol).ok:
+            return hint.message
+    return ""
+
+
+def grade_question(question: Question, ctx: Context) -> QuestionResult:
+    n = len(question.checks)
+    results = [
+        grade_check(c, ctx, c.points if question.split else question.points / n) for c in question.checks
+    ]
+    statuses = {r.status for r in results}
+    if question.split:
+        score = sum(r.score for r in results)
+    else:
+        score = question.points if statuses == {"passed"} else 0.0
+    if statuses == {"passed"}:
+        status = "passed"
+    elif statuses == {"unanswered"}:
+        status = "unanswered"
+    elif score > 0:
+        status = "partial"
+    elif "error" in statuses:
+        status = "error"
+    elif statuses <= {"unanswered", "failed"} and "failed" not in statuses:
+        status = "unanswered"
+    else:
+        status = "failed"
+    feedback: list[str] = []
+    for r in results:
+        if r.status == "passed":
+            continue
+        if r.hidden and r.status != "unanswered":
+            feedback.append(f"A hidden check on {question.title.lower()} did not pass.")
+            continue
+        for m in r.messages:
+            if m not in feedback:
+                feedback.append(m)
+    if status == "passed":
+        feedback.append("Correct.")
+    return QuestionResult(id=question.id, title=question.title, score=score, max_score=question.points,
+                          status=status, feedback=feedback, checks=results)
+
+
+def grade_assignment(assignment: Assignment, ctx: Context) -> list[QuestionResult]:
+    return [grade_question(q, ctx) for q in assignment.questions]

@@ -1,0 +1,44 @@
+"""Every error the grader raises on purpose.
+
+    GraderError                 base; carries a message a user can act on
+    ├── ConfigError             config.yaml is malformed; names the file, key path and line
+    ├── UsageError              a command was called wrongly (unknown assignment, missing path)
+    ├── NotebookError           a submission cannot be read as a notebook (-> invalid_notebook)
+    ├── ProtocolError           the student process sent a malformed or oversized payload (-> crashed)
+    └── SolutionError           the solution notebook fails, so nothing can be graded against it
+
+Nothing here is shown to users as a traceback: the command line and the pytest plugin turn these
+into one-line messages and exit statuses.
+"""
+
+from __future__ import annotations
+
+
+class GraderError(Exception):
+    """Base class: an error whose message is meant for a person, not a stack trace."""
+
+
+class ConfigError(GraderError):
+    """config.yaml is malformed, or names something that does not exist."""
+
+    def __init__(self, file: str, path: str, message: str, line: int | None = None):
+        self.file, self.path, self.line, self.message = file, path, line, message
+        where = f"{file}:{line}" if line else file
+        key = f" {path}" if path else ""
+        super().__init__(f"{where}:{key} {message}")
+
+
+class UsageError(GraderError):
+    """A command was called with arguments that cannot work."""
+
+
+class NotebookError(GraderError):
+    """A submission file is not a readable notebook; the message is one sentence."""
+
+
+class ProtocolError(GraderError):
+    """The channel from the student process carried something other than a well-formed payload."""
+
+
+class SolutionError(GraderError):
+    """The solution notebook itself fails to run or lacks a value a check needs."""

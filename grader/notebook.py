@@ -1,0 +1,350 @@
+"""Reading submissions and understanding their code without running it.
+
+- ``read(path)`` turns a file into a list of code cells, or raises NotebookError with one sentence.
+- ``find_blanks(source)`` finds the course's ``?`` blanks, which are not valid Python.
+- ``analyse(cells)`` works out, per cell, which names it binds and reads (by parsing, never by
+  running), which cells hold unfilled blanks, and which names cannot have a value because of them.
+
+Answers are found by what the notebook computes, not by cell ids or metadata, which students'
+editors drop, copy and reorder.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from .errors import NotebookError
+
+MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
+SKIP_TAG = "skip-grading"
+BLANK_NAME = "__grader_blank__"
+
+
+@dataclass(frozen=True)
+class Cell:
+    index: int  # position among the notebook's code cells, 1-based as students count
+    source: str
+    tags: tuple[str, ...] = ()
+
+    @property
+    def skipped(self) -> bool:
+        return SKIP_TAG in self.tags
+
+
+@dataclass(frozen=True)
+class Blank:
+    cell: int
+    line: int
+    text: str  # the line as the student sees it
+
+    def where(self) -> str:
+        return f"cell {self.cell}, line {self.line}: `{self.text.strip()}`"
+
+
+def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
+    """The code cells of a notebook file. Raises NotebookError with a one-sentence reason."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise NotebookError(f"The file cannot be opened ({exc.strerror}).") from None
+    if size == 0:
+        raise NotebookError("The file is empty.")
+    if size > max_bytes:
+        raise NotebookError(
+            f"The notebook is {size / 1e6:.1f} MB, larger than the {max_bytes / 1e6:.0f} MB limit; "
+            "clear large outputs or embedded images and submit again."
+        )
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotebookError(f"The file is not UTF-8 text (undecodable byte at offset {exc.start}).") from None
+    if not text.strip():
+        raise NotebookError("The file is empty.")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NotebookError(f"The file is not JSON, so not a notebook (line {exc.lineno}: {exc.msg}).") from None
+    except RecursionError:
+        raise NotebookError("The file is JSON nested too deeply to be a notebook.") from None
+    if not isinstance(data, dict) or "cells" not in data and "worksheets" not in data:
+        raise NotebookError("The file is JSON but not a Jupyter notebook (it has no cells).")
+    major = data.get("nbformat")
+    if not isinstance(major, int) or major < 4:
+        if major in (1, 2, 3):
+            try:
+                nb = nbformat.reads(text, as_version=4)
+            except Exception as exc:
+                raise NotebookError(f"The notebook uses format version {major} and cannot be upgraded: {_one_line(exc)}.") from None
+        else:
+            raise NotebookError(f"The notebook format version {major!r} is not supported (expected 4).")
+    elif major > 4:
+        raise NotebookError(f"The notebook format version {major} is newer than this grader supports (4).")
+    else:
+        try:
+            nb = nbformat.from_dict(data)
+            nbformat.validate(nb, relax_add_props=True)
+        except nbformat.ValidationError as exc:
+            # Editors write slightly off notebooks all the time; only reject what we cannot use.
+            if not _usable(data):
+                raise NotebookError(f"The notebook structure is invalid: {_one_line(exc)}.") from None
+        except Exception as exc:
+            raise NotebookError(f"The notebook structure is invalid: {_one_line(exc)}.") from None
+    cells = []
+    for cell in nb.get("cells", []):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list):
+            source = "".join(str(s) for s in source)
+        if not isinstance(source, str):
+            raise NotebookError("A code cell's source is not text.")
+        tags = cell.get("metadata", {}).get("tags", []) if isinstance(cell.get("metadata"), dict) else []
+        tags = tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ()
+        cells.append(Cell(index=len(cells) + 1, source=source, tags=tags))
+    return cells
+
+
+def _usable(data: dict) -> bool:
+    cells = data.get("cells")
+    return isinstance(cells, list) and all(
+        isinstance(c, dict) and isinstance(c.get("source", ""), (str, list)) for c in cells
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__).rstrip(".")[:200]
+
+
+# --------------------------------------------------------------------------------------------
+# Blanks
+
+_HELP_RE = re.compile(r"^\s*\?{1,2}[A-Za-z_]")  # IPython help: ?name, ??name
+
+
+def find_blanks(source: str, cell: int = 0) -> list[Blank]:
+    """Every ``?`` that stands for missing code: ``x = ?``, a bare ``?``, ``f(?, 1)``.
+
+    IPython's help syntax (``obj?``, ``?obj``) is not a blank.
+    """
+    blanks: list[Blank] = []
+    lines = source.splitlines()
+    prev: tokenize.TokenInfo | None = None
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        tokens = _fallback_tokens(source)
+    for tok in tokens:
+        if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+            if tok.type in (tokenize.NEWLINE, tokenize.NL):
+                prev = None
+            continue
+        if tok.string == "?" or (tok.type == tokenize.ERRORTOKEN and tok.string.strip() == "?"):
+            line = lines[tok.start[0] - 1] if tok.start[0] - 1 < len(lines) else ""
+            after_name = prev is not None and (prev.type == tokenize.NAME or prev.string in (")", "]", "?"))
+            if not after_name and not _HELP_RE.match(line):
+                blanks.append(Blank(cell=cell, line=tok.start[0], text=line))
+        prev = tok
+    return blanks
+
+
+def _fallback_tokens(source: str) -> list[tokenize.TokenInfo]:
+    """Tokens up to the first tokenizer error, line by line, so a broken cell still shows blanks."""
+    out: list[tokenize.TokenInfo] = []
+    for n, line in enumerate(source.splitlines(), 1):
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(line + "\n").readline):
+                out.append(tok._replace(start=(n, tok.start[1]), end=(n, tok.end[1])))
+        except (tokenize.TokenError, IndentationError, SyntaxError):
+            continue
+    return out
+
+
+def fill_blanks(source: str) -> str:
+    """The source with every blank replaced by a name that raises when evaluated."""
+    blanks = find_blanks(source)
+    if not blanks:
+        return source
+    lines = source.splitlines(keepends=True)
+    for b in blanks:
+        line = lines[b.line - 1]
+        lines[b.line - 1] = _replace_blank_marks(line)
+    return "".join(lines)
+
+
+def _replace_blank_marks(line: str) -> str:
+    out = []
+    in_str: str | None = None
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if in_str:
+            out.append(ch)
+            if ch == "\\":
+                out.append(line[i + 1 : i + 2])
+                i += 2
+                continue
+            if line.startswith(in_str, i):
+                out.append(line[i + 1 : i + len(in_str)])
+                i += len(in_str)
+                in_str = None
+                continue
+        elif ch == "#":
+            out.append(line[i:])
+            break
+        elif ch in "\"'":
+            in_str = line[i : i + 3] if line[i : i + 3] in ('"""', "'''") else ch
+            out.append(in_str)
+            i += len(in_str)
+            continue
+        elif ch == "?":
+            out.append(BLANK_NAME)
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Static analysis of what each cell binds and reads
+
+
+_MAGIC_RE = re.compile(r"^(\s*)([%!].*)$", re.M)
+
+
+def python_source(source: str) -> str:
+    """The cell as plain Python for parsing: IPython magics and shell lines become `pass`."""
+    if source.lstrip().startswith("%%"):
+        return "pass\n"
+    return _MAGIC_RE.sub(lambda m: f"{m.group(1)}pass", source)
+
+
+@dataclass
+class CellInfo:
+    cell: Cell
+    binds: set[str] = field(default_factory=set)
+    reads: set[str] = field(default_factory=set)
+    blanks: list[Blank] = field(default_factory=list)
+    syntax_error: str | None = None
+
+
+def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
+    binds: set[str] = set()
+    reads: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (binds if isinstance(node.ctx, (ast.Store, ast.Del)) else reads).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            binds.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                binds.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.Global):
+            binds.update(node.names)
+    return binds, reads
+
+
+def module_level_binds(tree: ast.Module) -> set[str]:
+    """Names a cell binds in the notebook's namespace (not inside functions or classes)."""
+    binds: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                binds.add(child.name)
+                for sub in ast.walk(child):
+                    if isinstance(sub, ast.Global):
+                        binds.update(sub.names)
+                continue
+            if isinstance(child, ast.Lambda):
+                continue
+            if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
+                binds.add(child.id)
+            elif isinstance(child, (ast.Import, ast.ImportFrom)):
+                for alias in child.names:
+                    if alias.name != "*":
+                        binds.add((alias.asname or alias.name).split(".")[0])
+            elif isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                for sub in ast.walk(child):
+                    if isinstance(sub, ast.NamedExpr):
+                        binds.add(sub.target.id)
+                continue
+            visit(child)
+
+    visit(tree)
+    return binds
+
+
+def analyse(cells: list[Cell]) -> list[CellInfo]:
+    infos = []
+    for cell in cells:
+        info = CellInfo(cell=cell, blanks=find_blanks(cell.source, cell.index))
+        src = python_source(fill_blanks(cell.source) if info.blanks else cell.source)
+        try:
+            tree = ast.parse(src)
+        except SyntaxError as exc:
+            info.syntax_error = f"line {exc.lineno}: {exc.msg}"
+            # Keep what can be known: names assigned at the start of lines still count as bound,
+            # so a question depending on them is reported against this cell, not as missing.
+            info.binds = set(re.findall(r"^([A-Za-z_]\w*)\s*=(?!=)", src, re.M))
+            infos.append(info)
+            continue
+        info.binds = module_level_binds(tree)
+        _, info.reads = _names(tree)
+        infos.append(info)
+    return infos
+
+
+@dataclass(frozen=True)
+class BlankReport:
+    """Which names cannot have the student's own value because of unfilled blanks."""
+
+    blanks: tuple[Blank, ...]
+    tainted: dict[str, Blank]  # name -> the blank it depends on
+
+    def cause(self, names: set[str]) -> Blank | None:
+        for name in sorted(names):
+            if name in self.tainted:
+                return self.tainted[name]
+        return None
+
+
+def blank_report(infos: list[CellInfo]) -> BlankReport:
+    """Propagate blanks forward through the cells: a cell that reads a name that depends on a
+    blank makes everything it binds depend on that blank too."""
+    tainted: dict[str, Blank] = {}
+    blanks: list[Blank] = []
+    for info in infos:
+        if info.cell.skipped:
+            continue
+        if info.blanks:
+            blanks.extend(info.blanks)
+            for name in info.binds:
+                tainted.setdefault(name, info.blanks[0])
+            continue
+        source = next((tainted[n] for n in sorted(info.reads) if n in tainted), None)
+        for name in info.binds:
+            if source is not None:
+                tainted.setdefault(name, source)
+            elif name in tainted and name not in info.reads:
+                # Rebound from scratch by a later, complete cell: the student answered it here.
+                del tainted[name]
+    return BlankReport(blanks=tuple(blanks), tainted=tainted)
+
+
+def identifiers(expr: str) -> set[str]:
+    """Free names an expression reads (for deciding what a check depends on)."""
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}

@@ -1,0 +1,248 @@
+"""The student side: runs a notebook's cells with IPython semantics and sends back plain data.
+
+This module runs in the sandboxed child process, never in the grader. It receives a job (cells,
+what to capture and when, values to inject) and writes frames to an inherited pipe:
+
+    {"ev": "start"}                                   once, after setup
+    {"ev": "cell", "pos": i, "phase": "start"}        before each cell
+    {"ev": "cell", "pos": i, "phase": "end", ...}     after it: status, error, output size
+    {"ev": "capture", "id": ..., "value" | "error" | "missing": ...}
+    {"ev": "done"}
+
+The grader enforces every deadline from outside, so nothing here has to trust the student's
+code to give control back.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import sys
+import time
+import traceback
+from typing import Any, BinaryIO
+
+from . import capture
+
+CELL_FILE = "<cell {}>"
+CHECK_FILE = "<check>"
+
+
+class BoundedText(io.TextIOBase):
+    """A write-only text stream that keeps the first ``limit`` characters and counts the rest."""
+
+    def __init__(self, limit: int):
+        self.limit, self.parts, self.kept, self.total = limit, [], 0, 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: Any) -> int:
+        s = str(s)
+        self.total += len(s)
+        room = self.limit - self.kept
+        if room > 0:
+            self.parts.append(s[:room])
+            self.kept += min(room, len(s))
+        return len(s)
+
+    def take(self) -> tuple[str, int]:
+        text, total = "".join(self.parts), self.total
+        self.parts, self.kept, self.total = [], 0, 0
+        return text, total
+
+
+def make_shell() -> Any:
+    """An IPython shell with no history file, no colours and inert matplotlib magics."""
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    cfg = Config()
+    cfg.HistoryManager.enabled = False
+    cfg.InteractiveShell.colors = "NoColor"
+    cfg.InteractiveShell.autocall = 0
+    shell = InteractiveShell.instance(config=cfg)
+    shell.showtraceback = lambda *a, **k: None  # errors are reported as data instead
+    shell.showsyntaxerror = lambda *a, **k: None
+    shell.register_magic_function(lambda line="": None, "line", "matplotlib")
+    return shell
+
+
+class Runner:
+    def __init__(self, job: dict, out: BinaryIO, shell: Any):
+        self.job, self.out, self.shell = job, out, shell
+        self.budget = [int(job["limits"]["capture_mb"]) * 1024 * 1024]
+        self.output_limit = int(job["limits"]["output_kb"]) * 1024
+        self.current = 0
+        self.traceback_lines = int(job.get("traceback_lines", 8))
+        self.positions = {}  # code filename -> cell index, for trimming tracebacks
+        original = shell.compile.get_code_name
+
+        def code_name(raw: str, transformed: str, number: int) -> str:
+            name = CELL_FILE.format(self.current)
+            return name if self.current else original(raw, transformed, number)
+
+        shell.compile.get_code_name = code_name
+
+    def send(self, message: dict) -> None:
+        capture.write_frame(self.out, message)
+
+    def run(self) -> None:
+        cells = self.job["cells"]
+        captures: dict[int, list[dict]] = {}
+        for c in self.job["captures"]:
+            captures.setdefault(c["point"] if c["point"] is not None else len(cells), []).append(c)
+        injections: dict[int, list[dict]] = {}
+        for inj in self.job.get("injections", []):
+            injections.setdefault(inj["after"], []).append(inj)
+        self.send({"ev": "start", "pid": os.getpid()})
+        for pos, cell in enumerate(cells):
+            self.capture_all(captures.get(pos, []))
+            if cell.get("skip"):
+                self.send({"ev": "cell", "pos": pos, "phase": "end", "status": "skipped"})
+                continue
+            self.send({"ev": "cell", "pos": pos, "phase": "start"})
+            self.send(self.run_cell(pos, cell))
+            for inj in injections.get(pos, []):
+                self.shell.user_ns[inj["name"]] = rebuild(inj["value"])
+        self.capture_all(captures.get(len(cells), []))
+        self.send({"ev": "done"})
+
+    def run_cell(self, pos: int, cell: dict) -> dict:
+        self.current = cell["index"]
+        stream = BoundedText(self.output_limit)
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = stream
+        started = time.perf_counter()
+        try:
+            result = self.shell.run_cell(cell["source"], store_history=False, silent=False)
+        except BaseException as exc:  # a shell that itself breaks is still this cell's error
+            error = exc
+        else:
+            error = result.error_before_exec or result.error_in_exec
+        finally:
+            sys.stdout, sys.stderr = saved
+            self.current = 0
+        text, total = stream.take()
+        message = {
+            "ev": "cell",
+            "pos": pos,
+            "phase": "end",
+            "status": "ok" if error is None else "error",
+            "duration": time.perf_counter() - started,
+            "output_bytes": total,
+        }
+        if error is not None:
+            message.update(describe_error(error, self.traceback_lines))
+        return message
+
+    def capture_all(self, items: list[dict]) -> None:
+        for item in items:
+            self.send(self.capture_one(item))
+
+    def capture_one(self, item: dict) -> dict:
+        message: dict[str, Any] = {"ev": "capture", "id": item["id"]}
+        ns = self.shell.user_ns
+        stream = BoundedText(self.output_limit)
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = stream
+        try:
+            if item["kind"] == "value":
+                if item["target"] not in ns:
+                    message["missing"] = True
+                    return message
+                value = ns[item["target"]]
+            else:
+                if item.get("seed") is not None:
+                    seed_everything(int(item["seed"]))
+                code = compile(item["target"], CHECK_FILE, "eval")
+                value = eval(code, ns)  # noqa: S307 - student process, student namespace
+            message["value"] = capture.encode(value, budget=self.budget)
+        except capture.CaptureFailed as exc:
+            message["error"] = f"{item['target']} {exc}"
+            message["uncapturable"] = True
+        except NameError as exc:
+            message["missing"] = True
+            message["error"] = str(exc)
+        except RecursionError:
+            message["error"] = f"{item['target']} is nested too deeply to compare (recursion)"
+            message["uncapturable"] = True
+        except BaseException as exc:  # the student's code raised while the check ran
+            message.update(describe_error(exc, self.traceback_lines))
+            message["error"] = f"{type(exc).__name__}: {_safe_str(exc)}"
+        finally:
+            sys.stdout, sys.stderr = saved
+        return message
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except BaseException:
+        text = "<unprintable message>"
+    return text[:500]
+
+
+def describe_error(exc: BaseException, max_lines: int) -> dict:
+    """The exception as data, its traceback trimmed to frames in the student's cells."""
+    frames = []
+    try:
+        for fr in traceback.extract_tb(exc.__traceback__):
+            if fr.filename.startswith("<cell ") or fr.filename == CHECK_FILE:
+                where = fr.filename.strip("<>")
+                line = (fr.line or "").strip()
+                frames.append(f"{where}, line {fr.lineno}" + (f": {line}" if line else ""))
+    except BaseException:
+        frames = []
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        frames.append(f"line {exc.lineno}: {(exc.text or '').strip()}")
+    return {"ename": type(exc).__name__[:100], "evalue": _safe_str(exc), "traceback": frames[-max_lines:]}
+
+
+def rebuild(enc: dict) -> Any:
+    """An injected value (a variant's input) as the student would have made it: ndarray or tensor."""
+    value = capture.decode(enc)
+    arr = value.data.copy()
+    if value.origin.startswith("torch"):
+        import torch
+
+        t = torch.from_numpy(arr)
+        return torch.nn.Parameter(t, requires_grad=bool(value.requires_grad)) if "Parameter" in value.origin else t
+    return arr
+
+
+def main() -> None:
+    """Entry point of a fresh worker process: ``python -m grader.worker FD`` with the job on stdin."""
+    import json
+
+    fd = int(sys.argv[1])
+    out = os.fdopen(fd, "wb", buffering=0)
+    job = json.loads(sys.stdin.buffer.read())
+    serve(job, out)
+
+
+def serve(job: dict, out: BinaryIO) -> None:
+    """Run one job in this (already isolated) process."""
+    from . import sandbox
+
+    sandbox.enter(job)
+    shell = make_shell()
+    os.chdir(job["workdir"])
+    Runner(job, out, shell).run()
+    out.flush()
+
+
+if __name__ == "__main__":
+    main()
