@@ -187,7 +187,7 @@ def _value_failure(name: str, act: np.ndarray, exp: np.ndarray, bad: np.ndarray,
     more = ", ..." if n_bad > MAX_INDICES else ""
     msg = (f"{name}: {n_bad} / {total} elements ({100.0 * n_bad / total:.1f}%) differ"
            + ("" if boolean else f" beyond tolerance (rtol={ctx.rtol:g}, atol={ctx.atol:g})")
-           + f"; first: {'; '.join(shown)}{more}.")
+           + f"; first: {'; '.join(shown)}{more}" + ("" if more else "."))
     if diff is not None and not boolean:
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = np.where(bad, diff / np.abs(exp.astype(np.float64) if not np.iscomplexobj(exp) else exp), 0)

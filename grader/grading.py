@@ -243,8 +243,10 @@ def execution_summary(run: RunResult, executor: str, elapsed: float) -> dict:
     errors = []
     for c in run.errors:
         item = {"cell": c.index, "status": c.status, "error": f"{c.ename}: {c.evalue}".strip(": ")}
+        if notebook.BLANK_NAME in c.evalue:
+            item["status"], item["error"] = "blank", "the cell still has an unfilled blank `?`"
         if c.traceback:
-            item["traceback"] = list(c.traceback)
+            item["traceback"] = [t.replace(notebook.BLANK_NAME, "?") for t in c.traceback]
         errors.append(item)
     truncated = [c.index for c in run.cells if c.output_truncated]
     out = {

@@ -234,6 +234,8 @@ class CellInfo:
     binds: set[str] = field(default_factory=set)
     reads: set[str] = field(default_factory=set)
     blanks: list[Blank] = field(default_factory=list)
+    blanked: dict[str, Blank] = field(default_factory=dict)  # names a blank keeps from being computed
+    statements: list[tuple[set[str], set[str]]] = field(default_factory=list)  # (binds, reads) per statement
     syntax_error: str | None = None
 
 
@@ -300,8 +302,32 @@ def analyse(cells: list[Cell]) -> list[CellInfo]:
             continue
         info.binds = module_level_binds(tree)
         _, info.reads = _names(tree)
+        for stmt in tree.body:
+            one = ast.Module(body=[stmt], type_ignores=[])
+            info.statements.append((module_level_binds(one), _names(one)[1]))
+        if info.blanks:
+            info.blanked = _blanked_names(tree, info.blanks)
         infos.append(info)
     return infos
+
+
+def _blanked_names(tree: ast.Module, blanks: list[Blank]) -> dict[str, Blank]:
+    """Names that cannot get the student's value in a cell with blanks, each with its blank.
+
+    A statement holding a blank cannot produce its names; statements after the first blank
+    never run. Statements before it run normally, so what they bind is the student's.
+    """
+    out: dict[str, Blank] = {}
+    first = min(b.line for b in blanks)
+    for stmt in tree.body:
+        end = stmt.end_lineno or stmt.lineno
+        inside = [b for b in blanks if stmt.lineno <= b.line <= end]
+        if not inside and end < first:
+            continue
+        cause = inside[0] if inside else max((b for b in blanks if b.line < stmt.lineno), key=lambda b: b.line)
+        for name in module_level_binds(ast.Module(body=[stmt], type_ignores=[])):
+            out.setdefault(name, cause)
+    return out
 
 
 @dataclass(frozen=True)
@@ -328,16 +354,21 @@ def blank_report(infos: list[CellInfo]) -> BlankReport:
             continue
         if info.blanks:
             blanks.extend(info.blanks)
-            for name in info.binds:
-                tainted.setdefault(name, info.blanks[0])
-            continue
-        source = next((tainted[n] for n in sorted(info.reads) if n in tainted), None)
-        for name in info.binds:
-            if source is not None:
-                tainted.setdefault(name, source)
-            elif name in tainted and name not in info.reads:
-                # Rebound from scratch by a later, complete cell: the student answered it here.
-                del tainted[name]
+            blanked = info.blanked or {name: info.blanks[0] for name in info.binds}
+            for name, blank in blanked.items():
+                tainted.setdefault(name, blank)
+        # Statement by statement, so a cell that defines a function next to a blanked line keeps it.
+        statements = info.statements or [(info.binds, info.reads)]
+        for binds, reads in statements:
+            source = next((tainted[n] for n in sorted(reads) if n in tainted), None)
+            for name in binds:
+                if name in info.blanked:
+                    continue
+                if source is not None:
+                    tainted.setdefault(name, source)
+                elif name in tainted and name not in reads:
+                    # Rebound from scratch by a later, complete statement: answered there.
+                    del tainted[name]
     return BlankReport(blanks=tuple(blanks), tainted=tainted)
 
 

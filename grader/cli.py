@@ -1,0 +1,183 @@
+"""The ``grader`` command: a thin front end over the same code the pytest plugin uses.
+
+    grader grade PATH... [--assignment NAME] [--out DIR]   grade notebooks or folders of notebooks
+    grader assign [NAME...]                                 solution -> student skeleton
+    grader validate [NAME...]                               prove each assignment's loop closes
+
+Exit status: 0 when the command did its job (every submission got a scorecard), 1 when
+``validate`` found problems, 2 on a usage or configuration error. Never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from . import __version__, config
+from .errors import GraderError, UsageError
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+
+def find_config(explicit: str | None) -> Path:
+    """config.yaml from --config, then $GRADER_CONFIG, then the current folder and its parents."""
+    if explicit:
+        return Path(explicit)
+    if os.environ.get("GRADER_CONFIG"):
+        return Path(os.environ["GRADER_CONFIG"])
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / "config.yaml").is_file():
+            return folder / "config.yaml"
+    raise UsageError("No config.yaml found here or in any parent folder; pass --config PATH.")
+
+
+def pick_assignment(course: config.Course, name: str | None, paths: list[Path]) -> config.Assignment:
+    if name:
+        if name not in course.assignments:
+            known = ", ".join(course.assignments)
+            raise UsageError(f"Unknown assignment {name!r}; {course.file} defines: {known}.")
+        return course.assignments[name]
+    if len(course.assignments) == 1:
+        return next(iter(course.assignments.values()))
+    for p in paths:
+        for part in (p.stem, *[q.name for q in p.resolve().parents]):
+            if part in course.assignments:
+                return course.assignments[part]
+    raise UsageError("Which assignment is this? Pass --assignment NAME (one of: "
+                     f"{', '.join(course.assignments)}).")
+
+
+def collect(paths: list[Path]) -> list[Path]:
+    """Notebook files from files and folders, in a stable order. A file named explicitly is
+    graded whatever its name, so a wrong upload still gets a scorecard saying why."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*.ipynb") if ".ipynb_checkpoints" not in q.parts)
+            out.extend(found)
+        elif p.exists():
+            out.append(p)
+        else:
+            raise UsageError(f"{p} does not exist.")
+    return out
+
+
+def output_names(paths: list[Path]) -> dict[Path, str]:
+    """A distinct file stem per submission: its own stem, or parent-stem when stems collide."""
+    stems: dict[str, int] = {}
+    for p in paths:
+        stems[p.stem] = stems.get(p.stem, 0) + 1
+    names = {}
+    for p in paths:
+        names[p] = p.stem if stems[p.stem] == 1 else f"{p.parent.name}-{p.stem}"
+    return names
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from .grading import Grader
+    from .scorecard import write_yaml
+
+    course = config.load(find_config(args.config))
+    paths = collect([Path(p) for p in args.paths])
+    if not paths:
+        raise UsageError("No notebooks found in the given paths.")
+    assignment = pick_assignment(course, args.assignment, paths)
+    out = Path(args.out)
+    grader = Grader(course)
+    names = output_names(paths)
+    rows = []
+    for path in paths:
+        card = grader.grade(assignment, path)
+        write_yaml(card, out / f"{names[path]}.yaml", course.scorecard.rounding)
+        rows.append((names[path], card))
+    print_table(assignment, rows, course.scorecard.rounding)
+    print(f"\nScorecards written to {out}/")
+    return EXIT_OK
+
+
+def print_table(assignment: config.Assignment, rows: list, rounding: int) -> None:
+    width = max([len("submission")] + [len(n) for n, _ in rows])
+    print(f"{assignment.name}: {assignment.title}")
+    print(f"{'submission':<{width}}  {'score':>13}  status")
+    for name, card in rows:
+        score = f"{round(card.score, rounding):g}/{card.max_score:g}"
+        extra = f" ({card.reason})" if card.reason else ""
+        print(f"{name:<{width}}  {score:>13}  {card.status}{extra}")
+
+
+def cmd_assign(args: argparse.Namespace) -> int:
+    from .assign import write_assignment
+    from .grading import Grader
+    from .public import public_checks
+
+    course = config.load(find_config(args.config))
+    names = args.names or list(course.assignments)
+    grader = Grader(course)
+    for name in names:
+        assignment = pick_assignment(course, name, [])
+        ref = grader.references.get(assignment)
+        for path in write_assignment(assignment, public_checks(assignment, ref.captures)):
+            print(f"wrote {path.relative_to(course.root)}")
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .validate import validate
+
+    course = config.load(find_config(args.config))
+    names = args.names or list(course.assignments)
+    failed = 0
+    for name in names:
+        assignment = pick_assignment(course, name, [])
+        problems = validate(course, assignment)
+        if problems:
+            failed += 1
+            print(f"{name}: {len(problems)} problem{'s' if len(problems) != 1 else ''}")
+            for p in problems:
+                print(f"  - {p}")
+        else:
+            print(f"{name}: ok")
+    return EXIT_PROBLEMS if failed else EXIT_OK
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="grader", description="Grade numerical Python notebooks against a solution.")
+    ap.add_argument("--version", action="version", version=f"grader {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("grade", help="grade notebooks and write a scorecard for each")
+    g.add_argument("paths", nargs="+", help="notebooks, or folders of notebooks")
+    g.add_argument("--assignment", "-a", help="assignment name from config.yaml")
+    g.add_argument("--out", "-o", default="scorecards", help="folder for scorecards (default: scorecards)")
+    g.add_argument("--config", "-c", help="course file (default: config.yaml here or above)")
+    g.set_defaults(func=cmd_grade)
+
+    a = sub.add_parser("assign", help="generate student skeletons from solution notebooks")
+    a.add_argument("names", nargs="*", help="assignments (default: all)")
+    a.add_argument("--config", "-c")
+    a.set_defaults(func=cmd_assign)
+
+    v = sub.add_parser("validate", help="check that solutions score full marks and skeletons zero")
+    v.add_argument("names", nargs="*", help="assignments (default: all)")
+    v.add_argument("--config", "-c")
+    v.set_defaults(func=cmd_validate)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except GraderError as exc:
+        print(f"grader: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("grader: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

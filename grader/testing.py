@@ -1,0 +1,60 @@
+"""Helpers for instructors' and the framework's tests: build submissions from a skeleton.
+
+``fill(skeleton, answers)`` answers the skeleton's blanks the way a student would: an assignment
+blank ``Q = ?`` is answered by ``answers["Q"]`` (the right-hand side), bare blanks by
+``answers["?1"]``, ``answers["?2"]``, ... in notebook order (whole lines, indented to the blank).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+
+ASSIGN_BLANK = re.compile(r"^(\s*)([^=#]+?)\s*(=|\+=|-=|\*=|/=)\s*\?\s*$")
+BARE_BLANK = re.compile(r"^(\s*)\?\s*$")
+
+
+def fill_source(source: str, answers: dict[str, str], counter: list[int]) -> str:
+    lines = []
+    for line in source.splitlines():
+        m = ASSIGN_BLANK.match(line)
+        if m and m.group(2).strip() in answers:
+            lines.append(f"{m.group(1)}{m.group(2).strip()} {m.group(3)} {answers[m.group(2).strip()]}")
+            continue
+        m = BARE_BLANK.match(line)
+        if m:
+            counter[0] += 1
+            key = f"?{counter[0]}"
+            if key in answers:
+                lines.extend(m.group(1) + part for part in answers[key].splitlines())
+                continue
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def fill(skeleton: Path, answers: dict[str, str], *, edit: dict[int, str] | None = None,
+         append: list[str] | None = None) -> nbformat.NotebookNode:
+    """A copy of the skeleton with blanks answered; ``edit`` replaces whole code cells (by
+    1-based code-cell number) and ``append`` adds code cells at the end."""
+    nb = nbformat.read(str(skeleton), as_version=4)
+    counter = [0]
+    n = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        n += 1
+        if edit and n in edit:
+            cell.source = edit[n]
+        else:
+            cell.source = fill_source(cell.source, answers, counter)
+    for src in append or []:
+        nb.cells.append(nbformat.v4.new_code_cell(src))
+    return nb
+
+
+def write(nb: nbformat.NotebookNode, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+    return path

@@ -1,0 +1,68 @@
+"""``grader validate``: proof that an assignment's loop closes.
+
+- the solution scores full marks;
+- the skeleton scores zero, with every question ``unanswered``;
+- every check's variable or expression exists in the solution (the reference run fails otherwise);
+- every hint is reachable: it differs from the reference, and a value equal to it gets that hint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .checks import Context, grade_check, hint_id
+from .compare import compare
+from .config import Assignment, Course
+from .errors import GraderError
+from .execute import Captured
+from .grading import Grader
+
+
+def validate(course: Course, assignment: Assignment, grader: Grader | None = None) -> list[str]:
+    grader = grader or Grader(course)
+    problems: list[str] = []
+    try:
+        ref = grader.references.get(assignment)
+    except GraderError as exc:
+        return [str(exc)]
+    card = grader.grade(assignment, assignment.solution)
+    if card.score != assignment.max_score or card.status != "graded":
+        for q in card.questions:
+            if q.status != "passed":
+                problems.append(f"the solution does not pass question {q.id}: {' '.join(q.feedback)}")
+        if card.status != "graded":
+            problems.append(f"the solution's run ended {card.status}: {card.reason}")
+    if not assignment.skeleton.is_file():
+        problems.append(f"the skeleton {assignment.skeleton.relative_to(course.root)} does not exist; run grader assign")
+    else:
+        card = grader.grade(assignment, assignment.skeleton)
+        if card.score != 0:
+            problems.append(f"the skeleton scores {card.score:g}, not 0")
+        for q in card.questions:
+            if q.status != "unanswered":
+                problems.append(f"question {q.id} is {q.status} in the skeleton, not unanswered: "
+                                "mark its solution code with # SOLUTION or a BEGIN/END SOLUTION block")
+    ctx = Context(infos=[], blanks=_no_blanks(), cells=[], student={}, reference=ref.captures)
+    for check in assignment.checks:
+        expected = ref.captures[check.id].value
+        for i, hint in enumerate(check.hints):
+            got = ref.captures.get(hint_id(check, i))
+            where = f"question {check.id.split('/')[0]}, hint {hint.expr!r}"
+            if got is None or got.value is None:
+                problems.append(f"{where}: cannot be evaluated in the solution: {got.error if got else 'missing'}")
+                continue
+            if compare("", got.value, expected, rtol=check.rtol, atol=check.atol).ok:
+                problems.append(f"{where}: equals the reference value, so it can never fire")
+                continue
+            result = grade_check(check, replace(ctx, student={check.id: Captured(value=got.value)}),
+                                 check.points or 1.0)
+            if result.hint != hint.message:
+                problems.append(f"{where}: a submission computing it gets "
+                                f"{'another hint' if result.hint else 'no hint'}")
+    return problems
+
+
+def _no_blanks():
+    from .notebook import BlankReport
+
+    return BlankReport(blanks=(), tainted={})

@@ -1,0 +1,71 @@
+"""Shared fixtures: the real course file, a grader with a private reference cache, and a way to
+hand in a submission built from the real skeleton."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import config
+from grader.grading import Grader
+from grader.testing import fill, write
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(scope="session")
+def course(tmp_path_factory) -> config.Course:
+    loaded = config.load(ROOT / "config.yaml")
+    return dataclasses.replace(loaded, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="session")
+def grader(course) -> Grader:
+    return Grader(course)
+
+
+@pytest.fixture(scope="session")
+def numpy_assignment(course) -> config.Assignment:
+    return course.assignment("attention_numpy")
+
+
+NUMPY_CORRECT = {
+    "Q": "X @ W_q.T", "K": "X @ W_k.T", "V": "X @ W_v.T",
+    "scores": "Q @ K.T",
+    "scaled_scores": "scores / np.sqrt(d_k)",
+    "?1": "e_x = np.exp(x - np.max(x))\nreturn e_x / np.sum(e_x, axis=-1, keepdims=True)",
+    "attention_weights": "np.apply_along_axis(softmax, axis=1, arr=scaled_scores)",
+    "output": "attention_weights @ V",
+}
+
+
+@pytest.fixture
+def submit(tmp_path, grader, course):
+    """Grade a submission built from an assignment's skeleton: submit(answers, name=..., ...)."""
+    counter = [0]
+
+    def _submit(answers: dict[str, str], *, assignment: str = "attention_numpy", edit=None, append=None,
+                name: str | None = None):
+        a = course.assignment(assignment)
+        counter[0] += 1
+        nb = fill(a.skeleton, answers, edit=edit, append=append)
+        path = write(nb, tmp_path / f"{name or f'sub{counter[0]}'}.ipynb")
+        return grader.grade(a, path)
+
+    return _submit
+
+
+def notebook_with(cells: list[str], path: Path) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
+    nbformat.write(nb, str(path))
+    return path
+
+
+def question(card, qid: str):
+    return next(q for q in card.questions if q.id == qid)
