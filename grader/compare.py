@@ -212,7 +212,7 @@ def _compare_frame(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comp
 
 
 def _fail(reason: str, message: str) -> Comparison:
-    return Comparison(False, reason, (message + ("" if message.endswith(".") else "."),))
+    return Comparison(False, reason, (message + ("" if message.endswith((".", "?")) else "."),))
 
 
 def _indices(where: np.ndarray) -> str:

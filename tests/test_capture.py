@@ -1,0 +1,102 @@
+"""Plain data across the process boundary: faithful for real values, strict against forgeries."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from grader import capture
+from grader.capture import CaptureFailed, decode, encode, to_wire
+from grader.errors import ProtocolError
+
+
+def roundtrip(value):
+    wire = json.loads(json.dumps(encode(value, budget=[1 << 20])))
+    return decode(wire)
+
+
+def test_arrays_and_scalars_roundtrip():
+    arr = np.arange(6, dtype=np.float32).reshape(2, 3)
+    v = roundtrip(arr)
+    assert v.kind == "array" and v.data.dtype == np.float32 and v.data.shape == (2, 3)
+    np.testing.assert_array_equal(v.data, arr)
+    assert roundtrip(3).describe() == "a Python int"
+    assert roundtrip(np.float64(2.5)).describe() == "a numpy.float64 scalar"
+    assert roundtrip(float("nan")).data.item() != roundtrip(float("nan")).data.item()  # NaN survives
+
+
+def test_tensor_keeps_its_type_dtype_shape_and_grad():
+    t = torch.ones(2, 2, dtype=torch.float16, requires_grad=True)
+    v = roundtrip(t)
+    assert (v.origin, v.dtype, v.requires_grad, v.data.shape) == ("torch.Tensor", "torch.float16", True, (2, 2))
+    assert v.describe() == "a torch.Tensor of shape (2, 2), dtype torch.float16"
+    p = roundtrip(torch.nn.Parameter(torch.zeros(3)))
+    assert p.origin == "torch.nn.Parameter" and p.requires_grad is True
+
+
+def test_containers_and_frames():
+    v = roundtrip({"a": [1, (2.0, "x")], 3: None, "b": True})
+    assert v.kind == "dict" and v.data["a"].kind == "list" and v.data["a"].data[1].kind == "tuple"
+    df = pd.DataFrame([[0.1, 0.9], [0.5, 0.5]], index=["the", "bank"], columns=["the", "bank"])
+    f = roundtrip(df)
+    assert f.kind == "frame" and f.index == ("the", "bank") and f.columns == ("the", "bank")
+    assert to_wire(decode(to_wire(f))) == to_wire(f)
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (np.array([object(), 1], dtype=object), "holds Python objects (dtype object), not numbers"),
+        ((i for i in range(3)), "is a builtins.generator, which cannot be compared as data"),
+        (print, "is a function (builtin_function_or_method), not a value"),
+        (torch.nn.Linear(2, 2), "is a Linear module, not numbers; call it on an input to get a tensor"),
+        ({(1, 2): 3}, "has a key of type tuple; only str and number keys can be compared"),
+    ],
+)
+def test_uncapturable_values_say_why(value, message):
+    with pytest.raises(CaptureFailed) as info:
+        encode(value, budget=[1 << 20])
+    assert str(info.value) == message
+
+
+def test_recursion_and_size_are_bounded():
+    nested: list = []
+    cur = nested
+    for _ in range(50):
+        cur.append([])
+        cur = cur[0]
+    with pytest.raises(CaptureFailed, match="nested more than 24 levels"):
+        encode(nested, budget=[1 << 20])
+    with pytest.raises(CaptureFailed, match="is an array of 8.0 MB, more than the grader will carry"):
+        encode(np.zeros(1_000_000), budget=[1 << 20])
+
+
+@pytest.mark.parametrize(
+    "forged, message",
+    [
+        ({"t": "pickle", "v": "gASV"}, "a captured value has an unknown form ('pickle')"),
+        ({"t": "array", "dtype": "object", "shape": [1], "b64": "AAAA"}, "unsupported dtype 'object'"),
+        ({"t": "array", "dtype": "float64", "shape": [1000], "b64": base64.b64encode(b"\0" * 8).decode()},
+         "a captured array's data does not match its shape"),
+        ({"t": "array", "dtype": "float64", "shape": [-1], "b64": ""}, "a captured array has a malformed shape"),
+        ({"t": "str", "v": 5}, "a captured string is malformed or too long"),
+        ({"t": "none", "exec": "import os"}, "a captured value has an unknown form ('none')"),
+        ("just a string", "a captured value is malformed"),
+    ],
+)
+def test_forged_payloads_are_rejected(forged, message):
+    with pytest.raises(ProtocolError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        decode(forged)
+
+
+def test_frames_reject_non_json_and_nan_constants():
+    with pytest.raises(ProtocolError):
+        capture.parse_frame(b"\x80\x04not json")
+    with pytest.raises(ProtocolError):
+        capture.parse_frame(b'{"ev": "capture", "x": NaN}')
+    assert capture.parse_frame(b'{"ev": "done"}') == {"ev": "done"}

@@ -1,0 +1,69 @@
+"""Notebooks reuse names: a check takes its value where its question is answered (`before:`)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from grader import config
+from grader.grading import Grader
+
+from conftest import notebook_with, question
+
+CONFIG = """\
+course: {name: reuse}
+assignments:
+  reuse:
+    solution: reuse.ipynb
+    questions:
+      - id: first
+        points: 1
+        checks:
+          - value: attn_scores_2
+            before: query_2
+      - id: second
+        points: 1
+        checks:
+          - value: attn_scores_2
+"""
+
+SOLUTION = [
+    "import torch\ninputs = torch.tensor([[0.43, 0.15], [0.55, 0.87], [0.57, 0.85]])",
+    "attn_scores_2 = torch.empty(inputs.shape[0])\nfor i, x in enumerate(inputs):\n    attn_scores_2[i] = torch.dot(inputs[1], x)",
+    "query_2 = inputs[1] * 2\nkeys = inputs * 3",
+    "attn_scores_2 = query_2 @ keys.T",
+]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("reuse")
+    notebook_with(SOLUTION, root / "reuse.ipynb")
+    (root / "config.yaml").write_text(CONFIG)
+    course = dataclasses.replace(config.load(root / "config.yaml"), cache_dir=root / "cache")
+    return root, course, Grader(course)
+
+
+def test_both_meanings_are_graded(setup):
+    root, course, grader = setup
+    card = grader.grade(course.assignment("reuse"), root / "reuse.ipynb")
+    assert [q.status for q in card.questions] == ["passed", "passed"]
+
+
+def test_split_and_merged_cells_still_find_the_answer(setup, tmp_path):
+    root, course, grader = setup
+    cells = [SOLUTION[0], "attn_scores_2 = torch.empty(inputs.shape[0])",
+             "for i, x in enumerate(inputs):\n    attn_scores_2[i] = torch.dot(inputs[1], x)",
+             SOLUTION[2] + "\n" + SOLUTION[3]]
+    card = grader.grade(course.assignment("reuse"), notebook_with(cells, tmp_path / "student.ipynb"))
+    assert [q.status for q in card.questions] == ["passed", "passed"]
+
+
+def test_first_meaning_wrong_second_right(setup, tmp_path):
+    root, course, grader = setup
+    cells = list(SOLUTION)
+    cells[1] = "attn_scores_2 = inputs @ inputs[0]"
+    card = grader.grade(course.assignment("reuse"), notebook_with(cells, tmp_path / "student.ipynb"))
+    assert question(card, "first").status == "failed"
+    assert question(card, "second").status == "passed"

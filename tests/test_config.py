@@ -1,0 +1,117 @@
+"""config.yaml: typed, frozen, and every mistake reported with file, line and key path."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader import config
+from grader.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+MINIMAL = """\
+course:
+  name: test course
+assignments:
+  a1:
+    solution: sol.ipynb
+    questions:
+      - id: q1
+        title: First
+        points: 2
+        checks:
+          - value: x
+"""
+
+
+@pytest.fixture
+def course_dir(tmp_path):
+    (tmp_path / "sol.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    return tmp_path
+
+
+def write(course_dir: Path, text: str) -> Path:
+    path = course_dir / "config.yaml"
+    path.write_text(text)
+    return path
+
+
+def error_of(course_dir: Path, text: str) -> str:
+    with pytest.raises(ConfigError) as info:
+        config.load(write(course_dir, text))
+    return str(info.value)
+
+
+def test_the_real_course_file_loads_into_frozen_objects():
+    course = config.load(ROOT / "config.yaml")
+    a = course.assignment("attention_numpy")
+    assert a.max_score == 11
+    assert a.question("weights").checks[0].properties == ("shape", "rows_sum_to_one")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.title = "changed"  # type: ignore[misc]
+
+
+def test_defaults_flow_down_to_checks(course_dir):
+    text = MINIMAL.replace("  name: test course\n", "  name: t\n  defaults:\n    rtol: 0.01\n")
+    check = config.load(write(course_dir, text)).assignment("a1").questions[0].checks[0]
+    assert (check.rtol, check.atol) == (0.01, 1e-8)
+
+
+def test_unknown_key_names_line_and_path(course_dir):
+    text = MINIMAL.replace("        points: 2\n", "        points: 2\n        pionts: 3\n")
+    assert error_of(course_dir, text) == (
+        f"{course_dir / 'config.yaml'}:10: assignments.a1.questions[0].pionts is not a known key here "
+        "(known: checks, id, points, title, visible)"
+    )
+
+
+def test_wrong_type_names_line_and_path(course_dir):
+    text = MINIMAL.replace("points: 2", "points: two")
+    assert error_of(course_dir, text) == (
+        f"{course_dir / 'config.yaml'}:9: assignments.a1.questions[0].points must be a number, got 'two'"
+    )
+
+
+def test_check_needs_exactly_one_target(course_dir):
+    text = MINIMAL.replace("          - value: x\n", "          - value: x\n            expr: x + 1\n")
+    assert "assignments.a1.questions[0].checks[0] needs exactly one of 'value' (a variable) or 'expr'" in error_of(course_dir, text)
+
+
+def test_bad_expression_and_bad_property(course_dir):
+    assert "is not a Python expression" in error_of(course_dir, MINIMAL.replace("value: x", "expr: 'x +'"))
+    text = MINIMAL.replace("          - value: x\n", "          - value: x\n            properties: [sums_to_one]\n")
+    assert "checks[0].properties[0] must be one of shape, dtype_kind, finite, rows_sum_to_one, causal" in error_of(course_dir, text)
+
+
+def test_split_points_must_add_up(course_dir):
+    text = MINIMAL.replace("          - value: x\n", "          - value: x\n            points: 1\n          - value: y\n            points: 0.5\n")
+    assert "questions[0].points is 2 but its checks' points add up to 1.5" in error_of(course_dir, text)
+
+
+def test_missing_solution_and_invalid_yaml(course_dir):
+    assert "names nope.ipynb, which does not exist" in error_of(course_dir, MINIMAL.replace("sol.ipynb", "nope.ipynb"))
+    message = error_of(course_dir, "course: [unclosed\n")
+    assert "is not valid YAML" in message and ":2:" in message
+
+
+def test_duplicate_question_ids(course_dir):
+    text = MINIMAL + "      - id: q1\n        points: 1\n        checks:\n          - value: y\n"
+    assert "questions[1].id repeats the question id 'q1'" in error_of(course_dir, text)
+
+
+def test_bad_config_exits_2_with_one_line_and_grades_nothing(course_dir, tmp_path):
+    path = write(course_dir, MINIMAL.replace("points: 2", "points: [2]"))
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "grader.cli", "grade", str(course_dir / "sol.ipynb"), "--config", str(path), "--out", str(out)],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"grader: {path}:9: assignments.a1.questions[0].points must be a number, got a list"
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()
