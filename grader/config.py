@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from .errors import ConfigError
 
 PROPERTIES = ("shape", "dtype_kind", "finite", "rows_sum_to_one", "causal")
 VISIBILITY = ("never", "after_due", "always")
+QUESTION_VISIBILITY = ("visible", "after_due", "hidden")
+FORMATS = ("yaml", "json", "md", "html", "gradescope", "classroom", "junit", "gradebook", "report")
 ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
@@ -133,11 +136,35 @@ class Assignment:
 
 @dataclass(frozen=True)
 class ScorecardSettings:
+    """What a run writes and what students see; the defaults never show a reference value."""
+
     formats: tuple[str, ...] = ("yaml",)
     show_expected: str = "never"  # never | after_due | always
-    due: str | None = None  # ISO date or datetime
-    rounding: int = 2
-    traceback_lines: int = 8
+    due: str | None = None  # ISO date or datetime (UTC when no zone is given)
+    rounding: int = 2  # decimals of points
+    traceback_lines: int = 8  # frames kept, all in the student's own cells
+    # (assignment, question id, visible | after_due | hidden): when a question's result is shown
+    visibility: tuple[tuple[str, str, str], ...] = ()
+
+    def past_due(self, now: datetime | None = None) -> bool:
+        if not self.due:
+            return False
+        due = datetime.fromisoformat(self.due)
+        if due.tzinfo is None:
+            due = due.replace(tzinfo=timezone.utc)
+        return (now or datetime.now(timezone.utc)) > due
+
+    def question_visibility(self, assignment: str, question: Question) -> str:
+        """visible | after_due | hidden; a question with ``visible: false`` is hidden by default."""
+        for a, q, level in self.visibility:
+            if a == assignment and q == question.id:
+                return level
+        return "visible" if question.visible else "hidden"
+
+    def shown(self, assignment: str, question: Question, now: datetime | None = None) -> bool:
+        """Whether students may see this question's result now."""
+        level = self.question_visibility(assignment, question)
+        return level == "visible" or (level == "after_due" and self.past_due(now))
 
 
 @dataclass(frozen=True)
@@ -463,18 +490,44 @@ def _assignment(r: _Reader, name: str, root: Path, defaults: dict[str, Any], bas
     )
 
 
-def _scorecard(r: _Reader) -> ScorecardSettings:
-    r.only("formats", "show_expected", "due", "rounding", "traceback_lines")
+def _scorecard(r: _Reader, assignments: dict[str, Assignment]) -> ScorecardSettings:
+    r.only("formats", "show_expected", "due", "rounding", "traceback_lines", "visibility")
     formats = r.str_list("formats") or ("yaml",)
+    for i, f in enumerate(formats):
+        if f not in FORMATS:
+            raise r._err(f"{r.sub('formats')}[{i}]", f"must be one of {', '.join(FORMATS)}, got {f!r}")
     due = r.get("due")
     if due is not None:
+        if isinstance(due, (date, datetime)):
+            due = due.isoformat()
+        try:
+            datetime.fromisoformat(str(due))
+        except ValueError:
+            raise r._err(r.sub("due"), f"must be an ISO date or date and time (2025-05-01T23:59), got {_kind(due)}") from None
         due = str(due)
+    show_expected = r.choice("show_expected", VISIBILITY, "never")
+    if show_expected == "after_due" and due is None:
+        raise r._err(r.sub("show_expected"), "is after_due, which needs scorecard.due")
+    vis = r.reader("visibility")
+    levels = []
+    for name in vis.data:
+        if name not in assignments:
+            raise vis._err(vis.sub(str(name)), f"names no assignment (known: {', '.join(assignments)})")
+        qr = vis.reader(str(name))
+        for qid in qr.data:
+            if qid not in {q.id for q in assignments[name].questions}:
+                raise qr._err(qr.sub(str(qid)), f"names no question of {name}")
+            level = qr.choice(str(qid), QUESTION_VISIBILITY, "visible")
+            if level == "after_due" and due is None:
+                raise qr._err(qr.sub(str(qid)), "is after_due, which needs scorecard.due")
+            levels.append((str(name), str(qid), level))
     return ScorecardSettings(
-        formats=formats,
-        show_expected=r.choice("show_expected", VISIBILITY, "never"),
+        formats=tuple(dict.fromkeys(formats)),
+        show_expected=show_expected,
         due=due,
         rounding=r.int("rounding", 2),
         traceback_lines=r.int("traceback_lines", 8, minimum=1),
+        visibility=tuple(levels),
     )
 
 
@@ -525,6 +578,6 @@ def load(path: str | Path) -> Course:
         name=course.str("name", root.name),
         defaults_limits=base_limits,
         assignments=assignments,
-        scorecard=_scorecard(top.reader("scorecard")),
+        scorecard=_scorecard(top.reader("scorecard"), assignments),
         cache_dir=root / course.str("cache_dir", ".grader-cache"),
     )
