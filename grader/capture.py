@@ -340,7 +340,7 @@ def to_wire(value: Value) -> dict:
     if value.kind in ("bool", "str"):
         return {"t": value.kind, "v": value.data}
     if value.kind == "array":
-        arr = np.ascontiguousarray(value.data)
+        arr = np.ascontiguousarray(value.data).reshape(np.shape(value.data))  # keeps 0-d scalars 0-d
         out = {
             "t": "array",
             "dtype": arr.dtype.name,

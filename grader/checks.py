@@ -16,8 +16,22 @@ from .config import Assignment, Check, Question
 from .execute import Captured, CellRun
 from .notebook import BlankReport, CellInfo, identifiers
 from .scorecard import CheckResult, QuestionResult
+from .variants import GIVEN_PREFIX
 
 BUILTINS = set(dir(builtins))
+
+
+@dataclass(frozen=True)
+class VariantRun:
+    """The submission and the solution run again with the given inputs replaced."""
+
+    number: int
+    names: tuple[str, ...]  # the inputs this variant replaces
+    student: dict[str, Captured]
+    reference: dict[str, Captured]
+    cells: list[CellRun]
+    status: str = "ok"
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -30,6 +44,18 @@ class Context:
     student: dict[str, Captured]
     reference: dict[str, Captured]
     reveal: bool = False
+    variants: tuple[VariantRun, ...] = ()
+
+    def changed_givens(self) -> list[str]:
+        """Given inputs whose values in the submission differ from the notebook's own data."""
+        out = []
+        for cid, ref in self.reference.items():
+            if not cid.startswith(GIVEN_PREFIX) or ref.value is None:
+                continue
+            got = self.student.get(cid)
+            if got is not None and got.value is not None and not compare("", got.value, ref.value, rtol=1e-7, atol=0).ok:
+                out.append(cid[len(GIVEN_PREFIX):])
+        return out
 
     def bound_anywhere(self, name: str) -> bool:
         return any(name in info.binds for info in self.infos)
@@ -105,8 +131,60 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
         if res.hint:
             res.messages.append(f"Likely mistake: {res.hint}")
         return res
+    problem = _variant_problem(check, ctx, res)
+    if problem:
+        res.messages.append(problem)
+        return res
     res.status, res.score = "passed", points
     return res
+
+
+def _names_list(names: tuple[str, ...]) -> str:
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
+    """Re-check a value that matched on the notebook's data on every variant that changes it.
+    Messages never show a variant's values: the student never sees those inputs."""
+    base = ctx.reference[check.id].value
+    for run in ctx.variants:
+        ref = run.reference.get(check.id)
+        if ref is None or ref.value is None or compare("", ref.value, base, rtol=0, atol=0).ok:
+            continue  # this variant does not change the answer, so it tests nothing here
+        res.variants += 1
+        changed = _names_list(run.names)
+        verb = "changes" if len(run.names) == 1 else "change"
+        got = run.student.get(check.id)
+        if got is None or got.value is None:
+            cause = ""
+            for name in sorted(_names(check)):
+                for info, cell in zip(ctx.infos, run.cells):
+                    if name in info.binds and cell.status in ("error", "timeout", "crashed"):
+                        cause = f": {_cell_error(cell)}"
+                        break
+                if cause:
+                    break
+            if not cause and got is not None and got.error:
+                where = f" ({got.traceback[-1]})" if got.traceback else ""
+                cause = f": {got.error}{where}"
+            if not cause and run.reason:
+                cause = f": {run.reason}"
+            return (f"{check.label} is correct for the notebook's data, but the code fails when {changed} {verb}"
+                    f"{cause}.")
+        cmp = compare(check.label, got.value, ref.value, rtol=check.rtol, atol=check.atol,
+                      strict_types=check.strict_types)
+        problem = "" if cmp.ok else "its values do not follow"
+        if not problem:
+            for prop in check.properties:
+                if check_property(prop, check.label, got.value, ref.value, atol=check.atol):
+                    problem = f"it loses the property {prop.replace('_', ' ')}"
+                    break
+        if problem:
+            what = "a size fixed" if cmp.reason == "shape" else "a size or constant fixed"
+            return (f"{check.label} is correct for the notebook's data but not when {changed} {verb} "
+                    f"({problem}): is a value typed in, or {what}, rather than computed?")
+    return ""
 
 
 def _raised(check: Check, got: Captured | None, ctx: Context) -> bool:
@@ -180,10 +258,18 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
         for m in r.messages:
             if m not in feedback:
                 feedback.append(m)
+    if status in ("failed", "partial"):
+        changed = ctx.changed_givens()
+        if changed:
+            feedback.append(f"Note: {_names_list(tuple(changed))} in your notebook {'is' if len(changed) == 1 else 'are'} "
+                            "not the data the notebook gives, so answers computed from it cannot match; the grade is "
+                            "for what your notebook computed.")
     if status == "passed":
-        feedback.append("Correct.")
+        feedback.append("Correct." if not ctx.variants or not any(r.variants for r in results)
+                        else f"Correct, also on {max(r.variants for r in results)} variant(s) of the given inputs.")
     return QuestionResult(id=question.id, title=question.title, score=score, max_score=question.points,
-                          status=status, feedback=feedback, checks=results)
+                          status=status, feedback=feedback, checks=results,
+                          variants=max((r.variants for r in results), default=0))
 
 
 def grade_assignment(assignment: Assignment, ctx: Context) -> list[QuestionResult]:

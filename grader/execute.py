@@ -54,7 +54,8 @@ class CaptureSpec:
 
 @dataclass(frozen=True)
 class Injection:
-    after: int  # position of the cell after which the value replaces the name
+    """A value that replaces a name wherever the (rewritten) cells call ``__grader_inject__``."""
+
     name: str
     value: dict  # encoded plain data
 
@@ -75,7 +76,7 @@ class Job:
                 {"id": c.id, "kind": c.kind, "target": c.target, "point": c.point, "seed": c.seed}
                 for c in self.captures
             ],
-            "injections": [{"after": i.after, "name": i.name, "value": i.value} for i in self.injections],
+            "injections": {i.name: i.value for i in self.injections},
             "limits": self.limits.__dict__,
             "workdir": workdir,
             "traceback_lines": self.traceback_lines,

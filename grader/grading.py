@@ -11,15 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__, capture, notebook
-from .checks import Context, grade_assignment, hint_id
+from . import __version__, capture, notebook, variants
+from .checks import Context, VariantRun, grade_assignment, grade_check, hint_id
 from .config import Assignment, Course
 from .errors import NotebookError, ProtocolError, SolutionError
-from .execute import Captured, CaptureSpec, Executor, Job, JobCell, RunResult, SubprocessExecutor
+from .execute import Captured, CaptureSpec, Executor, Injection, Job, JobCell, RunResult, SubprocessExecutor
 from .scorecard import Scorecard
 
 
@@ -50,6 +50,11 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
         for name in info.binds:
             first_bind.setdefault(name, pos)
     specs = []
+    # The given inputs as the notebook first defines them: the base of variants, and the way to
+    # tell a student that the data itself was changed.
+    for name, pos in variants.first_definitions(infos, variants.varied_names(assignment)).items():
+        point = pos + 1 if pos + 1 < len(infos) else None
+        specs.append(CaptureSpec(variants.GIVEN_PREFIX + name, "value", name, point))
     for check in assignment.checks:
         point = first_bind.get(check.before) if check.before else None
         specs.append(CaptureSpec(check.id, check.kind, check.target, point, check.seed))
@@ -60,7 +65,8 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
 
 
 def build_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo],
-              submission: Path, *, hints: bool, skip: set[str], traceback_lines: int = 8) -> Job:
+              submission: Path, *, hints: bool, skip: set[str], traceback_lines: int = 8,
+              variant: variants.Variant | None = None) -> Job:
     job_cells = []
     for cell, info in zip(cells, infos):
         why = "skip-grading" if cell.skipped or (skip and cell.source.strip() in skip) else ""
@@ -68,8 +74,12 @@ def build_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[no
         job_cells.append(JobCell(index=cell.index, source=source, skip=why))
     files = tuple((assignment.solution_dir / rel, rel) for rel in assignment.data)
     files += ((submission, submission.name),)
+    injections: tuple[Injection, ...] = ()
+    if variant is not None:
+        job_cells = [replace(jc, source=variants.with_injections(jc.source, variant.names)) for jc in job_cells]
+        injections = tuple(Injection(name=name, value=variant.values[name]) for name in variant.names)
     return Job(cells=tuple(job_cells), captures=plan(assignment, infos, hints=hints), limits=assignment.limits,
-               files=files, traceback_lines=traceback_lines)
+               files=files, traceback_lines=traceback_lines, injections=injections)
 
 
 # --------------------------------------------------------------------------------------------
@@ -80,6 +90,12 @@ def build_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[no
 class Reference:
     captures: dict[str, Captured]
     key: str
+    variants: list[variants.Variant] = field(default_factory=list)
+    variant_captures: list[dict[str, Captured]] = field(default_factory=list)
+
+    def given(self) -> dict[str, capture.Value]:
+        return {cid[len(variants.GIVEN_PREFIX):]: c.value for cid, c in self.captures.items()
+                if cid.startswith(variants.GIVEN_PREFIX) and c.value is not None}
 
 
 class References:
@@ -114,25 +130,42 @@ class References:
         self.memory[key] = ref
         return ref
 
+    @staticmethod
+    def _decode(raw: dict) -> dict[str, Captured]:
+        captures = {}
+        for cid, item in raw.items():
+            if "value" in item:
+                captures[cid] = Captured(value=capture.decode(item["value"]))
+            else:
+                captures[cid] = Captured(missing=item.get("missing", False), error=item.get("error", ""))
+        return captures
+
+    @staticmethod
+    def _encode(captures: dict[str, Captured]) -> dict:
+        return {
+            cid: ({"value": capture.to_wire(c.value)} if c.value is not None else {"missing": c.missing, "error": c.error})
+            for cid, c in captures.items()
+        }
+
     def _load(self, path: Path, key: str) -> Reference | None:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            captures = {}
-            for cid, item in data["captures"].items():
-                if "value" in item:
-                    captures[cid] = Captured(value=capture.decode(item["value"]))
-                else:
-                    captures[cid] = Captured(missing=item.get("missing", False), error=item.get("error", ""))
-            return Reference(captures=captures, key=key)
+            return Reference(
+                captures=self._decode(data["captures"]),
+                key=key,
+                variants=[variants.Variant(number=v["number"], values=v["values"]) for v in data["variants"]],
+                variant_captures=[self._decode(c) for c in data["variant_captures"]],
+            )
         except (OSError, ValueError, KeyError, TypeError, ProtocolError):
             return None
 
     def _store(self, path: Path, ref: Reference) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"captures": {
-            cid: ({"value": capture.to_wire(c.value)} if c.value is not None else {"missing": c.missing, "error": c.error})
-            for cid, c in ref.captures.items()
-        }}
+        data = {
+            "captures": self._encode(ref.captures),
+            "variants": [{"number": v.number, "values": v.values} for v in ref.variants],
+            "variant_captures": [self._encode(c) for c in ref.variant_captures],
+        }
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data), encoding="utf-8")
         tmp.replace(path)
@@ -152,11 +185,23 @@ class References:
                 why = got.error if got is not None and got.error else "it is not defined"
                 raise SolutionError(f"The {where} does not produce {check.label} for question "
                                     f"{check.id.split('/')[0]}: {why}.")
-        return Reference(captures=run.captures, key=key)
+        ref = Reference(captures=run.captures, key=key)
+        ref.variants = variants.make_variants(assignment, ref.given())
+        for variant in ref.variants:
+            vrun, _ = run_notebook(assignment, assignment.solution, self.executor, hints=False, variant=variant)
+            if isinstance(vrun, NotebookError) or vrun.status != "ok" or vrun.errors:
+                why = vrun.reason if not isinstance(vrun, NotebookError) and vrun.reason else ""
+                if not why and not isinstance(vrun, NotebookError) and vrun.errors:
+                    cell = vrun.errors[0]
+                    why = f"cell {cell.index} raises {cell.ename}: {cell.evalue}"
+                raise SolutionError(f"The {where} fails on variant {variant.number} of its given inputs "
+                                    f"({', '.join(variant.names)}): {why}. Fix the variant rules in config.yaml.")
+            ref.variant_captures.append(vrun.captures)
+        return ref
 
 
 def run_notebook(assignment: Assignment, path: Path, executor: Executor, *, hints: bool = False,
-                 skip: set[str] | None = None, traceback_lines: int = 8
+                 skip: set[str] | None = None, traceback_lines: int = 8, variant: variants.Variant | None = None,
                  ) -> tuple[RunResult | NotebookError, list[notebook.CellInfo]]:
     try:
         cells = notebook.read(path)
@@ -164,7 +209,7 @@ def run_notebook(assignment: Assignment, path: Path, executor: Executor, *, hint
         return exc, []
     infos = notebook.analyse(cells)
     job = build_job(assignment, cells, infos, path, hints=hints, skip=skip or set(),
-                    traceback_lines=traceback_lines)
+                    traceback_lines=traceback_lines, variant=variant)
     return executor.run(job), infos
 
 
@@ -219,6 +264,15 @@ class Grader:
         run = self.executor.run(job)
         ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
                       reference=ref.captures, reveal=self.reveal())
+        if ref.variants and run.status == "ok" and _anything_passes(assignment, ctx):
+            runs = []
+            for variant, vref in zip(ref.variants, ref.variant_captures):
+                vjob = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
+                                 traceback_lines=self.course.scorecard.traceback_lines, variant=variant)
+                vrun = self.executor.run(vjob)
+                runs.append(VariantRun(number=variant.number, names=variant.names, student=vrun.captures,
+                                       reference=vref, cells=vrun.cells, status=vrun.status, reason=vrun.reason))
+            ctx = replace(ctx, variants=tuple(runs))
         card.questions = grade_assignment(assignment, ctx)
         card.score = sum(q.score for q in card.questions)
         if run.status != "ok":
@@ -237,6 +291,11 @@ class Grader:
         ]
         card.execution = {"executor": self.executor.name, "cells_run": 0, "errors": [], "time": 0.0}
         return card
+
+
+def _anything_passes(assignment: Assignment, ctx: Context) -> bool:
+    """Whether any check passes on the original data (else variants cannot change the grade)."""
+    return any(grade_check(c, ctx, 1.0).status == "passed" for c in assignment.checks)
 
 
 def execution_summary(run: RunResult, executor: str, elapsed: float) -> dict:

@@ -59,6 +59,31 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
             if result.hint != hint.message:
                 problems.append(f"{where}: a submission computing it gets "
                                 f"{'another hint' if result.hint else 'no hint'}")
+    problems.extend(_variant_problems(assignment, ref))
+    return problems
+
+
+def _variant_problems(assignment: Assignment, ref) -> list[str]:
+    """Every variant must change at least one reference value of each question it applies to."""
+    problems = []
+    changes: dict[int, set[str]] = {}
+    for variant, captures in zip(ref.variants, ref.variant_captures):
+        changed = set()
+        for q in assignment.questions:
+            for c in q.checks:
+                base, other = ref.captures[c.id].value, captures.get(c.id)
+                if other is None or other.value is None or not compare("", other.value, base, rtol=0, atol=0).ok:
+                    changed.add(q.id)
+        changes[variant.number] = changed
+    for variant in ref.variants:
+        label = f"variant {variant.number} ({', '.join(variant.names)})"
+        if not changes[variant.number]:
+            problems.append(f"{label} changes no reference value of any question: it tests nothing")
+            continue
+        for q in assignment.questions:
+            others = [n for n, qs in changes.items() if n != variant.number and q.id in qs]
+            if q.id not in changes[variant.number] and others:
+                problems.append(f"{label} changes no reference value of question {q.id}, which other variants change")
     return problems
 
 

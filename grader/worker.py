@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import random
 import sys
 import time
@@ -26,6 +27,8 @@ from typing import Any, BinaryIO
 from . import capture
 
 CELL_FILE = "<cell {}>"
+INJECT = "__grader_inject__"
+INJECT_RE = re.compile(r";\s*__grader_inject__\([^)]*\)")
 CHECK_FILE = "<check>"
 
 
@@ -94,9 +97,14 @@ class Runner:
         captures: dict[int, list[dict]] = {}
         for c in self.job["captures"]:
             captures.setdefault(c["point"] if c["point"] is not None else len(cells), []).append(c)
-        injections: dict[int, list[dict]] = {}
-        for inj in self.job.get("injections", []):
-            injections.setdefault(inj["after"], []).append(inj)
+        values = self.job.get("injections") or {}
+        if values:
+            ns = self.shell.user_ns
+
+            def inject(name: str) -> None:
+                ns[name] = rebuild(values[name], like=ns.get(name))
+
+            ns[INJECT] = inject
         self.send({"ev": "start", "pid": os.getpid()})
         for pos, cell in enumerate(cells):
             self.capture_all(captures.get(pos, []))
@@ -105,8 +113,6 @@ class Runner:
                 continue
             self.send({"ev": "cell", "pos": pos, "phase": "start"})
             self.send(self.run_cell(pos, cell))
-            for inj in injections.get(pos, []):
-                self.shell.user_ns[inj["name"]] = rebuild(inj["value"])
         self.capture_all(captures.get(len(cells), []))
         self.send({"ev": "done"})
 
@@ -202,7 +208,7 @@ def describe_error(exc: BaseException, max_lines: int) -> dict:
         for fr in traceback.extract_tb(exc.__traceback__):
             if fr.filename.startswith("<cell ") or fr.filename == CHECK_FILE:
                 where = fr.filename.strip("<>")
-                line = (fr.line or "").strip()
+                line = INJECT_RE.sub("", fr.line or "").strip()
                 frames.append(f"{where}, line {fr.lineno}" + (f": {line}" if line else ""))
     except BaseException:
         frames = []
@@ -211,15 +217,40 @@ def describe_error(exc: BaseException, max_lines: int) -> dict:
     return {"ename": type(exc).__name__[:100], "evalue": _safe_str(exc), "traceback": frames[-max_lines:]}
 
 
-def rebuild(enc: dict) -> Any:
-    """An injected value (a variant's input) as the student would have made it: ndarray or tensor."""
-    value = capture.decode(enc)
-    arr = value.data.copy()
-    if value.origin.startswith("torch"):
-        import torch
+def rebuild(enc: dict, like: Any = None) -> Any:
+    """An injected value (a variant's input) in the form the notebook itself used for that name:
+    a tensor (or Parameter) for a tensor, an array for an array, lists for lists, keeping dtypes."""
+    return _as_like(capture.decode(enc), like)
 
-        t = torch.from_numpy(arr)
-        return torch.nn.Parameter(t, requires_grad=bool(value.requires_grad)) if "Parameter" in value.origin else t
+
+def _as_like(value: Any, like: Any) -> Any:
+    import numpy as np
+
+    if value.kind in ("list", "tuple", "dict"):
+        if value.kind == "dict":
+            return {k: _as_like(v, like.get(k) if isinstance(like, dict) else None) for k, v in value.data.items()}
+        items = [_as_like(v, like[i] if isinstance(like, (list, tuple)) and i < len(like) else None)
+                 for i, v in enumerate(value.data)]
+        return items if value.kind == "list" else tuple(items)
+    if value.kind != "array":
+        return value.data
+    arr = np.array(value.data)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(like, torch.Tensor):
+        t = torch.from_numpy(arr).to(like.dtype)
+        if isinstance(like, torch.nn.Parameter):
+            return torch.nn.Parameter(t, requires_grad=like.requires_grad)
+        return t.requires_grad_(like.requires_grad) if like.is_floating_point() else t
+    if isinstance(like, np.ndarray):
+        return arr.astype(like.dtype, copy=False)
+    if isinstance(like, (list, tuple)):
+        return arr.tolist() if isinstance(like, list) else tuple(arr.tolist())
+    if isinstance(like, (int, float)) and arr.ndim == 0:
+        return type(like)(arr.item())
+    if like is None and value.origin.startswith("torch"):
+        import torch as _torch
+
+        return _torch.from_numpy(arr)
     return arr
 
 

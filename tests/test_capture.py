@@ -100,3 +100,9 @@ def test_frames_reject_non_json_and_nan_constants():
     with pytest.raises(ProtocolError):
         capture.parse_frame(b'{"ev": "capture", "x": NaN}')
     assert capture.parse_frame(b'{"ev": "done"}') == {"ev": "done"}
+
+
+def test_to_wire_keeps_scalars_zero_dimensional():
+    v = roundtrip(0.25)
+    again = decode(to_wire(v))
+    assert again.data.shape == () and again.describe() == "a Python float"
