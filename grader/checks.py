@@ -8,13 +8,14 @@ reference within tolerance, do its properties hold, and if not, does it match a 
 from __future__ import annotations
 
 import builtins
+import re
 from dataclasses import dataclass
 
 from .capture import Value
 from .compare import check_property, compare
 from .config import Assignment, Check, Question
 from .execute import Captured, CellRun
-from .notebook import BlankReport, CellInfo, identifiers
+from .notebook import BLANK_NAME, BlankReport, CellInfo, identifiers
 from .scorecard import CheckResult, QuestionResult
 from .variants import GIVEN_PREFIX
 
@@ -204,7 +205,7 @@ def _why_missing(check: Check, got: Captured | None, ctx: Context) -> str:
     for name in sorted(_names(check)):
         run = ctx.failed_binder(name)
         if run is not None:
-            return f"{label} has no value because {_cell_error(run)}."
+            return f"{label} has no value because {_cell_error(run)}{_root_cause(run, ctx)}."
     if got is None:
         return f"{label} was not reached: the notebook stopped before this check could run."
     missing = sorted(n for n in _names(check) if not ctx.bound_anywhere(n))
@@ -214,6 +215,25 @@ def _why_missing(check: Check, got: Captured | None, ctx: Context) -> str:
     if check.before:
         return f"{label} is not defined yet at the point where this question is answered (before `{check.before}`)."
     return f"{label} is not defined when the notebook finishes."
+
+
+_UNDEFINED = re.compile(r"^name '(\w+)' is not defined$")
+
+
+def _root_cause(run: CellRun, ctx: Context, depth: int = 0) -> str:
+    """When a cell failed only because an earlier cell did, say where the chain starts."""
+    m = _UNDEFINED.match(run.evalue) if run.ename == "NameError" else None
+    if not m or depth > 20:
+        return ""
+    earlier = ctx.failed_binder(m.group(1))
+    if earlier is None or earlier.pos >= run.pos:
+        return ""
+    deeper = _root_cause(earlier, ctx, depth + 1)
+    if deeper:
+        return deeper
+    if BLANK_NAME in earlier.evalue:
+        return f"; `{m.group(1)}` comes from cell {earlier.index}, which still has a blank `?`"
+    return f"; `{m.group(1)}` is missing because {_cell_error(earlier)}"
 
 
 def _matching_hint(check: Check, value: Value, ctx: Context) -> str:

@@ -100,6 +100,10 @@ def test_a_raising_cell_is_recorded_and_later_questions_still_graded(submit):
     assert scores.status == "error"
     assert scores.feedback[0].startswith("`scores` has no value because cell 7 raised ValueError: matmul")
     assert "(cell 7, line 1: scores = Q @ K)" in scores.feedback[0]
+    scaled = question(card, "scaled")
+    assert scaled.feedback[0].startswith(
+        "`scaled_scores` has no value because cell 9 raised NameError: name 'scores' is not defined "
+        "(cell 9, line 2: scaled_scores = scores / np.sqrt(d_k)); `scores` is missing because cell 7 raised ValueError")
     errors = card.execution["errors"]
     assert errors[0]["cell"] == 7 and errors[0]["error"].startswith("ValueError")
     assert errors[0]["traceback"] == ["cell 7, line 1: scores = Q @ K"]
