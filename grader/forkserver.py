@@ -1,0 +1,517 @@
+"""The warm forking executor: one long-lived server with the heavy imports done, one fork per notebook.
+
+Starting Python and importing torch costs seconds; the student's code in these exercises costs
+milliseconds. So a server process is started once (``python -m grader.forkserver``, a fresh
+interpreter, never a fork of the grader), imports numpy, torch, pandas, matplotlib (Agg) and builds
+an IPython shell, then forks one child per notebook. The child is the same student process the
+subprocess executor starts, only warm: it runs ``grader.worker.serve`` (sandbox limits, IPython
+semantics, plain-data captures) and exits.
+
+    grader process                          server (python -m grader.forkserver)
+      ForkingExecutor.spawn  ── fork + 2 fds ──►  fork()
+        writes the job  ──── job pipe ──────────────►  child: setsid, close fds, scrub env,
+        run_with_retries ◄── event pipe ─────────────         worker.serve(job) -> frames
+        finish: killpg(child) ── release ──►  waitpid(child)
+
+What the server never does before it forks, because every child would inherit it:
+  * touch CUDA (children see no GPU; a CUDA context does not survive fork);
+  * start thread pools (one intra-op thread, OMP/MKL/OpenBLAS told one thread; a forked child
+    has only the forking thread, so a pool would be dead weight or a deadlock);
+  * see anything of a submission or a reference value: the job goes from the grader straight to
+    the child through a pipe, and the server was exec'd with a scrubbed environment.
+
+The server keeps a child as a zombie until the grader has killed the child's process group and
+released it, so the group id cannot be reused by an unrelated process in between.
+
+If the server dies (a student can kill its parent), the next notebook starts a new one; a
+notebook that was running keeps its own pipe and finishes normally.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import sandbox
+from .errors import GraderError
+
+PRELOAD = ("numpy", "torch", "pandas", "matplotlib.pyplot")
+REPLY_TIMEOUT = 15.0  # seconds the server may take to fork; longer means it is stopped or stuck
+START_TIMEOUT = 120.0  # seconds for the server to import everything and say it is ready
+MAX_MESSAGE = 4096
+SPAWN_TRIES = 3  # a server found dead is replaced, then the request is sent again
+
+
+class ExecutorError(GraderError):
+    """The executor itself cannot run notebooks (its server does not start); no submission's fault."""
+
+
+# --------------------------------------------------------------------------------------------
+# Server side: runs in ``python -m grader.forkserver FD MODULES``
+
+
+def preload(modules: tuple[str, ...]) -> tuple[Any, list[str]]:
+    """Import the modules and build the shell, leaving no thread pool and no CUDA state behind."""
+    import gc
+    import importlib
+
+    loaded = []
+    for name in modules:
+        try:
+            if name.startswith("matplotlib"):
+                import matplotlib
+
+                matplotlib.use("Agg")
+            module = importlib.import_module(name)
+        except Exception:  # an optional library that is not installed is simply not preloaded
+            continue
+        if name == "torch":
+            module.set_num_threads(1)  # no intra-op pool; never torch.cuda.*
+        loaded.append(name)
+    from . import capture, worker  # noqa: F401 - the child needs them; import once, here
+
+    shell = worker.make_shell()
+    _warm_up(shell, loaded)
+    gc.collect()
+    gc.freeze()  # children's collections then leave the preloaded objects (and their pages) alone
+    return shell, loaded
+
+
+WARM_UP = {
+    "numpy": ["import numpy as np\na = np.arange(6.0).reshape(2, 3)\nb = a @ a.T / np.sqrt(3.0)", "b",
+              "print(a, np.exp(a - a.max(axis=1, keepdims=True)).sum(axis=-1))"],
+    "torch": ["import torch\nt = torch.arange(6.0).reshape(2, 3)\nu = torch.softmax(t @ t.T, dim=-1)", "u",
+              "print(t, u.sum(dim=1), torch.nn.functional.relu(t))"],
+    "pandas": ["import pandas as pd\nf = pd.DataFrame({'x': [1.0, 2.0]})", "f"],
+}
+
+
+def _warm_up(shell: Any, loaded: list[str]) -> None:
+    """Run the code paths every child runs (cell compilation, display, errors, captures) once here,
+    so their lazy imports and caches are shared by all children instead of paid by each. Leaves
+    the shell's namespace as it was and draws nothing from any random generator."""
+    import io
+
+    from . import worker
+
+    cells = ["x = 1\nx", "def f(v):\n    return v * 2\nf(3)", "%matplotlib inline", "1 / 0"]
+    for name in loaded:
+        cells += WARM_UP.get(name, [])
+    captures = [{"id": "a", "kind": "expr", "target": "f(2)", "point": None, "seed": None},
+                {"id": "b", "kind": "value", "target": "x", "point": None, "seed": None}]
+    for name in ("numpy", "torch"):
+        if name in loaded:
+            captures.append({"id": name, "kind": "value", "target": "b" if name == "numpy" else "u",
+                             "point": None, "seed": None})
+    job = {"cells": [{"index": i + 1, "source": s, "skip": ""} for i, s in enumerate(cells)],
+           "captures": captures, "injections": [],
+           "limits": {"capture_mb": 1, "output_kb": 64}, "traceback_lines": 8}
+    namespace = dict(shell.user_ns)
+    contents = {id(v): (v, v.copy()) for v in namespace.values() if type(v) in (dict, list)}  # In, Out
+    code_name = shell.compile.__dict__.get("get_code_name")
+    try:
+        worker.Runner(job, io.BytesIO(), shell).run()
+    finally:
+        shell.user_ns.clear()
+        shell.user_ns.update(namespace)
+        for v, saved in contents.values():
+            if type(v) is list:
+                v[:] = saved
+            else:
+                v.clear()
+                v.update(saved)
+        if code_name is None:
+            shell.compile.__dict__.pop("get_code_name", None)
+        else:
+            shell.compile.get_code_name = code_name
+
+
+def serve_forever(sock: socket.socket) -> None:
+    """Fork on request until the grader closes its end of the socket; then end every child."""
+    import select
+
+    children: set[int] = set()
+    released: set[int] = set()
+    path0 = sys.path[0] if sys.path else ""
+    while True:
+        ready, _, _ = select.select([sock], [], [], 1.0 if released else None)
+        _reap(released, children)
+        if not ready:
+            continue
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
+        except (ConnectionError, OSError):
+            break
+        if not data:
+            break
+        try:
+            req = json.loads(data)
+            op = req.get("op")
+        except (ValueError, AttributeError):
+            op = None
+        if op == "fork" and len(fds) == 2:
+            pid = os.fork()
+            if pid == 0:
+                _child(sock, fds[0], fds[1], path0)  # never returns
+            for fd in fds:
+                os.close(fd)
+            children.add(pid)
+            sock.sendall(json.dumps({"pid": pid}).encode())
+            continue
+        for fd in fds:
+            os.close(fd)
+        if op == "release":
+            pid = req.get("pid")
+            if type(pid) is int and pid in children:
+                _kill_group(pid)
+                released.add(pid)
+                _reap(released, children)
+        elif op == "ping":
+            sock.sendall(json.dumps({"pid": os.getpid(), "threads": _threads(), "children": len(children)}).encode())
+        elif op == "stop":
+            break
+    for pid in children:
+        _kill_group(pid)
+    deadline = time.monotonic() + 5
+    released |= children
+    while released and time.monotonic() < deadline:
+        _reap(released, children)
+        time.sleep(0.02)
+
+
+def _reap(released: set[int], children: set[int]) -> None:
+    for pid in list(released):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            released.discard(pid)
+            children.discard(pid)
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def _child(sock: socket.socket, job_fd: int, event_fd: int, path0: str) -> None:
+    """The forked child: become a fresh, isolated student process and run the job. Never returns."""
+    code = 1
+    try:
+        os.setsid()  # its own session and process group, which the grader kills as a whole
+        sock.detach()
+        keep = sorted((job_fd, event_fd))
+        os.closerange(3, keep[0])
+        os.closerange(keep[0] + 1, keep[1])
+        os.closerange(keep[1] + 1, 1 << 16)
+        null = os.open(os.devnull, os.O_RDWR)  # not the server's log: fd 1 and 2 go nowhere
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        if null > 2:
+            os.close(null)
+        with os.fdopen(job_fd, "rb") as f:
+            job = json.loads(f.read())
+        workdir = job["workdir"]
+        os.environ.clear()
+        os.environ.update(sandbox.environment(workdir))
+        if sys.path and sys.path[0] == path0:
+            sys.path[0] = workdir  # as for `python -m` started in the working directory
+        _reseed()
+        from . import worker
+
+        with os.fdopen(event_fd, "wb", buffering=0) as out:
+            worker.serve(job, out)
+        code = 0
+    except BaseException:  # the grader sees the stream end early and reports it
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _reseed() -> None:
+    """Random state as a fresh process would have it, not a copy of the server's."""
+    import random
+
+    random.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.default_generator.seed()  # the CPU generator only: nothing here may touch CUDA
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    sock = socket.socket(fileno=int(argv[0]))
+    modules = tuple(m for m in (argv[1] if len(argv) > 1 else "").split(",") if m)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the grader decides when the server stops
+    _, loaded = preload(modules)
+    sock.sendall(json.dumps({"ev": "ready", "pid": os.getpid(), "preloaded": loaded, "threads": _threads()}).encode())
+    serve_forever(sock)
+
+
+# --------------------------------------------------------------------------------------------
+# Grader side
+
+
+class _ServerGone(Exception):
+    """The server did not answer: it died, was stopped, or closed the socket."""
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class ForkServer:
+    """One running server process and the socket to it. Not thread-safe: the executor locks."""
+
+    def __init__(self, python: str, modules: tuple[str, ...], start_timeout: float = START_TIMEOUT):
+        self.home = tempfile.mkdtemp(prefix="grader-forkserver-")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock = ours
+        self.log = open(os.path.join(self.home, "server.log"), "w+b")
+        env = {**sandbox.environment(self.home), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        try:
+            self.proc = subprocess.Popen(
+                [python, "-m", "grader.forkserver", str(theirs.fileno()), ",".join(modules)],
+                stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, cwd=self.home, env=env,
+                pass_fds=(theirs.fileno(),), start_new_session=True,
+            )
+        except OSError as exc:
+            self._cleanup()
+            raise ExecutorError(f"The forking server could not be started with {python}: {exc.strerror}.") from None
+        finally:
+            theirs.close()
+        self.sock.settimeout(start_timeout)
+        try:
+            hello = self._receive()
+        except _ServerGone:
+            tail = self._log_tail()
+            self.close()
+            raise ExecutorError("The forking server did not start" + (f": {tail}" if tail else ".")) from None
+        self.sock.settimeout(REPLY_TIMEOUT)
+        self.pid: int = hello["pid"]
+        self.preloaded: list[str] = hello.get("preloaded", [])
+        self.threads: int = hello.get("threads", 0)
+
+    def _receive(self) -> dict:
+        try:
+            data = self.sock.recv(MAX_MESSAGE)
+        except (OSError, ValueError):
+            raise _ServerGone from None
+        if not data:
+            raise _ServerGone
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise _ServerGone from None
+
+    def _send(self, message: dict, fds: tuple[int, ...] = ()) -> None:
+        try:
+            if fds:
+                socket.send_fds(self.sock, [json.dumps(message).encode()], list(fds))
+            else:
+                self.sock.sendall(json.dumps(message).encode())
+        except (OSError, ValueError):
+            raise _ServerGone from None
+
+    def fork(self, job_fd: int, event_fd: int) -> int:
+        self._send({"op": "fork"}, (job_fd, event_fd))
+        pid = self._receive().get("pid")
+        if type(pid) is not int:
+            raise _ServerGone
+        return pid
+
+    def release(self, pid: int) -> None:
+        try:
+            self._send({"op": "release", "pid": pid})
+        except _ServerGone:
+            pass  # a dead server's children were handed to init, which reaps them
+
+    def ping(self) -> dict:
+        self._send({"op": "ping"})
+        return self._receive()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """Stop the server; it ends its remaining children before it exits."""
+        try:
+            self.sock.close()  # the server reads end-of-file, kills its children and exits
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        finally:
+            self._cleanup()
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+        self.close()
+
+    def _log_tail(self) -> str:
+        try:
+            self.log.seek(0)
+            lines = self.log.read().decode(errors="replace").strip().splitlines()
+        except (OSError, ValueError):
+            return ""
+        return lines[-1][:300] if lines else ""
+
+    def _cleanup(self) -> None:
+        import shutil
+
+        try:
+            self.log.close()
+        except (OSError, AttributeError):
+            pass
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+@dataclass
+class _Child:
+    pid: int
+    server: ForkServer
+
+
+_LIVE: "weakref.WeakSet[ForkingExecutor]" = weakref.WeakSet()
+
+
+class ForkingExecutor:
+    """Runs each notebook in a child forked from a warm server (the default executor)."""
+
+    name = "forking"
+
+    def __init__(self, preload: tuple[str, ...] = PRELOAD, python: str = sys.executable,
+                 start_timeout: float = START_TIMEOUT):
+        self.modules, self.python, self.start_timeout = tuple(preload), python, start_timeout
+        self._server: ForkServer | None = None
+        self._lock = threading.Lock()
+        self.restarts = 0  # how many times a dead server was replaced
+        _LIVE.add(self)
+
+    # -- the two calls run_with_retries needs --------------------------------------------------
+
+    def spawn(self, wire: dict, workdir: str) -> tuple[_Child, int]:
+        """Fork a child for this job; returns (handle, read end of its event pipe)."""
+        job_r, job_w = os.pipe()
+        event_r, event_w = os.pipe()
+        try:
+            with self._lock:
+                for _ in range(SPAWN_TRIES):
+                    server = self._ensure()
+                    try:
+                        pid = server.fork(job_r, event_w)
+                        break
+                    except _ServerGone:
+                        self._replace(server)
+                else:
+                    raise ExecutorError("The forking server keeps dying before it can start a notebook.")
+        except BaseException:
+            for fd in (job_r, job_w, event_r, event_w):
+                os.close(fd)
+            raise
+        os.close(job_r)
+        os.close(event_w)
+        try:
+            with os.fdopen(job_w, "wb") as f:
+                f.write(json.dumps(wire).encode())
+        except BrokenPipeError:
+            pass  # the child is gone already; the event pipe says so
+        return _Child(pid, server), event_r
+
+    def finish(self, handle: _Child) -> None:
+        _kill_group(handle.pid)
+        with self._lock:
+            if handle.server is self._server:
+                handle.server.release(handle.pid)
+
+    def run(self, job: Any) -> Any:
+        from .execute import run_with_retries
+
+        return run_with_retries(self, job)
+
+    # -- the server's life ---------------------------------------------------------------------
+
+    def start(self) -> ForkServer:
+        """Start the server now (it starts at the first notebook otherwise)."""
+        with self._lock:
+            return self._ensure()
+
+    def _ensure(self) -> ForkServer:
+        if self._server is not None and not self._server.alive():
+            self._replace(self._server)
+        if self._server is None:
+            self._server = ForkServer(self.python, self.modules, self.start_timeout)
+        return self._server
+
+    def _replace(self, server: ForkServer) -> None:
+        server.kill()
+        if self._server is server:
+            self._server = None
+            self.restarts += 1
+
+    @property
+    def server(self) -> ForkServer | None:
+        return self._server
+
+    def close(self) -> None:
+        with self._lock:
+            if self._server is not None:
+                self._server.close()
+                self._server = None
+
+    def __enter__(self) -> ForkingExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_DEFAULT: ForkingExecutor | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_executor() -> ForkingExecutor:
+    """The process-wide forking executor (one warm server however many Graders use it)."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = ForkingExecutor()
+        return _DEFAULT
+
+
+@atexit.register
+def _close_all() -> None:
+    for executor in list(_LIVE):
+        try:
+            executor.close()
+        except Exception:
+            pass
+
+
+if __name__ == "__main__":
+    main()
