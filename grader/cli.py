@@ -77,10 +77,13 @@ def output_names(paths: list[Path]) -> dict[Path, str]:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
+    from . import render
     from .grading import Grader
-    from .scorecard import write_yaml
 
     course = config.load(find_config(args.config))
+    formats = render.parse_formats(args.formats) if args.formats is not None else course.scorecard.formats
+    if args.fail_under is not None and not 0 <= args.fail_under <= 100:
+        raise UsageError(f"--fail-under must be a percentage from 0 to 100, got {args.fail_under:g}.")
     paths = collect([Path(p) for p in args.paths])
     if not paths:
         raise UsageError("No notebooks found in the given paths.")
@@ -88,14 +91,28 @@ def cmd_grade(args: argparse.Namespace) -> int:
     out = Path(args.out)
     grader = Grader(course)
     names = output_names(paths)
-    rows = []
+    rows, done = [], []
     for path in paths:
         card = grader.grade(assignment, path)
-        write_yaml(card, out / f"{names[path]}.yaml", course.scorecard.rounding)
+        render.write_submission(path, names[path], card, course=course, assignment=assignment, out=out,
+                                formats=formats)
         rows.append((names[path], card))
+        done.append((path, names[path], card))
+    render.write_run(done, course=course, assignment=assignment, out=out, formats=formats,
+                     executor_name=grader.executor.name)
     print_table(assignment, rows, course.scorecard.rounding)
-    print(f"\nScorecards written to {out}/")
-    return EXIT_OK
+    print(f"\nScorecards written to {out}/ ({', '.join(formats)})")
+    return fail_under(rows, args.fail_under)
+
+
+def fail_under(rows: list, threshold: float | None) -> int:
+    """Exit status for --fail-under: 1 when a submission scored below the threshold (in %)."""
+    if threshold is None:
+        return EXIT_OK
+    below = [(name, card) for name, card in rows if card.percent < threshold - 1e-9]
+    for name, card in below:
+        print(f"grader: {name} scored {card.percent:.1f}%, below --fail-under {threshold:g}%", file=sys.stderr)
+    return EXIT_PROBLEMS if below else EXIT_OK
 
 
 def print_table(assignment: config.Assignment, rows: list, rounding: int) -> None:
@@ -153,6 +170,10 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--assignment", "-a", help="assignment name from config.yaml")
     g.add_argument("--out", "-o", default="scorecards", help="folder for scorecards (default: scorecards)")
     g.add_argument("--config", "-c", help="course file (default: config.yaml here or above)")
+    g.add_argument("--formats", "-f", help="comma-separated outputs, overriding config.yaml's scorecard.formats: "
+                   "yaml,json,md,html,gradescope,classroom,junit,gradebook,report")
+    g.add_argument("--fail-under", type=float, metavar="PCT",
+                   help="exit with status 1 when a submission scores below PCT percent (for a student's own CI)")
     g.set_defaults(func=cmd_grade)
 
     a = sub.add_parser("assign", help="generate student skeletons from solution notebooks")

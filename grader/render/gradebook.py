@@ -14,14 +14,9 @@ from pathlib import Path
 from typing import Iterable
 
 from ..scorecard import Scorecard
+from .view import points
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def points(x: float, rounding: int = 2) -> str:
-    """A number of points as a spreadsheet reads it: ``3``, ``2.5``, ``0.33``."""
-    v = round(float(x), rounding)
-    return f"{v:.{max(rounding, 0)}f}".rstrip("0").rstrip(".") if v != int(v) else str(int(v))
 
 
 def _text(value: str) -> str:
