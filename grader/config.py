@@ -42,6 +42,7 @@ class Limits:
     open_files: int = 256
     file_size_mb: int = 64  # largest file the student may write
     capture_mb: int = 64  # largest payload of captured values
+    disk_mb: int = 256  # the working directory, /tmp and /dev/shm: each a tmpfs of this size
 
 
 @dataclass(frozen=True)

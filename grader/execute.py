@@ -18,11 +18,8 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -115,6 +112,7 @@ class RunResult:
     captures: dict[str, Captured] = field(default_factory=dict)
     duration: float = 0.0
     attempts: int = 1
+    sandbox: tuple[str, ...] = ()  # the protections the student process reported in force (sandbox.FEATURES)
 
     @property
     def errors(self) -> list[CellRun]:
@@ -160,14 +158,6 @@ class _Frames:
             self.buf += chunk
 
 
-def _kill_group(pid: int) -> None:
-    for sig in (signal.SIGKILL,):
-        try:
-            os.killpg(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
 @dataclass
 class _Attempt:
     status: str = "ok"  # ok | cell_timeout | notebook_timeout | crashed | protocol
@@ -175,6 +165,7 @@ class _Attempt:
     bad_pos: int | None = None
     cells: dict[int, CellRun] = field(default_factory=dict)
     captures: dict[str, Captured] = field(default_factory=dict)
+    sandbox: tuple[str, ...] | None = None  # from the start message; None until it arrives
 
 
 class SubprocessExecutor:
@@ -182,8 +173,9 @@ class SubprocessExecutor:
 
     name = "subprocess"
 
-    def __init__(self, python: str = sys.executable):
+    def __init__(self, python: str = sys.executable, features: sandbox.Features | None = None):
         self.python = python
+        self.features = features  # None: whatever sandbox.features() finds on this platform
 
     def spawn(self, wire: dict, workdir: str) -> tuple[Any, int]:
         """Start the student process; returns (handle, read end of its event pipe)."""
@@ -207,7 +199,7 @@ class SubprocessExecutor:
         return proc, r
 
     def finish(self, handle: Any) -> None:
-        _kill_group(handle.pid)
+        sandbox.terminate(handle.pid)  # before reaping it, so its pid and group cannot be reused yet
         try:
             handle.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -242,6 +234,8 @@ def run_with_retries(executor: Any, job: Job) -> RunResult:
             run = CellRun(pos=pos, index=cell.index, status="skipped" if cell.skip else "not_run")
         result.cells.append(run)
     result.captures = attempt.captures
+    result.sandbox = attempt.sandbox or ()
+    crashed = [c for c in result.cells if c.status == "crashed"]
     if attempt.status == "notebook_timeout":
         result.status, result.reason = "timeout", attempt.reason
     elif attempt.status in ("crashed", "protocol"):
@@ -252,19 +246,19 @@ def run_with_retries(executor: Any, job: Job) -> RunResult:
         first = next(c for c in result.cells if c.status == "timeout")
         result.status = "timeout"
         result.reason = f"cell {first.index} ran past the {job.limits.cell_timeout:g} s limit and was stopped"
+    elif crashed:  # the notebook ran again without that cell, so the rest is graded all the same
+        result.status, result.reason = "crashed", crashed[0].evalue
     return result
 
 
 def _one_attempt(executor: Any, job: Job, deadline: float) -> _Attempt:
     out = _Attempt()
-    workdir = tempfile.mkdtemp(prefix="grader-run-")
+    workdir = sandbox.prepare_workdir(job.files)
     handle = None
     try:
-        for src, name in job.files:
-            dest = Path(workdir) / name
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dest)
-        handle, fd = executor.spawn(job.to_wire(workdir), workdir)
+        wire = job.to_wire(workdir)
+        wire["sandbox"] = (getattr(executor, "features", None) or sandbox.features()).to_wire()
+        handle, fd = executor.spawn(wire, workdir)
         frames = _Frames(fd, max_frame=job.limits.capture_mb * 1024 * 1024 * 2 + (1 << 20))
         running: int | None = None
         cell_deadline = deadline
@@ -313,15 +307,20 @@ def _one_attempt(executor: Any, job: Job, deadline: float) -> _Attempt:
                     return out
         except ProtocolError as exc:
             out.status, out.reason = "protocol", str(exc)
-            if running is not None:
-                out.bad_pos = None
+            if running is not None:  # the cell wrote on the channel itself: run again without it
+                cell = job.cells[running]
+                out.cells[running] = CellRun(
+                    pos=running, index=cell.index, status="crashed", ename="ProtocolError",
+                    evalue=f"cell {cell.index} interfered with the grader's channel ({exc}); it was not graded",
+                )
+                out.status, out.bad_pos, out.reason = "crashed", running, out.cells[running].evalue
             return out
         finally:
             os.close(fd)
     finally:
         if handle is not None:
             executor.finish(handle)
-        shutil.rmtree(workdir, ignore_errors=True)
+        sandbox.remove_workdir(workdir)
         out.captures.pop("__done__", None)
 
 
@@ -330,6 +329,16 @@ def _done(out: _Attempt) -> bool:
 
 
 def _handle(msg: dict, job: Job, out: _Attempt, running: int | None, cell_deadline: float) -> tuple[int | None, float]:
+    try:
+        return _handle_one(msg, job, out, running, cell_deadline)
+    except ProtocolError:
+        raise
+    except Exception as exc:  # whatever a forged message trips over, it is the sender's fault
+        raise ProtocolError(f"the student process sent a malformed message ({type(exc).__name__})") from None
+
+
+def _handle_one(msg: dict, job: Job, out: _Attempt, running: int | None, cell_deadline: float
+                ) -> tuple[int | None, float]:
     ev = msg.get("ev")
     if ev == "cell":
         pos = msg.get("pos")
@@ -375,7 +384,15 @@ def _handle(msg: dict, job: Job, out: _Attempt, running: int | None, cell_deadli
             )
         return running, cell_deadline
     if ev == "start":
+        if out.sandbox is not None:
+            raise ProtocolError("the student process sent a second start message")
+        names = msg.get("sandbox") or []
+        if not isinstance(names, list) or not all(n in sandbox.FEATURES for n in names):
+            raise ProtocolError("the student process reported an unknown sandbox")
+        out.sandbox = tuple(names)
         return running, cell_deadline
+    if ev == "fatal":
+        raise ProtocolError(f"the sandbox could not be set up: {str(msg.get('reason', ''))[:300]}")
     if ev == "done":
         return None, float("inf")
     raise ProtocolError("the student process sent a message of unknown kind")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import __version__, capture, notebook, variants
 from .checks import Context, VariantRun, grade_assignment, grade_check, hint_id
-from .config import Assignment, Course
+from .config import Assignment, Course, Limits
 from .errors import NotebookError, ProtocolError, SolutionError
 from .execute import Captured, CaptureSpec, Executor, Injection, Job, JobCell, RunResult, SubprocessExecutor
 from .scorecard import Scorecard
@@ -277,7 +277,8 @@ class Grader:
         card.score = sum(q.score for q in card.questions)
         if run.status != "ok":
             card.status, card.reason = ("timeout" if run.status == "timeout" else "crashed"), run.reason
-        card.execution = execution_summary(run, self.executor.name, time.monotonic() - started)
+        card.execution = execution_summary(run, self.executor.name, time.monotonic() - started,
+                                           limits=assignment.limits)
         return card
 
     def _invalid(self, card: Scorecard, assignment: Assignment, reason: str) -> Scorecard:
@@ -298,7 +299,7 @@ def _anything_passes(assignment: Assignment, ctx: Context) -> bool:
     return any(grade_check(c, ctx, 1.0).status == "passed" for c in assignment.checks)
 
 
-def execution_summary(run: RunResult, executor: str, elapsed: float) -> dict:
+def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: Limits | None = None) -> dict:
     errors = []
     for c in run.errors:
         item = {"cell": c.index, "status": c.status, "error": f"{c.ename}: {c.evalue}".strip(": ")}
@@ -317,6 +318,17 @@ def execution_summary(run: RunResult, executor: str, elapsed: float) -> dict:
     }
     if truncated:
         out["output_truncated_in_cells"] = truncated
+        limit = f"the {_size(limits.output_kb * 1024)} limit" if limits is not None else "the limit"
+        out["notes"] = [f"cell {c.index} printed {_size(c.output_bytes)} of output, more than {limit}; "
+                        "the rest was discarded" for c in run.cells if c.output_truncated]
     if run.attempts > 1:
         out["attempts"] = run.attempts
+    out["sandbox"] = list(run.sandbox)  # the protections the student process had (sandbox.FEATURES)
     return out
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}".replace(".0 ", " ")
+    return f"{n} bytes"

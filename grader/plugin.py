@@ -65,10 +65,16 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     state = config.stash.get(STATE, None)
     if state is None:
         return None
-    return [
+    from . import sandbox
+
+    found = getattr(state.grader.executor, "features", None) or sandbox.features()
+    lines = [
         f"grader: {state.course.file} · assignment {state.assignment.name} · "
         f"{len(state.submissions)} submission(s) · executor {state.grader.executor.name}",
+        f"grader sandbox: {found.describe()}",
     ]
+    lines += [f"grader sandbox, not enforced here: {m}" for m in found.missing()]
+    return lines
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -1,17 +1,263 @@
-"""Isolation of the student process: resource limits, a scrubbed environment, a private directory.
+"""Isolation of the student process: what it can see, reach, use, and leave behind.
 
-``environment()`` builds the environment a student process starts with (nothing from the grader's
-own environment but a short allow-list, so CI tokens never reach student code). ``enter(job)`` runs
-first thing in the student process and applies the limits the job carries.
+Any executor uses the same few calls. On the grader's side:
+
+    features()             what this platform allows, probed once (the report header shows it)
+    prepare_workdir(files) a fresh private directory with the submission and the data files
+    environment(workdir)   the whole environment of a student process (an allow-list)
+    terminate(pid)         end a student process and everything it started, wherever it went
+    remove_workdir(path)
+
+In the student process, first thing, before any student code and before the job's cells are even
+looked at, ``enter(job, channel=fd)``. It must run in a fresh single-threaded process: one just
+started (``python -m grader.worker``) or just forked (the warm forking server's child). It forks
+twice and returns only in the process that runs the notebook:
+
+    keeper      (the grader's uid)   waits; if the grader stops reading the channel, kills the rest
+      init      (root, pid 1 of a new pid namespace)   builds the filesystem view, reaps orphans
+        student (an unprivileged uid of its own, pid 2)   returns from enter() and runs the cells
+
+Everything the student starts lives in that pid namespace, so when init ends, the kernel ends
+every one of them, whatever they did with sessions, process groups or double forks.
+
+What enter() puts in place, each where the platform allows it (``features()`` says which):
+
+* own session and process group; stdin, stdout and stderr on /dev/null; no inherited descriptors
+  but the channel; a scrubbed environment;
+* rlimits: CPU time, address space, file size, open files, processes (as root, counted for a
+  uid used by this run only, so the limit holds even though the grader is root);
+* a new network namespace: no network at all, and the host's loopback servers unreachable (its
+  own loopback is up and empty, so a connection is refused);
+* a new mount namespace and a new root: read-only system and Python directories, the grader
+  package, a fresh /dev, /proc of its own, and a size-limited tmpfs as working directory (holding
+  read-only binds of the submission and the data files) and as /tmp. The course, solutions/, the
+  reference cache, other submissions and scorecards are simply not there;
+* as root: an unprivileged uid and gid of its own (``job_uid``), no supplementary groups;
+  not root but user namespaces allowed: a user namespace, every capability dropped;
+* no_new_privs, so no setuid program gives privileges back.
+
+A process that has threads already (a Jupyter kernel) cannot fork-isolate itself; there enter()
+applies the limits, the environment and no_new_privs in place, and reports exactly that.
+Reference values never reach this module: the job holds the student's cells, what to capture,
+and the given inputs, nothing of the solution's results.
 """
 
 from __future__ import annotations
 
+import ctypes
+import dataclasses
+import errno
+import fcntl
+import functools
+import json
 import os
 import resource
+import select
+import shutil
+import signal
+import socket
+import stat
+import struct
 import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, NoReturn
+
+from .errors import GraderError
 
 ALLOWED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+UID_BASE = 1_900_000_000  # + the keeper's pid: a uid (and gid) used by one run only, never a real user's
+ROOT_NAME = ".sandbox-root"  # inside the grader's fresh working directory; removed with it
+
+# What a run can report as in force, with the words used in reports.
+FEATURES = {
+    "session": "own session and process group",
+    "env": "scrubbed environment",
+    "limits": "limits on CPU time, memory, open files and file size",
+    "processes": "process limit",
+    "cleanup": "every process it starts is ended with it",
+    "network": "no network (own network namespace)",
+    "filesystem": "private filesystem view (solutions, caches, other submissions and scorecards absent)",
+    "user": "unprivileged user of its own",
+    "userns": "user namespace, no capabilities",
+    "no_new_privs": "no privilege gain through setuid programs",
+}
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC = 32, 1024, 2048, 4096, 16384
+MS_PRIVATE, MS_RELATIME = 1 << 18, 1 << 21
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217, "i686": 217}
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+DEVICES = ("null", "zero", "full", "random", "urandom")
+
+
+class SandboxError(GraderError):
+    """The sandbox could not be set up as planned; the notebook is not run without it."""
+
+
+# --------------------------------------------------------------------------------------------
+# What the platform allows
+
+
+@dataclass(frozen=True)
+class Features:
+    """Which protections enter() applies. ``features()`` probes them; tests may turn some off."""
+
+    linux: bool = False
+    root: bool = False
+    user_ns: bool = False  # not root: a user namespace gives the namespaces below
+    mount_ns: bool = False
+    net_ns: bool = False
+    pid_ns: bool = False
+    ipc_ns: bool = False
+    drop_user: bool = False  # root: the student runs as job_uid(keeper pid)
+
+    def to_wire(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: dict) -> Features:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: bool(v) for k, v in data.items() if k in names})
+
+    def active(self) -> tuple[str, ...]:
+        """The ids (keys of FEATURES) a run gets on this platform."""
+        if not self.linux:
+            return ("env", "limits")
+        out = ["session", "env", "limits"]
+        if self.drop_user or self.user_ns or not self.root:
+            out.append("processes")
+        out.append("cleanup")
+        if self.net_ns:
+            out.append("network")
+        if self.mount_ns:
+            out.append("filesystem")
+        if self.drop_user:
+            out.append("user")
+        if self.user_ns:
+            out.append("userns")
+        out.append("no_new_privs")
+        return tuple(out)
+
+    def missing(self) -> list[str]:
+        """What is not enforced here, and why, in words for the report."""
+        out = []
+        if not self.linux:
+            return ["no isolation beyond resource limits and a scrubbed environment (not Linux)"]
+        if not self.net_ns:
+            out.append("network: no network namespace here, so student code can reach the network")
+        if not self.mount_ns:
+            out.append("filesystem: no mount namespace here, so student code can read whatever its user can read")
+        if self.root and not self.drop_user:
+            out.append("user: runs as root (Python is not readable by another user and no mount namespace)")
+        if self.root and not self.drop_user:
+            out.append("processes: not limited (the kernel does not apply the limit to root)")
+        if not self.root and not self.user_ns:
+            out.append("processes: limited per user, counting the grader's own processes")
+        if not self.pid_ns:
+            out.append("cleanup: by process tree and group, not by namespace")
+        return out
+
+    def describe(self) -> str:
+        return "; ".join(FEATURES[f] for f in self.active())
+
+
+@functools.lru_cache(maxsize=1)
+def features() -> Features:
+    """Probe, once per process, which protections work here: a forked child tries each of them."""
+    if not sys.platform.startswith("linux"):
+        return Features()
+    root = os.geteuid() == 0
+    spot = tempfile.mkdtemp(prefix="grader-probe-")
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the probe child
+            result = {}
+            try:
+                os.close(r)
+                result = _probe(root, spot)
+            finally:
+                os.write(w, json.dumps(result).encode())
+                os._exit(0)
+        os.close(w)
+        w = -1
+        data = b""
+        while chunk := os.read(r, 4096):
+            data += chunk
+        os.waitpid(pid, 0)
+        got = json.loads(data or b"{}")
+    except (OSError, ValueError):
+        got = {}
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+        shutil.rmtree(spot, ignore_errors=True)
+    got = {k: bool(v) for k, v in got.items()}
+    mount_ns = got.get("mount_ns", False)
+    return Features(
+        linux=True, root=root, user_ns=got.get("user_ns", False), mount_ns=mount_ns,
+        net_ns=got.get("net_ns", False), pid_ns=got.get("pid_ns", False), ipc_ns=got.get("ipc_ns", False),
+        drop_user=root and (mount_ns or _world_readable(_python_paths())),
+    )
+
+
+def _probe(root: bool, spot: str) -> dict:
+    out: dict[str, bool] = {}
+    if not root:
+        uid, gid = os.getuid(), os.getgid()
+        out["user_ns"] = _attempt(lambda: (_unshare(CLONE_NEWUSER), _map_ids(uid, gid)))
+        if not out["user_ns"]:
+            return out
+    for name, flag in (("net_ns", CLONE_NEWNET), ("pid_ns", CLONE_NEWPID), ("ipc_ns", CLONE_NEWIPC),
+                       ("mount_ns", CLONE_NEWNS)):
+        out[name] = _attempt(lambda: _unshare(flag))
+    if out["mount_ns"]:
+        out["mount_ns"] = _attempt(lambda: (_mount(None, "/", None, MS_REC | MS_PRIVATE),
+                                            _mount("tmpfs", spot, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")))
+    return out
+
+
+def _attempt(step) -> bool:
+    try:
+        step()
+        return True
+    except (SandboxError, OSError):
+        return False
+
+
+def _world_readable(paths: Iterable[str]) -> bool:
+    """Whether another user could use these directories (every parent traversable, each readable)."""
+    for path in paths:
+        p = Path(path)
+        for part in [*reversed(p.parents), p]:
+            try:
+                mode = part.stat().st_mode
+            except OSError:
+                return False
+            if not mode & stat.S_IXOTH or (part == p and not mode & stat.S_IROTH):
+                return False
+    return True
+
+
+def job_uid(keeper_pid: int) -> int:
+    """The uid (and gid) the student runs as, when the grader is root: one per run."""
+    return UID_BASE + keeper_pid
+
+
+# --------------------------------------------------------------------------------------------
+# Grader side
 
 
 def environment(workdir: str) -> dict[str, str]:
@@ -21,6 +267,8 @@ def environment(workdir: str) -> dict[str, str]:
         {
             "HOME": workdir,
             "TMPDIR": workdir,
+            "USER": "student",
+            "LOGNAME": "student",
             "MPLBACKEND": "Agg",
             "MPLCONFIGDIR": workdir,
             "IPYTHONDIR": os.path.join(workdir, ".ipython"),
@@ -35,22 +283,554 @@ def environment(workdir: str) -> dict[str, str]:
     return env
 
 
-def _set(limit: int, value: int) -> None:
+def prepare_workdir(files: Iterable[tuple[Path, str]]) -> str:
+    """A fresh private directory holding only these files: (source, name inside)."""
+    workdir = tempfile.mkdtemp(prefix="grader-run-")
     try:
-        soft, hard = resource.getrlimit(limit)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        resource.setrlimit(limit, (value, value if hard == resource.RLIM_INFINITY else hard))
-    except (ValueError, OSError):
+        for src, name in files:
+            dest = Path(workdir) / name
+            if Path(workdir) not in dest.resolve().parents:
+                raise SandboxError(f"the data file name {name!r} points outside the working directory")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
+    except BaseException:
+        remove_workdir(workdir)
+        raise
+    return workdir
+
+
+def remove_workdir(workdir: str) -> None:
+    """Remove a working directory, whatever permissions the student left on it."""
+
+    def unlock(func, path, _exc):  # a directory the student made unreadable or unwritable
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+            func(path)
+        except OSError:
+            pass
+
+    shutil.rmtree(workdir, onerror=unlock)
+
+
+def terminate(pid: int) -> None:
+    """End the process ``enter()`` ran in (the keeper) and everything started under it.
+
+    Call it before reaping ``pid``, so that neither the pid nor its process group can have been
+    reused. Kills, in this order of reach: the process tree (stopped first so it cannot grow), the
+    process group, and, when the grader is root, every process of the run's own uid.
+    """
+    victims = _stop_tree(pid)
+    for p in victims | {pid}:
+        _signal(p, signal.SIGKILL)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if os.geteuid() == 0:
+        uid = job_uid(pid)
+        for _ in range(10):
+            left = _processes_of(uid)
+            if not left:
+                break
+            for p in left:
+                _signal(p, signal.SIGKILL)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
         pass
 
 
-def enter(job: dict) -> None:
-    """Apply the job's limits to this process (and what it starts)."""
-    limits = job["limits"]
+def _table() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, real uid) for every visible process."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status", "rb") as f:
+                text = f.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        ppid = uid = -1
+        for line in text.splitlines():
+            if line.startswith("PPid:"):
+                ppid = int(line.split()[1])
+            elif line.startswith("Uid:"):
+                uid = int(line.split()[1])
+        out[int(name)] = (ppid, uid)
+    return out
+
+
+def _descendants(pid: int, table: dict[int, tuple[int, int]] | None = None) -> set[int]:
+    table = _table() if table is None else table
+    children: dict[int, list[int]] = {}
+    for p, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(p)
+    out, todo = set(), [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def _stop_tree(pid: int) -> set[int]:
+    """Stop every descendant of pid until none is left running, so that a fork loop cannot outrun us."""
+    stopped: set[int] = set()
+    for _ in range(50):
+        new = _descendants(pid) - stopped
+        if not new:
+            break
+        for p in new:
+            _signal(p, signal.SIGSTOP)
+        stopped |= new
+    return stopped
+
+
+def _processes_of(uid: int) -> list[int]:
+    return [p for p, (_, u) in _table().items() if u == uid]
+
+
+# --------------------------------------------------------------------------------------------
+# Student side
+
+
+def enter(job: dict, channel: int | None = None) -> tuple[str, ...]:
+    """Isolate this fresh process before any student code runs; returns the protections in force.
+
+    ``job["sandbox"]`` is ``Features.to_wire()`` (what to apply; absent: the probe's answer),
+    ``job["limits"]`` the Limits as a dict, ``job["workdir"]`` the prepared directory. ``channel``
+    is the descriptor of the event pipe to the grader: the only one the student process keeps.
+    Raises SandboxError if a planned protection cannot be applied (nothing is run without it).
+    """
+    plan = Features.from_wire(job["sandbox"]) if job.get("sandbox") is not None else features()
+    limits, workdir = job["limits"], job["workdir"]
+    if not plan.linux or _threads() > 1:
+        return _in_place(limits, workdir)
+    try:
+        return _isolate(plan, limits, workdir, channel)
+    except OSError as exc:
+        raise SandboxError(f"{exc.strerror or exc} ({type(exc).__name__})") from None
+
+
+def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None) -> tuple[str, ...]:
+    _own_session()
+    keeper = os.getpid()
+    uid = job_uid(keeper) if plan.drop_user else None
+    real_uid, real_gid = os.getuid(), os.getgid()
+    flags = (
+        (CLONE_NEWUSER if plan.user_ns else 0)
+        | (CLONE_NEWNS if plan.mount_ns else 0)
+        | (CLONE_NEWNET if plan.net_ns else 0)
+        | (CLONE_NEWPID if plan.pid_ns else 0)
+        | (CLONE_NEWIPC if plan.ipc_ns else 0)
+    )
+    if flags:
+        _unshare(flags)
+    if plan.user_ns:
+        _map_ids(real_uid, real_gid)
+    _fork_keeper(channel, subreaper=not plan.pid_ns)
+    _die_with_parent()
+    if plan.net_ns:
+        _loopback_up()
+    owner = uid if uid is not None else real_uid
+    disk_mb = int(limits.get("disk_mb", 256))
+    if plan.pid_ns:  # this is pid 1: it mounts the namespace's /proc, then stays as its init
+        if plan.mount_ns:
+            _build_root(workdir, disk_mb, owner, fresh_proc=True)
+        _fork_init()
+        _die_with_parent()
+    elif plan.mount_ns:
+        _build_root(workdir, disk_mb, owner, fresh_proc=False)
+    elif uid is not None:
+        _chown_tree(workdir, uid)
+    _close_fds(channel)
+    _quiet_stdio()
+    os.environ.clear()
+    os.environ.update(environment(workdir))
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        _prctl(PR_SET_DUMPABLE, 1)  # /proc/self stays the student's own after the uid change
+        _die_with_parent()  # cleared by the uid change
+    elif plan.user_ns:
+        _drop_capabilities()
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if uid is not None or plan.user_ns:
+        nproc = int(limits["processes"]) + (0 if uid is not None else 1 + plan.pid_ns)
+    elif not plan.root:
+        nproc = len(_processes_of(real_uid)) + int(limits["processes"])  # counts the user's other processes
+    else:
+        nproc = None
+    _apply_limits(limits, nproc)
+    os.chdir(workdir)
+    return plan.active()
+
+
+def _in_place(limits: dict, workdir: str) -> tuple[str, ...]:
+    """What a process with threads (or not on Linux) can do to itself."""
+    os.environ.clear()
+    os.environ.update(environment(workdir))
+    _apply_limits(limits, None)
+    applied = ["env", "limits"]
+    try:
+        _prctl(PR_SET_NO_NEW_PRIVS, 1)
+        applied.append("no_new_privs")
+    except (SandboxError, AttributeError, OSError):
+        pass
+    return tuple(applied)
+
+
+def _apply_limits(limits: dict, nproc: int | None) -> None:
     mb = 1024 * 1024
     _set(resource.RLIMIT_CPU, int(limits["cpu_time"]))
     _set(resource.RLIMIT_AS, int(limits["memory_mb"]) * mb)
     _set(resource.RLIMIT_FSIZE, int(limits["file_size_mb"]) * mb)
     _set(resource.RLIMIT_NOFILE, int(limits["open_files"]))
+    _set(resource.RLIMIT_CORE, 0)
+    if nproc is not None:
+        _set(resource.RLIMIT_NPROC, nproc)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
+
+
+def _set(limit: int, value: int) -> None:
+    try:
+        soft, hard = resource.getrlimit(limit)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(limit, (value, value))
+    except (ValueError, OSError):
+        pass
+
+
+# -- processes --------------------------------------------------------------------------------
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
+
+
+def _own_session() -> None:
+    try:
+        os.setsid()
+    except PermissionError:  # already a process group leader (started with start_new_session)
+        pass
+
+
+def _fork_keeper(channel: int | None, *, subreaper: bool) -> None:
+    """Fork; the parent stays behind as the keeper and never returns."""
+    if subreaper:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the student come back to the keeper
+    pid = os.fork()
+    if pid == 0:
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    _close_fds(channel)
+    code = _wait_watching(pid, channel)
+    if subreaper:
+        for p in _stop_tree(os.getpid()):
+            _signal(p, signal.SIGKILL)
+        _reap_all()
+    os._exit(code)
+
+
+def _wait_watching(pid: int, channel: int | None) -> int:
+    """Wait for the child; kill it if nobody reads the channel any more (the grader has gone)."""
+    poller = select.poll()
+    try:
+        pidfd = os.pidfd_open(pid)
+        poller.register(pidfd, select.POLLIN)
+    except (OSError, AttributeError):
+        pidfd = None
+    if channel is not None:
+        poller.register(channel, 0)  # a pipe's write end reports POLLERR once its reader is closed
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return 1
+        if done:
+            return _exit_code(status)
+        try:
+            events = poller.poll(None if pidfd is not None else 200)
+        except InterruptedError:
+            continue
+        for fd, ev in events:
+            if fd == channel and ev & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
+                _signal(pid, signal.SIGKILL)
+                poller.unregister(channel)
+
+
+def _fork_init() -> None:
+    """In pid 1 of the new namespace: fork the student, then reap until it has ended."""
+    pid = os.fork()
+    if pid == 0:
+        return
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # pid 1 ignores whatever it has no handler for
+    _close_fds(None)
+    while True:
+        try:
+            done, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(1)
+        except InterruptedError:
+            continue
+        if done == pid:
+            os._exit(_exit_code(status))  # and the kernel ends everything left in the namespace
+
+
+def _reap_all() -> None:
+    while True:
+        try:
+            done, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not done:
+            return
+
+
+def _exit_code(status: int) -> int:
+    code = os.waitstatus_to_exitcode(status)
+    return code if code >= 0 else 128 - code
+
+
+def _die_with_parent() -> None:
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _close_fds(keep: int | None) -> None:
+    top = max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024)
+    if top == resource.RLIM_INFINITY:
+        top = 1 << 20
+    if keep is None or keep < 3:
+        os.closerange(3, top)
+    else:
+        os.closerange(3, keep)
+        os.closerange(keep + 1, top)
+
+
+def _quiet_stdio() -> None:
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        if fd != null:
+            os.dup2(null, fd)
+    if null > 2:
+        os.close(null)
+
+
+def _chown_tree(path: str, uid: int) -> None:
+    for base, dirs, files in os.walk(path):
+        os.chown(base, uid, uid)
+        for name in files:
+            os.chown(os.path.join(base, name), uid, uid)
+
+
+# -- kernel calls -----------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise SandboxError(f"{what} failed: {os.strerror(err)} (errno {errno.errorcode.get(err, err)})")
+
+
+def _prctl(option: int, value: int) -> None:
+    _check(_libc().prctl(option, ctypes.c_ulong(value), 0, 0, 0), f"prctl({option})")
+
+
+def _unshare(flags: int) -> None:
+    _check(_libc().unshare(flags), f"unshare({flags:#x})")
+
+
+def _map_ids(uid: int, gid: int) -> None:
+    """Map the grader's own uid and gid into a new user namespace (the same numbers inside)."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1\n"), ("gid_map", f"{gid} {gid} 1\n")):
+        try:
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+        except OSError as exc:
+            raise SandboxError(f"writing /proc/self/{name} failed: {exc.strerror}") from None
+
+
+def _drop_capabilities() -> None:
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    header, data = Header(0x20080522, 0), (Data * 2)()
+    _check(_libc().capset(ctypes.byref(header), ctypes.byref(data)), "dropping capabilities")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    def b(s: str | None) -> bytes | None:
+        return None if s is None else os.fsencode(s)
+
+    _check(_libc().mount(b(source), b(target), b(fstype), ctypes.c_ulong(flags), b(data)), f"mounting {target}")
+
+
+def _locked_flags(path: str) -> int:
+    """The flags a bind of ``path`` must keep when remounted (a user namespace may not clear them)."""
+    f = os.statvfs(path).f_flag
+    out = 0
+    for st, ms in ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, MS_NOATIME), (2048, MS_NODIRATIME),
+                   (4096, MS_RELATIME)):
+        if f & st:
+            out |= ms
+    return out
+
+
+def _bind(source: str, target: str, *, writable: bool = False) -> None:
+    _mount(source, target, None, MS_BIND | MS_REC)
+    if not writable:
+        flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | _locked_flags(source)
+        _mount(None, target, None, flags)
+
+
+def _loopback_up() -> None:
+    """Bring up the new namespace's own loopback: connecting to it is refused, not unroutable."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            req = struct.pack("16sH14x", b"lo", 0)
+            flags = struct.unpack("16sH", fcntl.ioctl(s, SIOCGIFFLAGS, req)[:18])[1]
+            fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+    except OSError:
+        pass  # without it, loopback is unreachable instead of refused: just as closed
+
+
+def _pivot_root(new: str, old: str) -> None:
+    number = PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise SandboxError(f"pivot_root is not known on {os.uname().machine}")
+    _check(_libc().syscall(ctypes.c_long(number), os.fsencode(new), os.fsencode(old)), "pivot_root")
+
+
+# -- the filesystem view ----------------------------------------------------------------------
+
+
+def _python_paths() -> list[str]:
+    """Directories the Python running us needs (never a whole project folder)."""
+    out = []
+    for prefix in {sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix}:
+        for sub in ("bin", "lib", "lib64", "pyvenv.cfg"):
+            out.append(os.path.join(prefix, sub))
+    for entry in sys.path:
+        if entry and ("site-packages" in entry or "dist-packages" in entry or entry.endswith(".zip")):
+            out.append(entry)
+    out.append(os.path.dirname(os.path.abspath(__file__)))  # the grader package, and nothing beside it
+    return [p for p in out if os.path.exists(p)]
+
+
+def _readonly_paths() -> list[tuple[str, str]]:
+    """(path in the view, real source) for every read-only bind, parents before children."""
+    wanted: dict[str, str] = {}
+    for path in [*SYSTEM_DIRS, *_python_paths()]:
+        if not os.path.lexists(path):
+            continue
+        real = os.path.realpath(path)
+        if os.path.islink(path) and os.path.dirname(path) == "/":
+            wanted[path] = "link:" + os.readlink(path)  # /bin -> usr/bin on merged-/usr systems
+            continue
+        wanted.setdefault(real, real)
+        if os.path.abspath(path) != real:
+            wanted.setdefault(os.path.abspath(path), "link:" + real)
+    out: list[tuple[str, str]] = []
+    for path in sorted(wanted, key=lambda p: (p.count("/"), p)):
+        if any(path.startswith(done.rstrip("/") + "/") for done, src in out if not src.startswith("link:")):
+            continue  # already visible through a parent
+        out.append((path, wanted[path]))
+    return out
+
+
+def _make_point(root: str, path: str, *, directory: bool) -> str:
+    target = root + path
+    os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+    if directory:
+        os.makedirs(target, mode=0o755, exist_ok=True)
+    elif not os.path.exists(target):
+        with open(target, "wb"):
+            pass
+    return target
+
+
+def _build_root(workdir: str, disk_mb: int, owner: int, *, fresh_proc: bool) -> None:
+    """A new root holding only what the student may see; pivot into it; drop the old one."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    root = os.path.join(workdir, ROOT_NAME)
+    os.mkdir(root, 0o755)
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m")
+    for path, source in _readonly_paths():
+        if source.startswith("link:"):
+            target = root + path
+            os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+            if not os.path.lexists(target):
+                os.symlink(source[5:], target)
+            continue
+        _bind(source, _make_point(root, path, directory=os.path.isdir(source)))
+    dev = _make_point(root, "/dev", directory=True)
+    _mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755,size=64k")
+    for name in DEVICES:
+        if os.path.exists(f"/dev/{name}"):
+            _bind(f"/dev/{name}", _make_point(root, f"/dev/{name}", directory=False), writable=True)
+    for name, to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                     ("stderr", "/proc/self/fd/2")):
+        os.symlink(to, f"{dev}/{name}")
+    size = f"size={disk_mb}m"
+    _mount("tmpfs", _make_point(root, "/dev/shm", directory=True), "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
+    proc = _make_point(root, "/proc", directory=True)
+    if fresh_proc:
+        _mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    else:
+        _bind("/proc", proc, writable=True)
+    if os.path.isdir("/sys"):
+        _bind("/sys", _make_point(root, "/sys", directory=True))
+    _mount("tmpfs", _make_point(root, "/tmp", directory=True), "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
+    # The working directory: a tmpfs of the student's own, the prepared files bound in read-only.
+    home = _make_point(root, workdir, directory=True)
+    _mount("tmpfs", home, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=700,uid={owner},gid={owner},{size}")
+    for base, dirs, files in os.walk(workdir):
+        rel = os.path.relpath(base, workdir)
+        if rel == ROOT_NAME or rel.startswith(ROOT_NAME + os.sep):
+            dirs[:] = []
+            continue
+        dirs[:] = [d for d in dirs if not (rel == "." and d == ROOT_NAME)]
+        for d in dirs:
+            inner = os.path.normpath(os.path.join(home, rel, d))
+            os.mkdir(inner, 0o755)
+            os.chown(inner, owner, owner)
+        for name in files:
+            src = os.path.join(base, name)
+            inner = os.path.normpath(os.path.join(home, rel, name))
+            with open(inner, "wb"):
+                pass
+            _bind(src, inner)
+    _mount(None, dev, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.chdir(root)
+    os.mkdir(".old")
+    try:
+        _pivot_root(".", ".old")
+    except SandboxError:
+        os.chroot(".")  # the student has no capability left to climb out of it
+    else:
+        os.chdir("/")
+        _check(_libc().umount2(b"/.old", MNT_DETACH), "detaching the old root")
+        os.rmdir("/.old")
+    os.chdir("/")
+    _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)

@@ -76,6 +76,8 @@ def make_shell() -> Any:
 class Runner:
     def __init__(self, job: dict, out: BinaryIO, shell: Any):
         self.job, self.out, self.shell = job, out, shell
+        self.pid = os.getpid()
+        self.sandbox: tuple[str, ...] = ()  # the protections sandbox.enter() put in place
         self.budget = [int(job["limits"]["capture_mb"]) * 1024 * 1024]
         self.output_limit = int(job["limits"]["output_kb"]) * 1024
         self.current = 0
@@ -90,6 +92,8 @@ class Runner:
         shell.compile.get_code_name = code_name
 
     def send(self, message: dict) -> None:
+        if os.getpid() != self.pid:  # a copy made by the student's os.fork() must not speak for the notebook
+            os._exit(0)
         capture.write_frame(self.out, message)
 
     def run(self) -> None:
@@ -105,7 +109,7 @@ class Runner:
                 ns[name] = rebuild(values[name], like=ns.get(name))
 
             ns[INJECT] = inject
-        self.send({"ev": "start", "pid": os.getpid()})
+        self.send({"ev": "start", "pid": os.getpid(), "sandbox": list(self.sandbox)})
         for pos, cell in enumerate(cells):
             self.capture_all(captures.get(pos, []))
             if cell.get("skip"):
@@ -268,10 +272,17 @@ def serve(job: dict, out: BinaryIO) -> None:
     """Run one job in this (already isolated) process."""
     from . import sandbox
 
-    sandbox.enter(job)
+    try:
+        applied = sandbox.enter(job, channel=out.fileno())
+    except sandbox.SandboxError as exc:
+        capture.write_frame(out, {"ev": "fatal", "reason": str(exc)[:300]})
+        return
+    os.set_inheritable(out.fileno(), False)  # programs the student starts do not get the channel
     shell = make_shell()
     os.chdir(job["workdir"])
-    Runner(job, out, shell).run()
+    runner = Runner(job, out, shell)
+    runner.sandbox = applied
+    runner.run()
     out.flush()
 
 
