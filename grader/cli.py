@@ -3,9 +3,14 @@
     grader grade PATH... [--assignment NAME] [--out DIR]   grade notebooks or folders of notebooks
     grader assign [NAME...]                                 solution -> student skeleton
     grader validate [NAME...]                               prove each assignment's loop closes
+    grader check NOTEBOOK [QUESTION]                        a student's self-check (public checks only)
+    grader report SCORECARDS... [--out DIR]                 class report (HTML with plots)
+    grader gradescope-zip [NAME] [--out DIR]                Gradescope autograder zip
+    grader classroom-workflow [NAME] --grading-repo O/R     GitHub Classroom workflow
 
 Exit status: 0 when the command did its job (every submission got a scorecard), 1 when
-``validate`` found problems, 2 on a usage or configuration error. Never a traceback.
+``validate`` found problems, ``grade --fail-under PCT`` saw a score below PCT, or ``check`` saw a
+question not pass; 2 on a usage or configuration error. Never a traceback.
 """
 
 from __future__ import annotations
@@ -160,6 +165,54 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if failed else EXIT_OK
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from .selfcheck import run_cli
+
+    return run_cli(Path(args.notebook), assignment=args.assignment, checks=args.checks, question=args.question)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import load_scorecards, write_report
+
+    course = None
+    if args.config or os.environ.get("GRADER_CONFIG"):
+        course = config.load(find_config(args.config))
+    rows = load_scorecards([Path(p) for p in args.paths])
+    path = write_report(rows, Path(args.out) / "report.html", course=course)
+    print(f"Class report for {len(rows)} submission(s) written to {path}")
+    return EXIT_OK
+
+
+def cmd_gradescope_zip(args: argparse.Namespace) -> int:
+    from .render.autograder import build_zip
+
+    course = config.load(find_config(args.config))
+    assignment = pick_assignment(course, args.name, [])
+    path = build_zip(course, assignment, Path(args.out))
+    print(f"wrote {path}: upload it as the autograder of {assignment.name} on Gradescope")
+    return EXIT_OK
+
+
+def cmd_classroom_workflow(args: argparse.Namespace) -> int:
+    import re
+
+    from .render.autograder import template
+
+    course = config.load(find_config(args.config))
+    assignment = pick_assignment(course, args.name, [])
+    notebook = args.notebook or f"{assignment.name}.ipynb"
+    if not re.fullmatch(r"[A-Za-z0-9_.\-/ ]+\.ipynb", notebook) or ".." in Path(notebook).parts:
+        raise UsageError(f"--notebook must be a plain relative path to a .ipynb file, got {notebook!r}.")
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+", args.grading_repo):
+        raise UsageError(f"--grading-repo must be OWNER/NAME, got {args.grading_repo!r}.")
+    path = Path(args.out) / ".github" / "workflows" / "classroom.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(template("classroom.yml", assignment=assignment.name, notebook=notebook,
+                             grading_repo=args.grading_repo), encoding="utf-8")
+    print(f"wrote {path}: commit it to the starter repository of {assignment.name}")
+    return EXIT_OK
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="grader", description="Grade numerical Python notebooks against a solution.")
     ap.add_argument("--version", action="version", version=f"grader {__version__}")
@@ -185,6 +238,35 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("names", nargs="*", help="assignments (default: all)")
     v.add_argument("--config", "-c")
     v.set_defaults(func=cmd_validate)
+
+    c = sub.add_parser("check", help="run the public checks on your notebook before you submit it")
+    c.add_argument("notebook", help="your notebook")
+    c.add_argument("question", nargs="?", help="one question id (default: all)")
+    c.add_argument("--assignment", "-a", help="assignment name (default: from public_checks.json or the file name)")
+    c.add_argument("--checks", help="the public_checks.json to use (default: next to the notebook, or "
+                   "assignments/NAME/ here or above)")
+    c.set_defaults(func=cmd_check)
+
+    r = sub.add_parser("report", help="class report (HTML with plots) from the scorecards of a run")
+    r.add_argument("paths", nargs="+", help="scorecard files (.yaml, .json) or folders of them")
+    r.add_argument("--out", "-o", default="report", help="folder for report.html (default: report)")
+    r.add_argument("--config", "-c", help="course file, for titles (optional)")
+    r.set_defaults(func=cmd_report)
+
+    z = sub.add_parser("gradescope-zip", help="build the Gradescope autograder zip for an assignment")
+    z.add_argument("name", nargs="?", help="assignment (default: the only one)")
+    z.add_argument("--out", "-o", default=".", help="folder for NAME-gradescope.zip (default: here)")
+    z.add_argument("--config", "-c")
+    z.set_defaults(func=cmd_gradescope_zip)
+
+    w = sub.add_parser("classroom-workflow", help="write the GitHub Classroom workflow for an assignment's repository")
+    w.add_argument("name", nargs="?", help="assignment (default: the only one)")
+    w.add_argument("--grading-repo", required=True, help="OWNER/NAME of the private course repository "
+                   "(config.yaml, solutions/, the grader)")
+    w.add_argument("--notebook", help="path of the notebook in the student's repository (default: NAME.ipynb)")
+    w.add_argument("--out", "-o", default=".", help="the starter repository (default: here)")
+    w.add_argument("--config", "-c")
+    w.set_defaults(func=cmd_classroom_workflow)
     return ap
 
 

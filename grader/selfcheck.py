@@ -1,0 +1,445 @@
+"""The student's self-check: run the public checks before submitting.
+
+    grader check NOTEBOOK                       in a terminal: runs the notebook with the grader's executor
+    from grader import check; check("q2")      inside a running notebook: reads the live namespace
+
+Both read ``public_checks.json``, which ``grader assign`` writes next to the skeleton, so they work
+with only ``assignments/`` present: no ``solutions/``, no ``config.yaml``. That file says what each
+check looks at and what is expected *in kind* (type, shape, kind of numbers, properties); it holds
+reference values only for checks the instructor marked ``public: true``. So a self-check judges:
+
+- whether the question is answered at all (blanks, missing names, errors), with the grader's own
+  messages (``grader.checks.grade_check``);
+- the type and shape, with the messages of ``grader.compare.compare``;
+- the declared properties (``grader.compare.check_property``);
+- values, only where the instructor made them public.
+
+Passing it is necessary, not sufficient: the real grader also compares values students never see.
+A question that fails here fails in the real grader too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from . import capture, notebook
+from .assign import PUBLIC_CHECKS
+from .capture import Value
+from .checks import Context, grade_check
+from .compare import check_property, compare
+from .config import Check, Limits
+from .errors import NotebookError, ProtocolError, UsageError
+from .execute import Captured, CaptureSpec, Job, JobCell
+
+KIND_DTYPES = {"float": np.float64, "int": np.int64, "bool": np.bool_, "complex": np.complex128}
+SHAPE_REASONS = ("type", "shape", "length", "keys")
+MAX_DATA_BYTES = 512 * 1024 * 1024
+LIVE_MISSING = "{label} is not defined in this session yet: run the cell that computes it (fill in its blank `?` " \
+               "first), then check again."
+LIVE_BEFORE = ("{label} is checked at the point just before `{before}` is computed, and `{before}` already exists "
+               "in this session, so the value here may not be the one this question asks about; run "
+               "`grader check NOTEBOOK` in a terminal to check it at the right point.")
+MARKS = {"passed": "✅", "failed": "❌", "error": "❌", "unanswered": "⬜", "skipped": "➖"}
+WORDS = {"passed": "passes the public checks", "failed": "does not pass", "error": "raised an error",
+         "unanswered": "not answered", "skipped": "not checked here"}
+
+
+# --------------------------------------------------------------------------------------------
+# The public checks file
+
+
+@dataclass(frozen=True)
+class PublicCheck:
+    id: str
+    kind: str  # value | expr
+    target: str
+    properties: tuple[str, ...] = ()
+    before: str | None = None
+    seed: int | None = None
+    type: str | None = None  # the reference's kind: array, str, list, dict, frame, ...
+    shape: tuple[int, ...] | None = None
+    dtype_kind: str | None = None  # float | int | bool | complex
+    value: Value | None = None  # only when the instructor made it public
+    rtol: float = 1e-5
+    atol: float = 1e-8
+
+    @property
+    def label(self) -> str:
+        return f"`{self.target}`"
+
+    def as_check(self) -> Check:
+        return Check(id=self.id, kind=self.kind, target=self.target, points=None, rtol=self.rtol, atol=self.atol,
+                     strict_types=False, seed=self.seed, before=self.before, properties=self.properties,
+                     compare=self.value is not None)
+
+    def expected(self) -> Value | None:
+        """What the checks compare against: the public value, or a stand-in with the public shape and
+        kind of numbers (zeros), which only type, shape and dtype-kind judgements ever look at."""
+        if self.value is not None:
+            return self.value
+        if self.type == "array" and self.shape is not None:
+            dtype = KIND_DTYPES.get(self.dtype_kind or "float", np.float64)
+            return Value("array", np.zeros(self.shape, dtype=dtype), origin="array of numbers",
+                         dtype=self.dtype_kind or "")
+        return None
+
+
+@dataclass(frozen=True)
+class PublicQuestion:
+    id: str
+    title: str
+    points: float
+    checks: tuple[PublicCheck, ...]
+
+
+@dataclass(frozen=True)
+class PublicChecks:
+    assignment: str
+    title: str
+    questions: tuple[PublicQuestion, ...]
+    path: Path
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    def question(self, qid: str) -> PublicQuestion:
+        for q in self.questions:
+            if q.id == qid:
+                return q
+        known = ", ".join(q.id for q in self.questions)
+        raise UsageError(f"{self.assignment} has no question {qid!r}; its questions are: {known}.")
+
+
+def load(path: Path) -> PublicChecks:
+    """Parse a public checks file; a malformed one is a UsageError naming the file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        questions = []
+        for q in data["questions"]:
+            checks = []
+            for c in q["checks"]:
+                value = capture.decode(c["value"]) if "value" in c else None
+                checks.append(PublicCheck(
+                    id=str(c["id"]), kind=str(c["kind"]), target=str(c["target"]),
+                    properties=tuple(str(p) for p in c.get("properties", [])),
+                    before=c.get("before"), seed=c.get("seed"), type=c.get("type"),
+                    shape=tuple(int(n) for n in c["shape"]) if c.get("shape") is not None else None,
+                    dtype_kind=c.get("dtype_kind"), value=value,
+                    rtol=float(c.get("rtol", 1e-5)), atol=float(c.get("atol", 1e-8)),
+                ))
+            questions.append(PublicQuestion(str(q["id"]), str(q.get("title", q["id"])), float(q.get("points", 0)),
+                                            tuple(checks)))
+        return PublicChecks(str(data["assignment"]), str(data.get("title", data["assignment"])), tuple(questions),
+                            path)
+    except FileNotFoundError:
+        raise UsageError(f"{path} does not exist.") from None
+    except (OSError, ValueError, KeyError, TypeError, ProtocolError) as exc:
+        raise UsageError(f"{path} is not a readable public checks file ({type(exc).__name__}: {exc}).") from None
+
+
+def locate(*, notebook_path: Path | None = None, assignment: str | None = None, explicit: str | Path | None = None,
+           question: str | None = None, start: Path | None = None) -> Path:
+    """Find public_checks.json: --checks, then next to the notebook or here, then assignments/NAME/
+    in this folder or a parent (NAME from --assignment or the notebook's name)."""
+    if explicit:
+        return Path(explicit)
+    here = (start or Path.cwd()).resolve()
+    dirs = [notebook_path.resolve().parent] if notebook_path is not None else []
+    dirs.append(here)
+    for d in dirs:
+        p = d / PUBLIC_CHECKS
+        if p.is_file() and (assignment is None or _assignment_of(p) == assignment):
+            return p
+    names = [n for n in (assignment, notebook_path.stem if notebook_path is not None else None) if n]
+    found: list[Path] = []
+    for d in dirs:
+        for up in (d, *d.parents):
+            for name in names:
+                p = up / "assignments" / name / PUBLIC_CHECKS
+                if p.is_file():
+                    return p
+            if not names and not found:
+                found = sorted((up / "assignments").glob(f"*/{PUBLIC_CHECKS}"))
+    if question is not None and len(found) > 1:
+        found = [p for p in found if question in {q.id for q in load(p).questions}]
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        which = ", ".join(p.parent.name for p in found)
+        raise UsageError(f"Several assignments have public checks ({which}); say which one: "
+                         "check(..., assignment=NAME) or grader check NOTEBOOK --assignment NAME.")
+    raise UsageError(f"No {PUBLIC_CHECKS} found next to the notebook, here, or in assignments/"
+                     f"{names[0] if names else 'NAME'}/ above; pass --checks PATH (or checks=PATH).")
+
+
+def _assignment_of(path: Path) -> str | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("assignment")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# Verdicts
+
+
+@dataclass
+class Verdict:
+    id: str
+    title: str
+    status: str  # passed | failed | error | unanswered | skipped
+    messages: list[str] = field(default_factory=list)
+
+
+def judge_check(pc: PublicCheck, ctx: Context) -> tuple[str, list[str]]:
+    """(status, messages) for one check, with the real grader's messages."""
+    expected = pc.expected()
+    stand_in = expected if expected is not None else Value("none", None)
+    base = replace(pc.as_check(), compare=False, properties=())
+    res = grade_check(base, replace(ctx, reference={pc.id: Captured(value=stand_in)}), 0.0)
+    if res.status != "passed":
+        return res.status, res.messages
+    got = ctx.student[pc.id].value
+    if pc.value is not None:
+        cmp = compare(pc.label, got, pc.value, rtol=pc.rtol, atol=pc.atol, reveal=False)
+        if not cmp.ok:
+            return "failed", list(cmp.messages)
+    elif expected is not None:
+        cmp = compare(pc.label, got, expected, rtol=pc.rtol, atol=pc.atol, reveal=False)
+        if not cmp.ok and cmp.reason in SHAPE_REASONS:
+            if cmp.reason == "type":
+                shape = f" of shape {capture._shape(pc.shape)}" if pc.shape else ""
+                return "failed", [f"{pc.label} is {got.describe()}; expected numbers{shape}."]
+            return "failed", list(cmp.messages)
+    elif not _same_kind(pc.type, got):
+        return "failed", [f"{pc.label} is {got.describe()}; expected a {pc.type}."]
+    if pc.shape is not None and pc.type in ("frame", "series"):
+        problem = check_property("shape", pc.label, got, Value("array", np.zeros(pc.shape)), atol=pc.atol)
+        if problem:
+            return "failed", [problem]
+    for prop in pc.properties:
+        problem = check_property(prop, pc.label, got, expected, atol=pc.atol)
+        if problem:
+            return "failed", [problem]
+    return "passed", []
+
+
+def _same_kind(expected: str | None, got: Value) -> bool:
+    if expected in (None, "array", "bool"):
+        return True
+    if expected in ("list", "tuple"):
+        return got.kind in ("list", "tuple", "array")
+    if expected in ("frame", "series"):
+        return got.kind in ("frame", "series", "array")
+    return got.kind == expected
+
+
+def judge(public: PublicChecks, ctx: Context, *, only: str | None = None, live_ns: dict | None = None) -> list[Verdict]:
+    out = []
+    for q in public.questions:
+        if only is not None and q.id != only:
+            continue
+        results = []
+        for pc in q.checks:
+            if live_ns is not None and pc.before and pc.before in live_ns:
+                results.append(("skipped", [LIVE_BEFORE.format(label=pc.label, before=pc.before)]))
+                continue
+            got = ctx.student.get(pc.id)
+            if live_ns is not None and got is not None and got.missing:
+                results.append(("unanswered", [LIVE_MISSING.format(label=pc.label)]))
+                continue
+            results.append(judge_check(pc, ctx))
+        statuses = [s for s, _ in results]
+        if all(s == "passed" for s in statuses):
+            status = "passed"
+        elif all(s in ("passed", "skipped") for s in statuses):
+            status = "skipped" if all(s == "skipped" for s in statuses) else "passed"
+        elif all(s in ("unanswered", "skipped") for s in statuses):
+            status = "unanswered"
+        elif "error" in statuses:
+            status = "error"
+        elif "failed" in statuses:
+            status = "failed"
+        else:
+            status = "unanswered"
+        messages: list[str] = []
+        for _, ms in results:
+            messages += [m for m in ms if m not in messages]
+        out.append(Verdict(q.id, q.title, status, messages))
+    return out
+
+
+def _no_blanks() -> notebook.BlankReport:
+    return notebook.BlankReport(blanks=(), tainted={})
+
+
+# --------------------------------------------------------------------------------------------
+# The two ways to run: a notebook file in a fresh process, or the live namespace
+
+
+def _executor() -> Any:
+    """The grader's own default executor."""
+    import dataclasses
+
+    from .grading import Grader
+
+    for f in dataclasses.fields(Grader):
+        if f.name == "executor" and f.default_factory is not dataclasses.MISSING:
+            return f.default_factory()
+    from .execute import SubprocessExecutor
+
+    return SubprocessExecutor()
+
+
+def data_files(folder: Path, notebook_path: Path) -> tuple[tuple[Path, str], ...]:
+    """The files handed out with the assignment (everything in its folder but notebooks and the
+    checks file), for the notebook to read, plus the notebook itself."""
+    files, total = [], 0
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder)
+        if not p.is_file() or p.suffix == ".ipynb" or p.name == PUBLIC_CHECKS:
+            continue
+        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+            continue
+        total += p.stat().st_size
+        if total > MAX_DATA_BYTES:
+            break
+        files.append((p, rel.as_posix()))
+    return tuple(files) + ((notebook_path, notebook_path.name),)
+
+
+def check_notebook(path: Path, public: PublicChecks, *, only: str | None = None, executor: Any = None,
+                   limits: Limits | None = None) -> list[Verdict]:
+    """Run the notebook the way the grader does (blanks found first, then a sandboxed run) and judge
+    the public checks. Raises NotebookError for a file that is not a notebook."""
+    path = Path(path)
+    cells = notebook.read(path)
+    infos = notebook.analyse(cells)
+    first_bind: dict[str, int] = {}
+    for pos, info in enumerate(infos):
+        for name in info.binds:
+            first_bind.setdefault(name, pos)
+    specs = tuple(
+        CaptureSpec(pc.id, pc.kind, pc.target, first_bind.get(pc.before) if pc.before else None, pc.seed)
+        for q in public.questions for pc in q.checks
+    )
+    job_cells = tuple(
+        JobCell(index=c.index, source=notebook.fill_blanks(c.source) if i.blanks else c.source,
+                skip="skip-grading" if c.skipped else "")
+        for c, i in zip(cells, infos)
+    )
+    job = Job(cells=job_cells, captures=specs, limits=limits or Limits(),
+              files=data_files(public.folder, path.resolve()))
+    run = (executor or _executor()).run(job)
+    ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
+                  reference={})
+    return judge(public, ctx, only=only)
+
+
+@contextlib.contextmanager
+def _rng_kept() -> Iterator[None]:
+    """Seeded checks must not change the random numbers the student's session goes on to draw."""
+    state = random.getstate()
+    np_state = np.random.get_state()
+    torch = sys.modules.get("torch")
+    t_state = torch.get_rng_state() if torch is not None else None
+    try:
+        yield
+    finally:
+        random.setstate(state)
+        np.random.set_state(np_state)
+        if torch is not None and t_state is not None:
+            torch.set_rng_state(t_state)
+
+
+def capture_live(ns: dict, pc: PublicCheck) -> Captured:
+    """What the worker would capture, taken from a live namespace (the student's own session)."""
+    from .worker import describe_error, seed_everything
+
+    try:
+        if pc.kind == "value":
+            if pc.target not in ns:
+                return Captured(missing=True)
+            value = ns[pc.target]
+        else:
+            with _rng_kept():
+                if pc.seed is not None:
+                    seed_everything(int(pc.seed))
+                value = eval(compile(pc.target, "<check>", "eval"), ns)  # noqa: S307 - the student's own session
+        return Captured(value=capture.decode(capture.encode(value, budget=[Limits().capture_mb * 1024 * 1024])))
+    except capture.CaptureFailed as exc:
+        return Captured(error=f"{pc.target} {exc}", uncapturable=True)
+    except NameError as exc:
+        return Captured(missing=True, error=str(exc))
+    except RecursionError:
+        return Captured(error=f"{pc.target} is nested too deeply to compare (recursion)", uncapturable=True)
+    except Exception as exc:  # the student's code raised while the check ran
+        info = describe_error(exc, 8)
+        return Captured(error=f"{type(exc).__name__}: {info['evalue']}", traceback=tuple(info["traceback"]))
+
+
+def check_namespace(ns: dict, public: PublicChecks, *, only: str | None = None) -> list[Verdict]:
+    captures = {pc.id: capture_live(ns, pc) for q in public.questions if only in (None, q.id) for pc in q.checks}
+    ctx = Context(infos=[], blanks=_no_blanks(), cells=[], student=captures, reference={})
+    return judge(public, ctx, only=only, live_ns=ns)
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+
+
+def format_report(public: PublicChecks, verdicts: list[Verdict]) -> str:
+    width = max([len(v.id) for v in verdicts] + [2])
+    lines = [
+        f"Public checks for {public.assignment}: {public.title}",
+        "(type, shape and properties, plus any values your instructor made public; passing them does not mean "
+        "the values are right: the grader also compares values you cannot see.)",
+        "",
+    ]
+    for v in verdicts:
+        lines.append(f"{MARKS.get(v.status, ' ')} {v.id:<{width}}  {v.title}: {WORDS.get(v.status, v.status)}")
+        lines += [f"{'':<{width + 4}}- {m}" for m in v.messages]
+    n = sum(v.status == "passed" for v in verdicts)
+    verb = "pass" if len(verdicts) != 1 else "passes"
+    lines += ["", f"{n} of {len(verdicts)} question{'s' if len(verdicts) != 1 else ''} {verb} the public checks."]
+    return "\n".join(lines)
+
+
+def check(question: str | None = None, *, assignment: str | None = None, checks: str | Path | None = None,
+          namespace: dict | None = None) -> list[Verdict]:
+    """In a notebook: ``check("q2")`` or ``check()`` for every question. Prints the report and
+    returns the verdicts. Reads the variables of the running notebook; runs nothing again."""
+    if namespace is None:
+        namespace = sys._getframe(1).f_globals  # the notebook's namespace (IPython runs cells in it)
+    public = load(locate(assignment=assignment, explicit=checks, question=question))
+    if question is not None:
+        public.question(question)  # a clear error for a wrong id
+    verdicts = check_namespace(namespace, public, only=question)
+    print(format_report(public, verdicts))
+    return verdicts
+
+
+def run_cli(path: Path, *, assignment: str | None, checks: str | None, question: str | None) -> int:
+    """``grader check NOTEBOOK``: 0 when every question passes the public checks, 1 otherwise."""
+    public = load(locate(notebook_path=path, assignment=assignment, explicit=checks, question=question))
+    if question is not None:
+        public.question(question)
+    if not path.exists():
+        raise UsageError(f"{path} does not exist.")
+    try:
+        verdicts = check_notebook(path, public, only=question)
+    except NotebookError as exc:
+        print(f"{path.name} cannot be checked: {exc}")
+        return 1
+    print(format_report(public, verdicts))
+    return 0 if all(v.status == "passed" for v in verdicts) else 1
