@@ -105,7 +105,7 @@ def question_box(view: View, q: ShownQuestion) -> str:
 
 
 def summary_box(view: View) -> str:
-    who = f"{html.escape(view.student)} · " if view.student else ""
+    who = f"{html.escape(view.who)} · " if view.who else ""
     rows = "".join(
         f'<tr><td><a href="#question-{html.escape(q.id)}">{html.escape(q.id)}: {html.escape(q.title)}</a></td>'
         f"<td>{MARKS.get(q.status, '')} {STATUS_WORDS.get(q.status, q.status)}</td>"

@@ -22,7 +22,7 @@ def question_points(view: View, q: ShownQuestion) -> str:
 
 
 def summary_lines(view: View) -> list[str]:
-    who = f"{view.student} · " if view.student else ""
+    who = f"{view.who} · " if view.who else ""
     lines = [
         f"**{who}{view.submission}** · {SUBMISSION_WORDS.get(view.status, view.status)} · "
         f"score **{view.score_line}**",

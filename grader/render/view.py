@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 from ..config import Assignment, ScorecardSettings
 from ..scorecard import Scorecard
@@ -62,6 +63,11 @@ class View:
     questions: tuple[ShownQuestion, ...]
     errors: tuple[str, ...] = field(default=())  # notebook errors, one line each
     rounding: int = 2
+
+    @property
+    def who(self) -> str:
+        """The student's id when it says more than the file name does."""
+        return self.student if self.student and self.student != Path(self.submission).stem else ""
 
     @property
     def percent(self) -> float:

@@ -1,0 +1,376 @@
+"""Every output format of a grading run, through the real command, and what students may see."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from datetime import datetime, timezone
+
+import nbformat
+import pytest
+import yaml
+
+from conftest import NUMPY_CORRECT, ROOT, notebook_with, question
+from grader import config
+from grader.cli import fail_under
+from grader.config import ScorecardSettings
+from grader.errors import ConfigError
+from grader.render import gradebook, render_one
+from grader.render.html import anchors, text_html, to_html
+from grader.render.view import student_view
+from grader.scorecard import QuestionResult, Scorecard
+
+EXAMPLES = ROOT / "examples/attention_numpy"
+PICKED = ["bob_correct", "carol_no_sqrt", "frank_raises", "grace_half_done", "henry_not_a_notebook"]
+ALL = "yaml,json,md,html,gradescope,classroom,junit,gradebook,report"
+PER_SUBMISSION = (".yaml", ".json", ".md", ".html", ".gradescope.json", ".classroom.json")
+
+
+def grader_cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "grader.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """One real run of `grader grade` over five example submissions, with every format."""
+    base = tmp_path_factory.mktemp("run")
+    subs = base / "subs"
+    subs.mkdir()
+    for name in PICKED:
+        shutil.copyfile(EXAMPLES / f"{name}.ipynb", subs / f"{name}.ipynb")
+    proc = grader_cli("grade", str(subs), "-a", "attention_numpy", "--config", str(ROOT / "config.yaml"),
+                      "--formats", ALL, "--out", str(base / "out"), cwd=base)
+    assert proc.returncode == 0, proc.stderr
+    cards = {n: yaml.safe_load((base / "out" / f"{n}.yaml").read_text()) for n in PICKED}
+    return base, proc, cards
+
+
+def test_everything_is_written_under_out_and_nothing_elsewhere(run):
+    base, proc, _ = run
+    expected = {f"{n}{ext}" for n in PICKED for ext in PER_SUBMISSION} | {"junit.xml", "gradebook.csv", "report.html"}
+    assert {p.name for p in (base / "out").iterdir()} == expected
+    assert {p.name for p in base.iterdir()} == {"subs", "out"}
+    assert sorted(p.name for p in (base / "subs").iterdir()) == sorted(f"{n}.ipynb" for n in PICKED)
+    assert proc.stdout.splitlines()[-1] == f"Scorecards written to {base / 'out'}/ ({ALL.replace(',', ', ')})"
+
+
+def test_json_says_exactly_what_the_yaml_says(run):
+    base, _, cards = run
+    for name in PICKED:
+        assert json.loads((base / "out" / f"{name}.json").read_text()) == cards[name]
+
+
+def test_every_format_says_the_same_thing(run):
+    base, _, cards = run
+    out = base / "out"
+    for name, card in cards.items():
+        md = (out / f"{name}.md").read_text()
+        page = (out / f"{name}.html").read_text()
+        gs = json.loads((out / f"{name}.gradescope.json").read_text())
+        cr = json.loads((out / f"{name}.classroom.json").read_text())
+        assert gs["score"] == card["score"] and sum(t["score"] for t in cr["tests"]) == card["score"]
+        assert sum(t["max_score"] for t in gs["tests"]) == cr["max_score"] == card["max_score"]
+        for q, g, c in zip(card["questions"], gs["tests"], cr["tests"]):
+            assert g["name"] == c["name"] == f"{q['id']}: {q['title']}"
+            assert g["score"] == c["score"] == q["score"]
+            assert f"| {q['id']}: {q['title']} |" in md
+            assert f"{q['score']}/{q['max_score']} points" in md
+            for line in q["feedback"]:
+                assert f"- {line}" in md
+                assert f"- {line}" in g["output"]
+                assert line in c["message"].splitlines()
+                assert text_html(line) in page, (name, line)
+        if card.get("reason"):
+            assert card["reason"] in md and card["reason"] in gs["output"] and cr["message"] == card["reason"]
+
+
+def test_markdown_feedback_for_a_typical_mistake(run):
+    base, _, _ = run
+    md = (base / "out/carol_no_sqrt.md").read_text().splitlines()
+    assert md[:12] == [
+        '# attention_numpy: Self-attention by hand in NumPy ("I am Batman")',
+        "",
+        "**carol_no_sqrt.ipynb** · graded · score **5/11**",
+        "",
+        "| Question | Result | Points |",
+        "|---|---|---|",
+        "| qkv: Queries, keys and values | ✅ passed | 3/3 |",
+        "| scores: Attention scores | ✅ passed | 1/1 |",
+        "| scaled: Scaled scores | ❌ not yet correct | 0/2 |",
+        "| softmax: Softmax of a vector | ✅ passed | 1/1 |",
+        "| weights: Attention weights | ❌ not yet correct | 0/2 |",
+        "| output: Self-attention output | ❌ not yet correct | 0/2 |",
+    ]
+    assert "## scaled: Scaled scores — not yet correct, 0/2 points" in md
+    assert "- Likely mistake: The scores are not divided by sqrt(d_k)." in md
+
+
+def test_gradescope_results_follow_the_schema_even_for_a_broken_notebook(run):
+    base, _, _ = run
+    for name in PICKED:
+        data = json.loads((base / "out" / f"{name}.gradescope.json").read_text())
+        assert set(data) == {"score", "execution_time", "output", "output_format", "visibility", "stdout_visibility",
+                             "tests"}
+        assert isinstance(data["score"], float) and isinstance(data["execution_time"], float)
+        for t in data["tests"]:
+            assert set(t) == {"name", "number", "score", "max_score", "status", "output", "output_format",
+                              "visibility"}
+            assert t["status"] in ("passed", "failed") and t["visibility"] == "visible"
+            assert t["output_format"] == "md"
+    henry = json.loads((base / "out/henry_not_a_notebook.gradescope.json").read_text())
+    assert henry["score"] == 0.0 and len(henry["tests"]) == 6
+    assert henry["output"] == ("**henry_not_a_notebook.ipynb**: not a readable notebook, 0/11 points.\n\n"
+                               "The file is not JSON, so not a notebook (line 1: Expecting value).")
+
+
+def test_classroom_result_is_what_the_reporter_reads(run):
+    base, _, _ = run
+    frank = json.loads((base / "out/frank_raises.classroom.json").read_text())
+    assert (frank["version"], frank["status"], frank["max_score"]) == (1, "fail", 11)
+    assert [(t["name"].split(":")[0], t["status"], t["score"]) for t in frank["tests"]] == [
+        ("qkv", "pass", 3), ("scores", "error", 0), ("scaled", "error", 0), ("softmax", "pass", 1),
+        ("weights", "error", 0), ("output", "error", 0)]
+    bob = json.loads((base / "out/bob_correct.classroom.json").read_text())
+    assert bob["status"] == "pass" and sum(t["score"] for t in bob["tests"]) == 11
+    henry = json.loads((base / "out/henry_not_a_notebook.classroom.json").read_text())
+    assert henry["status"] == "error"
+
+
+def test_partial_credit_reaches_the_classroom_total(submit, course, numpy_assignment, tmp_path):
+    card = submit({**NUMPY_CORRECT, "K": "X @ W_k"})
+    assert question(card, "qkv").status == "partial"
+    text = render_one("classroom", tmp_path / "x.ipynb", card, course, numpy_assignment)
+    tests = {t["name"].split(":")[0]: t for t in json.loads(text)["tests"]}
+    assert tests["qkv"]["status"] == "fail" and tests["qkv"]["score"] == question(card, "qkv").score > 0
+    assert sum(t["score"] for t in tests.values()) == card.score
+
+
+def test_junit_is_pytests_own(run, pytester):
+    base, _, _ = run
+    ours = ET.parse(base / "out/junit.xml").getroot()
+    suite = ours.find("testsuite")
+    assert suite.get("name") == "attention_numpy" and suite.get("tests") == str(6 * len(PICKED))
+    cases = {(c.get("classname"), c.get("name")): c for c in suite.iter("testcase")}
+    assert set(cases) == {(f"{n}.ipynb", q) for n in PICKED
+                          for q in ("qkv", "scores", "scaled", "softmax", "weights", "output")}
+    # The same items and failure texts as a direct `pytest --submission ... --junitxml` run
+    direct = pytester.path / "direct.xml"
+    pytester.runpytest_subprocess("--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir",
+                                  str(pytester.path / "cards"), "--submission", str(EXAMPLES / "carol_no_sqrt.ipynb"),
+                                  f"--junitxml={direct}")
+    theirs = {c.get("name"): c for c in ET.parse(direct).getroot().iter("testcase")}
+    for qid, case in theirs.items():
+        mine = cases[("carol_no_sqrt.ipynb", qid)]
+        assert (mine.find("failure") is None) == (case.find("failure") is None)
+        if case.find("failure") is not None:
+            assert mine.find("failure").get("message") == case.find("failure").get("message")
+            assert mine.find("failure").text == case.find("failure").text
+        assert [(p.get("name"), p.get("value")) for p in mine.iter("property")] == \
+               [(p.get("name"), p.get("value")) for p in case.iter("property")]
+    assert "Likely mistake: The scores are not divided by sqrt(d_k)." in cases[("carol_no_sqrt.ipynb", "scaled")].find(
+        "failure").text
+
+
+def test_gradebook_has_a_row_per_submission_and_a_column_per_question(run):
+    base, _, cards = run
+    rows = list(csv.DictReader(io.StringIO((base / "out/gradebook.csv").read_text())))
+    assert list(rows[0]) == ["student", "submission", "status", "score", "max_score", "percent", "qkv", "scores",
+                             "scaled", "softmax", "weights", "output", "reason", "sha256"]
+    assert [r["submission"] for r in rows] == [f"{n}.ipynb" for n in PICKED]
+    for r in rows:
+        card = cards[r["submission"][:-6]]
+        assert (float(r["score"]), r["status"], r["sha256"]) == (card["score"], card["status"], card["sha256"])
+        assert [float(r[q["id"]]) for q in card["questions"]] == [q["score"] for q in card["questions"]]
+    assert rows[1]["percent"] == "45.5"
+
+
+def test_gradebook_quotes_cells_a_spreadsheet_would_run_as_formulas(tmp_path):
+    card = Scorecard(assignment="a", submission="=HYPERLINK(1).ipynb", sha256="", status="graded", score=1 / 3,
+                     max_score=1, student="+cmd", questions=[QuestionResult("q", "Q", 1 / 3, 1, "partial")])
+    rows = list(csv.reader(io.StringIO(gradebook.write_gradebook([card], tmp_path / "g.csv").read_text())))
+    assert rows[1][:7] == ["'+cmd", "'=HYPERLINK(1).ipynb", "graded", "0.33", "1", "33.3", "0.33"]
+
+
+def test_formats_and_fail_under_on_the_command_line(tmp_path):
+    proc = grader_cli("grade", str(EXAMPLES / "bob_correct.ipynb"), "--formats", "yaml,pdf", cwd=ROOT)
+    assert (proc.returncode, proc.stderr) == (2, "grader: Unknown format 'pdf' in --formats; known: yaml, json, md, "
+                                                 "html, gradescope, classroom, junit, gradebook, report.\n")
+    proc = grader_cli("grade", str(EXAMPLES / "bob_correct.ipynb"), "--fail-under", "120", cwd=ROOT)
+    assert (proc.returncode, proc.stderr) == (2, "grader: --fail-under must be a percentage from 0 to 100, got 120.\n")
+    out = tmp_path / "out"
+    proc = grader_cli("grade", str(EXAMPLES / "carol_no_sqrt.ipynb"), str(EXAMPLES / "bob_correct.ipynb"),
+                      "--fail-under", "50", "--formats", "md", "--out", str(out), cwd=ROOT)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == "grader: carol_no_sqrt scored 45.5%, below --fail-under 50%"
+    assert "bob_correct scored" not in proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["bob_correct.md", "carol_no_sqrt.md"]
+
+
+def test_fail_under_passes_when_every_score_reaches_the_threshold():
+    card = Scorecard(assignment="a", submission="s", sha256="", status="graded", score=5, max_score=10)
+    assert fail_under([("s", card)], 50) == 0
+    assert fail_under([("s", card)], 50.1) == 1
+    assert fail_under([("s", card)], None) == 0
+
+
+# --------------------------------------------------------------------------------------------
+# HTML: the student's own notebook with each result next to the cell that answers it
+
+
+def test_results_sit_after_the_cells_that_compute_them_in_a_rearranged_notebook(tmp_path, grader, numpy_assignment):
+    card = grader.grade(numpy_assignment, EXAMPLES / "bob_correct.ipynb")
+    skeleton = nbformat.read(str(numpy_assignment.skeleton), as_version=4)
+    given = [c.source for c in skeleton.cells if c.cell_type == "code"][:3]
+    cells = [
+        "# CELL-A\n" + given[0], "# CELL-B\n" + given[1], "# CELL-C\n" + given[2],
+        "# CELL-D\nK = X @ W_k.T",  # K before Q: the student reordered
+        "# CELL-E\nQ = X @ W_q.T\nV = X @ W_v.T",
+        "# CELL-F\nd_k = K.shape[1]\nscores = Q @ K.T\nscaled_scores = scores / np.sqrt(d_k)",
+        "# CELL-G\ndef softmax(x):\n    e = np.exp(x - x.max())\n    return e / e.sum()",
+        "# CELL-H\noutput = None",
+        "# CELL-I\nprint('no attention_weights anywhere')",
+        "# CELL-J\noutput = np.zeros((3, 2))  # computed again: this is the one graded",
+    ]
+    path = notebook_with(cells, tmp_path / "rearranged.ipynb")
+    page = to_html(student_view(card, numpy_assignment, ScorecardSettings()), numpy_assignment, path)
+    at = {m.group(1): m.start() for m in re.finditer(r"# (CELL-[A-J])", page)}
+    box = {m.group(1): m.start() for m in re.finditer(r'id="question-(\w+)"', page)}
+    assert at["CELL-E"] < box["qkv"] < at["CELL-F"]  # after the later of the cells binding Q, K, V
+    assert at["CELL-F"] < box["scores"] < box["scaled"] < at["CELL-G"]
+    assert at["CELL-G"] < box["softmax"] < at["CELL-H"]
+    assert at["CELL-J"] < box["output"]
+    assert box["weights"] > at["CELL-J"]
+    assert page.index("Questions whose answers were not found in the notebook") < box["weights"]
+    assert page.index("grader-summary") < at["CELL-A"]
+
+
+def test_anchor_respects_a_checks_before_point(tmp_path, numpy_assignment):
+    from grader import notebook
+
+    spec = dataclasses.replace(numpy_assignment.questions[1].checks[0], before="later")
+    a = dataclasses.replace(numpy_assignment, questions=(dataclasses.replace(numpy_assignment.questions[1],
+                                                                             checks=(spec,)),))
+    infos = notebook.analyse(notebook.read(notebook_with(
+        ["scores = 1", "scores = 2", "later = scores", "scores = 3"], tmp_path / "n.ipynb")))
+    assert anchors(a, infos) == {"scores": 1}
+
+
+def test_student_html_cannot_run_scripts(tmp_path, grader, numpy_assignment):
+    card = grader.grade(numpy_assignment, EXAMPLES / "bob_correct.ipynb")
+    nb = nbformat.read(str(EXAMPLES / "bob_correct.ipynb"), as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell("<script>alert('md')</script> <img src=x onerror=alert(2)> "
+                                                     "<a href='javascript:alert(3)'>x</a> <iframe src=//e.vil></iframe>"))
+    code = nbformat.v4.new_code_cell("1")
+    code.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<script>alert('out')</script>",
+                                                                 "text/plain": "x"})]
+    nb.cells.append(code)
+    path = tmp_path / "hostile.ipynb"
+    nbformat.write(nb, str(path))
+    page = to_html(student_view(card, numpy_assignment, ScorecardSettings()), numpy_assignment, path)
+    lowered = page.lower()
+    body = lowered[lowered.index("<body"):]
+    assert "<script" not in lowered
+    assert "onerror" not in body and "javascript:" not in body and "<iframe" not in body
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert page.count('class="grader-box grader-passed"') == 6
+
+
+def test_a_file_that_is_not_a_notebook_still_gets_an_html_page(run):
+    base, _, _ = run
+    page = (base / "out/henry_not_a_notebook.html").read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert "The file is not JSON, so not a notebook (line 1: Expecting value)." in page
+    assert page.count("grader-box grader-unanswered") == 6
+
+
+# --------------------------------------------------------------------------------------------
+# The scorecard section: what students see
+
+
+def _settings(**kw) -> ScorecardSettings:
+    return ScorecardSettings(**kw)
+
+
+def test_a_question_shown_after_the_due_date_is_withheld_until_then(grader, course, numpy_assignment, tmp_path):
+    card = grader.grade(numpy_assignment, EXAMPLES / "carol_no_sqrt.ipynb")
+    settings = _settings(due="2030-01-31T23:59", visibility=(("attention_numpy", "scaled", "after_due"),))
+    c = dataclasses.replace(course, scorecard=settings)
+    before = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    after = datetime(2030, 2, 1, tzinfo=timezone.utc)
+    md = render_one("md", tmp_path / "x.ipynb", card, c, numpy_assignment, before)
+    assert "score **5/9 on the questions shown so far**" in md
+    assert "| scaled: Scaled scores | 🔒 result not shown yet | –/2 |" in md
+    assert "- The result of this question is shown after the due date (2030-01-31T23:59)." in md
+    assert "sqrt(d_k)" not in md
+    md = render_one("md", tmp_path / "x.ipynb", card, c, numpy_assignment, after)
+    assert "score **5/11**" in md and "Likely mistake: The scores are not divided by sqrt(d_k)." in md
+    gs = json.loads(render_one("gradescope", tmp_path / "x.ipynb", card, c, numpy_assignment, before))
+    assert [t["visibility"] for t in gs["tests"]] == ["visible", "visible", "after_due_date", "visible", "visible",
+                                                      "visible"]
+    assert "Likely mistake" in gs["tests"][2]["output"]  # Gradescope itself withholds it until the due date
+
+
+def test_a_hidden_question_is_never_shown_and_counts_in_the_total(grader, course, numpy_assignment, tmp_path):
+    card = grader.grade(numpy_assignment, EXAMPLES / "carol_no_sqrt.ipynb")
+    hidden = dataclasses.replace(numpy_assignment.question("output"), visible=False)
+    a = dataclasses.replace(numpy_assignment, questions=tuple(
+        hidden if q.id == "output" else q for q in numpy_assignment.questions))
+    md = render_one("md", tmp_path / "x.ipynb", card, course, a, datetime(2099, 1, 1, tzinfo=timezone.utc))
+    assert "| output: Self-attention output | 🔒 result not shown yet | –/2 |" in md
+    assert "- The result of this question is not shown to students." in md
+    cr = json.loads(render_one("classroom", tmp_path / "x.ipynb", card, course, a))
+    assert sum(t["score"] for t in cr["tests"]) == card.score and cr["max_score"] == 11
+    assert cr["tests"][5]["message"] == "The result of this question is not shown to students."
+    gs = json.loads(render_one("gradescope", tmp_path / "x.ipynb", card, course, a))
+    assert gs["tests"][5]["visibility"] == "hidden"
+
+
+def test_default_settings_never_show_expected_values():
+    s = config.load(ROOT / "config.yaml").scorecard
+    assert (s.show_expected, s.visibility, s.formats) == ("never", (), ("yaml",))
+
+
+def _config(tmp_path, scorecard: str):
+    text = (ROOT / "config.yaml").read_text()
+    body = re.sub(r"^scorecard:\n(  .*\n)+", "", text, flags=re.M)
+    path = tmp_path / "config.yaml"
+    path.write_text(body + "\nscorecard:\n" + scorecard)
+    for folder in ("solutions", "assignments"):
+        (tmp_path / folder).symlink_to(ROOT / folder)
+    return path
+
+
+@pytest.mark.parametrize("scorecard, message", [
+    ("  formats: [yaml, pdf]\n", "scorecard.formats[1] must be one of yaml, json, md, html, gradescope, classroom, "
+                                 "junit, gradebook, report, got 'pdf'"),
+    ("  due: next friday\n", "scorecard.due must be an ISO date or date and time (2025-05-01T23:59), got 'next friday'"),
+    ("  show_expected: after_due\n", "scorecard.show_expected is after_due, which needs scorecard.due"),
+    ("  visibility:\n    attention_numpy:\n      q9: hidden\n", "scorecard.visibility.attention_numpy.q9 names no "
+                                                              "question of attention_numpy"),
+    ("  visibility:\n    attention_numpy:\n      output: secret\n", "scorecard.visibility.attention_numpy.output must "
+                                                                   "be one of visible, after_due, hidden, got 'secret'"),
+    ("  visibility:\n    nope:\n      output: hidden\n", "scorecard.visibility.nope names no assignment"),
+])
+def test_scorecard_section_errors_name_the_key(tmp_path, scorecard, message):
+    with pytest.raises(ConfigError) as err:
+        config.load(_config(tmp_path, scorecard))
+    assert message in str(err.value)
+    assert re.match(rf"{re.escape(str(tmp_path / 'config.yaml'))}:\d+: ", str(err.value))
+
+
+def test_scorecard_section_is_read(tmp_path):
+    course = config.load(_config(tmp_path, "  formats: [yaml, md, md]\n  due: 2030-01-31\n  show_expected: after_due\n"
+                                           "  visibility:\n    attention_numpy:\n      output: after_due\n"))
+    s = course.scorecard
+    assert (s.formats, s.due, s.show_expected) == (("yaml", "md"), "2030-01-31", "after_due")
+    output = course.assignment("attention_numpy").question("output")
+    assert s.question_visibility("attention_numpy", output) == "after_due"
+    assert not s.shown("attention_numpy", output, datetime(2030, 1, 30, tzinfo=timezone.utc))
+    assert s.shown("attention_numpy", output, datetime(2030, 2, 1, tzinfo=timezone.utc))
