@@ -1,6 +1,7 @@
 """The ``grader`` command: a thin front end over the same code the pytest plugin uses.
 
-    grader grade PATH... [--assignment NAME] [--out DIR]   grade notebooks or folders of notebooks
+    grader grade PATH... [--assignment NAME] [--out DIR]   grade notebooks, folders, zips, nbgrader's
+                         [--executor E] [--jobs N] [--force]  submitted/; in parallel, resumable
     grader assign [NAME...]                                 solution -> student skeleton
     grader validate [NAME...]                               prove each assignment's loop closes
     grader check NOTEBOOK [QUESTION]                        a student's self-check (public checks only)
@@ -20,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, config
+from . import __version__, batch, config
 from .errors import GraderError, UsageError
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -89,23 +90,38 @@ def cmd_grade(args: argparse.Namespace) -> int:
     formats = render.parse_formats(args.formats) if args.formats is not None else course.scorecard.formats
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise UsageError(f"--fail-under must be a percentage from 0 to 100, got {args.fail_under:g}.")
-    paths = collect([Path(p) for p in args.paths])
-    if not paths:
-        raise UsageError("No notebooks found in the given paths.")
-    assignment = pick_assignment(course, args.assignment, paths)
+    given = [Path(p) for p in args.paths]
+    assignment = pick_assignment(course, args.assignment, [*given, *collect(given)])
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {args.jobs}.")
+    if args.formats is None and "gradebook" not in formats:
+        formats = (*formats, "gradebook")  # a batch always gets its gradebook.csv unless --formats says otherwise
     out = Path(args.out)
-    grader = Grader(course)
-    names = output_names(paths)
-    rows, done = [], []
-    for path in paths:
-        card = grader.grade(assignment, path)
-        render.write_submission(path, names[path], card, course=course, assignment=assignment, out=out,
-                                formats=formats)
-        rows.append((names[path], card))
-        done.append((path, names[path], card))
-    render.write_run(done, course=course, assignment=assignment, out=out, formats=formats,
-                     executor_name=grader.executor.name)
-    print_table(assignment, rows, course.scorecard.rounding)
+    with batch.intake(given, assignment) as found:
+        if not found.submissions:
+            raise UsageError("No notebooks found in the given paths.")
+        grader = Grader(course, batch.make_executor(args.executor))
+        store = batch.ResultStore(course.cache_dir, assignment, batch.fingerprint(grader, assignment))
+
+        def write(sub: batch.Submission, card) -> None:  # as soon as it is graded: nothing is lost
+            render.write_submission(sub.path, sub.name, card, course=course, assignment=assignment, out=out,
+                                    formats=formats)
+
+        progress = batch.Progress(len(found.submissions), assignment.name)
+        try:
+            outcome = batch.grade_all(grader, assignment, found.submissions, jobs=args.jobs or batch.default_jobs(),
+                                      store=store, force=args.force, on_card=write, progress=progress)
+        finally:
+            progress.close()
+        done = [(s.path, s.name, card) for s, card in zip(found.submissions, outcome.cards)]
+        render.write_run(done, course=course, assignment=assignment, out=out, formats=formats,
+                         executor_name=grader.executor.name)
+        rows = [(name, card) for _, name, card in done]
+        print_table(assignment, rows, course.scorecard.rounding)
+        notes = batch.summary_lines(found, outcome)
+    if notes:
+        print()
+        print("\n".join(notes))
     print(f"\nScorecards written to {out}/ ({', '.join(formats)})")
     return fail_under(rows, args.fail_under)
 
@@ -227,6 +243,13 @@ def parser() -> argparse.ArgumentParser:
                    "yaml,json,md,html,gradescope,classroom,junit,gradebook,report")
     g.add_argument("--fail-under", type=float, metavar="PCT",
                    help="exit with status 1 when a submission scores below PCT percent (for a student's own CI)")
+    g.add_argument("--executor", "-e", choices=batch.EXECUTORS, default="forking",
+                   help="forking: children of a warm server (default, fast); subprocess: a fresh Python per "
+                   "notebook; jupyter: a Jupyter kernel per notebook (nbclient, slowest)")
+    g.add_argument("--jobs", "-j", type=int, metavar="N",
+                   help="notebooks graded at the same time (default: the number of CPU cores)")
+    g.add_argument("--force", action="store_true",
+                   help="grade again submissions whose results are cached from an earlier run")
     g.set_defaults(func=cmd_grade)
 
     a = sub.add_parser("assign", help="generate student skeletons from solution notebooks")

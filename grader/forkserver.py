@@ -52,6 +52,7 @@ REPLY_TIMEOUT = 15.0  # seconds the server may take to fork; longer means it is 
 START_TIMEOUT = 120.0  # seconds for the server to import everything and say it is ready
 MAX_MESSAGE = 4096
 SPAWN_TRIES = 3  # a server found dead is replaced, then the request is sent again
+POOL = 2  # children forked ahead of time, waiting for a notebook
 
 
 class ExecutorError(GraderError):
@@ -138,68 +139,110 @@ def _warm_up(shell: Any, loaded: list[str]) -> None:
             shell.compile.get_code_name = code_name
 
 
-def serve_forever(sock: socket.socket) -> None:
-    """Fork on request until the grader closes its end of the socket; then end every child."""
+class _Pool:
+    """Children forked ahead of time, each waiting on its own channel for a job's two fds.
+
+    Forking a process with torch loaded costs a few milliseconds (page tables); doing it ahead of
+    the request, while the previous notebook runs, takes it off every notebook's critical path."""
+
+    def __init__(self, sock: socket.socket, size: int):
+        self.sock, self.size = sock, size
+        self.path0 = sys.path[0] if sys.path else ""
+        self.idle: list[tuple[int, socket.socket]] = []
+        self.children: set[int] = set()  # every child not yet reaped, idle or running
+        self.released: set[int] = set()  # killed by the grader, to be reaped
+
+    def fill(self) -> None:
+        while len(self.idle) < self.size:
+            self.idle.append(self._fork())
+
+    def _fork(self) -> tuple[int, socket.socket]:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            _child(theirs, self.path0)  # never returns
+        theirs.close()
+        self.children.add(pid)
+        return pid, ours
+
+    def hand_over(self, fds: list[int]) -> int | None:
+        """Give the job's fds to an idle child; its pid, or None if it could not take them."""
+        for _ in range(3):
+            pid, chan = self.idle.pop(0) if self.idle else self._fork()
+            try:
+                socket.send_fds(chan, [b"job"], fds)
+                return pid
+            except OSError:
+                self.released.add(pid)  # it died while idle (a student killed it); take another
+            finally:
+                chan.close()
+        return None
+
+    def release(self, pid: int) -> None:
+        if pid in self.children:
+            _kill_group(pid)
+            self.released.add(pid)
+            self.reap()
+
+    def reap(self) -> None:
+        for pid in list(self.released):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self.released.discard(pid)
+                self.children.discard(pid)
+
+    def end(self) -> None:
+        for _, chan in self.idle:
+            chan.close()
+        for pid in self.children:
+            _kill_group(pid)
+        self.released |= self.children
+        deadline = time.monotonic() + 5
+        while self.released and time.monotonic() < deadline:
+            self.reap()
+            time.sleep(0.02)
+
+
+def serve_forever(sock: socket.socket, pool_size: int = POOL) -> None:
+    """Hand jobs to forked children until the grader closes its end of the socket; then end every child."""
     import select
 
-    children: set[int] = set()
-    released: set[int] = set()
-    path0 = sys.path[0] if sys.path else ""
-    while True:
-        ready, _, _ = select.select([sock], [], [], 1.0 if released else None)
-        _reap(released, children)
-        if not ready:
-            continue
-        try:
-            data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
-        except (ConnectionError, OSError):
-            break
-        if not data:
-            break
-        try:
-            req = json.loads(data)
-            op = req.get("op")
-        except (ValueError, AttributeError):
-            op = None
-        if op == "fork" and len(fds) == 2:
-            pid = os.fork()
-            if pid == 0:
-                _child(sock, fds[0], fds[1], path0)  # never returns
+    pool = _Pool(sock, pool_size)
+    try:
+        while True:
+            pool.fill()
+            ready, _, _ = select.select([sock], [], [], 1.0 if pool.released else None)
+            pool.reap()
+            if not ready:
+                continue
+            try:
+                data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
+            except OSError:
+                break
+            if not data:
+                break
+            try:
+                req = json.loads(data)
+                op = req.get("op")
+            except (ValueError, AttributeError):
+                op = None
+            if op == "fork" and len(fds) == 2:
+                pid = pool.hand_over(fds)
+                sock.sendall(json.dumps({"pid": pid}).encode())
+            elif op == "release" and type(req.get("pid")) is int:
+                pool.release(req["pid"])
+            elif op == "ping":
+                sock.sendall(json.dumps({"pid": os.getpid(), "threads": _threads(),
+                                         "children": len(pool.children), "idle": len(pool.idle)}).encode())
+            elif op == "stop":
+                break
             for fd in fds:
                 os.close(fd)
-            children.add(pid)
-            sock.sendall(json.dumps({"pid": pid}).encode())
-            continue
-        for fd in fds:
-            os.close(fd)
-        if op == "release":
-            pid = req.get("pid")
-            if type(pid) is int and pid in children:
-                _kill_group(pid)
-                released.add(pid)
-                _reap(released, children)
-        elif op == "ping":
-            sock.sendall(json.dumps({"pid": os.getpid(), "threads": _threads(), "children": len(children)}).encode())
-        elif op == "stop":
-            break
-    for pid in children:
-        _kill_group(pid)
-    deadline = time.monotonic() + 5
-    released |= children
-    while released and time.monotonic() < deadline:
-        _reap(released, children)
-        time.sleep(0.02)
-
-
-def _reap(released: set[int], children: set[int]) -> None:
-    for pid in list(released):
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            done = pid
-        if done:
-            released.discard(pid)
-            children.discard(pid)
+    finally:
+        pool.end()
 
 
 def _threads() -> int:
@@ -209,28 +252,30 @@ def _threads() -> int:
         return threading.active_count()
 
 
-def _child(sock: socket.socket, job_fd: int, event_fd: int, path0: str) -> None:
-    """The forked child: become a fresh, isolated student process and run the job. Never returns."""
+def _child(chan: socket.socket, path0: str) -> None:
+    """A forked child: wait for a job, then run it as the subprocess executor's worker does
+    (``worker.serve``: ``sandbox.enter`` isolates, then the cells run). Never returns."""
     code = 1
     try:
-        os.setsid()  # its own session and process group, which the grader kills as a whole
-        sock.detach()
-        keep = sorted((job_fd, event_fd))
-        os.closerange(3, keep[0])
-        os.closerange(keep[0] + 1, keep[1])
-        os.closerange(keep[1] + 1, 1 << 16)
-        null = os.open(os.devnull, os.O_RDWR)  # not the server's log: fd 1 and 2 go nowhere
+        os.setsid()  # out of the server's group at once, so killing either leaves the other alone
+        keep = chan.fileno()
+        os.closerange(3, keep)  # the server's socket (its end-of-file must reach the grader when
+        os.closerange(keep + 1, 1 << 16)  # the server dies) and the other children's channels
+        null = os.open(os.devnull, os.O_RDWR)  # not the server's log
         for fd in (0, 1, 2):
             os.dup2(null, fd)
         if null > 2:
             os.close(null)
+        _, fds, _, _ = socket.recv_fds(chan, 16, 2)
+        chan.close()
+        if len(fds) != 2:  # the server ended before this child got a job
+            code = 0
+            return
+        job_fd, event_fd = fds
         with os.fdopen(job_fd, "rb") as f:
             job = json.loads(f.read())
-        workdir = job["workdir"]
-        os.environ.clear()
-        os.environ.update(sandbox.environment(workdir))
         if sys.path and sys.path[0] == path0:
-            sys.path[0] = workdir  # as for `python -m` started in the working directory
+            sys.path[0] = job["workdir"]  # as for `python -m` started in the working directory
         _reseed()
         from . import worker
 
@@ -260,10 +305,10 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     sock = socket.socket(fileno=int(argv[0]))
     modules = tuple(m for m in (argv[1] if len(argv) > 1 else "").split(",") if m)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the grader decides when the server stops
+    pool = int(argv[2]) if len(argv) > 2 else POOL
     _, loaded = preload(modules)
     sock.sendall(json.dumps({"ev": "ready", "pid": os.getpid(), "preloaded": loaded, "threads": _threads()}).encode())
-    serve_forever(sock)
+    serve_forever(sock, pool)
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,7 +329,8 @@ def _kill_group(pid: int) -> None:
 class ForkServer:
     """One running server process and the socket to it. Not thread-safe: the executor locks."""
 
-    def __init__(self, python: str, modules: tuple[str, ...], start_timeout: float = START_TIMEOUT):
+    def __init__(self, python: str, modules: tuple[str, ...], start_timeout: float = START_TIMEOUT,
+                 pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT):
         self.home = tempfile.mkdtemp(prefix="grader-forkserver-")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
@@ -292,7 +338,7 @@ class ForkServer:
         env = {**sandbox.environment(self.home), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
         try:
             self.proc = subprocess.Popen(
-                [python, "-m", "grader.forkserver", str(theirs.fileno()), ",".join(modules)],
+                [python, "-m", "grader.forkserver", str(theirs.fileno()), ",".join(modules), str(pool)],
                 stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, cwd=self.home, env=env,
                 pass_fds=(theirs.fileno(),), start_new_session=True,
             )
@@ -308,7 +354,7 @@ class ForkServer:
             tail = self._log_tail()
             self.close()
             raise ExecutorError("The forking server did not start" + (f": {tail}" if tail else ".")) from None
-        self.sock.settimeout(REPLY_TIMEOUT)
+        self.sock.settimeout(reply_timeout)
         self.pid: int = hello["pid"]
         self.preloaded: list[str] = hello.get("preloaded", [])
         self.threads: int = hello.get("threads", 0)
@@ -406,11 +452,13 @@ class ForkingExecutor:
     name = "forking"
 
     def __init__(self, preload: tuple[str, ...] = PRELOAD, python: str = sys.executable,
-                 start_timeout: float = START_TIMEOUT):
-        self.modules, self.python, self.start_timeout = tuple(preload), python, start_timeout
+                 start_timeout: float = START_TIMEOUT, pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT):
+        self.modules, self.python, self.pool = tuple(preload), python, pool
+        self.start_timeout, self.reply_timeout = start_timeout, reply_timeout
         self._server: ForkServer | None = None
         self._lock = threading.Lock()
         self.restarts = 0  # how many times a dead server was replaced
+        self.closed = False
         _LIVE.add(self)
 
     # -- the two calls run_with_retries needs --------------------------------------------------
@@ -444,7 +492,7 @@ class ForkingExecutor:
         return _Child(pid, server), event_r
 
     def finish(self, handle: _Child) -> None:
-        _kill_group(handle.pid)
+        sandbox.terminate(handle.pid)  # the server keeps it unreaped until released: no pid reuse
         with self._lock:
             if handle.server is self._server:
                 handle.server.release(handle.pid)
@@ -462,10 +510,12 @@ class ForkingExecutor:
             return self._ensure()
 
     def _ensure(self) -> ForkServer:
+        if self.closed:
+            raise ExecutorError("The forking executor was stopped; no more notebooks are run.")
         if self._server is not None and not self._server.alive():
             self._replace(self._server)
         if self._server is None:
-            self._server = ForkServer(self.python, self.modules, self.start_timeout)
+            self._server = ForkServer(self.python, self.modules, self.start_timeout, self.pool, self.reply_timeout)
         return self._server
 
     def _replace(self, server: ForkServer) -> None:
@@ -479,7 +529,9 @@ class ForkingExecutor:
         return self._server
 
     def close(self) -> None:
+        """Stop the server and every notebook still running; later notebooks are refused."""
         with self._lock:
+            self.closed = True
             if self._server is not None:
                 self._server.close()
                 self._server = None
@@ -499,7 +551,7 @@ def default_executor() -> ForkingExecutor:
     """The process-wide forking executor (one warm server however many Graders use it)."""
     global _DEFAULT
     with _DEFAULT_LOCK:
-        if _DEFAULT is None:
+        if _DEFAULT is None or _DEFAULT.closed:
             _DEFAULT = ForkingExecutor()
         return _DEFAULT
 

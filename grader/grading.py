@@ -19,7 +19,8 @@ from . import __version__, capture, notebook, variants
 from .checks import Context, VariantRun, grade_assignment, grade_check, hint_id
 from .config import Assignment, Course, Limits
 from .errors import NotebookError, ProtocolError, SolutionError
-from .execute import Captured, CaptureSpec, Executor, Injection, Job, JobCell, RunResult, SubprocessExecutor
+from .execute import Captured, CaptureSpec, Executor, Injection, Job, JobCell, RunResult
+from .forkserver import default_executor
 from .scorecard import Scorecard
 
 
@@ -221,7 +222,7 @@ class Grader:
     """Grades submissions of one course; holds the executor and the reference store."""
 
     course: Course
-    executor: Executor = field(default_factory=SubprocessExecutor)
+    executor: Executor = field(default_factory=default_executor)  # warm forking server, shared per process
     references: References | None = None
     now: datetime | None = None
 

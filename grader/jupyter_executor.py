@@ -67,7 +67,7 @@ class KernelSide:
 
     def setup(self, payload: str) -> _Json:
         job = json.loads(base64.b64decode(payload))
-        sandbox.enter(job)
+        applied = sandbox.enter(job)  # a kernel has threads: limits, environment, no_new_privs in place
         from IPython import get_ipython
 
         shell = get_ipython()
@@ -87,7 +87,7 @@ class KernelSide:
         self.error: BaseException | None = None
         self.started = 0.0
         shell.events.register("post_run_cell", self._post_run_cell)
-        return _Json({"pid": os.getpid()})
+        return _Json({"ev": "start", "pid": os.getpid(), "sandbox": list(applied)})
 
     def _post_run_cell(self, result: Any) -> None:
         self.error = result.error_before_exec or result.error_in_exec
@@ -241,8 +241,7 @@ class _KernelRun:
                 if self.stopped:
                     return
             payload = base64.b64encode(json.dumps(self.wire).encode()).decode()
-            setup = await self._helper(client, f"setup({payload!r})")
-            self._send({"ev": "start", "pid": setup.get("pid") if isinstance(setup, dict) else None})
+            self._send(await self._helper(client, f"setup({payload!r})"))  # the start message
             for pos, cell in enumerate(cells):
                 for message in await self._helper(client, f"before({pos})"):
                     self._send(message)
@@ -267,15 +266,28 @@ class JupyterExecutor:
 
     def __init__(self, kernel_name: str = KERNEL_NAME, startup_timeout: float = 60.0):
         self.kernel_name, self.startup_timeout = kernel_name, startup_timeout
+        self.closed = False
+        self._runs: set[_KernelRun] = set()
+        self._lock = threading.Lock()
 
     def spawn(self, wire: dict, workdir: str) -> tuple[_KernelRun, int]:
+        from .forkserver import ExecutorError
+
         r, w = os.pipe()
         run = _KernelRun(self, wire, workdir, w)
+        with self._lock:
+            if self.closed:
+                os.close(r)
+                os.close(w)
+                raise ExecutorError("The Jupyter executor was stopped; no more notebooks are run.")
+            self._runs.add(run)
         run.start()
         return run, r
 
     def finish(self, handle: _KernelRun) -> None:
         handle.stop()
+        with self._lock:
+            self._runs.discard(handle)
 
     def run(self, job: Any) -> Any:
         from .execute import run_with_retries
@@ -283,4 +295,9 @@ class JupyterExecutor:
         return run_with_retries(self, job)
 
     def close(self) -> None:
-        pass  # every kernel ends with its notebook
+        """Kill the kernels still running; later notebooks are refused."""
+        with self._lock:
+            self.closed = True
+            runs = list(self._runs)
+        for run in runs:
+            run.stop()
