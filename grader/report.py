@@ -250,7 +250,7 @@ def section(name: str, rows: list[Row], title: str = "") -> str:
     if broken:
         trs = ""
         for r in broken:
-            who = e(r.student or r.submission)
+            who = e(r.student)
             what = r.reason or (f"cell(s) {', '.join(map(str, r.timed_out_cells))} timed out" if r.timed_out_cells else "")
             trs += (f"<tr><td>{who}</td><td>{e(r.submission)}</td><td>{e(r.status)}</td>"
                     f"<td class=\"n\">{points(r.score)}/{points(r.max_score)}</td><td>{e(what)}</td></tr>")

@@ -436,8 +436,11 @@ def run_cli(path: Path, *, assignment: str | None, checks: str | None, question:
         public.question(question)
     if not path.exists():
         raise UsageError(f"{path} does not exist.")
+    from .execute import SubprocessExecutor
+
     try:
-        verdicts = check_notebook(path, public, only=question)
+        # One notebook: a fresh process is quicker than starting the warm forking server for it.
+        verdicts = check_notebook(path, public, only=question, executor=SubprocessExecutor())
     except NotebookError as exc:
         print(f"{path.name} cannot be checked: {exc}")
         return 1

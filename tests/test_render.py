@@ -374,3 +374,122 @@ def test_scorecard_section_is_read(tmp_path):
     assert s.question_visibility("attention_numpy", output) == "after_due"
     assert not s.shown("attention_numpy", output, datetime(2030, 1, 30, tzinfo=timezone.utc))
     assert s.shown("attention_numpy", output, datetime(2030, 2, 1, tzinfo=timezone.utc))
+
+
+# --------------------------------------------------------------------------------------------
+# Gradescope: the autograder zip and its run_autograder, run the way Gradescope runs them
+
+
+@pytest.fixture(scope="module")
+def autograder(tmp_path_factory):
+    """The zip built by `grader gradescope-zip`, unpacked as /autograder/source."""
+    base = tmp_path_factory.mktemp("gradescope")
+    proc = grader_cli("gradescope-zip", "attention_numpy", "--config", str(ROOT / "config.yaml"), "--out", str(base),
+                      cwd=base)
+    assert proc.returncode == 0, proc.stderr
+    zipped = base / "attention_numpy-gradescope.zip"
+    root = base / "autograder"
+    shutil.unpack_archive(zipped, root / "source")
+    return zipped, root
+
+
+def run_autograder(root, submission_files: dict, python=sys.executable):
+    for folder in ("submission", "results"):
+        shutil.rmtree(root / folder, ignore_errors=True)
+        (root / folder).mkdir()
+    for name, content in submission_files.items():
+        (root / "submission" / name).write_bytes(content)
+    env = {"PATH": "/usr/bin:/bin", "AUTOGRADER_ROOT": str(root), "GRADER_PYTHON": python}
+    proc = subprocess.run(["bash", str(root / "source/run_autograder")], capture_output=True, text=True, env=env,
+                          cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads((root / "results/results.json").read_text()), proc
+
+
+def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_values(autograder):
+    import zipfile
+
+    zipped, _ = autograder
+    with zipfile.ZipFile(zipped) as z:
+        names = set(z.namelist())
+        modes = {i.filename: i.external_attr >> 16 for i in z.infolist()}
+        reduced = yaml.safe_load(z.read("course/config.yaml"))
+    assert {"setup.sh", "run_autograder", "course/config.yaml", "course/solutions/attention_numpy/attention_numpy.ipynb",
+            "grader-src/pyproject.toml", "grader-src/grader/render/gradescope.py",
+            "grader-src/grader/templates/gradescope_run_autograder"} <= names
+    assert any(n.startswith("course/.grader-cache/references/attention_numpy-") for n in names)
+    assert modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
+    assert list(reduced["assignments"]) == ["attention_numpy"]
+    assert not any(n.startswith("course/solutions/") and "attention_numpy" not in n for n in names)
+
+
+def test_run_autograder_grades_the_submission_into_results_json(autograder):
+    _, root = autograder
+    data, proc = run_autograder(root, {"attention_numpy.ipynb": (EXAMPLES / "carol_no_sqrt.ipynb").read_bytes()})
+    assert data["score"] == 5.0 and len(data["tests"]) == 6
+    assert data["tests"][2]["name"] == "scaled: Scaled scores" and data["tests"][2]["status"] == "failed"
+    assert "Likely mistake: The scores are not divided by sqrt(d_k)." in data["tests"][2]["output"]
+    assert proc.stdout.strip() == "graded attention_numpy.ipynb: graded, 5/11"
+    refs = list((root / "source/course/.grader-cache/references").iterdir())
+    assert len([r for r in refs if r.name.startswith("attention_numpy-")]) >= 1
+
+
+def test_run_autograder_writes_results_for_broken_submissions(autograder):
+    _, root = autograder
+    data, _ = run_autograder(root, {"notes.txt": b"hello"})
+    assert data["score"] == 0.0
+    assert data["output"] == ("The submission has no notebook (.ipynb file) (it holds: notes.txt); "
+                              "upload attention_numpy.ipynb.")
+    assert [t["status"] for t in data["tests"]] == ["failed"] * 6
+    data, _ = run_autograder(root, {"attention_numpy.ipynb": b"not json"})
+    assert data["score"] == 0.0 and "not a readable notebook" in data["output"]
+    assert "The file is not JSON, so not a notebook" in data["output"]
+    data, _ = run_autograder(root, {"a.ipynb": b"{}", "b.ipynb": b"{}"})
+    assert data["output"] == "The submission holds 2 notebooks (a.ipynb, b.ipynb); upload only attention_numpy.ipynb."
+    data, _ = run_autograder(root, {"attention_numpy.ipynb": b"{}"}, python="/nonexistent/python")
+    assert data["score"] == 0.0 and data["output"].startswith("The autograder could not start (exit status 127).")
+
+
+# --------------------------------------------------------------------------------------------
+# GitHub Classroom: the workflow, with its grading steps run here as the runner would run them
+
+
+def test_classroom_workflow_grades_summarises_and_reports(tmp_path):
+    proc = grader_cli("classroom-workflow", "attention_numpy", "--grading-repo", "course-org/attention-course",
+                      "--config", str(ROOT / "config.yaml"), "--out", str(tmp_path / "repo"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    wf = yaml.safe_load((tmp_path / "repo/.github/workflows/classroom.yml").read_text())
+    assert set(wf[True]) == {"push", "pull_request", "workflow_dispatch"}  # YAML 1.1 reads the key `on` as True
+    job = wf["jobs"]["autograding"]
+    assert job["name"] == "Autograding Tests" and job["env"]["ASSIGNMENT"] == "attention_numpy"
+    steps = {s.get("name", s.get("uses")): s for s in job["steps"]}
+    assert steps["Check out the grading materials"]["with"]["repository"] == "course-org/attention-course"
+    assert steps["Upload the scorecards"]["uses"] == "actions/upload-artifact@v4"
+    reporter = steps["Report to GitHub Classroom"]
+    assert reporter["uses"] == "classroom-resources/autograding-grading-reporter@v1"
+    assert reporter["with"]["runners"] == "grader"
+    assert reporter["env"]["GRADER_RESULTS"] == "${{ steps.grade.outputs.result }}"
+
+    repo = tmp_path / "repo"
+    shutil.copyfile(EXAMPLES / "carol_no_sqrt.ipynb", repo / "attention_numpy.ipynb")
+    github_output, summary = tmp_path / "output", tmp_path / "summary.md"
+    env = {**job["env"], "GRADER_CONFIG": str(ROOT / "config.yaml"), "GITHUB_OUTPUT": str(github_output),
+           "GITHUB_STEP_SUMMARY": str(summary), "PATH": f"{ROOT / '.venv/bin'}:/usr/bin:/bin"}
+    for name in ("Grade", "Summary"):
+        step = subprocess.run(["bash", "-e", "-c", steps[name]["run"]], cwd=repo, env=env, capture_output=True,
+                              text=True)
+        assert step.returncode == 0, step.stderr
+    import base64
+
+    key, _, value = github_output.read_text().strip().partition("=")
+    result = json.loads(base64.b64decode(value))
+    assert key == "result" and result["version"] == 1 and result["max_score"] == 11
+    assert sum(t["score"] for t in result["tests"]) == 5
+    assert "| scaled: Scaled scores | ❌ not yet correct | 0/2 |" in summary.read_text()
+    assert (repo / "scorecards/attention_numpy.yaml").is_file() and (repo / "scorecards/junit.xml").is_file()
+
+
+def test_classroom_workflow_rejects_values_that_would_break_the_yaml(tmp_path):
+    proc = grader_cli("classroom-workflow", "attention_numpy", "--grading-repo", "org/repo\nx: 1",
+                      "--config", str(ROOT / "config.yaml"), "--out", str(tmp_path), cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (2, "grader: --grading-repo must be OWNER/NAME, got 'org/repo\\nx: 1'.\n")

@@ -66,6 +66,7 @@ def find_submission(folder: Path, assignment: Assignment) -> Path:
 
 def run(root: Path, config_path: Path, assignment_name: str) -> Path:
     """Grade the submission under ``root`` and write ``root/results/results.json``; never raises."""
+    from ..execute import SubprocessExecutor
     from ..grading import Grader
 
     results = root / "results"
@@ -75,7 +76,8 @@ def run(root: Path, config_path: Path, assignment_name: str) -> Path:
         course = config.load(config_path)
         assignment = course.assignment(assignment_name)
         path = find_submission(root / "submission", assignment)
-        card = Grader(course).grade(assignment, path)
+        # One notebook per container: a fresh process is quicker than starting the warm forking server.
+        card = Grader(course, SubprocessExecutor()).grade(assignment, path)
         data = gradescope.results(card, assignment, course.scorecard)
         print(f"graded {path.name}: {card.status}, {card.score:g}/{card.max_score:g}")
     except UsageError as exc:  # about the submission itself

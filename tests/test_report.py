@@ -1,0 +1,114 @@
+"""The class report: one self-contained HTML page with real plots, from a run's scorecards."""
+
+from __future__ import annotations
+
+import base64
+import re
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from conftest import ROOT
+from grader.report import load_scorecards, render, row_from_card, row_from_dict, write_report
+from grader.scorecard import QuestionResult, Scorecard, write_yaml
+
+EXAMPLES = ROOT / "examples/attention_numpy"
+NAMES = ["bob_correct", "carol_no_sqrt", "dave_wrong_axis", "frank_raises", "henry_not_a_notebook"]
+
+
+@pytest.fixture(scope="module")
+def cards(grader, numpy_assignment):
+    out = [grader.grade(numpy_assignment, EXAMPLES / f"{n}.ipynb", student=n.split("_")[0]) for n in NAMES]
+    # A notebook that hung: the report's input is scorecards, and this is one as the grader writes it.
+    out.append(Scorecard(
+        assignment="attention_numpy", submission="ivan_loops.ipynb", sha256="0" * 64, status="timeout", score=3,
+        max_score=11, student="ivan", reason="cell 7 ran past the 30 s limit and was stopped",
+        questions=[QuestionResult(q.id, q.title, 3 if q.id == "qkv" else 0, q.points,
+                                  "passed" if q.id == "qkv" else "error") for q in numpy_assignment.questions],
+        execution={"errors": [{"cell": 7, "status": "timeout", "error": "TimeoutError"}]},
+    ))
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(cards, tmp_path_factory):
+    """`grader report` run on the YAML scorecards, as an instructor would after a grading run."""
+    base = tmp_path_factory.mktemp("report")
+    for card in cards:
+        write_yaml(card, base / "cards" / f"{card.student}.yaml")
+    (base / "cards/gradebook.csv").write_text("not a scorecard\n")
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "report", str(base / "cards"), "--out",
+                           str(base / "out"), "--config", str(ROOT / "config.yaml")],
+                          capture_output=True, text=True, cwd=base)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"Class report for 6 submission(s) written to {base / 'out/report.html'}\n"
+    return (base / "out/report.html").read_text()
+
+
+def test_the_page_is_self_contained(report):
+    assert report.startswith("<!DOCTYPE html>")
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", report)
+    assert "<script" not in report.lower()
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', report)
+    assert len(images) == 3
+    for b64 in images:
+        png = base64.b64decode(b64)
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000  # a drawn plot, not an empty image
+
+
+def test_summary_numbers_come_from_the_scorecards(report, cards):
+    pct = sorted(100.0 * c.score / c.max_score for c in cards)
+    mean, median = sum(pct) / len(pct), (pct[2] + pct[3]) / 2
+    assert f"<p>6 submissions · mean {mean:.1f}% · median {median:.1f}% · full marks: 1 · zero: 1</p>" in report
+
+
+def test_pass_rate_per_question(report, cards):
+    for qid in ("qkv", "scaled", "weights"):
+        statuses = Counter(next(q.status for q in c.questions if q.id == qid) for c in cards)
+        title = next(q.title for q in cards[0].questions if q.id == qid)
+        row = re.search(rf"<tr><td>{qid}: {title}</td>(.*?)</tr>", report).group(1)
+        cells = re.findall(r'<td class="n">([^<]*)</td>', row)
+        assert cells[0] == f"{100.0 * statuses['passed'] / len(cards):.0f}%"
+        assert [int(x) for x in cells[1:]] == [statuses[s] for s in ("passed", "partial", "failed", "error",
+                                                                     "unanswered")]
+
+
+def test_most_frequent_hints_are_the_misconceptions(report):
+    table = report[report.index("<h3>Most frequent mistakes</h3>"):]
+    assert ('<tr><td class="n">1</td><td>scaled</td><td>The scores are not divided by sqrt(d_k).</td></tr>'
+            in table)
+    assert ("<td>weights</td><td>The softmax is taken over columns (axis 0) instead of rows: each row of attention "
+            "weights must sum to 1.</td>" in table)
+
+
+def test_crashed_timed_out_and_unreadable_submissions_are_listed(report):
+    table = report[report.index("<h3>Submissions that crashed, timed out or could not be read</h3>"):]
+    rows = re.findall(r"<tr><td>(\w+)</td><td>([\w.]+)</td><td>(\w+)</td>", table)
+    assert rows == [("henry", "henry_not_a_notebook.ipynb", "invalid_notebook"), ("ivan", "ivan_loops.ipynb", "timeout")]
+    assert "cell 7 ran past the 30 s limit and was stopped" in table
+    assert "The file is not JSON, so not a notebook (line 1: Expecting value)." in table
+
+
+def test_hints_read_back_from_files_match_the_graded_cards(cards):
+    for card in cards:
+        assert row_from_dict(card.to_dict()).hints == row_from_card(card).hints
+
+
+def test_report_from_a_grading_run_equals_the_report_from_its_files(cards, tmp_path):
+    for card in cards:
+        write_yaml(card, tmp_path / f"{card.student}.yaml")
+    direct = write_report(cards, tmp_path / "a.html").read_text()
+    from_files = write_report(load_scorecards([tmp_path]), tmp_path / "b.html").read_text()
+    strip = re.compile(r"base64,[A-Za-z0-9+/=]+")
+    assert strip.sub("", direct) == strip.sub("", from_files)
+
+
+def test_report_errors_are_usage_errors(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "report", str(tmp_path)], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (2, "grader: No scorecards found (YAML or JSON files written by grader "
+                                                 "grade).\n")
+    with pytest.raises(Exception, match="No scorecards to report on"):
+        render([])
