@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from grader import batch
 from grader.grading import Grader
 from grader.jupyter_executor import JupyterExecutor
 
@@ -26,6 +27,14 @@ def jupyter_grader(course):
     executor.close()
 
 
+@pytest.fixture(scope="module")
+def both(grader, jupyter_grader, numpy_assignment):
+    """Every example graded by each executor, two at a time (kernels take a while to start)."""
+    subs = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=batch.sha256_of(p)) for p in EXAMPLES]
+    return {g.executor.name: dict(zip(EXAMPLES, batch.grade_all(g, numpy_assignment, subs, jobs=2).cards))
+            for g in (grader, jupyter_grader)}
+
+
 def test_examples_cover_every_kind_of_outcome():
     names = {p.stem for p in EXAMPLES}
     assert {"bob_correct", "carol_no_sqrt", "frank_raises", "grace_half_done", "henry_not_a_notebook",
@@ -34,10 +43,8 @@ def test_examples_cover_every_kind_of_outcome():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_forking_and_jupyter_executors_give_the_same_scorecard(grader, jupyter_grader, numpy_assignment, path):
-    assert grader.executor.name == "forking"
-    forking = grader.grade(numpy_assignment, path)
-    jupyter = jupyter_grader.grade(numpy_assignment, path)
+def test_forking_and_jupyter_executors_give_the_same_scorecard(both, path):
+    forking, jupyter = both["forking"][path], both["jupyter"][path]
     assert (forking.execution["executor"], jupyter.execution["executor"]) == ("forking", "jupyter")
     assert comparable(forking) == comparable(jupyter)
 
