@@ -320,21 +320,24 @@ def terminate(pid: int) -> None:
     reused. Kills, in this order of reach: the process tree (stopped first so it cannot grow), the
     process group, and, when the grader is root, every process of the run's own uid.
     """
-    victims = _stop_tree(pid)
-    for p in victims | {pid}:
+    import time
+
+    victims = _stop_tree(pid) | {pid}
+    for p in victims:
         _signal(p, signal.SIGKILL)
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    if os.geteuid() == 0:
-        uid = job_uid(pid)
-        for _ in range(10):
-            left = _processes_of(uid)
-            if not left:
-                break
-            for p in left:
-                _signal(p, signal.SIGKILL)
+    uid = job_uid(pid) if os.geteuid() == 0 else None
+    end = time.monotonic() + 5.0
+    while time.monotonic() < end:  # SIGKILL takes effect soon, not at once: wait until they are gone
+        mine = _processes_of(uid) if uid is not None else []  # this run's own uid: safe to signal again
+        if not mine and not any(_alive(p) for p in victims - {pid}):
+            break
+        for p in mine:
+            _signal(p, signal.SIGKILL)
+        time.sleep(0.002)
 
 
 def _signal(pid: int, sig: int) -> None:
@@ -344,35 +347,49 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
-def _table() -> dict[int, tuple[int, int]]:
-    """pid -> (parent pid, real uid) for every visible process."""
-    out = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
+def _alive(pid: int) -> bool:
+    """Whether the process exists and is not a zombie (dead, only waiting to be collected)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
         try:
-            with open(f"/proc/{name}/status", "rb") as f:
-                text = f.read().decode("ascii", "replace")
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                out.extend(int(c) for c in f.read().split())
+        except FileNotFoundError:
+            if tid == str(pid) and os.path.isdir(f"/proc/{pid}"):
+                return _children_by_scan(pid)  # a kernel without /proc/PID/task/TID/children
         except OSError:
-            continue
-        ppid = uid = -1
-        for line in text.splitlines():
-            if line.startswith("PPid:"):
-                ppid = int(line.split()[1])
-            elif line.startswith("Uid:"):
-                uid = int(line.split()[1])
-        out[int(name)] = (ppid, uid)
+            pass
     return out
 
 
-def _descendants(pid: int, table: dict[int, tuple[int, int]] | None = None) -> set[int]:
-    table = _table() if table is None else table
-    children: dict[int, list[int]] = {}
-    for p, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(p)
+def _children_by_scan(pid: int) -> list[int]:
+    out = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                if int(f.read().rsplit(b")", 1)[1].split()[1]) == pid:
+                    out.append(int(name))
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
+def _descendants(pid: int) -> set[int]:
     out, todo = set(), [pid]
     while todo:
-        for c in children.get(todo.pop(), []):
+        for c in _children(todo.pop()):
             if c not in out:
                 out.add(c)
                 todo.append(c)
@@ -393,7 +410,21 @@ def _stop_tree(pid: int) -> set[int]:
 
 
 def _processes_of(uid: int) -> list[int]:
-    return [p for p, (_, u) in _table().items() if u == uid]
+    """Live processes whose real uid is ``uid``."""
+    out = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:  # the effective uid; equal to the real one here
+                continue
+            with open(f"/proc/{name}/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Uid:"):
+                        if int(line.split()[1]) == uid and _alive(int(name)):
+                            out.append(int(name))
+                        break
+        except (OSError, ValueError):
+            pass
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -544,6 +575,20 @@ def _fork_keeper(channel: int | None, *, subreaper: bool) -> None:
     os._exit(code)
 
 
+def _reap_all(timeout: float = 5.0) -> None:
+    """Collect every child (orphans come back to a subreaper), so none is left as a zombie."""
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            done, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not done:
+            time.sleep(0.005)
+
+
 def _wait_watching(pid: int, channel: int | None) -> int:
     """Wait for the child; kill it if nobody reads the channel any more (the grader has gone)."""
     poller = select.poll()
@@ -587,16 +632,6 @@ def _fork_init() -> None:
             continue
         if done == pid:
             os._exit(_exit_code(status))  # and the kernel ends everything left in the namespace
-
-
-def _reap_all() -> None:
-    while True:
-        try:
-            done, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if not done:
-            return
 
 
 def _exit_code(status: int) -> int:

@@ -1,0 +1,500 @@
+"""The sandbox, through the real grader: hostile and broken notebooks against the real assignment.
+
+Every case hands in the correct answers to attention_numpy plus one hostile cell appended at the
+end (cell HOSTILE), grades it with ``Grader.grade`` through real student processes, and checks
+that the grader survived, the scorecard says what happened, and the questions answered before the
+hostile cell are still graded. Where a hostile cell has to tell us what it managed to do, it
+raises ``RuntimeError("probe {json}")``, which the scorecard carries back as that cell's error.
+
+The test assignment is attention_numpy with small limits (10 s per cell, or 2 s where a cell is
+meant to hang; 32 processes; 2 GB of memory) and no variant re-runs, so the whole file stays fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import NUMPY_CORRECT, ROOT, question
+from grader import sandbox
+from grader.execute import Job, SubprocessExecutor
+from grader.grading import Grader, build_job
+from grader.notebook import analyse, read
+from grader.scorecard import write_yaml
+from grader.testing import fill, write
+
+FEATURES = sandbox.features()
+ACTIVE = set(FEATURES.active())
+HOSTILE = 1 + sum(1 for c in nbformat.read(str(ROOT / "assignments/attention_numpy/attention_numpy.ipynb"),
+                                             as_version=4).cells if c.cell_type == "code")
+ALL_QUESTIONS = ("qkv", "scores", "scaled", "softmax", "weights", "output")
+
+needs = {
+    name: pytest.mark.skipif(name not in ACTIVE, reason=f"this platform gives no {sandbox.FEATURES[name]!r} "
+                                                        f"({'; '.join(FEATURES.missing()) or 'see sandbox.features()'})")
+    for name in sandbox.FEATURES
+}
+
+# A probe line for hostile cells: what a path attempt gave, in one word.
+TRY = '''
+def attempt(f):
+    try:
+        f()
+        return "done"
+    except Exception as e:
+        return type(e).__name__
+'''
+
+
+@pytest.fixture(scope="module")
+def small(course):
+    a = course.assignment("attention_numpy")
+    limits = dataclasses.replace(a.limits, cell_timeout=10.0, notebook_timeout=60.0, processes=32, memory_mb=2048,
+                                 capture_mb=4, output_kb=256)
+    return dataclasses.replace(a, limits=limits, variants=dataclasses.replace(a.variants, count=0))
+
+
+@pytest.fixture(scope="module")
+def quick(small):
+    """For cells meant to hang: 2 s per cell."""
+    return dataclasses.replace(small, limits=dataclasses.replace(small.limits, cell_timeout=2.0))
+
+
+@pytest.fixture
+def hand_in(tmp_path, grader, small):
+    """hand_in(*cells, answers=..., executor=...) -> Scorecard of the correct answers plus these cells."""
+
+    def _hand_in(*cells: str, answers: dict[str, str] = NUMPY_CORRECT, name: str = "hostile", assignment=None):
+        path = write(fill(small.skeleton, answers, append=list(cells)), tmp_path / f"{name}.ipynb")
+        return grader.grade(assignment or small, path)
+
+    return _hand_in
+
+
+def probe(card) -> dict:
+    execution = card if isinstance(card, dict) else card.execution
+    for e in execution["errors"]:
+        if e["error"].startswith("RuntimeError: probe "):
+            return json.loads(e["error"][len("RuntimeError: probe "):])
+    raise AssertionError(f"the hostile cell reported nothing: {execution['errors']}")
+
+
+def assert_all_questions_passed(card) -> None:
+    assert {q.id: q.status for q in card.questions} == dict.fromkeys(ALL_QUESTIONS, "passed")
+
+
+def running_with(marker: str) -> list[int]:
+    """Processes on this machine whose command line contains the marker."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+# --------------------------------------------------------------------------------------------
+# What is in force, and where it is reported
+
+
+def test_scorecard_names_the_protections_the_run_had(hand_in):
+    card = hand_in("x = 1")
+    assert card.status == "graded"
+    assert card.execution["sandbox"] == list(FEATURES.active())
+    assert {"session", "env", "limits", "cleanup"} <= set(card.execution["sandbox"])
+
+
+def test_report_header_shows_the_sandbox(pytester):
+    result = pytester.runpytest_subprocess(
+        "--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir", str(pytester.path / "cards"),
+        "--submission", str(ROOT / "assignments/attention_numpy/attention_numpy.ipynb"), "--collect-only",
+    )
+    result.stdout.fnmatch_lines([f"grader sandbox: {FEATURES.describe()}"])
+    for line in FEATURES.missing():
+        result.stdout.fnmatch_lines([f"grader sandbox, not enforced here: {line}"])
+
+
+def test_as_root_student_code_gets_a_user_and_a_process_limit_of_its_own(hand_in):
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        pytest.skip("the grader is not root here: student code runs as the grader's own user")
+    if not FEATURES.drop_user:
+        pytest.skip("Python is not readable by another user and there is no mount namespace to show it")
+    card = hand_in("import os, json, resource\nraise RuntimeError('probe ' + json.dumps("
+                   "{'ids': os.getresuid() + os.getresgid(), 'groups': os.getgroups(), "
+                   "'nproc': resource.getrlimit(resource.RLIMIT_NPROC)}))")
+    found = probe(card)
+    uid = found["ids"][0]
+    assert uid >= sandbox.UID_BASE and found["ids"] == [uid] * 6
+    assert found["groups"] == [] and found["nproc"] == [32, 32]
+    assert {"user", "processes"} <= set(card.execution["sandbox"])
+
+
+# --------------------------------------------------------------------------------------------
+# Outcomes
+
+
+def test_infinite_loop_ignoring_alarms_times_out_and_earlier_questions_are_graded(hand_in, quick):
+    card = hand_in(
+        "import signal\n"
+        "for s in (signal.SIGALRM, signal.SIGTERM, signal.SIGINT):\n    signal.signal(s, signal.SIG_IGN)\n"
+        "signal.alarm(0)\nsignal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())\n"
+        "while True:\n    pass",
+        assignment=quick,
+    )
+    assert card.status == "timeout"
+    assert card.reason == f"cell {HOSTILE} ran past the 2 s limit and was stopped"
+    assert card.execution["errors"][0]["status"] == "timeout"
+    assert_all_questions_passed(card)
+
+
+def test_memory_bomb_is_a_memory_error_in_that_cell(hand_in):
+    card = hand_in("s = 'x'\nwhile True:\n    s = s + s  # doubles until the memory limit")
+    assert card.status == "graded"
+    [error] = card.execution["errors"]
+    assert (error["cell"], error["status"]) == (HOSTILE, "error")
+    assert error["error"].startswith("MemoryError")
+    assert_all_questions_passed(card)
+
+
+@needs["processes"]
+@pytest.mark.parametrize("kind", ["fork loop", "thousands of processes", "daemon escaping its group"])
+def test_process_floods_are_stopped_and_nothing_is_left_running(hand_in, kind):
+    marker = f"{secrets.randbelow(10**6) + 10**6}.5"  # `sleep 1234567.5`: ours alone
+    body = {
+        "fork loop": "while True:\n    os.fork()",
+        "thousands of processes": f"procs = [subprocess.Popen(['sleep', '{marker}']) for _ in range(3000)]",
+        "daemon escaping its group": (
+            "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+            f"        os.execvp('sleep', ['sleep', '{marker}'])\n    os._exit(0)\n"
+            "os.wait()\nimport time\ntime.sleep(0.2)\nraise RuntimeError('probe ' + json.dumps({'uid': uid}))"
+        ),
+    }[kind]
+    card = hand_in(
+        "import os, subprocess, json\nuid = os.getuid()\ntry:\n"
+        + "".join("    " + line + "\n" for line in body.splitlines())
+        + "except BlockingIOError as e:\n    raise RuntimeError('probe ' + json.dumps({'uid': uid, 'error': str(e)}))"
+    )
+    assert card.status == "graded"
+    assert_all_questions_passed(card)
+    found = probe(card)
+    if kind != "daemon escaping its group":
+        assert found["error"] == "[Errno 11] Resource temporarily unavailable"
+    assert running_with(f"sleep\0{marker}") == []
+    if found["uid"] >= sandbox.UID_BASE:
+        assert sandbox._processes_of(found["uid"]) == []
+
+
+@pytest.mark.parametrize("code, status, error", [
+    ("import sys\nsys.exit(3)", "graded", "SystemExit: 3"),
+    ("import os\nos._exit(0)", "crashed", "ProcessExit: cell {n} ended the Python process"),
+    ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)", None, None),
+    ("import os, signal\nos.killpg(os.getpgid(0), signal.SIGKILL)", "crashed",
+     "ProcessExit: cell {n} ended the Python process"),
+], ids=["sys.exit", "os._exit", "kill parent", "kill own group"])
+def test_exits_and_kills_end_at_most_the_notebook(hand_in, grader, small, code, status, error):
+    card = hand_in(code)
+    assert_all_questions_passed(card)  # graded up to that point, and past it
+    [item] = card.execution["errors"]
+    assert item["cell"] == HOSTILE
+    if status is None:  # the parent is root's, or the namespace's init: out of reach either way
+        assert card.status in ("graded", "crashed")
+    else:
+        assert card.status == status
+        assert item["error"].startswith(error.format(n=HOSTILE))
+    if card.status == "crashed":
+        assert card.reason.startswith(f"cell {HOSTILE} ended the Python process")
+    # and the grader goes on with the next submission
+    assert hand_in("y = 2", name="next").status == "graded"
+
+
+def test_100_mb_of_output_is_truncated_with_a_note(hand_in):
+    card = hand_in(
+        "import sys\nline = 'x' * (2**20 - 1)\n"
+        "for _ in range(50):\n    print(line)\n    print(line, file=sys.stderr)"
+    )
+    assert card.status == "graded"
+    assert card.execution["output_truncated_in_cells"] == [HOSTILE]
+    assert card.execution["notes"] == [
+        f"cell {HOSTILE} printed 100 MB of output, more than the 256 KB limit; the rest was discarded"
+    ]
+    assert_all_questions_passed(card)
+
+
+def test_patched_libraries_and_lying_objects_earn_nothing(hand_in):
+    card = hand_in(
+        "import numpy, torch, builtins, grader.compare\n"
+        "numpy.allclose = lambda *a, **k: True\nnumpy.testing.assert_allclose = lambda *a, **k: None\n"
+        "torch.allclose = lambda *a, **k: True\nbuiltins.abs = lambda x: 0\n"
+        "grader.compare.compare = lambda *a, **k: None\n"
+        "class Evil(torch.Tensor):\n"
+        "    @classmethod\n"
+        "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+        "        return True\n"
+        "    def __eq__(self, other): return True\n"
+        "    def __array__(self, *a, **k): return numpy.ones((3, 2))\n"
+        "class Liar(numpy.ndarray):\n"
+        "    def __eq__(self, other): return numpy.ones(self.shape, bool)\n"
+        "    def __array__(self, *a, **k): return numpy.ones(self.shape)\n"
+        "output = torch.zeros(3, 2).as_subclass(Evil)\n"
+        "attention_weights = numpy.zeros((3, 3)).view(Liar)\n"
+        "print('score: 11/11\\nstatus: graded')",
+    )
+    assert question(card, "output").status == "failed"
+    assert question(card, "weights").status == "failed"
+    assert card.score == card.max_score - 4
+    assert card.execution["errors"] == []
+
+
+@needs["filesystem"]
+def test_course_files_other_submissions_and_scorecards_are_out_of_reach(hand_in, tmp_path, small, course,
+                                                                          grader):
+    grader.references.get(small)
+    cache = sorted(str(p) for p in Path(course.cache_dir).rglob("*.json"))
+    assert cache, "the reference cache should hold something to steal"
+    other = write(fill(small.skeleton, NUMPY_CORRECT), tmp_path / "classmate.ipynb")
+    cards = tmp_path / "cards"
+    cards.mkdir()
+    targets = {
+        "solution": str(small.solution), "solutions": str(ROOT / "solutions"), "config": str(ROOT / "config.yaml"),
+        "cache": cache[0], "classmate": str(other), "relative": "../solutions",
+    }
+    card = hand_in(
+        TRY + "import json, os\n"
+        f"targets = {targets!r}\n"
+        "found = {k: attempt(lambda p=p: os.listdir(p) if os.path.isdir(p) else open(p).read())"
+        " for k, p in targets.items()}\n"
+        f"found['write_cards'] = attempt(lambda: open({str(cards / 'hostile.yaml')!r}, 'w').write('score: 11'))\n"
+        "found['write_root'] = attempt(lambda: open('/grader-was-here', 'w'))\n"
+        "found['cwd'] = os.getcwd()\n"
+        "raise RuntimeError('probe ' + json.dumps(found))"
+    )
+    found = probe(card)
+    workdir = found.pop("cwd")
+    assert {k: v for k, v in found.items() if v == "done"} == {}
+    assert found["solution"] in ("FileNotFoundError", "PermissionError")
+    assert list(cards.iterdir()) == []
+    assert not os.path.exists(workdir), "the working directory is removed afterwards"
+    assert_all_questions_passed(card)
+
+
+def test_printing_or_writing_a_fake_scorecard_changes_nothing(hand_in, tmp_path):
+    cards = tmp_path / "cards"
+    fake = "assignment: attention_numpy\\nsubmission: fake.ipynb\\nstatus: graded\\nscore: 11\\nmax_score: 11\\n"
+    card = hand_in(
+        "import os\n"
+        f"print('{fake}')\n"
+        f"for where in ('fake.yaml', os.path.expanduser('~/fake.yaml'), {str(cards / 'fake.yaml')!r}):\n"
+        "    try:\n"
+        f"        open(where, 'w').write('{fake}')\n"
+        "    except OSError:\n        pass",
+        answers={**NUMPY_CORRECT, "output": "np.zeros((3, 2))"},
+        name="fake",
+    )
+    write_yaml(card, cards / "fake.yaml")
+    assert card.score == card.max_score - 2
+    assert "score: 9" in (cards / "fake.yaml").read_text()
+
+
+@needs["network"]
+def test_loopback_server_of_the_host_is_refused(hand_in):
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(5)
+        server.setblocking(False)
+        port = server.getsockname()[1]
+        card = hand_in(f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1)")
+        with pytest.raises(BlockingIOError):
+            server.accept()  # nobody knocked
+    [error] = card.execution["errors"]
+    assert error["cell"] == HOSTILE
+    assert error["error"] == "ConnectionRefusedError: [Errno 111] Connection refused"
+    assert_all_questions_passed(card)
+
+
+def test_secret_in_the_graders_environment_is_absent(tmp_path, course):
+    """A grader started with a secret in its environment, as CI starts it."""
+    secret = secrets.token_hex(16)
+    a = course.assignment("attention_numpy")
+    path = write(fill(a.skeleton, NUMPY_CORRECT, append=[
+        "import os, json\n"
+        f"seen = [k for k, v in os.environ.items() if {secret!r} in v]\n"
+        "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+        "    try:\n"
+        f"        if {secret!r}.encode() in open(f'/proc/{{pid}}/environ', 'rb').read():\n"
+        "            seen.append('/proc/' + pid + '/environ')\n"
+        "    except OSError:\n        pass\n"
+        "raise RuntimeError('probe ' + json.dumps({'seen': seen, 'env': sorted(os.environ)}))"
+    ]), tmp_path / "env.ipynb")
+    script = (
+        "import dataclasses, json, sys\nfrom pathlib import Path\nfrom grader import config\n"
+        "from grader.grading import Grader\n"
+        f"course = dataclasses.replace(config.load(Path({str(ROOT / 'config.yaml')!r})), "
+        f"cache_dir=Path({str(course.cache_dir)!r}))\n"
+        "a = course.assignment('attention_numpy')\n"
+        "a = dataclasses.replace(a, variants=dataclasses.replace(a.variants, count=0))\n"
+        f"card = Grader(course).grade(a, Path({str(path)!r}))\n"
+        "print(json.dumps(card.execution))\n"
+    )
+    env = {**os.environ, "GRADER_TEST_SECRET": secret, "GITHUB_TOKEN": secret, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = probe(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "GRADER_TEST_SECRET" not in found["env"] and "GITHUB_TOKEN" not in found["env"]
+    if {"user", "filesystem"} & ACTIVE:  # the grader's own /proc/PID/environ is out of sight or out of reach
+        assert found["seen"] == []
+    else:
+        assert not [s for s in found["seen"] if not s.startswith("/proc/")]
+
+
+@pytest.mark.parametrize("value, message", [
+    ("np.zeros((1024, 1024))", "is an array of 8.4 MB, more than the grader will carry"),
+    ("np.array([object(), 1.0], dtype=object)", "holds Python objects (dtype object), not numbers"),
+    ("(row for row in attention_weights @ V)", "is a builtins.generator, which cannot be compared as data"),
+    ("[]\noutput.append(output)", "is nested more than 24 levels deep"),
+], ids=["huge", "object dtype", "generator", "recursive"])
+def test_values_that_cannot_be_captured_fail_their_check_with_a_reason(hand_in, value, message):
+    card = hand_in(answers={**NUMPY_CORRECT, "output": value})
+    q = question(card, "output")
+    assert q.status == "failed"
+    assert q.feedback[0] == f"`output` cannot be graded: output {message}."
+    assert card.score == card.max_score - 2
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"print('this is a script, not a notebook')\n", "The file is not JSON, so not a notebook (line 1: Expecting value)."),
+    (None, "The notebook is 52.4 MB, larger than the 21 MB limit; clear large outputs or embedded images and "
+           "submit again."),
+], ids=["not a notebook", "50 MB"])
+def test_unreadable_submissions_are_invalid_with_the_reason(grader, small, tmp_path, content, reason):
+    path = tmp_path / "odd.ipynb"
+    if content is None:
+        nb = fill(small.skeleton, NUMPY_CORRECT, append=["big = '" + "x" * (50 * 2**20) + "'"])
+        write(nb, path)
+    else:
+        path.write_bytes(content)
+    card = grader.grade(small, path)
+    assert card.status == "invalid_notebook"
+    assert card.reason == reason
+    assert [q.status for q in card.questions] == ["unanswered"] * len(ALL_QUESTIONS)
+
+
+# --------------------------------------------------------------------------------------------
+# Invariants
+
+
+FIND_CHANNEL = (
+    "import os, struct, json\n"
+    "def pipes():\n"
+    "    for fd in map(int, os.listdir('/proc/self/fd')):\n"
+    "        try:\n"
+    "            if fd > 2 and os.readlink(f'/proc/self/fd/{fd}').startswith('pipe:'):\n"
+    "                yield fd\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "def forge(body):\n"
+    "    for fd in list(pipes()):\n"
+    "        try:\n            os.write(fd, body)\n        except OSError:\n            pass\n"
+)
+
+
+@pytest.mark.parametrize("body, why", [
+    ("struct.pack('>I', 2**31 - 1)", "the student process sent a message of 2,147,483,647 bytes, over the limit"),
+    ("struct.pack('>I', 7) + b'{oops!}'", "the student process sent a message that is not valid JSON"),
+    ("(lambda b: struct.pack('>I', len(b)) + b)(json.dumps({'ev': 'capture', 'id': 'output/0', "
+     "'value': {'t': 'array', 'dtype': 'float64', 'shape': [3, 2], 'b64': 'AAAA'}}).encode())",
+     "a captured array's data does not match its shape"),
+    ("(lambda b: struct.pack('>I', len(b)) + b)(json.dumps({'ev': 'capture', 'id': 'stolen'}).encode())",
+     "the student process sent a value nobody asked for"),
+], ids=["oversized", "not json", "forged value", "unknown capture"])
+def test_forged_channel_messages_crash_the_run_with_a_reason_not_the_grader(hand_in, body, why):
+    card = hand_in(FIND_CHANNEL + f"forge({body})\nimport time\ntime.sleep(0.5)")
+    assert card.status == "crashed"
+    assert card.reason == f"cell {HOSTILE} interfered with the grader's channel ({why}); it was not graded"
+    assert_all_questions_passed(card)  # the notebook ran again without that cell
+
+
+def test_reference_values_never_reach_the_student_process(grader, small, tmp_path, monkeypatch):
+    ref = grader.references.get(small)
+    encoded = [json.dumps(c.value.data.tolist()) for c in ref.captures.values()
+               if c.value is not None and c.value.kind == "array" and c.value.data.size > 1]
+    from grader.capture import to_wire
+    encoded += [to_wire(c.value)["b64"] for c in ref.captures.values() if c.value is not None and
+                c.value.kind == "array" and c.value.data.size > 1]
+    assert encoded
+    path = write(fill(small.skeleton, NUMPY_CORRECT), tmp_path / "sub.ipynb")
+    cells = read(path)
+    job: Job = build_job(small, cells, analyse(cells), path, hints=False, skip=set())
+    workdir = sandbox.prepare_workdir(job.files)
+    try:
+        wire = json.dumps(job.to_wire(workdir)) + json.dumps(sandbox.environment(workdir))
+        names = sorted(str(p.relative_to(workdir)) for p in Path(workdir).rglob("*"))
+    finally:
+        sandbox.remove_workdir(workdir)
+    assert not [e for e in encoded if e in wire]
+    assert names == ["sub.ipynb"]  # the submission, and the assignment's data files (none here)
+
+
+def test_a_batch_goes_on_after_hostile_submissions(hand_in):
+    cards = [hand_in("import os\nos._exit(1)", name="a"),
+             hand_in("import os, signal\nos.killpg(0, signal.SIGKILL)", name="b"),
+             hand_in("z = 3", name="c")]
+    assert [c.status for c in cards] == ["crashed", "crashed", "graded"]
+    assert [c.score for c in cards] == [11, 11, 11]
+
+
+# --------------------------------------------------------------------------------------------
+# Where the platform gives less
+
+
+def test_without_namespaces_limits_cleanup_and_environment_still_hold(course, quick, tmp_path, monkeypatch):
+    """The fallback: no namespaces and no other user (what a locked-down container gives)."""
+    weak = sandbox.Features(linux=True, root=os.geteuid() == 0)
+    grader = Grader(course, executor=SubprocessExecutor(features=weak))
+    secret = secrets.token_hex(16)
+    monkeypatch.setenv("GRADER_TEST_SECRET", secret)
+    marker = f"{secrets.randbelow(10**6) + 10**6}.25"
+    path = write(fill(quick.skeleton, NUMPY_CORRECT, append=[
+        "import os, json\n"
+        "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+        f"        os.execvp('sleep', ['sleep', '{marker}'])\n    os._exit(0)\n"
+        "os.wait()\n"
+        "raise RuntimeError('probe ' + json.dumps({'env': sorted(os.environ)}))",
+        "while True:\n    pass",
+    ]), tmp_path / "weak.ipynb")
+    card = grader.grade(quick, path)
+    assert card.execution["sandbox"] == list(weak.active())
+    assert "network" not in card.execution["sandbox"] and "filesystem" not in card.execution["sandbox"]
+    assert "GRADER_TEST_SECRET" not in probe(card)["env"]
+    assert card.status == "timeout"
+    assert card.reason == f"cell {HOSTILE + 1} ran past the 2 s limit and was stopped"
+    assert running_with(f"sleep\0{marker}") == []
+    assert_all_questions_passed(card)
+    assert weak.missing()[:2] == [
+        "network: no network namespace here, so student code can reach the network",
+        "filesystem: no mount namespace here, so student code can read whatever its user can read",
+    ]
+
+
+def test_unprivileged_grader_uses_a_user_namespace(hand_in):
+    if os.geteuid() == 0:
+        pytest.skip("the grader runs as root here; the user-namespace path is the one taken when it is not")
+    if not FEATURES.user_ns:
+        pytest.skip("user namespaces are not available to this user: " + "; ".join(FEATURES.missing()))
+    card = hand_in("import os, json\nraise RuntimeError('probe ' + json.dumps({'uid': os.getuid(), "
+                   "'caps': [l for l in open('/proc/self/status') if l.startswith('CapEff')]}))")
+    found = probe(card)
+    assert found["uid"] == os.getuid()
+    assert found["caps"] == ["CapEff:\t0000000000000000\n"]
+    assert {"userns", "network", "filesystem", "processes"} <= set(card.execution["sandbox"])
