@@ -2,7 +2,7 @@
 __version__ = "0.1.0"
 
 
-def check(question: str | None = None, *, assignment: str | None = None, checks: str | None = None):
+def check(question: str | None = None, *, assignment: str | None = None, checks: str | None = None) -> None:
     """Run the public checks on the variables of this notebook: ``check("q2")``, or ``check()`` for all.
 
     Uses the ``public_checks.json`` handed out with the assignment (next to the notebook, or in
@@ -15,7 +15,6 @@ def check(question: str | None = None, *, assignment: str | None = None, checks:
     from .errors import GraderError
 
     try:
-        return selfcheck.check(question, assignment=assignment, checks=checks, namespace=sys._getframe(1).f_globals)
+        selfcheck.check(question, assignment=assignment, checks=checks, namespace=sys._getframe(1).f_globals)
     except GraderError as exc:
         print(f"check: {exc}")
-        return None

@@ -493,3 +493,43 @@ def test_classroom_workflow_rejects_values_that_would_break_the_yaml(tmp_path):
     proc = grader_cli("classroom-workflow", "attention_numpy", "--grading-repo", "org/repo\nx: 1",
                       "--config", str(ROOT / "config.yaml"), "--out", str(tmp_path), cwd=tmp_path)
     assert (proc.returncode, proc.stderr) == (2, "grader: --grading-repo must be OWNER/NAME, got 'org/repo\\nx: 1'.\n")
+
+
+# --------------------------------------------------------------------------------------------
+# Hidden checks and expected values, in every format
+
+
+def _carol_with(course, numpy_assignment, *, hidden: bool = False, show_expected: str = "never"):
+    from grader.grading import Grader
+
+    scaled = numpy_assignment.question("scaled")
+    check = dataclasses.replace(scaled.checks[0], hidden=hidden)
+    a = dataclasses.replace(numpy_assignment, questions=tuple(
+        dataclasses.replace(q, checks=(check,)) if q.id == "scaled" else q for q in numpy_assignment.questions))
+    c = dataclasses.replace(course, scorecard=ScorecardSettings(show_expected=show_expected))
+    return Grader(c).grade(a, EXAMPLES / "carol_no_sqrt.ipynb"), c, a
+
+
+def _all_formats(card, course, assignment, tmp_path) -> dict[str, str]:
+    path = EXAMPLES / "carol_no_sqrt.ipynb"
+    return {f: render_one(f, path, card, course, assignment) for f in
+            ("yaml", "json", "md", "html", "gradescope", "classroom")}
+
+
+def test_a_hidden_check_is_pass_fail_only_in_every_format(course, numpy_assignment, tmp_path):
+    card, c, a = _carol_with(course, numpy_assignment, hidden=True)
+    assert question(card, "scaled").feedback == ["A hidden check on scaled scores did not pass."]
+    for fmt, text in _all_formats(card, c, a, tmp_path).items():
+        assert "A hidden check on scaled scores did not pass." in text, fmt
+        assert "sqrt(d_k)" not in text and "4 / 9 elements" not in text, fmt
+
+
+def test_expected_values_appear_only_when_the_config_allows(course, numpy_assignment, tmp_path):
+    never, c, a = _carol_with(course, numpy_assignment)
+    shown, c2, _ = _carol_with(course, numpy_assignment, show_expected="always")
+    assert "(expected" not in " ".join(question(never, "scaled").feedback)
+    assert "[0, 0] is 5 (expected " in question(shown, "scaled").feedback[0]
+    for fmt, text in _all_formats(never, c, a, tmp_path).items():
+        assert "(expected " not in text, fmt
+    for fmt, text in _all_formats(shown, c2, a, tmp_path).items():
+        assert "[0, 0] is 5 (expected " in text, fmt

@@ -55,6 +55,13 @@ class _Reuse:
             state.cards.clear()  # the scorecards are written by the caller, in the formats asked for
 
 
+def _registered() -> bool:
+    """Whether pytest will load the grader plugin by itself, through its ``pytest11`` entry point."""
+    from importlib.metadata import entry_points
+
+    return any(ep.value == "grader.plugin" for ep in entry_points(group="pytest11"))
+
+
 def write_junit(cards: list[tuple[Path, Scorecard]], course: Course, assignment: Assignment, path: Path, *,
                 executor_name: str = "subprocess") -> Path:
     """Write pytest's JUnit XML for these (submission path, scorecard) pairs to ``path``."""
@@ -74,11 +81,14 @@ def write_junit(cards: list[tuple[Path, Scorecard]], course: Course, assignment:
         "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
     ]
     reuse = _Reuse({p: card for p, (_, card) in zip(paths, cards)}, executor_name)
+    plugins: list[object] = [reuse]
+    if not _registered():  # running from a source tree that was never pip-installed
+        plugins.append(plugin)
     saved = os.environ.pop("PYTEST_ADDOPTS", None)
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            code = pytest.main(args, plugins=[reuse])
+            code = pytest.main(args, plugins=plugins)
     finally:
         if saved is not None:
             os.environ["PYTEST_ADDOPTS"] = saved
