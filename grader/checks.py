@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import builtins
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .capture import Value
 from .compare import check_property, compare
 from .config import Assignment, Check, Question
 from .execute import Captured, CellRun
-from .notebook import BLANK_NAME, BlankReport, CellInfo, identifiers
+from .notebook import BLANK_NAME, BlankReport, CellInfo, blank_report, identifiers
 from .scorecard import CheckResult, QuestionResult
 from .variants import GIVEN_PREFIX
 
@@ -46,12 +46,15 @@ class Context:
     reference: dict[str, Captured]
     reveal: bool = False
     variants: tuple[VariantRun, ...] = ()
+    answers: frozenset[str] = frozenset()  # names graded by value checks: the student's work, not given data
 
     def changed_givens(self) -> list[str]:
-        """Given inputs whose values in the submission differ from the notebook's own data."""
+        """Given inputs whose values in the submission differ from the notebook's own data. A given
+        input that the student computes (``embeddings = ?``, graded by its own check) is not data
+        the student changed, so it is left out: its check already says what is wrong."""
         out = []
         for cid, ref in self.reference.items():
-            if not cid.startswith(GIVEN_PREFIX) or ref.value is None:
+            if not cid.startswith(GIVEN_PREFIX) or ref.value is None or cid[len(GIVEN_PREFIX):] in self.answers:
                 continue
             got = self.student.get(cid)
             if got is not None and got.value is not None and not compare("", got.value, ref.value, rtol=1e-7, atol=0).ok:
@@ -98,11 +101,19 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
                             "(an instructor's configuration problem, not yours).")
         return res
     names = _names(check)
-    blank = ctx.blanks.cause(names)
-    if blank is None and ctx.blanks.blanks:
-        unbound = sorted(n for n in names if not ctx.bound_anywhere(n))
+    blanks, infos = ctx.blanks, ctx.infos
+    if check.before:
+        # Answered at an earlier point (``before: NAME``): only the blanks above that point count,
+        # not a later blank that rebinds the same name.
+        point = next((i for i, info in enumerate(ctx.infos) if check.before in info.binds), None)
+        if point is not None:
+            infos = ctx.infos[:point]
+            blanks = blank_report(infos)
+    blank = blanks.cause(names)
+    if blank is None and blanks.blanks:
+        unbound = sorted(n for n in names if not any(n in info.binds for info in infos))
         if unbound:
-            blank = ctx.blanks.blanks[0]
+            blank = blanks.blanks[0]
     if blank is not None:
         res.status = "unanswered"
         res.messages.append(f"{label} is not answered yet: fill in the blank `?` at {blank.where()}.")
@@ -153,6 +164,8 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
         ref = run.reference.get(check.id)
         if ref is None or ref.value is None or compare("", ref.value, base, rtol=0, atol=0).ok:
             continue  # this variant does not change the answer, so it tests nothing here
+        if check.kind == "value" and check.target in run.names:
+            continue  # the variant put this very value in place: comparing it would test nothing
         res.variants += 1
         changed = _names_list(run.names)
         verb = "changes" if len(run.names) == 1 else "change"
@@ -293,4 +306,6 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
 
 
 def grade_assignment(assignment: Assignment, ctx: Context) -> list[QuestionResult]:
+    answers = frozenset(c.target for c in assignment.checks if c.kind == "value")
+    ctx = replace(ctx, answers=ctx.answers | answers)
     return [grade_question(q, ctx) for q in assignment.questions]

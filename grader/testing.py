@@ -3,6 +3,8 @@
 ``fill(skeleton, answers)`` answers the skeleton's blanks the way a student would: an assignment
 blank ``Q = ?`` is answered by ``answers["Q"]`` (the right-hand side), bare blanks by
 ``answers["?1"]``, ``answers["?2"]``, ... in notebook order (whole lines, indented to the blank).
+A name whose blank appears more than once (``S = ?`` in two parts of a notebook) takes a list of
+answers, used in notebook order.
 """
 
 from __future__ import annotations
@@ -16,12 +18,19 @@ ASSIGN_BLANK = re.compile(r"^(\s*)([^=#]+?)\s*(=|\+=|-=|\*=|/=)\s*\?\s*$")
 BARE_BLANK = re.compile(r"^(\s*)\?\s*$")
 
 
-def fill_source(source: str, answers: dict[str, str], counter: list[int]) -> str:
+def fill_source(source: str, answers: dict[str, str | list[str]], counter: list[int],
+                seen: dict[str, int] | None = None) -> str:
+    seen = {} if seen is None else seen
     lines = []
     for line in source.splitlines():
         m = ASSIGN_BLANK.match(line)
         if m and m.group(2).strip() in answers:
-            lines.append(f"{m.group(1)}{m.group(2).strip()} {m.group(3)} {answers[m.group(2).strip()]}")
+            target = m.group(2).strip()
+            answer = answers[target]
+            if isinstance(answer, list):
+                seen[target] = seen.get(target, 0) + 1
+                answer = answer[seen[target] - 1]
+            lines.append(f"{m.group(1)}{target} {m.group(3)} {answer}")
             continue
         m = BARE_BLANK.match(line)
         if m:
@@ -34,12 +43,12 @@ def fill_source(source: str, answers: dict[str, str], counter: list[int]) -> str
     return "\n".join(lines)
 
 
-def fill(skeleton: Path, answers: dict[str, str], *, edit: dict[int, str] | None = None,
+def fill(skeleton: Path, answers: dict[str, str | list[str]], *, edit: dict[int, str] | None = None,
          append: list[str] | None = None) -> nbformat.NotebookNode:
     """A copy of the skeleton with blanks answered; ``edit`` replaces whole code cells (by
     1-based code-cell number) and ``append`` adds code cells at the end."""
     nb = nbformat.read(str(skeleton), as_version=4)
-    counter = [0]
+    counter, seen = [0], {}
     n = 0
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -48,7 +57,7 @@ def fill(skeleton: Path, answers: dict[str, str], *, edit: dict[int, str] | None
         if edit and n in edit:
             cell.source = edit[n]
         else:
-            cell.source = fill_source(cell.source, answers, counter)
+            cell.source = fill_source(cell.source, answers, counter, seen)
     for src in append or []:
         nb.cells.append(nbformat.v4.new_code_cell(src))
     return nb
