@@ -52,22 +52,32 @@ INJECT_CALL = "__grader_inject__"
 
 def with_injections(source: str, names: tuple[str, ...]) -> str:
     """The cell with a call that swaps in the variant value right after each statement that
-    defines a varied name afresh (binds it without reading it). Appended on the statement's own
-    last line, so line numbers, and the student's tracebacks, stay as they are."""
+    defines a varied name afresh (binds it without reading it), or after the statements right
+    behind it that only rebuild it from itself (``ids = tok(words)`` then ``ids = torch.tensor([ids])``):
+    the variant is made from the value the name has once its cell ran, so it goes in where the
+    name has that form. Appended on the statement's own last line, so line numbers, and the
+    student's tracebacks, stay as they are."""
     try:
         tree = ast.parse(python_source(source))
     except SyntaxError:
         return source
     lines = source.splitlines(keepends=True)
-    edits: dict[int, tuple[int, list[str]]] = {}
+    flow = []
     for stmt in tree.body:
         one = ast.Module(body=[stmt], type_ignores=[])
-        binds, reads = module_level_binds(one), {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
-                                                   and isinstance(n.ctx, ast.Load)}
-        fresh = [n for n in names if n in binds and n not in reads]
-        if fresh and stmt.end_lineno is not None and stmt.end_col_offset is not None:
-            edits[stmt.end_lineno] = (stmt.end_col_offset, fresh)
-    for lineno, (col, fresh) in edits.items():
+        flow.append((stmt, module_level_binds(one), {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
+                                                     and isinstance(n.ctx, ast.Load)}))
+    edits: dict[tuple[int, int], list[str]] = {}  # (line, column) -> names; `a = 1; b = 2` is two places
+    for name in names:
+        for i, (_, binds, reads) in enumerate(flow):
+            if name not in binds or name in reads:
+                continue
+            while i + 1 < len(flow) and name in flow[i + 1][1] and name in flow[i + 1][2]:
+                i += 1
+            stmt = flow[i][0]
+            if stmt.end_lineno is not None and stmt.end_col_offset is not None:
+                edits.setdefault((stmt.end_lineno, stmt.end_col_offset), []).append(name)
+    for (lineno, col), fresh in sorted(edits.items(), reverse=True):  # right to left keeps columns valid
         line = lines[lineno - 1]
         at = len(line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))  # ast columns count bytes
         calls = "".join(f"; {INJECT_CALL}({n!r})" for n in fresh)

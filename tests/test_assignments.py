@@ -566,3 +566,17 @@ def test_fill_answers_a_blank_repeated_under_one_name_in_notebook_order():
     answers = {"S": ["X @ X.T", "softmax(X @ X.T)"], "T": "S"}
     assert [fill_source(c, answers, counter, seen) for c in cells] == [
         "S = X @ X.T\nprint(S)", "S = softmax(X @ X.T)", "T = S"]
+
+
+def test_a_given_input_rebuilt_from_itself_in_its_cell_is_replaced_once_rebuilt():
+    # The variant is made from the value the name has when its cell has run (here a (1, 5) tensor), so it
+    # must go in after `token_ids = torch.tensor([token_ids])`, not after the list that line wraps.
+    from grader.variants import with_injections
+
+    cell = ("token_ids = tokenizer.convert_tokens_to_ids(tokens)\n"
+            "token_ids = torch.tensor([token_ids])  # batch size = 1\n"
+            "X = np.eye(2); W = np.ones(2)\n")
+    assert with_injections(cell, ("token_ids", "X", "W")) == (
+        "token_ids = tokenizer.convert_tokens_to_ids(tokens)\n"
+        "token_ids = torch.tensor([token_ids]); __grader_inject__('token_ids')  # batch size = 1\n"
+        "X = np.eye(2); __grader_inject__('X'); W = np.ones(2); __grader_inject__('W')\n")
