@@ -276,12 +276,11 @@ def hidden_values(grader, course):
 # worked example "The loan, approved!" -> ['the', 'loan', ',', 'approved', '!'], which is exactly what
 # the hidden check tokenizer.tokenize('The LOAN, approved!') expects. Pinned here so the finding stays
 # visible; once the check uses another sentence (or is marked public), this entry must go.
-KNOWN = {"tokens_to_multihead:tokenizer/1": ["tokens_to_multihead/tokens_to_multihead.ipynb: printed list"]}
 
 
 def test_no_file_given_to_students_holds_a_hidden_reference_value(hidden_values):
     assert len(hidden_values) >= 9
-    assert scan(ROOT / "assignments", hidden_values) == KNOWN
+    assert scan(ROOT / "assignments", hidden_values) == {}
 
 
 def test_the_scan_finds_a_planted_value(hidden_values, tmp_path):
