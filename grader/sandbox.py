@@ -60,9 +60,10 @@ import stat
 import struct
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, NoReturn
+from typing import Iterable
 
 from .errors import GraderError
 
@@ -160,7 +161,6 @@ class Features:
             out.append("filesystem: no mount namespace here, so student code can read whatever its user can read")
         if self.root and not self.drop_user:
             out.append("user: runs as root (Python is not readable by another user and no mount namespace)")
-        if self.root and not self.drop_user:
             out.append("processes: not limited (the kernel does not apply the limit to root)")
         if not self.root and not self.user_ns:
             out.append("processes: limited per user, counting the grader's own processes")
@@ -310,7 +310,10 @@ def remove_workdir(workdir: str) -> None:
         except OSError:
             pass
 
-    shutil.rmtree(workdir, onerror=unlock)
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(workdir, onexc=unlock)
+    else:
+        shutil.rmtree(workdir, onerror=unlock)
 
 
 def terminate(pid: int) -> None:
@@ -320,8 +323,6 @@ def terminate(pid: int) -> None:
     reused. Kills, in this order of reach: the process tree (stopped first so it cannot grow), the
     process group, and, when the grader is root, every process of the run's own uid.
     """
-    import time
-
     victims = _stop_tree(pid) | {pid}
     for p in victims:
         _signal(p, signal.SIGKILL)
@@ -577,8 +578,6 @@ def _fork_keeper(channel: int | None, *, subreaper: bool) -> None:
 
 def _reap_all(timeout: float = 5.0) -> None:
     """Collect every child (orphans come back to a subreaper), so none is left as a zombie."""
-    import time
-
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
@@ -830,9 +829,11 @@ def _build_root(workdir: str, disk_mb: int, owner: int, *, fresh_proc: bool) -> 
     size = f"size={disk_mb}m"
     _mount("tmpfs", _make_point(root, "/dev/shm", directory=True), "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
     proc = _make_point(root, "/proc", directory=True)
-    if fresh_proc:
+    try:
+        if not fresh_proc:
+            raise SandboxError("no pid namespace of its own")
         _mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    else:
+    except SandboxError:  # e.g. a container that masks parts of /proc forbids a new one
         _bind("/proc", proc, writable=True)
     if os.path.isdir("/sys"):
         _bind("/sys", _make_point(root, "/sys", directory=True))

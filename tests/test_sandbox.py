@@ -19,6 +19,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -26,7 +27,8 @@ import pytest
 
 from conftest import NUMPY_CORRECT, ROOT, question
 from grader import sandbox
-from grader.execute import Job, SubprocessExecutor
+from grader.config import Limits
+from grader.execute import Job, JobCell, SubprocessExecutor
 from grader.grading import Grader, build_job
 from grader.notebook import analyse, read
 from grader.scorecard import write_yaml
@@ -44,14 +46,14 @@ needs = {
     for name in sandbox.FEATURES
 }
 
-# A probe line for hostile cells: what a path attempt gave, in one word.
+# For hostile cells: what an attempt gave, in a word (or the system's message for a plain OSError).
 TRY = '''
 def attempt(f):
     try:
         f()
         return "done"
     except Exception as e:
-        return type(e).__name__
+        return e.strerror if type(e) is OSError else type(e).__name__
 '''
 
 
@@ -71,7 +73,7 @@ def quick(small):
 
 @pytest.fixture
 def hand_in(tmp_path, grader, small):
-    """hand_in(*cells, answers=..., executor=...) -> Scorecard of the correct answers plus these cells."""
+    """hand_in(*cells, answers=..., name=..., assignment=...) -> Scorecard of the answers plus these cells."""
 
     def _hand_in(*cells: str, answers: dict[str, str] = NUMPY_CORRECT, name: str = "hostile", assignment=None):
         path = write(fill(small.skeleton, answers, append=list(cells)), tmp_path / f"{name}.ipynb")
@@ -165,6 +167,52 @@ def test_memory_bomb_is_a_memory_error_in_that_cell(hand_in):
     [error] = card.execution["errors"]
     assert (error["cell"], error["status"]) == (HOSTILE, "error")
     assert error["error"].startswith("MemoryError")
+    assert_all_questions_passed(card)
+
+
+def test_file_size_disk_and_open_files_are_limited(hand_in, small):
+    limits = small.limits
+    card = hand_in(
+        TRY + "import json\n"
+        f"mb = b'x' * 2**20\n"
+        f"found = {{'file_size': attempt(lambda: open('big.bin', 'wb').write(mb * {limits.file_size_mb + 1}))}}\n"
+        "def fill_disk():\n"
+        f"    for i in range({limits.disk_mb // limits.file_size_mb + 2}):\n"
+        f"        with open(f'part{{i}}.bin', 'wb') as f:\n"
+        f"            for _ in range({limits.file_size_mb - 1}):\n"
+        "                f.write(mb)\n"
+        "found['disk'] = attempt(fill_disk)\n"
+        f"found['open_files'] = attempt(lambda: [open('/dev/null') for _ in range({limits.open_files + 10})])\n"
+        "raise RuntimeError('probe ' + json.dumps(found))"
+    )
+    found = probe(card)
+    assert found["file_size"] == "File too large"
+    assert found["open_files"] == "Too many open files"
+    if "filesystem" in ACTIVE:  # the working directory is a tmpfs of disk_mb
+        assert found["disk"] == "No space left on device"
+    assert_all_questions_passed(card)
+
+
+def test_a_fresh_process_per_notebook_gets_the_same_sandbox(course, small, tmp_path):
+    """The subprocess executor (``python -m grader.worker``) enters the sandbox the same way."""
+    grader = Grader(course, executor=SubprocessExecutor())
+    path = write(fill(small.skeleton, NUMPY_CORRECT, append=[
+        TRY + "import os, json, socket\n"
+        f"found = {{'solutions': attempt(lambda: os.listdir({str(ROOT / 'solutions')!r})),\n"
+        "         'uid': os.getuid(), 'pid': os.getpid(),\n"
+        "         'net': attempt(lambda: socket.create_connection(('127.0.0.1', 9), timeout=1))}\n"
+        "raise RuntimeError('probe ' + json.dumps(found))"
+    ]), tmp_path / "fresh.ipynb")
+    card = grader.grade(small, path)
+    assert card.execution["executor"] == "subprocess"
+    assert card.execution["sandbox"] == list(FEATURES.active())
+    found = probe(card)
+    if "filesystem" in ACTIVE:
+        assert found["solutions"] == "FileNotFoundError"
+    if "network" in ACTIVE:
+        assert found["net"] == "ConnectionRefusedError"
+    if "user" in ACTIVE:
+        assert found["uid"] >= sandbox.UID_BASE
     assert_all_questions_passed(card)
 
 
@@ -444,6 +492,55 @@ def test_reference_values_never_reach_the_student_process(grader, small, tmp_pat
         sandbox.remove_workdir(workdir)
     assert not [e for e in encoded if e in wire]
     assert names == ["sub.ipynb"]  # the submission, and the assignment's data files (none here)
+
+
+def test_a_run_is_ended_when_the_grader_stops_listening(small):
+    """If the grader dies, nobody reads the channel any more: the keeper ends the run."""
+    executor = SubprocessExecutor()
+    job = Job(cells=(JobCell(1, "import time\ntime.sleep(120)"),), captures=(), limits=small.limits)
+    workdir = sandbox.prepare_workdir(())
+    wire = job.to_wire(workdir)
+    wire["sandbox"] = FEATURES.to_wire()
+    proc, fd = executor.spawn(wire, workdir)
+    try:
+        seen = b""
+        while b'"phase":"start"' not in seen:  # the cell is running
+            chunk = os.read(fd, 4096)
+            assert chunk, "the worker ended early"
+            seen += chunk
+        time.sleep(0.5)
+        assert proc.poll() is None  # the sleeping cell writes nothing, so only the keeper can end it
+        os.close(fd)
+        assert proc.wait(timeout=10) is not None
+    finally:
+        sandbox.terminate(proc.pid)
+        proc.wait()
+        sandbox.remove_workdir(workdir)
+
+
+def test_the_sandbox_refuses_to_run_what_it_cannot_isolate(tmp_path):
+    """A planned protection that fails is an error, never a quieter run."""
+    job = {"limits": dataclasses.asdict(Limits()), "workdir": str(tmp_path / "gone"), "sandbox": FEATURES.to_wire()}
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            sandbox.enter(job, channel=w)
+            os.write(w, b"ran")
+        except sandbox.SandboxError as exc:
+            os.write(w, f"refused: {exc}".encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    said = b""
+    while chunk := os.read(r, 4096):
+        said += chunk
+    os.close(r)
+    sandbox.terminate(pid)
+    os.waitpid(pid, 0)
+    if "filesystem" not in ACTIVE:
+        pytest.skip("nothing here needs the working directory before the student runs")
+    assert said.decode().startswith("refused: No such file or directory")
 
 
 def test_a_batch_goes_on_after_hostile_submissions(hand_in):
