@@ -6,7 +6,7 @@ that the grader survived, the scorecard says what happened, and the questions an
 hostile cell are still graded. Where a hostile cell has to tell us what it managed to do, it
 raises ``RuntimeError("probe {json}")``, which the scorecard carries back as that cell's error.
 
-The test assignment is attention_numpy with small limits (10 s per cell, or 2 s where a cell is
+The test assignment is attention_numpy with small limits (10 s per cell, or 3 s where a cell is
 meant to hang; 32 processes; 2 GB of memory) and no variant re-runs, so the whole file stays fast.
 """
 
@@ -67,8 +67,8 @@ def small(course):
 
 @pytest.fixture(scope="module")
 def quick(small):
-    """For cells meant to hang: 2 s per cell."""
-    return dataclasses.replace(small, limits=dataclasses.replace(small.limits, cell_timeout=2.0))
+    """For cells meant to hang: 3 s per cell."""
+    return dataclasses.replace(small, limits=dataclasses.replace(small.limits, cell_timeout=3.0))
 
 
 @pytest.fixture
@@ -156,7 +156,7 @@ def test_infinite_loop_ignoring_alarms_times_out_and_earlier_questions_are_grade
         assignment=quick,
     )
     assert card.status == "timeout"
-    assert card.reason == f"cell {HOSTILE} ran past the 2 s limit and was stopped"
+    assert card.reason == f"cell {HOSTILE} ran past the 3 s limit and was stopped"
     assert card.execution["errors"][0]["status"] == "timeout"
     assert_all_questions_passed(card)
 
@@ -575,7 +575,7 @@ def test_without_namespaces_limits_cleanup_and_environment_still_hold(course, qu
     assert "network" not in card.execution["sandbox"] and "filesystem" not in card.execution["sandbox"]
     assert "GRADER_TEST_SECRET" not in probe(card)["env"]
     assert card.status == "timeout"
-    assert card.reason == f"cell {HOSTILE + 1} ran past the 2 s limit and was stopped"
+    assert card.reason == f"cell {HOSTILE + 1} ran past the 3 s limit and was stopped"
     assert running_with(f"sleep\0{marker}") == []
     assert_all_questions_passed(card)
     assert weak.missing()[:2] == [
