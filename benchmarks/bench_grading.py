@@ -1,0 +1,290 @@
+"""Benchmark: grade the same generated class with each executor, in one run.
+
+    .venv/bin/python benchmarks/bench_grading.py                       # 200 submissions, --jobs 2, both executors
+    .venv/bin/python benchmarks/bench_grading.py -n 5000 --executors forking
+
+N submissions are generated, split evenly between the assignments (attention_numpy, NumPy, and
+attention_from_scratch, PyTorch), from each assignment's own solution and skeleton:
+
+    correct   the solution as a student would hand it in (markers and instructor cells removed)
+    wrong     the same with one typical mistake (no sqrt(d_k), softmax over the wrong axis, ...)
+    raising   the same with a cell that raises in the middle
+    blank     the skeleton, nothing filled in
+    slow      correct, then a cell that sleeps for --slow-seconds (--slow of them per assignment)
+
+Every submission is distinct (a numbered comment cell), so nothing is served from a cache. Each
+executor grades the same files with ``grader.batch.grade_all`` (the code behind ``grader grade``)
+and a fresh reference cache. Printed per executor and assignment: median and p95 of the wall time
+of one ``Grader.grade`` call (one submission, its variant re-runs included), throughput, the
+total wall time of the batch, and the peak memory of the whole process tree (this process, the
+forking server and its children, or the Jupyter kernels), sampled every 0.2 s: PSS (each shared
+page counted once, split among the processes sharing it) and, for comparison, the plain sum of RSS
+(which counts the server's preloaded libraries again in every child). The setup (server start,
+reference runs of the solutions) is reported on its own line and not included in the batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grader import batch, config  # noqa: E402
+from grader.grading import Grader  # noqa: E402
+
+MISTAKES = {
+    "attention_numpy": [
+        ("scores / np.sqrt(d_k)", "scores"),
+        ("axis=1, arr=scaled_scores", "axis=0, arr=scaled_scores"),
+        ("Q = X @ W_q.T", "Q = X @ W_q"),
+        ("output = attention_weights @ V", "output = attention_weights @ X"),
+    ],
+    "attention_from_scratch": [
+        ("attn_scores_2 / d_k**0.5", "attn_scores_2"),
+        ("torch.softmax(attn_scores, dim = -1)", "torch.softmax(attn_scores, dim = 0)"),
+        ("masked_scores / d_k**0.5", "masked_scores"),
+        ("attn_scores_2 / attn_scores_2.sum()", "torch.softmax(attn_scores_2, dim=0)"),
+    ],
+}
+MIX = (("correct", 0.55), ("wrong", 0.25), ("raising", 0.12), ("blank", 0.08))
+
+
+# -- the class ---------------------------------------------------------------------------------
+
+
+def as_handed_in(solution: Path) -> nbformat.NotebookNode:
+    """The solution without instructor cells and solution markers: a correct student notebook."""
+    nb = nbformat.read(str(solution), as_version=4)
+    nb.cells = [c for c in nb.cells if "instructor" not in c.get("metadata", {}).get("tags", [])]
+    for c in nb.cells:
+        if c.cell_type == "code":
+            lines = [ln for ln in c.source.splitlines() if ln.strip() not in ("# BEGIN SOLUTION", "# END SOLUTION")]
+            c.source = "\n".join(re.sub(r"\s*# SOLUTION\s*$", "", ln) for ln in lines)
+    return nb
+
+
+def generate(assignment: config.Assignment, n: int, slow: int, slow_seconds: float, folder: Path,
+             rng: random.Random) -> list[tuple[Path, str]]:
+    correct = as_handed_in(assignment.solution)
+    skeleton = nbformat.read(str(assignment.skeleton), as_version=4)
+    kinds = [kind for kind, share in MIX for _ in range(round(share * (n - slow)))]
+    kinds = (kinds + ["correct"] * n)[: n - slow] + ["slow"] * slow
+    rng.shuffle(kinds)
+    out = []
+    for i, kind in enumerate(kinds):
+        nb = nbformat.from_dict(json.loads(json.dumps(skeleton if kind == "blank" else correct)))
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        if kind == "wrong":
+            old, new = rng.choice([m for m in MISTAKES[assignment.name] if any(m[0] in c.source for c in code)])
+            cell = next(c for c in code if old in c.source)
+            cell.source = cell.source.replace(old, new, 1)
+        elif kind == "raising":
+            at = nb.cells.index(code[rng.randrange(2, len(code) - 1)])
+            nb.cells.insert(at, nbformat.v4.new_code_cell("raise RuntimeError('I got stuck here')"))
+        elif kind == "slow":
+            nb.cells.append(nbformat.v4.new_code_cell(f"import time\ntime.sleep({slow_seconds})"))
+        nb.cells.append(nbformat.v4.new_code_cell(f"# submission {i} ({kind})"))
+        path = folder / assignment.name / f"s{i:05d}_{kind}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, str(path))
+        out.append((path, kind))
+    return out
+
+
+# -- measuring ---------------------------------------------------------------------------------
+
+
+def _tree(root: int) -> list[int]:
+    pids, todo = [root], [root]
+    while todo:
+        p = todo.pop()
+        try:
+            for t in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+                pids += kids
+                todo += kids
+        except OSError:
+            continue
+    return pids
+
+
+def _memory(pid: int) -> tuple[int, int]:
+    """(PSS, RSS) of one process in kB; (0, 0) if it is gone or unreadable."""
+    pss = rss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+                elif line.startswith("Rss:"):
+                    rss = int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return pss, rss
+
+
+class TreeMemory(threading.Thread):
+    """Peak PSS and RSS summed over this process and all its descendants."""
+
+    def __init__(self, every: float = 0.2):
+        super().__init__(daemon=True)
+        self.every, self.stop_flag = every, threading.Event()
+        self.peak_pss = self.peak_rss = self.peak_procs = 0
+
+    def sample(self) -> None:
+        pids = _tree(os.getpid())
+        totals = [_memory(p) for p in pids]
+        self.peak_pss = max(self.peak_pss, sum(t[0] for t in totals))
+        self.peak_rss = max(self.peak_rss, sum(t[1] for t in totals))
+        self.peak_procs = max(self.peak_procs, len(pids))
+
+    def run(self) -> None:
+        while not self.stop_flag.wait(self.every):
+            self.sample()
+
+    def stop(self) -> None:
+        self.stop_flag.set()
+        self.join()
+        self.sample()
+
+
+class TimedGrader(Grader):
+    """A Grader that records the wall time of every grade() call."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.times: dict[Path, float] = {}
+
+    def grade(self, assignment, path, *, student=""):
+        started = time.perf_counter()
+        try:
+            return super().grade(assignment, path, student=student)
+        finally:
+            self.times[Path(path)] = time.perf_counter() - started
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def bench(executor_name: str, course: config.Course, classes: dict[str, list[tuple[Path, str]]],
+          jobs: int) -> dict:
+    executor = batch.make_executor(executor_name) if executor_name != "forking" else _fresh_forking()
+    course = dataclasses.replace(course, cache_dir=Path(tempfile.mkdtemp(prefix=f"bench-{executor_name}-")))
+    grader = TimedGrader(course, executor)
+    memory = TreeMemory()
+    memory.start()
+    started = time.perf_counter()
+    if hasattr(executor, "start"):
+        executor.start()
+    for name in classes:
+        grader.references.get(course.assignment(name))
+    setup = time.perf_counter() - started
+    result = {"executor": executor_name, "jobs": jobs, "setup_s": setup, "assignments": {}}
+    all_times: list[float] = []
+    batch_wall = 0.0
+    for name, subs in classes.items():
+        assignment = course.assignment(name)
+        items = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=batch.sha256_of(p)) for p, _ in subs]
+        t0 = time.perf_counter()
+        outcome = batch.grade_all(grader, assignment, items, jobs=jobs)
+        wall = time.perf_counter() - t0
+        batch_wall += wall
+        times = [grader.times[p] for p, _ in subs]
+        all_times += times
+        statuses: dict[str, int] = {}
+        for card in outcome.cards:
+            statuses[card.status] = statuses.get(card.status, 0) + 1
+        result["assignments"][name] = {
+            "n": len(subs), "median_ms": 1000 * statistics.median(times), "p95_ms": 1000 * percentile(times, 95),
+            "throughput_per_s": len(subs) / wall, "total_s": wall, "statuses": statuses,
+            "scores": {p.name: card.score for (p, _), card in zip(subs, outcome.cards)},
+        }
+    memory.stop()
+    close = getattr(executor, "close", None)
+    if close is not None:
+        close()
+    result.update({
+        "n": len(all_times), "median_ms": 1000 * statistics.median(all_times),
+        "p95_ms": 1000 * percentile(all_times, 95), "throughput_per_s": len(all_times) / batch_wall,
+        "total_s": batch_wall, "peak_pss_mb": memory.peak_pss / 1024, "peak_rss_sum_mb": memory.peak_rss / 1024,
+        "peak_processes": memory.peak_procs,
+    })
+    return result
+
+
+def _fresh_forking():
+    from grader.forkserver import ForkingExecutor
+
+    return ForkingExecutor()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-n", type=int, default=200, help="submissions in total, split between the assignments")
+    ap.add_argument("--jobs", "-j", type=int, default=2)
+    ap.add_argument("--executors", default="forking,jupyter")
+    ap.add_argument("--assignments", default="attention_numpy,attention_from_scratch")
+    ap.add_argument("--slow", type=int, default=2, help="slow submissions per assignment")
+    ap.add_argument("--slow-seconds", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--json", help="also write the results to this file")
+    args = ap.parse_args(argv)
+
+    course = config.load(ROOT / "config.yaml")
+    names = [a for a in args.assignments.split(",") if a]
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory(prefix="bench-class-") as tmp:
+        classes = {}
+        for k, name in enumerate(names):
+            share = args.n // len(names) + (1 if k < args.n % len(names) else 0)
+            classes[name] = generate(course.assignment(name), share, args.slow, args.slow_seconds, Path(tmp), rng)
+        print(f"{args.n} submissions ({', '.join(f'{len(v)} {k}' for k, v in classes.items())}), "
+              f"--jobs {args.jobs}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}", flush=True)
+        results = []
+        for executor in [e for e in args.executors.split(",") if e]:
+            r = bench(executor, course, classes, args.jobs)
+            results.append(r)
+            print(f"\n{executor}: setup {r['setup_s']:.1f} s (server start and reference runs, not counted below)")
+            print(f"  {'assignment':<24}{'n':>6}{'median':>10}{'p95':>10}{'throughput':>13}{'total':>10}  statuses")
+            rows = [(a, v) for a, v in r["assignments"].items()] + [("all", r)]
+            for a, v in rows:
+                statuses = ", ".join(f"{k} {c}" for k, c in sorted(v.get("statuses", {}).items()))
+                print(f"  {a:<24}{v['n']:>6}{v['median_ms']:>8.0f}ms{v['p95_ms']:>8.0f}ms"
+                      f"{v['throughput_per_s']:>11.1f}/s{v['total_s']:>9.1f}s  {statuses}")
+            print(f"  peak memory of the process tree: {r['peak_pss_mb']:.0f} MB PSS "
+                  f"({r['peak_rss_sum_mb']:.0f} MB if RSS is summed per process), up to {r['peak_processes']} processes",
+                  flush=True)
+        if len(results) == 2:
+            a, b = results
+            same = all(a["assignments"][n]["scores"] == b["assignments"][n]["scores"] for n in names)
+            print(f"\n{a['executor']} vs {b['executor']}: median {b['median_ms'] / a['median_ms']:.0f}x faster, "
+                  f"throughput {a['throughput_per_s'] / b['throughput_per_s']:.0f}x higher; "
+                  f"identical scores on every submission: {'yes' if same else 'NO'}")
+        print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
