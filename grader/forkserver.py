@@ -441,6 +441,81 @@ class ForkServer:
 class _Child:
     pid: int
     server: ForkServer
+    workdir: str
+
+
+class _Cleaner:
+    """Ends finished children off the critical path: ``sandbox.terminate``, then the server may reap.
+
+    A notebook's result is complete at its last frame; killing what is left of its process tree
+    takes a few milliseconds more (mostly waiting for SIGKILL to land). Doing that here lets the
+    grader go on at once. The child stays unreaped (a zombie held by the server) until then, so its
+    pid and process group cannot be reused; its working directory is removed again afterwards in
+    case anything it left running wrote there. With more than ``backlog`` waiting, finish() does
+    the work itself, so the backlog stays bounded however fast notebooks end."""
+
+    def __init__(self, release: Any, backlog: int = 16):
+        self.release, self.backlog = release, backlog
+        self.queue: list[_Child] = []
+        self.cond = threading.Condition()
+        self.busy = 0
+        self.stopped = False
+        self.thread: threading.Thread | None = None
+
+    def submit(self, child: _Child) -> None:
+        with self.cond:
+            if len(self.queue) < self.backlog and not self.stopped:
+                self.queue.append(child)
+                if self.thread is None:
+                    self.thread = threading.Thread(target=self._loop, name="grader-cleaner", daemon=True)
+                    self.thread.start()
+                self.cond.notify_all()
+                return
+        self.clean(child)
+
+    def clean(self, child: _Child) -> None:
+        sandbox.terminate(child.pid)
+        self.release(child)
+        if os.path.isdir(child.workdir):
+            sandbox.remove_workdir(child.workdir)
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                while not self.queue and not self.stopped:
+                    self.cond.wait()
+                if not self.queue:
+                    return
+                child = self.queue.pop(0)
+                self.busy += 1
+            try:
+                self.clean(child)
+            except Exception:  # never lose the thread; the server ends the rest when it stops
+                pass
+            finally:
+                with self.cond:
+                    self.busy -= 1
+                    self.cond.notify_all()
+
+    def drain(self) -> None:
+        """Clean everything still waiting, here and now."""
+        while True:
+            with self.cond:
+                if not self.queue:
+                    while self.busy:
+                        self.cond.wait(timeout=1.0)
+                    return
+                child = self.queue.pop(0)
+            self.clean(child)
+
+    def stop(self) -> None:
+        self.drain()
+        with self.cond:
+            self.stopped = True
+            self.cond.notify_all()
+            thread, self.thread = self.thread, None
+        if thread is not None:
+            thread.join()
 
 
 _LIVE: "weakref.WeakSet[ForkingExecutor]" = weakref.WeakSet()
@@ -452,13 +527,16 @@ class ForkingExecutor:
     name = "forking"
 
     def __init__(self, preload: tuple[str, ...] = PRELOAD, python: str = sys.executable,
-                 start_timeout: float = START_TIMEOUT, pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT):
+                 start_timeout: float = START_TIMEOUT, pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT,
+                 features: sandbox.Features | None = None):
         self.modules, self.python, self.pool = tuple(preload), python, pool
         self.start_timeout, self.reply_timeout = start_timeout, reply_timeout
         self._server: ForkServer | None = None
         self._lock = threading.Lock()
         self.restarts = 0  # how many times a dead server was replaced
         self.closed = False
+        self.features = features  # None: whatever sandbox.features() finds on this platform
+        self._cleaner = _Cleaner(self._release)
         _LIVE.add(self)
 
     # -- the two calls run_with_retries needs --------------------------------------------------
@@ -489,13 +567,16 @@ class ForkingExecutor:
                 f.write(json.dumps(wire).encode())
         except BrokenPipeError:
             pass  # the child is gone already; the event pipe says so
-        return _Child(pid, server), event_r
+        return _Child(pid, server, workdir), event_r
 
     def finish(self, handle: _Child) -> None:
-        sandbox.terminate(handle.pid)  # the server keeps it unreaped until released: no pid reuse
+        """The notebook is over: its process tree is ended (here, or soon by the cleaner thread)."""
+        self._cleaner.submit(handle)
+
+    def _release(self, handle: _Child) -> None:
         with self._lock:
             if handle.server is self._server:
-                handle.server.release(handle.pid)
+                handle.server.release(handle.pid)  # now the server may reap it
 
     def run(self, job: Any) -> Any:
         from .execute import run_with_retries
@@ -528,8 +609,13 @@ class ForkingExecutor:
     def server(self) -> ForkServer | None:
         return self._server
 
+    def settle(self) -> None:
+        """Wait until every finished notebook's processes are gone (they are ended in the background)."""
+        self._cleaner.drain()
+
     def close(self) -> None:
         """Stop the server and every notebook still running; later notebooks are refused."""
+        self._cleaner.stop()
         with self._lock:
             self.closed = True
             if self._server is not None:

@@ -151,11 +151,13 @@ def test_a_stopped_server_is_replaced_after_the_reply_timeout():
 
 def test_no_descriptor_or_child_is_left_behind_after_many_notebooks(executor):
     executor.run(job("pass"))
+    executor.settle()
     fds = len(os.listdir("/proc/self/fd"))
     threads = threading.active_count()
     for i in range(25):
         run = executor.run(job(f"x = {i}", "raise ValueError('no')" if i % 5 == 0 else "y = 1", capture=("x",)))
         assert value(run, "x") == i
+    executor.settle()  # finished notebooks are ended in the background; wait for that
     assert len(os.listdir("/proc/self/fd")) == fds
     assert threading.active_count() == threads
     deadline = time.monotonic() + 5  # a killed child is reaped once it has finished dying
