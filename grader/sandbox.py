@@ -455,19 +455,19 @@ def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None) ->
     keeper = os.getpid()
     uid = job_uid(keeper) if plan.drop_user else None
     real_uid, real_gid = os.getuid(), os.getgid()
-    flags = (
-        (CLONE_NEWUSER if plan.user_ns else 0)
-        | (CLONE_NEWNS if plan.mount_ns else 0)
-        | (CLONE_NEWNET if plan.net_ns else 0)
-        | (CLONE_NEWPID if plan.pid_ns else 0)
-        | (CLONE_NEWIPC if plan.ipc_ns else 0)
-    )
-    if flags:
-        _unshare(flags)
+    # The keeper takes only what its child needs from it (a user namespace for privileges, a pid
+    # namespace to be born into); the child takes the rest, so the keeper keeps the host's view.
+    first = (CLONE_NEWUSER if plan.user_ns else 0) | (CLONE_NEWPID if plan.pid_ns else 0)
+    rest = (CLONE_NEWNS if plan.mount_ns else 0) | (CLONE_NEWNET if plan.net_ns else 0) | (
+        CLONE_NEWIPC if plan.ipc_ns else 0)
+    if first:
+        _unshare(first)
     if plan.user_ns:
         _map_ids(real_uid, real_gid)
-    _fork_keeper(channel, subreaper=not plan.pid_ns)
+    _fork_keeper(channel, workdir, subreaper=not plan.pid_ns)
     _die_with_parent()
+    if rest:
+        _unshare(rest)
     if plan.net_ns:
         _loopback_up()
     owner = uid if uid is not None else real_uid
@@ -558,7 +558,7 @@ def _own_session() -> None:
         pass
 
 
-def _fork_keeper(channel: int | None, *, subreaper: bool) -> None:
+def _fork_keeper(channel: int | None, workdir: str, *, subreaper: bool) -> None:
     """Fork; the parent stays behind as the keeper and never returns."""
     if subreaper:
         _prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the student come back to the keeper
@@ -568,11 +568,16 @@ def _fork_keeper(channel: int | None, *, subreaper: bool) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     _close_fds(channel)
-    code = _wait_watching(pid, channel)
+    code, abandoned = _wait_watching(pid, channel)
     if subreaper:
         for p in _stop_tree(os.getpid()):
             _signal(p, signal.SIGKILL)
         _reap_all()
+    if abandoned:  # the grader may be gone for good: do not leave its working directory behind
+        try:
+            remove_workdir(workdir)
+        except OSError:
+            pass
     os._exit(code)
 
 
@@ -588,8 +593,11 @@ def _reap_all(timeout: float = 5.0) -> None:
             time.sleep(0.005)
 
 
-def _wait_watching(pid: int, channel: int | None) -> int:
-    """Wait for the child; kill it if nobody reads the channel any more (the grader has gone)."""
+def _wait_watching(pid: int, channel: int | None) -> tuple[int, bool]:
+    """Wait for the child; kill it if nobody reads the channel any more (the grader has gone).
+
+    Returns the child's exit code, and whether the channel was abandoned."""
+    abandoned = False
     poller = select.poll()
     try:
         pidfd = os.pidfd_open(pid)
@@ -602,9 +610,9 @@ def _wait_watching(pid: int, channel: int | None) -> int:
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
-            return 1
+            return 1, abandoned
         if done:
-            return _exit_code(status)
+            return _exit_code(status), abandoned
         try:
             events = poller.poll(None if pidfd is not None else 200)
         except InterruptedError:
@@ -613,6 +621,7 @@ def _wait_watching(pid: int, channel: int | None) -> int:
             if fd == channel and ev & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
                 _signal(pid, signal.SIGKILL)
                 poller.unregister(channel)
+                abandoned = True
 
 
 def _fork_init() -> None:

@@ -94,6 +94,16 @@ def assert_all_questions_passed(card) -> None:
     assert {q.id: q.status for q in card.questions} == dict.fromkeys(ALL_QUESTIONS, "passed")
 
 
+def soon(condition, timeout: float = 5.0) -> bool:
+    """Whether the condition holds within the timeout (an executor may end a tree off its critical path)."""
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def running_with(marker: str) -> list[int]:
     """Processes on this machine whose command line contains the marker."""
     found = []
@@ -239,32 +249,32 @@ def test_process_floods_are_stopped_and_nothing_is_left_running(hand_in, kind):
     found = probe(card)
     if kind != "daemon escaping its group":
         assert found["error"] == "[Errno 11] Resource temporarily unavailable"
-    assert running_with(f"sleep\0{marker}") == []
+    assert soon(lambda: running_with(f"sleep\0{marker}") == []), running_with(f"sleep\0{marker}")
     if found["uid"] >= sandbox.UID_BASE:
-        assert sandbox._processes_of(found["uid"]) == []
+        assert soon(lambda: sandbox._processes_of(found["uid"]) == []), sandbox._processes_of(found["uid"])
 
 
 @pytest.mark.parametrize("code, status, error", [
     ("import sys\nsys.exit(3)", "graded", "SystemExit: 3"),
     ("import os\nos._exit(0)", "crashed", "ProcessExit: cell {n} ended the Python process"),
-    ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)", None, None),
+    ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)", "graded", "PermissionError: [Errno 1] Operation not permitted"),
     ("import os, signal\nos.killpg(os.getpgid(0), signal.SIGKILL)", "crashed",
      "ProcessExit: cell {n} ended the Python process"),
 ], ids=["sys.exit", "os._exit", "kill parent", "kill own group"])
-def test_exits_and_kills_end_at_most_the_notebook(hand_in, grader, small, code, status, error):
+def test_exits_and_kills_end_at_most_the_notebook(hand_in, code, status, error):
     card = hand_in(code)
+    if "getppid" in code and "user" not in ACTIVE:
+        # Without a user of its own the parent may be the student's to kill, and the run ends with it.
+        assert card.status == "graded" or card.status == "crashed" and card.reason
+        return
     assert_all_questions_passed(card)  # graded up to that point, and past it
     [item] = card.execution["errors"]
     assert item["cell"] == HOSTILE
-    if status is None:  # the parent is root's, or the namespace's init: out of reach either way
-        assert card.status in ("graded", "crashed")
-    else:
-        assert card.status == status
-        assert item["error"].startswith(error.format(n=HOSTILE))
+    assert card.status == status
+    assert item["error"].startswith(error.format(n=HOSTILE))
     if card.status == "crashed":
         assert card.reason.startswith(f"cell {HOSTILE} ended the Python process")
-    # and the grader goes on with the next submission
-    assert hand_in("y = 2", name="next").status == "graded"
+    assert hand_in("y = 2", name="next").status == "graded"  # and the grader goes on
 
 
 def test_100_mb_of_output_is_truncated_with_a_note(hand_in):
@@ -495,7 +505,7 @@ def test_reference_values_never_reach_the_student_process(grader, small, tmp_pat
 
 
 def test_a_run_is_ended_when_the_grader_stops_listening(small):
-    """If the grader dies, nobody reads the channel any more: the keeper ends the run."""
+    """If the grader dies, nobody reads the channel any more: the keeper ends the run and cleans up."""
     executor = SubprocessExecutor()
     job = Job(cells=(JobCell(1, "import time\ntime.sleep(120)"),), captures=(), limits=small.limits)
     workdir = sandbox.prepare_workdir(())
@@ -512,6 +522,7 @@ def test_a_run_is_ended_when_the_grader_stops_listening(small):
         assert proc.poll() is None  # the sleeping cell writes nothing, so only the keeper can end it
         os.close(fd)
         assert proc.wait(timeout=10) is not None
+        assert not os.path.exists(workdir), "the keeper removes the working directory of an abandoned run"
     finally:
         sandbox.terminate(proc.pid)
         proc.wait()
@@ -576,7 +587,7 @@ def test_without_namespaces_limits_cleanup_and_environment_still_hold(course, qu
     assert "GRADER_TEST_SECRET" not in probe(card)["env"]
     assert card.status == "timeout"
     assert card.reason == f"cell {HOSTILE + 1} ran past the 3 s limit and was stopped"
-    assert running_with(f"sleep\0{marker}") == []
+    assert soon(lambda: running_with(f"sleep\0{marker}") == []), running_with(f"sleep\0{marker}")
     assert_all_questions_passed(card)
     assert weak.missing()[:2] == [
         "network: no network namespace here, so student code can reach the network",
