@@ -15,7 +15,7 @@ from .capture import Value
 from .compare import check_property, compare
 from .config import Assignment, Check, Question
 from .execute import Captured, CellRun
-from .notebook import BLANK_NAME, BlankReport, CellInfo, blank_report, identifiers
+from .notebook import BLANK_NAME, BlankReport, CellInfo, blank_report, dependencies, identifiers
 from .scorecard import CheckResult, QuestionResult
 from .variants import GIVEN_PREFIX
 
@@ -156,6 +156,14 @@ def _names_list(names: tuple[str, ...]) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
+def _inputs_behind(check: Check, ctx: Context, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The varied inputs this check's value is computed from in the student's notebook (all of
+    them when the data flow cannot tell), so the message names what matters."""
+    deps = dependencies(ctx.infos, names)
+    found = set().union(*(deps.get(n, set()) for n in _names(check)))
+    return tuple(n for n in names if n in found) or names
+
+
 def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
     """Re-check a value that matched on the notebook's data on every variant that changes it.
     Messages never show a variant's values: the student never sees those inputs."""
@@ -167,8 +175,9 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
         if check.kind == "value" and check.target in run.names:
             continue  # the variant put this very value in place: comparing it would test nothing
         res.variants += 1
-        changed = _names_list(run.names)
-        verb = "changes" if len(run.names) == 1 else "change"
+        varied = _inputs_behind(check, ctx, run.names)
+        changed = _names_list(varied)
+        verb = "changes" if len(varied) == 1 else "change"
         got = run.student.get(check.id)
         if got is None or got.value is None:
             cause = ""

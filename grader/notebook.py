@@ -341,10 +341,9 @@ class BlankReport:
     tainted: dict[str, Blank]  # name -> the blank it depends on
 
     def cause(self, names: set[str]) -> Blank | None:
-        for name in sorted(names):
-            if name in self.tainted:
-                return self.tainted[name]
-        return None
+        """The first blank, in notebook order, that any of these names depends on."""
+        found = [self.tainted[n] for n in names if n in self.tainted]
+        return min(found, key=lambda b: (b.cell, b.line)) if found else None
 
 
 def blank_report(infos: list[CellInfo]) -> BlankReport:
@@ -382,3 +381,22 @@ def identifiers(expr: str) -> set[str]:
     except SyntaxError:
         return set()
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def dependencies(infos: list[CellInfo], sources: tuple[str, ...]) -> dict[str, set[str]]:
+    """Which of ``sources`` each name's value is computed from, following the data flow statement
+    by statement (a fresh rebinding that reads none of them clears the dependency)."""
+    deps: dict[str, set[str]] = {s: {s} for s in sources}
+    for info in infos:
+        if info.cell.skipped:
+            continue
+        for binds, reads in info.statements or [(info.binds, info.reads)]:
+            found: set[str] = set()
+            for name in reads:
+                found |= deps.get(name, set())
+            for name in binds:
+                if found:
+                    deps[name] = (deps.get(name, set()) | found) if name in reads else set(found)
+                elif name not in reads and name not in sources:
+                    deps.pop(name, None)
+    return deps

@@ -180,7 +180,7 @@ FIRST_BLANK = {
                             "`sim_swam_bank = ?`.",
     "tokens_to_multihead": "`tokens` is not answered yet: fill in the blank `?` at cell 2, line 20: `?`.",
     "attention_french": "`torch.stack([W_Q, W_K, W_V])` is not answered yet: fill in the blank `?` at cell 5, "
-                        "line 3: `W_K = ?`.",
+                        "line 2: `W_Q = ?`.",
     # attn_scores_2 is checked before cell 10 rebinds it: the blank to fill is the block in cell 2.
     "attention_from_scratch": "`attn_scores_2` is not answered yet: fill in the blank `?` at cell 2, line 3: `?`.",
 }

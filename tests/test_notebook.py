@@ -100,3 +100,22 @@ def test_blank_taint_follows_data_flow_statement_by_statement():
 def test_magics_do_not_break_analysis():
     info = notebook.analyse([notebook.Cell(1, "%matplotlib inline\n!ls\nx = 1")])[0]
     assert info.binds == {"x"} and info.syntax_error is None
+
+
+def test_dependencies_follow_the_data_flow():
+    cells = [
+        notebook.Cell(1, "X = np.eye(2)\nW_q = np.eye(2)\nW_v = np.eye(2)"),
+        notebook.Cell(2, "Q = X @ W_q.T\nV = X @ W_v.T\nd_k = 2"),
+        notebook.Cell(3, "scores = Q @ Q.T / d_k\nout = scores @ V"),
+        notebook.Cell(4, "V = np.ones(2)"),
+    ]
+    deps = notebook.dependencies(notebook.analyse(cells), ("X", "W_q", "W_v"))
+    assert deps["scores"] == {"X", "W_q"}
+    assert deps["out"] == {"X", "W_q", "W_v"}
+    assert "d_k" not in deps and "V" not in deps  # V rebound from constants in cell 4
+
+
+def test_blank_cause_is_the_first_blank_in_notebook_order():
+    cells = [notebook.Cell(1, "W_Q = ?\nW_K = ?"), notebook.Cell(2, "Q = W_Q + W_K")]
+    report = notebook.blank_report(notebook.analyse(cells))
+    assert report.cause({"Q", "W_K", "W_Q"}).where() == "cell 1, line 1: `W_Q = ?`"

@@ -53,8 +53,9 @@ def test_fixed_d_k_loses_scaled_scores_on_the_variant_that_changes_d_out(submit)
     card = submit({**NUMPY_CORRECT, "scaled_scores": "scores / np.sqrt(2)"})
     scaled = question(card, "scaled")
     assert scaled.status == "failed"
-    assert scaled.feedback[0] == ("`scaled_scores` is correct for the notebook's data but not when `X`, `W_q`, `W_k` "
-                                  "and `W_v` change (its values do not follow): is a value typed in, or a size or "
+    # named: only the inputs scaled_scores is computed from in this notebook (not W_v)
+    assert scaled.feedback[0] == ("`scaled_scores` is correct for the notebook's data but not when `X`, `W_q` and "
+                                  "`W_k` change (its values do not follow): is a value typed in, or a size or "
                                   "constant fixed, rather than computed?")
     assert question(card, "scores").status == "passed"
 
