@@ -465,7 +465,10 @@ def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None) ->
     if plan.user_ns:
         _map_ids(real_uid, real_gid)
     _fork_keeper(channel, workdir, subreaper=not plan.pid_ns)
-    _die_with_parent()
+    if plan.pid_ns:
+        _die_with_parent()  # the namespace's init goes with the keeper, and everything in it with init
+    # Without a pid namespace the student outlives a keeper it killed and finishes the notebook; the
+    # grader ends it afterwards through its group (and its uid, as root).
     if rest:
         _unshare(rest)
     if plan.net_ns:
@@ -490,7 +493,8 @@ def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None) ->
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
         _prctl(PR_SET_DUMPABLE, 1)  # /proc/self stays the student's own after the uid change
-        _die_with_parent()  # cleared by the uid change
+        if plan.pid_ns:
+            _die_with_parent()  # cleared by the uid change
     elif plan.user_ns:
         _drop_capabilities()
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
