@@ -23,7 +23,7 @@ import nbformat
 
 from .errors import NotebookError
 
-MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
+MAX_NOTEBOOK_BYTES = 20_000_000  # 20 MB, as the message says
 SKIP_TAG = "skip-grading"
 BLANK_NAME = "__grader_blank__"
 

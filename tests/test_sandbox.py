@@ -432,7 +432,7 @@ def test_values_that_cannot_be_captured_fail_their_check_with_a_reason(hand_in, 
 
 @pytest.mark.parametrize("content, reason", [
     (b"print('this is a script, not a notebook')\n", "The file is not JSON, so not a notebook (line 1: Expecting value)."),
-    (None, "The notebook is 52.4 MB, larger than the 21 MB limit; clear large outputs or embedded images and "
+    (None, "The notebook is 52.4 MB, larger than the 20 MB limit; clear large outputs or embedded images and "
            "submit again."),
 ], ids=["not a notebook", "50 MB"])
 def test_unreadable_submissions_are_invalid_with_the_reason(grader, small, tmp_path, content, reason):
