@@ -823,6 +823,10 @@ def _build_root(workdir: str, disk_mb: int, owner: int, *, fresh_proc: bool) -> 
     root = os.path.join(workdir, ROOT_NAME)
     os.mkdir(root, 0o755)
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m")
+    size = f"size={disk_mb}m"
+    # /tmp first: a project or virtual environment that lives under /tmp (a CI checkout, say) is
+    # bound in below and must stay visible on top of the student's empty /tmp.
+    _mount("tmpfs", _make_point(root, "/tmp", directory=True), "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
     for path, source in _readonly_paths():
         if source.startswith("link:"):
             target = root + path
@@ -839,7 +843,6 @@ def _build_root(workdir: str, disk_mb: int, owner: int, *, fresh_proc: bool) -> 
     for name, to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                      ("stderr", "/proc/self/fd/2")):
         os.symlink(to, f"{dev}/{name}")
-    size = f"size={disk_mb}m"
     _mount("tmpfs", _make_point(root, "/dev/shm", directory=True), "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
     proc = _make_point(root, "/proc", directory=True)
     try:
@@ -850,7 +853,6 @@ def _build_root(workdir: str, disk_mb: int, owner: int, *, fresh_proc: bool) -> 
         _bind("/proc", proc, writable=True)
     if os.path.isdir("/sys"):
         _bind("/sys", _make_point(root, "/sys", directory=True))
-    _mount("tmpfs", _make_point(root, "/tmp", directory=True), "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
     # The working directory: a tmpfs of the student's own, the prepared files bound in read-only.
     home = _make_point(root, workdir, directory=True)
     _mount("tmpfs", home, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=700,uid={owner},gid={owner},{size}")

@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -606,3 +607,34 @@ def test_unprivileged_grader_uses_a_user_namespace(hand_in):
     assert found["uid"] == os.getuid()
     assert found["caps"] == ["CapEff:\t0000000000000000\n"]
     assert {"userns", "network", "filesystem", "processes"} <= set(card.execution["sandbox"])
+
+
+def test_a_grader_installed_under_tmp_stays_visible_to_the_student(tmp_path):
+    """CI often checks a project out under /tmp; the student's empty /tmp must not hide it."""
+    assert str(tmp_path).startswith("/tmp/")
+    copy = tmp_path / "checkout"
+    shutil.copytree(ROOT / "grader", copy / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    # grader.testing is never imported by the worker itself, so this import reads the bound copy.
+    submission = write(fill(ROOT / "assignments/attention_numpy/attention_numpy.ipynb", NUMPY_CORRECT,
+                            append=["import grader.testing\nprint(grader.testing.__file__)"]), tmp_path / "sub.ipynb")
+    script = (
+        "import sys, json, dataclasses, pathlib\n"
+        f"sys.path.insert(0, {str(copy)!r})\n"
+        "import grader\n"
+        f"assert grader.__file__.startswith({str(copy)!r}), grader.__file__\n"
+        "from grader import config\n"
+        "from grader.execute import SubprocessExecutor\n"
+        "from grader.grading import Grader\n"
+        f"course = dataclasses.replace(config.load({str(ROOT / 'config.yaml')!r}), "
+        f"cache_dir=pathlib.Path({str(tmp_path / 'cache')!r}))\n"
+        "a = course.assignment('attention_numpy')\n"
+        "a = dataclasses.replace(a, variants=dataclasses.replace(a.variants, count=0))\n"
+        f"card = Grader(course, executor=SubprocessExecutor()).grade(a, pathlib.Path({str(submission)!r}))\n"
+        "print(json.dumps([card.score, card.max_score, card.execution['errors'], card.execution.get('sandbox')]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    score, max_score, errors, features = json.loads(proc.stdout.splitlines()[-1])
+    assert errors == []
+    assert score == max_score
+    assert features == list(FEATURES.active())
