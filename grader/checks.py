@@ -7,6 +7,7 @@ reference within tolerance, do its properties hold, and if not, does it match a 
 
 from __future__ import annotations
 
+import ast
 import builtins
 import re
 from dataclasses import dataclass, replace
@@ -15,7 +16,7 @@ from .capture import Value
 from .compare import check_property, compare
 from .config import Assignment, Check, Question
 from .execute import Captured, CellRun
-from .notebook import BLANK_NAME, BlankReport, CellInfo, blank_report, dependencies, identifiers
+from .notebook import BLANK_NAME, BlankReport, CellInfo, blank_report, dependencies, identifiers, module_level_binds
 from .scorecard import CheckResult, QuestionResult
 from .variants import GIVEN_PREFIX
 
@@ -164,6 +165,32 @@ def _inputs_behind(check: Check, ctx: Context, names: tuple[str, ...]) -> tuple[
     return tuple(n for n in names if n in found) or names
 
 
+_FRAME = re.compile(r"^cell \d+, line \d+: (.*)$")
+
+
+def _someone_elses_failure(check: Check, cell: CellRun, run: VariantRun, ctx: Context) -> bool:
+    """Whether a variant run lost this check's value to a failure in code that computes something
+    else: a statement binding other names (``Q = ...`` failing before ``V = ...`` in the same cell),
+    or a NameError for a value an earlier cell failed to compute."""
+    if cell.status != "error":
+        return False
+    m = _UNDEFINED.match(cell.evalue) if cell.ename == "NameError" else None
+    if m and m.group(1) not in _names(check):
+        earlier = next((c for info, c in zip(ctx.infos, run.cells)
+                        if m.group(1) in info.binds and c.status in ("error", "timeout", "crashed")), None)
+        if earlier is not None and earlier.pos < cell.pos:
+            return True
+    frame = _FRAME.match(cell.traceback[-1]) if cell.traceback else None
+    if frame is None:
+        return False
+    try:
+        tree = ast.parse(frame.group(1).strip())
+    except SyntaxError:
+        return False
+    binds = module_level_binds(tree)
+    return bool(binds) and not (binds & _names(check))
+
+
 def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
     """Re-check a value that matched on the notebook's data on every variant that changes it.
     Messages never show a variant's values: the student never sees those inputs."""
@@ -174,20 +201,22 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
             continue  # this variant does not change the answer, so it tests nothing here
         if check.kind == "value" and check.target in run.names:
             continue  # the variant put this very value in place: comparing it would test nothing
+        got = run.student.get(check.id)
+        failed_cell = None
+        if got is None or got.value is None:
+            for name in sorted(_names(check)):
+                failed_cell = next((cell for info, cell in zip(ctx.infos, run.cells)
+                                    if name in info.binds and cell.status in ("error", "timeout", "crashed")), None)
+                if failed_cell is not None:
+                    break
+            if failed_cell is not None and _someone_elses_failure(check, failed_cell, run, ctx):
+                continue  # another answer's code broke first: that answer loses its points, not this one
         res.variants += 1
         varied = _inputs_behind(check, ctx, run.names)
         changed = _names_list(varied)
         verb = "changes" if len(varied) == 1 else "change"
-        got = run.student.get(check.id)
         if got is None or got.value is None:
-            cause = ""
-            for name in sorted(_names(check)):
-                for info, cell in zip(ctx.infos, run.cells):
-                    if name in info.binds and cell.status in ("error", "timeout", "crashed"):
-                        cause = f": {_cell_error(cell)}"
-                        break
-                if cause:
-                    break
+            cause = f": {_cell_error(failed_cell)}" if failed_cell is not None else ""
             if not cause and got is not None and got.error:
                 where = f" ({got.traceback[-1]})" if got.traceback else ""
                 cause = f": {got.error}{where}"

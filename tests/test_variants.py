@@ -131,3 +131,16 @@ def test_injection_points_skip_rebindings_that_read_the_name():
     cells = [notebook.Cell(1, "X = np.eye(2)"), notebook.Cell(2, "X = X.astype(np.float32)"),
              notebook.Cell(3, "X = np.eye(2)  # repeated data cell")]
     assert variants.injection_points(notebook.analyse(cells), ("X",)) == {"X": [0, 2]}
+
+
+def test_a_variant_failure_costs_only_the_answer_whose_code_failed(submit):
+    # Q only works for a 2x2 W_q: variant 2 (d_out 3) breaks its line, before K and V in the same
+    # cell and before every later cell. Only Q loses its point; K, V and the rest are not blamed.
+    card = submit({**NUMPY_CORRECT, "Q": "X @ W_q.reshape(2, 2).T"})
+    qkv = question(card, "qkv")
+    assert (qkv.status, qkv.score) == ("partial", 2)
+    assert qkv.feedback == [
+        "`Q` is correct for the notebook's data, but the code fails when `X` and `W_q` change: cell 4 raised "
+        "ValueError: cannot reshape array of size 6 into shape (2,2) (cell 4, line 1: Q = X @ W_q.reshape(2, 2).T)."]
+    assert {q.id for q in card.questions if q.status != "passed"} == {"qkv"}
+    assert card.score == card.max_score - 1
