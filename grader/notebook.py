@@ -139,6 +139,8 @@ def find_blanks(source: str, cell: int = 0) -> list[Blank]:
 
     IPython's help syntax (``obj?``, ``?obj``) is not a blank.
     """
+    if "?" not in source:
+        return []
     blanks: list[Blank] = []
     lines = source.splitlines()
     prev: tokenize.TokenInfo | None = None
@@ -242,22 +244,6 @@ class CellInfo:
     syntax_error: str | None = None
 
 
-def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
-    binds: set[str] = set()
-    reads: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (binds if isinstance(node.ctx, (ast.Store, ast.Del)) else reads).add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            binds.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                binds.add((alias.asname or alias.name).split(".")[0])
-        elif isinstance(node, ast.Global):
-            binds.update(node.names)
-    return binds, reads
-
-
 def module_level_binds(tree: ast.Module) -> set[str]:
     """Names a cell binds in the notebook's namespace (not inside functions or classes)."""
     binds: set[str] = set()
@@ -303,11 +289,12 @@ def analyse(cells: list[Cell]) -> list[CellInfo]:
             info.binds = set(re.findall(r"^([A-Za-z_]\w*)\s*=(?!=)", src, re.M))
             infos.append(info)
             continue
-        info.binds = module_level_binds(tree)
-        _, info.reads = _names(tree)
-        for stmt in tree.body:
-            one = ast.Module(body=[stmt], type_ignores=[])
-            info.statements.append((module_level_binds(one), _names(one)[1]))
+        for stmt in tree.body:  # one pass per statement; the cell's sets are their unions
+            binds = module_level_binds(ast.Module(body=[stmt], type_ignores=[]))
+            reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, (ast.Store, ast.Del))}
+            info.statements.append((binds, reads))
+            info.binds |= binds
+            info.reads |= reads
         if info.blanks:
             info.blanked = _blanked_names(tree, info.blanks)
         infos.append(info)
