@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterator
 
 from .config import Assignment, Course
 from .errors import GraderError, SolutionError, UsageError
+from .grading import sha256_file as sha256_of
 from .scorecard import CheckResult, QuestionResult, Scorecard
 
 EXECUTORS = ("forking", "subprocess", "jupyter")
@@ -108,14 +109,6 @@ class Intake:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _visible(p: Path) -> bool:
