@@ -15,7 +15,8 @@ attention_from_scratch, PyTorch), from each assignment's own solution and skelet
 Every submission is distinct (a numbered comment cell), so nothing is served from a cache. Each
 executor grades the same files with ``grader.batch.grade_all`` (the code behind ``grader grade``)
 and a fresh reference cache. Printed per executor and assignment: median and p95 of the wall time
-of one ``Grader.grade`` call (one submission, its variant re-runs included), throughput, the
+of one ``Grader.grade`` call (one submission, its variant re-runs included), the number of notebook
+runs and the median wall time of one run, throughput, the
 total wall time of the batch, and the peak memory of the whole process tree (this process, the
 forking server and its children, or the Jupyter kernels), sampled every 0.2 s: PSS (each shared
 page counted once, split among the processes sharing it) and, for comparison, the plain sum of RSS
@@ -163,6 +164,24 @@ class TreeMemory(threading.Thread):
         self.sample()
 
 
+class TimedExecutor:
+    """The executor, with the wall time of every notebook run recorded (a submission that passes
+    anything is run three times: its own inputs and two variants)."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.runs = inner, inner.name, []
+
+    def run(self, job):
+        started = time.perf_counter()
+        try:
+            return self.inner.run(job)
+        finally:
+            self.runs.append(time.perf_counter() - started)
+
+    def __getattr__(self, attr):
+        return getattr(self.inner, attr)
+
+
 class TimedGrader(Grader):
     """A Grader that records the wall time of every grade() call."""
 
@@ -187,9 +206,12 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def bench(executor_name: str, course: config.Course, classes: dict[str, list[tuple[Path, str]]],
-          jobs: int) -> dict:
+          jobs: int, sandbox_features=None) -> dict:
     executor = batch.make_executor(executor_name) if executor_name != "forking" else _fresh_forking()
+    if sandbox_features is not None:
+        executor.features = sandbox_features
     course = dataclasses.replace(course, cache_dir=Path(tempfile.mkdtemp(prefix=f"bench-{executor_name}-")))
+    executor = TimedExecutor(executor)
     grader = TimedGrader(course, executor)
     memory = TreeMemory()
     memory.start()
@@ -201,12 +223,16 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
     setup = time.perf_counter() - started
     result = {"executor": executor_name, "jobs": jobs, "setup_s": setup, "assignments": {}}
     all_times: list[float] = []
+    all_runs: list[float] = []
     batch_wall = 0.0
     for name, subs in classes.items():
         assignment = course.assignment(name)
         items = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=batch.sha256_of(p)) for p, _ in subs]
         t0 = time.perf_counter()
+        executor.runs.clear()
         outcome = batch.grade_all(grader, assignment, items, jobs=jobs)
+        runs = list(executor.runs)
+        all_runs += runs
         wall = time.perf_counter() - t0
         batch_wall += wall
         times = [grader.times[p] for p, _ in subs]
@@ -217,6 +243,7 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
         result["assignments"][name] = {
             "n": len(subs), "median_ms": 1000 * statistics.median(times), "p95_ms": 1000 * percentile(times, 95),
             "throughput_per_s": len(subs) / wall, "total_s": wall, "statuses": statuses,
+            "runs": len(runs), "run_median_ms": 1000 * statistics.median(runs),
             "scores": {p.name: card.score for (p, _), card in zip(subs, outcome.cards)},
         }
     memory.stop()
@@ -226,6 +253,7 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
     result.update({
         "n": len(all_times), "median_ms": 1000 * statistics.median(all_times),
         "p95_ms": 1000 * percentile(all_times, 95), "throughput_per_s": len(all_times) / batch_wall,
+        "runs": len(all_runs), "run_median_ms": 1000 * statistics.median(all_runs),
         "total_s": batch_wall, "peak_pss_mb": memory.peak_pss / 1024, "peak_rss_sum_mb": memory.peak_rss / 1024,
         "peak_processes": memory.peak_procs,
     })
@@ -248,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slow-seconds", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--minimal-sandbox", action="store_true",
+                    help="diagnostic only: run without the sandbox's namespaces and uid change (own session, "
+                    "environment and rlimits only), to see what the isolation costs")
     args = ap.parse_args(argv)
 
     course = config.load(ROOT / "config.yaml")
@@ -262,15 +293,23 @@ def main(argv: list[str] | None = None) -> int:
               f"--jobs {args.jobs}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}", flush=True)
         results = []
         for executor in [e for e in args.executors.split(",") if e]:
-            r = bench(executor, course, classes, args.jobs)
+            minimal = None
+            if args.minimal_sandbox:
+                from grader import sandbox
+
+                minimal = sandbox.Features(linux=True, root=os.geteuid() == 0)
+                print("\nDIAGNOSTIC RUN: sandbox namespaces and uid change turned off")
+            r = bench(executor, course, classes, args.jobs, minimal)
             results.append(r)
             print(f"\n{executor}: setup {r['setup_s']:.1f} s (server start and reference runs, not counted below)")
-            print(f"  {'assignment':<24}{'n':>6}{'median':>10}{'p95':>10}{'throughput':>13}{'total':>10}  statuses")
+            print(f"  {'assignment':<24}{'n':>6}{'median':>10}{'p95':>10}{'throughput':>13}{'total':>10}"
+                  f"{'runs':>7}{'per run':>10}  statuses")
             rows = [(a, v) for a, v in r["assignments"].items()] + [("all", r)]
             for a, v in rows:
                 statuses = ", ".join(f"{k} {c}" for k, c in sorted(v.get("statuses", {}).items()))
                 print(f"  {a:<24}{v['n']:>6}{v['median_ms']:>8.0f}ms{v['p95_ms']:>8.0f}ms"
-                      f"{v['throughput_per_s']:>11.1f}/s{v['total_s']:>9.1f}s  {statuses}")
+                      f"{v['throughput_per_s']:>11.1f}/s{v['total_s']:>9.1f}s{v['runs']:>7}"
+                      f"{v['run_median_ms']:>8.0f}ms  {statuses}")
             print(f"  peak memory of the process tree: {r['peak_pss_mb']:.0f} MB PSS "
                   f"({r['peak_rss_sum_mb']:.0f} MB if RSS is summed per process), up to {r['peak_processes']} processes",
                   flush=True)

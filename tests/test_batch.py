@@ -272,3 +272,24 @@ def test_ctrl_c_stops_the_batch_at_once_and_keeps_what_is_done(tmp_path, course_
 def test_bad_jobs_value_is_a_usage_error(tmp_path, course_dir):
     proc = run_cli("grade", str(ROOT / "examples/attention_numpy"), "-j", "0", cwd=course_dir)
     assert (proc.returncode, proc.stderr.strip()) == (2, "grader: --jobs must be at least 1, got 0.")
+
+
+def test_progress_is_plain_lines_without_a_terminal_and_a_bar_with_one():
+    import io
+
+    plain = io.StringIO()
+    progress = batch.Progress(3, "attention_numpy", stream=plain)
+    for _ in range(3):
+        progress.advance()
+    progress.close()
+    assert plain.getvalue().splitlines() == ["attention_numpy: 3/3 graded (100%) in 0.0 s"]
+    assert progress.line(progress.started + 20).startswith("attention_numpy: 3/3 graded (100%) in 20 s")
+    halfway = batch.Progress(10, "a", stream=io.StringIO())
+    halfway.advance(5)
+    assert halfway.line(halfway.started + 5) == "a: 5/10 graded (50%), 1.0/s, about 5.0 s left"
+
+    terminal = io.StringIO()
+    bar = batch.Progress(4, "attention_numpy", stream=terminal, bar=True)
+    bar.advance(4)
+    bar.close()
+    assert "4/4" in terminal.getvalue() and "attention_numpy" in terminal.getvalue()

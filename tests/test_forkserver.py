@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from grader import sandbox
 from grader.config import Limits
 from grader.execute import CaptureSpec, Job, JobCell
 from grader.forkserver import ExecutorError, ForkingExecutor
@@ -137,6 +138,28 @@ def test_a_killed_server_is_replaced_and_the_running_notebook_finishes():
         assert wait_gone(first_pid)
 
 
+def test_a_notebook_that_kills_the_server_only_loses_its_own_cell():
+    # Without a pid namespace the student can find the server through /proc; kill it from a cell.
+    weak = sandbox.Features(linux=True, root=os.geteuid() == 0)
+    with ForkingExecutor(preload=("numpy",), features=weak) as ex:
+        server = ex.start().pid
+        hostile = textwrap.dedent("""\
+            import os, signal
+            pid = os.getpid()
+            while pid > 1:
+                pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])
+                if b'grader.forkserver' in open(f'/proc/{pid}/cmdline', 'rb').read():
+                    os.kill(pid, signal.SIGKILL)
+                    break
+            killed = pid
+            """)
+        run = ex.run(job("before = 1", hostile, "after = 2", capture=("before", "killed", "after")))
+        assert (value(run, "before"), value(run, "killed"), value(run, "after")) == (1, server, 2)
+        assert wait_gone(server)
+        again = ex.run(job("x = 3", capture=("x",)))
+        assert value(again, "x") == 3 and ex.restarts == 1
+
+
 def test_a_stopped_server_is_replaced_after_the_reply_timeout():
     with ForkingExecutor(preload=("numpy",), reply_timeout=1.0) as ex:
         stuck = ex.start().pid
@@ -197,7 +220,8 @@ def test_server_and_children_end_when_the_grader_process_is_killed(tmp_path):
     proc = subprocess.Popen(_script(f"""
         import sys, threading
         sys.path.insert(0, {str(ROOT)!r})
-        from grader.config import Limits
+        from grader import sandbox
+from grader.config import Limits
         from grader.execute import Job, JobCell
         from grader.forkserver import ForkingExecutor
         ex = ForkingExecutor(preload=("numpy",))
