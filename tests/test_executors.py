@@ -49,17 +49,24 @@ def test_forking_and_jupyter_executors_give_the_same_scorecard(both, path):
     assert comparable(forking) == comparable(jupyter)
 
 
-def test_jupyter_executor_runs_magics_and_display_in_a_real_kernel(jupyter_grader, numpy_assignment, tmp_path):
-    from conftest import notebook_with
-
+def test_a_hanging_and_a_crashing_cell_end_the_same_way_in_both(grader, jupyter_grader, numpy_assignment):
+    from grader.config import Limits
     from grader.execute import CaptureSpec, Job, JobCell
 
-    job = Job(cells=(JobCell(1, "%matplotlib inline\nfrom IPython.display import display\ndisplay('hi')"),
-                     JobCell(2, "import os\nkernel = 'ipykernel' in str(type(get_ipython()))\nx = 1 / 0")),
-              captures=(CaptureSpec("kernel", "value", "kernel", None),), limits=numpy_assignment.limits)
-    run = jupyter_grader.executor.run(job)
-    assert run.status == "ok"
-    assert [c.status for c in run.cells] == ["ok", "error"]
-    assert (run.cells[1].ename, run.cells[1].evalue) == ("ZeroDivisionError", "division by zero")
-    assert run.cells[1].traceback == ("cell 2, line 3: x = 1 / 0",)
-    assert run.captures["kernel"].value.data is True
+    job = Job(cells=(JobCell(1, "%matplotlib inline\nfrom IPython.display import display\ndisplay('hi')\na = 1"),
+                     JobCell(2, "kernel = 'ipykernel' in str(type(get_ipython()))\nx = 1 / 0"),
+                     JobCell(3, "while True:\n    pass"),
+                     JobCell(4, "import os\nos._exit(3)"),
+                     JobCell(5, "b = a + 1")),
+              captures=(CaptureSpec("b", "value", "b", None), CaptureSpec("kernel", "value", "kernel", None)),
+              limits=Limits(cell_timeout=2, notebook_timeout=60))
+    runs = {g.executor.name: g.executor.run(job) for g in (grader, jupyter_grader)}
+    for name, run in runs.items():
+        assert (run.status, run.attempts) == ("timeout", 3), name
+        assert run.reason == "cell 3 ran past the 2 s limit and was stopped", name
+        assert [c.status for c in run.cells] == ["ok", "error", "timeout", "crashed", "ok"], name
+        assert (run.cells[1].ename, run.cells[1].evalue) == ("ZeroDivisionError", "division by zero"), name
+        assert run.cells[1].traceback == ("cell 2, line 2: x = 1 / 0",), name
+        assert run.captures["b"].value.data == 2, name
+    assert runs["jupyter"].captures["kernel"].value.data is True  # a real Jupyter kernel ran the cells
+    assert runs["forking"].captures["kernel"].value.data is False
