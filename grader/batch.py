@@ -473,11 +473,11 @@ def grade_all(grader: Any, assignment: Assignment, submissions: list[Submission]
                     deliver(key, card)
                     for nxt in _take(pending, 1):
                         running[pool.submit(work, nxt)] = nxt
-    except BaseException:
+    except BaseException as exc:
         for fut in running:
             fut.cancel()
         close = getattr(grader.executor, "close", None)
-        if close is not None:
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)) and close is not None:
             close()  # ends the notebooks still running, so the workers return at once
         pool.shutdown(wait=True, cancel_futures=True)
         raise

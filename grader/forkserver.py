@@ -7,11 +7,12 @@ an IPython shell, then forks one child per notebook. The child is the same stude
 subprocess executor starts, only warm: it runs ``grader.worker.serve`` (sandbox limits, IPython
 semantics, plain-data captures) and exits.
 
-    grader process                          server (python -m grader.forkserver)
-      ForkingExecutor.spawn  ── fork + 2 fds ──►  fork()
-        writes the job  ──── job pipe ──────────────►  child: setsid, close fds, scrub env,
-        run_with_retries ◄── event pipe ─────────────         worker.serve(job) -> frames
-        finish: killpg(child) ── release ──►  waitpid(child)
+    grader process                            server (python -m grader.forkserver)
+      ForkingExecutor.spawn  ── 2 pipe fds ──►    hands them to a child it forked ahead of time
+        writes the job  ───── job pipe ────────────►  child: worker.serve(job): sandbox.enter,
+        run_with_retries ◄── event pipe ────────────         cells, captures -> frames
+        finish -> cleaner thread:
+          sandbox.terminate(child), then ── release ──►  waitpid(child)
 
 What the server never does before it forks, because every child would inherit it:
   * touch CUDA (children see no GPU; a CUDA context does not survive fork);
@@ -20,8 +21,8 @@ What the server never does before it forks, because every child would inherit it
   * see anything of a submission or a reference value: the job goes from the grader straight to
     the child through a pipe, and the server was exec'd with a scrubbed environment.
 
-The server keeps a child as a zombie until the grader has killed the child's process group and
-released it, so the group id cannot be reused by an unrelated process in between.
+The server keeps a child as a zombie until the grader has ended its process tree and released
+it, so neither its pid nor its process group can be reused by an unrelated process in between.
 
 If the server dies (a student can kill its parent), the next notebook starts a new one; a
 notebook that was running keeps its own pipe and finishes normally.
@@ -117,7 +118,7 @@ def _warm_up(shell: Any, loaded: list[str]) -> None:
             captures.append({"id": name, "kind": "value", "target": "b" if name == "numpy" else "u",
                              "point": None, "seed": None})
     job = {"cells": [{"index": i + 1, "source": s, "skip": ""} for i, s in enumerate(cells)],
-           "captures": captures, "injections": [],
+           "captures": captures, "injections": {},
            "limits": {"capture_mb": 1, "output_kb": 64}, "traceback_lines": 8}
     namespace = dict(shell.user_ns)
     contents = {id(v): (v, v.copy()) for v in namespace.values() if type(v) in (dict, list)}  # In, Out
