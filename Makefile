@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test validate bench clean
+.PHONY: setup demo test bench clean
 
 setup: $(STAMP)
 
@@ -21,6 +21,9 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python benchmarks/bench_grading.py -n 200 --jobs 2
 
 clean:
 	rm -rf $(VENV) .grader-cache demo-out
