@@ -12,7 +12,7 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 from . import __version__, capture, notebook, variants
@@ -235,12 +235,7 @@ class Grader:
         s = self.course.scorecard
         if s.show_expected == "always":
             return True
-        if s.show_expected == "after_due" and s.due:
-            due = datetime.fromisoformat(s.due)
-            if due.tzinfo is None:
-                due = due.replace(tzinfo=timezone.utc)
-            return (self.now or datetime.now(timezone.utc)) > due
-        return False
+        return s.show_expected == "after_due" and s.past_due(self.now)
 
     def grade(self, assignment: Assignment, path: Path, *, student: str = "") -> Scorecard:
         path = Path(path)

@@ -157,3 +157,20 @@ def test_renamed_variable_is_reported_as_missing(submit):
     q = question(card, "output")
     assert q.status == "failed"
     assert q.feedback == ["`output` is not defined when the notebook finishes."]
+
+
+def test_expected_values_are_revealed_only_as_configured(course):
+    import dataclasses
+    from datetime import datetime, timezone
+
+    from grader.grading import Grader
+
+    def reveal(show, due):
+        settings = dataclasses.replace(course.scorecard, show_expected=show, due=due)
+        return Grader(dataclasses.replace(course, scorecard=settings), executor=object(),
+                      now=datetime(2026, 11, 22, tzinfo=timezone.utc)).reveal()
+
+    assert reveal("never", "2020-01-01") is False
+    assert reveal("always", None) is True
+    assert reveal("after_due", "2026-11-01") is True
+    assert reveal("after_due", "2026-12-01T23:59") is False
