@@ -131,9 +131,10 @@ def test_check_inside_a_running_notebook(student_dir):
     folder = student_dir / "assignments/attention_numpy"
     NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(folder)}}).execute()
-    out = ["".join(o.get("text", "") for o in c.outputs if o.output_type == "stream") for c in nb.cells[-2:]]
-    # printed, no Out[] (the kernel may split one cell's stdout into several stream messages)
-    assert {(o.output_type, o.get("name")) for c in nb.cells[-2:] for o in c.outputs} == {("stream", "stdout")}
+    out = ["".join(o.get("text", "") for o in c.outputs if o.output_type == "stream" and o.name == "stdout")
+           for c in nb.cells[-2:]]
+    # printed, no Out[] (the kernel may split one cell's output into several stream messages)
+    assert {o.output_type for c in nb.cells[-2:] for o in c.outputs} == {"stream"}
     assert out[0].splitlines()[3:] == [
         "❌ qkv  Queries, keys and values: does not pass",
         "       - `K` has shape (2, 3); expected shape (3, 2) (the transpose of the expected shape).",
