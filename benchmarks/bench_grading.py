@@ -279,9 +279,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--minimal-sandbox", action="store_true",
                     help="diagnostic only: run without the sandbox's namespaces and uid change (own session, "
                     "environment and rlimits only), to see what the isolation costs")
+    ap.add_argument("--without-variants", action="store_true",
+                    help="grade on the notebooks' own data only (no variant runs), to see what variants cost")
     args = ap.parse_args(argv)
 
     course = config.load(ROOT / "config.yaml")
+    if args.without_variants:
+        course = dataclasses.replace(course, assignments={
+            name: dataclasses.replace(a, variants=dataclasses.replace(a.variants, count=0),
+                                      config_digest=a.config_digest + "-no-variants")
+            for name, a in course.assignments.items()})
     names = [a for a in args.assignments.split(",") if a]
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="bench-class-") as tmp:
