@@ -13,6 +13,7 @@ payload can at worst be rejected.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import math
 import struct
@@ -118,7 +119,7 @@ def _array(arr: np.ndarray, origin: str, budget: list[int], **meta: Any) -> dict
 def _tensor(t: Any, torch: Any, budget: list[int]) -> dict:
     origin = f"{type(t).__module__}.{type(t).__name__}".replace("torch.nn.parameter.", "torch.nn.")
     guard = getattr(torch._C, "DisableTorchFunctionSubclass", None)
-    with guard() if guard else _nullcontext():
+    with guard() if guard else contextlib.nullcontext():
         requires_grad = bool(torch.Tensor.requires_grad.__get__(t))
         t = torch.Tensor.detach(t)
         if t.layout != torch.strided:
@@ -134,14 +135,6 @@ def _tensor(t: Any, torch: Any, budget: list[int]) -> dict:
     enc = _array(np.asarray(arr), origin, budget, odtype=dtype, grad=requires_grad)
     enc["shape"] = shape
     return enc
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
 
 
 def _label(x: Any) -> Any:

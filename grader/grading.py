@@ -105,16 +105,23 @@ class References:
     def __init__(self, course: Course, executor: Executor):
         self.course, self.executor = course, executor
         self.memory: dict[str, Reference] = {}
+        self._keys: dict[tuple, str] = {}
 
     def key(self, assignment: Assignment) -> str:
-        h = hashlib.sha256()
-        h.update(__version__.encode())
-        h.update(assignment.config_digest.encode())
-        h.update(repr(assignment.limits).encode())
-        for path in [assignment.solution] + [assignment.solution_dir / d for d in assignment.data]:
-            h.update(path.name.encode())
-            h.update(path.read_bytes())
-        return h.hexdigest()
+        paths = [assignment.solution] + [assignment.solution_dir / d for d in assignment.data]
+        # Hashing the files is per-submission work otherwise; their stats tell when to do it again.
+        stats = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
+        memo = (assignment.config_digest, repr(assignment.limits), stats)
+        if memo not in self._keys:
+            h = hashlib.sha256()
+            h.update(__version__.encode())
+            h.update(assignment.config_digest.encode())
+            h.update(repr(assignment.limits).encode())
+            for path in paths:
+                h.update(path.name.encode())
+                h.update(path.read_bytes())
+            self._keys[memo] = h.hexdigest()
+        return self._keys[memo]
 
     def path(self, assignment: Assignment, key: str) -> Path:
         return self.course.cache_dir / "references" / f"{assignment.name}-{key[:20]}.json"

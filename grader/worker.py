@@ -82,7 +82,6 @@ class Runner:
         self.output_limit = int(job["limits"]["output_kb"]) * 1024
         self.current = 0
         self.traceback_lines = int(job.get("traceback_lines", 8))
-        self.positions = {}  # code filename -> cell index, for trimming tracebacks
         original = shell.compile.get_code_name
 
         def code_name(raw: str, transformed: str, number: int) -> str:
