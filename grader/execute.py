@@ -198,7 +198,7 @@ class SubprocessExecutor:
             pass
         return proc, r
 
-    def finish(self, handle: Any) -> None:
+    def finish(self, handle: Any, complete: bool = True) -> None:
         sandbox.terminate(handle.pid)  # before reaping it, so its pid and group cannot be reused yet
         try:
             handle.wait(timeout=5)
@@ -207,6 +207,33 @@ class SubprocessExecutor:
 
     def run(self, job: Job) -> RunResult:
         return run_with_retries(self, job)
+
+
+class Separate:
+    """Runs of one submission, each started on its own by ``executor.run``: what an executor
+    without shared sandboxes (``executor.session()``) gives."""
+
+    def __init__(self, executor: Executor):
+        self.executor = executor
+
+    def run(self, job: Job) -> RunResult:
+        return self.executor.run(job)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Separate:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def session(executor: Executor) -> Any:
+    """A context for the runs of one submission (``.run(job)`` each): in one sandbox when the
+    executor can (the forking executor, with pid and mount namespaces), else one run at a time."""
+    opener = getattr(executor, "session", None)
+    return opener() if opener is not None else Separate(executor)
 
 
 def run_with_retries(executor: Any, job: Job) -> RunResult:
@@ -253,7 +280,8 @@ def run_with_retries(executor: Any, job: Job) -> RunResult:
 
 def _one_attempt(executor: Any, job: Job, deadline: float) -> _Attempt:
     out = _Attempt()
-    workdir = sandbox.prepare_workdir(job.files)
+    shared = getattr(executor, "shared_workdir", None)  # a session's, kept from run to run
+    workdir = shared(job) if shared is not None else sandbox.prepare_workdir(job.files)
     handle = None
     try:
         wire = job.to_wire(workdir)
@@ -319,8 +347,9 @@ def _one_attempt(executor: Any, job: Job, deadline: float) -> _Attempt:
             os.close(fd)
     finally:
         if handle is not None:
-            executor.finish(handle)
-        sandbox.remove_workdir(workdir)
+            executor.finish(handle, complete=_done(out))
+        if shared is None:
+            sandbox.remove_workdir(workdir)
         out.captures.pop("__done__", None)
 
 

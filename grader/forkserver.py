@@ -277,16 +277,38 @@ def _child(chan: socket.socket, path0: str) -> None:
             job = json.loads(f.read())
         if sys.path and sys.path[0] == path0:
             sys.path[0] = job["workdir"]  # as for `python -m` started in the working directory
-        _reseed()
         from . import worker
 
-        with os.fdopen(event_fd, "wb", buffering=0) as out:
-            worker.serve(job, out)
+        if job.get("session"):
+            _serve_session(job, event_fd)  # the second descriptor is the session's control socket
+        else:
+            _reseed()
+            with os.fdopen(event_fd, "wb", buffering=0) as out:
+                worker.serve(job, out)
         code = 0
     except BaseException:  # the grader sees the stream end early and reports it
         code = 1
     finally:
         os._exit(code)
+
+
+def _serve_session(job: dict, control: int) -> None:
+    """Several runs of one submission: ``sandbox.enter_session`` returns once in each run's process."""
+    from . import capture, worker
+
+    try:
+        applied, run, event_fd = sandbox.enter_session(job, control)
+    except sandbox.SandboxError as exc:  # say why on the first run's channel, as a lone run would
+        chan = socket.socket(fileno=control)
+        chan.settimeout(REPLY_TIMEOUT)
+        _, fds, _, _ = socket.recv_fds(chan, 64, 2)
+        if len(fds) == 2:
+            with os.fdopen(fds[1], "wb", buffering=0) as out:
+                capture.write_frame(out, {"ev": "fatal", "reason": str(exc)[:300]})
+        return
+    _reseed()
+    with os.fdopen(event_fd, "wb", buffering=0) as out:
+        worker.run_isolated(run, out, applied)
 
 
 def _reseed() -> None:
@@ -519,6 +541,133 @@ class _Cleaner:
             thread.join()
 
 
+def _write_all(fd: int, data: dict) -> None:
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(json.dumps(data).encode())
+    except BrokenPipeError:
+        pass  # the reader is gone already; its channel says so
+
+
+class _Session:
+    """Several runs of one submission in one sandbox: ``sandbox.enter_session`` in a pool child.
+
+    The namespaces, the private root and the working directory are made once per submission
+    instead of once per run; each run is still a process of its own, forked by the namespace's
+    init, which ends whatever the run left behind and empties its writable places before saying
+    ``ready``. Speaks ``run_with_retries``' executor protocol (spawn, finish, shared_workdir).
+
+    A run that ended cleanly (its ``done`` frame arrived) leaves the session open for the next
+    one; any other ending (a timeout, a crash, a broken protocol) ends the whole session, and the
+    next run (the re-run without the bad cell, say) starts a fresh one. So a misbehaving run is
+    handled exactly as a lone run would be.
+    """
+
+    READY_TIMEOUT = 5.0  # seconds for init to clean up after a finished run
+
+    def __init__(self, executor: ForkingExecutor):
+        self.executor = executor
+        self.name = executor.name
+        self.features = executor.features
+        self.child: _Child | None = None  # the session's keeper, while it is open
+        self.control: socket.socket | None = None
+        self.workdir: str | None = None
+        self.waiting = False  # a run finished; init has not said ready yet
+        self.files: tuple = ()
+
+    def shared_workdir(self, job: Any) -> str:
+        """The session's working directory (made for the first run, or after a session ended)."""
+        if self.waiting and not self._ready():
+            self._end()
+        if job.files != self.files:  # another submission's files: not this session's runs
+            self._end()
+        if self.workdir is None:
+            self.workdir = sandbox.prepare_workdir(job.files)
+            self.files = job.files
+        return self.workdir
+
+    def spawn(self, wire: dict, workdir: str) -> tuple[_Child, int]:
+        for tries in range(2):
+            if self.child is None:
+                if self.workdir is None:  # the session it was made for has just ended
+                    self.workdir = sandbox.prepare_workdir(self.files)
+                wire = dict(wire, workdir=self.workdir)
+                self._open(wire)
+            job_r, job_w = os.pipe()
+            event_r, event_w = os.pipe()
+            try:
+                socket.send_fds(self.control, [b"run"], [job_r, event_w])
+            except OSError:  # the session is gone (its keeper was killed): start another
+                os.close(event_r)
+                os.close(job_w)
+                self._end()
+                if tries:
+                    raise ExecutorError("The sandbox of this submission ends before its runs can start.") from None
+                continue
+            finally:
+                os.close(job_r)
+                os.close(event_w)
+            _write_all(job_w, wire)
+            return self.child, event_r
+        raise AssertionError("unreachable")
+
+    def _open(self, wire: dict) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        setup = {"session": True, "workdir": wire["workdir"], "limits": wire["limits"], "sandbox": wire.get("sandbox")}
+        try:
+            self.child = self.executor._start_child(setup, wire["workdir"], theirs.fileno())
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        ours.settimeout(self.READY_TIMEOUT)
+        self.control = ours
+
+    def _ready(self) -> bool:
+        self.waiting = False
+        try:
+            return self.control.recv(16) == b"ready"
+        except OSError:  # a timeout: a run's processes do not end, or init is gone
+            return False
+
+    def finish(self, handle: _Child, complete: bool = True) -> None:
+        if complete and handle is self.child:
+            self.waiting = True  # init cleans up while the grader reads the results
+        else:
+            self._end()
+
+    def _end(self) -> None:
+        """End the session: init reads end-of-file and exits; the cleaner ends the rest and removes the workdir."""
+        if self.control is not None:
+            self.control.close()
+            self.control = None
+        if self.child is not None:
+            self.executor.finish(self.child)  # the cleaner ends its processes in the background
+            self.child = None
+        self.waiting = False
+        self._drop_workdir()  # what the grader prepared; the session's own view of it is gone with it
+
+    def _drop_workdir(self) -> None:
+        if self.workdir is not None:
+            sandbox.remove_workdir(self.workdir)
+            self.workdir = None
+
+    def run(self, job: Any) -> Any:
+        from .execute import run_with_retries
+
+        return run_with_retries(self, job)
+
+    def close(self) -> None:
+        self._end()
+
+    def __enter__(self) -> _Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 _LIVE: "weakref.WeakSet[ForkingExecutor]" = weakref.WeakSet()
 
 
@@ -544,35 +693,51 @@ class ForkingExecutor:
 
     def spawn(self, wire: dict, workdir: str) -> tuple[_Child, int]:
         """Fork a child for this job; returns (handle, read end of its event pipe)."""
-        job_r, job_w = os.pipe()
         event_r, event_w = os.pipe()
+        try:
+            child = self._start_child(wire, workdir, event_w)
+        except BaseException:
+            os.close(event_r)
+            raise
+        finally:
+            os.close(event_w)
+        return child, event_r
+
+    def _start_child(self, wire: dict, workdir: str, second_fd: int) -> _Child:
+        """Hand a pool child the job (written to a pipe) and ``second_fd`` (its channel)."""
+        job_r, job_w = os.pipe()
         try:
             with self._lock:
                 for _ in range(SPAWN_TRIES):
                     server = self._ensure()
                     try:
-                        pid = server.fork(job_r, event_w)
+                        pid = server.fork(job_r, second_fd)
                         break
                     except _ServerGone:
                         self._replace(server)
                 else:
                     raise ExecutorError("The forking server keeps dying before it can start a notebook.")
         except BaseException:
-            for fd in (job_r, job_w, event_r, event_w):
-                os.close(fd)
+            os.close(job_w)
             raise
-        os.close(job_r)
-        os.close(event_w)
-        try:
-            with os.fdopen(job_w, "wb") as f:
-                f.write(json.dumps(wire).encode())
-        except BrokenPipeError:
-            pass  # the child is gone already; the event pipe says so
-        return _Child(pid, server, workdir), event_r
+        finally:
+            os.close(job_r)
+        _write_all(job_w, wire)
+        return _Child(pid, server, workdir)
 
-    def finish(self, handle: _Child) -> None:
+    def finish(self, handle: _Child, complete: bool = True) -> None:
         """The notebook is over: its process tree is ended (here, or soon by the cleaner thread)."""
         self._cleaner.submit(handle)
+
+    def session(self) -> Any:
+        """Runs of one submission (its data, then variants) in one sandbox when the platform allows
+        (``sandbox.sessions_possible``); otherwise each run is started on its own, as by ``run``."""
+        plan = self.features or sandbox.features()
+        if sandbox.sessions_possible(plan):
+            return _Session(self)
+        from .execute import Separate
+
+        return Separate(self)
 
     def _release(self, handle: _Child) -> None:
         with self._lock:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from . import __version__, capture, notebook, variants
+from . import __version__, capture, execute, notebook, variants
 from .checks import Context, VariantRun, grade_assignment, grade_check, hint_id
 from .config import Assignment, Course, Limits
 from .errors import NotebookError, ProtocolError, SolutionError
@@ -111,12 +111,13 @@ class References:
         paths = [assignment.solution] + [assignment.solution_dir / d for d in assignment.data]
         # Hashing the files is per-submission work otherwise; their stats tell when to do it again.
         stats = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
-        memo = (assignment.config_digest, repr(assignment.limits), stats)
+        memo = (assignment.config_digest, repr(assignment.limits), repr(assignment.variants), stats)
         if memo not in self._keys:
             h = hashlib.sha256()
             h.update(__version__.encode())
             h.update(assignment.config_digest.encode())
             h.update(repr(assignment.limits).encode())
+            h.update(repr(assignment.variants).encode())  # a copy of the section with other variants is not the same
             for path in paths:
                 h.update(path.name.encode())
                 h.update(path.read_bytes())
@@ -264,18 +265,19 @@ class Grader:
             self._skip[assignment.name] = skip_sources(assignment)
         job = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
                         traceback_lines=self.course.scorecard.traceback_lines)
-        run = self.executor.run(job)
-        ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
-                      reference=ref.captures, reveal=self.reveal())
-        if ref.variants and run.status == "ok" and _anything_passes(assignment, ctx):
-            runs = []
-            for variant, vref in zip(ref.variants, ref.variant_captures):
-                vjob = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
-                                 traceback_lines=self.course.scorecard.traceback_lines, variant=variant)
-                vrun = self.executor.run(vjob)
-                runs.append(VariantRun(number=variant.number, names=variant.names, student=vrun.captures,
-                                       reference=vref, cells=vrun.cells, status=vrun.status, reason=vrun.reason))
-            ctx = replace(ctx, variants=tuple(runs))
+        with execute.session(self.executor) as runner:  # one sandbox for the run and its variants
+            run = runner.run(job)
+            ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
+                          reference=ref.captures, reveal=self.reveal())
+            if ref.variants and run.status == "ok" and _anything_passes(assignment, ctx):
+                runs = []
+                for variant, vref in zip(ref.variants, ref.variant_captures):
+                    vjob = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
+                                     traceback_lines=self.course.scorecard.traceback_lines, variant=variant)
+                    vrun = runner.run(vjob)
+                    runs.append(VariantRun(number=variant.number, names=variant.names, student=vrun.captures,
+                                           reference=vref, cells=vrun.cells, status=vrun.status, reason=vrun.reason))
+                ctx = replace(ctx, variants=tuple(runs))
         card.questions = grade_assignment(assignment, ctx)
         card.score = sum(q.score for q in card.questions)
         if run.status != "ok":

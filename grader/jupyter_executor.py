@@ -284,7 +284,7 @@ class JupyterExecutor:
         run.start()
         return run, r
 
-    def finish(self, handle: _KernelRun) -> None:
+    def finish(self, handle: _KernelRun, complete: bool = True) -> None:
         handle.stop()
         with self._lock:
             self._runs.discard(handle)

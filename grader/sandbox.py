@@ -445,12 +445,43 @@ def enter(job: dict, channel: int | None = None) -> tuple[str, ...]:
     if not plan.linux or _threads() > 1:
         return _in_place(limits, workdir)
     try:
-        return _isolate(plan, limits, workdir, channel)
+        return _isolate(plan, limits, workdir, channel, control=None)[0]
     except OSError as exc:
         raise SandboxError(f"{exc.strerror or exc} ({type(exc).__name__})") from None
 
 
-def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None) -> tuple[str, ...]:
+def sessions_possible(plan: Features) -> bool:
+    """Whether runs of one submission can share one sandbox: only with a pid namespace (its init
+    ends whatever a run leaves behind) and a private root (whose writable places init empties)."""
+    return plan.linux and plan.pid_ns and plan.mount_ns
+
+
+def enter_session(job: dict, control: int) -> tuple[tuple[str, ...], dict, int]:
+    """Isolate this fresh process once for several runs of one submission (its own data, then
+    variants), each run in a process of its own; returns in each run's process.
+
+    The namespaces, the new root and the uid are set up once. The namespace's init then serves
+    runs: for each ``(job pipe, event pipe)`` pair the grader sends on ``control`` (a Unix socket),
+    it forks the run's process, which drops to the student's uid, takes the limits and returns
+    ``(protections, the run's job, its event fd)`` here. When that process has exited, init kills
+    every other process in the namespace, empties the working directory (but for the read-only
+    submission and data files), /tmp and /dev/shm, and writes ``ready`` on ``control``. So a run
+    starts as fresh as a run in a sandbox of its own: nothing an earlier run started or wrote is
+    left. The grader closing ``control`` ends the session (and the keeper kills it all).
+    """
+    plan = Features.from_wire(job["sandbox"]) if job.get("sandbox") is not None else features()
+    if not sessions_possible(plan) or _threads() > 1:
+        raise SandboxError("runs can share a sandbox only with a pid namespace and a private root")
+    try:
+        return _isolate(plan, job["limits"], job["workdir"], control, control=control)
+    except OSError as exc:
+        raise SandboxError(f"{exc.strerror or exc} ({type(exc).__name__})") from None
+
+
+def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None,
+             control: int | None) -> tuple[tuple[str, ...], dict, int | None]:
+    """The protections in force, and for a session the run's job and event fd (else {} and ``channel``)."""
+    run: dict = {}
     _own_session()
     keeper = os.getpid()
     uid = job_uid(keeper) if plan.drop_user else None
@@ -478,7 +509,12 @@ def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None) ->
     if plan.pid_ns:  # this is pid 1: it mounts the namespace's /proc, then stays as its init
         if plan.mount_ns:
             _build_root(workdir, disk_mb, owner, fresh_proc=True)
-        _fork_init()
+        if control is None:
+            _fork_init()
+        else:
+            run, channel = _serve_runs(control, workdir)
+            if plan.ipc_ns:
+                _unshare(CLONE_NEWIPC)  # no System V object of an earlier run either
         _die_with_parent()
     elif plan.mount_ns:
         _build_root(workdir, disk_mb, owner, fresh_proc=False)
@@ -506,7 +542,7 @@ def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None) ->
         nproc = None
     _apply_limits(limits, nproc)
     os.chdir(workdir)
-    return plan.active()
+    return plan.active(), run, channel
 
 
 def _in_place(limits: dict, workdir: str) -> tuple[str, ...]:
@@ -644,6 +680,86 @@ def _fork_init() -> None:
             continue
         if done == pid:
             os._exit(_exit_code(status))  # and the kernel ends everything left in the namespace
+
+
+def _serve_runs(control: int, workdir: str) -> tuple[dict, int]:
+    """pid 1 of a session's namespace: fork one process per run the grader asks for, and clean up
+    after each. Returns (the run's job, its event fd) in each run's process; never returns here."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # pid 1 ignores whatever it has no handler for
+    _close_fds(control)
+    sock = socket.socket(fileno=control)
+    places = [(p, os.stat(p)) for p in (workdir, "/tmp", "/dev/shm") if os.path.isdir(p)]
+    while True:
+        try:
+            _, fds, _, _ = socket.recv_fds(sock, 64, 2)
+        except (OSError, ValueError):
+            os._exit(1)
+        if len(fds) != 2:  # end of the session (the grader closed its end), or nonsense
+            os._exit(0)
+        job_fd, event_fd = fds
+        pid = os.fork()
+        if pid == 0:
+            sock.detach()  # closed with the other descriptors, once the job is read
+            with os.fdopen(job_fd, "rb") as f:
+                run = json.loads(f.read())
+            return run, event_fd
+        os.close(job_fd)
+        os.close(event_fd)
+        while True:  # until the run's process ends, collecting orphans on the way
+            try:
+                done, _ = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            if done == pid:
+                break
+        _end_others()
+        _empty_places(places)
+        try:
+            sock.send(b"ready")
+        except OSError:
+            os._exit(0)
+
+
+def _end_others() -> None:
+    """In pid 1 of a namespace: kill every other process in it and collect them all."""
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)  # from pid 1: every process of the namespace but itself
+        except ProcessLookupError:
+            pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            pass
+
+
+def _empty_places(places: list[tuple[str, os.stat_result]]) -> None:
+    """Remove what a run wrote (in the working directory, /tmp and /dev/shm), keeping the mounted
+    submission and data files, and give each place back its owner and mode."""
+    for place, st in places:
+        for step in (lambda: os.chown(place, st.st_uid, st.st_gid), lambda: os.chmod(place, stat.S_IMODE(st.st_mode))):
+            try:
+                step()
+            except OSError:
+                pass
+        try:
+            entries = list(os.scandir(place))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_dev != st.st_dev:
+                    continue  # a mount point: a submission or data file, or the working directory in /tmp
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)  # never follows a symlink; mounted files stay
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
 
 
 def _exit_code(status: int) -> int:

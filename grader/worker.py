@@ -268,7 +268,7 @@ def main() -> None:
 
 
 def serve(job: dict, out: BinaryIO) -> None:
-    """Run one job in this (already isolated) process."""
+    """Isolate this fresh process (``sandbox.enter``), then run one job in it."""
     from . import sandbox
 
     try:
@@ -276,6 +276,11 @@ def serve(job: dict, out: BinaryIO) -> None:
     except sandbox.SandboxError as exc:
         capture.write_frame(out, {"ev": "fatal", "reason": str(exc)[:300]})
         return
+    run_isolated(job, out, applied)
+
+
+def run_isolated(job: dict, out: BinaryIO, applied: tuple[str, ...]) -> None:
+    """Run one job in this process, isolated already (``applied`` says how)."""
     os.set_inheritable(out.fileno(), False)  # programs the student starts do not get the channel
     shell = make_shell()
     os.chdir(job["workdir"])

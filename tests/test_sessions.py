@@ -1,0 +1,123 @@
+"""Runs of one submission share one sandbox, and each run still starts as fresh as a lone run."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from grader import execute, forkserver, sandbox
+from grader.execute import Job, JobCell
+
+FEATURES = sandbox.features()
+pytestmark = pytest.mark.skipif(not sandbox.sessions_possible(FEATURES),
+                                reason="runs share a sandbox only with pid and mount namespaces "
+                                       f"({'; '.join(FEATURES.missing())})")
+
+# A cell that reports what it sees as the error of a RuntimeError, for the test to read.
+LOOK = '''
+import json, os, subprocess
+seen = {
+    "pid": os.getpid(),
+    "cwd": sorted(os.listdir(".")),
+    "tmp": sorted(os.listdir("/tmp")),
+    "shm": sorted(os.listdir("/dev/shm")),
+    "others": sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())),
+}
+'''
+REPORT = "raise RuntimeError('probe ' + json.dumps(seen))"
+LITTER = '''
+open("left.txt", "w").write("x")
+os.mkdir("leftdir")
+open("/tmp/left.txt", "w").write("x")
+open("/dev/shm/left", "w").write("x")
+os.chmod(".", 0o500)
+subprocess.Popen(["sleep", "60"], start_new_session=True)
+'''
+
+
+@pytest.fixture(scope="module")
+def limits(course):
+    base = course.assignment("attention_numpy").limits
+    return dataclasses.replace(base, cell_timeout=2.0, notebook_timeout=30.0)
+
+
+@pytest.fixture
+def data(tmp_path):
+    path = tmp_path / "data.txt"
+    path.write_text("given\n")
+    return ((path, "data.txt"),)
+
+
+def job(limits, data, *sources: str) -> Job:
+    return Job(cells=tuple(JobCell(i + 1, s) for i, s in enumerate(sources)), captures=(), limits=limits, files=data)
+
+
+def probe(run: execute.RunResult) -> dict:
+    for cell in run.cells:
+        if cell.ename == "RuntimeError" and cell.evalue.startswith("probe "):
+            return json.loads(cell.evalue[len("probe "):])
+    raise AssertionError(f"the probe cell reported nothing: {run.cells} {run.reason}")
+
+
+def test_a_run_starts_clean_after_a_run_that_littered(grader, limits, data):
+    with execute.session(grader.executor) as runner:
+        assert isinstance(runner, forkserver._Session)
+        first = probe(runner.run(job(limits, data, LOOK + LITTER + REPORT)))
+        second = probe(runner.run(job(limits, data, LOOK + REPORT)))
+    assert first["cwd"] == ["data.txt"]  # before the litter: the submission's files only
+    assert second["pid"] > first["pid"], "the second run is another process in the same sandbox"
+    assert second["cwd"] == ["data.txt"]  # the working directory is writable again and emptied
+    assert second["tmp"] == first["tmp"] and second["shm"] == first["shm"] == []
+    assert second["others"] == [], "the sleeper the first run left behind is gone"
+
+
+def test_the_submission_files_survive_a_run_that_tries_to_replace_them(grader, limits, data):
+    vandal = ("import os\nfor step in (lambda: os.remove('data.txt'), lambda: open('data.txt', 'w'),\n"
+              "             lambda: os.rename('data.txt', 'x')):\n"
+              "    try:\n        step()\n    except OSError:\n        pass\n")
+    with execute.session(grader.executor) as runner:
+        runner.run(job(limits, data, vandal))
+        after = runner.run(job(limits, data, "print(open('data.txt').read())\n" + LOOK + REPORT))
+    assert after.errors[0].ename == "RuntimeError"  # the read itself worked
+    assert probe(after)["cwd"] == ["data.txt"]
+
+
+def test_a_run_that_hangs_ends_the_session_and_the_next_run_gets_a_new_one(grader, limits, data):
+    with execute.session(grader.executor) as runner:
+        first = probe(runner.run(job(limits, data, LOOK + REPORT)))
+        hung = runner.run(job(limits, data, "import time\ntime.sleep(30)", LOOK + REPORT))
+        after = probe(runner.run(job(limits, data, LOOK + REPORT)))
+    assert hung.status == "timeout" and hung.cells[0].status == "timeout"
+    assert probe(hung)["pid"] == first["pid"], "the re-run without the hung cell is the first run of a new sandbox"
+    assert after["pid"] == first["pid"] + 1, "a clean run leaves the new sandbox open for the next"
+
+
+def test_a_run_that_says_done_and_goes_on_does_not_hold_up_the_next(grader, limits, data, monkeypatch):
+    monkeypatch.setattr(forkserver._Session, "READY_TIMEOUT", 1.0)
+    liar = (
+        "import os, struct, json, time\n"
+        "body = json.dumps({'ev': 'done'}).encode()\n"
+        "for fd in map(int, os.listdir('/proc/self/fd')):\n"
+        "    try:\n"
+        "        if fd > 2 and os.readlink(f'/proc/self/fd/{fd}').startswith('pipe:'):\n"
+        "            os.write(fd, struct.pack('>I', len(body)) + body)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "time.sleep(60)"
+    )
+    with execute.session(grader.executor) as runner:
+        runner.run(job(limits, data, liar))
+        after = probe(runner.run(job(limits, data, LOOK + REPORT)))
+    assert after["others"] == [], "the liar is not running beside the next run"
+    assert after["cwd"] == ["data.txt"]
+
+
+def test_without_namespaces_each_run_is_started_on_its_own(limits, data):
+    weak = sandbox.Features(linux=True, root=FEATURES.root)
+    with forkserver.ForkingExecutor(features=weak) as executor, execute.session(executor) as runner:
+        assert isinstance(runner, execute.Separate)
+        first = runner.run(job(limits, data, "open('left.txt', 'w').write('x')"))
+        second = runner.run(job(limits, data, "import os\nassert os.listdir('.') == ['data.txt'], os.listdir('.')"))
+    assert first.status == second.status == "ok" and second.errors == []
