@@ -166,10 +166,12 @@ class TreeMemory(threading.Thread):
 
 class TimedExecutor:
     """The executor, with the wall time of every notebook run recorded (a submission that passes
-    anything is run three times: its own inputs and two variants)."""
+    anything is run three times: its own inputs and two variants, in one session when the
+    executor has them)."""
 
-    def __init__(self, inner):
-        self.inner, self.name, self.runs = inner, inner.name, []
+    def __init__(self, inner, runs=None):
+        self.inner, self.name = inner, getattr(inner, "name", "")
+        self.runs = [] if runs is None else runs
 
     def run(self, job):
         started = time.perf_counter()
@@ -178,8 +180,30 @@ class TimedExecutor:
         finally:
             self.runs.append(time.perf_counter() - started)
 
+    def session(self):
+        from grader import execute
+
+        return TimedExecutor(execute.session(self.inner), self.runs)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.inner.close()
+
     def __getattr__(self, attr):
         return getattr(self.inner, attr)
+
+
+def _machine_cpu() -> float:
+    """CPU seconds the whole machine has been busy (/proc/stat: all but idle and iowait).
+
+    A student process is reaped by its sandbox's init, which may itself be killed rather than
+    reaped, so per-process accounting would miss time; the machine's counter misses nothing, but
+    counts whatever else runs on it (the load average is printed for that reason)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 class TimedGrader(Grader):
@@ -221,6 +245,7 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
     for name in classes:
         grader.references.get(course.assignment(name))
     setup = time.perf_counter() - started
+    cpu_before = _machine_cpu()
     result = {"executor": executor_name, "jobs": jobs, "setup_s": setup, "assignments": {}}
     all_times: list[float] = []
     all_runs: list[float] = []
@@ -246,11 +271,14 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
             "runs": len(runs), "run_median_ms": 1000 * statistics.median(runs),
             "scores": {p.name: card.score for (p, _), card in zip(subs, outcome.cards)},
         }
+    cpu = _machine_cpu() - cpu_before
     memory.stop()
     close = getattr(executor, "close", None)
     if close is not None:
         close()
     result.update({
+        "cpu_s": cpu, "cpu_per_submission_ms": 1000 * cpu / len(all_times),
+        "wall_per_submission_ms": 1000 * batch_wall / len(all_times),
         "n": len(all_times), "median_ms": 1000 * statistics.median(all_times),
         "p95_ms": 1000 * percentile(all_times, 95), "throughput_per_s": len(all_times) / batch_wall,
         "runs": len(all_runs), "run_median_ms": 1000 * statistics.median(all_runs),
@@ -317,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {a:<24}{v['n']:>6}{v['median_ms']:>8.0f}ms{v['p95_ms']:>8.0f}ms"
                       f"{v['throughput_per_s']:>11.1f}/s{v['total_s']:>9.1f}s{v['runs']:>7}"
                       f"{v['run_median_ms']:>8.0f}ms  {statuses}")
+            print(f"  batch wall time / submissions: {r['wall_per_submission_ms']:.0f} ms; busy CPU time of the "
+                  f"machine / submissions: {r['cpu_per_submission_ms']:.0f} ms")
             print(f"  peak memory of the process tree: {r['peak_pss_mb']:.0f} MB PSS "
                   f"({r['peak_rss_sum_mb']:.0f} MB if RSS is summed per process), up to {r['peak_processes']} processes",
                   flush=True)
