@@ -146,8 +146,8 @@ class _Pool:
     Forking a process with torch loaded costs a few milliseconds (page tables); doing it ahead of
     the request, while the previous notebook runs, takes it off every notebook's critical path."""
 
-    def __init__(self, sock: socket.socket, size: int):
-        self.sock, self.size = sock, size
+    def __init__(self, sock: socket.socket, size: int, plan: dict | None = None):
+        self.sock, self.size, self.plan = sock, size, plan
         self.path0 = sys.path[0] if sys.path else ""
         self.idle: list[tuple[int, socket.socket]] = []
         self.children: set[int] = set()  # every child not yet reaped, idle or running
@@ -161,7 +161,7 @@ class _Pool:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
-            _child(theirs, self.path0)  # never returns
+            _child(theirs, self.path0, self.plan)  # never returns
         theirs.close()
         self.children.add(pid)
         return pid, ours
@@ -207,11 +207,11 @@ class _Pool:
             time.sleep(0.02)
 
 
-def serve_forever(sock: socket.socket, pool_size: int = POOL) -> None:
+def serve_forever(sock: socket.socket, pool_size: int = POOL, plan: dict | None = None) -> None:
     """Hand jobs to forked children until the grader closes its end of the socket; then end every child."""
     import select
 
-    pool = _Pool(sock, pool_size)
+    pool = _Pool(sock, pool_size, plan)
     try:
         while True:
             pool.fill()
@@ -253,9 +253,11 @@ def _threads() -> int:
         return threading.active_count()
 
 
-def _child(chan: socket.socket, path0: str) -> None:
-    """A forked child: wait for a job, then run it as the subprocess executor's worker does
-    (``worker.serve``: ``sandbox.enter`` isolates, then the cells run). Never returns."""
+def _child(chan: socket.socket, path0: str, plan: dict | None) -> None:
+    """A forked child. With a ``plan`` for sessions: set up the sandbox at once, then serve the
+    runs of the submission it is given (``_session_child``). Otherwise: wait for a job, then run
+    it as the subprocess executor's worker does (``worker.serve``: ``sandbox.enter`` isolates,
+    then the cells run). Never returns."""
     code = 1
     try:
         os.setsid()  # out of the server's group at once, so killing either leaves the other alone
@@ -267,6 +269,10 @@ def _child(chan: socket.socket, path0: str) -> None:
             os.dup2(null, fd)
         if null > 2:
             os.close(null)
+        if plan is not None:
+            _session_child(chan.detach(), path0, plan)
+            code = 0
+            return
         _, fds, _, _ = socket.recv_fds(chan, 16, 2)
         chan.close()
         if len(fds) != 2:  # the server ended before this child got a job
@@ -279,12 +285,9 @@ def _child(chan: socket.socket, path0: str) -> None:
             sys.path[0] = job["workdir"]  # as for `python -m` started in the working directory
         from . import worker
 
-        if job.get("session"):
-            _serve_session(job, event_fd)  # the second descriptor is the session's control socket
-        else:
-            _reseed()
-            with os.fdopen(event_fd, "wb", buffering=0) as out:
-                worker.serve(job, out)
+        _reseed()
+        with os.fdopen(event_fd, "wb", buffering=0) as out:
+            worker.serve(job, out)
         code = 0
     except BaseException:  # the grader sees the stream end early and reports it
         code = 1
@@ -292,23 +295,45 @@ def _child(chan: socket.socket, path0: str) -> None:
         os._exit(code)
 
 
-def _serve_session(job: dict, control: int) -> None:
-    """Several runs of one submission: ``sandbox.enter_session`` returns once in each run's process."""
-    from . import capture, worker
+def _session_child(channel: int, path0: str, plan: dict) -> None:
+    """Set up a session's sandbox now, before a submission is handed over on ``channel``
+    (``sandbox.enter_session``); returns in each run's process once the run is over, or in the
+    process where the setup failed, once the first run has been told why."""
+    from . import worker
 
     try:
-        applied, run, event_fd = sandbox.enter_session(job, control)
-    except sandbox.SandboxError as exc:  # say why on the first run's channel, as a lone run would
-        chan = socket.socket(fileno=control)
-        chan.settimeout(REPLY_TIMEOUT)
-        _, fds, _, _ = socket.recv_fds(chan, 64, 2)
-        if len(fds) == 2:
-            with os.fdopen(fds[1], "wb", buffering=0) as out:
-                capture.write_frame(out, {"ev": "fatal", "reason": str(exc)[:300]})
+        applied, run, event_fd = sandbox.enter_session(plan, channel)
+    except sandbox.SandboxError as exc:
+        control = getattr(exc, "control", None)
+        if control is None:  # it failed before the job came: wait for it, to answer its first run
+            control = _take(channel, keep=1)
+        if control is not None:
+            event_fd = _take(control, keep=1)
+            if event_fd is not None:
+                from . import capture
+
+                with os.fdopen(event_fd, "wb", buffering=0) as out:
+                    capture.write_frame(out, {"ev": "fatal", "reason": str(exc)[:300]})
         return
+    if sys.path and sys.path[0] == path0:
+        sys.path[0] = run["workdir"]  # as for `python -m` started in the working directory
     _reseed()
     with os.fdopen(event_fd, "wb", buffering=0) as out:
         worker.run_isolated(run, out, applied)
+
+
+def _take(fd: int, keep: int) -> int | None:
+    """The ``keep``-th of the two descriptors the next message on socket ``fd`` carries (closing the other)."""
+    sock = socket.socket(fileno=fd)
+    sock.settimeout(REPLY_TIMEOUT)
+    try:
+        _, fds, _, _ = socket.recv_fds(sock, 64, 2)
+    except OSError:
+        return None
+    if len(fds) != 2:
+        return None
+    os.close(fds[1 - keep])
+    return fds[keep]
 
 
 def _reseed() -> None:
@@ -329,9 +354,10 @@ def main(argv: list[str] | None = None) -> None:
     sock = socket.socket(fileno=int(argv[0]))
     modules = tuple(m for m in (argv[1] if len(argv) > 1 else "").split(",") if m)
     pool = int(argv[2]) if len(argv) > 2 else POOL
+    plan = json.loads(argv[3]) if len(argv) > 3 and argv[3] else None  # sandbox.Features: children serve sessions
     _, loaded = preload(modules)
     sock.sendall(json.dumps({"ev": "ready", "pid": os.getpid(), "preloaded": loaded, "threads": _threads()}).encode())
-    serve_forever(sock, pool)
+    serve_forever(sock, pool, plan)
 
 
 # --------------------------------------------------------------------------------------------
@@ -353,7 +379,7 @@ class ForkServer:
     """One running server process and the socket to it. Not thread-safe: the executor locks."""
 
     def __init__(self, python: str, modules: tuple[str, ...], start_timeout: float = START_TIMEOUT,
-                 pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT):
+                 pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT, plan: dict | None = None):
         self.home = tempfile.mkdtemp(prefix="grader-forkserver-")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
@@ -361,7 +387,8 @@ class ForkServer:
         env = {**sandbox.environment(self.home), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
         try:
             self.proc = subprocess.Popen(
-                [python, "-m", "grader.forkserver", str(theirs.fileno()), ",".join(modules), str(pool)],
+                [python, "-m", "grader.forkserver", str(theirs.fileno()), ",".join(modules), str(pool),
+                 json.dumps(plan) if plan is not None else ""],
                 stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, cwd=self.home, env=env,
                 pass_fds=(theirs.fileno(),), start_new_session=True,
             )
@@ -692,7 +719,10 @@ class ForkingExecutor:
     # -- the two calls run_with_retries needs --------------------------------------------------
 
     def spawn(self, wire: dict, workdir: str) -> tuple[_Child, int]:
-        """Fork a child for this job; returns (handle, read end of its event pipe)."""
+        """Fork a child for this job; returns (handle, read end of its event pipe). Without
+        sessions only: with them, the server's children expect a session (``_Session.spawn``)."""
+        if self.sessions:
+            raise ExecutorError("This forking executor runs notebooks in sessions; use run() or session().")
         event_r, event_w = os.pipe()
         try:
             child = self._start_child(wire, workdir, event_w)
@@ -729,11 +759,18 @@ class ForkingExecutor:
         """The notebook is over: its process tree is ended (here, or soon by the cleaner thread)."""
         self._cleaner.submit(handle)
 
+    def _plan(self) -> sandbox.Features:
+        return self.features or sandbox.features()
+
+    @property
+    def sessions(self) -> bool:
+        """Whether notebooks run in sessions (``sandbox.enter_session``): with pid and mount namespaces."""
+        return sandbox.sessions_possible(self._plan())
+
     def session(self) -> Any:
         """Runs of one submission (its data, then variants) in one sandbox when the platform allows
         (``sandbox.sessions_possible``); otherwise each run is started on its own, as by ``run``."""
-        plan = self.features or sandbox.features()
-        if sandbox.sessions_possible(plan):
+        if self.sessions:
             return _Session(self)
         from .execute import Separate
 
@@ -747,6 +784,9 @@ class ForkingExecutor:
     def run(self, job: Any) -> Any:
         from .execute import run_with_retries
 
+        if self.sessions:  # the server's children are sandboxed ahead, for sessions: a session of one run
+            with _Session(self) as session:
+                return session.run(job)
         return run_with_retries(self, job)
 
     # -- the server's life ---------------------------------------------------------------------
@@ -762,7 +802,8 @@ class ForkingExecutor:
         if self._server is not None and not self._server.alive():
             self._replace(self._server)
         if self._server is None:
-            self._server = ForkServer(self.python, self.modules, self.start_timeout, self.pool, self.reply_timeout)
+            self._server = ForkServer(self.python, self.modules, self.start_timeout, self.pool, self.reply_timeout,
+                                      plan=self._plan().to_wire() if self.sessions else None)
         return self._server
 
     def _replace(self, server: ForkServer) -> None:

@@ -445,7 +445,7 @@ def enter(job: dict, channel: int | None = None) -> tuple[str, ...]:
     if not plan.linux or _threads() > 1:
         return _in_place(limits, workdir)
     try:
-        return _isolate(plan, limits, workdir, channel, control=None)[0]
+        return _isolate(plan, limits, workdir, channel)[0]
     except OSError as exc:
         raise SandboxError(f"{exc.strerror or exc} ({type(exc).__name__})") from None
 
@@ -456,31 +456,64 @@ def sessions_possible(plan: Features) -> bool:
     return plan.linux and plan.pid_ns and plan.mount_ns
 
 
-def enter_session(job: dict, control: int) -> tuple[tuple[str, ...], dict, int]:
-    """Isolate this fresh process once for several runs of one submission (its own data, then
-    variants), each run in a process of its own; returns in each run's process.
+class SessionSetupError(SandboxError):
+    """A session's sandbox could not be finished once its submission arrived; ``control`` is the
+    session's control socket, on which the first run can still be told why."""
 
-    The namespaces, the new root and the uid are set up once. The namespace's init then serves
-    runs: for each ``(job pipe, event pipe)`` pair the grader sends on ``control`` (a Unix socket),
-    it forks the run's process, which drops to the student's uid, takes the limits and returns
-    ``(protections, the run's job, its event fd)`` here. When that process has exited, init kills
-    every other process in the namespace, empties the working directory (but for the read-only
-    submission and data files), /tmp and /dev/shm, and writes ``ready`` on ``control``. So a run
-    starts as fresh as a run in a sandbox of its own: nothing an earlier run started or wrote is
-    left. The grader closing ``control`` ends the session (and the keeper kills it all).
+    def __init__(self, message: str, control: int):
+        super().__init__(message)
+        self.control = control
+
+
+def enter_session(plan_wire: dict, channel: int) -> tuple[tuple[str, ...], dict, int]:
+    """Isolate this fresh process for the runs of one submission, as far as possible before the
+    submission is even known; returns in each run's process.
+
+    Called in a child of the forking server as soon as it is forked, while it waits to be handed
+    a job. The namespaces, the keeper, the namespace's init and the submission-independent part
+    of the new root (``_build_view``) are set up at once, off the grader's critical path. Init
+    then waits on ``channel`` for the session: a job pipe (``{"workdir", "limits", "sandbox"}``)
+    and the session's control socket (Unix, from the grader). It adds the working directory to
+    the view, pivots into it, and serves runs: for each ``(job pipe, event pipe)`` pair the grader
+    sends on the control socket, it forks the run's process, which drops to the student's uid,
+    takes the limits and returns ``(protections, the run's job, its event fd)`` here. When that
+    process has exited, init kills every other process in the namespace, empties the working
+    directory (but for the read-only submission and data files), /tmp and /dev/shm, and writes
+    ``ready``. So a run starts as fresh as a run in a sandbox of its own. The grader closing the
+    control socket ends the session.
     """
-    plan = Features.from_wire(job["sandbox"]) if job.get("sandbox") is not None else features()
+    plan = Features.from_wire(plan_wire)
     if not sessions_possible(plan) or _threads() > 1:
         raise SandboxError("runs can share a sandbox only with a pid namespace and a private root")
+    view = tempfile.mkdtemp(prefix="grader-view-")  # where the new root is mounted (in its namespace only)
     try:
-        return _isolate(plan, job["limits"], job["workdir"], control, control=control)
+        return _isolate(plan, {}, "", None, ahead=(channel, view))
     except OSError as exc:
         raise SandboxError(f"{exc.strerror or exc} ({type(exc).__name__})") from None
 
 
+def _await_session(channel: int, plan: Features) -> tuple[dict, int]:
+    """In init: the session's setup and control socket, once the server hands them over."""
+    sock = socket.socket(fileno=channel)
+    _, fds, _, _ = socket.recv_fds(sock, 16, 2)
+    sock.close()
+    if len(fds) != 2:  # the server ended before this child got a job
+        os._exit(0)
+    job_fd, control = fds
+    try:
+        with os.fdopen(job_fd, "rb") as f:
+            setup = json.loads(f.read())
+        if Features.from_wire(setup["sandbox"]) != plan:
+            raise SandboxError("the session asks for other protections than this child was prepared with")
+        return setup, control
+    except (SandboxError, OSError, ValueError, KeyError, TypeError) as exc:
+        raise SessionSetupError(f"the session's setup cannot be read: {exc}", control) from None
+
+
 def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None,
-             control: int | None) -> tuple[tuple[str, ...], dict, int | None]:
-    """The protections in force, and for a session the run's job and event fd (else {} and ``channel``)."""
+             ahead: tuple[int, str] | None = None) -> tuple[tuple[str, ...], dict, int | None]:
+    """The protections in force, and for a session (``ahead``: the server's channel and the
+    directory to build the view on) the run's job and event fd; else {} and ``channel``."""
     run: dict = {}
     _own_session()
     keeper = os.getpid()
@@ -495,7 +528,7 @@ def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None,
         _unshare(first)
     if plan.user_ns:
         _map_ids(real_uid, real_gid)
-    _fork_keeper(channel, workdir, subreaper=not plan.pid_ns)
+    _fork_keeper(channel, workdir, subreaper=not plan.pid_ns, view=ahead[1] if ahead else None)
     if plan.pid_ns:
         _die_with_parent()  # the namespace's init goes with the keeper, and everything in it with init
     # Without a pid namespace the student outlives a keeper it killed and finishes the notebook; the
@@ -506,15 +539,22 @@ def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None,
         _loopback_up()
     owner = uid if uid is not None else real_uid
     disk_mb = int(limits.get("disk_mb", 256))
-    if plan.pid_ns:  # this is pid 1: it mounts the namespace's /proc, then stays as its init
+    if ahead is not None:  # pid 1 of a session: the view now, the submission when it comes
+        _build_view(ahead[1], disk_mb, fresh_proc=True)
+        setup, control = _await_session(ahead[0], plan)
+        try:
+            limits, workdir = setup["limits"], setup["workdir"]
+            _finish_view(ahead[1], workdir, int(limits.get("disk_mb", 256)), owner)
+        except (OSError, SandboxError, KeyError, TypeError, ValueError) as exc:
+            raise SessionSetupError(f"the working directory cannot be set up: {exc}", control) from None
+        run, channel = _serve_runs(control, workdir)
+        if plan.ipc_ns:
+            _unshare(CLONE_NEWIPC)  # no System V object of an earlier run either
+        _die_with_parent()
+    elif plan.pid_ns:  # this is pid 1: it mounts the namespace's /proc, then stays as its init
         if plan.mount_ns:
             _build_root(workdir, disk_mb, owner, fresh_proc=True)
-        if control is None:
-            _fork_init()
-        else:
-            run, channel = _serve_runs(control, workdir)
-            if plan.ipc_ns:
-                _unshare(CLONE_NEWIPC)  # no System V object of an earlier run either
+        _fork_init()
         _die_with_parent()
     elif plan.mount_ns:
         _build_root(workdir, disk_mb, owner, fresh_proc=False)
@@ -598,8 +638,9 @@ def _own_session() -> None:
         pass
 
 
-def _fork_keeper(channel: int | None, workdir: str, *, subreaper: bool) -> None:
-    """Fork; the parent stays behind as the keeper and never returns."""
+def _fork_keeper(channel: int | None, workdir: str, *, subreaper: bool, view: str | None = None) -> None:
+    """Fork; the parent stays behind as the keeper and never returns. It removes ``view`` (the
+    empty directory a session's root was mounted on, in the child's namespace) at the end."""
     if subreaper:
         _prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the student come back to the keeper
     pid = os.fork()
@@ -616,6 +657,11 @@ def _fork_keeper(channel: int | None, workdir: str, *, subreaper: bool) -> None:
     if abandoned:  # the grader may be gone for good: do not leave its working directory behind
         try:
             remove_workdir(workdir)
+        except OSError:
+            pass
+    if view is not None:
+        try:
+            os.rmdir(view)
         except OSError:
             pass
     os._exit(code)
@@ -935,9 +981,15 @@ def _make_point(root: str, path: str, *, directory: bool) -> str:
 
 def _build_root(workdir: str, disk_mb: int, owner: int, *, fresh_proc: bool) -> None:
     """A new root holding only what the student may see; pivot into it; drop the old one."""
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
     root = os.path.join(workdir, ROOT_NAME)
     os.mkdir(root, 0o755)
+    _build_view(root, disk_mb, fresh_proc=fresh_proc)
+    _finish_view(root, workdir, disk_mb, owner)
+
+
+def _build_view(root: str, disk_mb: int, *, fresh_proc: bool) -> None:
+    """The part of the new root that does not depend on the submission, mounted on ``root``."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m")
     size = f"size={disk_mb}m"
     # /tmp first: a project or virtual environment that lives under /tmp (a CI checkout, say) is
@@ -969,6 +1021,13 @@ def _build_root(workdir: str, disk_mb: int, owner: int, *, fresh_proc: bool) -> 
         _bind("/proc", proc, writable=True)
     if os.path.isdir("/sys"):
         _bind("/sys", _make_point(root, "/sys", directory=True))
+
+
+def _finish_view(root: str, workdir: str, disk_mb: int, owner: int) -> None:
+    """Add the working directory to the view on ``root``, then pivot into it and make it read-only."""
+    size = f"size={disk_mb}m"
+    for place in ("/tmp", "/dev/shm"):  # a view built ahead of the job: its size now
+        _mount(None, root + place, None, MS_REMOUNT | MS_NOSUID | MS_NODEV, size)
     # The working directory: a tmpfs of the student's own, the prepared files bound in read-only.
     home = _make_point(root, workdir, directory=True)
     _mount("tmpfs", home, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=700,uid={owner},gid={owner},{size}")
@@ -988,6 +1047,7 @@ def _build_root(workdir: str, disk_mb: int, owner: int, *, fresh_proc: bool) -> 
             with open(inner, "wb"):
                 pass
             _bind(src, inner)
+    dev = root + "/dev"
     _mount(None, dev, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.chdir(root)
     os.mkdir(".old")

@@ -121,3 +121,15 @@ def test_without_namespaces_each_run_is_started_on_its_own(limits, data):
         first = runner.run(job(limits, data, "open('left.txt', 'w').write('x')"))
         second = runner.run(job(limits, data, "import os\nassert os.listdir('.') == ['data.txt'], os.listdir('.')"))
     assert first.status == second.status == "ok" and second.errors == []
+
+
+def test_a_sandbox_that_cannot_be_finished_says_why_on_the_first_run(grader, limits, data):
+    broken = dataclasses.replace(limits, disk_mb=-1)  # no tmpfs takes a negative size
+    with execute.session(grader.executor) as runner:
+        run = runner.run(job(broken, data, "x = 1"))
+        after = runner.run(job(limits, data, LOOK + REPORT))
+    assert run.status == "crashed"
+    assert run.reason.startswith("the sandbox could not be set up: the working directory cannot be set up: "
+                                 "mounting "), run.reason
+    assert "Invalid argument" in run.reason
+    assert probe(after)["cwd"] == ["data.txt"], "the next run gets a sandbox of its own"
