@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .capture import Value
-from .compare import check_property, compare
+from .compare import check_property, compare, matches
 from .config import Assignment, Check, Question
 from .execute import Captured, CellRun
 from .notebook import BLANK_NAME, BlankReport, CellInfo, blank_report, dependencies, identifiers, module_level_binds
@@ -48,19 +49,30 @@ class Context:
     reveal: bool = False
     variants: tuple[VariantRun, ...] = ()
     answers: frozenset[str] = frozenset()  # names graded by value checks: the student's work, not given data
+    # Results that depend on this context alone, asked for by many checks; ``replace`` starts afresh.
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def changed_givens(self) -> list[str]:
         """Given inputs whose values in the submission differ from the notebook's own data. A given
         input that the student computes (``embeddings = ?``, graded by its own check) is not data
         the student changed, so it is left out: its check already says what is wrong."""
-        out = []
-        for cid, ref in self.reference.items():
-            if not cid.startswith(GIVEN_PREFIX) or ref.value is None or cid[len(GIVEN_PREFIX):] in self.answers:
-                continue
-            got = self.student.get(cid)
-            if got is not None and got.value is not None and not compare("", got.value, ref.value, rtol=1e-7, atol=0).ok:
-                out.append(cid[len(GIVEN_PREFIX):])
-        return out
+        if "changed_givens" not in self._memo:
+            out = []
+            for cid, ref in self.reference.items():
+                if not cid.startswith(GIVEN_PREFIX) or ref.value is None or cid[len(GIVEN_PREFIX):] in self.answers:
+                    continue
+                got = self.student.get(cid)
+                if got is not None and got.value is not None and not matches(got.value, ref.value, rtol=1e-7, atol=0):
+                    out.append(cid[len(GIVEN_PREFIX):])
+            self._memo["changed_givens"] = out
+        return list(self._memo["changed_givens"])
+
+    def dependencies(self, names: tuple[str, ...]) -> dict[str, set[str]]:
+        """``notebook.dependencies`` of the submission, once per context (every check and variant asks)."""
+        key = ("dependencies", names)
+        if key not in self._memo:
+            self._memo[key] = dependencies(self.infos, names)
+        return self._memo[key]
 
     def bound_anywhere(self, name: str) -> bool:
         return any(name in info.binds for info in self.infos)
@@ -77,9 +89,10 @@ def hint_id(check: Check, i: int) -> str:
     return f"{check.id}#h{i}"
 
 
-def _names(check: Check) -> set[str]:
+@functools.lru_cache(maxsize=4096)  # a Check is frozen and compares by value; parsing its target is per-call work
+def _names(check: Check) -> frozenset[str]:
     names = {check.target} if check.kind == "value" else identifiers(check.target)
-    return {n for n in names if n not in BUILTINS}
+    return frozenset(n for n in names if n not in BUILTINS)
 
 
 def _cell_error(run: CellRun) -> str:
@@ -160,7 +173,7 @@ def _names_list(names: tuple[str, ...]) -> str:
 def _inputs_behind(check: Check, ctx: Context, names: tuple[str, ...]) -> tuple[str, ...]:
     """The varied inputs this check's value is computed from in the student's notebook (all of
     them when the data flow cannot tell), so the message names what matters."""
-    deps = dependencies(ctx.infos, names)
+    deps = ctx.dependencies(names)
     found = set().union(*(deps.get(n, set()) for n in _names(check)))
     return tuple(n for n in names if n in found) or names
 
@@ -197,7 +210,7 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
     base = ctx.reference[check.id].value
     for run in ctx.variants:
         ref = run.reference.get(check.id)
-        if ref is None or ref.value is None or compare("", ref.value, base, rtol=0, atol=0).ok:
+        if ref is None or ref.value is None or matches(ref.value, base, rtol=0, atol=0):
             continue  # this variant does not change the answer, so it tests nothing here
         if check.kind == "value" and check.target in run.names:
             continue  # the variant put this very value in place: comparing it would test nothing
@@ -292,7 +305,7 @@ def _matching_hint(check: Check, value: Value, ctx: Context) -> str:
         hv = ctx.reference.get(hint_id(check, i))
         if hv is None or hv.value is None:
             continue
-        if compare("", value, hv.value, rtol=check.rtol, atol=check.atol).ok:
+        if matches(value, hv.value, rtol=check.rtol, atol=check.atol):
             return hint.message
     return ""
 

@@ -36,6 +36,7 @@ class _Ctx:
     atol: float
     strict: bool
     reveal: bool
+    explain: bool = True  # False: the verdict only, no messages (see ``matches``)
     path: str = ""
     messages: list[str] = field(default_factory=list)
 
@@ -45,6 +46,13 @@ def compare(name: str, actual: Value, expected: Value, *, rtol: float, atol: flo
     """Whether ``actual`` matches ``expected`` within tolerance, and if not, why."""
     ctx = _Ctx(rtol=rtol, atol=atol, strict=strict_types, reveal=reveal)
     return _compare(name, actual, expected, ctx)
+
+
+def matches(actual: Value, expected: Value, *, rtol: float, atol: float, strict_types: bool = False) -> bool:
+    """``compare(...).ok``, without writing the messages nobody reads: for the verdicts the grader
+    uses on its own (typical mistakes, variants that change an answer, changed given data)."""
+    ctx = _Ctx(rtol=rtol, atol=atol, strict=strict_types, reveal=False, explain=False)
+    return _compare("", actual, expected, ctx).ok
 
 
 def _numeric(v: Value) -> np.ndarray | None:
@@ -142,6 +150,9 @@ def _compare_numeric(name: str, actual: Value, expected: Value, exp: np.ndarray,
         a, e = act.astype(np.complex128), exp.astype(np.complex128)
     else:
         a, e = act.astype(np.float64), exp.astype(np.float64)
+    if ctx.rtol >= 0 and ctx.atol >= 0 and np.array_equal(a, e):
+        # Equal element for element (so no NaN): no check below can fail, and this is the common case.
+        return Comparison(True, total=int(a.size))
     a_nan, e_nan = np.isnan(a), np.isnan(e)
     if (a_nan != e_nan).any():
         where = np.argwhere(a_nan & ~e_nan)
@@ -167,6 +178,8 @@ def _value_failure(name: str, act: np.ndarray, exp: np.ndarray, bad: np.ndarray,
     n_bad, total = int(bad.sum()), int(bad.size)
     if n_bad == 0:
         return Comparison(True, total=total)
+    if not ctx.explain:
+        return Comparison(False, "values", (), n_bad, total)
     if act.ndim == 0:
         msg = f"{name} is {_num(act.item())}, which is not the expected value"
         if ctx.reveal:

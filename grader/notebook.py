@@ -12,6 +12,7 @@ editors drop, copy and reorder.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import json
 import re
@@ -129,6 +130,29 @@ def _one_line(exc: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# The same cell text is read again and again: by ``analyse``, again for every variant run
+# (``variants.with_injections``), and in every submission that keeps the notebook's given cells
+# as they were. Tokenizing and walking syntax trees are most of the grader's own time per
+# submission, so their results are kept by exact text. Those results are immutable (strings,
+# tuples, frozen dataclasses), so handing the same one out again is safe.
+
+CACHED_TEXT_CHARS = 10_000  # longer texts are worked out each time, so the caches stay small
+CACHED_TEXTS = 1024  # per cache: the cells of several submissions (a batch grades two at a time)
+
+
+def _cached_by_text(fn):
+    """``fn(text)``, kept by exact text in a bounded cache; ``fn.uncached`` is the plain function."""
+    cached = functools.lru_cache(maxsize=CACHED_TEXTS)(fn)
+
+    @functools.wraps(fn)
+    def wrapper(text: str):
+        return cached(text) if len(text) <= CACHED_TEXT_CHARS else fn(text)
+
+    wrapper.uncached, wrapper.cache_info, wrapper.cache_clear = fn, cached.cache_info, cached.cache_clear
+    return wrapper
+
+
+# --------------------------------------------------------------------------------------------
 # Blanks
 
 _HELP_RE = re.compile(r"^\s*\?{1,2}[A-Za-z_]")  # IPython help: ?name, ??name
@@ -141,7 +165,13 @@ def find_blanks(source: str, cell: int = 0) -> list[Blank]:
     """
     if "?" not in source:
         return []
-    blanks: list[Blank] = []
+    return [Blank(cell=cell, line=line, text=text) for line, text in _blank_lines(source)]
+
+
+@_cached_by_text
+def _blank_lines(source: str) -> tuple[tuple[int, str], ...]:
+    """(line number, line) of every blank in the source."""
+    blanks: list[tuple[int, str]] = []
     lines = source.splitlines()
     prev: tokenize.TokenInfo | None = None
     try:
@@ -157,9 +187,9 @@ def find_blanks(source: str, cell: int = 0) -> list[Blank]:
             line = lines[tok.start[0] - 1] if tok.start[0] - 1 < len(lines) else ""
             after_name = prev is not None and (prev.type == tokenize.NAME or prev.string in (")", "]", "?"))
             if not after_name and not _HELP_RE.match(line):
-                blanks.append(Blank(cell=cell, line=tok.start[0], text=line))
+                blanks.append((tok.start[0], line))
         prev = tok
-    return blanks
+    return tuple(blanks)
 
 
 def _fallback_tokens(source: str) -> list[tokenize.TokenInfo]:
@@ -174,6 +204,7 @@ def _fallback_tokens(source: str) -> list[tokenize.TokenInfo]:
     return out
 
 
+@_cached_by_text
 def fill_blanks(source: str) -> str:
     """The source with every blank replaced by a name that raises when evaluated."""
     blanks = find_blanks(source)
@@ -240,7 +271,7 @@ class CellInfo:
     reads: set[str] = field(default_factory=set)
     blanks: list[Blank] = field(default_factory=list)
     blanked: dict[str, Blank] = field(default_factory=dict)  # names a blank keeps from being computed
-    statements: list[tuple[set[str], set[str]]] = field(default_factory=list)  # (binds, reads) per statement
+    statements: list[tuple[frozenset[str], frozenset[str]]] = field(default_factory=list)  # (binds, reads) per statement
     syntax_error: str | None = None
 
 
@@ -275,33 +306,67 @@ def module_level_binds(tree: ast.Module) -> set[str]:
     return binds
 
 
+@dataclass(frozen=True)
+class Statement:
+    """One top-level statement of a cell: where it is, and the names it binds and reads."""
+
+    lineno: int
+    end_lineno: int | None
+    end_col_offset: int | None  # counted in UTF-8 bytes, as ast counts
+    binds: frozenset[str]  # what module_level_binds finds in the statement alone
+    reads: frozenset[str]
+
+
+@dataclass(frozen=True)
+class ParsedCell:
+    """A cell's code as the grader reads it: its statements, or why it is not valid Python."""
+
+    statements: tuple[Statement, ...] = ()
+    syntax_error: str | None = None  # "line N: message"
+
+
+@_cached_by_text
+def parse_cell(source: str) -> ParsedCell:
+    """The top-level statements of a cell (magics read as ``pass``), or its syntax error."""
+    try:
+        tree = ast.parse(python_source(source))
+    except SyntaxError as exc:
+        return ParsedCell(syntax_error=f"line {exc.lineno}: {exc.msg}")
+    statements = []
+    for stmt in tree.body:
+        binds = module_level_binds(ast.Module(body=[stmt], type_ignores=[]))
+        reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, (ast.Store, ast.Del))}
+        statements.append(Statement(stmt.lineno, stmt.end_lineno, stmt.end_col_offset, frozenset(binds), frozenset(reads)))
+    return ParsedCell(statements=tuple(statements))
+
+
+_ASSIGNED_RE = re.compile(r"^([A-Za-z_]\w*)\s*=(?!=)", re.M)
+
+
 def analyse(cells: list[Cell]) -> list[CellInfo]:
     infos = []
     for cell in cells:
         info = CellInfo(cell=cell, blanks=find_blanks(cell.source, cell.index))
-        src = python_source(fill_blanks(cell.source) if info.blanks else cell.source)
-        try:
-            tree = ast.parse(src)
-        except SyntaxError as exc:
-            info.syntax_error = f"line {exc.lineno}: {exc.msg}"
+        text = fill_blanks(cell.source) if info.blanks else cell.source
+        parsed = parse_cell(text)
+        if parsed.syntax_error is not None:
+            info.syntax_error = parsed.syntax_error
             # Keep what can be known: names assigned at the start of lines still count as bound,
             # so a question depending on them is reported against this cell, not as missing.
-            info.binds = set(re.findall(r"^([A-Za-z_]\w*)\s*=(?!=)", src, re.M))
+            info.binds = set(_ASSIGNED_RE.findall(python_source(text)))
             infos.append(info)
             continue
-        for stmt in tree.body:  # one pass per statement; the cell's sets are their unions
-            binds = module_level_binds(ast.Module(body=[stmt], type_ignores=[]))
-            reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, (ast.Store, ast.Del))}
-            info.statements.append((binds, reads))
-            info.binds |= binds
-            info.reads |= reads
+        for stmt in parsed.statements:  # the cell's sets are the unions of its statements'
+            info.statements.append((stmt.binds, stmt.reads))
+            info.binds |= stmt.binds
+            info.reads |= stmt.reads
         if info.blanks:
-            info.blanked = _blanked_names(tree, info.blanks)
+            info.blanked = _blanked_names(parsed.statements, info.blanks)
         infos.append(info)
     return infos
 
 
-def _blanked_names(tree: ast.Module, blanks: list[Blank]) -> dict[str, Blank]:
+def _blanked_names(statements: tuple[Statement, ...], blanks: list[Blank]) -> dict[str, Blank]:
     """Names that cannot get the student's value in a cell with blanks, each with its blank.
 
     A statement holding a blank cannot produce its names; statements after the first blank
@@ -309,13 +374,13 @@ def _blanked_names(tree: ast.Module, blanks: list[Blank]) -> dict[str, Blank]:
     """
     out: dict[str, Blank] = {}
     first = min(b.line for b in blanks)
-    for stmt in tree.body:
+    for stmt in statements:
         end = stmt.end_lineno or stmt.lineno
         inside = [b for b in blanks if stmt.lineno <= b.line <= end]
         if not inside and end < first:
             continue
         cause = inside[0] if inside else max((b for b in blanks if b.line < stmt.lineno), key=lambda b: b.line)
-        for name in module_level_binds(ast.Module(body=[stmt], type_ignores=[])):
+        for name in stmt.binds:
             out.setdefault(name, cause)
     return out
 

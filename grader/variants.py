@@ -16,7 +16,6 @@ file students get.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 from dataclasses import dataclass
 
@@ -26,7 +25,7 @@ from . import capture
 from .capture import Value
 from .config import Assignment
 from .errors import SolutionError
-from .notebook import CellInfo, module_level_binds, python_source
+from .notebook import CellInfo, parse_cell
 
 GIVEN_PREFIX = "__given__/"
 
@@ -57,24 +56,19 @@ def with_injections(source: str, names: tuple[str, ...]) -> str:
     the variant is made from the value the name has once its cell ran, so it goes in where the
     name has that form. Appended on the statement's own last line, so line numbers, and the
     student's tracebacks, stay as they are."""
-    try:
-        tree = ast.parse(python_source(source))
-    except SyntaxError:
+    parsed = parse_cell(source)  # cached: every variant run rewrites the same cells
+    if parsed.syntax_error is not None:
         return source
     lines = source.splitlines(keepends=True)
-    flow = []
-    for stmt in tree.body:
-        one = ast.Module(body=[stmt], type_ignores=[])
-        flow.append((stmt, module_level_binds(one), {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
-                                                     and isinstance(n.ctx, ast.Load)}))
+    flow = parsed.statements
     edits: dict[tuple[int, int], list[str]] = {}  # (line, column) -> names; `a = 1; b = 2` is two places
     for name in names:
-        for i, (_, binds, reads) in enumerate(flow):
-            if name not in binds or name in reads:
+        for i, stmt in enumerate(flow):
+            if name not in stmt.binds or name in stmt.reads:
                 continue
-            while i + 1 < len(flow) and name in flow[i + 1][1] and name in flow[i + 1][2]:
+            while i + 1 < len(flow) and name in flow[i + 1].binds and name in flow[i + 1].reads:
                 i += 1
-            stmt = flow[i][0]
+            stmt = flow[i]
             if stmt.end_lineno is not None and stmt.end_col_offset is not None:
                 edits.setdefault((stmt.end_lineno, stmt.end_col_offset), []).append(name)
     for (lineno, col), fresh in sorted(edits.items(), reverse=True):  # right to left keeps columns valid
