@@ -35,6 +35,22 @@ class VariantRun:
     cells: list[CellRun]
     status: str = "ok"
     reason: str = ""
+    # The ids whose reference value this variant changes (``changed_answers``), when the caller
+    # worked them out once for the reference; None: each check works it out for itself.
+    changed: frozenset[str] | None = None
+
+
+def _changes(variant: Captured | None, base: Captured | None) -> bool:
+    """Whether a variant's reference value differs from the original one: only then can the
+    variant tell a computed answer from a typed-in one."""
+    return (variant is not None and variant.value is not None and base is not None and base.value is not None
+            and not matches(variant.value, base.value, rtol=0, atol=0))
+
+
+def changed_answers(reference: dict[str, Captured], variant: dict[str, Captured]) -> frozenset[str]:
+    """The ids whose reference value a variant changes. It depends on the solution's runs alone, so
+    a grader can work it out once per variant instead of once per submission (``VariantRun.changed``)."""
+    return frozenset(cid for cid, captured in variant.items() if _changes(captured, reference.get(cid)))
 
 
 @dataclass(frozen=True)
@@ -207,11 +223,12 @@ def _someone_elses_failure(check: Check, cell: CellRun, run: VariantRun, ctx: Co
 def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
     """Re-check a value that matched on the notebook's data on every variant that changes it.
     Messages never show a variant's values: the student never sees those inputs."""
-    base = ctx.reference[check.id].value
     for run in ctx.variants:
-        ref = run.reference.get(check.id)
-        if ref is None or ref.value is None or matches(ref.value, base, rtol=0, atol=0):
+        changes = (check.id in run.changed if run.changed is not None
+                   else _changes(run.reference.get(check.id), ctx.reference.get(check.id)))
+        if not changes:
             continue  # this variant does not change the answer, so it tests nothing here
+        ref = run.reference[check.id]
         if check.kind == "value" and check.target in run.names:
             continue  # the variant put this very value in place: comparing it would test nothing
         got = run.student.get(check.id)

@@ -20,6 +20,8 @@ from grader.compare import compare, matches
 from grader.config import Check
 from grader.errors import NotebookError
 
+from conftest import NUMPY_CORRECT
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -213,3 +215,43 @@ def test_exact_matches_keep_their_counts_and_the_tolerance_rule():
     assert compare("`x`", x, x, rtol=0, atol=0).total == 12
     # A negative tolerance (only possible when calling compare directly) still fails equal values.
     assert not compare("`x`", x, x, rtol=0, atol=-1).ok
+
+
+# --------------------------------------------------------------------------------------------
+# Variants: which answers a variant changes, worked out once for the reference, gives the same
+# verdicts as working it out per check
+
+
+@pytest.fixture
+def graded_contexts(grader, numpy_assignment, submit, monkeypatch):
+    """The Context of each real grading below, as grading.py hands it to grade_assignment."""
+    from grader import grading
+
+    seen = []
+
+    def spy(assignment, ctx):
+        seen.append(ctx)
+        return checks.grade_assignment(assignment, ctx)
+
+    monkeypatch.setattr(grading, "grade_assignment", spy)
+    ref = grader.references.get(numpy_assignment).captures
+    typed = {**NUMPY_CORRECT, "Q": f"np.array({np.asarray(ref['qkv/0'].value.data).tolist()!r})"}
+    submit(NUMPY_CORRECT)
+    submit(typed)
+    submit({**NUMPY_CORRECT, "scaled_scores": "scores / np.sqrt(2)"})
+    submit({**NUMPY_CORRECT, "output": "attention_weights @ V.reshape(3, 2)"})
+    for path in sorted((ROOT / "examples" / "attention_numpy").glob("*.ipynb")):
+        grader.grade(numpy_assignment, path)
+    return seen
+
+
+def test_changed_answers_once_per_reference_gives_the_same_verdicts(numpy_assignment, graded_contexts):
+    with_variants = [ctx for ctx in graded_contexts if ctx.variants]
+    assert len(with_variants) >= 6
+    for ctx in with_variants:
+        precomputed = dataclasses.replace(ctx, variants=tuple(
+            dataclasses.replace(run, changed=checks.changed_answers(ctx.reference, run.reference))
+            for run in ctx.variants))
+        assert all(run.changed for run in precomputed.variants)
+        assert (checks.grade_assignment(numpy_assignment, precomputed)
+                == checks.grade_assignment(numpy_assignment, ctx))
