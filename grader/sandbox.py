@@ -547,7 +547,8 @@ def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None,
             _finish_view(ahead[1], workdir, int(limits.get("disk_mb", 256)), owner)
         except (OSError, SandboxError, KeyError, TypeError, ValueError) as exc:
             raise SessionSetupError(f"the working directory cannot be set up: {exc}", control) from None
-        run, channel = _serve_runs(control, workdir)
+        _serve_runs(control, workdir)
+        channel = control  # until its job comes (_await_run, below)
         if plan.ipc_ns:
             _unshare(CLONE_NEWIPC)  # no System V object of an earlier run either
         _die_with_parent()
@@ -582,6 +583,8 @@ def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None,
         nproc = None
     _apply_limits(limits, nproc)
     os.chdir(workdir)
+    if ahead is not None:  # ready for a run: now wait for it
+        run, channel = _await_run(channel)
     return plan.active(), run, channel
 
 
@@ -728,44 +731,54 @@ def _fork_init() -> None:
             os._exit(_exit_code(status))  # and the kernel ends everything left in the namespace
 
 
-def _serve_runs(control: int, workdir: str) -> tuple[dict, int]:
-    """pid 1 of a session's namespace: fork one process per run the grader asks for, and clean up
-    after each. Returns (the run's job, its event fd) in each run's process; never returns here."""
+NO_MORE_RUNS = 3  # exit code of a run's process that found the session over before its job came
+
+
+def _serve_runs(control: int, workdir: str) -> None:
+    """pid 1 of a session's namespace: fork the process for the next run before its job comes,
+    and clean up after each run. Returns in that process (which finishes its setup, then takes its
+    job from ``control`` with ``_await_run``); never returns here."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # pid 1 ignores whatever it has no handler for
     _close_fds(control)
-    sock = socket.socket(fileno=control)
     places = [(p, os.stat(p)) for p in (workdir, "/tmp", "/dev/shm") if os.path.isdir(p)]
     while True:
-        try:
-            _, fds, _, _ = socket.recv_fds(sock, 64, 2)
-        except (OSError, ValueError):
-            os._exit(1)
-        if len(fds) != 2:  # end of the session (the grader closed its end), or nonsense
-            os._exit(0)
-        job_fd, event_fd = fds
         pid = os.fork()
         if pid == 0:
-            sock.detach()  # closed with the other descriptors, once the job is read
-            with os.fdopen(job_fd, "rb") as f:
-                run = json.loads(f.read())
-            return run, event_fd
-        os.close(job_fd)
-        os.close(event_fd)
+            return
+        code = 0
         while True:  # until the run's process ends, collecting orphans on the way
             try:
-                done, _ = os.waitpid(-1, 0)
+                done, status = os.waitpid(-1, 0)
             except ChildProcessError:
                 break
             except InterruptedError:
                 continue
             if done == pid:
+                code = _exit_code(status)
                 break
+        if code == NO_MORE_RUNS:  # the grader closed the session
+            os._exit(0)
         _end_others()
         _empty_places(places)
-        try:
-            sock.send(b"ready")
+        try:  # the grader may send the next run; the process forked next takes it
+            os.write(control, b"ready")
         except OSError:
             os._exit(0)
+
+
+def _await_run(control: int) -> tuple[dict, int]:
+    """In a run's process, set up already: its job and event fd, from the session's control socket."""
+    sock = socket.socket(fileno=control)
+    try:
+        _, fds, _, _ = socket.recv_fds(sock, 64, 2)
+    except (OSError, ValueError):
+        fds = []
+    sock.close()
+    if len(fds) != 2:  # end of the session (the grader closed its end), or nonsense
+        os._exit(NO_MORE_RUNS)
+    job_fd, event_fd = fds
+    with os.fdopen(job_fd, "rb") as f:
+        return json.loads(f.read()), event_fd
 
 
 def _end_others() -> None:
