@@ -136,8 +136,11 @@ def _one_line(exc: BaseException) -> str:
 # submission, so their results are kept by exact text. Those results are immutable (strings,
 # tuples, frozen dataclasses), so handing the same one out again is safe.
 
-CACHED_TEXT_CHARS = 10_000  # longer texts are worked out each time, so the caches stay small
-CACHED_TEXTS = 1024  # per cache: the cells of several submissions (a batch grades two at a time)
+# Bounded by count and by text length: ordinary cells (the course's are at most ~1,200 characters)
+# take a few MB in all, and cells written to fill the caches (2,000 characters of one-statement
+# lines) keep them under 70 MB.
+CACHED_TEXT_CHARS = 2_000  # longer texts are worked out each time
+CACHED_TEXTS = 256  # per cache: the cells of several submissions (a batch grades two at a time)
 
 
 def _cached_by_text(fn):
@@ -306,7 +309,7 @@ def module_level_binds(tree: ast.Module) -> set[str]:
     return binds
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a cell can hold a thousand of these, and they are cached
 class Statement:
     """One top-level statement of a cell: where it is, and the names it binds and reads."""
 
@@ -333,10 +336,12 @@ def parse_cell(source: str) -> ParsedCell:
     except SyntaxError as exc:
         return ParsedCell(syntax_error=f"line {exc.lineno}: {exc.msg}")
     statements = []
+    shared: dict[frozenset[str], frozenset[str]] = {}  # one object per distinct set keeps a cached parse small
     for stmt in tree.body:
-        binds = module_level_binds(ast.Module(body=[stmt], type_ignores=[]))
-        reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, (ast.Store, ast.Del))}
-        statements.append(Statement(stmt.lineno, stmt.end_lineno, stmt.end_col_offset, frozenset(binds), frozenset(reads)))
+        binds = frozenset(module_level_binds(ast.Module(body=[stmt], type_ignores=[])))
+        reads = frozenset(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, (ast.Store, ast.Del)))
+        statements.append(Statement(stmt.lineno, stmt.end_lineno, stmt.end_col_offset,
+                                    shared.setdefault(binds, binds), shared.setdefault(reads, reads)))
     return ParsedCell(statements=tuple(statements))
 
 
