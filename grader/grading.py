@@ -8,6 +8,7 @@ Every path through ``grade`` returns a Scorecard; nothing a submission contains 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -16,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from . import __version__, capture, execute, notebook, variants
-from .checks import Context, VariantRun, grade_assignment, grade_check, hint_id
+from .checks import Context, VariantRun, changed_answers, grade_assignment, grade_check, hint_id
 from .config import Assignment, Course, Limits
 from .errors import NotebookError, ProtocolError, SolutionError
 from .execute import Captured, CaptureSpec, Executor, Injection, Job, JobCell, RunResult
@@ -93,6 +94,11 @@ class Reference:
     key: str
     variants: list[variants.Variant] = field(default_factory=list)
     variant_captures: list[dict[str, Captured]] = field(default_factory=list)
+
+    @functools.cached_property
+    def changed(self) -> list[frozenset[str]]:
+        """Per variant, the ids whose reference value it changes: the same for every submission."""
+        return [changed_answers(self.captures, c) for c in self.variant_captures]
 
     def given(self) -> dict[str, capture.Value]:
         return {cid[len(variants.GIVEN_PREFIX):]: c.value for cid, c in self.captures.items()
@@ -271,12 +277,13 @@ class Grader:
                           reference=ref.captures, reveal=self.reveal())
             if ref.variants and run.status == "ok" and _anything_passes(assignment, ctx):
                 runs = []
-                for variant, vref in zip(ref.variants, ref.variant_captures):
+                for variant, vref, changed in zip(ref.variants, ref.variant_captures, ref.changed):
                     vjob = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
                                      traceback_lines=self.course.scorecard.traceback_lines, variant=variant)
                     vrun = runner.run(vjob)
                     runs.append(VariantRun(number=variant.number, names=variant.names, student=vrun.captures,
-                                           reference=vref, cells=vrun.cells, status=vrun.status, reason=vrun.reason))
+                                           reference=vref, cells=vrun.cells, status=vrun.status, reason=vrun.reason,
+                                           changed=changed))
                 ctx = replace(ctx, variants=tuple(runs))
         card.questions = grade_assignment(assignment, ctx)
         card.score = sum(q.score for q in card.questions)
