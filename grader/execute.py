@@ -11,6 +11,9 @@ loops forever still ends. A cell that times out or takes the process down is rec
 notebook runs again without it, so later questions are still graded.
 
 An executor is anything with ``name`` and ``run(job) -> RunResult``; the checks never see more.
+The runs of one submission (its own data, then variants) go through ``session(executor)``: one
+sandbox for all of them where the executor has ``session()`` (the forking executor), else one
+``run`` each (``Separate``).
 """
 
 from __future__ import annotations

@@ -1,18 +1,26 @@
-"""The warm forking executor: one long-lived server with the heavy imports done, one fork per notebook.
+"""The warm forking executor: one long-lived server with the heavy imports done, forking per submission.
 
 Starting Python and importing torch costs seconds; the student's code in these exercises costs
 milliseconds. So a server process is started once (``python -m grader.forkserver``, a fresh
 interpreter, never a fork of the grader), imports numpy, torch, pandas, matplotlib (Agg) and builds
-an IPython shell, then forks one child per notebook. The child is the same student process the
-subprocess executor starts, only warm: it runs ``grader.worker.serve`` (sandbox limits, IPython
-semantics, plain-data captures) and exits.
+an IPython shell, then forks children ahead of time, one per submission.
 
-    grader process                            server (python -m grader.forkserver)
-      ForkingExecutor.spawn  ── 2 pipe fds ──►    hands them to a child it forked ahead of time
-        writes the job  ───── job pipe ────────────►  child: worker.serve(job): sandbox.enter,
-        run_with_retries ◄── event pipe ────────────         cells, captures -> frames
-        finish -> cleaner thread:
-          sandbox.terminate(child), then ── release ──►  waitpid(child)
+With pid and mount namespaces (``sandbox.sessions_possible``), each child sets up a sandbox as
+soon as it is forked and then serves a *session*: the runs of one submission (its own data, then
+variants), each in a process of its own that init forks and cleans up after
+(``sandbox.enter_session``; ``_Session`` here is the grader's side):
+
+    grader process                              server (python -m grader.forkserver)
+      _Session._open ── job pipe + control ──►    hands them to a child set up ahead of time
+        writes {workdir, limits, sandbox} ───────────►  init: adds the working directory, pivots
+      _Session.spawn ── on control: job + event pipe ──►  a run's process, forked ahead:
+        writes the run's job ─────────────────────────►     worker.run_isolated -> frames
+        run_with_retries ◄──────── event pipe ────────────
+        finish: wait for init's "ready"; at the end (or after a bad run) close control,
+          then the cleaner thread: sandbox.terminate(child), then ── release ──►  waitpid(child)
+
+Without them, a child takes one job and its event pipe and runs ``grader.worker.serve``
+(``sandbox.enter``, then the cells), as the subprocess executor's worker does, only warm.
 
 What the server never does before it forks, because every child would inherit it:
   * touch CUDA (children see no GPU; a CUDA context does not survive fork);
@@ -614,29 +622,35 @@ class _Session:
         return self.workdir
 
     def spawn(self, wire: dict, workdir: str) -> tuple[_Child, int]:
-        for tries in range(2):
-            if self.child is None:
-                if self.workdir is None:  # the session it was made for has just ended
-                    self.workdir = sandbox.prepare_workdir(self.files)
-                wire = dict(wire, workdir=self.workdir)
-                self._open(wire)
-            job_r, job_w = os.pipe()
-            event_r, event_w = os.pipe()
-            try:
-                socket.send_fds(self.control, [b"run"], [job_r, event_w])
-            except OSError:  # the session is gone (its keeper was killed): start another
-                os.close(event_r)
-                os.close(job_w)
-                self._end()
-                if tries:
-                    raise ExecutorError("The sandbox of this submission ends before its runs can start.") from None
-                continue
-            finally:
-                os.close(job_r)
-                os.close(event_w)
-            _write_all(job_w, wire)
-            return self.child, event_r
-        raise AssertionError("unreachable")
+        event_r = self._send_run(wire)
+        if event_r is None:  # the session is gone (its keeper was killed): start another
+            event_r = self._send_run(wire)
+            if event_r is None:
+                raise ExecutorError("The sandbox of this submission ends before its runs can start.")
+        return self.child, event_r
+
+    def _send_run(self, wire: dict) -> int | None:
+        """Send a run to the session (opening one if there is none); the read end of its event
+        pipe, or None if the session turned out to be gone (it is ended then)."""
+        if self.child is None:
+            if self.workdir is None:  # the session it was made for has just ended
+                self.workdir = sandbox.prepare_workdir(self.files)
+            self._open(dict(wire, workdir=self.workdir))
+        wire = dict(wire, workdir=self.workdir)
+        job_r, job_w = os.pipe()
+        event_r, event_w = os.pipe()
+        try:
+            socket.send_fds(self.control, [b"run"], [job_r, event_w])
+        except OSError:
+            os.close(event_r)
+            os.close(job_w)
+            self._end()
+            return None
+        finally:
+            os.close(job_r)
+            os.close(event_w)
+        _write_all(job_w, wire)
+        return event_r
 
     def _open(self, wire: dict) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
