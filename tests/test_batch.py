@@ -158,7 +158,7 @@ def test_results_are_keyed_by_what_grading_depends_on(grader, numpy_assignment):
 def test_a_slow_notebook_does_not_hold_up_the_others(tmp_path, grader, numpy_assignment):
     c = tmp_path / "class"
     c.mkdir()
-    notebook_with(["import time\ntime.sleep(4)"], c / "a_slow.ipynb")  # nothing passes: no variant re-runs
+    notebook_with(["import time\ntime.sleep(8)"], c / "a_slow.ipynb")  # nothing passes: no variant re-runs
     for i in range(6):
         submission(c / f"quick{i}.ipynb", tag=f"quick {i}", answers={"scaled_scores": "scores"})
     finished = []
