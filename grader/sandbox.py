@@ -20,6 +20,11 @@ twice and returns only in the process that runs the notebook:
 Everything the student starts lives in that pid namespace, so when init ends, the kernel ends
 every one of them, whatever they did with sessions, process groups or double forks.
 
+``enter_session(plan, channel)`` is the same with pid and mount namespaces, for the runs of one
+submission: the forking server's child calls it before any submission exists, init then serves
+one run after another (a student process each, forked ahead of its job) and resets the sandbox
+between them; it returns in each run's process.
+
 What enter() puts in place, each where the platform allows it (``features()`` says which):
 
 * own session and process group; stdin, stdout and stderr on /dev/null; no inherited descriptors
