@@ -632,11 +632,11 @@ class _Session:
     def _send_run(self, wire: dict) -> int | None:
         """Send a run to the session (opening one if there is none); the read end of its event
         pipe, or None if the session turned out to be gone (it is ended then)."""
-        if self.child is None:
-            if self.workdir is None:  # the session it was made for has just ended
-                self.workdir = sandbox.prepare_workdir(self.files)
-            self._open(dict(wire, workdir=self.workdir))
+        if self.child is None and self.workdir is None:  # the session it was made for has just ended
+            self.workdir = sandbox.prepare_workdir(self.files)
         wire = dict(wire, workdir=self.workdir)
+        if self.child is None:
+            self._open(wire)
         job_r, job_w = os.pipe()
         event_r, event_w = os.pipe()
         try:

@@ -1002,7 +1002,7 @@ def _build_root(workdir: str, disk_mb: int, owner: int, *, fresh_proc: bool) -> 
     root = os.path.join(workdir, ROOT_NAME)
     os.mkdir(root, 0o755)
     _build_view(root, disk_mb, fresh_proc=fresh_proc)
-    _finish_view(root, workdir, disk_mb, owner)
+    _finish_view(root, workdir, disk_mb, owner, resize=False)
 
 
 def _build_view(root: str, disk_mb: int, *, fresh_proc: bool) -> None:
@@ -1041,10 +1041,11 @@ def _build_view(root: str, disk_mb: int, *, fresh_proc: bool) -> None:
         _bind("/sys", _make_point(root, "/sys", directory=True))
 
 
-def _finish_view(root: str, workdir: str, disk_mb: int, owner: int) -> None:
-    """Add the working directory to the view on ``root``, then pivot into it and make it read-only."""
+def _finish_view(root: str, workdir: str, disk_mb: int, owner: int, *, resize: bool = True) -> None:
+    """Add the working directory to the view on ``root``, then pivot into it and make it read-only.
+    ``resize``: the view was built ahead of the job, so /tmp and /dev/shm take the job's size now."""
     size = f"size={disk_mb}m"
-    for place in ("/tmp", "/dev/shm"):  # a view built ahead of the job: its size now
+    for place in ("/tmp", "/dev/shm") if resize else ():
         _mount(None, root + place, None, MS_REMOUNT | MS_NOSUID | MS_NODEV, size)
     # The working directory: a tmpfs of the student's own, the prepared files bound in read-only.
     home = _make_point(root, workdir, directory=True)
