@@ -44,8 +44,9 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import batch, config  # noqa: E402
-from grader.grading import Grader  # noqa: E402
+from grader import batch  # noqa: E402
+from grader.course import config
+from grader.judge.grading import Grader  # noqa: E402
 
 MISTAKES = {
     "attention_numpy": [
@@ -181,7 +182,7 @@ class TimedExecutor:
             self.runs.append(time.perf_counter() - started)
 
     def session(self):
-        from grader import execute
+        from grader.run import execute
 
         return TimedExecutor(execute.session(self.inner), self.runs)
 
@@ -289,7 +290,7 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
 
 
 def _fresh_forking():
-    from grader.forkserver import ForkingExecutor
+    from grader.run.forkserver import ForkingExecutor
 
     return ForkingExecutor()
 
@@ -330,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         for executor in [e for e in args.executors.split(",") if e]:
             minimal = None
             if args.minimal_sandbox:
-                from grader import sandbox
+                from grader.run import sandbox
 
                 minimal = sandbox.Features(linux=True, root=os.geteuid() == 0)
                 print("\nDIAGNOSTIC RUN: sandbox namespaces and uid change turned off")

@@ -1,5 +1,8 @@
 """Autograder for numerical Python notebooks."""
+import os
+
 __version__ = "0.1.0"
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # the grader package: all a student process may import of it
 
 
 def check(question: str | None = None, *, assignment: str | None = None, checks: str | None = None) -> None:
@@ -11,8 +14,8 @@ def check(question: str | None = None, *, assignment: str | None = None, checks:
     """
     import sys
 
-    from . import selfcheck
-    from .errors import GraderError
+    from grader import selfcheck
+    from grader.errors import GraderError
 
     try:
         selfcheck.check(question, assignment=assignment, checks=checks, namespace=sys._getframe(1).f_globals)

@@ -21,8 +21,9 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, batch, config
-from .errors import GraderError, UsageError
+from grader import __version__, batch
+from grader.course import config
+from grader.errors import GraderError, UsageError
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -83,11 +84,11 @@ def output_names(paths: list[Path]) -> dict[Path, str]:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from . import render
-    from .grading import Grader
+    from grader import outputs
+    from grader.judge.grading import Grader
 
     course = config.load(find_config(args.config))
-    formats = render.parse_formats(args.formats) if args.formats is not None else course.scorecard.formats
+    formats = outputs.parse_formats(args.formats) if args.formats is not None else course.scorecard.formats
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise UsageError(f"--fail-under must be a percentage from 0 to 100, got {args.fail_under:g}.")
     given = [Path(p) for p in args.paths]
@@ -104,7 +105,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         store = batch.ResultStore(course.cache_dir, assignment, batch.fingerprint(grader, assignment))
 
         def write(sub: batch.Submission, card) -> None:  # as soon as it is graded: nothing is lost
-            render.write_submission(sub.path, sub.name, card, course=course, assignment=assignment, out=out,
+            outputs.write_submission(sub.path, sub.name, card, course=course, assignment=assignment, out=out,
                                     formats=formats)
 
         progress = batch.Progress(len(found.submissions), assignment.name)
@@ -114,7 +115,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         finally:
             progress.close()
         done = [(s.path, s.name, card) for s, card in zip(found.submissions, outcome.cards)]
-        render.write_run(done, course=course, assignment=assignment, out=out, formats=formats,
+        outputs.write_run(done, course=course, assignment=assignment, out=out, formats=formats,
                          executor_name=grader.executor.name)
         rows = [(name, card) for _, name, card in done]
         print_table(assignment, rows, course.scorecard.rounding)
@@ -147,9 +148,9 @@ def print_table(assignment: config.Assignment, rows: list, rounding: int) -> Non
 
 
 def cmd_assign(args: argparse.Namespace) -> int:
-    from .assign import write_assignment
-    from .grading import Grader
-    from .public import public_checks
+    from grader.authoring.assign import write_assignment
+    from grader.judge.grading import Grader
+    from grader.authoring.public import public_checks
 
     course = config.load(find_config(args.config))
     names = args.names or list(course.assignments)
@@ -163,7 +164,7 @@ def cmd_assign(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .validate import validate
+    from grader.authoring.validate import validate
 
     course = config.load(find_config(args.config))
     names = args.names or list(course.assignments)
@@ -182,13 +183,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .selfcheck import run_cli
+    from grader.selfcheck import run_cli
 
     return run_cli(Path(args.notebook), assignment=args.assignment, checks=args.checks, question=args.question)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report import load_scorecards, write_report
+    from grader.outputs.report import load_scorecards, write_report
 
     course = None
     if args.config or os.environ.get("GRADER_CONFIG"):
@@ -200,7 +201,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_gradescope_zip(args: argparse.Namespace) -> int:
-    from .render.autograder import build_zip
+    from grader.packaging.gradescope import build_zip
 
     course = config.load(find_config(args.config))
     assignment = pick_assignment(course, args.name, [])
@@ -212,7 +213,7 @@ def cmd_gradescope_zip(args: argparse.Namespace) -> int:
 def cmd_classroom_workflow(args: argparse.Namespace) -> int:
     import re
 
-    from .render.autograder import template
+    from grader.packaging.gradescope import template
 
     course = config.load(find_config(args.config))
     assignment = pick_assignment(course, args.name, [])

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from . import config as course_config
-from .cli import collect, find_config, output_names, pick_assignment
-from .errors import GraderError
-from .scorecard import QuestionResult, Scorecard, write_yaml
+from grader.course import config as course_config
+from grader.cli import collect, find_config, output_names, pick_assignment
+from grader.errors import GraderError
+from grader.judge.scorecard import QuestionResult, Scorecard, write_yaml
 
 STATE = pytest.StashKey["GradingState"]()
 
@@ -29,7 +29,7 @@ HELP = {
 class GradingState:
     def __init__(self, course: course_config.Course, assignment: course_config.Assignment,
                  submissions: list[Path], out: Path):
-        from .grading import Grader
+        from grader.judge.grading import Grader
 
         self.course, self.assignment, self.out = course, assignment, out
         self.submissions = {p.resolve(): p for p in submissions}
@@ -65,7 +65,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     state = config.stash.get(STATE, None)
     if state is None:
         return None
-    from . import sandbox
+    from grader.run import sandbox
 
     found = getattr(state.grader.executor, "features", None) or sandbox.features()
     lines = [

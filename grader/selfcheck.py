@@ -30,14 +30,14 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import capture, notebook
-from .assign import PUBLIC_CHECKS
-from .capture import Value
-from .checks import Context, grade_check
-from .compare import check_property, compare
-from .config import Check, Limits
-from .errors import NotebookError, ProtocolError, UsageError
-from .execute import Captured, CaptureSpec, Job, JobCell
+from grader import capture, notebook
+from grader.authoring.assign import PUBLIC_CHECKS
+from grader.capture import Value
+from grader.judge.checks import Context, grade_check
+from grader.judge.compare import check_property, compare
+from grader.course.config import Check, Limits
+from grader.errors import NotebookError, ProtocolError, UsageError
+from grader.run.execute import Captured, CaptureSpec, Job, JobCell
 
 KIND_DTYPES = {"float": np.float64, "int": np.int64, "bool": np.bool_, "complex": np.complex128}
 SHAPE_REASONS = ("type", "shape", "length", "keys")
@@ -291,12 +291,12 @@ def _executor() -> Any:
     """The grader's own default executor."""
     import dataclasses
 
-    from .grading import Grader
+    from grader.judge.grading import Grader
 
     for f in dataclasses.fields(Grader):
         if f.name == "executor" and f.default_factory is not dataclasses.MISSING:
             return f.default_factory()
-    from .execute import SubprocessExecutor
+    from grader.run.execute import SubprocessExecutor
 
     return SubprocessExecutor()
 
@@ -364,7 +364,7 @@ def _rng_kept() -> Iterator[None]:
 
 def capture_live(ns: dict, pc: PublicCheck) -> Captured:
     """What the worker would capture, taken from a live namespace (the student's own session)."""
-    from .worker import describe_error, seed_everything
+    from grader.run.worker import describe_error, seed_everything
 
     try:
         if pc.kind == "value":
@@ -436,7 +436,7 @@ def run_cli(path: Path, *, assignment: str | None, checks: str | None, question:
         public.question(question)
     if not path.exists():
         raise UsageError(f"{path} does not exist.")
-    from .execute import SubprocessExecutor
+    from grader.run.execute import SubprocessExecutor
 
     try:
         # One notebook: a fresh process is quicker than starting the warm forking server for it.

@@ -9,8 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import config
-from grader.grading import Grader
+from grader.course import config
+from grader.judge.grading import Grader
 from grader.testing import fill, write
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,8 @@ import json
 import nbformat
 import pytest
 
-from grader import assign, config
+from grader.authoring import assign
+from grader.course import config
 from grader.errors import UsageError
 
 from conftest import ROOT

@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader.grading import Grader
+from grader.judge.grading import Grader
 from grader.testing import fill_source
-from grader.validate import validate
+from grader.authoring.validate import validate
 
 from conftest import NUMPY_CORRECT, question
 
@@ -571,7 +571,7 @@ def test_fill_answers_a_blank_repeated_under_one_name_in_notebook_order():
 def test_a_given_input_rebuilt_from_itself_in_its_cell_is_replaced_once_rebuilt():
     # The variant is made from the value the name has when its cell has run (here a (1, 5) tensor), so it
     # must go in after `token_ids = torch.tensor([token_ids])`, not after the list that line wraps.
-    from grader.variants import with_injections
+    from grader.judge.variants import with_injections
 
     cell = ("token_ids = tokenizer.convert_tokens_to_ids(tokens)\n"
             "token_ids = torch.tensor([token_ids])  # batch size = 1\n"

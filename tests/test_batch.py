@@ -146,8 +146,8 @@ def test_grade_all_grades_identical_contents_once_and_reuses_stored_results(tmp_
 
 
 def test_results_are_keyed_by_what_grading_depends_on(grader, numpy_assignment):
-    from grader.grading import Grader
-    from grader.jupyter_executor import JupyterExecutor
+    from grader.judge.grading import Grader
+    from grader.run.jupyter_executor import JupyterExecutor
 
     key = batch.fingerprint(grader, numpy_assignment)
     assert key == batch.fingerprint(grader, numpy_assignment)

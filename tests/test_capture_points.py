@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from grader import config
-from grader.grading import Grader
+from grader.course import config
+from grader.judge.grading import Grader
 
 from conftest import notebook_with, question
 

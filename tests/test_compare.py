@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from grader.capture import decode, encode
-from grader.compare import check_property, compare
+from grader.judge.compare import check_property, compare
 
 
 def V(x):

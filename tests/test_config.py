@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import config
+from grader.course import config
 from grader.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,11 +13,12 @@ import pandas as pd
 import pytest
 import torch
 
-from grader import checks, notebook, variants
+from grader.judge import checks, variants
+from grader import notebook
 from grader.capture import decode, encode
-from grader.checks import Context
-from grader.compare import compare, matches
-from grader.config import Check
+from grader.judge.checks import Context
+from grader.judge.compare import compare, matches
+from grader.course.config import Check
 from grader.errors import NotebookError
 
 from conftest import NUMPY_CORRECT
@@ -225,7 +226,7 @@ def test_exact_matches_keep_their_counts_and_the_tolerance_rule():
 @pytest.fixture
 def graded_contexts(grader, numpy_assignment, submit, monkeypatch):
     """The Context of each real grading below, as grading.py hands it to grade_assignment."""
-    from grader import grading
+    from grader.judge import grading
 
     seen = []
 

@@ -163,7 +163,7 @@ def test_expected_values_are_revealed_only_as_configured(course):
     import dataclasses
     from datetime import datetime, timezone
 
-    from grader.grading import Grader
+    from grader.judge.grading import Grader
 
     def reveal(show, due):
         settings = dataclasses.replace(course.scorecard, show_expected=show, due=due)

@@ -18,14 +18,14 @@ import pytest
 import yaml
 
 from conftest import NUMPY_CORRECT, ROOT, notebook_with, question
-from grader import config
+from grader.course import config
 from grader.cli import fail_under
-from grader.config import ScorecardSettings
+from grader.course.config import ScorecardSettings
 from grader.errors import ConfigError
-from grader.render import gradebook, render_one
-from grader.render.html import anchors, text_html, to_html
-from grader.render.view import student_view
-from grader.scorecard import QuestionResult, Scorecard
+from grader.outputs import gradebook, render_one
+from grader.outputs.html import anchors, text_html, to_html
+from grader.outputs.view import student_view
+from grader.judge.scorecard import QuestionResult, Scorecard
 
 EXAMPLES = ROOT / "examples/attention_numpy"
 PICKED = ["bob_correct", "carol_no_sqrt", "frank_raises", "grace_half_done", "henry_not_a_notebook"]
@@ -415,7 +415,7 @@ def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_values(au
         modes = {i.filename: i.external_attr >> 16 for i in z.infolist()}
         reduced = yaml.safe_load(z.read("course/config.yaml"))
     assert {"setup.sh", "run_autograder", "course/config.yaml", "course/solutions/attention_numpy/attention_numpy.ipynb",
-            "grader-src/pyproject.toml", "grader-src/grader/render/gradescope.py",
+            "grader-src/pyproject.toml", "grader-src/grader/outputs/gradescope.py",
             "grader-src/grader/templates/gradescope_run_autograder"} <= names
     assert any(n.startswith("course/.grader-cache/references/attention_numpy-") for n in names)
     assert modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
@@ -500,7 +500,7 @@ def test_classroom_workflow_rejects_values_that_would_break_the_yaml(tmp_path):
 
 
 def _carol_with(course, numpy_assignment, *, hidden: bool = False, show_expected: str = "never"):
-    from grader.grading import Grader
+    from grader.judge.grading import Grader
 
     scaled = numpy_assignment.question("scaled")
     check = dataclasses.replace(scaled.checks[0], hidden=hidden)

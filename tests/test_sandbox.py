@@ -27,12 +27,12 @@ import nbformat
 import pytest
 
 from conftest import NUMPY_CORRECT, ROOT, question
-from grader import sandbox
-from grader.config import Limits
-from grader.execute import Job, JobCell, SubprocessExecutor
-from grader.grading import Grader, build_job
+from grader.run import sandbox
+from grader.course.config import Limits
+from grader.run.execute import Job, JobCell, SubprocessExecutor
+from grader.judge.grading import Grader, build_job
 from grader.notebook import analyse, read
-from grader.scorecard import write_yaml
+from grader.judge.scorecard import write_yaml
 from grader.testing import fill, write
 
 FEATURES = sandbox.features()
@@ -293,10 +293,10 @@ def test_100_mb_of_output_is_truncated_with_a_note(hand_in):
 
 def test_patched_libraries_and_lying_objects_earn_nothing(hand_in):
     card = hand_in(
-        "import numpy, torch, builtins, grader.compare\n"
+        "import numpy, torch, builtins, grader.judge.compare\n"
         "numpy.allclose = lambda *a, **k: True\nnumpy.testing.assert_allclose = lambda *a, **k: None\n"
         "torch.allclose = lambda *a, **k: True\nbuiltins.abs = lambda x: 0\n"
-        "grader.compare.compare = lambda *a, **k: None\n"
+        "grader.judge.compare.compare = lambda *a, **k: None\n"
         "class Evil(torch.Tensor):\n"
         "    @classmethod\n"
         "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
@@ -397,8 +397,8 @@ def test_secret_in_the_graders_environment_is_absent(tmp_path, course):
         "raise RuntimeError('probe ' + json.dumps({'seen': seen, 'env': sorted(os.environ)}))"
     ]), tmp_path / "env.ipynb")
     script = (
-        "import dataclasses, json, sys\nfrom pathlib import Path\nfrom grader import config\n"
-        "from grader.grading import Grader\n"
+        "import dataclasses, json, sys\nfrom pathlib import Path\nfrom grader.course import config\n"
+        "from grader.judge.grading import Grader\n"
         f"course = dataclasses.replace(config.load(Path({str(ROOT / 'config.yaml')!r})), "
         f"cache_dir=Path({str(course.cache_dir)!r}))\n"
         "a = course.assignment('attention_numpy')\n"
@@ -622,9 +622,9 @@ def test_a_grader_installed_under_tmp_stays_visible_to_the_student(tmp_path):
         f"sys.path.insert(0, {str(copy)!r})\n"
         "import grader\n"
         f"assert grader.__file__.startswith({str(copy)!r}), grader.__file__\n"
-        "from grader import config\n"
-        "from grader.execute import SubprocessExecutor\n"
-        "from grader.grading import Grader\n"
+        "from grader.course import config\n"
+        "from grader.run.execute import SubprocessExecutor\n"
+        "from grader.judge.grading import Grader\n"
         f"course = dataclasses.replace(config.load({str(ROOT / 'config.yaml')!r}), "
         f"cache_dir=pathlib.Path({str(tmp_path / 'cache')!r}))\n"
         "a = course.assignment('attention_numpy')\n"

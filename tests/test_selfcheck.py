@@ -19,7 +19,7 @@ import pytest
 from conftest import NUMPY_CORRECT, ROOT, question
 from grader import selfcheck
 from grader.capture import Value
-from grader.public import public_checks
+from grader.authoring.public import public_checks
 from grader.testing import fill, write
 
 EXAMPLES = ROOT / "examples/attention_numpy"

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from grader import execute, forkserver, sandbox
-from grader.execute import Job, JobCell
+from grader.run import execute, forkserver, sandbox
+from grader.run.execute import Job, JobCell
 
 FEATURES = sandbox.features()
 pytestmark = pytest.mark.skipif(not sandbox.sessions_possible(FEATURES),

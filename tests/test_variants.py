@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from grader import variants
+from grader.judge import variants
 from grader.capture import decode
 
 from conftest import NUMPY_CORRECT, ROOT, question
@@ -114,9 +114,9 @@ def test_variant_values_are_hidden_from_students(grader, numpy_assignment):
 def test_validate_reports_a_variant_that_tests_nothing(course, tmp_path):
     import dataclasses
 
-    from grader.config import VariantSpec
-    from grader.grading import Grader
-    from grader.validate import validate
+    from grader.course.config import VariantSpec
+    from grader.judge.grading import Grader
+    from grader.authoring.validate import validate
 
     a = course.assignment("attention_numpy")
     same = dataclasses.replace(a, variants=VariantSpec(count=1, seed=1, inputs=(("tokens", None),)),

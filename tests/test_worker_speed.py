@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from grader import capture, notebook, variants, worker
+from grader import capture, notebook
+from grader.judge import variants
+from grader.run import worker
 from grader.errors import NotebookError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,7 +166,7 @@ def test_which_cells_skip_the_tokenizer(cell, tokenizes):
 
 RUN = textwrap.dedent("""
     import io, json, os, sys
-    from grader import worker
+    from grader.run import worker
 
     job = json.loads(sys.stdin.read())
     shell = worker.make_shell()

@@ -1,0 +1,143 @@
+"""From an instructor's solution notebook to the student skeleton (``grader assign``).
+
+Markers, typed in the solution notebook:
+
+    Q = X @ W_q.T  # SOLUTION        ->   Q = ?
+    print(answer)  # SOLUTION        ->   ?
+    # BEGIN SOLUTION                 ->   ?      (one blank for the whole block,
+    ...                                          at the marker's indentation)
+    # END SOLUTION
+
+Cells tagged ``instructor`` are dropped; outputs, execution counts and metadata other than the
+kernel and the ``skip-grading`` tag are cleared. The output is a pure function of the solution,
+so running ``assign`` twice gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+
+from grader.course.config import Assignment
+from grader.errors import UsageError
+
+LINE_MARK = re.compile(r"#\s*SOLUTION\s*$")
+BEGIN = re.compile(r"^(\s*)#\s*BEGIN SOLUTION\s*$")
+END = re.compile(r"^\s*#\s*END SOLUTION\s*$")
+INSTRUCTOR_TAG = "instructor"
+KEPT_TAGS = ("skip-grading",)
+PUBLIC_CHECKS = "public_checks.json"
+
+
+def _assignment_target(code: str) -> str | None:
+    """The left-hand side and operator of an assignment (``'S_scaled ='``), or None."""
+    depth, quote, i = 0, "", 0
+    while i < len(code):
+        ch = code[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if code.startswith(quote, i):
+                i += len(quote)
+                quote = ""
+                continue
+        elif ch in "\"'":
+            quote = code[i : i + 3] if code[i : i + 3] in ('"""', "'''") else ch
+            i += len(quote)
+            continue
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "=" and depth == 0:
+            prev, nxt = code[i - 1 : i], code[i + 1 : i + 2]
+            if nxt == "=" or prev in "=!<>":
+                i += 2 if nxt == "=" else 1
+                continue
+            lhs = code[: i + 1]
+            return lhs.rstrip()
+        i += 1
+    return None
+
+
+def blank_source(source: str, *, where: str = "") -> str:
+    """The student's version of one solution cell."""
+    out: list[str] = []
+    block_indent: str | None = None
+    for n, line in enumerate(source.splitlines(), 1):
+        if block_indent is not None:
+            if END.match(line):
+                out.append(f"{block_indent}?")
+                block_indent = None
+            continue
+        m = BEGIN.match(line)
+        if m:
+            block_indent = m.group(1)
+            continue
+        if END.match(line):
+            raise UsageError(f"{where} line {n}: '# END SOLUTION' without a '# BEGIN SOLUTION' before it.")
+        if LINE_MARK.search(line):
+            code = LINE_MARK.sub("", line).rstrip()
+            indent = code[: len(code) - len(code.lstrip())]
+            lhs = _assignment_target(code.strip())
+            out.append(f"{indent}{lhs} ?" if lhs else f"{indent}?")
+            continue
+        out.append(line)
+    if block_indent is not None:
+        raise UsageError(f"{where}: '# BEGIN SOLUTION' is never closed by '# END SOLUTION'.")
+    return "\n".join(out)
+
+
+def skeleton(solution: Path) -> nbformat.NotebookNode:
+    nb = nbformat.read(str(solution), as_version=4)
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        tags = list(cell.get("metadata", {}).get("tags", []))
+        if INSTRUCTOR_TAG in tags:
+            continue
+        kept = [t for t in tags if t in KEPT_TAGS]
+        meta = {"tags": kept} if kept else {}
+        where = f"{solution.name}, cell {i + 1}"
+        if cell.cell_type == "code":
+            new = nbformat.v4.new_code_cell(blank_source(cell.source, where=where), metadata=meta)
+        elif cell.cell_type == "markdown":
+            new = nbformat.v4.new_markdown_cell(cell.source, metadata=meta)
+        else:
+            new = nbformat.v4.new_raw_cell(cell.source, metadata=meta)
+        new.id = cell.get("id") or f"cell-{i}"
+        if cell.cell_type == "markdown" and cell.get("attachments"):
+            new.attachments = cell.attachments
+        cells.append(new)
+    out = nbformat.v4.new_notebook()
+    out.cells = cells
+    out.metadata = {
+        k: nb.metadata[k] for k in ("kernelspec", "language_info") if k in nb.metadata
+    }
+    out.nbformat, out.nbformat_minor = 4, max(nb.nbformat_minor, 5)
+    return out
+
+
+def write_assignment(assignment: Assignment, public_checks: dict | None) -> list[Path]:
+    """Write the skeleton, its data files and the public checks; returns the files written."""
+    dest = assignment.skeleton.parent
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    nb = skeleton(assignment.solution)
+    text = nbformat.writes(nb) + "\n"
+    assignment.skeleton.write_text(text, encoding="utf-8")
+    written.append(assignment.skeleton)
+    for rel in assignment.data:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(assignment.solution_dir / rel, target)
+        written.append(target)
+    if public_checks is not None:
+        path = dest / PUBLIC_CHECKS
+        path.write_text(json.dumps(public_checks, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,93 @@
+"""``grader validate``: proof that an assignment's loop closes.
+
+- the solution scores full marks;
+- the skeleton scores zero, with every question ``unanswered``;
+- every check's variable or expression exists in the solution (the reference run fails otherwise);
+- every hint is reachable: it differs from the reference, and a value equal to it gets that hint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from grader.judge.checks import Context, grade_check, hint_id
+from grader.judge.compare import compare
+from grader.course.config import Assignment, Course
+from grader.errors import GraderError
+from grader.run.execute import Captured
+from grader.judge.grading import Grader
+
+
+def validate(course: Course, assignment: Assignment, grader: Grader | None = None) -> list[str]:
+    grader = grader or Grader(course)
+    problems: list[str] = []
+    try:
+        ref = grader.references.get(assignment)
+    except GraderError as exc:
+        return [str(exc)]
+    card = grader.grade(assignment, assignment.solution)
+    if card.score != assignment.max_score or card.status != "graded":
+        for q in card.questions:
+            if q.status != "passed":
+                problems.append(f"the solution does not pass question {q.id}: {' '.join(q.feedback)}")
+        if card.status != "graded":
+            problems.append(f"the solution's run ended {card.status}: {card.reason}")
+    if not assignment.skeleton.is_file():
+        problems.append(f"the skeleton {assignment.skeleton.relative_to(course.root)} does not exist; run grader assign")
+    else:
+        card = grader.grade(assignment, assignment.skeleton)
+        if card.score != 0:
+            problems.append(f"the skeleton scores {card.score:g}, not 0")
+        for q in card.questions:
+            if q.status != "unanswered":
+                problems.append(f"question {q.id} is {q.status} in the skeleton, not unanswered: "
+                                "mark its solution code with # SOLUTION or a BEGIN/END SOLUTION block")
+    ctx = Context(infos=[], blanks=_no_blanks(), cells=[], student={}, reference=ref.captures)
+    for check in assignment.checks:
+        expected = ref.captures[check.id].value
+        for i, hint in enumerate(check.hints):
+            got = ref.captures.get(hint_id(check, i))
+            where = f"question {check.id.split('/')[0]}, hint {hint.expr!r}"
+            if got is None or got.value is None:
+                problems.append(f"{where}: cannot be evaluated in the solution: {got.error if got else 'missing'}")
+                continue
+            if compare("", got.value, expected, rtol=check.rtol, atol=check.atol).ok:
+                problems.append(f"{where}: equals the reference value, so it can never fire")
+                continue
+            result = grade_check(check, replace(ctx, student={check.id: Captured(value=got.value)}),
+                                 check.points or 1.0)
+            if result.hint != hint.message:
+                problems.append(f"{where}: a submission computing it gets "
+                                f"{'another hint' if result.hint else 'no hint'}")
+    problems.extend(_variant_problems(assignment, ref))
+    return problems
+
+
+def _variant_problems(assignment: Assignment, ref) -> list[str]:
+    """Every variant must change at least one reference value of each question it applies to."""
+    problems = []
+    changes: dict[int, set[str]] = {}
+    for variant, captures in zip(ref.variants, ref.variant_captures):
+        changed = set()
+        for q in assignment.questions:
+            for c in q.checks:
+                base, other = ref.captures[c.id].value, captures.get(c.id)
+                if other is None or other.value is None or not compare("", other.value, base, rtol=0, atol=0).ok:
+                    changed.add(q.id)
+        changes[variant.number] = changed
+    for variant in ref.variants:
+        label = f"variant {variant.number} ({', '.join(variant.names)})"
+        if not changes[variant.number]:
+            problems.append(f"{label} changes no reference value of any question: it tests nothing")
+            continue
+        for q in assignment.questions:
+            others = [n for n, qs in changes.items() if n != variant.number and q.id in qs]
+            if q.id not in changes[variant.number] and others:
+                problems.append(f"{label} changes no reference value of question {q.id}, which other variants change")
+    return problems
+
+
+def _no_blanks():
+    from grader.notebook import BlankReport
+
+    return BlankReport(blanks=(), tainted={})

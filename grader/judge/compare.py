@@ -1,0 +1,301 @@
+"""Comparing a captured value with the reference, and saying how they differ.
+
+Comparing and reporting are separate: ``compare`` returns a ``Comparison``; its ``messages``
+are written for a student. The order of checks is fixed, as in numpy.testing: missing -> type ->
+shape/dtype -> NaN/inf positions -> values. The value rule is numpy's
+``|actual - expected| <= atol + rtol * |expected|``.
+
+Expected values never appear in a message unless ``reveal`` is set; what may always be said is
+what was expected *in kind*: the type, the shape, the property.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grader.capture import Value, _shape
+
+MAX_INDICES = 3
+NUMERIC = "array"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    ok: bool
+    reason: str = ""  # "" | type | shape | dtype | nan | values | labels | keys | length
+    messages: tuple[str, ...] = ()
+    mismatched: int = 0
+    total: int = 0
+
+
+@dataclass
+class _Ctx:
+    rtol: float
+    atol: float
+    strict: bool
+    reveal: bool
+    explain: bool = True  # False: the verdict only, no messages (see ``matches``)
+    path: str = ""
+    messages: list[str] = field(default_factory=list)
+
+
+def compare(name: str, actual: Value, expected: Value, *, rtol: float, atol: float,
+            strict_types: bool = False, reveal: bool = False) -> Comparison:
+    """Whether ``actual`` matches ``expected`` within tolerance, and if not, why."""
+    ctx = _Ctx(rtol=rtol, atol=atol, strict=strict_types, reveal=reveal)
+    return _compare(name, actual, expected, ctx)
+
+
+def matches(actual: Value, expected: Value, *, rtol: float, atol: float, strict_types: bool = False) -> bool:
+    """``compare(...).ok``, without writing the messages nobody reads: for the verdicts the grader
+    uses on its own (typical mistakes, variants that change an answer, changed given data)."""
+    ctx = _Ctx(rtol=rtol, atol=atol, strict=strict_types, reveal=False, explain=False)
+    return _compare("", actual, expected, ctx).ok
+
+
+def _numeric(v: Value) -> np.ndarray | None:
+    """The value as a numeric array, if it is numbers (an array, a scalar, or a list of numbers)."""
+    if v.kind == "array":
+        return v.data
+    if v.kind == "bool":
+        return np.array(v.data)
+    if v.kind in ("list", "tuple") and v.data:
+        try:
+            parts = [_numeric(x) for x in v.data]
+            if any(p is None for p in parts):
+                return None
+            return np.array(parts)
+        except ValueError:  # ragged
+            return None
+    if v.kind in ("list", "tuple") and not v.data:
+        return np.zeros((0,))
+    return None
+
+
+def _compare(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison:
+    if expected.kind in ("frame", "series"):
+        return _compare_frame(name, actual, expected, ctx)
+    if expected.kind in (NUMERIC, "bool") or (expected.kind in ("list", "tuple") and actual.kind == NUMERIC):
+        exp = _numeric(expected)
+        if exp is not None:
+            return _compare_numeric(name, actual, expected, exp, ctx)
+    if expected.kind in ("list", "tuple"):
+        if actual.kind not in ("list", "tuple") or (ctx.strict and actual.kind != expected.kind):
+            return _fail("type", f"{name} is {actual.describe()}; expected a {expected.kind}")
+        if len(actual.data) != len(expected.data):
+            return _fail("length", f"{name} has {len(actual.data)} items; expected {len(expected.data)}")
+        for i, (a, e) in enumerate(zip(actual.data, expected.data)):
+            sub = _compare(f"{name}[{i}]", a, e, ctx)
+            if not sub.ok:
+                return sub
+        return Comparison(True)
+    if expected.kind == "dict":
+        if actual.kind != "dict":
+            return _fail("type", f"{name} is {actual.describe()}; expected a dict")
+        missing = [k for k in expected.data if k not in actual.data]
+        extra = [k for k in actual.data if k not in expected.data]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"{len(missing)} expected key{'s' if len(missing) > 1 else ''} missing")
+            if extra:
+                parts.append(f"unexpected key{'s' if len(extra) > 1 else ''} {', '.join(repr(k) for k in extra[:MAX_INDICES])}")
+            return _fail("keys", f"{name}: " + "; ".join(parts))
+        for k in expected.data:
+            sub = _compare(f"{name}[{k!r}]", actual.data[k], expected.data[k], ctx)
+            if not sub.ok:
+                return sub
+        return Comparison(True)
+    if expected.kind == "str":
+        if actual.kind != "str":
+            return _fail("type", f"{name} is {actual.describe()}; expected a string")
+        if actual.data != expected.data:
+            shown = f" (expected {expected.data!r})" if ctx.reveal else ""
+            return _fail("values", f"{name} is {_trim(repr(actual.data))}, which is not the expected text{shown}")
+        return Comparison(True)
+    if expected.kind == "none":
+        if actual.kind != "none":
+            return _fail("type", f"{name} is {actual.describe()}; expected None")
+        return Comparison(True)
+    return _fail("type", f"{name} is {actual.describe()}; expected {expected.describe()}")
+
+
+def _compare_numeric(name: str, actual: Value, expected: Value, exp: np.ndarray, ctx: _Ctx) -> Comparison:
+    act = _numeric(actual)
+    if act is None:
+        return _fail("type", f"{name} is {actual.describe()}; expected numbers ({expected.describe()})")
+    if ctx.strict:
+        if actual.origin != expected.origin:
+            return _fail("type", f"{name} is {actual.describe()}; expected {expected.describe()}")
+        if (actual.dtype or str(act.dtype)) != (expected.dtype or str(exp.dtype)):
+            return _fail("dtype", f"{name} has dtype {actual.dtype or act.dtype}; expected {expected.dtype or exp.dtype}")
+    if act.shape != exp.shape:
+        hint = ""
+        if act.shape == exp.shape[::-1] and act.ndim == 2:
+            hint = " (the transpose of the expected shape)"
+        elif act.size == exp.size:
+            hint = " (same number of elements: a reshape, squeeze or unsqueeze too many or too few?)"
+        return _fail("shape", f"{name} has shape {_shape(act.shape)}; expected shape {_shape(exp.shape)}{hint}")
+    if exp.dtype.kind == "b" or act.dtype.kind == "b":
+        if exp.dtype.kind != act.dtype.kind and ctx.strict:
+            return _fail("dtype", f"{name} has dtype {act.dtype}; expected booleans")
+        a, e = act.astype(bool) if act.dtype.kind in "biu" else act, exp.astype(bool) if exp.dtype.kind in "biu" else exp
+        if act.dtype.kind == "f" or exp.dtype.kind == "f":
+            a, e = act.astype(float), exp.astype(float)
+        bad = np.asarray(a != e)
+        return _value_failure(name, act, exp, bad, ctx, boolean=True)
+    if np.iscomplexobj(act) or np.iscomplexobj(exp):
+        a, e = act.astype(np.complex128), exp.astype(np.complex128)
+    else:
+        a, e = act.astype(np.float64), exp.astype(np.float64)
+    if ctx.rtol >= 0 and ctx.atol >= 0 and np.array_equal(a, e):
+        # Equal element for element (so no NaN): no check below can fail, and this is the common case.
+        return Comparison(True, total=int(a.size))
+    a_nan, e_nan = np.isnan(a), np.isnan(e)
+    if (a_nan != e_nan).any():
+        where = np.argwhere(a_nan & ~e_nan)
+        if len(where):
+            return _fail("nan", f"{name} has NaN at {_indices(where)} ({int((a_nan & ~e_nan).sum())} in all) "
+                                "where a number was expected: a division by zero, log of 0 or an overflow?")
+        where = np.argwhere(e_nan & ~a_nan)
+        return _fail("nan", f"{name} has numbers at {_indices(where)} where NaN was expected")
+    a_inf, e_inf = np.isinf(a), np.isinf(e)
+    if (a_inf != e_inf).any() or (a_inf & (a != e)).any():
+        where = np.argwhere((a_inf != e_inf) | (a_inf & (a != e)))
+        return _fail("nan", f"{name} has infinite values where they were not expected, or the wrong sign of "
+                            f"infinity, at {_indices(where)}")
+    finite = ~(a_nan | a_inf)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(a - e)
+        bad = finite & (diff > ctx.atol + ctx.rtol * np.abs(e))
+    return _value_failure(name, act, exp, np.asarray(bad), ctx, diff=diff)
+
+
+def _value_failure(name: str, act: np.ndarray, exp: np.ndarray, bad: np.ndarray, ctx: _Ctx, *,
+                   diff: np.ndarray | None = None, boolean: bool = False) -> Comparison:
+    n_bad, total = int(bad.sum()), int(bad.size)
+    if n_bad == 0:
+        return Comparison(True, total=total)
+    if not ctx.explain:
+        return Comparison(False, "values", (), n_bad, total)
+    if act.ndim == 0:
+        msg = f"{name} is {_num(act.item())}, which is not the expected value"
+        if ctx.reveal:
+            msg += f" {_num(exp.item())}"
+        if diff is not None and not boolean:
+            rel = float(diff) / abs(float(np.abs(exp))) if float(np.abs(exp)) else float("inf")
+            msg += f" (relative difference {_num(rel, 2)})" if np.isfinite(rel) else ""
+        msg += f" within rtol={ctx.rtol:g}, atol={ctx.atol:g}" if not boolean else ""
+        return Comparison(False, "values", (msg + ".",), n_bad, total)
+    where = np.argwhere(bad)
+    shown = []
+    for idx in where[:MAX_INDICES]:
+        t = tuple(int(i) for i in idx)
+        item = f"[{', '.join(map(str, t))}] is {_num(act[t].item())}"
+        if ctx.reveal:
+            item += f" (expected {_num(exp[t].item())})"
+        shown.append(item)
+    more = ", ..." if n_bad > MAX_INDICES else ""
+    msg = (f"{name}: {n_bad} / {total} elements ({100.0 * n_bad / total:.1f}%) differ"
+           + ("" if boolean else f" beyond tolerance (rtol={ctx.rtol:g}, atol={ctx.atol:g})")
+           + f"; first: {'; '.join(shown)}{more}" + ("" if more else "."))
+    if diff is not None and not boolean:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(bad, diff / np.abs(exp.astype(np.float64) if not np.iscomplexobj(exp) else exp), 0)
+        max_abs = float(np.max(np.where(bad, diff, 0)))
+        max_rel = float(np.nanmax(np.abs(rel))) if rel.size else 0.0
+        msg += f" Largest absolute difference {_num(max_abs, 2)}, largest relative difference {_num(max_rel, 2)}."
+    return Comparison(False, "values", (msg,), n_bad, total)
+
+
+def _compare_frame(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison:
+    if actual.kind != expected.kind:
+        if actual.kind == NUMERIC and not ctx.strict:
+            return _compare_numeric(name, actual, expected.data, expected.data.data, ctx)
+        return _fail("type", f"{name} is {actual.describe()}; expected {expected.describe()}")
+    if tuple(map(str, actual.index)) != tuple(map(str, expected.index)):
+        what = f"{name}'s index (row labels) is {_trim(str(list(actual.index)))}"
+        return _fail("labels", what + (f"; expected {list(expected.index)}" if ctx.reveal else "; it is not the expected labels"))
+    if expected.kind == "frame" and tuple(map(str, actual.columns)) != tuple(map(str, expected.columns)):
+        what = f"{name}'s columns are {_trim(str(list(actual.columns)))}"
+        return _fail("labels", what + (f"; expected {list(expected.columns)}" if ctx.reveal else "; they are not the expected labels"))
+    return _compare_numeric(f"{name}'s values", actual.data, expected.data, expected.data.data, ctx)
+
+
+def _fail(reason: str, message: str) -> Comparison:
+    return Comparison(False, reason, (message + ("" if message.endswith((".", "?")) else "."),))
+
+
+def _indices(where: np.ndarray) -> str:
+    parts = ["[" + ", ".join(str(int(i)) for i in idx) + "]" for idx in where[:MAX_INDICES]]
+    return ", ".join(parts) + (", ..." if len(where) > MAX_INDICES else "")
+
+
+def _num(x: object, digits: int = 8) -> str:
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, complex):
+        return f"{x:.{digits}g}"
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    return f"{float(x):.{digits}g}"
+
+
+def _trim(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------------------------
+# Properties, computed on the student's value alone (shape and dtype kind against the reference)
+
+
+def check_property(prop: str, name: str, actual: Value, expected: Value | None, *, atol: float) -> str | None:
+    """None when the property holds, else a message for the student."""
+    arr = _numeric(actual) if actual.kind not in ("frame", "series") else actual.data.data
+    if arr is None:
+        return f"{name} is {actual.describe()}; expected numbers"
+    exp = None
+    if expected is not None:
+        exp = _numeric(expected) if expected.kind not in ("frame", "series") else expected.data.data
+    if prop == "shape":
+        if exp is not None and arr.shape != exp.shape:
+            return f"{name} has shape {_shape(arr.shape)}; expected shape {_shape(exp.shape)}."
+        return None
+    if prop == "dtype_kind":
+        kinds = {"b": "booleans", "i": "integers", "u": "integers", "f": "floating-point numbers", "c": "complex numbers"}
+        if exp is not None and kinds.get(arr.dtype.kind) != kinds.get(exp.dtype.kind):
+            return (f"{name} holds {kinds.get(arr.dtype.kind, arr.dtype)} ({actual.dtype or arr.dtype}); "
+                    f"expected {kinds.get(exp.dtype.kind, exp.dtype)}.")
+        return None
+    if arr.dtype.kind not in "biufc":
+        return f"{name} has dtype {arr.dtype}; expected numbers."
+    if prop == "finite":
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            return f"{name} has {int(bad.sum())} NaN or infinite value(s), first at {_indices(np.argwhere(bad))}."
+        return None
+    tol = max(atol, 1e-6 if arr.dtype != np.float32 and "float32" not in actual.dtype else 1e-5)
+    if prop == "rows_sum_to_one":
+        if arr.ndim == 0:
+            return f"{name} is a single number; expected rows of weights."
+        sums = arr.astype(np.float64).sum(axis=-1)
+        bad = np.abs(sums - 1.0) > tol * max(1, arr.shape[-1])
+        if bad.any():
+            where = np.argwhere(np.atleast_1d(bad))
+            return (f"{name}: {int(bad.sum())} of {bad.size} rows do not sum to 1 (first: row {_indices(where)}, "
+                    f"sum {_num(float(np.atleast_1d(sums)[tuple(where[0])]), 4)}); was the softmax taken over the "
+                    "last axis (each row)?")
+        return None
+    if prop == "causal":
+        if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]:
+            return f"{name} has shape {_shape(arr.shape)}; expected square matrices for a causal mask."
+        upper = np.triu(np.ones(arr.shape[-2:], dtype=bool), k=1)
+        vals = arr.astype(np.float64)[..., upper]
+        bad = np.abs(vals) > tol
+        if bad.any():
+            return (f"{name} gives weight to future positions ({int(bad.sum())} entries above the diagonal are "
+                    "not 0): is the mask applied before the softmax, with -inf rather than 0?")
+        return None
+    raise ValueError(prop)

@@ -1,0 +1,111 @@
+"""The result of grading one submission, and its YAML form (the core scorecard).
+
+Other formats (JSON, Markdown, HTML, Gradescope, ...) are renderers over ``Scorecard.to_dict()``;
+none of them reaches into grading logic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from grader import __version__
+
+SUBMISSION_STATUSES = ("graded", "invalid_notebook", "timeout", "crashed")
+QUESTION_STATUSES = ("passed", "failed", "partial", "unanswered", "error")
+
+
+@dataclass
+class CheckResult:
+    id: str
+    target: str
+    status: str  # passed | failed | unanswered | error
+    score: float
+    max_score: float
+    messages: list[str] = field(default_factory=list)
+    hint: str = ""
+    hidden: bool = False
+    variants: int = 0  # how many variants the check was also run on
+
+
+@dataclass
+class QuestionResult:
+    id: str
+    title: str
+    score: float
+    max_score: float
+    status: str
+    feedback: list[str] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
+    variants: int = 0
+
+
+@dataclass
+class Scorecard:
+    assignment: str
+    submission: str
+    sha256: str
+    status: str
+    score: float
+    max_score: float
+    reason: str = ""
+    questions: list[QuestionResult] = field(default_factory=list)
+    execution: dict[str, Any] = field(default_factory=dict)
+    student: str = ""
+    grader_version: str = __version__
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.score / self.max_score if self.max_score else 0.0
+
+    def to_dict(self, rounding: int = 2) -> dict[str, Any]:
+        def r(x: float) -> float:
+            v = round(float(x), rounding)
+            return int(v) if v == int(v) else v
+
+        out: dict[str, Any] = {
+            "assignment": self.assignment,
+            "submission": self.submission,
+        }
+        if self.student:
+            out["student"] = self.student
+        out.update(
+            {
+                "sha256": self.sha256,
+                "status": self.status,
+                "reason": self.reason,
+                "score": r(self.score),
+                "max_score": r(self.max_score),
+                "questions": [
+                    {
+                        "id": q.id,
+                        "title": q.title,
+                        "score": r(q.score),
+                        "max_score": r(q.max_score),
+                        "status": q.status,
+                        **({"variants": q.variants} if q.variants else {}),
+                        "feedback": list(q.feedback),
+                    }
+                    for q in self.questions
+                ],
+                "execution": self.execution,
+                "grader_version": self.grader_version,
+            }
+        )
+        if not self.reason:
+            del out["reason"]
+        return out
+
+
+def to_yaml(card: Scorecard, rounding: int = 2) -> str:
+    return yaml.safe_dump(card.to_dict(rounding), sort_keys=False, allow_unicode=True, width=100)
+
+
+def write_yaml(card: Scorecard, path: Path, rounding: int = 2) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(to_yaml(card, rounding), encoding="utf-8")
+    tmp.replace(path)

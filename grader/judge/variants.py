@@ -1,0 +1,172 @@
+"""Variants: the notebook's given inputs replaced by values the student never saw.
+
+A notebook prints every intermediate result, and those printouts circulate. Typing them in, or
+writing code that only works for the given sizes, matches the reference on the notebook's own
+data. So each submission is run again with each *given* input (declared per assignment) replaced
+right after the cell that defines it, and the solution is run the same way for the variant's
+reference values. A question passes only when it matches on the original data and on every
+variant.
+
+Variant values are made here, in the grader's process, from the solution's own given values:
+random numbers of the same shape and dtype from a seeded generator by default, or an expression
+the instructor writes in config.yaml (with ``rng``, ``np``, ``value``, ``shape`` and ``variant``
+in scope). They are hidden from students: neither the values nor the seeds are written to any
+file students get.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader import capture
+from grader.capture import Value
+from grader.course.config import Assignment
+from grader.errors import SolutionError
+from grader.notebook import CellInfo, parse_cell
+
+GIVEN_PREFIX = "__given__/"
+
+
+@dataclass(frozen=True)
+class Variant:
+    number: int  # 1-based, as shown in scorecards
+    values: dict[str, dict]  # name -> encoded plain data
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.values)
+
+
+def varied_names(assignment: Assignment) -> tuple[str, ...]:
+    """The inputs that variants replace: the declared rules, else every given input."""
+    rules = dict(assignment.variants.inputs)
+    return tuple(rules) if rules else assignment.given
+
+
+INJECT_CALL = "__grader_inject__"
+
+
+def with_injections(source: str, names: tuple[str, ...]) -> str:
+    """The cell with a call that swaps in the variant value right after each statement that
+    defines a varied name afresh (binds it without reading it), or after the statements right
+    behind it that only rebuild it from itself (``ids = tok(words)`` then ``ids = torch.tensor([ids])``):
+    the variant is made from the value the name has once its cell ran, so it goes in where the
+    name has that form. Appended on the statement's own last line, so line numbers, and the
+    student's tracebacks, stay as they are."""
+    parsed = parse_cell(source)  # cached: every variant run rewrites the same cells
+    if parsed.syntax_error is not None:
+        return source
+    lines = source.splitlines(keepends=True)
+    flow = parsed.statements
+    edits: dict[tuple[int, int], list[str]] = {}  # (line, column) -> names; `a = 1; b = 2` is two places
+    for name in names:
+        for i, stmt in enumerate(flow):
+            if name not in stmt.binds or name in stmt.reads:
+                continue
+            while i + 1 < len(flow) and name in flow[i + 1].binds and name in flow[i + 1].reads:
+                i += 1
+            stmt = flow[i]
+            if stmt.end_lineno is not None and stmt.end_col_offset is not None:
+                edits.setdefault((stmt.end_lineno, stmt.end_col_offset), []).append(name)
+    for (lineno, col), fresh in sorted(edits.items(), reverse=True):  # right to left keeps columns valid
+        line = lines[lineno - 1]
+        at = len(line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))  # ast columns count bytes
+        calls = "".join(f"; {INJECT_CALL}({n!r})" for n in fresh)
+        lines[lineno - 1] = line[:at] + calls + line[at:]
+    return "".join(lines)
+
+
+def injection_points(infos: list[CellInfo], names: tuple[str, ...]) -> dict[str, list[int]]:
+    """For each name, the cells after which its variant value is put in place: every cell with a
+    statement that defines the name afresh (binds it without reading it), so a student who
+    repeats the data cell still gets the variant, while ``X = X.astype(...)`` keeps working on it."""
+    points: dict[str, list[int]] = {n: [] for n in names}
+    for pos, info in enumerate(infos):
+        if info.cell.skipped:
+            continue
+        for binds, reads in info.statements:
+            for name in names:
+                if name in binds and name not in reads and pos not in points[name]:
+                    points[name].append(pos)
+    return points
+
+
+def first_definitions(infos: list[CellInfo], names: tuple[str, ...]) -> dict[str, int]:
+    points = injection_points(infos, names)
+    return {n: p[0] for n, p in points.items() if p}
+
+
+def _rng(seed: int, number: int, name: str) -> np.random.Generator:
+    digest = hashlib.sha256(f"{seed}/{number}/{name}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def _random_like(value: Value, rng: np.random.Generator) -> Value:
+    if value.kind == "array":
+        arr = value.data
+        if arr.dtype.kind == "f":
+            new = rng.uniform(-1.0, 1.0, size=arr.shape).astype(arr.dtype)
+        elif arr.dtype.kind in "iu":
+            high = int(arr.max()) + 1 if arr.size else 10
+            new = rng.integers(0, max(high, 2), size=arr.shape).astype(arr.dtype)
+        elif arr.dtype.kind == "b":
+            new = rng.integers(0, 2, size=arr.shape).astype(bool)
+        elif arr.dtype.kind == "c":
+            new = (rng.uniform(-1, 1, arr.shape) + 1j * rng.uniform(-1, 1, arr.shape)).astype(arr.dtype)
+        else:
+            return value
+        return Value("array", new, origin=value.origin, dtype=value.dtype, requires_grad=value.requires_grad)
+    if value.kind in ("list", "tuple"):
+        return Value(value.kind, tuple(_random_like(v, rng) for v in value.data), origin=value.origin)
+    if value.kind == "dict":
+        return Value("dict", {k: _random_like(v, rng) for k, v in value.data.items()}, origin="dict")
+    return value  # strings, booleans, None: kept, they are labels rather than data
+
+
+def _plain(value: Value):
+    """A decoded value as numpy/python data, for instructors' variant expressions."""
+    if value.kind == "array":
+        return value.data.copy()
+    if value.kind in ("list", "tuple"):
+        items = [_plain(v) for v in value.data]
+        return items if value.kind == "list" else tuple(items)
+    if value.kind == "dict":
+        return {k: _plain(v) for k, v in value.data.items()}
+    return value.data
+
+
+def make_variants(assignment: Assignment, given: dict[str, Value]) -> list[Variant]:
+    """The assignment's variants, from the solution's given values. Deterministic."""
+    spec = assignment.variants
+    rules = dict(spec.inputs)
+    names = varied_names(assignment)
+    out = []
+    for number in range(1, spec.count + 1):
+        values = {}
+        for name in names:
+            original = given.get(name)
+            if original is None:
+                raise SolutionError(f"The solution of {assignment.name} never defines the given input `{name}`, "
+                                    "so it cannot be varied.")
+            rng = _rng(spec.seed, number, name)
+            rule = rules.get(name)
+            if rule is None:
+                new = _random_like(original, rng)
+            else:
+                scope = {"rng": rng, "np": np, "value": _plain(original), "variant": number,
+                         "shape": original.shape}
+                try:
+                    result = eval(compile(rule, f"<variants.inputs.{name}>", "eval"), scope)  # noqa: S307 - config
+                    new = capture.decode(capture.encode(result, budget=[64 << 20]))
+                except Exception as exc:
+                    raise SolutionError(f"The variant rule for `{name}` in {assignment.name} fails: "
+                                        f"{type(exc).__name__}: {exc}") from None
+                if original.kind == "array" and new.kind == "array":
+                    new = Value("array", new.data.astype(original.data.dtype, copy=False), origin=original.origin,
+                                dtype=original.dtype, requires_grad=original.requires_grad)
+            values[name] = capture.to_wire(new)
+        out.append(Variant(number=number, values=values))
+    return out

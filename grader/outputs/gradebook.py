@@ -1,0 +1,63 @@
+"""``gradebook.csv``: one row per submission, one column per question, for any LMS import.
+
+Columns: ``student, submission, status, score, max_score, percent``, then one column per
+question (its score), then ``reason`` (why a notebook was not fully graded) and ``sha256``.
+Text cells that a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``) are quoted
+with a leading apostrophe, since student ids and file names come from students.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Iterable
+
+from grader.judge.scorecard import Scorecard
+from grader.outputs.view import points
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _text(value: str) -> str:
+    return "'" + value if value.startswith(FORMULA_START) else value
+
+
+def question_ids(cards: Iterable[Scorecard]) -> list[str]:
+    """Question ids in the order they first appear across the cards."""
+    seen: dict[str, None] = {}
+    for card in cards:
+        for q in card.questions:
+            seen.setdefault(q.id, None)
+    return list(seen)
+
+
+def gradebook_csv(cards: list[Scorecard], *, rounding: int = 2) -> str:
+    qids = question_ids(cards)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["student", "submission", "status", "score", "max_score", "percent", *qids, "reason", "sha256"])
+    for card in cards:
+        by_id = {q.id: q for q in card.questions}
+        w.writerow([
+            _text(card.student),
+            _text(card.submission),
+            card.status,
+            points(card.score, rounding),
+            points(card.max_score, rounding),
+            points(card.percent, 1),
+            *[points(by_id[q].score, rounding) if q in by_id else "" for q in qids],
+            _text(card.reason),
+            card.sha256,
+        ])
+    return buf.getvalue()
+
+
+def write_gradebook(cards: list[Scorecard], path: Path, *, rounding: int = 2) -> Path:
+    """Write ``gradebook.csv`` for these scorecards (in the order given) atomically; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(gradebook_csv(list(cards), rounding=rounding), encoding="utf-8")
+    tmp.replace(path)
+    return path

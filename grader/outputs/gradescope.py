@@ -1,0 +1,77 @@
+"""Gradescope's ``results.json`` for one submission.
+
+Schema (Gradescope autograder specification): top-level ``score``, ``execution_time``,
+``output``, ``output_format``, ``visibility``, ``stdout_visibility`` and ``tests[]``, each with
+``name``, ``number``, ``score``, ``max_score``, ``status`` (``passed`` | ``failed``), ``output``,
+``output_format`` and ``visibility``. Gradescope enforces visibility itself, so every question's
+feedback goes in, with the question's visibility from config.yaml (``after_due`` becomes
+``after_due_date``). A run that could not grade at all still produces a results file
+(``failure_results``), so the student sees why instead of Gradescope's generic error.
+"""
+
+from __future__ import annotations
+
+import json
+
+from grader.course.config import Assignment, ScorecardSettings
+from grader.judge.scorecard import Scorecard
+from grader.outputs.view import STATUS_WORDS, SUBMISSION_WORDS, error_lines, points
+
+VISIBILITY = {"visible": "visible", "after_due": "after_due_date", "hidden": "hidden"}
+
+
+def _num(x: float, rounding: int) -> float:
+    return float(round(float(x), rounding))
+
+
+def results(card: Scorecard, assignment: Assignment | None, settings: ScorecardSettings) -> dict:
+    r = settings.rounding
+    tests = []
+    for i, q in enumerate(card.questions, 1):
+        try:
+            level = settings.question_visibility(card.assignment, assignment.question(q.id)) if assignment else "visible"
+        except KeyError:
+            level = "visible"
+        head = f"**{STATUS_WORDS.get(q.status, q.status)}**, {points(q.score, r)}/{points(q.max_score, r)} points"
+        tests.append({
+            "name": f"{q.id}: {q.title}",
+            "number": str(i),
+            "score": _num(q.score, r),
+            "max_score": _num(q.max_score, r),
+            "status": "passed" if q.status == "passed" else "failed",
+            "output": "\n".join([head, ""] + [f"- {line}" for line in q.feedback]),
+            "output_format": "md",
+            "visibility": VISIBILITY[level],
+        })
+    lines = [f"**{card.submission}**: {SUBMISSION_WORDS.get(card.status, card.status)}, "
+             f"{points(card.score, r)}/{points(card.max_score, r)} points."]
+    if card.reason:
+        lines += ["", card.reason]
+    errors = error_lines(card)
+    if errors:
+        lines += ["", "Errors in the notebook:"] + [f"- {e}" for e in errors]
+    return {
+        "score": _num(card.score, r),
+        "execution_time": float(card.execution.get("time", 0.0) or 0.0),
+        "output": "\n".join(lines),
+        "output_format": "md",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+
+
+def failure_results(message: str, assignment: Assignment | None = None) -> dict:
+    """Results for a submission that could not be graded at all (no notebook, a broken setup)."""
+    tests = []
+    if assignment is not None:
+        for i, q in enumerate(assignment.questions, 1):
+            tests.append({"name": f"{q.id}: {q.title}", "number": str(i), "score": 0.0, "max_score": float(q.points),
+                          "status": "failed", "output": "Not graded: see the message above.", "output_format": "md",
+                          "visibility": "visible"})
+    return {"score": 0.0, "execution_time": 0.0, "output": message, "output_format": "md", "visibility": "visible",
+            "stdout_visibility": "hidden", "tests": tests}
+
+
+def to_json(data: dict) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

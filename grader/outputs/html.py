@@ -1,0 +1,205 @@
+"""HTML feedback: the student's own notebook, rendered with nbconvert, with each question's result
+placed right after the cell that answers it.
+
+Answers are found by what the cells compute (``grader.notebook.analyse``), never by cell ids or
+metadata: a question sits after the last cell that binds the variable its check names (before the
+check's ``before:`` point, if it has one), or for an expression, after the last of the cells that
+bind the names it reads. Questions whose names no cell binds are listed at the end.
+
+The notebook is the student's, so its markdown and outputs are untrusted HTML: the rendered body
+is cleaned with bleach (no scripts, no event handlers, no external loads), and the page carries a
+Content-Security-Policy that forbids scripts and remote resources. MathJax therefore does not run;
+formulas show as their LaTeX source.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import secrets
+from pathlib import Path
+
+from grader.judge.checks import BUILTINS
+from grader.course.config import Assignment, Check
+from grader.notebook import CellInfo, analyse, identifiers
+from grader.outputs.markdown import MARKS, question_points
+from grader.outputs.view import STATUS_WORDS, SUBMISSION_WORDS, ShownQuestion, View
+
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
+       "base-uri 'none'; form-action 'none'")
+
+TAGS = {
+    "a", "abbr", "b", "blockquote", "br", "caption", "cite", "code", "col", "colgroup", "dd", "del", "details",
+    "div", "dl", "dt", "em", "figcaption", "figure", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "ins",
+    "kbd", "li", "main", "mark", "ol", "p", "pre", "q", "s", "samp", "small", "span", "strong", "sub", "summary",
+    "sup", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "u", "ul", "var", "svg", "path", "g",
+}
+ATTRIBUTES = {
+    "*": ["class", "id", "title", "data-mime-type", "tabindex", "align", "colspan", "rowspan"],
+    "a": ["href"],
+    "img": ["src", "alt", "width", "height"],
+}
+
+STYLE = """
+<style>
+.grader-box { border: 2px solid #888; border-radius: 6px; margin: 0.6em 0 1.2em 0; padding: 0.5em 0.9em;
+  font-family: system-ui, sans-serif; font-size: 14px; background: #fafafa; }
+.grader-box h3 { margin: 0.1em 0 0.4em 0; font-size: 15px; }
+.grader-box ul { margin: 0.2em 0 0.2em 1.2em; padding: 0; }
+.grader-passed { border-color: #2e7d32; background: #f1f8f1; }
+.grader-partial { border-color: #b58900; background: #fffbea; }
+.grader-failed, .grader-error { border-color: #c62828; background: #fdf1f1; }
+.grader-unanswered, .grader-withheld { border-color: #777; background: #f5f5f5; }
+.grader-summary table { border-collapse: collapse; margin-top: 0.4em; }
+.grader-summary td, .grader-summary th { border: 1px solid #ccc; padding: 2px 8px; text-align: left; }
+</style>
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# Where each question is answered
+
+
+def _names(check: Check) -> set[str]:
+    names = {check.target} if check.kind == "value" else identifiers(check.target)
+    return {n for n in names if n not in BUILTINS}
+
+
+def anchors(assignment: Assignment, infos: list[CellInfo]) -> dict[str, int]:
+    """Question id -> position (among code cells, 0-based) of the cell that answers it."""
+    first_bind: dict[str, int] = {}
+    for pos, info in enumerate(infos):
+        for name in info.binds:
+            first_bind.setdefault(name, pos)
+    out: dict[str, int] = {}
+    for q in assignment.questions:
+        best: int | None = None
+        for check in q.checks:
+            limit = first_bind.get(check.before, len(infos)) if check.before else len(infos)
+            for name in _names(check):
+                binders = [pos for pos, info in enumerate(infos[:limit]) if name in info.binds]
+                if binders and (best is None or binders[-1] > best):
+                    best = binders[-1]
+        if best is not None:
+            out[q.id] = best
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Fragments (escaped text only; feedback `code` spans become <code>)
+
+
+def text_html(text: str) -> str:
+    parts = html.escape(text, quote=False).split("`")
+    if len(parts) % 2 == 0:  # an unmatched backtick: show it as it is
+        return html.escape(text, quote=False)
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+def question_box(view: View, q: ShownQuestion) -> str:
+    items = "".join(f"<li>{text_html(line)}</li>" for line in q.feedback)
+    head = (f"{MARKS.get(q.status, '')} Question {html.escape(q.id)}: {html.escape(q.title)} — "
+            f"{STATUS_WORDS.get(q.status, q.status)}, {question_points(view, q)} points")
+    return (f'<div class="grader-box grader-{html.escape(q.status)}" id="question-{html.escape(q.id)}">'
+            f"<h3>{head}</h3><ul>{items}</ul></div>")
+
+
+def summary_box(view: View) -> str:
+    who = f"{html.escape(view.who)} · " if view.who else ""
+    rows = "".join(
+        f'<tr><td><a href="#question-{html.escape(q.id)}">{html.escape(q.id)}: {html.escape(q.title)}</a></td>'
+        f"<td>{MARKS.get(q.status, '')} {STATUS_WORDS.get(q.status, q.status)}</td>"
+        f"<td>{question_points(view, q)}</td></tr>"
+        for q in view.questions
+    )
+    reason = f"<p>{text_html(view.reason)}</p>" if view.reason else ""
+    errors = ""
+    if view.errors:
+        errors = "<p>Errors in the notebook:</p><ul>" + "".join(f"<li>{text_html(e)}</li>" for e in view.errors) + "</ul>"
+    return (
+        f'<div class="grader-box grader-summary"><h3>{html.escape(view.assignment)}: {html.escape(view.title)}</h3>'
+        f"<p><b>{who}{html.escape(view.submission)}</b> · {SUBMISSION_WORDS.get(view.status, view.status)} · "
+        f"score <b>{html.escape(view.score_line)}</b></p>{reason}"
+        f"<table><tr><th>Question</th><th>Result</th><th>Points</th></tr>{rows}</table>{errors}</div>"
+    )
+
+
+def page(view: View, body: str) -> str:
+    """A standalone page for a submission that cannot be rendered as a notebook."""
+    title = html.escape(f"{view.assignment}: {view.submission}")
+    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}"><title>{title}</title>{STYLE}</head>'
+            f"<body>{body}</body></html>\n")
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def to_html(view: View, assignment: Assignment | None, notebook_path: Path) -> str:
+    """The feedback page; falls back to the results alone when the file is not a notebook."""
+    boxes = {q.id: question_box(view, q) for q in view.questions}
+    try:
+        return _notebook_page(view, assignment, Path(notebook_path), boxes)
+    except Exception:  # nbconvert cannot render it: the results alone say the same thing
+        return page(view, summary_box(view) + "".join(boxes.values()))
+
+
+def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes: dict[str, str]) -> str:
+    if view.status == "invalid_notebook":
+        raise ValueError("not a notebook")
+    import bleach
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    from grader.notebook import read
+
+    nb = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+    code_cells = read(path)
+    where = anchors(assignment, analyse(code_cells)) if assignment is not None else {}
+    token = "GRADERMARK" + secrets.token_hex(8)
+    marker = {}
+
+    def mark(key: str):
+        marker[key] = f"{token}{len(marker)}X"
+        return nbformat.v4.new_markdown_cell(marker[key])
+
+    after: dict[int, list[str]] = {}
+    for qid in boxes:
+        if qid in where:
+            after.setdefault(where[qid], []).append(qid)
+    cells = [mark("summary")]
+    pos = -1
+    for cell in nb.cells:
+        cells.append(cell)
+        if cell.get("cell_type") == "code":
+            pos += 1
+            for qid in after.get(pos, []):
+                cells.append(mark(qid))
+    missing = [qid for qid in boxes if qid not in where]
+    if missing:
+        cells.append(mark("missing"))
+    nb.cells = cells
+    exporter = HTMLExporter(template_name="lab", sanitize_html=False)
+    full, _ = exporter.from_notebook_node(nb)
+    head, sep, body = full.partition("<body")
+    if not sep:
+        raise ValueError("nbconvert produced no body")
+    open_end = body.index(">") + 1
+    body_tag, inner = body[:open_end], body[open_end:]
+    inner = inner.replace("</body>", "").replace("</html>", "")
+    inner = bleach.clean(inner, tags=TAGS, attributes=ATTRIBUTES, protocols={"http", "https", "mailto", "data"},
+                         strip=True, strip_comments=True)
+    fragments = dict(boxes)
+    fragments["summary"] = summary_box(view)
+    if missing:
+        fragments["missing"] = (
+            '<div class="grader-box grader-summary"><h3>Questions whose answers were not found in the notebook</h3>'
+            "<p>No cell computes the names these questions check; they are listed here instead.</p></div>"
+            + "".join(boxes[q] for q in missing)
+        )
+    for key, mk in marker.items():
+        inner = re.sub(rf"<p>\s*{mk}\s*</p>|{mk}", lambda _m, k=key: fragments[k], inner, count=1)
+    head = re.sub(r"<script\b.*?</script>", "", head, flags=re.S)
+    head = head.replace("<head>", f'<head>\n<meta http-equiv="Content-Security-Policy" content="{CSP}">', 1)
+    head = head.replace("</head>", STYLE + "</head>", 1)
+    return f"{head}<body{body_tag}{inner}</body>\n</html>\n"

@@ -1,0 +1,53 @@
+"""Markdown feedback for one submission: a summary table, then each question's feedback.
+
+Also the job summary on GitHub Actions and the ``output`` of Gradescope tests.
+"""
+
+from __future__ import annotations
+
+from grader.outputs.view import STATUS_WORDS, SUBMISSION_WORDS, ShownQuestion, View
+
+MARKS = {"passed": "✅", "partial": "🟡", "failed": "❌", "error": "❌", "unanswered": "⬜", "withheld": "🔒"}
+
+
+def cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def question_points(view: View, q: ShownQuestion) -> str:
+    if q.withheld:
+        return f"–/{view.points(q.max_score)}"
+    return f"{view.points(q.score or 0.0)}/{view.points(q.max_score)}"
+
+
+def summary_lines(view: View) -> list[str]:
+    who = f"{view.who} · " if view.who else ""
+    lines = [
+        f"**{who}{view.submission}** · {SUBMISSION_WORDS.get(view.status, view.status)} · "
+        f"score **{view.score_line}**",
+    ]
+    if view.reason:
+        lines += ["", f"> {view.reason}"]
+    lines += ["", "| Question | Result | Points |", "|---|---|---|"]
+    for q in view.questions:
+        lines.append(f"| {cell(q.id)}: {cell(q.title)} | {MARKS.get(q.status, '')} "
+                     f"{STATUS_WORDS.get(q.status, q.status)} | {question_points(view, q)} |")
+    return lines
+
+
+def question_lines(view: View, q: ShownQuestion) -> list[str]:
+    return [f"- {line}" for line in q.feedback]
+
+
+def to_markdown(view: View) -> str:
+    lines = [f"# {view.assignment}: {view.title}", ""]
+    lines += summary_lines(view)
+    for q in view.questions:
+        lines += ["", f"## {q.id}: {q.title} — {STATUS_WORDS.get(q.status, q.status)}, "
+                      f"{question_points(view, q)} points", ""]
+        lines += question_lines(view, q)
+    if view.errors:
+        lines += ["", "## Errors in the notebook", ""]
+        lines += [f"- {e}" for e in view.errors]
+    return "\n".join(lines) + "\n"

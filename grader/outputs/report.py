@@ -1,0 +1,288 @@
+"""The class report: one self-contained HTML page for an instructor who would rather look than read.
+
+Per assignment:
+
+- the score distribution (a histogram of percentages);
+- the pass rate per question (a stacked bar per question: passed, partial, failed, error, unanswered);
+- the most frequent hints, i.e. the misconceptions of the class;
+- the submissions that crashed, timed out or could not be read, with the reason.
+
+Plots are drawn with matplotlib (the object-oriented API, no pyplot state) and embedded as
+base64 PNG, so the file can be mailed or attached anywhere. Input is scorecards: the objects of a
+grading run, or the YAML/JSON scorecard files a run wrote (``grader report DIR``).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import statistics
+import textwrap
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from grader.course.config import Course
+from grader.errors import UsageError
+from grader.outputs.view import points
+from grader.judge.scorecard import Scorecard
+
+STATUS_ORDER = ("passed", "partial", "failed", "error", "unanswered")
+COLOURS = {"passed": "#2e7d32", "partial": "#f9a825", "failed": "#c62828", "error": "#6a1b9a",
+           "unanswered": "#9e9e9e"}
+HINT_PREFIX = "Likely mistake: "
+TOP_HINTS = 10
+BROKEN = ("crashed", "timeout", "invalid_notebook")
+
+
+@dataclass
+class Row:
+    """One submission, as much of it as the report needs."""
+
+    assignment: str
+    submission: str
+    student: str
+    status: str
+    reason: str
+    score: float
+    max_score: float
+    questions: list[tuple[str, str, str]] = field(default_factory=list)  # (id, title, status)
+    hints: list[tuple[str, str]] = field(default_factory=list)  # (question id, message)
+    timed_out_cells: list[int] = field(default_factory=list)
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.score / self.max_score if self.max_score else 0.0
+
+
+def row_from_card(card: Scorecard) -> Row:
+    hints = [(q.id, c.hint) for q in card.questions for c in q.checks if c.hint]
+    if not any(q.checks for q in card.questions):  # a card read back without its checks
+        hints = _hints_from_feedback((q.id, q.feedback) for q in card.questions)
+    return Row(card.assignment, card.submission, card.student, card.status, card.reason, card.score,
+               card.max_score, [(q.id, q.title, q.status) for q in card.questions], hints,
+               _timeouts(card.execution))
+
+
+def row_from_dict(data: dict[str, Any]) -> Row:
+    qs = data.get("questions") or []
+    return Row(
+        assignment=str(data.get("assignment", "")),
+        submission=str(data.get("submission", "")),
+        student=str(data.get("student", "")),
+        status=str(data.get("status", "")),
+        reason=str(data.get("reason", "")),
+        score=float(data.get("score", 0) or 0),
+        max_score=float(data.get("max_score", 0) or 0),
+        questions=[(str(q.get("id")), str(q.get("title", q.get("id"))), str(q.get("status"))) for q in qs],
+        hints=_hints_from_feedback((str(q.get("id")), q.get("feedback") or []) for q in qs),
+        timed_out_cells=_timeouts(data.get("execution") or {}),
+    )
+
+
+def _hints_from_feedback(items: Iterable[tuple[str, list[str]]]) -> list[tuple[str, str]]:
+    return [(qid, line[len(HINT_PREFIX):]) for qid, lines in items for line in lines
+            if isinstance(line, str) and line.startswith(HINT_PREFIX)]
+
+
+def _timeouts(execution: dict) -> list[int]:
+    return [e.get("cell") for e in execution.get("errors", []) or [] if e.get("status") == "timeout"]
+
+
+def load_scorecards(paths: list[Path]) -> list[Row]:
+    """Scorecard files (.yaml, .json) from files and folders; other files are skipped."""
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files += sorted(q for q in p.iterdir() if q.suffix in (".yaml", ".yml", ".json"))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise UsageError(f"{p} does not exist.")
+    rows, seen = [], set()
+    for f in files:
+        try:
+            text = f.read_text(encoding="utf-8")
+            data = json.loads(text) if f.suffix == ".json" else yaml.safe_load(text)
+        except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
+            continue
+        if not (isinstance(data, dict) and {"assignment", "submission", "status", "questions"} <= set(data)):
+            continue  # gradebook, Gradescope or Classroom files, or anything else
+        key = (data.get("assignment"), data.get("submission"), data.get("sha256"), data.get("student"))
+        if key in seen:  # the same scorecard as .yaml and .json
+            continue
+        seen.add(key)
+        rows.append(row_from_dict(data))
+    if not rows:
+        raise UsageError("No scorecards found (YAML or JSON files written by grader grade).")
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Plots
+
+
+def _png(fig: Any) -> str:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def plot_scores(rows: list[Row]) -> str:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 3.2))
+    ax = fig.add_subplot()
+    ax.hist([r.percent for r in rows], bins=[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100.001],
+            color="#1565c0", edgecolor="white")
+    ax.set_xlabel("score (% of the maximum)")
+    ax.set_ylabel("submissions")
+    ax.set_xlim(0, 100)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.set_title(f"Score distribution ({len(rows)} submissions)")
+    return _png(fig)
+
+
+def question_rates(rows: list[Row]) -> list[tuple[str, str, Counter]]:
+    order: dict[str, str] = {}
+    counts: dict[str, Counter] = {}
+    for r in rows:
+        for qid, title, status in r.questions:
+            order.setdefault(qid, title)
+            counts.setdefault(qid, Counter())[status] += 1
+    return [(qid, title, counts[qid]) for qid, title in order.items()]
+
+
+def plot_questions(rates: list[tuple[str, str, Counter]]) -> str:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 0.45 * len(rates) + 1.2))
+    ax = fig.add_subplot()
+    labels = [qid for qid, _, _ in rates][::-1]
+    left = [0.0] * len(rates)
+    for status in STATUS_ORDER:
+        widths = []
+        for _, _, c in rates[::-1]:
+            total = sum(c.values()) or 1
+            widths.append(100.0 * c.get(status, 0) / total)
+        ax.barh(labels, widths, left=left, color=COLOURS[status], label=status)
+        left = [a + b for a, b in zip(left, widths)]
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of submissions")
+    ax.set_title("Result per question")
+    ax.legend(ncol=5, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25 if len(rates) > 2 else -0.4))
+    return _png(fig)
+
+
+def plot_hints(top: list[tuple[tuple[str, str], int]]) -> str:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.5, 0.55 * len(top) + 1.0))
+    ax = fig.add_subplot()
+    labels = [textwrap.shorten(f"{qid}: {msg}", 70, placeholder="…") for (qid, msg), _ in top][::-1]
+    ax.barh(labels, [n for _, n in top][::-1], color="#ef6c00")
+    ax.set_xlabel("submissions")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_title("Most frequent mistakes (hints)")
+    return _png(fig)
+
+
+# --------------------------------------------------------------------------------------------
+# The page
+
+STYLE = """<style>
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }
+table { border-collapse: collapse; margin: 0.6em 0 1.4em 0; }
+td, th { border: 1px solid #ccc; padding: 3px 9px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+td.n { text-align: right; }
+img { max-width: 100%; }
+.muted { color: #666; }
+</style>"""
+
+
+def _img(b64: str, alt: str) -> str:
+    return f'<p><img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}"></p>'
+
+
+def section(name: str, rows: list[Row], title: str = "") -> str:
+    e = html.escape
+    pct = [r.percent for r in rows]
+    out = [f"<h2>{e(name)}{': ' + e(title) if title and title != name else ''}</h2>"]
+    out.append(f"<p>{len(rows)} submission{'s' if len(rows) != 1 else ''} · mean {statistics.mean(pct):.1f}% · "
+               f"median {statistics.median(pct):.1f}% · full marks: {sum(1 for p in pct if p >= 100 - 1e-9)} · "
+               f"zero: {sum(1 for p in pct if p <= 1e-9)}</p>")
+    out.append("<h3>Score distribution</h3>")
+    out.append(_img(plot_scores(rows), f"Histogram of scores for {name}"))
+
+    rates = question_rates(rows)
+    out.append("<h3>Pass rate per question</h3>")
+    out.append(_img(plot_questions(rates), f"Result per question for {name}"))
+    head = "".join(f"<th>{s}</th>" for s in STATUS_ORDER)
+    body = ""
+    for qid, qtitle, c in rates:
+        total = sum(c.values()) or 1
+        cells = "".join(f'<td class="n">{c.get(s, 0)}</td>' for s in STATUS_ORDER)
+        body += (f"<tr><td>{e(qid)}: {e(qtitle)}</td><td class=\"n\">{100.0 * c.get('passed', 0) / total:.0f}%</td>"
+                 f"{cells}</tr>")
+    out.append(f"<table><tr><th>question</th><th>pass rate</th>{head}</tr>{body}</table>")
+
+    counts = Counter(h for r in rows for h in dict.fromkeys(r.hints))  # once per submission
+    out.append("<h3>Most frequent mistakes</h3>")
+    if counts:
+        top = counts.most_common(TOP_HINTS)
+        out.append(_img(plot_hints(top), f"Most frequent hints for {name}"))
+        out.append("<table><tr><th>submissions</th><th>question</th><th>hint</th></tr>" + "".join(
+            f'<tr><td class="n">{n}</td><td>{e(qid)}</td><td>{e(msg)}</td></tr>' for (qid, msg), n in top) + "</table>")
+    else:
+        out.append('<p class="muted">No submission matched a declared mistake.</p>')
+
+    broken = [r for r in rows if r.status in BROKEN or r.timed_out_cells]
+    out.append("<h3>Submissions that crashed, timed out or could not be read</h3>")
+    if broken:
+        trs = ""
+        for r in broken:
+            who = e(r.student)
+            what = r.reason or (f"cell(s) {', '.join(map(str, r.timed_out_cells))} timed out" if r.timed_out_cells else "")
+            trs += (f"<tr><td>{who}</td><td>{e(r.submission)}</td><td>{e(r.status)}</td>"
+                    f"<td class=\"n\">{points(r.score)}/{points(r.max_score)}</td><td>{e(what)}</td></tr>")
+        out.append("<table><tr><th>student</th><th>submission</th><th>status</th><th>score</th><th>reason</th></tr>"
+                   f"{trs}</table>")
+    else:
+        out.append('<p class="muted">None: every notebook ran to the end.</p>')
+    return "\n".join(out)
+
+
+def render(rows: list[Row], *, course: Course | None = None) -> str:
+    if not rows:
+        raise UsageError("No scorecards to report on.")
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(r.assignment, []).append(r)
+    name = course.name if course is not None else "Class report"
+    parts = []
+    for assignment, group in groups.items():
+        title = ""
+        if course is not None and assignment in course.assignments:
+            title = course.assignments[assignment].title
+        parts.append(section(assignment, group, title))
+    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(name)}: class report</title>'
+            f"{STYLE}</head><body><h1>{html.escape(name)}: class report</h1>\n" + "\n".join(parts) + "</body></html>\n")
+
+
+def write_report(cards: list[Scorecard] | list[Row], path: Path, *, course: Course | None = None) -> Path:
+    rows = [c if isinstance(c, Row) else row_from_card(c) for c in cards]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(render(rows, course=course), encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,176 @@
+"""Gradescope packaging: the autograder zip, and the entry point its ``run_autograder`` calls.
+
+The zip (``grader gradescope-zip NAME``) holds, at its root, ``setup.sh`` and ``run_autograder``
+(from grader/templates/), ``course/`` (a config.yaml reduced to this assignment, the solution,
+its data files, the skeleton, and the reference values already computed, so Gradescope never has
+to run the solution per submission) and ``grader-src/`` (this package, installed by setup.sh).
+
+At grading time ``python -m grader.packaging.gradescope`` finds the student's notebook in
+``/autograder/submission``, grades it, and writes ``/autograder/results/results.json``. Whatever
+happens (no notebook, a file that is not one, a broken setup) a results file is written that says
+why, in words for the student.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import traceback
+import zipfile
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from grader import PACKAGE_DIR
+from grader.course import config
+from grader.course.config import Assignment, Course
+from grader.errors import GraderError, UsageError
+from grader.outputs import gradescope
+
+SETUP = "gradescope_setup.sh"
+RUN = "gradescope_run_autograder"
+SKIP_DIRS = {"__pycache__", ".ipynb_checkpoints", "__MACOSX"}
+AUTOGRADER_BROKEN = ("The autograder could not grade this submission: {error} This is a problem with the "
+                     "autograder, not with your work; please tell your instructor.")
+
+
+def template(name: str, **values: str) -> str:
+    text = resources.files("grader").joinpath("templates", name).read_text(encoding="utf-8")
+    for key, value in values.items():
+        text = text.replace(f"@{key.upper()}@", value)
+    return text
+
+
+# --------------------------------------------------------------------------------------------
+# At grading time, inside Gradescope's container
+
+
+def find_submission(folder: Path, assignment: Assignment) -> Path:
+    """The notebook to grade, or a UsageError whose message tells the student what to upload."""
+    want = f"{assignment.name}.ipynb"
+    found = sorted(p for p in folder.rglob("*.ipynb") if p.is_file() and not SKIP_DIRS & set(p.parts))
+    for p in found:
+        if p.name == want:
+            return p
+    if len(found) == 1:
+        return found[0]
+    if found:
+        names = ", ".join(p.name for p in found[:5])
+        raise UsageError(f"The submission holds {len(found)} notebooks ({names}); upload only {want}.")
+    others = sorted(p.name for p in folder.rglob("*") if p.is_file())[:5]
+    what = f" (it holds: {', '.join(others)})" if others else " (it is empty)"
+    raise UsageError(f"The submission has no notebook (.ipynb file){what}; upload {want}.")
+
+
+def run(root: Path, config_path: Path, assignment_name: str) -> Path:
+    """Grade the submission under ``root`` and write ``root/results/results.json``; never raises."""
+    from grader.run.execute import SubprocessExecutor
+    from grader.judge.grading import Grader
+
+    results = root / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    assignment = None
+    try:
+        course = config.load(config_path)
+        assignment = course.assignment(assignment_name)
+        path = find_submission(root / "submission", assignment)
+        # One notebook per container: a fresh process is quicker than starting the warm forking server.
+        card = Grader(course, SubprocessExecutor()).grade(assignment, path)
+        data = gradescope.results(card, assignment, course.scorecard)
+        print(f"graded {path.name}: {card.status}, {card.score:g}/{card.max_score:g}")
+    except UsageError as exc:  # about the submission itself
+        data = gradescope.failure_results(str(exc), assignment)
+        print(f"not graded: {exc}")
+    except (GraderError, KeyError) as exc:
+        data = gradescope.failure_results(AUTOGRADER_BROKEN.format(error=_sentence(exc)), assignment)
+        print(f"grading failed: {exc}")
+    except Exception as exc:  # noqa: BLE001 - the student still gets a results file
+        traceback.print_exc()  # stdout is shown to instructors only
+        data = gradescope.failure_results(AUTOGRADER_BROKEN.format(error=f"{type(exc).__name__}."), assignment)
+    target = results / "results.json"
+    tmp = target.with_name("results.json.tmp")
+    tmp.write_text(gradescope.to_json(data), encoding="utf-8")
+    tmp.replace(target)
+    return target
+
+
+def _sentence(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if text.endswith(".") else text + "."
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m grader.packaging.gradescope")
+    ap.add_argument("--root", default="/autograder")
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--assignment", required=True)
+    args = ap.parse_args(argv)
+    run(Path(args.root), Path(args.config), args.assignment)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Building the zip, on the instructor's machine
+
+
+def _reduced_config(course: Course, assignment: Assignment) -> str:
+    raw = yaml.safe_load(course.file.read_text(encoding="utf-8"))
+    raw["assignments"] = {assignment.name: raw["assignments"][assignment.name]}
+    vis = (raw.get("scorecard") or {}).get("visibility")
+    if isinstance(vis, dict):
+        raw["scorecard"]["visibility"] = {k: v for k, v in vis.items() if k == assignment.name}
+    return "# Reduced to one assignment by grader gradescope-zip.\n" + yaml.safe_dump(raw, sort_keys=False,
+                                                                                      allow_unicode=True)
+
+
+def _copy(src: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dest)
+
+
+def build_zip(course: Course, assignment: Assignment, out: Path) -> Path:
+    """Write ``out/<assignment>-gradescope.zip``; runs the solution once for the reference values."""
+    from grader.judge.grading import Grader
+
+    package = Path(PACKAGE_DIR)
+    project = package.parent
+    with tempfile.TemporaryDirectory(prefix="grader-zip-") as tmp:
+        stage = Path(tmp)
+        c = stage / "course"
+        c.mkdir()
+        (c / "config.yaml").write_text(_reduced_config(course, assignment), encoding="utf-8")
+        files = [assignment.solution] + [assignment.solution_dir / rel for rel in assignment.data]
+        if assignment.skeleton.is_file():
+            files.append(assignment.skeleton)
+        for f in files:
+            _copy(f, c / f.relative_to(course.root))
+        staged = config.load(c / "config.yaml")
+        Grader(staged).references.get(staged.assignment(assignment.name))  # cached under course/
+        src = stage / "grader-src"
+        for name in ("pyproject.toml", "README.md"):
+            if (project / name).is_file():
+                _copy(project / name, src / name)
+        for f in sorted(package.rglob("*")):
+            if f.is_file() and not SKIP_DIRS & set(f.relative_to(package).parts) and f.suffix != ".pyc":
+                _copy(f, src / "grader" / f.relative_to(package))
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        target = out / f"{assignment.name}-gradescope.zip"
+        with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
+            for name, text in (("setup.sh", template(SETUP, assignment=assignment.name)),
+                               ("run_autograder", template(RUN, assignment=assignment.name))):
+                info = zipfile.ZipInfo(name)
+                info.external_attr = 0o100755 << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                z.writestr(info, text)
+            for f in sorted(stage.rglob("*")):
+                if f.is_file():
+                    z.write(f, f.relative_to(stage).as_posix())
+    return target
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,305 @@
+"""The Jupyter executor (``--executor jupyter``): each notebook in a fresh Jupyter kernel, via nbclient.
+
+Full fidelity, slow start (a kernel and its imports per notebook). It produces the same frames as
+the student process of the other executors, so ``execute.run_with_retries`` drives it unchanged
+(deadlines, killing the kernel's process group, re-running without a cell that hung):
+
+    grader thread                         driver thread (nbclient)              kernel (ipykernel)
+      run_with_retries  ◄── event pipe ──   for each cell:                      KernelSide:
+                                              user_expressions: before(pos) ──►   captures at pos
+                                              execute_request(cell source) ───►   the student's cell
+                                              user_expressions: after(pos) ───►   how it ended
+
+Student cells go through the kernel's own ``execute_request``, so ``%magics``, ``display()`` and
+rich outputs behave as in Jupyter. Capturing, error descriptions and injections reuse
+``grader.run.worker`` inside the kernel, and come back as the same plain-data JSON (as an
+``application/json`` expression result; nothing is pickled). The kernel gets the scrubbed
+environment and the job's limits (``grader.sandbox``) before the first cell.
+
+This module is also imported inside the kernel (``kernel``, below), so it imports nothing heavy
+at the top.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import base64
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from grader import PACKAGE_DIR
+from grader import capture
+from grader.run import sandbox, worker
+from grader.errors import ProtocolError
+
+KERNEL_NAME = "python3"
+JOIN_TIMEOUT = 15.0  # seconds to wait for a driver thread after its kernel was killed
+DEAD_KERNEL_NOTICE = 1.0  # seconds between nbclient's checks that the kernel is alive
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel side: runs inside the Jupyter kernel
+
+
+class _Json:
+    """An expression result that IPython formats as ``application/json`` (plain data only)."""
+
+    def __init__(self, data: Any):
+        self.data = data
+
+    def _repr_json_(self) -> Any:
+        return self.data
+
+    def __repr__(self) -> str:
+        return "<grader data>"
+
+
+class KernelSide:
+    """The grader's helper inside the kernel: captures, errors and injections, as the worker does."""
+
+    def __init__(self) -> None:
+        self.runner: worker.Runner | None = None
+
+    def setup(self, payload: str) -> _Json:
+        job = json.loads(base64.b64decode(payload))
+        applied = sandbox.enter(job)  # a kernel has threads: limits, environment, no_new_privs in place
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        self.job = job
+        self.runner = worker.Runner(job, None, shell)  # type: ignore[arg-type]
+        self.captures: dict[int, list[dict]] = {}
+        for c in job["captures"]:
+            self.captures.setdefault(c["point"] if c["point"] is not None else len(job["cells"]), []).append(c)
+        values = job.get("injections") or {}
+        if values:  # as worker.Runner.run: the rewritten cells call this right after a given input
+            ns = shell.user_ns
+
+            def inject(name: str) -> None:
+                ns[name] = worker.rebuild(values[name], like=ns.get(name))
+
+            ns[worker.INJECT] = inject
+        self.error: BaseException | None = None
+        self.started = 0.0
+        shell.events.register("post_run_cell", self._post_run_cell)
+        return _Json({"ev": "start", "pid": os.getpid(), "sandbox": list(applied)})
+
+    def _post_run_cell(self, result: Any) -> None:
+        self.error = result.error_before_exec or result.error_in_exec
+
+    def before(self, pos: int) -> _Json:
+        """Capture what is due before cell ``pos`` and get ready to run it."""
+        assert self.runner is not None
+        messages = [self.runner.capture_one(c) for c in self.captures.get(pos, [])]
+        if pos < len(self.job["cells"]):
+            self.runner.current = self.job["cells"][pos]["index"]
+        self.error, self.started = None, time.perf_counter()
+        return _Json(messages)
+
+    def after(self, pos: int) -> _Json:
+        """How cell ``pos`` ended, as the worker reports it."""
+        assert self.runner is not None
+        self.runner.current = 0
+        message: dict[str, Any] = {"ev": "cell", "pos": pos, "phase": "end",
+                                   "status": "ok" if self.error is None else "error",
+                                   "duration": time.perf_counter() - self.started}
+        if self.error is not None:
+            message.update(worker.describe_error(self.error, self.runner.traceback_lines))
+        self.error = None
+        return _Json(message)
+
+
+kernel = KernelSide()
+
+
+# --------------------------------------------------------------------------------------------
+# Grader side
+
+
+def _call(method: str) -> str:
+    """An expression that calls the kernel-side helper without binding any name in the notebook."""
+    return f"__import__('grader.run.jupyter_executor', fromlist=['kernel']).kernel.{method}"
+
+
+def _client_class() -> type:
+    from nbclient import NotebookClient
+
+    class CountingClient(NotebookClient):
+        """Counts the size of what cells print and display, and keeps none of it."""
+
+        output_chars = 0
+
+        def output(self, outs, msg, display_id, cell_index):  # noqa: ANN001 - nbclient's signature
+            content = msg.get("content", {})
+            if msg.get("msg_type") == "stream":
+                self.output_chars += len(content.get("text", ""))
+            elif msg.get("msg_type") in ("display_data", "execute_result"):
+                self.output_chars += len(str(content.get("data", {}).get("text/plain", "")))
+            return None
+
+    return CountingClient
+
+
+class _KernelRun:
+    """One notebook in one kernel, driven from its own thread; writes frames to a pipe."""
+
+    def __init__(self, executor: JupyterExecutor, wire: dict, workdir: str, fd: int):
+        self.executor, self.wire, self.workdir, self.fd = executor, wire, workdir, fd
+        self.lock = threading.Lock()
+        self.pid: int | None = None
+        self.stopped = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task | None = None
+        self.thread = threading.Thread(target=self._main, name="grader-jupyter", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        """Kill the kernel's process group and wait for the driver thread to finish."""
+        with self.lock:
+            self.stopped = True
+            pid, loop, task = self.pid, self.loop, self.task
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.thread.join(DEAD_KERNEL_NOTICE + 1)  # nbclient notices the dead kernel and cleans up
+        if self.thread.is_alive() and loop is not None and task is not None:
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:
+                pass  # the loop has already finished
+            self.thread.join(JOIN_TIMEOUT)
+
+    def _main(self) -> None:
+        try:
+            asyncio.run(self._run())
+        except BaseException:  # the grader sees the stream end and reports why
+            if os.environ.get("GRADER_DEBUG"):
+                import traceback
+
+                traceback.print_exc()
+        finally:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+
+    async def _run(self) -> None:
+        with self.lock:
+            if self.stopped:
+                return
+            self.loop, self.task = asyncio.get_running_loop(), asyncio.current_task()
+        await self._drive()
+
+    def _send(self, message: dict) -> None:
+        body = json.dumps(message).encode()
+        data = capture.HEADER.pack(len(body)) + body
+        while data:
+            data = data[os.write(self.fd, data):]
+
+    async def _helper(self, client: Any, method: str) -> Any:
+        msg_id = client.kc.execute("", silent=True, store_history=False, user_expressions={"r": _call(method)},
+                                   stop_on_error=False)
+        reply = await client.async_wait_for_reply(msg_id)
+        result = ((reply or {}).get("content", {}).get("user_expressions") or {}).get("r", {})
+        if result.get("status") != "ok" or "application/json" not in result.get("data", {}):
+            raise ProtocolError(f"the kernel's grading helper failed: {result.get('ename', '')} "
+                                f"{result.get('evalue', '')}".strip())
+        return result["data"]["application/json"]
+
+    async def _drive(self) -> None:
+        import nbformat
+
+        cells = self.wire["cells"]
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(c["source"]) for c in cells]
+        client = _client_class()(
+            nb, kernel_name=self.executor.kernel_name, timeout=None, allow_errors=True,
+            startup_timeout=self.executor.startup_timeout, shutdown_kernel="immediate",
+            shell_timeout_interval=DEAD_KERNEL_NOTICE,
+            record_timing=False, store_widget_state=False, resources={"metadata": {"path": self.workdir}},
+        )
+        env = {**sandbox.environment(self.workdir), "PYTHONPATH": os.path.dirname(PACKAGE_DIR)}
+        try:
+            await self._execute(client, cells, nb, env)
+        finally:
+            atexit.unregister(client._cleanup_kernel)  # left registered when the run is cancelled
+
+    async def _execute(self, client: Any, cells: list[dict], nb: Any, env: dict) -> None:
+        async with client.async_setup_kernel(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+            with self.lock:
+                provisioner = client.km.provisioner
+                self.pid = provisioner.pgid or getattr(provisioner.process, "pid", None)  # its own session
+                if self.stopped:
+                    return
+            payload = base64.b64encode(json.dumps(self.wire).encode()).decode()
+            self._send(await self._helper(client, f"setup({payload!r})"))  # the start message
+            for pos, cell in enumerate(cells):
+                for message in await self._helper(client, f"before({pos})"):
+                    self._send(message)
+                if cell.get("skip"):
+                    self._send({"ev": "cell", "pos": pos, "phase": "end", "status": "skipped"})
+                    continue
+                self._send({"ev": "cell", "pos": pos, "phase": "start"})
+                client.output_chars = 0
+                await client.async_execute_cell(nb.cells[pos], pos, store_history=False)
+                end = await self._helper(client, f"after({pos})")
+                end["output_bytes"] = client.output_chars
+                self._send(end)
+            for message in await self._helper(client, f"before({len(cells)})"):
+                self._send(message)
+            self._send({"ev": "done"})
+
+
+class JupyterExecutor:
+    """Runs each notebook in a fresh Jupyter kernel through nbclient (full fidelity, slower)."""
+
+    name = "jupyter"
+
+    def __init__(self, kernel_name: str = KERNEL_NAME, startup_timeout: float = 60.0):
+        self.kernel_name, self.startup_timeout = kernel_name, startup_timeout
+        self.closed = False
+        self._runs: set[_KernelRun] = set()
+        self._lock = threading.Lock()
+
+    def spawn(self, wire: dict, workdir: str) -> tuple[_KernelRun, int]:
+        from grader.run.forkserver import ExecutorError
+
+        r, w = os.pipe()
+        run = _KernelRun(self, wire, workdir, w)
+        with self._lock:
+            if self.closed:
+                os.close(r)
+                os.close(w)
+                raise ExecutorError("The Jupyter executor was stopped; no more notebooks are run.")
+            self._runs.add(run)
+        run.start()
+        return run, r
+
+    def finish(self, handle: _KernelRun, complete: bool = True) -> None:
+        handle.stop()
+        with self._lock:
+            self._runs.discard(handle)
+
+    def run(self, job: Any) -> Any:
+        from grader.run.execute import run_with_retries
+
+        return run_with_retries(self, job)
+
+    def close(self) -> None:
+        """Kill the kernels still running; later notebooks are refused."""
+        with self._lock:
+            self.closed = True
+            runs = list(self._runs)
+        for run in runs:
+            run.stop()

@@ -1,0 +1,413 @@
+"""The student side: runs a notebook's cells with IPython semantics and sends back plain data.
+
+This module runs in the sandboxed child process, never in the grader. It receives a job (cells,
+what to capture and when, values to inject) and writes frames to an inherited pipe:
+
+    {"ev": "start"}                                   once, after setup
+    {"ev": "cell", "pos": i, "phase": "start"}        before each cell
+    {"ev": "cell", "pos": i, "phase": "end", ...}     after it: status, error, output size
+    {"ev": "capture", "id": ..., "value" | "error" | "missing": ...}
+    {"ev": "done"}
+
+The grader enforces every deadline from outside, so nothing here has to trust the student's
+code to give control back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import random
+import sys
+import time
+import traceback
+from typing import Any, BinaryIO
+
+from grader import capture
+
+CELL_FILE = "<cell {}>"
+INJECT = "__grader_inject__"
+INJECT_RE = re.compile(r";\s*__grader_inject__\([^)]*\)")
+CHECK_FILE = "<check>"
+
+
+class BoundedText(io.TextIOBase):
+    """A write-only text stream that keeps the first ``limit`` characters and counts the rest."""
+
+    def __init__(self, limit: int):
+        self.limit, self.parts, self.kept, self.total = limit, [], 0, 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: Any) -> int:
+        s = str(s)
+        self.total += len(s)
+        room = self.limit - self.kept
+        if room > 0:
+            self.parts.append(s[:room])
+            self.kept += min(room, len(s))
+        return len(s)
+
+    def take(self) -> tuple[str, int]:
+        text, total = "".join(self.parts), self.total
+        self.parts, self.kept, self.total = [], 0, 0
+        return text, total
+
+
+def make_shell() -> Any:
+    """An IPython shell with no history file, no colours and inert matplotlib magics."""
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    cfg = Config()
+    cfg.HistoryManager.enabled = False
+    cfg.InteractiveShell.colors = "NoColor"
+    cfg.InteractiveShell.autocall = 0
+    shell = InteractiveShell.instance(config=cfg)
+    shell.showtraceback = lambda *a, **k: None  # errors are reported as data instead
+    shell.showsyntaxerror = lambda *a, **k: None
+    shell.register_magic_function(lambda line="": None, "line", "matplotlib")
+    skip_needless_tokenizing(shell.input_transformer_manager)
+    if hasattr(shell, "_tee"):
+        # IPython wraps sys.stdout/sys.stderr.write for each cell to copy every write into
+        # history_manager.outputs, which only `%notebook` reads, from the history disabled above.
+        # It made a print several times slower and kept all output in memory, past output_kb.
+        shell._tee = lambda channel: contextlib.nullcontext()
+    return shell
+
+
+# --------------------------------------------------------------------------------------------
+# IPython tokenizes every cell (Python's pure-Python tokenize, about half a millisecond for a
+# 20-line cell) only to look for its own syntax: `%magic`, `!cmd`, `x = %magic`, `x = !cmd`,
+# `obj?`, and lines escaped with `!`, `?`, `%`, `,`, `;` or `/`. Most notebook cells contain none
+# of it, and for them that pass returns its input unchanged. `skip_needless_tokenizing` replaces
+# the shell's TransformerManager.transform_cell with one that runs IPython's own cleanup and
+# line transforms (blank leading lines, common indentation, `>>>` and `In [1]:` prompts, `%%`
+# cell magics) as IPython does, and skips only the token pass, when the text proves that pass
+# a no-op. Anything doubtful goes through IPython's transform_cell unchanged.
+#
+# Why the checks below suffice (Python <= 3.11, whose tokenize module is the pure-Python one):
+# - The four token transformers only fire on: a `?` token (HelpEnd, or escape `?`); a `!` token
+#   that is not part of `!=` (SystemAssign, escape `!`/`!!`); a `%` token right after a `=`
+#   token (MagicAssign); and an escape character as the first token of a logical line
+#   (EscapedCommand), which always starts a physical line after spaces, tabs or form feeds.
+#   _IPYTHON_SYNTAX matches any text where such a token could be (in code, strings or comments).
+# - Other line breaks that str.splitlines honours (\r, \v, \f, \x1c-\x1e, \x85, \u2028, \u2029)
+#   make the tokenizer's lines differ from "\n" lines (and can make IPython warn): doubtful.
+# - The token pass can raise: tokenize raises IndentationError for a dedent to a column that no
+#   enclosing block has, which IPython reports with tokenize's own message. _indentation_ok
+#   finds the lines tokenize treats as new statements (outside strings and brackets, not after a
+#   backslash) exactly as tokenize does, and replays tokenize's indentation stack on them; any
+#   string, bracket or backslash it cannot place with certainty counts as doubtful.
+# tests/test_worker_speed.py compares the result with IPython's on every cell of every notebook
+# in the repository and on cells written to hit each rule.
+
+_IPYTHON_SYNTAX = re.compile(r"\?|!(?!=)|=[\s\\]*%|^\s*[!?%,;/]", re.M)
+_OTHER_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_LEX = re.compile(r"""('''|\"\"\"|'|")|\#[^\n]*|([(\[{])|([)\]}])|(\\\n?)|(\n)""")
+_STRING_END = {quote: re.compile(pattern, re.S) for quote, pattern in (
+    ("'", r"[^'\\\n]*(?:\\.[^'\\\n]*)*'"),
+    ('"', r'[^"\\\n]*(?:\\.[^"\\\n]*)*"'),
+    ("'''", r"[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"),
+    ('"""', r'[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'),
+)}
+_TABSIZE = 8  # tokenize's
+
+
+def skip_needless_tokenizing(manager: Any) -> bool:
+    """Give ``manager`` (the shell's TransformerManager) a transform_cell that skips the token
+    pass whenever ``needs_token_pass`` proves it changes nothing. False (and nothing changed)
+    where the reasoning above does not hold."""
+    from IPython.core import inputtransformer2 as it2
+
+    if (sys.version_info >= (3, 12)
+            or set(it2.ESCAPE_SINGLES) != set("!?%,;/")
+            or manager.token_transformers != [it2.MagicAssign, it2.SystemAssign, it2.EscapedCommand, it2.HelpEnd]):
+        return False
+    full = manager.transform_cell
+
+    def transform_cell(cell: str) -> str:
+        source = cell if cell.endswith("\n") else cell + "\n"  # as IPython's transform_cell
+        lines = source.splitlines(keepends=True)
+        for transform in manager.cleanup_transforms + manager.line_transforms:
+            lines = transform(lines)
+        text = "".join(lines)
+        return full(cell) if needs_token_pass(text) else text
+
+    manager.transform_cell = transform_cell
+    return True
+
+
+def needs_token_pass(text: str) -> bool:
+    """Whether IPython's token transformers could change ``text`` (a cell after IPython's cleanup
+    and line transforms) or raise on it. False only when they provably return it unchanged."""
+    return bool(_IPYTHON_SYNTAX.search(text) or _OTHER_LINE_BREAKS.search(text)) or not _indentation_ok(text)
+
+
+def _indentation_ok(text: str) -> bool:
+    """True when tokenize reads ``text`` (lines ending in "\\n") to the end without raising:
+    every string closed, brackets balanced, no stray backslash, no inconsistent dedent."""
+    starts = [0]  # offsets of the lines tokenize starts a new statement on
+    depth, pos = 0, 0
+    while (m := _LEX.search(text, pos)) is not None:
+        quote, opening, closing, backslash, newline = m.groups()
+        pos = m.end()
+        if quote is not None:
+            end = _STRING_END[quote].match(text, pos)
+            if end is None:
+                return False  # unterminated: tokenize's error recovery is not worth modelling
+            pos = end.end()
+        elif opening is not None:
+            depth += 1
+        elif closing is not None:
+            depth -= 1
+            if depth < 0:
+                return False
+        elif backslash is not None:
+            if backslash != "\\\n":
+                return False  # a backslash outside a string that does not end its line
+        elif newline is not None and depth == 0:
+            starts.append(pos)
+    if depth or text[-2:] == "\\\n":
+        return False  # tokenize would hit the end inside a statement
+    indents = [0]
+    end = len(text)
+    for i in starts:
+        column = 0
+        while i < end and text[i] in " \t":
+            column = column + 1 if text[i] == " " else (column // _TABSIZE + 1) * _TABSIZE
+            i += 1
+        if i == end or text[i] in "#\n":
+            continue  # blank or comment-only lines do not count
+        if column > indents[-1]:
+            indents.append(column)
+        while column < indents[-1]:
+            if column not in indents:
+                return False  # tokenize raises IndentationError here
+            indents.pop()
+    return True
+
+
+class Runner:
+    def __init__(self, job: dict, out: BinaryIO, shell: Any):
+        self.job, self.out, self.shell = job, out, shell
+        self.pid = os.getpid()
+        self.sandbox: tuple[str, ...] = ()  # the protections sandbox.enter() put in place
+        self.budget = [int(job["limits"]["capture_mb"]) * 1024 * 1024]
+        self.output_limit = int(job["limits"]["output_kb"]) * 1024
+        self.current = 0
+        self.traceback_lines = int(job.get("traceback_lines", 8))
+        original = shell.compile.get_code_name
+
+        def code_name(raw: str, transformed: str, number: int) -> str:
+            name = CELL_FILE.format(self.current)
+            return name if self.current else original(raw, transformed, number)
+
+        shell.compile.get_code_name = code_name
+
+    def send(self, message: dict) -> None:
+        if os.getpid() != self.pid:  # a copy made by the student's os.fork() must not speak for the notebook
+            os._exit(0)
+        capture.write_frame(self.out, message)
+
+    def run(self) -> None:
+        cells = self.job["cells"]
+        captures: dict[int, list[dict]] = {}
+        for c in self.job["captures"]:
+            captures.setdefault(c["point"] if c["point"] is not None else len(cells), []).append(c)
+        values = self.job.get("injections") or {}
+        if values:
+            ns = self.shell.user_ns
+
+            def inject(name: str) -> None:
+                ns[name] = rebuild(values[name], like=ns.get(name))
+
+            ns[INJECT] = inject
+        self.send({"ev": "start", "pid": os.getpid(), "sandbox": list(self.sandbox)})
+        for pos, cell in enumerate(cells):
+            self.capture_all(captures.get(pos, []))
+            if cell.get("skip"):
+                self.send({"ev": "cell", "pos": pos, "phase": "end", "status": "skipped"})
+                continue
+            self.send({"ev": "cell", "pos": pos, "phase": "start"})
+            self.send(self.run_cell(pos, cell))
+        self.capture_all(captures.get(len(cells), []))
+        self.send({"ev": "done"})
+
+    def run_cell(self, pos: int, cell: dict) -> dict:
+        self.current = cell["index"]
+        stream = BoundedText(self.output_limit)
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = stream
+        started = time.perf_counter()
+        try:
+            result = self.shell.run_cell(cell["source"], store_history=False, silent=False)
+        except BaseException as exc:  # a shell that itself breaks is still this cell's error
+            error = exc
+        else:
+            error = result.error_before_exec or result.error_in_exec
+        finally:
+            sys.stdout, sys.stderr = saved
+            self.current = 0
+        text, total = stream.take()
+        message = {
+            "ev": "cell",
+            "pos": pos,
+            "phase": "end",
+            "status": "ok" if error is None else "error",
+            "duration": time.perf_counter() - started,
+            "output_bytes": total,
+        }
+        if error is not None:
+            message.update(describe_error(error, self.traceback_lines))
+        return message
+
+    def capture_all(self, items: list[dict]) -> None:
+        for item in items:
+            self.send(self.capture_one(item))
+
+    def capture_one(self, item: dict) -> dict:
+        message: dict[str, Any] = {"ev": "capture", "id": item["id"]}
+        ns = self.shell.user_ns
+        stream = BoundedText(self.output_limit)
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = stream
+        try:
+            if item["kind"] == "value":
+                if item["target"] not in ns:
+                    message["missing"] = True
+                    return message
+                value = ns[item["target"]]
+            else:
+                if item.get("seed") is not None:
+                    seed_everything(int(item["seed"]))
+                code = compile(item["target"], CHECK_FILE, "eval")
+                value = eval(code, ns)  # noqa: S307 - student process, student namespace
+            message["value"] = capture.encode(value, budget=self.budget)
+        except capture.CaptureFailed as exc:
+            message["error"] = f"{item['target']} {exc}"
+            message["uncapturable"] = True
+        except NameError as exc:
+            message["missing"] = True
+            message["error"] = str(exc)
+        except RecursionError:
+            message["error"] = f"{item['target']} is nested too deeply to compare (recursion)"
+            message["uncapturable"] = True
+        except BaseException as exc:  # the student's code raised while the check ran
+            message.update(describe_error(exc, self.traceback_lines))
+            message["error"] = f"{type(exc).__name__}: {_safe_str(exc)}"
+        finally:
+            sys.stdout, sys.stderr = saved
+        return message
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except BaseException:
+        text = "<unprintable message>"
+    return text[:500]
+
+
+def describe_error(exc: BaseException, max_lines: int) -> dict:
+    """The exception as data, its traceback trimmed to frames in the student's cells."""
+    frames = []
+    try:
+        for fr in traceback.extract_tb(exc.__traceback__):
+            if fr.filename.startswith("<cell ") or fr.filename == CHECK_FILE:
+                where = fr.filename.strip("<>")
+                line = INJECT_RE.sub("", fr.line or "").strip()
+                frames.append(f"{where}, line {fr.lineno}" + (f": {line}" if line else ""))
+    except BaseException:
+        frames = []
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        frames.append(f"line {exc.lineno}: {(exc.text or '').strip()}")
+    return {"ename": type(exc).__name__[:100], "evalue": _safe_str(exc), "traceback": frames[-max_lines:]}
+
+
+def rebuild(enc: dict, like: Any = None) -> Any:
+    """An injected value (a variant's input) in the form the notebook itself used for that name:
+    a tensor (or Parameter) for a tensor, an array for an array, lists for lists, keeping dtypes."""
+    return _as_like(capture.decode(enc), like)
+
+
+def _as_like(value: Any, like: Any) -> Any:
+    import numpy as np
+
+    if value.kind in ("list", "tuple", "dict"):
+        if value.kind == "dict":
+            return {k: _as_like(v, like.get(k) if isinstance(like, dict) else None) for k, v in value.data.items()}
+        items = [_as_like(v, like[i] if isinstance(like, (list, tuple)) and i < len(like) else None)
+                 for i, v in enumerate(value.data)]
+        return items if value.kind == "list" else tuple(items)
+    if value.kind != "array":
+        return value.data
+    arr = np.array(value.data)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(like, torch.Tensor):
+        t = torch.from_numpy(arr).to(like.dtype)
+        if isinstance(like, torch.nn.Parameter):
+            return torch.nn.Parameter(t, requires_grad=like.requires_grad)
+        return t.requires_grad_(like.requires_grad) if like.is_floating_point() else t
+    if isinstance(like, np.ndarray):
+        return arr.astype(like.dtype, copy=False)
+    if isinstance(like, (list, tuple)):
+        return arr.tolist() if isinstance(like, list) else tuple(arr.tolist())
+    if isinstance(like, (int, float)) and arr.ndim == 0:
+        return type(like)(arr.item())
+    if like is None and value.origin.startswith("torch"):
+        import torch as _torch
+
+        return _torch.from_numpy(arr)
+    return arr
+
+
+def main() -> None:
+    """Entry point of a fresh worker process: ``python -m grader.run.worker FD`` with the job on stdin."""
+    import json
+
+    fd = int(sys.argv[1])
+    out = os.fdopen(fd, "wb", buffering=0)
+    job = json.loads(sys.stdin.buffer.read())
+    serve(job, out)
+
+
+def serve(job: dict, out: BinaryIO) -> None:
+    """Isolate this fresh process (``sandbox.enter``), then run one job in it."""
+    from grader.run import sandbox
+
+    try:
+        applied = sandbox.enter(job, channel=out.fileno())
+    except sandbox.SandboxError as exc:
+        capture.write_frame(out, {"ev": "fatal", "reason": str(exc)[:300]})
+        return
+    run_isolated(job, out, applied)
+
+
+def run_isolated(job: dict, out: BinaryIO, applied: tuple[str, ...]) -> None:
+    """Run one job in this process, isolated already (``applied`` says how)."""
+    os.set_inheritable(out.fileno(), False)  # programs the student starts do not get the channel
+    shell = make_shell()
+    os.chdir(job["workdir"])
+    runner = Runner(job, out, shell)
+    runner.sandbox = applied
+    runner.run()
+    out.flush()
+
+
+if __name__ == "__main__":
+    main()
