@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_grading import _memory, _tree, generate  # noqa: E402
+
 from grader.course import config  # noqa: E402
 
 

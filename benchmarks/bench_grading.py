@@ -45,8 +45,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader import batch  # noqa: E402
-from grader.course import config
+from grader.course import config  # noqa: E402
+from grader.files import sha256_file  # noqa: E402
 from grader.judge.grading import Grader  # noqa: E402
+from grader.run import executors  # noqa: E402
 
 MISTAKES = {
     "attention_numpy": [
@@ -232,7 +234,7 @@ def percentile(values: list[float], p: float) -> float:
 
 def bench(executor_name: str, course: config.Course, classes: dict[str, list[tuple[Path, str]]],
           jobs: int, sandbox_features=None) -> dict:
-    executor = batch.make_executor(executor_name) if executor_name != "forking" else _fresh_forking()
+    executor = executors.make_executor(executor_name) if executor_name != "forking" else _fresh_forking()
     if sandbox_features is not None:
         executor.features = sandbox_features
     course = dataclasses.replace(course, cache_dir=Path(tempfile.mkdtemp(prefix=f"bench-{executor_name}-")))
@@ -253,7 +255,7 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
     batch_wall = 0.0
     for name, subs in classes.items():
         assignment = course.assignment(name)
-        items = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=batch.sha256_of(p)) for p, _ in subs]
+        items = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p)) for p, _ in subs]
         t0 = time.perf_counter()
         executor.runs.clear()
         outcome = batch.grade_all(grader, assignment, items, jobs=jobs)

@@ -23,64 +23,11 @@ from pathlib import Path
 
 from grader import __version__, batch
 from grader.course import config
+from grader.course.locate import find_config, pick_assignment
 from grader.errors import GraderError, UsageError
+from grader.run import executors
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
-
-
-def find_config(explicit: str | None) -> Path:
-    """config.yaml from --config, then $GRADER_CONFIG, then the current folder and its parents."""
-    if explicit:
-        return Path(explicit)
-    if os.environ.get("GRADER_CONFIG"):
-        return Path(os.environ["GRADER_CONFIG"])
-    here = Path.cwd()
-    for folder in (here, *here.parents):
-        if (folder / "config.yaml").is_file():
-            return folder / "config.yaml"
-    raise UsageError("No config.yaml found here or in any parent folder; pass --config PATH.")
-
-
-def pick_assignment(course: config.Course, name: str | None, paths: list[Path]) -> config.Assignment:
-    if name:
-        if name not in course.assignments:
-            known = ", ".join(course.assignments)
-            raise UsageError(f"Unknown assignment {name!r}; {course.file} defines: {known}.")
-        return course.assignments[name]
-    if len(course.assignments) == 1:
-        return next(iter(course.assignments.values()))
-    for p in paths:
-        for part in (p.stem, *[q.name for q in p.resolve().parents]):
-            if part in course.assignments:
-                return course.assignments[part]
-    raise UsageError("Which assignment is this? Pass --assignment NAME (one of: "
-                     f"{', '.join(course.assignments)}).")
-
-
-def collect(paths: list[Path]) -> list[Path]:
-    """Notebook files from files and folders, in a stable order. A file named explicitly is
-    graded whatever its name, so a wrong upload still gets a scorecard saying why."""
-    out: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            found = sorted(q for q in p.rglob("*.ipynb") if ".ipynb_checkpoints" not in q.parts)
-            out.extend(found)
-        elif p.exists():
-            out.append(p)
-        else:
-            raise UsageError(f"{p} does not exist.")
-    return out
-
-
-def output_names(paths: list[Path]) -> dict[Path, str]:
-    """A distinct file stem per submission: its own stem, or parent-stem when stems collide."""
-    stems: dict[str, int] = {}
-    for p in paths:
-        stems[p.stem] = stems.get(p.stem, 0) + 1
-    names = {}
-    for p in paths:
-        names[p] = p.stem if stems[p.stem] == 1 else f"{p.parent.name}-{p.stem}"
-    return names
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -92,7 +39,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise UsageError(f"--fail-under must be a percentage from 0 to 100, got {args.fail_under:g}.")
     given = [Path(p) for p in args.paths]
-    assignment = pick_assignment(course, args.assignment, [*given, *collect(given)])
+    assignment = pick_assignment(course, args.assignment, [*given, *batch.collect(given)])
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}.")
     if args.formats is None and "gradebook" not in formats:
@@ -101,7 +48,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     with batch.intake(given, assignment) as found:
         if not found.submissions:
             raise UsageError("No notebooks found in the given paths.")
-        grader = Grader(course, batch.make_executor(args.executor))
+        grader = Grader(course, executors.make_executor(args.executor))
         store = batch.ResultStore(course.cache_dir, assignment, batch.fingerprint(grader, assignment))
 
         def write(sub: batch.Submission, card) -> None:  # as soon as it is graded: nothing is lost
@@ -149,8 +96,8 @@ def print_table(assignment: config.Assignment, rows: list, rounding: int) -> Non
 
 def cmd_assign(args: argparse.Namespace) -> int:
     from grader.authoring.assign import write_assignment
-    from grader.judge.grading import Grader
     from grader.authoring.public import public_checks
+    from grader.judge.grading import Grader
 
     course = config.load(find_config(args.config))
     names = args.names or list(course.assignments)
@@ -244,9 +191,8 @@ def parser() -> argparse.ArgumentParser:
                    "yaml,json,md,html,gradescope,classroom,junit,gradebook,report")
     g.add_argument("--fail-under", type=float, metavar="PCT",
                    help="exit with status 1 when a submission scores below PCT percent (for a student's own CI)")
-    g.add_argument("--executor", "-e", choices=batch.EXECUTORS, default="forking",
-                   help="forking: children of a warm server (default, fast); subprocess: a fresh Python per "
-                   "notebook; jupyter: a Jupyter kernel per notebook (nbclient, slowest)")
+    g.add_argument("--executor", "-e", choices=list(executors.EXECUTORS), default=executors.DEFAULT,
+                   help=executors.help_text())
     g.add_argument("--jobs", "-j", type=int, metavar="N",
                    help="notebooks graded at the same time (default: the number of CPU cores)")
     g.add_argument("--force", action="store_true",

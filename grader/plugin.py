@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from grader.batch.intake import collect, output_names
 from grader.course import config as course_config
-from grader.cli import collect, find_config, output_names, pick_assignment
+from grader.course.locate import find_config, pick_assignment
 from grader.errors import GraderError
 from grader.judge.scorecard import QuestionResult, Scorecard, write_yaml
 

@@ -33,10 +33,10 @@ import numpy as np
 from grader import capture, notebook
 from grader.authoring.assign import PUBLIC_CHECKS
 from grader.capture import Value
-from grader.judge.checks import Context, grade_check
-from grader.judge.compare import check_property, compare
 from grader.course.config import Check, Limits
 from grader.errors import NotebookError, ProtocolError, UsageError
+from grader.judge.checks import Context, grade_check
+from grader.judge.compare import check_property, compare
 from grader.run.execute import Captured, CaptureSpec, Job, JobCell
 
 KIND_DTYPES = {"float": np.float64, "int": np.int64, "bool": np.bool_, "complex": np.complex128}

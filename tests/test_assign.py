@@ -6,12 +6,11 @@ import json
 
 import nbformat
 import pytest
+from conftest import ROOT
 
 from grader.authoring import assign
 from grader.course import config
 from grader.errors import UsageError
-
-from conftest import ROOT
 
 
 def test_line_and_block_markers():

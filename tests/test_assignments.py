@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import NUMPY_CORRECT, question
 
+from grader.authoring.validate import validate
 from grader.judge.grading import Grader
 from grader.testing import fill_source
-from grader.authoring.validate import validate
-
-from conftest import NUMPY_CORRECT, question
 
 NAMES = ["attention_numpy", "attention_similarity", "tokens_to_multihead", "attention_french", "attention_from_scratch"]
 

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import NUMPY_CORRECT, ROOT, notebook_with
 
 from grader import batch
 from grader.testing import fill, write
-
-from conftest import NUMPY_CORRECT, ROOT, notebook_with
 
 SKELETON = ROOT / "assignments/attention_numpy/attention_numpy.ipynb"
 

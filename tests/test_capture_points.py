@@ -5,11 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from conftest import notebook_with, question
 
 from grader.course import config
 from grader.judge.grading import Grader
-
-from conftest import notebook_with, question
 
 CONFIG = """\
 course: {name: reuse}

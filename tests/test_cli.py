@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import yaml
-
 from conftest import ROOT
 
 EXAMPLES = ROOT / "examples/attention_numpy"

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from conftest import ROOT
 
 from grader import batch
+from grader.files import sha256_file
 from grader.judge.grading import Grader
 from grader.run.jupyter_executor import JupyterExecutor
-
-from conftest import ROOT
 
 EXAMPLES = sorted((ROOT / "examples/attention_numpy").glob("*.ipynb"))
 RUN_FIELDS = ("time", "executor", "sandbox")  # how it ran, not what it found
@@ -30,7 +30,7 @@ def jupyter_grader(course):
 @pytest.fixture(scope="module")
 def both(grader, jupyter_grader, numpy_assignment):
     """Every example graded by each executor, two at a time (kernels take a while to start)."""
-    subs = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=batch.sha256_of(p)) for p in EXAMPLES]
+    subs = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p)) for p in EXAMPLES]
     return {g.executor.name: dict(zip(EXAMPLES, batch.grade_all(g, numpy_assignment, subs, jobs=2).cards))
             for g in (grader, jupyter_grader)}
 

@@ -12,13 +12,12 @@ import threading
 import time
 
 import pytest
+from conftest import ROOT
 
-from grader.run import sandbox
 from grader.course.config import Limits
+from grader.run import sandbox
 from grader.run.execute import CaptureSpec, Job, JobCell
 from grader.run.forkserver import ExecutorError, ForkingExecutor
-
-from conftest import ROOT
 
 LIMITS = Limits(cell_timeout=20, notebook_timeout=40)
 

@@ -12,16 +12,15 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import NUMPY_CORRECT
 
-from grader.judge import checks, variants
 from grader import notebook
 from grader.capture import decode, encode
-from grader.judge.checks import Context
-from grader.judge.compare import compare, matches
 from grader.course.config import Check
 from grader.errors import NotebookError
-
-from conftest import NUMPY_CORRECT
+from grader.judge import checks, variants
+from grader.judge.checks import Context
+from grader.judge.compare import compare, matches
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import yaml
-
 from conftest import ROOT
 
 SKELETON = ROOT / "assignments/attention_numpy/attention_numpy.ipynb"

@@ -16,16 +16,16 @@ from datetime import datetime, timezone
 import nbformat
 import pytest
 import yaml
-
 from conftest import NUMPY_CORRECT, ROOT, notebook_with, question
-from grader.course import config
+
 from grader.cli import fail_under
+from grader.course import config
 from grader.course.config import ScorecardSettings
 from grader.errors import ConfigError
+from grader.judge.scorecard import QuestionResult, Scorecard
 from grader.outputs import gradebook, render_one
 from grader.outputs.html import anchors, text_html, to_html
 from grader.outputs.view import student_view
-from grader.judge.scorecard import QuestionResult, Scorecard
 
 EXAMPLES = ROOT / "examples/attention_numpy"
 PICKED = ["bob_correct", "carol_no_sqrt", "frank_raises", "grace_half_done", "henry_not_a_notebook"]

@@ -25,14 +25,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from conftest import NUMPY_CORRECT, ROOT, question
-from grader.run import sandbox
+
 from grader.course.config import Limits
-from grader.run.execute import Job, JobCell, SubprocessExecutor
 from grader.judge.grading import Grader, build_job
-from grader.notebook import analyse, read
 from grader.judge.scorecard import write_yaml
+from grader.notebook import analyse, read
+from grader.run import sandbox
+from grader.run.execute import Job, JobCell, SubprocessExecutor
 from grader.testing import fill, write
 
 FEATURES = sandbox.features()

@@ -15,11 +15,11 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
-
 from conftest import NUMPY_CORRECT, ROOT, question
+
 from grader import selfcheck
-from grader.capture import Value
 from grader.authoring.public import public_checks
+from grader.capture import Value
 from grader.testing import fill, write
 
 EXAMPLES = ROOT / "examples/attention_numpy"

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
+from conftest import NUMPY_CORRECT, question
 
-from grader.judge import variants
 from grader.capture import decode
-
-from conftest import NUMPY_CORRECT, ROOT, question
+from grader.judge import variants
 
 TYPED_MESSAGE = "is correct for the notebook's data but not when `X`, `W_q`, `W_k` and `W_v` change"
 
@@ -114,9 +111,9 @@ def test_variant_values_are_hidden_from_students(grader, numpy_assignment):
 def test_validate_reports_a_variant_that_tests_nothing(course, tmp_path):
     import dataclasses
 
+    from grader.authoring.validate import validate
     from grader.course.config import VariantSpec
     from grader.judge.grading import Grader
-    from grader.authoring.validate import validate
 
     a = course.assignment("attention_numpy")
     same = dataclasses.replace(a, variants=VariantSpec(count=1, seed=1, inputs=(("tokens", None),)),

@@ -20,9 +20,9 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
 from grader import capture, notebook
+from grader.errors import NotebookError
 from grader.judge import variants
 from grader.run import worker
-from grader.errors import NotebookError
 
 ROOT = Path(__file__).resolve().parent.parent
 

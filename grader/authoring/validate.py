@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from grader.judge.checks import Context, grade_check, hint_id
-from grader.judge.compare import compare
 from grader.course.config import Assignment, Course
 from grader.errors import GraderError
-from grader.run.execute import Captured
+from grader.judge.checks import Context, grade_check, hint_id
+from grader.judge.compare import compare
 from grader.judge.grading import Grader
+from grader.run.execute import Captured
 
 
 def validate(course: Course, assignment: Assignment, grader: Grader | None = None) -> list[str]:

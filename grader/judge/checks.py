@@ -14,12 +14,20 @@ import re
 from dataclasses import dataclass, field, replace
 
 from grader.capture import Value
-from grader.judge.compare import check_property, compare, matches
 from grader.course.config import Assignment, Check, Question
-from grader.run.execute import Captured, CellRun
-from grader.notebook import BLANK_NAME, BlankReport, CellInfo, blank_report, dependencies, identifiers, module_level_binds
+from grader.judge.compare import check_property, compare, matches
 from grader.judge.scorecard import CheckResult, QuestionResult
 from grader.judge.variants import GIVEN_PREFIX
+from grader.notebook import (
+    BLANK_NAME,
+    BlankReport,
+    CellInfo,
+    blank_report,
+    dependencies,
+    identifiers,
+    module_level_binds,
+)
+from grader.run.execute import Captured, CellRun
 
 BUILTINS = set(dir(builtins))
 

@@ -17,22 +17,15 @@ from datetime import datetime
 from pathlib import Path
 
 from grader import __version__, capture, notebook
-from grader.run import execute
-from grader.judge import variants
-from grader.judge.checks import Context, VariantRun, changed_answers, grade_assignment, grade_check, hint_id
 from grader.course.config import Assignment, Course, Limits
 from grader.errors import NotebookError, ProtocolError, SolutionError
+from grader.files import sha256_file, write_atomic
+from grader.judge import variants
+from grader.judge.checks import Context, VariantRun, changed_answers, grade_assignment, grade_check, hint_id
+from grader.judge.scorecard import Scorecard
+from grader.run import execute
 from grader.run.execute import Captured, CaptureSpec, Executor, Injection, Job, JobCell, RunResult
 from grader.run.forkserver import default_executor
-from grader.judge.scorecard import Scorecard
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def skip_sources(assignment: Assignment) -> set[str]:
@@ -177,15 +170,12 @@ class References:
             return None
 
     def _store(self, path: Path, ref: Reference) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = {
             "captures": self._encode(ref.captures),
             "variants": [{"number": v.number, "values": v.values} for v in ref.variants],
             "variant_captures": [self._encode(c) for c in ref.variant_captures],
         }
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        tmp.replace(path)
+        write_atomic(path, json.dumps(data))
 
     def _compute(self, assignment: Assignment, key: str) -> Reference:
         run, _ = run_notebook(assignment, assignment.solution, self.executor, hints=True)

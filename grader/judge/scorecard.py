@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from grader import __version__
+from grader.files import write_atomic
 
 SUBMISSION_STATUSES = ("graded", "invalid_notebook", "timeout", "crashed")
 QUESTION_STATUSES = ("passed", "failed", "partial", "unanswered", "error")
@@ -105,7 +106,4 @@ def to_yaml(card: Scorecard, rounding: int = 2) -> str:
 
 
 def write_yaml(card: Scorecard, path: Path, rounding: int = 2) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(to_yaml(card, rounding), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, to_yaml(card, rounding))

@@ -21,6 +21,7 @@ from typing import Callable
 
 from grader.course.config import FORMATS, Assignment, Course
 from grader.errors import UsageError
+from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard, to_yaml
 from grader.outputs.gradebook import write_gradebook
 
@@ -49,14 +50,6 @@ def parse_formats(text: str) -> tuple[str, ...]:
     if not names:
         raise UsageError(f"--formats lists no format; known: {', '.join(FORMATS)}.")
     return tuple(dict.fromkeys(names))
-
-
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
 
 
 def render_one(fmt: str, path: Path, card: Scorecard, course: Course, assignment: Assignment | None,
@@ -95,7 +88,7 @@ def write_submission(path: Path, name: str, card: Scorecard, *, course: Course, 
                      out: Path, formats: tuple[str, ...], now: datetime | None = None) -> list[Path]:
     """Write one submission's files (``OUT/<name>.<ext>``) right after it is graded."""
     return [
-        _write(Path(out) / f"{name}{PER_SUBMISSION[fmt]}", render_one(fmt, path, card, course, assignment, now))
+        write_atomic(Path(out) / f"{name}{PER_SUBMISSION[fmt]}", render_one(fmt, path, card, course, assignment, now))
         for fmt in formats if fmt in PER_SUBMISSION
     ]
 

@@ -13,6 +13,7 @@ import io
 from pathlib import Path
 from typing import Iterable
 
+from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard
 from grader.outputs.view import points
 
@@ -55,9 +56,4 @@ def gradebook_csv(cards: list[Scorecard], *, rounding: int = 2) -> str:
 
 def write_gradebook(cards: list[Scorecard], path: Path, *, rounding: int = 2) -> Path:
     """Write ``gradebook.csv`` for these scorecards (in the order given) atomically; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(gradebook_csv(list(cards), rounding=rounding), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_atomic(path, gradebook_csv(list(cards), rounding=rounding))

@@ -19,8 +19,8 @@ import re
 import secrets
 from pathlib import Path
 
-from grader.judge.checks import BUILTINS
 from grader.course.config import Assignment, Check
+from grader.judge.checks import BUILTINS
 from grader.notebook import CellInfo, analyse, identifiers
 from grader.outputs.markdown import MARKS, question_points
 from grader.outputs.view import STATUS_WORDS, SUBMISSION_WORDS, ShownQuestion, View

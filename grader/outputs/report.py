@@ -29,8 +29,9 @@ import yaml
 
 from grader.course.config import Course
 from grader.errors import UsageError
-from grader.outputs.view import points
+from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard
+from grader.outputs.view import points
 
 STATUS_ORDER = ("passed", "partial", "failed", "error", "unanswered")
 COLOURS = {"passed": "#2e7d32", "partial": "#f9a825", "failed": "#c62828", "error": "#6a1b9a",
@@ -280,9 +281,4 @@ def render(rows: list[Row], *, course: Course | None = None) -> str:
 
 def write_report(cards: list[Scorecard] | list[Row], path: Path, *, course: Course | None = None) -> Path:
     rows = [c if isinstance(c, Row) else row_from_card(c) for c in cards]
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render(rows, course=course), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_atomic(path, render(rows, course=course))

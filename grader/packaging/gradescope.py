@@ -28,6 +28,7 @@ from grader import PACKAGE_DIR
 from grader.course import config
 from grader.course.config import Assignment, Course
 from grader.errors import GraderError, UsageError
+from grader.files import write_atomic
 from grader.outputs import gradescope
 
 SETUP = "gradescope_setup.sh"
@@ -67,8 +68,8 @@ def find_submission(folder: Path, assignment: Assignment) -> Path:
 
 def run(root: Path, config_path: Path, assignment_name: str) -> Path:
     """Grade the submission under ``root`` and write ``root/results/results.json``; never raises."""
-    from grader.run.execute import SubprocessExecutor
     from grader.judge.grading import Grader
+    from grader.run.execute import SubprocessExecutor
 
     results = root / "results"
     results.mkdir(parents=True, exist_ok=True)
@@ -91,10 +92,7 @@ def run(root: Path, config_path: Path, assignment_name: str) -> Path:
         traceback.print_exc()  # stdout is shown to instructors only
         data = gradescope.failure_results(AUTOGRADER_BROKEN.format(error=f"{type(exc).__name__}."), assignment)
     target = results / "results.json"
-    tmp = target.with_name("results.json.tmp")
-    tmp.write_text(gradescope.to_json(data), encoding="utf-8")
-    tmp.replace(target)
-    return target
+    return write_atomic(target, gradescope.to_json(data))
 
 
 def _sentence(exc: BaseException) -> str:

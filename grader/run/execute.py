@@ -28,12 +28,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from grader import PACKAGE_DIR
-from grader import capture
-from grader.run import sandbox
+from grader import PACKAGE_DIR, capture
 from grader.capture import Value
 from grader.course.config import Limits
 from grader.errors import ProtocolError
+from grader.run import sandbox
 
 MAX_ATTEMPTS = 4  # a first run plus re-runs that skip cells which hung or crashed
 

@@ -50,12 +50,11 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from grader import PACKAGE_DIR
-from grader.run import sandbox
 from grader.errors import GraderError
+from grader.run import sandbox
 
 PRELOAD = ("numpy", "torch", "pandas", "matplotlib.pyplot")
 REPLY_TIMEOUT = 15.0  # seconds the server may take to fork; longer means it is stopped or stuck

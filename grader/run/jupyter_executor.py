@@ -31,13 +31,11 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
-from grader import PACKAGE_DIR
-from grader import capture
-from grader.run import sandbox, worker
+from grader import PACKAGE_DIR, capture
 from grader.errors import ProtocolError
+from grader.run import sandbox, worker
 
 KERNEL_NAME = "python3"
 JOIN_TIMEOUT = 15.0  # seconds to wait for a driver thread after its kernel was killed

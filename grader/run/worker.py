@@ -18,8 +18,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import re
 import random
+import re
 import sys
 import time
 import traceback

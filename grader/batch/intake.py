@@ -1,0 +1,258 @@
+"""Intake: the submissions in the paths an instructor gives, with student ids and content hashes.
+
+Layouts understood (each path given may be any of them, or a single file):
+
+    class/alice.ipynb                          a folder of notebooks: the student is the file name
+    class/alice/<anything>.ipynb               a folder per student: the student is the folder name
+    course/submitted/alice/<assignment>/*.ipynb  nbgrader's exchange layout
+    class.zip                                  any of the above, inside a zip archive
+
+A subfolder named after the assignment is a folder of notebooks, not a student. When a student's
+folder holds several notebooks, the one named after the assignment is graded if there is one;
+otherwise each is graded as its own row. A student folder with no notebook at all has its files
+graded anyway, so the student gets a scorecard saying why nothing could be read.
+
+``collect`` and ``output_names`` are the plain form the pytest plugin uses: notebook files from
+files and folders, and a distinct output stem for each.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Iterator
+
+from grader.course.config import Assignment
+from grader.errors import UsageError
+from grader.files import sha256_file
+
+ZIP_MAX_FILES = 100_000
+ZIP_MAX_BYTES = 4 << 30  # uncompressed, in total
+IGNORED = {"__MACOSX", ".ipynb_checkpoints", "__pycache__"}
+
+
+
+@dataclass(frozen=True)
+class Submission:
+    student: str
+    path: Path  # the file graded (extracted from the archive for a zip)
+    origin: str  # where it came from, as the person who handed it in would name it
+    sha256: str
+    name: str = ""  # a distinct stem for its output files, set by intake()
+
+
+@dataclass
+class Intake:
+    submissions: list[Submission]
+    notes: list[str] = field(default_factory=list)  # what was skipped or chosen, for the person running it
+    scratch: Path | None = None  # where archives were unpacked; removed by close()
+
+    def identical(self) -> list[list[Submission]]:
+        """Groups of two or more submissions with the same content, in intake order."""
+        groups: dict[str, list[Submission]] = {}
+        for s in self.submissions:
+            groups.setdefault(s.sha256, []).append(s)
+        return [g for g in groups.values() if len(g) > 1]
+
+    def close(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
+
+    def __enter__(self) -> Intake:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _visible(p: Path) -> bool:
+    return not p.name.startswith(".") and p.name not in IGNORED
+
+
+def _entries(folder: Path) -> tuple[list[Path], list[Path]]:
+    """(files, folders) directly inside, visible ones only, sorted."""
+    files, folders = [], []
+    for p in sorted(folder.iterdir()):
+        if not _visible(p):
+            continue
+        if p.is_dir():
+            folders.append(p)
+        elif p.is_file():
+            files.append(p)
+    return files, folders
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Every visible file under folder, skipping hidden and checkpoint folders, sorted."""
+    files, folders = _entries(folder)
+    yield from files
+    for sub in folders:
+        yield from _walk(sub)
+
+
+class _Intake:
+    def __init__(self, assignment: Assignment):
+        self.assignment = assignment
+        self.found: list[tuple[str, Path, str]] = []  # (student, path, origin)
+        self.notes: list[str] = []
+        self.scratch: Path | None = None
+
+    def path(self, p: Path) -> None:
+        if not p.exists():
+            raise UsageError(f"{p} does not exist.")
+        if p.is_dir():
+            self.folder(p, origin=p)
+        elif zipfile.is_zipfile(p) and p.suffix.lower() == ".zip":
+            self.archive(p)
+        else:  # a file named explicitly is graded whatever it is, so a wrong upload still gets a scorecard
+            self.found.append((p.stem, p, str(p)))
+
+    def folder(self, folder: Path, origin: Path | str) -> None:
+        if folder.name == "submitted":
+            return self.nbgrader(folder, origin)
+        if (folder / "submitted").is_dir():
+            return self.nbgrader(folder / "submitted", f"{origin}/submitted")
+        files, folders = _entries(folder)
+        for f in files:
+            if f.suffix == ".ipynb":
+                self.found.append((f.stem, f, f"{origin}/{f.name}"))
+        for sub in folders:
+            if sub.name == self.assignment.name:
+                self.folder(sub, f"{origin}/{sub.name}")
+            else:
+                self.student(sub.name, sub, f"{origin}/{sub.name}")
+
+    def student(self, student: str, folder: Path, origin: str) -> None:
+        files = list(_walk(folder))
+        notebooks = [f for f in files if f.suffix == ".ipynb"]
+        if not files:
+            self.notes.append(f"{student}: {origin} is empty; nothing to grade")
+            return
+        if not notebooks:
+            self.notes.append(f"{student}: no .ipynb file in {origin}; its files are graded as they are")
+            notebooks = files
+        elif len(notebooks) > 1:
+            named = [f for f in notebooks if f.stem == self.assignment.name]
+            if len(named) == 1:
+                self.notes.append(f"{student}: {len(notebooks)} notebooks in {origin}; graded {named[0].name}")
+                notebooks = named
+            else:
+                self.notes.append(f"{student}: {len(notebooks)} notebooks in {origin}; each is graded")
+        for f in notebooks:
+            self.found.append((student, f, f"{origin}/{f.relative_to(folder).as_posix()}"))
+
+    def nbgrader(self, submitted: Path, origin: Path | str) -> None:
+        _, students = _entries(submitted)
+        for sdir in students:
+            adir = sdir / self.assignment.name
+            if adir.is_dir():
+                self.student(sdir.name, adir, f"{origin}/{sdir.name}/{self.assignment.name}")
+            else:
+                self.notes.append(f"{sdir.name}: nothing submitted for {self.assignment.name} in {origin}/{sdir.name}")
+
+    def archive(self, path: Path) -> None:
+        if self.scratch is None:
+            self.scratch = Path(tempfile.mkdtemp(prefix="grader-intake-"))
+        dest = self.scratch / f"{len(list(self.scratch.iterdir()))}-{path.stem}"
+        dest.mkdir()
+        try:
+            with zipfile.ZipFile(path) as zf:
+                members = zf.infolist()
+                if len(members) > ZIP_MAX_FILES or sum(m.file_size for m in members) > ZIP_MAX_BYTES:
+                    raise UsageError(f"{path} unpacks to more than {ZIP_MAX_FILES:,} files or "
+                                     f"{ZIP_MAX_BYTES >> 30} GB; unpack it yourself and grade the folder.")
+                for m in members:
+                    name = PurePosixPath(m.filename.replace("\\", "/"))
+                    if m.is_dir() or not name.parts:
+                        continue
+                    if name.is_absolute() or ".." in name.parts:
+                        self.notes.append(f"{path.name}: skipped {m.filename!r}, a path outside the archive")
+                        continue
+                    target = dest.joinpath(*name.parts)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    with zf.open(m) as src, open(target, "wb") as out:
+                        shutil.copyfileobj(src, out)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, RuntimeError, ValueError) as exc:
+            raise UsageError(f"{path} cannot be unpacked: {exc}.") from None
+        root = dest
+        files, folders = _entries(root)
+        if not files and len(folders) == 1 and folders[0].name != "submitted":  # class.zip holding class/
+            root = folders[0]
+        self.folder(root, f"{path.name}:{root.relative_to(dest).as_posix()}".rstrip(":."))
+
+
+def intake(paths: list[Path], assignment: Assignment) -> Intake:
+    """Every submission in these paths, with student ids, content hashes and distinct output names."""
+    found = _Intake(assignment)
+    try:
+        for p in paths:
+            found.path(Path(p))
+    except BaseException:
+        if found.scratch is not None:
+            shutil.rmtree(found.scratch, ignore_errors=True)
+        raise
+    per_student: dict[str, int] = {}
+    for student, _, _ in found.found:
+        per_student[student] = per_student.get(student, 0) + 1
+    wanted = []
+    for student, path, _ in found.found:
+        one_each = per_student[student] == 1
+        wanted.append(student if one_each or path.stem == student else f"{student}-{path.stem}")
+    names = _distinct(wanted, [p for _, p, _ in found.found])
+    subs = [Submission(student=s, path=p, origin=o, sha256=_sha_or_empty(p), name=n)
+            for (s, p, o), n in zip(found.found, names)]
+    return Intake(submissions=subs, notes=found.notes, scratch=found.scratch)
+
+
+def _sha_or_empty(path: Path) -> str:
+    try:
+        return sha256_file(path)
+    except OSError:
+        return ""  # Grader.grade reports why it cannot be opened
+
+
+
+def _distinct(wanted: list[str], paths: list[Path]) -> list[str]:
+    """Names as wanted; a clash becomes parent-name, then gets a number."""
+    count: dict[str, int] = {}
+    for w in wanted:
+        count[w] = count.get(w, 0) + 1
+    names, used = [], set()
+    for w, p in zip(wanted, paths):
+        name = w if count[w] == 1 else f"{p.parent.name}-{w}"
+        base, n = name, 2
+        while name in used:
+            name, n = f"{base}-{n}", n + 1
+        used.add(name)
+        names.append(name)
+    return names
+
+
+def collect(paths: list[Path]) -> list[Path]:
+    """Notebook files from files and folders, in a stable order. A file named explicitly is
+    graded whatever its name, so a wrong upload still gets a scorecard saying why."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*.ipynb") if ".ipynb_checkpoints" not in q.parts)
+            out.extend(found)
+        elif p.exists():
+            out.append(p)
+        else:
+            raise UsageError(f"{p} does not exist.")
+    return out
+
+
+def output_names(paths: list[Path]) -> dict[Path, str]:
+    """A distinct file stem per submission: its own stem, or parent-stem when stems collide."""
+    stems: dict[str, int] = {}
+    for p in paths:
+        stems[p.stem] = stems.get(p.stem, 0) + 1
+    names = {}
+    for p in paths:
+        names[p] = p.stem if stems[p.stem] == 1 else f"{p.parent.name}-{p.stem}"
+    return names

@@ -1,0 +1,172 @@
+"""Grading many submissions at once: ``jobs`` at a time, identical contents once, nothing lost."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from grader.batch.intake import Intake, Submission
+from grader.batch.progress import Progress
+from grader.batch.store import ResultStore
+from grader.course.config import Assignment
+from grader.errors import GraderError, SolutionError, UsageError
+from grader.judge.scorecard import QuestionResult, Scorecard
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+
+
+@dataclass
+class Outcome:
+    cards: list[Scorecard]  # one per submission, in intake order
+    ran: int  # distinct contents graded in this run
+    cached: int  # distinct contents whose result came from the store
+    elapsed: float
+
+
+def grade_all(grader: Any, assignment: Assignment, submissions: list[Submission], *, jobs: int = 1,
+              store: ResultStore | None = None, force: bool = False,
+              on_card: Callable[[Submission, Scorecard], None] | None = None,
+              progress: Progress | None = None) -> Outcome:
+    """Grade every submission, ``jobs`` at a time; identical contents are graded once.
+
+    Each result is stored the moment it is ready, so after an interruption (Ctrl-C, a kill) the
+    same call picks up where it stopped. ``on_card`` runs in the calling thread for each submission
+    as soon as its scorecard exists (cached ones first). A slow notebook holds one worker only.
+    """
+    started = time.monotonic()
+    grader.references.get(assignment)  # a broken solution stops the batch before anything runs
+    groups: dict[str, list[int]] = {}
+    order: list[str] = []
+    for i, s in enumerate(submissions):
+        key = s.sha256 or f"unreadable:{i}"
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(i)
+    cards: list[Scorecard | None] = [None] * len(submissions)
+
+    def deliver(key: str, card: Scorecard) -> None:
+        for i in groups[key]:
+            s = submissions[i]
+            own = dataclasses.replace(card, student=s.student, submission=s.path.name)
+            cards[i] = own
+            if on_card is not None:
+                on_card(s, own)
+        if progress is not None:
+            progress.advance(len(groups[key]))
+
+    todo: list[str] = []
+    cached = 0
+    for key in order:
+        hit = None if force or store is None else store.get(key)
+        if hit is not None:
+            cached += 1
+            deliver(key, hit)
+        else:
+            todo.append(key)
+
+    def work(key: str) -> Scorecard:
+        s = submissions[groups[key][0]]
+        return grader.grade(assignment, s.path, student=s.student)
+
+    jobs = max(1, int(jobs))
+    pending = iter(todo)
+    running: dict[cf.Future, str] = {}
+    pool = cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grader")
+    try:
+        with _interrupt_on_sigterm():
+            for key in _take(pending, 2 * jobs):
+                running[pool.submit(work, key)] = key
+            while running:
+                finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+                for fut in finished:
+                    key = running.pop(fut)
+                    card = _result(fut, submissions[groups[key][0]], assignment, grader)
+                    if store is not None and not card.execution.get("internal_error"):
+                        store.put(key, card)
+                    deliver(key, card)
+                    for nxt in _take(pending, 1):
+                        running[pool.submit(work, nxt)] = nxt
+    except BaseException as exc:
+        for fut in running:
+            fut.cancel()
+        close = getattr(grader.executor, "close", None)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)) and close is not None:
+            close()  # ends the notebooks still running, so the workers return at once
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return Outcome(cards=[c for c in cards if c is not None], ran=len(todo), cached=cached,
+                   elapsed=time.monotonic() - started)
+
+
+def _take(it: Iterator[str], n: int) -> list[str]:
+    out = []
+    for _ in range(n):
+        try:
+            out.append(next(it))
+        except StopIteration:
+            break
+    return out
+
+
+def _result(fut: cf.Future, sub: Submission, assignment: Assignment, grader: Any) -> Scorecard:
+    """The future's scorecard; a fault of the grader itself stops the batch or becomes a crashed card."""
+    try:
+        return fut.result()
+    except (SolutionError, UsageError):
+        raise
+    except GraderError:
+        raise  # the executor cannot run notebooks at all: nothing else would be graded either
+    except Exception as exc:  # a bug in the grader: this submission says so, the rest goes on
+        card = Scorecard(assignment=assignment.name, submission=sub.path.name, sha256=sub.sha256,
+                         status="crashed", score=0.0, max_score=assignment.max_score, student=sub.student,
+                         reason=f"the grader itself failed on this submission ({type(exc).__name__}: {exc}); "
+                                "please report it")
+        card.questions = [QuestionResult(id=q.id, title=q.title, score=0.0, max_score=q.points, status="error",
+                                         feedback=["Not graded: the grader failed on this submission."])
+                          for q in assignment.questions]
+        card.execution = {"executor": grader.executor.name, "internal_error": True}
+        return card
+
+
+class _interrupt_on_sigterm:
+    """SIGTERM (a CI cancel, ``kill``) ends the batch like Ctrl-C: stored results stay, children end."""
+
+    def __enter__(self) -> None:
+        self.saved = None
+        if threading.current_thread() is threading.main_thread():
+            self.saved = signal.signal(signal.SIGTERM, _raise_interrupt)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is not None:
+            signal.signal(signal.SIGTERM, self.saved)
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def summary_lines(intake_: Intake, outcome: Outcome | None = None) -> list[str]:
+    """What the person running the batch should know besides the scores."""
+    lines = [f"note: {n}" for n in intake_.notes]
+    for group in intake_.identical():
+        who = ", ".join(f"{s.student} ({s.origin})" if s.student != s.path.stem else s.origin for s in group)
+        lines.append(f"identical files: {who}")
+    if outcome is not None and outcome.cached:
+        lines.append(f"{outcome.cached} unchanged submission(s) taken from the results cache "
+                     "(--force grades them again)")
+    return lines

@@ -1,0 +1,81 @@
+"""Finished scorecards on disk, keyed by submission content and assignment fingerprint.
+
+One JSON file per submission content, written as soon as it is graded: an interrupted batch
+resumes, and an unchanged submission is not graded again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from grader import PACKAGE_DIR, __version__
+from grader.course.config import Assignment
+from grader.files import write_atomic
+from grader.judge.scorecard import CheckResult, QuestionResult, Scorecard
+
+
+def fingerprint(grader: Any, assignment: Assignment) -> str:
+    """Everything a scorecard depends on besides the submission itself."""
+    h = hashlib.sha256()
+    h.update(__version__.encode())
+    h.update(_code_digest().encode())  # a changed grader (a fixed message, a new check) grades again
+    h.update(grader.references.key(assignment).encode())  # config digest, limits, solution and data bytes
+    for path in (assignment.skeleton,):
+        try:
+            h.update(path.read_bytes())  # its skip-grading cells are recognised in submissions
+        except OSError:
+            pass
+    h.update(repr(grader.course.scorecard).encode())
+    h.update(repr(grader.reveal()).encode())
+    h.update(grader.executor.name.encode())
+    return h.hexdigest()
+
+
+def _code_digest() -> str:
+    h = hashlib.sha256()
+    package = Path(PACKAGE_DIR)
+    for path in sorted(package.rglob("*.py")):
+        h.update(path.relative_to(package).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def card_to_data(card: Scorecard) -> dict:
+    return dataclasses.asdict(card)
+
+
+def card_from_data(data: dict) -> Scorecard:
+    """The inverse of card_to_data; raises (KeyError, TypeError) on anything else."""
+    questions = []
+    for q in data["questions"]:
+        checks = [CheckResult(**c) for c in q.get("checks", [])]
+        questions.append(QuestionResult(**{**q, "checks": checks}))
+    return Scorecard(**{**data, "questions": questions})
+
+
+class ResultStore:
+    """Finished scorecards on disk, one file per submission content, written atomically."""
+
+    def __init__(self, root: Path, assignment: Assignment, key: str):
+        self.dir = Path(root) / "results" / f"{assignment.name}-{key[:16]}"
+
+    def _file(self, sha: str) -> Path:
+        return self.dir / f"{sha}.json"
+
+    def get(self, sha: str) -> Scorecard | None:
+        if not sha:
+            return None
+        try:
+            return card_from_data(json.loads(self._file(sha).read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, sha: str, card: Scorecard) -> None:
+        if not sha:
+            return
+        write_atomic(self._file(sha), json.dumps(card_to_data(card)))
+
