@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import math
-import struct
 import sys
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +30,6 @@ DTYPES = {
 MAX_DEPTH = 24
 MAX_ITEMS = 100_000
 MAX_STR = 100_000
-HEADER = struct.Struct(">I")
 
 
 class CaptureFailed(Exception):
@@ -196,18 +193,16 @@ class Value:
             if self.data.ndim == 0 and self.origin.startswith("numpy.") and self.origin != "numpy.ndarray":
                 return f"a {self.origin} scalar"
             dtype = self.dtype or str(self.data.dtype)
-            return f"a {self.origin or 'array'} of shape {_shape(self.data.shape)}, dtype {dtype}"
+            return f"a {self.origin or 'array'} of shape {shape_text(self.data.shape)}, dtype {dtype}"
         if self.kind in ("list", "tuple", "dict"):
             return f"a {self.kind} of {len(self.data)} item{'s' if len(self.data) != 1 else ''}"
         if self.kind in ("frame", "series"):
-            return f"a {self.origin} of shape {_shape(self.shape or ())}"
+            return f"a {self.origin} of shape {shape_text(self.shape or ())}"
         if self.kind == "none":
             return "None"
         return f"a {self.kind}"
 
 
-def _shape(shape: tuple[int, ...]) -> str:
-    return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def decode(obj: Any, *, depth: int = 0) -> Value:
@@ -302,30 +297,6 @@ def _decode_array(obj: dict) -> Value:
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Frames: 4-byte big-endian length, then one JSON object
-
-
-def write_frame(stream: BinaryIO, message: dict) -> None:
-    body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    stream.write(HEADER.pack(len(body)) + body)
-    stream.flush()
-
-
-def parse_frame(body: bytes) -> dict:
-    try:
-        message = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
-        raise ProtocolError("the student process sent a message that is not valid JSON") from None
-    if not isinstance(message, dict) or not isinstance(message.get("ev"), str):
-        raise ProtocolError("the student process sent a message of unknown form")
-    return message
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(name)
-
-
 def to_wire(value: Value) -> dict:
     """The encoded form of a decoded value (for caches and for values sent into a notebook)."""
     if value.kind == "none":
@@ -354,3 +325,78 @@ def to_wire(value: Value) -> dict:
     if value.kind == "frame":
         out["columns"] = list(value.columns)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Describing values to students: shapes, positions, numbers and kinds of numbers, in one way
+
+
+MAX_INDICES = 3  # positions listed in a message before "..."
+
+
+@dataclass(frozen=True)
+class NumberKind:
+    """A kind of numbers as students and public_checks.json name it, and the dtype codes it covers."""
+
+    name: str  # "float": the word in public_checks.json
+    codes: str  # numpy dtype kind codes, e.g. "iu"
+    words: str  # "floating-point numbers": the words in feedback
+    dtype: str  # the numpy dtype a public check makes a stand-in value of
+
+
+NUMBER_KINDS = (
+    NumberKind("bool", "b", "booleans", "bool"),
+    NumberKind("int", "iu", "integers", "int64"),
+    NumberKind("float", "f", "floating-point numbers", "float64"),
+    NumberKind("complex", "c", "complex numbers", "complex128"),
+)
+
+
+def number_kind(dtype: np.dtype) -> NumberKind | None:
+    """The kind of numbers an array of this dtype holds, or None for non-numbers."""
+    return next((k for k in NUMBER_KINDS if dtype.kind in k.codes), None)
+
+
+def numeric(v: Value) -> np.ndarray | None:
+    """The value as a numeric array, if it is numbers (an array, a scalar, or a list of numbers)."""
+    if v.kind == "array":
+        return v.data
+    if v.kind == "bool":
+        return np.array(v.data)
+    if v.kind in ("list", "tuple") and v.data:
+        try:
+            parts = [numeric(x) for x in v.data]
+            if any(p is None for p in parts):
+                return None
+            return np.array(parts)
+        except ValueError:  # ragged
+            return None
+    if v.kind in ("list", "tuple") and not v.data:
+        return np.zeros((0,))
+    return None
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    """``(3, 2)``, and ``(3,)`` for one dimension, as Python writes them."""
+    return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def indices_text(where: np.ndarray) -> str:
+    """The first few positions of ``np.argwhere``'s result: ``[0, 1], [2, 3], ...``."""
+    parts = ["[" + ", ".join(str(int(i)) for i in idx) + "]" for idx in where[:MAX_INDICES]]
+    return ", ".join(parts) + (", ..." if len(where) > MAX_INDICES else "")
+
+
+def number_text(x: object, digits: int = 8) -> str:
+    """A number as feedback shows it: integers whole, others to ``digits`` significant digits."""
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, complex):
+        return f"{x:.{digits}g}"
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    return f"{float(x):.{digits}g}"  # type: ignore[arg-type]
+
+
+def trim(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

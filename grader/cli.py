@@ -25,6 +25,8 @@ from grader import __version__, batch
 from grader.course import config
 from grader.course.locate import find_config, pick_assignment
 from grader.errors import GraderError, UsageError
+from grader.judge.scorecard import points_text
+from grader.outputs.formats import FORMATS
 from grader.run import executors
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -89,7 +91,7 @@ def print_table(assignment: config.Assignment, rows: list, rounding: int) -> Non
     print(f"{assignment.name}: {assignment.title}")
     print(f"{'submission':<{width}}  {'score':>13}  status")
     for name, card in rows:
-        score = f"{round(card.score, rounding):g}/{card.max_score:g}"
+        score = f"{points_text(card.score, rounding)}/{points_text(card.max_score, rounding)}"
         extra = f" ({card.reason})" if card.reason else ""
         print(f"{name:<{width}}  {score:>13}  {card.status}{extra}")
 
@@ -188,7 +190,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--out", "-o", default="scorecards", help="folder for scorecards (default: scorecards)")
     g.add_argument("--config", "-c", help="course file (default: config.yaml here or above)")
     g.add_argument("--formats", "-f", help="comma-separated outputs, overriding config.yaml's scorecard.formats: "
-                   "yaml,json,md,html,gradescope,classroom,junit,gradebook,report")
+                   + ",".join(FORMATS))
     g.add_argument("--fail-under", type=float, metavar="PCT",
                    help="exit with status 1 when a submission scores below PCT percent (for a student's own CI)")
     g.add_argument("--executor", "-e", choices=list(executors.EXECUTORS), default=executors.DEFAULT,

@@ -15,7 +15,8 @@ from grader.batch.intake import collect, output_names
 from grader.course import config as course_config
 from grader.course.locate import find_config, pick_assignment
 from grader.errors import GraderError
-from grader.judge.scorecard import QuestionResult, Scorecard, write_yaml
+from grader.judge.scorecard import QuestionResult, Scorecard
+from grader.outputs.yaml import write_yaml
 
 STATE = pytest.StashKey["GradingState"]()
 

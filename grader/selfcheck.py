@@ -9,9 +9,9 @@ check looks at and what is expected *in kind* (type, shape, kind of numbers, pro
 reference values only for checks the instructor marked ``public: true``. So a self-check judges:
 
 - whether the question is answered at all (blanks, missing names, errors), with the grader's own
-  messages (``grader.checks.grade_check``);
-- the type and shape, with the messages of ``grader.compare.compare``;
-- the declared properties (``grader.compare.check_property``);
+  messages (``grader.judge.checks.grade_check``);
+- the type and shape, with the messages of ``grader.judge.compare.compare``;
+- the declared properties (``grader.course.properties.check_property``);
 - values, only where the instructor made them public.
 
 Passing it is necessary, not sufficient: the real grader also compares values students never see.
@@ -33,13 +33,15 @@ import numpy as np
 from grader import capture, notebook
 from grader.authoring.assign import PUBLIC_CHECKS
 from grader.capture import Value
-from grader.course.config import Check, Limits
+from grader.course.kinds import KINDS
+from grader.course.model import Check, Limits
+from grader.course.properties import check_property
 from grader.errors import NotebookError, ProtocolError, UsageError
 from grader.judge.checks import Context, grade_check
-from grader.judge.compare import check_property, compare
-from grader.run.execute import Captured, CaptureSpec, Job, JobCell
+from grader.judge.compare import compare
+from grader.run.job import Captured, CaptureSpec, Job, JobCell
+from grader.vocab import CaptureKind
 
-KIND_DTYPES = {"float": np.float64, "int": np.int64, "bool": np.bool_, "complex": np.complex128}
 SHAPE_REASONS = ("type", "shape", "length", "keys")
 MAX_DATA_BYTES = 512 * 1024 * 1024
 LIVE_MISSING = "{label} is not defined in this session yet: run the cell that computes it (fill in its blank `?` " \
@@ -86,7 +88,7 @@ class PublicCheck:
         if self.value is not None:
             return self.value
         if self.type == "array" and self.shape is not None:
-            dtype = KIND_DTYPES.get(self.dtype_kind or "float", np.float64)
+            dtype = next((k.dtype for k in capture.NUMBER_KINDS if k.name == self.dtype_kind), "float64")
             return Value("array", np.zeros(self.shape, dtype=dtype), origin="array of numbers",
                          dtype=self.dtype_kind or "")
         return None
@@ -129,6 +131,8 @@ def load(path: Path) -> PublicChecks:
             checks = []
             for c in q["checks"]:
                 value = capture.decode(c["value"]) if "value" in c else None
+                if c["kind"] not in KINDS:
+                    raise ValueError(f"unknown check kind {str(c['kind'])[:20]!r}")
                 checks.append(PublicCheck(
                     id=str(c["id"]), kind=str(c["kind"]), target=str(c["target"]),
                     properties=tuple(str(p) for p in c.get("properties", [])),
@@ -218,7 +222,7 @@ def judge_check(pc: PublicCheck, ctx: Context) -> tuple[str, list[str]]:
         cmp = compare(pc.label, got, expected, rtol=pc.rtol, atol=pc.atol, reveal=False)
         if not cmp.ok and cmp.reason in SHAPE_REASONS:
             if cmp.reason == "type":
-                shape = f" of shape {capture._shape(pc.shape)}" if pc.shape else ""
+                shape = f" of shape {capture.shape_text(pc.shape)}" if pc.shape else ""
                 return "failed", [f"{pc.label} is {got.describe()}; expected numbers{shape}."]
             return "failed", list(cmp.messages)
     elif not _same_kind(pc.type, got):
@@ -296,7 +300,7 @@ def _executor() -> Any:
     for f in dataclasses.fields(Grader):
         if f.name == "executor" and f.default_factory is not dataclasses.MISSING:
             return f.default_factory()
-    from grader.run.execute import SubprocessExecutor
+    from grader.run.subprocess_executor import SubprocessExecutor
 
     return SubprocessExecutor()
 
@@ -325,12 +329,9 @@ def check_notebook(path: Path, public: PublicChecks, *, only: str | None = None,
     path = Path(path)
     cells = notebook.read(path)
     infos = notebook.analyse(cells)
-    first_bind: dict[str, int] = {}
-    for pos, info in enumerate(infos):
-        for name in info.binds:
-            first_bind.setdefault(name, pos)
+    first_bind = notebook.first_binds(infos)
     specs = tuple(
-        CaptureSpec(pc.id, pc.kind, pc.target, first_bind.get(pc.before) if pc.before else None, pc.seed)
+        CaptureSpec(pc.id, KINDS[pc.kind].capture, pc.target, first_bind.get(pc.before) if pc.before else None, pc.seed)
         for q in public.questions for pc in q.checks
     )
     job_cells = tuple(
@@ -367,7 +368,7 @@ def capture_live(ns: dict, pc: PublicCheck) -> Captured:
     from grader.run.worker import describe_error, seed_everything
 
     try:
-        if pc.kind == "value":
+        if KINDS[pc.kind].capture == CaptureKind.VALUE:
             if pc.target not in ns:
                 return Captured(missing=True)
             value = ns[pc.target]
@@ -436,7 +437,7 @@ def run_cli(path: Path, *, assignment: str | None, checks: str | None, question:
         public.question(question)
     if not path.exists():
         raise UsageError(f"{path} does not exist.")
-    from grader.run.execute import SubprocessExecutor
+    from grader.run.subprocess_executor import SubprocessExecutor
 
     try:
         # One notebook: a fresh process is quicker than starting the warm forking server for it.

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from grader import capture
+from grader.run import frames
 from grader.capture import CaptureFailed, decode, encode, to_wire
 from grader.errors import ProtocolError
 
@@ -96,10 +97,10 @@ def test_forged_payloads_are_rejected(forged, message):
 
 def test_frames_reject_non_json_and_nan_constants():
     with pytest.raises(ProtocolError):
-        capture.parse_frame(b"\x80\x04not json")
+        frames.parse_frame(b"\x80\x04not json")
     with pytest.raises(ProtocolError):
-        capture.parse_frame(b'{"ev": "capture", "x": NaN}')
-    assert capture.parse_frame(b'{"ev": "done"}') == {"ev": "done"}
+        frames.parse_frame(b'{"ev": "capture", "x": NaN}')
+    assert frames.parse_frame(b'{"ev": "done"}') == {"ev": "done"}
 
 
 def test_to_wire_keeps_scalars_zero_dimensional():

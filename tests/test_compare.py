@@ -8,7 +8,8 @@ import numpy as np
 import torch
 
 from grader.capture import decode, encode
-from grader.judge.compare import check_property, compare
+from grader.course.properties import check_property
+from grader.judge.compare import compare
 
 
 def V(x):

@@ -50,8 +50,8 @@ def test_forking_and_jupyter_executors_give_the_same_scorecard(both, path):
 
 
 def test_a_hanging_and_a_crashing_cell_end_the_same_way_in_both(grader, jupyter_grader, numpy_assignment):
-    from grader.course.config import Limits
-    from grader.run.execute import CaptureSpec, Job, JobCell
+    from grader.course.model import Limits
+    from grader.run.job import CaptureSpec, Job, JobCell
 
     job = Job(cells=(JobCell(1, "%matplotlib inline\nfrom IPython.display import display\ndisplay('hi')\na = 1"),
                      JobCell(2, "kernel = 'ipykernel' in str(type(get_ipython()))\nx = 1 / 0"),

@@ -14,10 +14,10 @@ import time
 import pytest
 from conftest import ROOT
 
-from grader.course.config import Limits
+from grader.course.model import Limits
 from grader.run import sandbox
-from grader.run.execute import CaptureSpec, Job, JobCell
 from grader.run.forkserver import ExecutorError, ForkingExecutor
+from grader.run.job import CaptureSpec, Job, JobCell
 
 LIMITS = Limits(cell_timeout=20, notebook_timeout=40)
 
@@ -218,8 +218,8 @@ def test_server_and_children_end_when_the_grader_process_is_killed(tmp_path):
     proc = subprocess.Popen(_script(f"""
         import sys, threading
         sys.path.insert(0, {str(ROOT)!r})
-        from grader.course.config import Limits
-        from grader.run.execute import Job, JobCell
+        from grader.course.model import Limits
+        from grader.run.job import Job, JobCell
         from grader.run.forkserver import ForkingExecutor
         ex = ForkingExecutor(preload=("numpy",))
         print(ex.start().pid, flush=True)

@@ -16,7 +16,7 @@ from conftest import NUMPY_CORRECT
 
 from grader import notebook
 from grader.capture import decode, encode
-from grader.course.config import Check
+from grader.course.model import Check
 from grader.errors import NotebookError
 from grader.judge import checks, variants
 from grader.judge.checks import Context

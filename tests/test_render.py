@@ -20,7 +20,7 @@ from conftest import NUMPY_CORRECT, ROOT, notebook_with, question
 
 from grader.cli import fail_under
 from grader.course import config
-from grader.course.config import ScorecardSettings
+from grader.course.model import ScorecardSettings
 from grader.errors import ConfigError
 from grader.judge.scorecard import QuestionResult, Scorecard
 from grader.outputs import gradebook, render_one
@@ -533,3 +533,14 @@ def test_expected_values_appear_only_when_the_config_allows(course, numpy_assign
         assert "(expected " not in text, fmt
     for fmt, text in _all_formats(shown, c2, a, tmp_path).items():
         assert "[0, 0] is 5 (expected " in text, fmt
+
+
+def test_every_format_has_exactly_one_renderer():
+    from grader.outputs.formats import FORMATS, PerRun, PerSubmission
+    from grader.vocab import Format
+
+    assert list(FORMATS) == list(Format)
+    assert all(isinstance(spec, (PerSubmission, PerRun)) and spec.format is fmt for fmt, spec in FORMATS.items())
+    suffixes = [s.suffix for s in FORMATS.values() if isinstance(s, PerSubmission)]
+    files = [s.filename for s in FORMATS.values() if isinstance(s, PerRun)]
+    assert len(set(suffixes)) == len(suffixes) and len(set(files)) == len(files)

@@ -11,8 +11,9 @@ from collections import Counter
 import pytest
 from conftest import ROOT
 
-from grader.judge.scorecard import QuestionResult, Scorecard, write_yaml
+from grader.judge.scorecard import QuestionResult, Scorecard
 from grader.outputs.report import load_scorecards, render, row_from_card, row_from_dict, write_report
+from grader.outputs.yaml import write_yaml
 
 EXAMPLES = ROOT / "examples/attention_numpy"
 NAMES = ["bob_correct", "carol_no_sqrt", "dave_wrong_axis", "frank_raises", "henry_not_a_notebook"]

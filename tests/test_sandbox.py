@@ -27,12 +27,13 @@ import nbformat
 import pytest
 from conftest import NUMPY_CORRECT, ROOT, question
 
-from grader.course.config import Limits
+from grader.course.model import Limits
 from grader.judge.grading import Grader, build_job
-from grader.judge.scorecard import write_yaml
 from grader.notebook import analyse, read
+from grader.outputs.yaml import write_yaml
 from grader.run import sandbox
-from grader.run.execute import Job, JobCell, SubprocessExecutor
+from grader.run.job import Job, JobCell
+from grader.run.subprocess_executor import SubprocessExecutor
 from grader.testing import fill, write
 
 FEATURES = sandbox.features()
@@ -623,7 +624,7 @@ def test_a_grader_installed_under_tmp_stays_visible_to_the_student(tmp_path):
         "import grader\n"
         f"assert grader.__file__.startswith({str(copy)!r}), grader.__file__\n"
         "from grader.course import config\n"
-        "from grader.run.execute import SubprocessExecutor\n"
+        "from grader.run.subprocess_executor import SubprocessExecutor\n"
         "from grader.judge.grading import Grader\n"
         f"course = dataclasses.replace(config.load({str(ROOT / 'config.yaml')!r}), "
         f"cache_dir=pathlib.Path({str(tmp_path / 'cache')!r}))\n"

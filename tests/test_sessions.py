@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from grader.run import execute, forkserver, sandbox
-from grader.run.execute import Job, JobCell
+from grader.run import forkserver, sandbox
+from grader.run.execute import Separate
+from grader.run.job import Job, JobCell, RunResult
 
 FEATURES = sandbox.features()
 pytestmark = pytest.mark.skipif(not sandbox.sessions_possible(FEATURES),
@@ -54,7 +55,7 @@ def job(limits, data, *sources: str) -> Job:
     return Job(cells=tuple(JobCell(i + 1, s) for i, s in enumerate(sources)), captures=(), limits=limits, files=data)
 
 
-def probe(run: execute.RunResult) -> dict:
+def probe(run: RunResult) -> dict:
     for cell in run.cells:
         if cell.ename == "RuntimeError" and cell.evalue.startswith("probe "):
             return json.loads(cell.evalue[len("probe "):])
@@ -62,7 +63,7 @@ def probe(run: execute.RunResult) -> dict:
 
 
 def test_a_run_starts_clean_after_a_run_that_littered(grader, limits, data):
-    with execute.session(grader.executor) as runner:
+    with grader.executor.session() as runner:
         assert isinstance(runner, forkserver._Session)
         first = probe(runner.run(job(limits, data, LOOK + LITTER + REPORT)))
         second = probe(runner.run(job(limits, data, LOOK + REPORT)))
@@ -77,7 +78,7 @@ def test_the_submission_files_survive_a_run_that_tries_to_replace_them(grader, l
     vandal = ("import os\nfor step in (lambda: os.remove('data.txt'), lambda: open('data.txt', 'w'),\n"
               "             lambda: os.rename('data.txt', 'x')):\n"
               "    try:\n        step()\n    except OSError:\n        pass\n")
-    with execute.session(grader.executor) as runner:
+    with grader.executor.session() as runner:
         runner.run(job(limits, data, vandal))
         after = runner.run(job(limits, data, "print(open('data.txt').read())\n" + LOOK + REPORT))
     assert after.errors[0].ename == "RuntimeError"  # the read itself worked
@@ -85,7 +86,7 @@ def test_the_submission_files_survive_a_run_that_tries_to_replace_them(grader, l
 
 
 def test_a_run_that_hangs_ends_the_session_and_the_next_run_gets_a_new_one(grader, limits, data):
-    with execute.session(grader.executor) as runner:
+    with grader.executor.session() as runner:
         first = probe(runner.run(job(limits, data, LOOK + REPORT)))
         hung = runner.run(job(limits, data, "import time\ntime.sleep(30)", LOOK + REPORT))
         after = probe(runner.run(job(limits, data, LOOK + REPORT)))
@@ -107,7 +108,7 @@ def test_a_run_that_says_done_and_goes_on_does_not_hold_up_the_next(grader, limi
         "        pass\n"
         "time.sleep(60)"
     )
-    with execute.session(grader.executor) as runner:
+    with grader.executor.session() as runner:
         runner.run(job(limits, data, liar))
         after = probe(runner.run(job(limits, data, LOOK + REPORT)))
     assert after["others"] == [], "the liar is not running beside the next run"
@@ -116,8 +117,8 @@ def test_a_run_that_says_done_and_goes_on_does_not_hold_up_the_next(grader, limi
 
 def test_without_namespaces_each_run_is_started_on_its_own(limits, data):
     weak = sandbox.Features(linux=True, root=FEATURES.root)
-    with forkserver.ForkingExecutor(features=weak) as executor, execute.session(executor) as runner:
-        assert isinstance(runner, execute.Separate)
+    with forkserver.ForkingExecutor(features=weak) as executor, executor.session() as runner:
+        assert isinstance(runner, Separate)
         first = runner.run(job(limits, data, "open('left.txt', 'w').write('x')"))
         second = runner.run(job(limits, data, "import os\nassert os.listdir('.') == ['data.txt'], os.listdir('.')"))
     assert first.status == second.status == "ok" and second.errors == []
@@ -125,7 +126,7 @@ def test_without_namespaces_each_run_is_started_on_its_own(limits, data):
 
 def test_a_sandbox_that_cannot_be_finished_says_why_on_the_first_run(grader, limits, data):
     broken = dataclasses.replace(limits, disk_mb=-1)  # no tmpfs takes a negative size
-    with execute.session(grader.executor) as runner:
+    with grader.executor.session() as runner:
         run = runner.run(job(broken, data, "x = 1"))
         after = runner.run(job(limits, data, LOOK + REPORT))
     assert run.status == "crashed"

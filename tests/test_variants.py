@@ -112,7 +112,7 @@ def test_validate_reports_a_variant_that_tests_nothing(course, tmp_path):
     import dataclasses
 
     from grader.authoring.validate import validate
-    from grader.course.config import VariantSpec
+    from grader.course.model import VariantSpec
     from grader.judge.grading import Grader
 
     a = course.assignment("attention_numpy")

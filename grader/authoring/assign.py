@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.course.config import Assignment
+from grader.course.model import Assignment
 from grader.errors import UsageError
 
 LINE_MARK = re.compile(r"#\s*SOLUTION\s*$")

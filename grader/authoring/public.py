@@ -8,10 +8,8 @@ kind of numbers, the properties. Reference values appear only for checks the ins
 from __future__ import annotations
 
 from grader import capture
-from grader.course.config import Assignment
-from grader.run.execute import Captured
-
-KINDS = {"b": "bool", "i": "int", "u": "int", "f": "float", "c": "complex"}
+from grader.course.model import Assignment
+from grader.run.job import Captured
 
 
 def public_checks(assignment: Assignment, reference: dict[str, Captured]) -> dict:
@@ -31,7 +29,8 @@ def public_checks(assignment: Assignment, reference: dict[str, Captured]) -> dic
                 if value.shape is not None:
                     item["shape"] = list(value.shape)
                 if value.kind == "array":
-                    item["dtype_kind"] = KINDS.get(value.data.dtype.kind, "other")
+                    kind = capture.number_kind(value.data.dtype)
+                    item["dtype_kind"] = kind.name if kind is not None else "other"
                 if c.public:
                     item["value"] = capture.to_wire(value)
                     item["rtol"], item["atol"] = c.rtol, c.atol

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from grader.course.config import Assignment, Course
+from grader.course.model import Assignment, Course
 from grader.errors import GraderError
 from grader.judge.checks import Context, grade_check, hint_id
 from grader.judge.compare import compare
 from grader.judge.grading import Grader
-from grader.run.execute import Captured
+from grader.run.job import Captured
+from grader.vocab import QuestionStatus, SubmissionStatus
 
 
 def validate(course: Course, assignment: Assignment, grader: Grader | None = None) -> list[str]:
@@ -26,11 +27,11 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
     except GraderError as exc:
         return [str(exc)]
     card = grader.grade(assignment, assignment.solution)
-    if card.score != assignment.max_score or card.status != "graded":
+    if card.score != assignment.max_score or card.status != SubmissionStatus.GRADED:
         for q in card.questions:
-            if q.status != "passed":
+            if q.status != QuestionStatus.PASSED:
                 problems.append(f"the solution does not pass question {q.id}: {' '.join(q.feedback)}")
-        if card.status != "graded":
+        if card.status != SubmissionStatus.GRADED:
             problems.append(f"the solution's run ended {card.status}: {card.reason}")
     if not assignment.skeleton.is_file():
         problems.append(f"the skeleton {assignment.skeleton.relative_to(course.root)} does not exist; run grader assign")
@@ -39,7 +40,7 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
         if card.score != 0:
             problems.append(f"the skeleton scores {card.score:g}, not 0")
         for q in card.questions:
-            if q.status != "unanswered":
+            if q.status != QuestionStatus.UNANSWERED:
                 problems.append(f"question {q.id} is {q.status} in the skeleton, not unanswered: "
                                 "mark its solution code with # SOLUTION or a BEGIN/END SOLUTION block")
     ctx = Context(infos=[], blanks=_no_blanks(), cells=[], student={}, reference=ref.captures)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Iterator
 
-from grader.course.config import Assignment
+from grader.course.model import Assignment
 from grader.errors import UsageError
 from grader.files import sha256_file
 

@@ -14,9 +14,10 @@ from typing import Any, Callable, Iterator
 from grader.batch.intake import Intake, Submission
 from grader.batch.progress import Progress
 from grader.batch.store import ResultStore
-from grader.course.config import Assignment
+from grader.course.model import Assignment
 from grader.errors import GraderError, SolutionError, UsageError
 from grader.judge.scorecard import QuestionResult, Scorecard
+from grader.vocab import QuestionStatus, SubmissionStatus
 
 
 def default_jobs() -> int:
@@ -133,10 +134,10 @@ def _result(fut: cf.Future, sub: Submission, assignment: Assignment, grader: Any
         raise  # the executor cannot run notebooks at all: nothing else would be graded either
     except Exception as exc:  # a bug in the grader: this submission says so, the rest goes on
         card = Scorecard(assignment=assignment.name, submission=sub.path.name, sha256=sub.sha256,
-                         status="crashed", score=0.0, max_score=assignment.max_score, student=sub.student,
+                         status=SubmissionStatus.CRASHED, score=0.0, max_score=assignment.max_score, student=sub.student,
                          reason=f"the grader itself failed on this submission ({type(exc).__name__}: {exc}); "
                                 "please report it")
-        card.questions = [QuestionResult(id=q.id, title=q.title, score=0.0, max_score=q.points, status="error",
+        card.questions = [QuestionResult(id=q.id, title=q.title, score=0.0, max_score=q.points, status=QuestionStatus.ERROR,
                                          feedback=["Not graded: the grader failed on this submission."])
                           for q in assignment.questions]
         card.execution = {"executor": grader.executor.name, "internal_error": True}

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import PACKAGE_DIR, __version__
-from grader.course.config import Assignment
+from grader.course.model import Assignment
 from grader.files import write_atomic
 from grader.judge.scorecard import CheckResult, QuestionResult, Scorecard
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from grader.course.config import Assignment, Course
+from grader.course.model import Assignment, Course
 from grader.errors import UsageError
 
 

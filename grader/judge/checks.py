@@ -8,14 +8,14 @@ reference within tolerance, do its properties hold, and if not, does it match a 
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
 import re
 from dataclasses import dataclass, field, replace
 
 from grader.capture import Value
-from grader.course.config import Assignment, Check, Question
-from grader.judge.compare import check_property, compare, matches
+from grader.course.model import Assignment, Check, Question
+from grader.course.properties import check_property
+from grader.judge.compare import compare, matches
 from grader.judge.scorecard import CheckResult, QuestionResult
 from grader.judge.variants import GIVEN_PREFIX
 from grader.notebook import (
@@ -24,12 +24,11 @@ from grader.notebook import (
     CellInfo,
     blank_report,
     dependencies,
-    identifiers,
+    first_binds,
     module_level_binds,
 )
-from grader.run.execute import Captured, CellRun
-
-BUILTINS = set(dir(builtins))
+from grader.run.job import Captured, CellRun
+from grader.vocab import CellStatus, CheckStatus, QuestionStatus, RunStatus
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class VariantRun:
     student: dict[str, Captured]
     reference: dict[str, Captured]
     cells: list[CellRun]
-    status: str = "ok"
+    status: RunStatus = RunStatus.OK
     reason: str = ""
     # The ids whose reference value this variant changes (``changed_answers``), when the caller
     # worked them out once for the reference; None: each check works it out for itself.
@@ -98,13 +97,19 @@ class Context:
             self._memo[key] = dependencies(self.infos, names)
         return self._memo[key]
 
+    def first_binds(self) -> dict[str, int]:
+        """``notebook.first_binds`` of the submission, once per context."""
+        if "first_binds" not in self._memo:
+            self._memo["first_binds"] = first_binds(self.infos)
+        return self._memo["first_binds"]
+
     def bound_anywhere(self, name: str) -> bool:
         return any(name in info.binds for info in self.infos)
 
     def failed_binder(self, name: str) -> CellRun | None:
         """The first cell that should have bound ``name`` but raised, hung or crashed."""
         for info, run in zip(self.infos, self.cells):
-            if name in info.binds and run.status in ("error", "timeout", "crashed"):
+            if name in info.binds and run.status.failed:
                 return run
         return None
 
@@ -115,26 +120,25 @@ def hint_id(check: Check, i: int) -> str:
 
 @functools.lru_cache(maxsize=4096)  # a Check is frozen and compares by value; parsing its target is per-call work
 def _names(check: Check) -> frozenset[str]:
-    names = {check.target} if check.kind == "value" else identifiers(check.target)
-    return frozenset(n for n in names if n not in BUILTINS)
+    return check.names
 
 
 def _cell_error(run: CellRun) -> str:
-    if run.status == "timeout":
+    if run.status == CellStatus.TIMEOUT:
         return f"cell {run.index} did not finish: {run.evalue}"
-    if run.status == "crashed":
+    if run.status == CellStatus.CRASHED:
         return f"cell {run.index} stopped the notebook: {run.evalue}"
     where = f" ({run.traceback[-1]})" if run.traceback else ""
     return f"cell {run.index} raised {run.ename}: {run.evalue}{where}"
 
 
 def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
-    res = CheckResult(id=check.id, target=check.target, status="failed", score=0.0, max_score=points,
+    res = CheckResult(id=check.id, target=check.target, status=CheckStatus.FAILED, score=0.0, max_score=points,
                       hidden=check.hidden)
     label = check.label
     ref = ctx.reference.get(check.id)
     if ref is None or ref.value is None:
-        res.status = "error"
+        res.status = CheckStatus.ERROR
         res.messages.append(f"{label} could not be checked: the solution does not produce it "
                             "(an instructor's configuration problem, not yours).")
         return res
@@ -143,7 +147,7 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
     if check.before:
         # Answered at an earlier point (``before: NAME``): only the blanks above that point count,
         # not a later blank that rebinds the same name.
-        point = next((i for i, info in enumerate(ctx.infos) if check.before in info.binds), None)
+        point = ctx.first_binds().get(check.before)
         if point is not None:
             infos = ctx.infos[:point]
             blanks = blank_report(infos)
@@ -153,13 +157,13 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
         if unbound:
             blank = blanks.blanks[0]
     if blank is not None:
-        res.status = "unanswered"
+        res.status = CheckStatus.UNANSWERED
         res.messages.append(f"{label} is not answered yet: fill in the blank `?` at {blank.where()}.")
         return res
     got = ctx.student.get(check.id)
     if got is None or got.value is None:
         res.messages.append(_why_missing(check, got, ctx))
-        res.status = "error" if _raised(check, got, ctx) else "failed"
+        res.status = CheckStatus.ERROR if _raised(check, got, ctx) else CheckStatus.FAILED
         return res
     value = got.value
     messages: list[str] = []
@@ -185,7 +189,7 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
     if problem:
         res.messages.append(problem)
         return res
-    res.status, res.score = "passed", points
+    res.status, res.score = CheckStatus.PASSED, points
     return res
 
 
@@ -209,12 +213,12 @@ def _someone_elses_failure(check: Check, cell: CellRun, run: VariantRun, ctx: Co
     """Whether a variant run lost this check's value to a failure in code that computes something
     else: a statement binding other names (``Q = ...`` failing before ``V = ...`` in the same cell),
     or a NameError for a value an earlier cell failed to compute."""
-    if cell.status != "error":
+    if cell.status != CellStatus.ERROR:
         return False
     m = _UNDEFINED.match(cell.evalue) if cell.ename == "NameError" else None
     if m and m.group(1) not in _names(check):
         earlier = next((c for info, c in zip(ctx.infos, run.cells)
-                        if m.group(1) in info.binds and c.status in ("error", "timeout", "crashed")), None)
+                        if m.group(1) in info.binds and c.status.failed), None)
         if earlier is not None and earlier.pos < cell.pos:
             return True
     frame = _FRAME.match(cell.traceback[-1]) if cell.traceback else None
@@ -237,14 +241,14 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
         if not changes:
             continue  # this variant does not change the answer, so it tests nothing here
         ref = run.reference[check.id]
-        if check.kind == "value" and check.target in run.names:
+        if check.variable is not None and check.variable in run.names:
             continue  # the variant put this very value in place: comparing it would test nothing
         got = run.student.get(check.id)
         failed_cell = None
         if got is None or got.value is None:
             for name in sorted(_names(check)):
                 failed_cell = next((cell for info, cell in zip(ctx.infos, run.cells)
-                                    if name in info.binds and cell.status in ("error", "timeout", "crashed")), None)
+                                    if name in info.binds and cell.status.failed), None)
                 if failed_cell is not None:
                     break
             if failed_cell is not None and _someone_elses_failure(check, failed_cell, run, ctx):
@@ -289,7 +293,7 @@ def _why_missing(check: Check, got: Captured | None, ctx: Context) -> str:
         return f"{label} cannot be graded: {got.error}."
     if got is not None and got.error and not got.missing:
         where = f" ({got.traceback[-1]})" if got.traceback else ""
-        kind = "calling your code" if check.kind == "expr" else "reading the value"
+        kind = check.spec.computing
         return f"{label}: {kind} raised {got.error}{where}."
     for name in sorted(_names(check)):
         run = ctx.failed_binder(name)
@@ -344,36 +348,36 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
     if question.split:
         score = sum(r.score for r in results)
     else:
-        score = question.points if statuses == {"passed"} else 0.0
-    if statuses == {"passed"}:
-        status = "passed"
-    elif statuses == {"unanswered"}:
-        status = "unanswered"
+        score = question.points if statuses == {CheckStatus.PASSED} else 0.0
+    if statuses == {CheckStatus.PASSED}:
+        status = QuestionStatus.PASSED
+    elif statuses == {CheckStatus.UNANSWERED}:
+        status = QuestionStatus.UNANSWERED
     elif score > 0:
-        status = "partial"
-    elif "error" in statuses:
-        status = "error"
-    elif statuses <= {"unanswered", "failed"} and "failed" not in statuses:
-        status = "unanswered"
+        status = QuestionStatus.PARTIAL
+    elif CheckStatus.ERROR in statuses:
+        status = QuestionStatus.ERROR
+    elif statuses <= {CheckStatus.UNANSWERED, CheckStatus.FAILED} and CheckStatus.FAILED not in statuses:
+        status = QuestionStatus.UNANSWERED
     else:
-        status = "failed"
+        status = QuestionStatus.FAILED
     feedback: list[str] = []
     for r in results:
-        if r.status == "passed":
+        if r.status == CheckStatus.PASSED:
             continue
-        if r.hidden and r.status != "unanswered":
+        if r.hidden and r.status != CheckStatus.UNANSWERED:
             feedback.append(f"A hidden check on {question.title.lower()} did not pass.")
             continue
         for m in r.messages:
             if m not in feedback:
                 feedback.append(m)
-    if status in ("failed", "partial"):
+    if status in (QuestionStatus.FAILED, QuestionStatus.PARTIAL):
         changed = ctx.changed_givens()
         if changed:
             feedback.append(f"Note: {_names_list(tuple(changed))} in your notebook {'is' if len(changed) == 1 else 'are'} "
                             "not the data the notebook gives, so answers computed from it cannot match; the grade is "
                             "for what your notebook computed.")
-    if status == "passed":
+    if status == QuestionStatus.PASSED:
         feedback.append("Correct." if not ctx.variants or not any(r.variants for r in results)
                         else f"Correct, also on {max(r.variants for r in results)} variant(s) of the given inputs.")
     return QuestionResult(id=question.id, title=question.title, score=score, max_score=question.points,
@@ -382,6 +386,6 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
 
 
 def grade_assignment(assignment: Assignment, ctx: Context) -> list[QuestionResult]:
-    answers = frozenset(c.target for c in assignment.checks if c.kind == "value")
+    answers = frozenset(c.variable for c in assignment.checks if c.variable is not None)
     ctx = replace(ctx, answers=ctx.answers | answers)
     return [grade_question(q, ctx) for q in assignment.questions]

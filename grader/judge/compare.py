@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grader.capture import Value, _shape
+from grader.capture import MAX_INDICES, Value, indices_text, number_text, numeric, shape_text, trim
 
-MAX_INDICES = 3
 NUMERIC = "array"
 
 
@@ -55,32 +54,13 @@ def matches(actual: Value, expected: Value, *, rtol: float, atol: float, strict_
     return _compare("", actual, expected, ctx).ok
 
 
-def _numeric(v: Value) -> np.ndarray | None:
-    """The value as a numeric array, if it is numbers (an array, a scalar, or a list of numbers)."""
-    if v.kind == "array":
-        return v.data
-    if v.kind == "bool":
-        return np.array(v.data)
-    if v.kind in ("list", "tuple") and v.data:
-        try:
-            parts = [_numeric(x) for x in v.data]
-            if any(p is None for p in parts):
-                return None
-            return np.array(parts)
-        except ValueError:  # ragged
-            return None
-    if v.kind in ("list", "tuple") and not v.data:
-        return np.zeros((0,))
-    return None
-
-
 def _compare(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison:
     if expected.kind in ("frame", "series"):
         return _compare_frame(name, actual, expected, ctx)
     if expected.kind in (NUMERIC, "bool") or (expected.kind in ("list", "tuple") and actual.kind == NUMERIC):
-        exp = _numeric(expected)
+        exp = numeric(expected)
         if exp is not None:
-            return _compare_numeric(name, actual, expected, exp, ctx)
+            return _comparenumeric(name, actual, expected, exp, ctx)
     if expected.kind in ("list", "tuple"):
         if actual.kind not in ("list", "tuple") or (ctx.strict and actual.kind != expected.kind):
             return _fail("type", f"{name} is {actual.describe()}; expected a {expected.kind}")
@@ -113,7 +93,7 @@ def _compare(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison
             return _fail("type", f"{name} is {actual.describe()}; expected a string")
         if actual.data != expected.data:
             shown = f" (expected {expected.data!r})" if ctx.reveal else ""
-            return _fail("values", f"{name} is {_trim(repr(actual.data))}, which is not the expected text{shown}")
+            return _fail("values", f"{name} is {trim(repr(actual.data))}, which is not the expected text{shown}")
         return Comparison(True)
     if expected.kind == "none":
         if actual.kind != "none":
@@ -122,8 +102,8 @@ def _compare(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison
     return _fail("type", f"{name} is {actual.describe()}; expected {expected.describe()}")
 
 
-def _compare_numeric(name: str, actual: Value, expected: Value, exp: np.ndarray, ctx: _Ctx) -> Comparison:
-    act = _numeric(actual)
+def _comparenumeric(name: str, actual: Value, expected: Value, exp: np.ndarray, ctx: _Ctx) -> Comparison:
+    act = numeric(actual)
     if act is None:
         return _fail("type", f"{name} is {actual.describe()}; expected numbers ({expected.describe()})")
     if ctx.strict:
@@ -137,7 +117,7 @@ def _compare_numeric(name: str, actual: Value, expected: Value, exp: np.ndarray,
             hint = " (the transpose of the expected shape)"
         elif act.size == exp.size:
             hint = " (same number of elements: a reshape, squeeze or unsqueeze too many or too few?)"
-        return _fail("shape", f"{name} has shape {_shape(act.shape)}; expected shape {_shape(exp.shape)}{hint}")
+        return _fail("shape", f"{name} has shape {shape_text(act.shape)}; expected shape {shape_text(exp.shape)}{hint}")
     if exp.dtype.kind == "b" or act.dtype.kind == "b":
         if exp.dtype.kind != act.dtype.kind and ctx.strict:
             return _fail("dtype", f"{name} has dtype {act.dtype}; expected booleans")
@@ -157,15 +137,15 @@ def _compare_numeric(name: str, actual: Value, expected: Value, exp: np.ndarray,
     if (a_nan != e_nan).any():
         where = np.argwhere(a_nan & ~e_nan)
         if len(where):
-            return _fail("nan", f"{name} has NaN at {_indices(where)} ({int((a_nan & ~e_nan).sum())} in all) "
+            return _fail("nan", f"{name} has NaN at {indices_text(where)} ({int((a_nan & ~e_nan).sum())} in all) "
                                 "where a number was expected: a division by zero, log of 0 or an overflow?")
         where = np.argwhere(e_nan & ~a_nan)
-        return _fail("nan", f"{name} has numbers at {_indices(where)} where NaN was expected")
+        return _fail("nan", f"{name} has numbers at {indices_text(where)} where NaN was expected")
     a_inf, e_inf = np.isinf(a), np.isinf(e)
     if (a_inf != e_inf).any() or (a_inf & (a != e)).any():
         where = np.argwhere((a_inf != e_inf) | (a_inf & (a != e)))
         return _fail("nan", f"{name} has infinite values where they were not expected, or the wrong sign of "
-                            f"infinity, at {_indices(where)}")
+                            f"infinity, at {indices_text(where)}")
     finite = ~(a_nan | a_inf)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(a - e)
@@ -181,21 +161,21 @@ def _value_failure(name: str, act: np.ndarray, exp: np.ndarray, bad: np.ndarray,
     if not ctx.explain:
         return Comparison(False, "values", (), n_bad, total)
     if act.ndim == 0:
-        msg = f"{name} is {_num(act.item())}, which is not the expected value"
+        msg = f"{name} is {number_text(act.item())}, which is not the expected value"
         if ctx.reveal:
-            msg += f" {_num(exp.item())}"
+            msg += f" {number_text(exp.item())}"
         if diff is not None and not boolean:
             rel = float(diff) / abs(float(np.abs(exp))) if float(np.abs(exp)) else float("inf")
-            msg += f" (relative difference {_num(rel, 2)})" if np.isfinite(rel) else ""
+            msg += f" (relative difference {number_text(rel, 2)})" if np.isfinite(rel) else ""
         msg += f" within rtol={ctx.rtol:g}, atol={ctx.atol:g}" if not boolean else ""
         return Comparison(False, "values", (msg + ".",), n_bad, total)
     where = np.argwhere(bad)
     shown = []
     for idx in where[:MAX_INDICES]:
         t = tuple(int(i) for i in idx)
-        item = f"[{', '.join(map(str, t))}] is {_num(act[t].item())}"
+        item = f"[{', '.join(map(str, t))}] is {number_text(act[t].item())}"
         if ctx.reveal:
-            item += f" (expected {_num(exp[t].item())})"
+            item += f" (expected {number_text(exp[t].item())})"
         shown.append(item)
     more = ", ..." if n_bad > MAX_INDICES else ""
     msg = (f"{name}: {n_bad} / {total} elements ({100.0 * n_bad / total:.1f}%) differ"
@@ -206,96 +186,23 @@ def _value_failure(name: str, act: np.ndarray, exp: np.ndarray, bad: np.ndarray,
             rel = np.where(bad, diff / np.abs(exp.astype(np.float64) if not np.iscomplexobj(exp) else exp), 0)
         max_abs = float(np.max(np.where(bad, diff, 0)))
         max_rel = float(np.nanmax(np.abs(rel))) if rel.size else 0.0
-        msg += f" Largest absolute difference {_num(max_abs, 2)}, largest relative difference {_num(max_rel, 2)}."
+        msg += f" Largest absolute difference {number_text(max_abs, 2)}, largest relative difference {number_text(max_rel, 2)}."
     return Comparison(False, "values", (msg,), n_bad, total)
 
 
 def _compare_frame(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison:
     if actual.kind != expected.kind:
         if actual.kind == NUMERIC and not ctx.strict:
-            return _compare_numeric(name, actual, expected.data, expected.data.data, ctx)
+            return _comparenumeric(name, actual, expected.data, expected.data.data, ctx)
         return _fail("type", f"{name} is {actual.describe()}; expected {expected.describe()}")
     if tuple(map(str, actual.index)) != tuple(map(str, expected.index)):
-        what = f"{name}'s index (row labels) is {_trim(str(list(actual.index)))}"
+        what = f"{name}'s index (row labels) is {trim(str(list(actual.index)))}"
         return _fail("labels", what + (f"; expected {list(expected.index)}" if ctx.reveal else "; it is not the expected labels"))
     if expected.kind == "frame" and tuple(map(str, actual.columns)) != tuple(map(str, expected.columns)):
-        what = f"{name}'s columns are {_trim(str(list(actual.columns)))}"
+        what = f"{name}'s columns are {trim(str(list(actual.columns)))}"
         return _fail("labels", what + (f"; expected {list(expected.columns)}" if ctx.reveal else "; they are not the expected labels"))
-    return _compare_numeric(f"{name}'s values", actual.data, expected.data, expected.data.data, ctx)
+    return _comparenumeric(f"{name}'s values", actual.data, expected.data, expected.data.data, ctx)
 
 
 def _fail(reason: str, message: str) -> Comparison:
     return Comparison(False, reason, (message + ("" if message.endswith((".", "?")) else "."),))
-
-
-def _indices(where: np.ndarray) -> str:
-    parts = ["[" + ", ".join(str(int(i)) for i in idx) + "]" for idx in where[:MAX_INDICES]]
-    return ", ".join(parts) + (", ..." if len(where) > MAX_INDICES else "")
-
-
-def _num(x: object, digits: int = 8) -> str:
-    if isinstance(x, bool):
-        return str(x)
-    if isinstance(x, complex):
-        return f"{x:.{digits}g}"
-    if isinstance(x, (int, np.integer)):
-        return str(int(x))
-    return f"{float(x):.{digits}g}"
-
-
-def _trim(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# --------------------------------------------------------------------------------------------
-# Properties, computed on the student's value alone (shape and dtype kind against the reference)
-
-
-def check_property(prop: str, name: str, actual: Value, expected: Value | None, *, atol: float) -> str | None:
-    """None when the property holds, else a message for the student."""
-    arr = _numeric(actual) if actual.kind not in ("frame", "series") else actual.data.data
-    if arr is None:
-        return f"{name} is {actual.describe()}; expected numbers"
-    exp = None
-    if expected is not None:
-        exp = _numeric(expected) if expected.kind not in ("frame", "series") else expected.data.data
-    if prop == "shape":
-        if exp is not None and arr.shape != exp.shape:
-            return f"{name} has shape {_shape(arr.shape)}; expected shape {_shape(exp.shape)}."
-        return None
-    if prop == "dtype_kind":
-        kinds = {"b": "booleans", "i": "integers", "u": "integers", "f": "floating-point numbers", "c": "complex numbers"}
-        if exp is not None and kinds.get(arr.dtype.kind) != kinds.get(exp.dtype.kind):
-            return (f"{name} holds {kinds.get(arr.dtype.kind, arr.dtype)} ({actual.dtype or arr.dtype}); "
-                    f"expected {kinds.get(exp.dtype.kind, exp.dtype)}.")
-        return None
-    if arr.dtype.kind not in "biufc":
-        return f"{name} has dtype {arr.dtype}; expected numbers."
-    if prop == "finite":
-        bad = ~np.isfinite(arr)
-        if bad.any():
-            return f"{name} has {int(bad.sum())} NaN or infinite value(s), first at {_indices(np.argwhere(bad))}."
-        return None
-    tol = max(atol, 1e-6 if arr.dtype != np.float32 and "float32" not in actual.dtype else 1e-5)
-    if prop == "rows_sum_to_one":
-        if arr.ndim == 0:
-            return f"{name} is a single number; expected rows of weights."
-        sums = arr.astype(np.float64).sum(axis=-1)
-        bad = np.abs(sums - 1.0) > tol * max(1, arr.shape[-1])
-        if bad.any():
-            where = np.argwhere(np.atleast_1d(bad))
-            return (f"{name}: {int(bad.sum())} of {bad.size} rows do not sum to 1 (first: row {_indices(where)}, "
-                    f"sum {_num(float(np.atleast_1d(sums)[tuple(where[0])]), 4)}); was the softmax taken over the "
-                    "last axis (each row)?")
-        return None
-    if prop == "causal":
-        if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]:
-            return f"{name} has shape {_shape(arr.shape)}; expected square matrices for a causal mask."
-        upper = np.triu(np.ones(arr.shape[-2:], dtype=bool), k=1)
-        vals = arr.astype(np.float64)[..., upper]
-        bad = np.abs(vals) > tol
-        if bad.any():
-            return (f"{name} gives weight to future positions ({int(bad.sum())} entries above the diagonal are "
-                    "not 0): is the mask applied before the softmax, with -inf rather than 0?")
-        return None
-    raise ValueError(prop)

@@ -17,15 +17,16 @@ from datetime import datetime
 from pathlib import Path
 
 from grader import __version__, capture, notebook
-from grader.course.config import Assignment, Course, Limits
+from grader.course.model import Assignment, Course, Limits
 from grader.errors import NotebookError, ProtocolError, SolutionError
 from grader.files import sha256_file, write_atomic
 from grader.judge import variants
 from grader.judge.checks import Context, VariantRun, changed_answers, grade_assignment, grade_check, hint_id
 from grader.judge.scorecard import Scorecard
-from grader.run import execute
-from grader.run.execute import Captured, CaptureSpec, Executor, Injection, Job, JobCell, RunResult
+from grader.run.execute import Executor
 from grader.run.forkserver import default_executor
+from grader.run.job import Captured, CaptureSpec, Injection, Job, JobCell, RunResult
+from grader.vocab import CaptureKind, CellStatus, CheckStatus, QuestionStatus, RunStatus, SubmissionStatus
 
 
 def skip_sources(assignment: Assignment) -> set[str]:
@@ -42,22 +43,19 @@ def skip_sources(assignment: Assignment) -> set[str]:
 
 def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool) -> tuple[CaptureSpec, ...]:
     """What to capture and at which point of this particular notebook."""
-    first_bind: dict[str, int] = {}
-    for pos, info in enumerate(infos):
-        for name in info.binds:
-            first_bind.setdefault(name, pos)
+    first_bind = notebook.first_binds(infos)
     specs = []
     # The given inputs as the notebook first defines them: the base of variants, and the way to
     # tell a student that the data itself was changed.
     for name, pos in variants.first_definitions(infos, variants.varied_names(assignment)).items():
         point = pos + 1 if pos + 1 < len(infos) else None
-        specs.append(CaptureSpec(variants.GIVEN_PREFIX + name, "value", name, point))
+        specs.append(CaptureSpec(variants.GIVEN_PREFIX + name, CaptureKind.VALUE, name, point))
     for check in assignment.checks:
         point = first_bind.get(check.before) if check.before else None
-        specs.append(CaptureSpec(check.id, check.kind, check.target, point, check.seed))
+        specs.append(CaptureSpec(check.id, check.spec.capture, check.target, point, check.seed))
         if hints:
             for i, h in enumerate(check.hints):
-                specs.append(CaptureSpec(hint_id(check, i), "expr", h.expr, point, check.seed))
+                specs.append(CaptureSpec(hint_id(check, i), CaptureKind.EXPR, h.expr, point, check.seed))
     return tuple(specs)
 
 
@@ -182,7 +180,7 @@ class References:
         if isinstance(run, NotebookError):
             raise SolutionError(f"The solution notebook {assignment.solution} cannot be read: {run}")
         where = f"solution of {assignment.name} ({assignment.solution.name})"
-        if run.status != "ok":
+        if run.status != RunStatus.OK:
             raise SolutionError(f"The {where} did not run to the end: {run.reason}.")
         for cell in run.errors:
             raise SolutionError(f"The {where} fails in cell {cell.index}: {cell.ename}: {cell.evalue}")
@@ -196,7 +194,7 @@ class References:
         ref.variants = variants.make_variants(assignment, ref.given())
         for variant in ref.variants:
             vrun, _ = run_notebook(assignment, assignment.solution, self.executor, hints=False, variant=variant)
-            if isinstance(vrun, NotebookError) or vrun.status != "ok" or vrun.errors:
+            if isinstance(vrun, NotebookError) or vrun.status != RunStatus.OK or vrun.errors:
                 why = vrun.reason if not isinstance(vrun, NotebookError) and vrun.reason else ""
                 if not why and not isinstance(vrun, NotebookError) and vrun.errors:
                     cell = vrun.errors[0]
@@ -247,7 +245,7 @@ class Grader:
         path = Path(path)
         started = time.monotonic()
         ref = self.references.get(assignment)  # a broken solution is an error for the whole run
-        card = Scorecard(assignment=assignment.name, submission=path.name, sha256="", status="graded",
+        card = Scorecard(assignment=assignment.name, submission=path.name, sha256="", status=SubmissionStatus.GRADED,
                          score=0.0, max_score=assignment.max_score, student=student)
         try:
             card.sha256 = sha256_file(path)
@@ -263,11 +261,11 @@ class Grader:
             self._skip[assignment.name] = skip_sources(assignment)
         job = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
                         traceback_lines=self.course.scorecard.traceback_lines)
-        with execute.session(self.executor) as runner:  # one sandbox for the run and its variants
+        with self.executor.session() as runner:  # one sandbox for the run and its variants
             run = runner.run(job)
             ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
                           reference=ref.captures, reveal=self.reveal())
-            if ref.variants and run.status == "ok" and _anything_passes(assignment, ctx):
+            if ref.variants and run.status == RunStatus.OK and _anything_passes(assignment, ctx):
                 runs = []
                 for variant, vref, changed in zip(ref.variants, ref.variant_captures, ref.changed):
                     vjob = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
@@ -279,8 +277,8 @@ class Grader:
                 ctx = replace(ctx, variants=tuple(runs))
         card.questions = grade_assignment(assignment, ctx)
         card.score = sum(q.score for q in card.questions)
-        if run.status != "ok":
-            card.status, card.reason = ("timeout" if run.status == "timeout" else "crashed"), run.reason
+        if run.status != RunStatus.OK:
+            card.status, card.reason = (SubmissionStatus.TIMEOUT if run.status == RunStatus.TIMEOUT else SubmissionStatus.CRASHED), run.reason
         card.execution = execution_summary(run, self.executor.name, time.monotonic() - started,
                                            limits=assignment.limits)
         return card
@@ -288,9 +286,9 @@ class Grader:
     def _invalid(self, card: Scorecard, assignment: Assignment, reason: str) -> Scorecard:
         from grader.judge.scorecard import QuestionResult
 
-        card.status, card.reason = "invalid_notebook", reason
+        card.status, card.reason = SubmissionStatus.INVALID_NOTEBOOK, reason
         card.questions = [
-            QuestionResult(id=q.id, title=q.title, score=0.0, max_score=q.points, status="unanswered",
+            QuestionResult(id=q.id, title=q.title, score=0.0, max_score=q.points, status=QuestionStatus.UNANSWERED,
                            feedback=["Not graded: the submission is not a readable notebook."])
             for q in assignment.questions
         ]
@@ -300,13 +298,13 @@ class Grader:
 
 def _anything_passes(assignment: Assignment, ctx: Context) -> bool:
     """Whether any check passes on the original data (else variants cannot change the grade)."""
-    return any(grade_check(c, ctx, 1.0).status == "passed" for c in assignment.checks)
+    return any(grade_check(c, ctx, 1.0).status == CheckStatus.PASSED for c in assignment.checks)
 
 
 def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: Limits | None = None) -> dict:
     errors = []
     for c in run.errors:
-        item = {"cell": c.index, "status": c.status, "error": f"{c.ename}: {c.evalue}".strip(": ")}
+        item = {"cell": c.index, "status": str(c.status), "error": f"{c.ename}: {c.evalue}".strip(": ")}
         if notebook.BLANK_NAME in c.evalue:
             item["status"], item["error"] = "blank", "the cell still has an unfilled blank `?`"
         if c.traceback:
@@ -315,8 +313,8 @@ def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: 
     truncated = [c.index for c in run.cells if c.output_truncated]
     out = {
         "executor": executor,
-        "cells_run": sum(1 for c in run.cells if c.status in ("ok", "error")),
-        "cells_skipped": sum(1 for c in run.cells if c.status == "skipped"),
+        "cells_run": sum(1 for c in run.cells if c.status in (CellStatus.OK, CellStatus.ERROR)),
+        "cells_skipped": sum(1 for c in run.cells if c.status == CellStatus.SKIPPED),
         "errors": errors,
         "time": round(elapsed, 3),
     }

@@ -7,23 +7,31 @@ none of them reaches into grading logic.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from grader import __version__
-from grader.files import write_atomic
+from grader.vocab import CheckStatus, QuestionStatus, SubmissionStatus
 
-SUBMISSION_STATUSES = ("graded", "invalid_notebook", "timeout", "crashed")
-QUESTION_STATUSES = ("passed", "failed", "partial", "unanswered", "error")
+
+def rounded(points: float, rounding: int = 2) -> int | float:
+    """Points as scorecards carry them: rounded to ``rounding`` decimals, whole numbers as ints."""
+    v = round(float(points), rounding)
+    return int(v) if v == int(v) else v
+
+
+def points_text(points: float, rounding: int = 2) -> str:
+    """Points as people read them: ``3``, ``2.5``, ``0.33``."""
+    v = round(float(points), rounding)
+    if v == int(v):
+        return str(int(v))
+    return f"{v:.{rounding}f}".rstrip("0").rstrip(".")
 
 
 @dataclass
 class CheckResult:
     id: str
     target: str
-    status: str  # passed | failed | unanswered | error
+    status: CheckStatus
     score: float
     max_score: float
     messages: list[str] = field(default_factory=list)
@@ -38,7 +46,7 @@ class QuestionResult:
     title: str
     score: float
     max_score: float
-    status: str
+    status: QuestionStatus
     feedback: list[str] = field(default_factory=list)
     checks: list[CheckResult] = field(default_factory=list)
     variants: int = 0
@@ -49,7 +57,7 @@ class Scorecard:
     assignment: str
     submission: str
     sha256: str
-    status: str
+    status: SubmissionStatus
     score: float
     max_score: float
     reason: str = ""
@@ -63,9 +71,8 @@ class Scorecard:
         return 100.0 * self.score / self.max_score if self.max_score else 0.0
 
     def to_dict(self, rounding: int = 2) -> dict[str, Any]:
-        def r(x: float) -> float:
-            v = round(float(x), rounding)
-            return int(v) if v == int(v) else v
+        def r(x: float) -> int | float:
+            return rounded(x, rounding)
 
         out: dict[str, Any] = {
             "assignment": self.assignment,
@@ -76,7 +83,7 @@ class Scorecard:
         out.update(
             {
                 "sha256": self.sha256,
-                "status": self.status,
+                "status": str(self.status),
                 "reason": self.reason,
                 "score": r(self.score),
                 "max_score": r(self.max_score),
@@ -86,7 +93,7 @@ class Scorecard:
                         "title": q.title,
                         "score": r(q.score),
                         "max_score": r(q.max_score),
-                        "status": q.status,
+                        "status": str(q.status),
                         **({"variants": q.variants} if q.variants else {}),
                         "feedback": list(q.feedback),
                     }
@@ -99,11 +106,3 @@ class Scorecard:
         if not self.reason:
             del out["reason"]
         return out
-
-
-def to_yaml(card: Scorecard, rounding: int = 2) -> str:
-    return yaml.safe_dump(card.to_dict(rounding), sort_keys=False, allow_unicode=True, width=100)
-
-
-def write_yaml(card: Scorecard, path: Path, rounding: int = 2) -> None:
-    write_atomic(path, to_yaml(card, rounding))

@@ -23,7 +23,7 @@ import numpy as np
 
 from grader import capture
 from grader.capture import Value
-from grader.course.config import Assignment
+from grader.course.model import Assignment
 from grader.errors import SolutionError
 from grader.notebook import CellInfo, parse_cell
 

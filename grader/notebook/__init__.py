@@ -431,6 +431,16 @@ def blank_report(infos: list[CellInfo]) -> BlankReport:
     return BlankReport(blanks=tuple(blanks), tainted=tainted)
 
 
+def first_binds(infos: list[CellInfo]) -> dict[str, int]:
+    """Each name -> the position (0-based, among code cells) of the first cell that binds it: where
+    a question with ``before: NAME`` is answered, just before that cell."""
+    out: dict[str, int] = {}
+    for pos, info in enumerate(infos):
+        for name in info.binds:
+            out.setdefault(name, pos)
+    return out
+
+
 def identifiers(expr: str) -> set[str]:
     """Free names an expression reads (for deciding what a check depends on)."""
     try:

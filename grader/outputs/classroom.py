@@ -14,13 +14,8 @@ from __future__ import annotations
 
 import json
 
-from grader.judge.scorecard import Scorecard
+from grader.judge.scorecard import Scorecard, rounded
 from grader.outputs.view import View
-
-
-def _num(x: float, rounding: int) -> float | int:
-    v = round(float(x), rounding)
-    return int(v) if v == int(v) else v
 
 
 def result(card: Scorecard, view: View) -> dict:
@@ -33,8 +28,8 @@ def result(card: Scorecard, view: View) -> dict:
             "name": f"{q.id}: {q.title}",
             "status": "pass" if q.status == "passed" else ("error" if q.status == "error" else "fail"),
             "message": "\n".join(s.feedback if s is not None else q.feedback),
-            "score": _num(q.score, r),
-            "max_score": _num(q.max_score, r),
+            "score": rounded(q.score, r),
+            "max_score": rounded(q.max_score, r),
             "filename": card.submission,
             "line_no": 0,
             "test_code": "",
@@ -44,7 +39,7 @@ def result(card: Scorecard, view: View) -> dict:
         status = "error"
     else:
         status = "pass" if all(q.status == "passed" for q in card.questions) else "fail"
-    out = {"version": 1, "status": status, "max_score": _num(card.max_score, r), "tests": tests}
+    out = {"version": 1, "status": status, "max_score": rounded(card.max_score, r), "tests": tests}
     if card.reason:
         out["message"] = card.reason
     return out

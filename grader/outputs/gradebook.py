@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Iterable
 
 from grader.files import write_atomic
-from grader.judge.scorecard import Scorecard
-from grader.outputs.view import points
+from grader.judge.scorecard import Scorecard, points_text
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -44,10 +43,10 @@ def gradebook_csv(cards: list[Scorecard], *, rounding: int = 2) -> str:
             _text(card.student),
             _text(card.submission),
             card.status,
-            points(card.score, rounding),
-            points(card.max_score, rounding),
-            points(card.percent, 1),
-            *[points(by_id[q].score, rounding) if q in by_id else "" for q in qids],
+            points_text(card.score, rounding),
+            points_text(card.max_score, rounding),
+            points_text(card.percent, 1),
+            *[points_text(by_id[q].score, rounding) if q in by_id else "" for q in qids],
             _text(card.reason),
             card.sha256,
         ])

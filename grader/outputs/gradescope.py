@@ -13,15 +13,11 @@ from __future__ import annotations
 
 import json
 
-from grader.course.config import Assignment, ScorecardSettings
-from grader.judge.scorecard import Scorecard
-from grader.outputs.view import STATUS_WORDS, SUBMISSION_WORDS, error_lines, points
+from grader.course.model import Assignment, ScorecardSettings
+from grader.judge.scorecard import Scorecard, points_text, rounded
+from grader.outputs.view import STATUS_WORDS, SUBMISSION_WORDS, error_lines
 
 VISIBILITY = {"visible": "visible", "after_due": "after_due_date", "hidden": "hidden"}
-
-
-def _num(x: float, rounding: int) -> float:
-    return float(round(float(x), rounding))
 
 
 def results(card: Scorecard, assignment: Assignment | None, settings: ScorecardSettings) -> dict:
@@ -32,26 +28,26 @@ def results(card: Scorecard, assignment: Assignment | None, settings: ScorecardS
             level = settings.question_visibility(card.assignment, assignment.question(q.id)) if assignment else "visible"
         except KeyError:
             level = "visible"
-        head = f"**{STATUS_WORDS.get(q.status, q.status)}**, {points(q.score, r)}/{points(q.max_score, r)} points"
+        head = f"**{STATUS_WORDS.get(q.status, q.status)}**, {points_text(q.score, r)}/{points_text(q.max_score, r)} points"
         tests.append({
             "name": f"{q.id}: {q.title}",
             "number": str(i),
-            "score": _num(q.score, r),
-            "max_score": _num(q.max_score, r),
+            "score": float(rounded(q.score, r)),
+            "max_score": float(rounded(q.max_score, r)),
             "status": "passed" if q.status == "passed" else "failed",
             "output": "\n".join([head, ""] + [f"- {line}" for line in q.feedback]),
             "output_format": "md",
             "visibility": VISIBILITY[level],
         })
     lines = [f"**{card.submission}**: {SUBMISSION_WORDS.get(card.status, card.status)}, "
-             f"{points(card.score, r)}/{points(card.max_score, r)} points."]
+             f"{points_text(card.score, r)}/{points_text(card.max_score, r)} points."]
     if card.reason:
         lines += ["", card.reason]
     errors = error_lines(card)
     if errors:
         lines += ["", "Errors in the notebook:"] + [f"- {e}" for e in errors]
     return {
-        "score": _num(card.score, r),
+        "score": float(rounded(card.score, r)),
         "execution_time": float(card.execution.get("time", 0.0) or 0.0),
         "output": "\n".join(lines),
         "output_format": "md",

@@ -19,9 +19,8 @@ import re
 import secrets
 from pathlib import Path
 
-from grader.course.config import Assignment, Check
-from grader.judge.checks import BUILTINS
-from grader.notebook import CellInfo, analyse, identifiers
+from grader.course.model import Assignment
+from grader.notebook import CellInfo, analyse, first_binds
 from grader.outputs.markdown import MARKS, question_points
 from grader.outputs.view import STATUS_WORDS, SUBMISSION_WORDS, ShownQuestion, View
 
@@ -60,23 +59,15 @@ STYLE = """
 # Where each question is answered
 
 
-def _names(check: Check) -> set[str]:
-    names = {check.target} if check.kind == "value" else identifiers(check.target)
-    return {n for n in names if n not in BUILTINS}
-
-
 def anchors(assignment: Assignment, infos: list[CellInfo]) -> dict[str, int]:
     """Question id -> position (among code cells, 0-based) of the cell that answers it."""
-    first_bind: dict[str, int] = {}
-    for pos, info in enumerate(infos):
-        for name in info.binds:
-            first_bind.setdefault(name, pos)
+    first_bind = first_binds(infos)
     out: dict[str, int] = {}
     for q in assignment.questions:
         best: int | None = None
         for check in q.checks:
             limit = first_bind.get(check.before, len(infos)) if check.before else len(infos)
-            for name in _names(check):
+            for name in check.names:
                 binders = [pos for pos, info in enumerate(infos[:limit]) if name in info.binds]
                 if binders and (best is None or binders[-1] > best):
                     best = binders[-1]

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from grader import plugin
-from grader.course.config import Assignment, Course
+from grader.course.model import Assignment, Course
 from grader.errors import GraderError
 from grader.judge.scorecard import Scorecard
 

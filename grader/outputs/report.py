@@ -27,11 +27,10 @@ from typing import Any, Iterable
 
 import yaml
 
-from grader.course.config import Course
+from grader.course.model import Course
 from grader.errors import UsageError
 from grader.files import write_atomic
-from grader.judge.scorecard import Scorecard
-from grader.outputs.view import points
+from grader.judge.scorecard import Scorecard, points_text
 
 STATUS_ORDER = ("passed", "partial", "failed", "error", "unanswered")
 COLOURS = {"passed": "#2e7d32", "partial": "#f9a825", "failed": "#c62828", "error": "#6a1b9a",
@@ -254,7 +253,7 @@ def section(name: str, rows: list[Row], title: str = "") -> str:
             who = e(r.student)
             what = r.reason or (f"cell(s) {', '.join(map(str, r.timed_out_cells))} timed out" if r.timed_out_cells else "")
             trs += (f"<tr><td>{who}</td><td>{e(r.submission)}</td><td>{e(r.status)}</td>"
-                    f"<td class=\"n\">{points(r.score)}/{points(r.max_score)}</td><td>{e(what)}</td></tr>")
+                    f"<td class=\"n\">{points_text(r.score)}/{points_text(r.max_score)}</td><td>{e(what)}</td></tr>")
         out.append("<table><tr><th>student</th><th>submission</th><th>status</th><th>score</th><th>reason</th></tr>"
                    f"{trs}</table>")
     else:

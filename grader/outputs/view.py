@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from grader.course.config import Assignment, ScorecardSettings
-from grader.judge.scorecard import Scorecard
+from grader.course.model import Assignment, ScorecardSettings
+from grader.judge.scorecard import Scorecard, points_text
 
 STATUS_WORDS = {
     "passed": "passed",
@@ -74,7 +74,7 @@ class View:
         return 100.0 * self.score / self.max_score if self.max_score else 0.0
 
     def points(self, x: float) -> str:
-        return points(x, self.rounding)
+        return points_text(x, self.rounding)
 
     @property
     def score_line(self) -> str:
@@ -82,13 +82,6 @@ class View:
         if not self.complete:
             text += " on the questions shown so far"
         return text
-
-
-def points(x: float, rounding: int = 2) -> str:
-    v = round(float(x), rounding)
-    if v == int(v):
-        return str(int(v))
-    return f"{v:.{rounding}f}".rstrip("0").rstrip(".")
 
 
 def withheld_message(level: str, settings: ScorecardSettings) -> str:

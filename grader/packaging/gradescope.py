@@ -26,7 +26,7 @@ import yaml
 
 from grader import PACKAGE_DIR
 from grader.course import config
-from grader.course.config import Assignment, Course
+from grader.course.model import Assignment, Course
 from grader.errors import GraderError, UsageError
 from grader.files import write_atomic
 from grader.outputs import gradescope
@@ -69,7 +69,7 @@ def find_submission(folder: Path, assignment: Assignment) -> Path:
 def run(root: Path, config_path: Path, assignment_name: str) -> Path:
     """Grade the submission under ``root`` and write ``root/results/results.json``; never raises."""
     from grader.judge.grading import Grader
-    from grader.run.execute import SubprocessExecutor
+    from grader.run.subprocess_executor import SubprocessExecutor
 
     results = root / "results"
     results.mkdir(parents=True, exist_ok=True)

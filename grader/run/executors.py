@@ -20,7 +20,7 @@ def _forking() -> Executor:
 
 
 def _subprocess() -> Executor:
-    from grader.run.execute import SubprocessExecutor
+    from grader.run.subprocess_executor import SubprocessExecutor
 
     return SubprocessExecutor()
 

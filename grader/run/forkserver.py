@@ -91,7 +91,7 @@ def preload(modules: tuple[str, ...]) -> tuple[Any, list[str]]:
             module.set_num_threads(1)  # no intra-op pool; never torch.cuda.*
         loaded.append(name)
     from grader import capture  # noqa: F401 - the child needs them; import once, here
-    from grader.run import worker
+    from grader.run import frames, worker  # noqa: F401
 
     shell = worker.make_shell()
     _warm_up(shell, loaded)
@@ -319,10 +319,10 @@ def _session_child(channel: int, path0: str, plan: dict) -> None:
         if control is not None:
             event_fd = _take(control, keep=1)
             if event_fd is not None:
-                from grader import capture
+                from grader.run import frames
 
                 with os.fdopen(event_fd, "wb", buffering=0) as out:
-                    capture.write_frame(out, {"ev": "fatal", "reason": str(exc)[:300]})
+                    frames.write_frame(out, {"ev": "fatal", "reason": str(exc)[:300]})
         return
     if sys.path and sys.path[0] == path0:
         sys.path[0] = run["workdir"]  # as for `python -m` started in the working directory
@@ -591,7 +591,7 @@ class _Session:
     The namespaces, the private root and the working directory are made once per submission
     instead of once per run; each run is still a process of its own, forked by the namespace's
     init, which ends whatever the run left behind and empties its writable places before saying
-    ``ready``. Speaks ``run_with_retries``' executor protocol (spawn, finish, shared_workdir).
+    ``ready``. A ``grader.run.execute.Spawner`` for ``run_with_retries`` (spawn, finish, workdir_for).
 
     A run that ended cleanly (its ``done`` frame arrived) leaves the session open for the next
     one; any other ending (a timeout, a crash, a broken protocol) ends the whole session, and the
@@ -611,7 +611,7 @@ class _Session:
         self.waiting = False  # a run finished; init has not said ready yet
         self.files: tuple = ()
 
-    def shared_workdir(self, job: Any) -> str:
+    def workdir_for(self, job: Any) -> str:
         """The session's working directory (made for the first run, or after a session ended)."""
         if self.waiting and not self._ready():
             self._end()
@@ -781,6 +781,10 @@ class ForkingExecutor:
     def sessions(self) -> bool:
         """Whether notebooks run in sessions (``sandbox.enter_session``): with pid and mount namespaces."""
         return sandbox.sessions_possible(self._plan())
+
+    def workdir_for(self, job: Any) -> None:
+        """Each run outside a session prepares its own working directory."""
+        return None
 
     def session(self) -> Any:
         """Runs of one submission (its data, then variants) in one sandbox when the platform allows

@@ -16,8 +16,7 @@ rich outputs behave as in Jupyter. Capturing, error descriptions and injections 
 ``application/json`` expression result; nothing is pickled). The kernel gets the scrubbed
 environment and the job's limits (``grader.sandbox``) before the first cell.
 
-This module is also imported inside the kernel (``kernel``, below), so it imports nothing heavy
-at the top.
+The kernel side is ``grader.run.jupyter_kernel``.
 """
 
 from __future__ import annotations
@@ -30,91 +29,18 @@ import os
 import signal
 import subprocess
 import threading
-import time
 from typing import Any
 
-from grader import PACKAGE_DIR, capture
+from grader import PACKAGE_DIR
 from grader.errors import ProtocolError
-from grader.run import sandbox, worker
+from grader.run import sandbox
+from grader.run.execute import SpawningExecutor
+from grader.run.forkserver import ExecutorError
+from grader.run.frames import HEADER
 
 KERNEL_NAME = "python3"
 JOIN_TIMEOUT = 15.0  # seconds to wait for a driver thread after its kernel was killed
 DEAD_KERNEL_NOTICE = 1.0  # seconds between nbclient's checks that the kernel is alive
-
-
-# --------------------------------------------------------------------------------------------
-# Kernel side: runs inside the Jupyter kernel
-
-
-class _Json:
-    """An expression result that IPython formats as ``application/json`` (plain data only)."""
-
-    def __init__(self, data: Any):
-        self.data = data
-
-    def _repr_json_(self) -> Any:
-        return self.data
-
-    def __repr__(self) -> str:
-        return "<grader data>"
-
-
-class KernelSide:
-    """The grader's helper inside the kernel: captures, errors and injections, as the worker does."""
-
-    def __init__(self) -> None:
-        self.runner: worker.Runner | None = None
-
-    def setup(self, payload: str) -> _Json:
-        job = json.loads(base64.b64decode(payload))
-        applied = sandbox.enter(job)  # a kernel has threads: limits, environment, no_new_privs in place
-        from IPython import get_ipython
-
-        shell = get_ipython()
-        self.job = job
-        self.runner = worker.Runner(job, None, shell)  # type: ignore[arg-type]
-        self.captures: dict[int, list[dict]] = {}
-        for c in job["captures"]:
-            self.captures.setdefault(c["point"] if c["point"] is not None else len(job["cells"]), []).append(c)
-        values = job.get("injections") or {}
-        if values:  # as worker.Runner.run: the rewritten cells call this right after a given input
-            ns = shell.user_ns
-
-            def inject(name: str) -> None:
-                ns[name] = worker.rebuild(values[name], like=ns.get(name))
-
-            ns[worker.INJECT] = inject
-        self.error: BaseException | None = None
-        self.started = 0.0
-        shell.events.register("post_run_cell", self._post_run_cell)
-        return _Json({"ev": "start", "pid": os.getpid(), "sandbox": list(applied)})
-
-    def _post_run_cell(self, result: Any) -> None:
-        self.error = result.error_before_exec or result.error_in_exec
-
-    def before(self, pos: int) -> _Json:
-        """Capture what is due before cell ``pos`` and get ready to run it."""
-        assert self.runner is not None
-        messages = [self.runner.capture_one(c) for c in self.captures.get(pos, [])]
-        if pos < len(self.job["cells"]):
-            self.runner.current = self.job["cells"][pos]["index"]
-        self.error, self.started = None, time.perf_counter()
-        return _Json(messages)
-
-    def after(self, pos: int) -> _Json:
-        """How cell ``pos`` ended, as the worker reports it."""
-        assert self.runner is not None
-        self.runner.current = 0
-        message: dict[str, Any] = {"ev": "cell", "pos": pos, "phase": "end",
-                                   "status": "ok" if self.error is None else "error",
-                                   "duration": time.perf_counter() - self.started}
-        if self.error is not None:
-            message.update(worker.describe_error(self.error, self.runner.traceback_lines))
-        self.error = None
-        return _Json(message)
-
-
-kernel = KernelSide()
 
 
 # --------------------------------------------------------------------------------------------
@@ -123,7 +49,7 @@ kernel = KernelSide()
 
 def _call(method: str) -> str:
     """An expression that calls the kernel-side helper without binding any name in the notebook."""
-    return f"__import__('grader.run.jupyter_executor', fromlist=['kernel']).kernel.{method}"
+    return f"__import__('grader.run.jupyter_kernel', fromlist=['kernel']).kernel.{method}"
 
 
 def _client_class() -> type:
@@ -201,7 +127,7 @@ class _KernelRun:
 
     def _send(self, message: dict) -> None:
         body = json.dumps(message).encode()
-        data = capture.HEADER.pack(len(body)) + body
+        data = HEADER.pack(len(body)) + body
         while data:
             data = data[os.write(self.fd, data):]
 
@@ -259,7 +185,7 @@ class _KernelRun:
             self._send({"ev": "done"})
 
 
-class JupyterExecutor:
+class JupyterExecutor(SpawningExecutor):
     """Runs each notebook in a fresh Jupyter kernel through nbclient (full fidelity, slower)."""
 
     name = "jupyter"
@@ -271,8 +197,6 @@ class JupyterExecutor:
         self._lock = threading.Lock()
 
     def spawn(self, wire: dict, workdir: str) -> tuple[_KernelRun, int]:
-        from grader.run.forkserver import ExecutorError
-
         r, w = os.pipe()
         run = _KernelRun(self, wire, workdir, w)
         with self._lock:
@@ -288,11 +212,6 @@ class JupyterExecutor:
         handle.stop()
         with self._lock:
             self._runs.discard(handle)
-
-    def run(self, job: Any) -> Any:
-        from grader.run.execute import run_with_retries
-
-        return run_with_retries(self, job)
 
     def close(self) -> None:
         """Kill the kernels still running; later notebooks are refused."""

@@ -23,9 +23,13 @@ import re
 import sys
 import time
 import traceback
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from grader import capture
+from grader.run import frames
+
+if TYPE_CHECKING:  # the job's shape, for the type checker only: this process imports nothing of the grader's side
+    from grader.run.job import CaptureMessage, CaptureWire, CellEndMessage, CellWire, JobWire, Message
 
 CELL_FILE = "<cell {}>"
 INJECT = "__grader_inject__"
@@ -193,7 +197,7 @@ def _indentation_ok(text: str) -> bool:
 
 
 class Runner:
-    def __init__(self, job: dict, out: BinaryIO, shell: Any):
+    def __init__(self, job: JobWire, out: BinaryIO, shell: Any):
         self.job, self.out, self.shell = job, out, shell
         self.pid = os.getpid()
         self.sandbox: tuple[str, ...] = ()  # the protections sandbox.enter() put in place
@@ -209,10 +213,10 @@ class Runner:
 
         shell.compile.get_code_name = code_name
 
-    def send(self, message: dict) -> None:
+    def send(self, message: Message) -> None:
         if os.getpid() != self.pid:  # a copy made by the student's os.fork() must not speak for the notebook
             os._exit(0)
-        capture.write_frame(self.out, message)
+        frames.write_frame(self.out, message)
 
     def run(self) -> None:
         cells = self.job["cells"]
@@ -238,7 +242,7 @@ class Runner:
         self.capture_all(captures.get(len(cells), []))
         self.send({"ev": "done"})
 
-    def run_cell(self, pos: int, cell: dict) -> dict:
+    def run_cell(self, pos: int, cell: CellWire) -> CellEndMessage:
         self.current = cell["index"]
         stream = BoundedText(self.output_limit)
         saved = sys.stdout, sys.stderr
@@ -266,12 +270,12 @@ class Runner:
             message.update(describe_error(error, self.traceback_lines))
         return message
 
-    def capture_all(self, items: list[dict]) -> None:
+    def capture_all(self, items: list[CaptureWire]) -> None:
         for item in items:
             self.send(self.capture_one(item))
 
-    def capture_one(self, item: dict) -> dict:
-        message: dict[str, Any] = {"ev": "capture", "id": item["id"]}
+    def capture_one(self, item: CaptureWire) -> CaptureMessage:
+        message: CaptureMessage = {"ev": "capture", "id": item["id"]}
         ns = self.shell.user_ns
         stream = BoundedText(self.output_limit)
         saved = sys.stdout, sys.stderr
@@ -386,19 +390,19 @@ def main() -> None:
     serve(job, out)
 
 
-def serve(job: dict, out: BinaryIO) -> None:
+def serve(job: JobWire, out: BinaryIO) -> None:
     """Isolate this fresh process (``sandbox.enter``), then run one job in it."""
     from grader.run import sandbox
 
     try:
         applied = sandbox.enter(job, channel=out.fileno())
     except sandbox.SandboxError as exc:
-        capture.write_frame(out, {"ev": "fatal", "reason": str(exc)[:300]})
+        frames.write_frame(out, {"ev": "fatal", "reason": str(exc)[:300]})
         return
     run_isolated(job, out, applied)
 
 
-def run_isolated(job: dict, out: BinaryIO, applied: tuple[str, ...]) -> None:
+def run_isolated(job: JobWire, out: BinaryIO, applied: tuple[str, ...]) -> None:
     """Run one job in this process, isolated already (``applied`` says how)."""
     os.set_inheritable(out.fileno(), False)  # programs the student starts do not get the channel
     shell = make_shell()

@@ -1,0 +1,91 @@
+"""Check kinds: what a check in config.yaml looks at, and how the student process obtains it.
+
+A check is written with exactly one kind key::
+
+    - value: S_scaled            # a variable of the notebook
+    - expr: softmax(X + 1)       # an expression evaluated in the notebook (the student's function
+                                 # or module run on inputs the student never saw)
+
+Each kind is one class here, registered in ``KINDS`` under its key: the loader validates the
+target with it, the grader asks it which captures to plan and which notebook names the target
+reads (for blanks, dependencies and error causes), and the feedback takes its words from it.
+Verdicts are the same for every kind (compare with the reference, then the properties,
+``grader.judge.checks``). Adding a kind: a class here, registered in ``KINDS``, and its test.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import ClassVar
+
+from grader.notebook import identifiers
+from grader.vocab import CaptureKind
+
+BUILTINS = frozenset(dir(builtins))
+
+
+class CheckKind:
+    """The behaviour shared by every check of one kind; instances hold no state."""
+
+    key: ClassVar[str]  # the key in config.yaml, and the kind's name in public_checks.json
+    what: ClassVar[str]  # what the key names, for config errors ("a variable")
+    capture: ClassVar[CaptureKind]  # how the student process obtains the value
+    computing: ClassVar[str]  # what failed when obtaining it raised, for the student ("calling your code")
+
+    def problem(self, target: str) -> str | None:
+        """Why ``target`` cannot be checked (for a config error), or None."""
+        try:
+            compile(target, "<config>", "eval")
+        except SyntaxError as exc:
+            return f"is not a Python expression: {exc.msg}"
+        return None
+
+    def names(self, target: str) -> frozenset[str]:
+        """The notebook's names that ``target`` reads (builtins left out)."""
+        return frozenset(n for n in identifiers(target) if n not in BUILTINS)
+
+    def variable(self, target: str) -> str | None:
+        """The one variable this check is about, when it looks a variable up rather than computing."""
+        return None
+
+    def label(self, target: str) -> str:
+        """How feedback names the checked value."""
+        return f"`{target}`"
+
+
+class Value(CheckKind):
+    """A variable of the notebook, as it is at the point the question is answered."""
+
+    key = "value"
+    what = "a variable"
+    capture = CaptureKind.VALUE
+    computing = "reading the value"
+
+    def problem(self, target: str) -> str | None:
+        if not target.isidentifier():
+            return f"must be a variable name, got {target!r} (use 'expr' for expressions)"
+        return super().problem(target)
+
+    def names(self, target: str) -> frozenset[str]:
+        return frozenset({target}) - BUILTINS
+
+    def variable(self, target: str) -> str | None:
+        return target
+
+
+class Expr(CheckKind):
+    """An expression evaluated in the notebook's namespace, optionally after a fixed seed."""
+
+    key = "expr"
+    what = "an expression"
+    capture = CaptureKind.EXPR
+    computing = "calling your code"
+
+
+KINDS: dict[str, CheckKind] = {kind.key: kind for kind in (Value(), Expr())}
+
+
+def choices() -> str:
+    """The kinds as a config error lists them: "'value' (a variable) or 'expr' (an expression)"."""
+    parts = [f"'{k.key}' ({k.what})" for k in KINDS.values()]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]

@@ -1,0 +1,193 @@
+"""The course as typed, frozen objects: what config.yaml declares, once validated (``grader.course.config``).
+
+Settings are looked up in one order: check -> assignment -> course defaults -> built-in default;
+the loader resolves that order, so every object here holds its own final values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from grader.course.kinds import KINDS, CheckKind
+from grader.vocab import Format, QuestionVisibility, ShowExpected
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one notebook run; enforced by the executor and the sandbox."""
+
+    cell_timeout: float = 30.0  # wall-clock seconds per cell
+    notebook_timeout: float = 300.0  # wall-clock seconds for the whole notebook
+    cpu_time: int = 300  # CPU seconds
+    memory_mb: int = 4096  # address space
+    output_kb: int = 256  # stdout + stderr + display data kept per cell
+    processes: int = 64  # processes the student may have at once
+    open_files: int = 256
+    file_size_mb: int = 64  # largest file the student may write
+    capture_mb: int = 64  # largest payload of captured values
+    disk_mb: int = 256  # the working directory, /tmp and /dev/shm: each a tmpfs of this size
+
+
+@dataclass(frozen=True)
+class Hint:
+    """A typical wrong computation, evaluated in the solution's namespace, and what it means."""
+
+    expr: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Check:
+    """One comparison: a variable or expression of the student's against the solution's."""
+
+    id: str  # stable, e.g. "qkv/0"
+    kind: str  # a key of ``grader.course.kinds.KINDS``: "value" | "expr"
+    target: str  # a variable name or an expression
+    points: float | None
+    rtol: float
+    atol: float
+    strict_types: bool
+    seed: int | None = None
+    before: str | None = None  # capture just before the first cell that assigns this name
+    properties: tuple[str, ...] = ()
+    compare: bool = True
+    hints: tuple[Hint, ...] = ()
+    hidden: bool = False  # students see pass/fail only
+    public: bool = False  # the reference value may be given to students for self-checks
+
+    @property
+    def spec(self) -> CheckKind:
+        """What this check's kind means (``grader.course.kinds``)."""
+        return KINDS[self.kind]
+
+    @property
+    def label(self) -> str:
+        return self.spec.label(self.target)
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The notebook's names the check reads: what must be answered, and computed, for it."""
+        return self.spec.names(self.target)
+
+    @property
+    def variable(self) -> str | None:
+        """The one variable the check looks up, for a kind that looks one up (``value``)."""
+        return self.spec.variable(self.target)
+
+    @property
+    def question_id(self) -> str:
+        return self.id.split("/")[0]
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    title: str
+    points: float
+    checks: tuple[Check, ...]
+    visible: bool = True  # shown in student-facing feedback at all
+
+    @property
+    def split(self) -> bool:
+        """Whether points are split across checks (partial credit) or all-or-nothing."""
+        return any(c.points is not None for c in self.checks)
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """How the given inputs are varied to catch typed-in answers (see grader.variants)."""
+
+    count: int = 2
+    seed: int = 0
+    inputs: tuple[tuple[str, str | None], ...] = ()  # (name, expression or None for random)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    name: str
+    title: str
+    solution: Path  # the solution notebook
+    skeleton: Path  # the generated student notebook
+    data: tuple[str, ...]  # files relative to the solution folder, copied for students
+    given: tuple[str, ...]
+    questions: tuple[Question, ...]
+    limits: Limits
+    rtol: float
+    atol: float
+    strict_types: bool
+    variants: VariantSpec
+    config_digest: str  # hash of this assignment's section, for caches
+
+    @property
+    def max_score(self) -> float:
+        return sum(q.points for q in self.questions)
+
+    @property
+    def solution_dir(self) -> Path:
+        return self.solution.parent
+
+    @property
+    def checks(self) -> tuple[Check, ...]:
+        return tuple(c for q in self.questions for c in q.checks)
+
+    def question(self, qid: str) -> Question:
+        for q in self.questions:
+            if q.id == qid:
+                return q
+        raise KeyError(qid)
+
+
+@dataclass(frozen=True)
+class ScorecardSettings:
+    """What a run writes and what students see; the defaults never show a reference value."""
+
+    formats: tuple[Format, ...] = (Format.YAML,)
+    show_expected: ShowExpected = ShowExpected.NEVER
+    due: str | None = None  # ISO date or datetime (UTC when no zone is given)
+    rounding: int = 2  # decimals of points
+    traceback_lines: int = 8  # frames kept, all in the student's own cells
+    # (assignment, question id, level): when a question's result is shown
+    visibility: tuple[tuple[str, str, QuestionVisibility], ...] = ()
+
+    def past_due(self, now: datetime | None = None) -> bool:
+        if not self.due:
+            return False
+        due = datetime.fromisoformat(self.due)
+        if due.tzinfo is None:
+            due = due.replace(tzinfo=timezone.utc)
+        return (now or datetime.now(timezone.utc)) > due
+
+    def question_visibility(self, assignment: str, question: Question) -> QuestionVisibility:
+        """When the question's result is shown; a question with ``visible: false`` is hidden by default."""
+        for a, q, level in self.visibility:
+            if a == assignment and q == question.id:
+                return level
+        return QuestionVisibility.VISIBLE if question.visible else QuestionVisibility.HIDDEN
+
+    def shown(self, assignment: str, question: Question, now: datetime | None = None) -> bool:
+        """Whether students may see this question's result now."""
+        level = self.question_visibility(assignment, question)
+        return level == QuestionVisibility.VISIBLE or (level == QuestionVisibility.AFTER_DUE and self.past_due(now))
+
+    def reveal(self, now: datetime | None = None) -> bool:
+        """Whether feedback may show expected values now (``show_expected``)."""
+        return self.show_expected == ShowExpected.ALWAYS or (
+            self.show_expected == ShowExpected.AFTER_DUE and self.past_due(now))
+
+
+@dataclass(frozen=True)
+class Course:
+    file: Path
+    root: Path
+    name: str
+    defaults_limits: Limits
+    assignments: dict[str, Assignment] = field(hash=False)
+    scorecard: ScorecardSettings = ScorecardSettings()
+    cache_dir: Path = Path(".grader-cache")
+
+    def assignment(self, name: str) -> Assignment:
+        return self.assignments[name]
+
+

@@ -1,0 +1,123 @@
+"""Every output format, registered once under its name (``grader.vocab.Format``).
+
+A format is either written per submission (``OUT/<name><suffix>``, right after it is graded) or
+once per run (``OUT/<filename>``, about the whole class). Each entry says which, with a line of
+help for ``--formats``, and the function that renders it; the renderers themselves live one per
+module beside this one and see only finished scorecards. Adding a format: a member of
+``Format``, a renderer module, and one entry here (``tests/test_render.py`` checks that every
+``Format`` has exactly one entry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from grader.course.model import Assignment, Course
+from grader.judge.scorecard import Scorecard
+from grader.vocab import Format
+
+Submission = tuple[Path, str, Scorecard]  # (notebook path, output name, scorecard)
+
+
+@dataclass(frozen=True)
+class Output:
+    """What renderers may know besides the scorecards: the course settings, and nothing of grading."""
+
+    course: Course
+    assignment: Assignment
+    now: datetime | None = None
+    executor_name: str = "subprocess"
+
+
+@dataclass(frozen=True)
+class PerSubmission:
+    format: Format
+    suffix: str
+    help: str
+    render: Callable[[Path, Scorecard, Output], str]  # (notebook path, scorecard, settings) -> text
+
+
+@dataclass(frozen=True)
+class PerRun:
+    format: Format
+    filename: str
+    help: str
+    write: Callable[[list[Submission], Output, Path], Path]  # writes the file; returns its path
+
+
+def _yaml(path: Path, card: Scorecard, out: Output) -> str:
+    from grader.outputs.yaml import to_yaml
+
+    return to_yaml(card, out.course.scorecard.rounding)
+
+
+def _json(path: Path, card: Scorecard, out: Output) -> str:
+    from grader.outputs.json import to_json
+
+    return to_json(card, out.course.scorecard.rounding)
+
+
+def _md(path: Path, card: Scorecard, out: Output) -> str:
+    from grader.outputs.markdown import to_markdown
+    from grader.outputs.view import student_view
+
+    return to_markdown(student_view(card, out.assignment, out.course.scorecard, out.now))
+
+
+def _html(path: Path, card: Scorecard, out: Output) -> str:
+    from grader.outputs.html import to_html
+    from grader.outputs.view import student_view
+
+    return to_html(student_view(card, out.assignment, out.course.scorecard, out.now), out.assignment, path)
+
+
+def _gradescope(path: Path, card: Scorecard, out: Output) -> str:
+    from grader.outputs import gradescope
+
+    return gradescope.to_json(gradescope.results(card, out.assignment, out.course.scorecard))
+
+
+def _classroom(path: Path, card: Scorecard, out: Output) -> str:
+    from grader.outputs import classroom
+    from grader.outputs.view import student_view
+
+    return classroom.to_json(classroom.result(card, student_view(card, out.assignment, out.course.scorecard, out.now)))
+
+
+def _junit(submissions: list[Submission], out: Output, path: Path) -> Path:
+    from grader.outputs.junit import write_junit
+
+    return write_junit([(p, c) for p, _, c in submissions], out.course, out.assignment, path,
+                       executor_name=out.executor_name)
+
+
+def _gradebook(submissions: list[Submission], out: Output, path: Path) -> Path:
+    from grader.outputs.gradebook import write_gradebook
+
+    return write_gradebook([c for _, _, c in submissions], path, rounding=out.course.scorecard.rounding)
+
+
+def _report(submissions: list[Submission], out: Output, path: Path) -> Path:
+    from grader.outputs.report import write_report
+
+    return write_report([c for _, _, c in submissions], path, course=out.course)
+
+
+FORMATS: dict[Format, PerSubmission | PerRun] = {f.format: f for f in (
+    PerSubmission(Format.YAML, ".yaml", "the core scorecard", _yaml),
+    PerSubmission(Format.JSON, ".json", "the same content as JSON", _json),
+    PerSubmission(Format.MD, ".md", "Markdown feedback (what students may see)", _md),
+    PerSubmission(Format.HTML, ".html", "the student's notebook with each result next to its cells", _html),
+    PerSubmission(Format.GRADESCOPE, ".gradescope.json", "Gradescope's results.json", _gradescope),
+    PerSubmission(Format.CLASSROOM, ".classroom.json", "GitHub Classroom's grading reporter input", _classroom),
+    PerRun(Format.JUNIT, "junit.xml", "JUnit XML, one test case per question", _junit),
+    PerRun(Format.GRADEBOOK, "gradebook.csv", "one row per submission, for any gradebook", _gradebook),
+    PerRun(Format.REPORT, "report.html", "the class report, with plots", _report),
+)}
+
+
+def help_text() -> str:
+    return ", ".join(FORMATS)

@@ -1,0 +1,72 @@
+"""Frames on the channel from the student process: a 4-byte big-endian length, then one JSON object.
+
+The student side writes them (``write_frame``); the grader side reads them with deadlines and a
+size bound (``FrameReader``) and parses them strictly (``parse_frame``): anything else is a
+``ProtocolError``, which the grader blames on the student process, never on itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import struct
+import time
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from grader.errors import ProtocolError
+
+if TYPE_CHECKING:  # the student process imports this module: nothing of the grader's side at run time
+    from grader.run.job import Message
+
+HEADER = struct.Struct(">I")
+
+
+def write_frame(stream: BinaryIO, message: Message) -> None:
+    body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    stream.write(HEADER.pack(len(body)) + body)
+    stream.flush()
+
+
+def parse_frame(body: bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
+        raise ProtocolError("the student process sent a message that is not valid JSON") from None
+    if not isinstance(message, dict) or not isinstance(message.get("ev"), str):
+        raise ProtocolError("the student process sent a message of unknown form")
+    return message
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+class FrameReader:
+    """Reads length-prefixed frames from a pipe with deadlines and a size bound."""
+
+    def __init__(self, fd: int, max_frame: int):
+        self.fd, self.max_frame, self.buf = fd, max_frame, b""
+
+    def next(self, deadline: float) -> dict[str, Any] | None:
+        """The next message, None at end of stream; raises TimeoutError past the deadline."""
+        while True:
+            if len(self.buf) >= 4:
+                (size,) = HEADER.unpack(self.buf[:4])
+                if size > self.max_frame:
+                    raise ProtocolError(f"the student process sent a message of {size:,} bytes, over the limit")
+                if len(self.buf) >= 4 + size:
+                    body, self.buf = self.buf[4 : 4 + size], self.buf[4 + size :]
+                    return parse_frame(body)
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.fd], [], [], wait)
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                if self.buf:
+                    raise ProtocolError("the student process ended in the middle of a message")
+                return None
+            self.buf += chunk

@@ -1,0 +1,229 @@
+"""What crosses into the student process and what comes back: the one definition of the protocol.
+
+    grader                                         student process (grader.run.worker)
+      Job (frozen) ── Job.to_wire() -> JobWire ──►  reads JobWire by its typed keys
+      run_with_retries ◄──── frames: Message ────  StartMessage, CellStartMessage, CellEndMessage,
+                                                    CaptureMessage, DoneMessage, FatalMessage
+      RunResult (CellRun, Captured)
+
+The wire forms are ``TypedDict``s of plain JSON data, so both sides, and the type checker, agree
+on every key; the frames carrying them are ``grader.run.frames``. Nothing of the solution crosses:
+a job holds the student's cells, what to capture, and the given inputs of a variant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypedDict
+
+from grader.capture import Value
+from grader.course.model import Limits
+from grader.vocab import CaptureKind, CellStatus, RunStatus, SkipReason
+
+# --------------------------------------------------------------------------------------------
+# The job, as the grader builds it
+
+
+@dataclass(frozen=True)
+class JobCell:
+    index: int  # the student's cell number (1-based among code cells)
+    source: str
+    skip: SkipReason = SkipReason.RUN
+
+
+@dataclass(frozen=True)
+class CaptureSpec:
+    id: str
+    kind: CaptureKind
+    target: str
+    point: int | None  # capture before the cell at this position; None = at the end
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Injection:
+    """A value that replaces a name wherever the (rewritten) cells call ``__grader_inject__``."""
+
+    name: str
+    value: dict[str, Any]  # encoded plain data (``grader.capture.to_wire``)
+
+
+@dataclass(frozen=True)
+class Job:
+    cells: tuple[JobCell, ...]
+    captures: tuple[CaptureSpec, ...]
+    limits: Limits
+    files: tuple[tuple[Path, str], ...] = ()  # (source, name in the working directory)
+    injections: tuple[Injection, ...] = ()
+    traceback_lines: int = 8
+
+    def to_wire(self, workdir: str, sandbox: dict[str, bool] | None = None) -> JobWire:
+        return {
+            "cells": [{"index": c.index, "source": c.source, "skip": str(c.skip)} for c in self.cells],
+            "captures": [
+                {"id": c.id, "kind": str(c.kind), "target": c.target, "point": c.point, "seed": c.seed}
+                for c in self.captures
+            ],
+            "injections": {i.name: i.value for i in self.injections},
+            "limits": limits_wire(self.limits),
+            "workdir": workdir,
+            "traceback_lines": self.traceback_lines,
+            "sandbox": sandbox,
+        }
+
+
+def limits_wire(limits: Limits) -> LimitsWire:
+    return LimitsWire(**dataclasses.asdict(limits))  # type: ignore[typeddict-item]
+
+
+# --------------------------------------------------------------------------------------------
+# The job, as it crosses (JSON)
+
+
+class LimitsWire(TypedDict):
+    cell_timeout: float
+    notebook_timeout: float
+    cpu_time: int
+    memory_mb: int
+    output_kb: int
+    processes: int
+    open_files: int
+    file_size_mb: int
+    capture_mb: int
+    disk_mb: int
+
+
+class CellWire(TypedDict):
+    index: int
+    source: str
+    skip: str  # a SkipReason value
+
+
+class CaptureWire(TypedDict):
+    id: str
+    kind: str  # a CaptureKind value
+    target: str
+    point: int | None
+    seed: int | None
+
+
+class JobWire(TypedDict):
+    cells: list[CellWire]
+    captures: list[CaptureWire]
+    injections: dict[str, dict[str, Any]]
+    limits: LimitsWire
+    workdir: str
+    traceback_lines: int
+    sandbox: dict[str, bool] | None  # ``sandbox.Features.to_wire()``: the protections to apply; None: probe
+
+
+class SessionSetup(TypedDict):
+    """What a session's sandbox needs once its submission is known (``sandbox.enter_session``)."""
+
+    session: bool
+    workdir: str
+    limits: LimitsWire
+    sandbox: dict[str, bool] | None
+
+
+# --------------------------------------------------------------------------------------------
+# Messages from the student process, one frame each
+
+
+class StartMessage(TypedDict):
+    ev: Literal["start"]
+    pid: int
+    sandbox: list[str]  # the protections in force (keys of ``sandbox.FEATURES``)
+
+
+class CellStartMessage(TypedDict):
+    ev: Literal["cell"]
+    pos: int
+    phase: Literal["start"]
+
+
+class CellEndMessage(TypedDict, total=False):
+    ev: Literal["cell"]
+    pos: int
+    phase: Literal["end"]
+    status: str  # "ok" | "error" | "skipped"
+    duration: float
+    output_bytes: int
+    ename: str
+    evalue: str
+    traceback: list[str]
+
+
+class CaptureMessage(TypedDict, total=False):
+    ev: Literal["capture"]
+    id: str
+    value: dict[str, Any]  # encoded plain data
+    missing: bool
+    error: str
+    uncapturable: bool
+    ename: str
+    evalue: str
+    traceback: list[str]
+
+
+class DoneMessage(TypedDict):
+    ev: Literal["done"]
+
+
+class FatalMessage(TypedDict):
+    ev: Literal["fatal"]
+    reason: str  # the sandbox could not be set up
+
+
+Message = StartMessage | CellStartMessage | CellEndMessage | CaptureMessage | DoneMessage | FatalMessage
+
+
+# --------------------------------------------------------------------------------------------
+# What the grader makes of them
+
+
+@dataclass(frozen=True)
+class CellRun:
+    pos: int
+    index: int
+    status: CellStatus
+    ename: str = ""
+    evalue: str = ""
+    traceback: tuple[str, ...] = ()
+    duration: float = 0.0
+    output_bytes: int = 0
+    output_truncated: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", CellStatus(self.status))
+
+
+@dataclass(frozen=True)
+class Captured:
+    """What came back for one capture: a value, or why there is none."""
+
+    value: Value | None = None
+    missing: bool = False  # the name does not exist at that point
+    error: str = ""  # the value could not be computed or carried
+    traceback: tuple[str, ...] = ()
+    uncapturable: bool = False
+
+
+@dataclass
+class RunResult:
+    status: RunStatus
+    reason: str = ""
+    cells: list[CellRun] = field(default_factory=list)
+    captures: dict[str, Captured] = field(default_factory=dict)
+    duration: float = 0.0
+    attempts: int = 1
+    sandbox: tuple[str, ...] = ()  # the protections the student process reported in force (sandbox.FEATURES)
+
+    def __post_init__(self) -> None:
+        self.status = RunStatus(self.status)
+
+    @property
+    def errors(self) -> list[CellRun]:
+        return [c for c in self.cells if c.status.failed]

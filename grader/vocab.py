@@ -1,0 +1,129 @@
+"""The grader's vocabulary: every status, kind and reason that crosses a module boundary, defined once.
+
+Each is a ``StrEnum``, so a member equals (and hashes as) the string written in scorecards and
+config files: ``QuestionStatus.PASSED == "passed"``. Code compares against members, never bare
+strings, so a typo is a name error and a reader finds every use of a status by searching for it.
+Scorecards, caches and wire messages carry the plain string values, never the enum itself.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class SubmissionStatus(StrEnum):
+    """How grading one submission ended (``Scorecard.status``)."""
+
+    GRADED = "graded"  # the notebook ran (errors in cells included) and every question was judged
+    INVALID_NOTEBOOK = "invalid_notebook"  # the file is not a readable notebook; nothing ran
+    TIMEOUT = "timeout"  # a cell or the whole notebook ran past its limit; the rest was judged
+    CRASHED = "crashed"  # the student process ended abnormally; the rest was judged
+
+
+class QuestionStatus(StrEnum):
+    """A question's verdict (``QuestionResult.status``)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    PARTIAL = "partial"  # some of its checks earned their points (split points only)
+    UNANSWERED = "unanswered"  # a blank `?` it depends on is still unfilled
+    ERROR = "error"  # the student's code raised while computing its value
+
+
+class CheckStatus(StrEnum):
+    """One check's verdict (``CheckResult.status``)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    UNANSWERED = "unanswered"
+    ERROR = "error"
+
+
+class CellStatus(StrEnum):
+    """What happened to one cell in one run (``CellRun.status``)."""
+
+    OK = "ok"
+    ERROR = "error"  # it raised; the notebook went on
+    TIMEOUT = "timeout"  # it ran past the cell limit and was stopped
+    CRASHED = "crashed"  # it ended the process; the notebook ran again without it
+    SKIPPED = "skipped"  # not run on purpose (skip-grading, or after it hung or crashed)
+    NOT_RUN = "not_run"  # the run ended before reaching it
+
+    @property
+    def failed(self) -> bool:
+        """Whether the cell should have produced its names and did not, by its own doing."""
+        return self in (CellStatus.ERROR, CellStatus.TIMEOUT, CellStatus.CRASHED)
+
+
+class RunStatus(StrEnum):
+    """How one run of a notebook ended (``RunResult.status``)."""
+
+    OK = "ok"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+
+
+class SkipReason(StrEnum):
+    """Why a cell of a job is not run (``JobCell.skip``); the empty string means it is run."""
+
+    RUN = ""
+    TAGGED = "skip-grading"  # the instructor tagged it, or it is such a cell copied untagged
+    TIMEOUT = "timeout"  # it hung in an earlier attempt
+    CRASHED = "crashed"  # it ended the process in an earlier attempt
+
+
+class CaptureKind(StrEnum):
+    """How the student process obtains a value to send back (``CaptureSpec.kind``)."""
+
+    VALUE = "value"  # look a variable up in the notebook's namespace
+    EXPR = "expr"  # evaluate an expression there (a call of the student's function, say)
+
+
+class Reason(StrEnum):
+    """Why a comparison failed (``Comparison.reason``), in numpy.testing's fixed order of checks."""
+
+    NONE = ""
+    TYPE = "type"
+    LENGTH = "length"
+    KEYS = "keys"
+    SHAPE = "shape"
+    DTYPE = "dtype"
+    NAN = "nan"  # NaN or infinity where a number was expected, or the reverse
+    LABELS = "labels"  # a pandas index or columns
+    VALUES = "values"
+
+
+class ShowExpected(StrEnum):
+    """When expected values may appear in students' feedback (``scorecard.show_expected``)."""
+
+    NEVER = "never"
+    AFTER_DUE = "after_due"
+    ALWAYS = "always"
+
+
+class QuestionVisibility(StrEnum):
+    """When students see a question's result at all (``scorecard.visibility``)."""
+
+    VISIBLE = "visible"
+    AFTER_DUE = "after_due"
+    HIDDEN = "hidden"
+
+
+class Format(StrEnum):
+    """The output formats a run can write (``scorecard.formats``, ``--formats``); each has one
+    renderer in ``grader.outputs.formats``."""
+
+    YAML = "yaml"
+    JSON = "json"
+    MD = "md"
+    HTML = "html"
+    GRADESCOPE = "gradescope"
+    CLASSROOM = "classroom"
+    JUNIT = "junit"
+    GRADEBOOK = "gradebook"
+    REPORT = "report"
+
+
+def names(enum: type[StrEnum]) -> tuple[str, ...]:
+    """The members' string values, in order: for help texts and "must be one of" messages."""
+    return tuple(member.value for member in enum)
