@@ -21,7 +21,6 @@ A question that fails here fails in the real grader too.
 from __future__ import annotations
 
 import contextlib
-import json
 import random
 import sys
 from dataclasses import dataclass, field, replace
@@ -32,11 +31,12 @@ import numpy as np
 
 from grader import capture, notebook
 from grader.authoring.assign import PUBLIC_CHECKS
+from grader.authoring.public import PublicCheck, PublicChecks, load, locate
 from grader.capture import Value
 from grader.course.kinds import KINDS
-from grader.course.model import Check, Limits
+from grader.course.model import Limits
 from grader.course.properties import check_property
-from grader.errors import NotebookError, ProtocolError, UsageError
+from grader.errors import NotebookError, UsageError
 from grader.judge.checks import Context, grade_check
 from grader.judge.compare import compare
 from grader.run.job import Captured, CaptureSpec, Job, JobCell
@@ -52,145 +52,6 @@ LIVE_BEFORE = ("{label} is checked at the point just before `{before}` is comput
 MARKS = {"passed": "✅", "failed": "❌", "error": "❌", "unanswered": "⬜", "skipped": "➖"}
 WORDS = {"passed": "passes the public checks", "failed": "does not pass", "error": "raised an error",
          "unanswered": "not answered", "skipped": "not checked here"}
-
-
-# --------------------------------------------------------------------------------------------
-# The public checks file
-
-
-@dataclass(frozen=True)
-class PublicCheck:
-    id: str
-    kind: str  # value | expr
-    target: str
-    properties: tuple[str, ...] = ()
-    before: str | None = None
-    seed: int | None = None
-    type: str | None = None  # the reference's kind: array, str, list, dict, frame, ...
-    shape: tuple[int, ...] | None = None
-    dtype_kind: str | None = None  # float | int | bool | complex
-    value: Value | None = None  # only when the instructor made it public
-    rtol: float = 1e-5
-    atol: float = 1e-8
-
-    @property
-    def label(self) -> str:
-        return f"`{self.target}`"
-
-    def as_check(self) -> Check:
-        return Check(id=self.id, kind=self.kind, target=self.target, points=None, rtol=self.rtol, atol=self.atol,
-                     strict_types=False, seed=self.seed, before=self.before, properties=self.properties,
-                     compare=self.value is not None)
-
-    def expected(self) -> Value | None:
-        """What the checks compare against: the public value, or a stand-in with the public shape and
-        kind of numbers (zeros), which only type, shape and dtype-kind judgements ever look at."""
-        if self.value is not None:
-            return self.value
-        if self.type == "array" and self.shape is not None:
-            dtype = next((k.dtype for k in capture.NUMBER_KINDS if k.name == self.dtype_kind), "float64")
-            return Value("array", np.zeros(self.shape, dtype=dtype), origin="array of numbers",
-                         dtype=self.dtype_kind or "")
-        return None
-
-
-@dataclass(frozen=True)
-class PublicQuestion:
-    id: str
-    title: str
-    points: float
-    checks: tuple[PublicCheck, ...]
-
-
-@dataclass(frozen=True)
-class PublicChecks:
-    assignment: str
-    title: str
-    questions: tuple[PublicQuestion, ...]
-    path: Path
-
-    @property
-    def folder(self) -> Path:
-        return self.path.parent
-
-    def question(self, qid: str) -> PublicQuestion:
-        for q in self.questions:
-            if q.id == qid:
-                return q
-        known = ", ".join(q.id for q in self.questions)
-        raise UsageError(f"{self.assignment} has no question {qid!r}; its questions are: {known}.")
-
-
-def load(path: Path) -> PublicChecks:
-    """Parse a public checks file; a malformed one is a UsageError naming the file."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        questions = []
-        for q in data["questions"]:
-            checks = []
-            for c in q["checks"]:
-                value = capture.decode(c["value"]) if "value" in c else None
-                if c["kind"] not in KINDS:
-                    raise ValueError(f"unknown check kind {str(c['kind'])[:20]!r}")
-                checks.append(PublicCheck(
-                    id=str(c["id"]), kind=str(c["kind"]), target=str(c["target"]),
-                    properties=tuple(str(p) for p in c.get("properties", [])),
-                    before=c.get("before"), seed=c.get("seed"), type=c.get("type"),
-                    shape=tuple(int(n) for n in c["shape"]) if c.get("shape") is not None else None,
-                    dtype_kind=c.get("dtype_kind"), value=value,
-                    rtol=float(c.get("rtol", 1e-5)), atol=float(c.get("atol", 1e-8)),
-                ))
-            questions.append(PublicQuestion(str(q["id"]), str(q.get("title", q["id"])), float(q.get("points", 0)),
-                                            tuple(checks)))
-        return PublicChecks(str(data["assignment"]), str(data.get("title", data["assignment"])), tuple(questions),
-                            path)
-    except FileNotFoundError:
-        raise UsageError(f"{path} does not exist.") from None
-    except (OSError, ValueError, KeyError, TypeError, ProtocolError) as exc:
-        raise UsageError(f"{path} is not a readable public checks file ({type(exc).__name__}: {exc}).") from None
-
-
-def locate(*, notebook_path: Path | None = None, assignment: str | None = None, explicit: str | Path | None = None,
-           question: str | None = None, start: Path | None = None) -> Path:
-    """Find public_checks.json: --checks, then next to the notebook or here, then assignments/NAME/
-    in this folder or a parent (NAME from --assignment or the notebook's name)."""
-    if explicit:
-        return Path(explicit)
-    here = (start or Path.cwd()).resolve()
-    dirs = [notebook_path.resolve().parent] if notebook_path is not None else []
-    dirs.append(here)
-    for d in dirs:
-        p = d / PUBLIC_CHECKS
-        if p.is_file() and (assignment is None or _assignment_of(p) == assignment):
-            return p
-    names = [n for n in (assignment, notebook_path.stem if notebook_path is not None else None) if n]
-    found: list[Path] = []
-    for d in dirs:
-        for up in (d, *d.parents):
-            for name in names:
-                p = up / "assignments" / name / PUBLIC_CHECKS
-                if p.is_file():
-                    return p
-            if not names and not found:
-                found = sorted((up / "assignments").glob(f"*/{PUBLIC_CHECKS}"))
-    if question is not None and len(found) > 1:
-        found = [p for p in found if question in {q.id for q in load(p).questions}]
-    if len(found) == 1:
-        return found[0]
-    if len(found) > 1:
-        which = ", ".join(p.parent.name for p in found)
-        raise UsageError(f"Several assignments have public checks ({which}); say which one: "
-                         "check(..., assignment=NAME) or grader check NOTEBOOK --assignment NAME.")
-    raise UsageError(f"No {PUBLIC_CHECKS} found next to the notebook, here, or in assignments/"
-                     f"{names[0] if names else 'NAME'}/ above; pass --checks PATH (or checks=PATH).")
-
-
-def _assignment_of(path: Path) -> str | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8")).get("assignment")
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 # --------------------------------------------------------------------------------------------

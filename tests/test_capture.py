@@ -10,10 +10,9 @@ import pandas as pd
 import pytest
 import torch
 
-from grader import capture
-from grader.run import frames
 from grader.capture import CaptureFailed, decode, encode, to_wire
 from grader.errors import ProtocolError
+from grader.run import frames
 
 
 def roundtrip(value):

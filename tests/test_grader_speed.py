@@ -15,6 +15,7 @@ import torch
 from conftest import NUMPY_CORRECT
 
 from grader import notebook
+from grader.notebook import blanks, textcache
 from grader.capture import decode, encode
 from grader.course.model import Check
 from grader.errors import NotebookError
@@ -49,7 +50,7 @@ def test_cached_parses_equal_fresh_parses_on_every_course_notebook():
             if notebook.find_blanks(cell.source):
                 texts.append(notebook.fill_blanks(cell.source))
     assert len(texts) > 100
-    cached = (notebook.parse_cell, notebook.fill_blanks, notebook._blank_lines)
+    cached = (notebook.parse_cell, notebook.fill_blanks, blanks._blank_lines)
     for text in texts:  # fill the caches with every cell first, so a mix-up between entries would show
         for fn in cached:
             fn(text)
@@ -88,8 +89,8 @@ def test_sources_differing_in_one_character_do_not_share_an_entry():
 
 
 def test_a_very_large_cell_is_parsed_but_not_kept():
-    source = "x = 1\n" + "# padding\n" * (notebook.CACHED_TEXT_CHARS // 10)
-    assert len(source) > notebook.CACHED_TEXT_CHARS
+    source = "x = 1\n" + "# padding\n" * (textcache.CACHED_TEXT_CHARS // 10)
+    assert len(source) > textcache.CACHED_TEXT_CHARS
     before = notebook.parse_cell.cache_info().currsize
     parsed = notebook.parse_cell(source)
     assert [s.binds for s in parsed.statements] == [{"x"}]

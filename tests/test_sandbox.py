@@ -28,7 +28,8 @@ import pytest
 from conftest import NUMPY_CORRECT, ROOT, question
 
 from grader.course.model import Limits
-from grader.judge.grading import Grader, build_job
+from grader.judge.grading import Grader
+from grader.judge.jobs import build_job
 from grader.notebook import analyse, read
 from grader.outputs.yaml import write_yaml
 from grader.run import sandbox

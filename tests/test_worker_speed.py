@@ -1,4 +1,4 @@
-"""The worker's cheaper cell transformation (worker.skip_needless_tokenizing) gives exactly what
+"""The worker's cheaper cell transformation (fast_cells.skip_needless_tokenizing) gives exactly what
 IPython's own TransformerManager.transform_cell gives: on every code cell in the repository, as
 the grader sends it, and on cells written to hit IPython's special syntax; and a notebook run by
 worker.Runner in a real process reports the same frames with and without it (and without the
@@ -22,7 +22,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 from grader import capture, notebook
 from grader.errors import NotebookError
 from grader.judge import variants
-from grader.run import worker
+from grader.run import fast_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,7 +41,7 @@ class Counted(TransformerManager):
 
 def fast_manager() -> Counted:
     manager = Counted()
-    assert worker.skip_needless_tokenizing(manager), "the fast path is not installed on this Python/IPython"
+    assert fast_cells.skip_needless_tokenizing(manager), "the fast path is not installed on this Python/IPython"
     return manager
 
 

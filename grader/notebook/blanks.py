@@ -1,0 +1,118 @@
+"""The course's ``?`` blanks: found in a cell's text (they are not valid Python), and filled with a
+name that raises a recognisable NameError, so the rest of the notebook still runs."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+
+from grader.notebook.textcache import cached_by_text
+
+BLANK_NAME = "__grader_blank__"
+
+
+@dataclass(frozen=True)
+class Blank:
+    cell: int
+    line: int
+    text: str  # the line as the student sees it
+
+    def where(self) -> str:
+        return f"cell {self.cell}, line {self.line}: `{self.text.strip()}`"
+
+
+_HELP_RE = re.compile(r"^\s*\?{1,2}[A-Za-z_]")  # IPython help: ?name, ??name
+
+
+def find_blanks(source: str, cell: int = 0) -> list[Blank]:
+    """Every ``?`` that stands for missing code: ``x = ?``, a bare ``?``, ``f(?, 1)``.
+
+    IPython's help syntax (``obj?``, ``?obj``) is not a blank.
+    """
+    if "?" not in source:
+        return []
+    return [Blank(cell=cell, line=line, text=text) for line, text in _blank_lines(source)]
+
+
+@cached_by_text
+def _blank_lines(source: str) -> tuple[tuple[int, str], ...]:
+    """(line number, line) of every blank in the source."""
+    blanks: list[tuple[int, str]] = []
+    lines = source.splitlines()
+    prev: tokenize.TokenInfo | None = None
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        tokens = _fallback_tokens(source)
+    for tok in tokens:
+        if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+            if tok.type in (tokenize.NEWLINE, tokenize.NL):
+                prev = None
+            continue
+        if tok.string == "?" or (tok.type == tokenize.ERRORTOKEN and tok.string.strip() == "?"):
+            line = lines[tok.start[0] - 1] if tok.start[0] - 1 < len(lines) else ""
+            after_name = prev is not None and (prev.type == tokenize.NAME or prev.string in (")", "]", "?"))
+            if not after_name and not _HELP_RE.match(line):
+                blanks.append((tok.start[0], line))
+        prev = tok
+    return tuple(blanks)
+
+
+def _fallback_tokens(source: str) -> list[tokenize.TokenInfo]:
+    """Tokens up to the first tokenizer error, line by line, so a broken cell still shows blanks."""
+    out: list[tokenize.TokenInfo] = []
+    for n, line in enumerate(source.splitlines(), 1):
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(line + "\n").readline):
+                out.append(tok._replace(start=(n, tok.start[1]), end=(n, tok.end[1])))
+        except (tokenize.TokenError, IndentationError, SyntaxError):
+            continue
+    return out
+
+
+@cached_by_text
+def fill_blanks(source: str) -> str:
+    """The source with every blank replaced by a name that raises when evaluated."""
+    blanks = find_blanks(source)
+    if not blanks:
+        return source
+    lines = source.splitlines(keepends=True)
+    for b in blanks:
+        line = lines[b.line - 1]
+        lines[b.line - 1] = _replace_blank_marks(line)
+    return "".join(lines)
+
+
+def _replace_blank_marks(line: str) -> str:
+    out = []
+    in_str: str | None = None
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if in_str:
+            out.append(ch)
+            if ch == "\\":
+                out.append(line[i + 1 : i + 2])
+                i += 2
+                continue
+            if line.startswith(in_str, i):
+                out.append(line[i + 1 : i + len(in_str)])
+                i += len(in_str)
+                in_str = None
+                continue
+        elif ch == "#":
+            out.append(line[i:])
+            break
+        elif ch in "\"'":
+            in_str = line[i : i + 3] if line[i : i + 3] in ('"""', "'''") else ch
+            out.append(in_str)
+            i += len(in_str)
+            continue
+        elif ch == "?":
+            out.append(BLANK_NAME)
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)

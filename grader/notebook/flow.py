@@ -1,0 +1,223 @@
+"""What each cell binds and reads, worked out by parsing, never by running; and which names a
+blank leaves without a value."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from grader.notebook.blanks import Blank, fill_blanks, find_blanks
+from grader.notebook.read import Cell
+from grader.notebook.textcache import cached_by_text
+
+_MAGIC_RE = re.compile(r"^(\s*)([%!].*)$", re.M)
+
+
+def python_source(source: str) -> str:
+    """The cell as plain Python for parsing: IPython magics and shell lines become `pass`."""
+    if source.lstrip().startswith("%%"):
+        return "pass\n"
+    return _MAGIC_RE.sub(lambda m: f"{m.group(1)}pass", source)
+
+
+@dataclass
+class CellInfo:
+    cell: Cell
+    binds: set[str] = field(default_factory=set)
+    reads: set[str] = field(default_factory=set)
+    blanks: list[Blank] = field(default_factory=list)
+    blanked: dict[str, Blank] = field(default_factory=dict)  # names a blank keeps from being computed
+    statements: list[tuple[frozenset[str], frozenset[str]]] = field(default_factory=list)  # (binds, reads) per statement
+    syntax_error: str | None = None
+
+
+def module_level_binds(tree: ast.Module) -> set[str]:
+    """Names a cell binds in the notebook's namespace (not inside functions or classes)."""
+    binds: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                binds.add(child.name)
+                for sub in ast.walk(child):
+                    if isinstance(sub, ast.Global):
+                        binds.update(sub.names)
+                continue
+            if isinstance(child, ast.Lambda):
+                continue
+            if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
+                binds.add(child.id)
+            elif isinstance(child, (ast.Import, ast.ImportFrom)):
+                for alias in child.names:
+                    if alias.name != "*":
+                        binds.add((alias.asname or alias.name).split(".")[0])
+            elif isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                for sub in ast.walk(child):
+                    if isinstance(sub, ast.NamedExpr):
+                        binds.add(sub.target.id)
+                continue
+            visit(child)
+
+    visit(tree)
+    return binds
+
+
+@dataclass(frozen=True, slots=True)  # slots: a cell can hold a thousand of these, and they are cached
+class Statement:
+    """One top-level statement of a cell: where it is, and the names it binds and reads."""
+
+    lineno: int
+    end_lineno: int | None
+    end_col_offset: int | None  # counted in UTF-8 bytes, as ast counts
+    binds: frozenset[str]  # what module_level_binds finds in the statement alone
+    reads: frozenset[str]
+
+
+@dataclass(frozen=True)
+class ParsedCell:
+    """A cell's code as the grader reads it: its statements, or why it is not valid Python."""
+
+    statements: tuple[Statement, ...] = ()
+    syntax_error: str | None = None  # "line N: message"
+
+
+@cached_by_text
+def parse_cell(source: str) -> ParsedCell:
+    """The top-level statements of a cell (magics read as ``pass``), or its syntax error."""
+    try:
+        tree = ast.parse(python_source(source))
+    except SyntaxError as exc:
+        return ParsedCell(syntax_error=f"line {exc.lineno}: {exc.msg}")
+    statements = []
+    shared: dict[frozenset[str], frozenset[str]] = {}  # one object per distinct set keeps a cached parse small
+    for stmt in tree.body:
+        binds = frozenset(module_level_binds(ast.Module(body=[stmt], type_ignores=[])))
+        reads = frozenset(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, (ast.Store, ast.Del)))
+        statements.append(Statement(stmt.lineno, stmt.end_lineno, stmt.end_col_offset,
+                                    shared.setdefault(binds, binds), shared.setdefault(reads, reads)))
+    return ParsedCell(statements=tuple(statements))
+
+
+_ASSIGNED_RE = re.compile(r"^([A-Za-z_]\w*)\s*=(?!=)", re.M)
+
+
+def analyse(cells: list[Cell]) -> list[CellInfo]:
+    infos = []
+    for cell in cells:
+        info = CellInfo(cell=cell, blanks=find_blanks(cell.source, cell.index))
+        text = fill_blanks(cell.source) if info.blanks else cell.source
+        parsed = parse_cell(text)
+        if parsed.syntax_error is not None:
+            info.syntax_error = parsed.syntax_error
+            # Keep what can be known: names assigned at the start of lines still count as bound,
+            # so a question depending on them is reported against this cell, not as missing.
+            info.binds = set(_ASSIGNED_RE.findall(python_source(text)))
+            infos.append(info)
+            continue
+        for stmt in parsed.statements:  # the cell's sets are the unions of its statements'
+            info.statements.append((stmt.binds, stmt.reads))
+            info.binds |= stmt.binds
+            info.reads |= stmt.reads
+        if info.blanks:
+            info.blanked = _blanked_names(parsed.statements, info.blanks)
+        infos.append(info)
+    return infos
+
+
+def _blanked_names(statements: tuple[Statement, ...], blanks: list[Blank]) -> dict[str, Blank]:
+    """Names that cannot get the student's value in a cell with blanks, each with its blank.
+
+    A statement holding a blank cannot produce its names; statements after the first blank
+    never run. Statements before it run normally, so what they bind is the student's.
+    """
+    out: dict[str, Blank] = {}
+    first = min(b.line for b in blanks)
+    for stmt in statements:
+        end = stmt.end_lineno or stmt.lineno
+        inside = [b for b in blanks if stmt.lineno <= b.line <= end]
+        if not inside and end < first:
+            continue
+        cause = inside[0] if inside else max((b for b in blanks if b.line < stmt.lineno), key=lambda b: b.line)
+        for name in stmt.binds:
+            out.setdefault(name, cause)
+    return out
+
+
+@dataclass(frozen=True)
+class BlankReport:
+    """Which names cannot have the student's own value because of unfilled blanks."""
+
+    blanks: tuple[Blank, ...]
+    tainted: dict[str, Blank]  # name -> the blank it depends on
+
+    def cause(self, names: set[str]) -> Blank | None:
+        """The first blank, in notebook order, that any of these names depends on."""
+        found = [self.tainted[n] for n in names if n in self.tainted]
+        return min(found, key=lambda b: (b.cell, b.line)) if found else None
+
+
+def blank_report(infos: list[CellInfo]) -> BlankReport:
+    """Propagate blanks forward through the cells: a cell that reads a name that depends on a
+    blank makes everything it binds depend on that blank too."""
+    tainted: dict[str, Blank] = {}
+    blanks: list[Blank] = []
+    for info in infos:
+        if info.cell.skipped:
+            continue
+        if info.blanks:
+            blanks.extend(info.blanks)
+            blanked = info.blanked or {name: info.blanks[0] for name in info.binds}
+            for name, blank in blanked.items():
+                tainted.setdefault(name, blank)
+        # Statement by statement, so a cell that defines a function next to a blanked line keeps it.
+        statements = info.statements or [(info.binds, info.reads)]
+        for binds, reads in statements:
+            source = next((tainted[n] for n in sorted(reads) if n in tainted), None)
+            for name in binds:
+                if name in info.blanked:
+                    continue
+                if source is not None:
+                    tainted.setdefault(name, source)
+                elif name in tainted and name not in reads:
+                    # Rebound from scratch by a later, complete statement: answered there.
+                    del tainted[name]
+    return BlankReport(blanks=tuple(blanks), tainted=tainted)
+
+
+def first_binds(infos: list[CellInfo]) -> dict[str, int]:
+    """Each name -> the position (0-based, among code cells) of the first cell that binds it: where
+    a question with ``before: NAME`` is answered, just before that cell."""
+    out: dict[str, int] = {}
+    for pos, info in enumerate(infos):
+        for name in info.binds:
+            out.setdefault(name, pos)
+    return out
+
+
+def identifiers(expr: str) -> set[str]:
+    """Free names an expression reads (for deciding what a check depends on)."""
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def dependencies(infos: list[CellInfo], sources: tuple[str, ...]) -> dict[str, set[str]]:
+    """Which of ``sources`` each name's value is computed from, following the data flow statement
+    by statement (a fresh rebinding that reads none of them clears the dependency)."""
+    deps: dict[str, set[str]] = {s: {s} for s in sources}
+    for info in infos:
+        if info.cell.skipped:
+            continue
+        for binds, reads in info.statements or [(info.binds, info.reads)]:
+            found: set[str] = set()
+            for name in reads:
+                found |= deps.get(name, set())
+            for name in binds:
+                if found:
+                    deps[name] = (deps.get(name, set()) | found) if name in reads else set(found)
+                elif name not in reads and name not in sources:
+                    deps.pop(name, None)
+    return deps

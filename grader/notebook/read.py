@@ -1,0 +1,104 @@
+"""Reading a notebook file into its code cells, or a one-sentence reason why it cannot be read."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from grader.errors import NotebookError
+
+MAX_NOTEBOOK_BYTES = 20_000_000  # 20 MB, as the message says
+SKIP_TAG = "skip-grading"
+
+
+@dataclass(frozen=True)
+class Cell:
+    index: int  # position among the notebook's code cells, 1-based as students count
+    source: str
+    tags: tuple[str, ...] = ()
+
+    @property
+    def skipped(self) -> bool:
+        return SKIP_TAG in self.tags
+
+
+def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
+    """The code cells of a notebook file. Raises NotebookError with a one-sentence reason."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise NotebookError(f"The file cannot be opened ({exc.strerror}).") from None
+    if size == 0:
+        raise NotebookError("The file is empty.")
+    if size > max_bytes:
+        raise NotebookError(
+            f"The notebook is {size / 1e6:.1f} MB, larger than the {max_bytes / 1e6:.0f} MB limit; "
+            "clear large outputs or embedded images and submit again."
+        )
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotebookError(f"The file is not UTF-8 text (undecodable byte at offset {exc.start}).") from None
+    if not text.strip():
+        raise NotebookError("The file is empty.")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NotebookError(f"The file is not JSON, so not a notebook (line {exc.lineno}: {exc.msg}).") from None
+    except RecursionError:
+        raise NotebookError("The file is JSON nested too deeply to be a notebook.") from None
+    if not isinstance(data, dict) or "cells" not in data and "worksheets" not in data:
+        raise NotebookError("The file is JSON but not a Jupyter notebook (it has no cells).")
+    major = data.get("nbformat")
+    if not isinstance(major, int) or major < 4:
+        if major in (1, 2, 3):
+            try:
+                nb = nbformat.reads(text, as_version=4)
+            except Exception as exc:
+                raise NotebookError(f"The notebook uses format version {major} and cannot be upgraded: {_one_line(exc)}.") from None
+        else:
+            raise NotebookError(f"The notebook format version {major!r} is not supported (expected 4).")
+    elif major > 4:
+        raise NotebookError(f"The notebook format version {major} is newer than this grader supports (4).")
+    else:
+        # Editors write slightly off notebooks all the time (missing ids, extra metadata): only
+        # reject what cannot be used, and say exactly what that is.
+        problem = _unusable(data)
+        if problem:
+            raise NotebookError(f"The notebook structure is invalid: {problem}.")
+        nb = nbformat.from_dict(data)
+    cells = []
+    for cell in nb.get("cells", []):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list):
+            source = "".join(str(s) for s in source)
+        if not isinstance(source, str):
+            raise NotebookError("A code cell's source is not text.")
+        tags = cell.get("metadata", {}).get("tags", []) if isinstance(cell.get("metadata"), dict) else []
+        tags = tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ()
+        cells.append(Cell(index=len(cells) + 1, source=source, tags=tags))
+    return cells
+
+
+def _unusable(data: dict) -> str:
+    cells = data.get("cells")
+    if not isinstance(cells, list):
+        return "'cells' is not a list"
+    for n, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict):
+            return f"cell {n} is not an object"
+        source = cell.get("source", "")
+        if not isinstance(source, str) and not (isinstance(source, list) and all(isinstance(s, str) for s in source)):
+            return f"the source of cell {n} is not text"
+    return ""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__).rstrip(".")[:200]
