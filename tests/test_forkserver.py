@@ -15,9 +15,10 @@ import pytest
 from conftest import ROOT
 
 from grader.course.config import Limits
+from grader.errors import ExecutorError
 from grader.run import sandbox
 from grader.run.execute import CaptureSpec, Job, JobCell
-from grader.run.forkserver import ExecutorError, ForkingExecutor
+from grader.run.forkserver import ForkingExecutor
 
 LIMITS = Limits(cell_timeout=20, notebook_timeout=40)
 

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader import PACKAGE_DIR
-from grader.errors import GraderError
+from grader.errors import ExecutorError, SandboxError
 from grader.run import sandbox
 
 PRELOAD = ("numpy", "torch", "pandas", "matplotlib.pyplot")
@@ -62,10 +62,6 @@ START_TIMEOUT = 120.0  # seconds for the server to import everything and say it 
 MAX_MESSAGE = 4096
 SPAWN_TRIES = 3  # a server found dead is replaced, then the request is sent again
 POOL = 2  # children forked ahead of time, waiting for a notebook
-
-
-class ExecutorError(GraderError):
-    """The executor itself cannot run notebooks (its server does not start); no submission's fault."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,7 +308,7 @@ def _session_child(channel: int, path0: str, plan: dict) -> None:
 
     try:
         applied, run, event_fd = sandbox.enter_session(plan, channel)
-    except sandbox.SandboxError as exc:
+    except SandboxError as exc:
         control = getattr(exc, "control", None)
         if control is None:  # it failed before the job came: wait for it, to answer its first run
             control = _take(channel, keep=1)

@@ -271,7 +271,7 @@ class JupyterExecutor:
         self._lock = threading.Lock()
 
     def spawn(self, wire: dict, workdir: str) -> tuple[_KernelRun, int]:
-        from grader.run.forkserver import ExecutorError
+        from grader.errors import ExecutorError
 
         r, w = os.pipe()
         run = _KernelRun(self, wire, workdir, w)
