@@ -25,7 +25,7 @@ from grader.judge.checks import Context, VariantRun, changed_answers, grade_assi
 from grader.judge.scorecard import Scorecard
 from grader.run import execute
 from grader.run.execute import Captured, CaptureSpec, Executor, Injection, Job, JobCell, RunResult
-from grader.run.forkserver import default_executor
+from grader.run.forking import default_executor
 
 
 def skip_sources(assignment: Assignment) -> set[str]:

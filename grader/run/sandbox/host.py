@@ -12,8 +12,8 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from grader.errors import SandboxError
 from grader.run.sandbox.probe import job_uid

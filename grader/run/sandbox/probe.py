@@ -14,9 +14,9 @@ import shutil
 import stat
 import sys
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from grader.errors import SandboxError
 from grader.run.sandbox.linux import (
