@@ -290,7 +290,7 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
 
 
 def _fresh_forking():
-    from grader.run.forkserver import ForkingExecutor
+    from grader.run.forking import ForkingExecutor
 
     return ForkingExecutor()
 

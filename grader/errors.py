@@ -5,10 +5,14 @@
     ├── UsageError              a command was called wrongly (unknown assignment, missing path)
     ├── NotebookError           a submission cannot be read as a notebook (-> invalid_notebook)
     ├── ProtocolError           the student process sent a malformed or oversized payload (-> crashed)
-    └── SolutionError           the solution notebook fails, so nothing can be graded against it
+    ├── SolutionError           the solution notebook fails, so nothing can be graded against it
+    ├── ExecutorError           an executor cannot run notebooks at all (its server does not start)
+    └── SandboxError            a planned protection cannot be put in place; the notebook is not run
+        └── SessionSetupError   a session's sandbox cannot take its submission; carries the control socket
 
 Nothing here is shown to users as a traceback: the command line and the pytest plugin turn these
-into one-line messages and exit statuses.
+into one-line messages and exit statuses. The sandbox raises its errors in the student process
+(which reports them on its channel), so this module is imported there too: it imports nothing.
 """
 
 from __future__ import annotations
@@ -42,3 +46,19 @@ class ProtocolError(GraderError):
 
 class SolutionError(GraderError):
     """The solution notebook itself fails to run or lacks a value a check needs."""
+
+
+class ExecutorError(GraderError):
+    """The executor itself cannot run notebooks (its server does not start); no submission's fault."""
+
+
+class SandboxError(GraderError):
+    """The sandbox could not be set up as planned; the notebook is not run without it."""
+
+
+class SessionSetupError(SandboxError):
+    """A session's sandbox could not take its submission; ``control`` is the session's control socket."""
+
+    def __init__(self, message: str, control: int):
+        super().__init__(message)
+        self.control = control  # the first run can still be told why on it

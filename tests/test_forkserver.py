@@ -15,8 +15,9 @@ import pytest
 from conftest import ROOT
 
 from grader.course.model import Limits
+from grader.errors import ExecutorError
 from grader.run import sandbox
-from grader.run.forkserver import ExecutorError, ForkingExecutor
+from grader.run.forking import ForkingExecutor
 from grader.run.job import CaptureSpec, Job, JobCell
 
 LIMITS = Limits(cell_timeout=20, notebook_timeout=40)
@@ -145,9 +146,9 @@ def test_a_notebook_that_kills_the_server_only_loses_its_own_cell():
         hostile = textwrap.dedent("""\
             import os, signal
             pid, killed = os.getpid(), None
-            while pid > 1:  # the topmost ancestor running grader.run.forkserver is the server itself
+            while pid > 1:  # the topmost ancestor running grader.run.forking.server is the server itself
                 pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])
-                if b"grader.run.forkserver" in open(f'/proc/{pid}/cmdline', 'rb').read():
+                if b"grader.run.forking.server" in open(f'/proc/{pid}/cmdline', 'rb').read():
                     killed = pid
             os.kill(killed, signal.SIGKILL)
             """)
@@ -219,8 +220,8 @@ def test_server_and_children_end_when_the_grader_process_is_killed(tmp_path):
         import sys, threading
         sys.path.insert(0, {str(ROOT)!r})
         from grader.course.model import Limits
+        from grader.run.forking import ForkingExecutor
         from grader.run.job import Job, JobCell
-        from grader.run.forkserver import ForkingExecutor
         ex = ForkingExecutor(preload=("numpy",))
         print(ex.start().pid, flush=True)
         job = Job(cells=(JobCell(1, "import time\\nopen('started', 'w').close()\\ntime.sleep(120)"),),
@@ -246,7 +247,7 @@ def test_exit_without_close_does_not_hang_or_leave_a_server(tmp_path):
     out = subprocess.run(_script(f"""
         import sys
         sys.path.insert(0, {str(ROOT)!r})
-        from grader.run.forkserver import ForkingExecutor
+        from grader.run.forking import ForkingExecutor
         print(ForkingExecutor(preload=("numpy",)).start().pid)
         """), capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.returncode == 0, out.stderr

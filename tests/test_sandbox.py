@@ -34,6 +34,7 @@ from grader.notebook import analyse, read
 from grader.outputs.yaml import write_yaml
 from grader.run import sandbox
 from grader.run.job import Job, JobCell
+from grader.run.sandbox import host
 from grader.run.subprocess_executor import SubprocessExecutor
 from grader.testing import fill, write
 
@@ -207,7 +208,7 @@ def test_file_size_disk_and_open_files_are_limited(hand_in, small):
 
 
 def test_a_fresh_process_per_notebook_gets_the_same_sandbox(course, small, tmp_path):
-    """The subprocess executor (``python -m grader.worker``) enters the sandbox the same way."""
+    """The subprocess executor (``python -m grader.run.worker``) enters the sandbox the same way."""
     grader = Grader(course, executor=SubprocessExecutor())
     path = write(fill(small.skeleton, NUMPY_CORRECT, append=[
         TRY + "import os, json, socket\n"
@@ -254,7 +255,7 @@ def test_process_floods_are_stopped_and_nothing_is_left_running(hand_in, kind):
         assert found["error"] == "[Errno 11] Resource temporarily unavailable"
     assert soon(lambda: running_with(f"sleep\0{marker}") == []), running_with(f"sleep\0{marker}")
     if found["uid"] >= sandbox.UID_BASE:
-        assert soon(lambda: sandbox._processes_of(found["uid"]) == []), sandbox._processes_of(found["uid"])
+        assert soon(lambda: host.processes_of(found["uid"]) == []), host.processes_of(found["uid"])
 
 
 @pytest.mark.parametrize("code, status, error", [

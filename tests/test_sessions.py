@@ -7,8 +7,10 @@ import json
 
 import pytest
 
-from grader.run import forkserver, sandbox
+from grader.run import sandbox
 from grader.run.execute import Separate
+from grader.run.forking import ForkingExecutor
+from grader.run.forking.session import Session
 from grader.run.job import Job, JobCell, RunResult
 
 FEATURES = sandbox.features()
@@ -64,7 +66,7 @@ def probe(run: RunResult) -> dict:
 
 def test_a_run_starts_clean_after_a_run_that_littered(grader, limits, data):
     with grader.executor.session() as runner:
-        assert isinstance(runner, forkserver._Session)
+        assert isinstance(runner, Session)
         first = probe(runner.run(job(limits, data, LOOK + LITTER + REPORT)))
         second = probe(runner.run(job(limits, data, LOOK + REPORT)))
     assert first["cwd"] == ["data.txt"]  # before the litter: the submission's files only
@@ -96,7 +98,7 @@ def test_a_run_that_hangs_ends_the_session_and_the_next_run_gets_a_new_one(grade
 
 
 def test_a_run_that_says_done_and_goes_on_does_not_hold_up_the_next(grader, limits, data, monkeypatch):
-    monkeypatch.setattr(forkserver._Session, "READY_TIMEOUT", 1.0)
+    monkeypatch.setattr(Session, "READY_TIMEOUT", 1.0)
     liar = (
         "import os, struct, json, time\n"
         "body = json.dumps({'ev': 'done'}).encode()\n"
@@ -117,7 +119,7 @@ def test_a_run_that_says_done_and_goes_on_does_not_hold_up_the_next(grader, limi
 
 def test_without_namespaces_each_run_is_started_on_its_own(limits, data):
     weak = sandbox.Features(linux=True, root=FEATURES.root)
-    with forkserver.ForkingExecutor(features=weak) as executor, executor.session() as runner:
+    with ForkingExecutor(features=weak) as executor, executor.session() as runner:
         assert isinstance(runner, Separate)
         first = runner.run(job(limits, data, "open('left.txt', 'w').write('x')"))
         second = runner.run(job(limits, data, "import os\nassert os.listdir('.') == ['data.txt'], os.listdir('.')"))

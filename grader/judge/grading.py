@@ -22,7 +22,7 @@ from grader.judge.jobs import build_job, skip_sources
 from grader.judge.reference import References
 from grader.judge.scorecard import Scorecard
 from grader.run.execute import Executor
-from grader.run.forkserver import default_executor
+from grader.run.forking import default_executor
 from grader.run.job import RunResult
 from grader.vocab import CellStatus, CheckStatus, QuestionStatus, RunStatus, SubmissionStatus
 

@@ -14,7 +14,7 @@ from grader.run.execute import Executor
 
 
 def _forking() -> Executor:
-    from grader.run.forkserver import default_executor
+    from grader.run.forking import default_executor
 
     return default_executor()
 

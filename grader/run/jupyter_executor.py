@@ -14,7 +14,7 @@ Student cells go through the kernel's own ``execute_request``, so ``%magics``, `
 rich outputs behave as in Jupyter. Capturing, error descriptions and injections reuse
 ``grader.run.worker`` inside the kernel, and come back as the same plain-data JSON (as an
 ``application/json`` expression result; nothing is pickled). The kernel gets the scrubbed
-environment and the job's limits (``grader.sandbox``) before the first cell.
+environment and the job's limits (``grader.run.sandbox``) before the first cell.
 
 The kernel side is ``grader.run.jupyter_kernel``.
 """
@@ -32,10 +32,9 @@ import threading
 from typing import Any
 
 from grader import PACKAGE_DIR
-from grader.errors import ProtocolError
+from grader.errors import ExecutorError, ProtocolError
 from grader.run import sandbox
 from grader.run.execute import SpawningExecutor
-from grader.run.forkserver import ExecutorError
 from grader.run.frames import HEADER
 
 KERNEL_NAME = "python3"

@@ -1,0 +1,135 @@
+"""The grader's handle on one forking server: starting its process, and the requests on its socket.
+
+Each request is one message (JSON, with the job's descriptors attached to ``fork``); each reply
+is one message back. A server that does not answer in time, or whose socket is closed, is gone
+(``ServerGone``): the executor replaces it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+
+from grader import PACKAGE_DIR
+from grader.errors import ExecutorError
+from grader.run import sandbox
+from grader.run.forking import MAX_MESSAGE, POOL, REPLY_TIMEOUT, START_TIMEOUT
+
+
+class ServerGone(Exception):
+    """The server did not answer: it died, was stopped, or closed the socket."""
+
+
+
+class ForkServer:
+    """One running server process and the socket to it. Not thread-safe: the executor locks."""
+
+    def __init__(self, python: str, modules: tuple[str, ...], start_timeout: float = START_TIMEOUT,
+                 pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT, plan: dict | None = None):
+        self.home = tempfile.mkdtemp(prefix="grader-forkserver-")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock = ours
+        self.log = open(os.path.join(self.home, "server.log"), "w+b")
+        env = {**sandbox.environment(self.home), "PYTHONPATH": os.path.dirname(PACKAGE_DIR)}
+        try:
+            self.proc = subprocess.Popen(
+                [python, "-m", "grader.run.forking.server", str(theirs.fileno()), ",".join(modules), str(pool),
+                 json.dumps(plan) if plan is not None else ""],
+                stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, cwd=self.home, env=env,
+                pass_fds=(theirs.fileno(),), start_new_session=True,
+            )
+        except OSError as exc:
+            self._cleanup()
+            raise ExecutorError(f"The forking server could not be started with {python}: {exc.strerror}.") from None
+        finally:
+            theirs.close()
+        self.sock.settimeout(start_timeout)
+        try:
+            hello = self._receive()
+        except ServerGone:
+            tail = self._log_tail()
+            self.close()
+            raise ExecutorError("The forking server did not start" + (f": {tail}" if tail else ".")) from None
+        self.sock.settimeout(reply_timeout)
+        self.pid: int = hello["pid"]
+        self.preloaded: list[str] = hello.get("preloaded", [])
+        self.threads: int = hello.get("threads", 0)
+
+    def _receive(self) -> dict:
+        try:
+            data = self.sock.recv(MAX_MESSAGE)
+        except (OSError, ValueError):
+            raise ServerGone from None
+        if not data:
+            raise ServerGone
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise ServerGone from None
+
+    def _send(self, message: dict, fds: tuple[int, ...] = ()) -> None:
+        try:
+            if fds:
+                socket.send_fds(self.sock, [json.dumps(message).encode()], list(fds))
+            else:
+                self.sock.sendall(json.dumps(message).encode())
+        except (OSError, ValueError):
+            raise ServerGone from None
+
+    def fork(self, job_fd: int, event_fd: int) -> int:
+        self._send({"op": "fork"}, (job_fd, event_fd))
+        pid = self._receive().get("pid")
+        if type(pid) is not int:
+            raise ServerGone
+        return pid
+
+    def release(self, pid: int) -> None:
+        try:
+            self._send({"op": "release", "pid": pid})
+        except ServerGone:
+            pass  # a dead server's children were handed to init, which reaps them
+
+    def ping(self) -> dict:
+        self._send({"op": "ping"})
+        return self._receive()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """Stop the server; it ends its remaining children before it exits."""
+        try:
+            self.sock.close()  # the server reads end-of-file, kills its children and exits
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        finally:
+            self._cleanup()
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+        self.close()
+
+    def _log_tail(self) -> str:
+        try:
+            self.log.seek(0)
+            lines = self.log.read().decode(errors="replace").strip().splitlines()
+        except (OSError, ValueError):
+            return ""
+        return lines[-1][:300] if lines else ""
+
+    def _cleanup(self) -> None:
+        try:
+            self.log.close()
+        except (OSError, AttributeError):
+            pass
+        shutil.rmtree(self.home, ignore_errors=True)

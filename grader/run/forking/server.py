@@ -1,0 +1,334 @@
+"""The forking server: ``python -m grader.run.forking.server FD MODULES POOL PLAN``.
+
+A fresh interpreter that imports the libraries a notebook uses (``preload``), runs a few cells
+once so that every child starts warm, then forks children ahead of time (``_Pool``) and hands
+each one a job when the grader asks (``serve_forever``). What a child does is ``_child``: with a
+PLAN (``sandbox.Features``), it sets up a session's sandbox at once (``_session_child``);
+without, it waits for one job and runs it as the subprocess executor's worker would.
+
+This module imports only what the server needs: its children inherit all of it, and nothing of
+the grader's side (grading, references, the executor) may be in a process that runs student code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from grader.errors import SandboxError
+from grader.run import sandbox
+from grader.run.forking import MAX_MESSAGE, POOL, REPLY_TIMEOUT
+
+
+def preload(modules: tuple[str, ...]) -> tuple[Any, list[str]]:
+    """Import the modules and build the shell, leaving no thread pool and no CUDA state behind."""
+    import gc
+    import importlib
+
+    loaded = []
+    for name in modules:
+        try:
+            if name.startswith("matplotlib"):
+                import matplotlib
+
+                matplotlib.use("Agg")
+            module = importlib.import_module(name)
+        except Exception:  # an optional library that is not installed is simply not preloaded
+            continue
+        if name == "torch":
+            module.set_num_threads(1)  # no intra-op pool; never torch.cuda.*
+        loaded.append(name)
+    from grader import capture  # noqa: F401 - the child needs them; import once, here
+    from grader.run import frames, worker  # noqa: F401
+
+    shell = worker.make_shell()
+    _warm_up(shell, loaded)
+    gc.collect()
+    gc.freeze()  # children's collections then leave the preloaded objects (and their pages) alone
+    return shell, loaded
+
+
+WARM_UP = {
+    "numpy": ["import numpy as np\na = np.arange(6.0).reshape(2, 3)\nb = a @ a.T / np.sqrt(3.0)", "b",
+              "print(a, np.exp(a - a.max(axis=1, keepdims=True)).sum(axis=-1))"],
+    "torch": ["import torch\nt = torch.arange(6.0).reshape(2, 3)\nu = torch.softmax(t @ t.T, dim=-1)", "u",
+              "print(t, u.sum(dim=1), torch.nn.functional.relu(t))"],
+    "pandas": ["import pandas as pd\nf = pd.DataFrame({'x': [1.0, 2.0]})", "f"],
+}
+
+
+def _warm_up(shell: Any, loaded: list[str]) -> None:
+    """Run the code paths every child runs (cell compilation, display, errors, captures) once here,
+    so their lazy imports and caches are shared by all children instead of paid by each. Leaves
+    the shell's namespace as it was and draws nothing from any random generator."""
+    import io
+
+    from grader.run import worker
+
+    cells = ["x = 1\nx", "def f(v):\n    return v * 2\nf(3)", "%matplotlib inline", "1 / 0"]
+    for name in loaded:
+        cells += WARM_UP.get(name, [])
+    captures = [{"id": "a", "kind": "expr", "target": "f(2)", "point": None, "seed": None},
+                {"id": "b", "kind": "value", "target": "x", "point": None, "seed": None}]
+    for name in ("numpy", "torch"):
+        if name in loaded:
+            captures.append({"id": name, "kind": "value", "target": "b" if name == "numpy" else "u",
+                             "point": None, "seed": None})
+    job = {"cells": [{"index": i + 1, "source": s, "skip": ""} for i, s in enumerate(cells)],
+           "captures": captures, "injections": {},
+           "limits": {"capture_mb": 1, "output_kb": 64}, "traceback_lines": 8}
+    namespace = dict(shell.user_ns)
+    contents = {id(v): (v, v.copy()) for v in namespace.values() if type(v) in (dict, list)}  # In, Out
+    code_name = shell.compile.__dict__.get("get_code_name")
+    try:
+        worker.Runner(job, io.BytesIO(), shell).run()
+    finally:
+        shell.user_ns.clear()
+        shell.user_ns.update(namespace)
+        for v, saved in contents.values():
+            if type(v) is list:
+                v[:] = saved
+            else:
+                v.clear()
+                v.update(saved)
+        if code_name is None:
+            shell.compile.__dict__.pop("get_code_name", None)
+        else:
+            shell.compile.get_code_name = code_name
+
+
+class _Pool:
+    """Children forked ahead of time, each waiting on its own channel for a job's two fds.
+
+    Forking a process with torch loaded costs a few milliseconds (page tables); doing it ahead of
+    the request, while the previous notebook runs, takes it off every notebook's critical path."""
+
+    def __init__(self, sock: socket.socket, size: int, plan: dict | None = None):
+        self.sock, self.size, self.plan = sock, size, plan
+        self.path0 = sys.path[0] if sys.path else ""
+        self.idle: list[tuple[int, socket.socket]] = []
+        self.children: set[int] = set()  # every child not yet reaped, idle or running
+        self.released: set[int] = set()  # killed by the grader, to be reaped
+
+    def fill(self) -> None:
+        while len(self.idle) < self.size:
+            self.idle.append(self._fork())
+
+    def _fork(self) -> tuple[int, socket.socket]:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            _child(theirs, self.path0, self.plan)  # never returns
+        theirs.close()
+        self.children.add(pid)
+        return pid, ours
+
+    def hand_over(self, fds: list[int]) -> int | None:
+        """Give the job's fds to an idle child; its pid, or None if it could not take them."""
+        for _ in range(3):
+            pid, chan = self.idle.pop(0) if self.idle else self._fork()
+            try:
+                socket.send_fds(chan, [b"job"], fds)
+                return pid
+            except OSError:
+                self.released.add(pid)  # it died while idle (a student killed it); take another
+            finally:
+                chan.close()
+        return None
+
+    def release(self, pid: int) -> None:
+        if pid in self.children:
+            _kill_group(pid)
+            self.released.add(pid)
+            self.reap()
+
+    def reap(self) -> None:
+        for pid in list(self.released):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self.released.discard(pid)
+                self.children.discard(pid)
+
+    def end(self) -> None:
+        for _, chan in self.idle:
+            chan.close()
+        for pid in self.children:
+            _kill_group(pid)
+        self.released |= self.children
+        deadline = time.monotonic() + 5
+        while self.released and time.monotonic() < deadline:
+            self.reap()
+            time.sleep(0.02)
+
+
+def serve_forever(sock: socket.socket, pool_size: int = POOL, plan: dict | None = None) -> None:
+    """Hand jobs to forked children until the grader closes its end of the socket; then end every child."""
+    import select
+
+    pool = _Pool(sock, pool_size, plan)
+    try:
+        while True:
+            pool.fill()
+            ready, _, _ = select.select([sock], [], [], 1.0 if pool.released else None)
+            pool.reap()
+            if not ready:
+                continue
+            try:
+                data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
+            except OSError:
+                break
+            if not data:
+                break
+            try:
+                req = json.loads(data)
+                op = req.get("op")
+            except (ValueError, AttributeError):
+                op = None
+            if op == "fork" and len(fds) == 2:
+                pid = pool.hand_over(fds)
+                sock.sendall(json.dumps({"pid": pid}).encode())
+            elif op == "release" and type(req.get("pid")) is int:
+                pool.release(req["pid"])
+            elif op == "ping":
+                sock.sendall(json.dumps({"pid": os.getpid(), "threads": _threads(),
+                                         "children": len(pool.children), "idle": len(pool.idle)}).encode())
+            elif op == "stop":
+                break
+            for fd in fds:
+                os.close(fd)
+    finally:
+        pool.end()
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def _child(chan: socket.socket, path0: str, plan: dict | None) -> None:
+    """A forked child. With a ``plan`` for sessions: set up the sandbox at once, then serve the
+    runs of the submission it is given (``_session_child``). Otherwise: wait for a job, then run
+    it as the subprocess executor's worker does (``worker.serve``: ``sandbox.enter`` isolates,
+    then the cells run). Never returns."""
+    code = 1
+    try:
+        os.setsid()  # out of the server's group at once, so killing either leaves the other alone
+        keep = chan.fileno()
+        os.closerange(3, keep)  # the server's socket (its end-of-file must reach the grader when
+        os.closerange(keep + 1, 1 << 16)  # the server dies) and the other children's channels
+        null = os.open(os.devnull, os.O_RDWR)  # not the server's log
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        if null > 2:
+            os.close(null)
+        if plan is not None:
+            _session_child(chan.detach(), path0, plan)
+            code = 0
+            return
+        _, fds, _, _ = socket.recv_fds(chan, 16, 2)
+        chan.close()
+        if len(fds) != 2:  # the server ended before this child got a job
+            code = 0
+            return
+        job_fd, event_fd = fds
+        with os.fdopen(job_fd, "rb") as f:
+            job = json.loads(f.read())
+        if sys.path and sys.path[0] == path0:
+            sys.path[0] = job["workdir"]  # as for `python -m` started in the working directory
+        from grader.run import worker
+
+        _reseed()
+        with os.fdopen(event_fd, "wb", buffering=0) as out:
+            worker.serve(job, out)
+        code = 0
+    except BaseException:  # the grader sees the stream end early and reports it
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _session_child(channel: int, path0: str, plan: dict) -> None:
+    """Set up a session's sandbox now, before a submission is handed over on ``channel``
+    (``sandbox.enter_session``); returns in each run's process once the run is over, or in the
+    process where the setup failed, once the first run has been told why."""
+    from grader.run import worker
+
+    try:
+        applied, run, event_fd = sandbox.enter_session(plan, channel)
+    except SandboxError as exc:
+        control = getattr(exc, "control", None)
+        if control is None:  # it failed before the job came: wait for it, to answer its first run
+            control = _take(channel, keep=1)
+        if control is not None:
+            event_fd = _take(control, keep=1)
+            if event_fd is not None:
+                from grader.run import frames
+
+                with os.fdopen(event_fd, "wb", buffering=0) as out:
+                    frames.write_frame(out, {"ev": "fatal", "reason": str(exc)[:300]})
+        return
+    if sys.path and sys.path[0] == path0:
+        sys.path[0] = run["workdir"]  # as for `python -m` started in the working directory
+    _reseed()
+    with os.fdopen(event_fd, "wb", buffering=0) as out:
+        worker.run_isolated(run, out, applied)
+
+
+def _take(fd: int, keep: int) -> int | None:
+    """The ``keep``-th of the two descriptors the next message on socket ``fd`` carries (closing the other)."""
+    sock = socket.socket(fileno=fd)
+    sock.settimeout(REPLY_TIMEOUT)
+    try:
+        _, fds, _, _ = socket.recv_fds(sock, 64, 2)
+    except OSError:
+        return None
+    if len(fds) != 2:
+        return None
+    os.close(fds[1 - keep])
+    return fds[keep]
+
+
+def _reseed() -> None:
+    """Random state as a fresh process would have it, not a copy of the server's."""
+    import random
+
+    random.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.default_generator.seed()  # the CPU generator only: nothing here may touch CUDA
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    sock = socket.socket(fileno=int(argv[0]))
+    modules = tuple(m for m in (argv[1] if len(argv) > 1 else "").split(",") if m)
+    pool = int(argv[2]) if len(argv) > 2 else POOL
+    plan = json.loads(argv[3]) if len(argv) > 3 and argv[3] else None  # sandbox.Features: children serve sessions
+    _, loaded = preload(modules)
+    sock.sendall(json.dumps({"ev": "ready", "pid": os.getpid(), "preloaded": loaded, "threads": _threads()}).encode())
+    serve_forever(sock, pool, plan)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,235 @@
+"""The grader's side of the server's children once they run: the runs of one submission in one
+sandbox (``Session``), and ending a finished child's process tree off the critical path (``Cleaner``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from grader.errors import ExecutorError
+from grader.run import sandbox
+
+if TYPE_CHECKING:
+    from grader.run.forking.client import ForkServer
+    from grader.run.forking.executor import ForkingExecutor
+
+
+@dataclass
+class Child:
+    """A child that took a job: the pid to end, the server that holds it, the directory to remove."""
+
+    pid: int
+    server: ForkServer
+    workdir: str
+
+
+class Cleaner:
+    """Ends finished children off the critical path: ``sandbox.terminate``, then the server may reap.
+
+    A notebook's result is complete at its last frame; killing what is left of its process tree
+    takes a few milliseconds more (mostly waiting for SIGKILL to land). Doing that here lets the
+    grader go on at once. The child stays unreaped (a zombie held by the server) until then, so its
+    pid and process group cannot be reused; its working directory is removed again afterwards in
+    case anything it left running wrote there. With more than ``backlog`` waiting, finish() does
+    the work itself, so the backlog stays bounded however fast notebooks end."""
+
+    def __init__(self, release: Any, backlog: int = 16):
+        self.release, self.backlog = release, backlog
+        self.queue: list[Child] = []
+        self.cond = threading.Condition()
+        self.busy = 0
+        self.stopped = False
+        self.thread: threading.Thread | None = None
+
+    def submit(self, child: Child) -> None:
+        with self.cond:
+            if len(self.queue) < self.backlog and not self.stopped:
+                self.queue.append(child)
+                if self.thread is None:
+                    self.thread = threading.Thread(target=self._loop, name="grader-cleaner", daemon=True)
+                    self.thread.start()
+                self.cond.notify_all()
+                return
+        self.clean(child)
+
+    def clean(self, child: Child) -> None:
+        sandbox.terminate(child.pid)
+        self.release(child)
+        if os.path.isdir(child.workdir):
+            sandbox.remove_workdir(child.workdir)
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                while not self.queue and not self.stopped:
+                    self.cond.wait()
+                if not self.queue:
+                    return
+                child = self.queue.pop(0)
+                self.busy += 1
+            try:
+                self.clean(child)
+            except Exception:  # never lose the thread; the server ends the rest when it stops
+                pass
+            finally:
+                with self.cond:
+                    self.busy -= 1
+                    self.cond.notify_all()
+
+    def drain(self) -> None:
+        """Clean everything still waiting, here and now."""
+        while True:
+            with self.cond:
+                if not self.queue:
+                    while self.busy:
+                        self.cond.wait(timeout=1.0)
+                    return
+                child = self.queue.pop(0)
+            self.clean(child)
+
+    def stop(self) -> None:
+        self.drain()
+        with self.cond:
+            self.stopped = True
+            self.cond.notify_all()
+            thread, self.thread = self.thread, None
+        if thread is not None:
+            thread.join()
+
+
+def write_all(fd: int, data: dict) -> None:
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(json.dumps(data).encode())
+    except BrokenPipeError:
+        pass  # the reader is gone already; its channel says so
+
+
+class Session:
+    """Several runs of one submission in one sandbox: ``sandbox.enter_session`` in a pool child.
+
+    The namespaces, the private root and the working directory are made once per submission
+    instead of once per run; each run is still a process of its own, forked by the namespace's
+    init, which ends whatever the run left behind and empties its writable places before saying
+    ``ready``. A ``grader.run.execute.Spawner`` for ``run_with_retries`` (spawn, finish, workdir_for).
+
+    A run that ended cleanly (its ``done`` frame arrived) leaves the session open for the next
+    one; any other ending (a timeout, a crash, a broken protocol) ends the whole session, and the
+    next run (the re-run without the bad cell, say) starts a fresh one. So a misbehaving run is
+    handled exactly as a lone run would be.
+    """
+
+    READY_TIMEOUT = 5.0  # seconds for init to clean up after a finished run
+
+    def __init__(self, executor: ForkingExecutor):
+        self.executor = executor
+        self.name = executor.name
+        self.features = executor.features
+        self.child: Child | None = None  # the session's keeper, while it is open
+        self.control: socket.socket | None = None
+        self.workdir: str | None = None
+        self.waiting = False  # a run finished; init has not said ready yet
+        self.files: tuple = ()
+
+    def workdir_for(self, job: Any) -> str:
+        """The session's working directory (made for the first run, or after a session ended)."""
+        if self.waiting and not self._ready():
+            self._end()
+        if job.files != self.files:  # another submission's files: not this session's runs
+            self._end()
+        if self.workdir is None:
+            self.workdir = sandbox.prepare_workdir(job.files)
+            self.files = job.files
+        return self.workdir
+
+    def spawn(self, wire: dict, workdir: str) -> tuple[Child, int]:
+        event_r = self._send_run(wire)
+        if event_r is None:  # the session is gone (its keeper was killed): start another
+            event_r = self._send_run(wire)
+            if event_r is None:
+                raise ExecutorError("The sandbox of this submission ends before its runs can start.")
+        return self.child, event_r
+
+    def _send_run(self, wire: dict) -> int | None:
+        """Send a run to the session (opening one if there is none); the read end of its event
+        pipe, or None if the session turned out to be gone (it is ended then)."""
+        if self.child is None and self.workdir is None:  # the session it was made for has just ended
+            self.workdir = sandbox.prepare_workdir(self.files)
+        wire = dict(wire, workdir=self.workdir)
+        if self.child is None:
+            self._open(wire)
+        job_r, job_w = os.pipe()
+        event_r, event_w = os.pipe()
+        try:
+            socket.send_fds(self.control, [b"run"], [job_r, event_w])
+        except OSError:
+            os.close(event_r)
+            os.close(job_w)
+            self._end()
+            return None
+        finally:
+            os.close(job_r)
+            os.close(event_w)
+        write_all(job_w, wire)
+        return event_r
+
+    def _open(self, wire: dict) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        setup = {"session": True, "workdir": wire["workdir"], "limits": wire["limits"], "sandbox": wire.get("sandbox")}
+        try:
+            self.child = self.executor._start_child(setup, wire["workdir"], theirs.fileno())
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        ours.settimeout(self.READY_TIMEOUT)
+        self.control = ours
+
+    def _ready(self) -> bool:
+        self.waiting = False
+        try:
+            return self.control.recv(16) == b"ready"
+        except OSError:  # a timeout: a run's processes do not end, or init is gone
+            return False
+
+    def finish(self, handle: Child, complete: bool = True) -> None:
+        if complete and handle is self.child:
+            self.waiting = True  # init cleans up while the grader reads the results
+        else:
+            self._end()
+
+    def _end(self) -> None:
+        """End the session: init reads end-of-file and exits; the cleaner ends the rest and removes the workdir."""
+        if self.control is not None:
+            self.control.close()
+            self.control = None
+        if self.child is not None:
+            self.executor.finish(self.child)  # the cleaner ends its processes in the background
+            self.child = None
+        self.waiting = False
+        self._drop_workdir()  # what the grader prepared; the session's own view of it is gone with it
+
+    def _drop_workdir(self) -> None:
+        if self.workdir is not None:
+            sandbox.remove_workdir(self.workdir)
+            self.workdir = None
+
+    def run(self, job: Any) -> Any:
+        from grader.run.execute import run_with_retries
+
+        return run_with_retries(self, job)
+
+    def close(self) -> None:
+        self._end()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

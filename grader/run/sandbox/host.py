@@ -1,0 +1,190 @@
+"""The grader's side of the sandbox: the working directory and environment a student process
+gets, and ending that process with everything it started, wherever it went.
+
+``terminate`` finds the process tree through /proc; the helpers for that live here too.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from grader.errors import SandboxError
+from grader.run.sandbox.probe import job_uid
+
+ALLOWED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+
+
+def environment(workdir: str) -> dict[str, str]:
+    """The whole environment of a student process."""
+    env = {k: os.environ[k] for k in ALLOWED_ENV if k in os.environ}
+    env.update(
+        {
+            "HOME": workdir,
+            "TMPDIR": workdir,
+            "USER": "student",
+            "LOGNAME": "student",
+            "MPLBACKEND": "Agg",
+            "MPLCONFIGDIR": workdir,
+            "IPYTHONDIR": os.path.join(workdir, ".ipython"),
+            "CUDA_VISIBLE_DEVICES": "",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+        }
+    )
+    return env
+
+
+def prepare_workdir(files: Iterable[tuple[Path, str]]) -> str:
+    """A fresh private directory holding only these files: (source, name inside)."""
+    workdir = tempfile.mkdtemp(prefix="grader-run-")
+    try:
+        for src, name in files:
+            dest = Path(workdir) / name
+            if Path(workdir) not in dest.resolve().parents:
+                raise SandboxError(f"the data file name {name!r} points outside the working directory")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
+    except BaseException:
+        remove_workdir(workdir)
+        raise
+    return workdir
+
+
+def remove_workdir(workdir: str) -> None:
+    """Remove a working directory, whatever permissions the student left on it."""
+
+    def unlock(func, path, _exc):  # a directory the student made unreadable or unwritable
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+            func(path)
+        except OSError:
+            pass
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(workdir, onexc=unlock)
+    else:
+        shutil.rmtree(workdir, onerror=unlock)
+
+
+def terminate(pid: int) -> None:
+    """End the process ``enter()`` ran in (the keeper) and everything started under it.
+
+    Call it before reaping ``pid``, so that neither the pid nor its process group can have been
+    reused. Kills, in this order of reach: the process tree (stopped first so it cannot grow), the
+    process group, and, when the grader is root, every process of the run's own uid.
+    """
+    victims = stop_tree(pid) | {pid}
+    for p in victims:
+        send_signal(p, signal.SIGKILL)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    uid = job_uid(pid) if os.geteuid() == 0 else None
+    end = time.monotonic() + 5.0
+    while time.monotonic() < end:  # SIGKILL takes effect soon, not at once: wait until they are gone
+        mine = processes_of(uid) if uid is not None else []  # this run's own uid: safe to signal again
+        if not mine and not any(_alive(p) for p in victims - {pid}):
+            break
+        for p in mine:
+            send_signal(p, signal.SIGKILL)
+        time.sleep(0.002)
+
+
+def send_signal(pid: int, sig: int) -> None:
+    """Signal a process that may be gone already, or no longer one the grader may signal."""
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process exists and is not a zombie (dead, only waiting to be collected)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                out.extend(int(c) for c in f.read().split())
+        except FileNotFoundError:
+            if tid == str(pid) and os.path.isdir(f"/proc/{pid}"):
+                return _children_by_scan(pid)  # a kernel without /proc/PID/task/TID/children
+        except OSError:
+            pass
+    return out
+
+
+def _children_by_scan(pid: int) -> list[int]:
+    out = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                if int(f.read().rsplit(b")", 1)[1].split()[1]) == pid:
+                    out.append(int(name))
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
+def _descendants(pid: int) -> set[int]:
+    out, todo = set(), [pid]
+    while todo:
+        for c in _children(todo.pop()):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def stop_tree(pid: int) -> set[int]:
+    """Stop every descendant of pid until none is left running, so that a fork loop cannot outrun us."""
+    stopped: set[int] = set()
+    for _ in range(50):
+        new = _descendants(pid) - stopped
+        if not new:
+            break
+        for p in new:
+            send_signal(p, signal.SIGSTOP)
+        stopped |= new
+    return stopped
+
+
+def processes_of(uid: int) -> list[int]:
+    """Live processes whose real uid is ``uid``."""
+    out = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:  # the effective uid; equal to the real one here
+                continue
+            with open(f"/proc/{name}/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Uid:"):
+                        if int(line.split()[1]) == uid and _alive(int(name)):
+                            out.append(int(name))
+                        break
+        except (OSError, ValueError):
+            pass
+    return out

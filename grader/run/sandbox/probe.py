@@ -1,0 +1,204 @@
+"""What the platform allows: which protections a student process can get here, probed once.
+
+``features()`` forks a child that tries each namespace; the answer (``Features``) is what every
+run is planned with, what the report header shows, and what tests narrow to check the fallbacks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.errors import SandboxError
+from grader.run.sandbox.linux import (
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+    MS_NODEV,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_REC,
+    map_ids,
+    mount,
+    unshare,
+)
+from grader.run.sandbox.root import python_paths
+
+UID_BASE = 1_900_000_000  # + the keeper's pid: a uid (and gid) used by one run only, never a real user's
+
+# What a run can report as in force, with the words used in reports.
+FEATURES = {
+    "session": "own session and process group",
+    "env": "scrubbed environment",
+    "limits": "limits on CPU time, memory, open files and file size",
+    "processes": "process limit",
+    "cleanup": "every process it starts is ended with it",
+    "network": "no network (own network namespace)",
+    "filesystem": "private filesystem view (solutions, caches, other submissions and scorecards absent)",
+    "user": "unprivileged user of its own",
+    "userns": "user namespace, no capabilities",
+    "no_new_privs": "no privilege gain through setuid programs",
+}
+
+
+@dataclass(frozen=True)
+class Features:
+    """Which protections enter() applies. ``features()`` probes them; tests may turn some off."""
+
+    linux: bool = False
+    root: bool = False
+    user_ns: bool = False  # not root: a user namespace gives the namespaces below
+    mount_ns: bool = False
+    net_ns: bool = False
+    pid_ns: bool = False
+    ipc_ns: bool = False
+    drop_user: bool = False  # root: the student runs as job_uid(keeper pid)
+
+    def to_wire(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: dict) -> Features:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: bool(v) for k, v in data.items() if k in names})
+
+    def active(self) -> tuple[str, ...]:
+        """The ids (keys of FEATURES) a run gets on this platform."""
+        if not self.linux:
+            return ("env", "limits")
+        out = ["session", "env", "limits"]
+        if self.drop_user or self.user_ns or not self.root:
+            out.append("processes")
+        out.append("cleanup")
+        if self.net_ns:
+            out.append("network")
+        if self.mount_ns:
+            out.append("filesystem")
+        if self.drop_user:
+            out.append("user")
+        if self.user_ns:
+            out.append("userns")
+        out.append("no_new_privs")
+        return tuple(out)
+
+    def missing(self) -> list[str]:
+        """What is not enforced here, and why, in words for the report."""
+        out = []
+        if not self.linux:
+            return ["no isolation beyond resource limits and a scrubbed environment (not Linux)"]
+        if not self.net_ns:
+            out.append("network: no network namespace here, so student code can reach the network")
+        if not self.mount_ns:
+            out.append("filesystem: no mount namespace here, so student code can read whatever its user can read")
+        if self.root and not self.drop_user:
+            out.append("user: runs as root (Python is not readable by another user and no mount namespace)")
+            out.append("processes: not limited (the kernel does not apply the limit to root)")
+        if not self.root and not self.user_ns:
+            out.append("processes: limited per user, counting the grader's own processes")
+        if not self.pid_ns:
+            out.append("cleanup: by process tree and group, not by namespace")
+        return out
+
+    def describe(self) -> str:
+        return "; ".join(FEATURES[f] for f in self.active())
+
+
+@functools.lru_cache(maxsize=1)
+def features() -> Features:
+    """Probe, once per process, which protections work here: a forked child tries each of them."""
+    if not sys.platform.startswith("linux"):
+        return Features()
+    root = os.geteuid() == 0
+    spot = tempfile.mkdtemp(prefix="grader-probe-")
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the probe child
+            result = {}
+            try:
+                os.close(r)
+                result = _probe(root, spot)
+            finally:
+                os.write(w, json.dumps(result).encode())
+                os._exit(0)
+        os.close(w)
+        w = -1
+        data = b""
+        while chunk := os.read(r, 4096):
+            data += chunk
+        os.waitpid(pid, 0)
+        got = json.loads(data or b"{}")
+    except (OSError, ValueError):
+        got = {}
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+        shutil.rmtree(spot, ignore_errors=True)
+    got = {k: bool(v) for k, v in got.items()}
+    mount_ns = got.get("mount_ns", False)
+    return Features(
+        linux=True, root=root, user_ns=got.get("user_ns", False), mount_ns=mount_ns,
+        net_ns=got.get("net_ns", False), pid_ns=got.get("pid_ns", False), ipc_ns=got.get("ipc_ns", False),
+        drop_user=root and (mount_ns or _world_readable(python_paths())),
+    )
+
+
+def _probe(root: bool, spot: str) -> dict:
+    out: dict[str, bool] = {}
+    if not root:
+        uid, gid = os.getuid(), os.getgid()
+        out["user_ns"] = _attempt(lambda: (unshare(CLONE_NEWUSER), map_ids(uid, gid)))
+        if not out["user_ns"]:
+            return out
+    for name, flag in (("net_ns", CLONE_NEWNET), ("pid_ns", CLONE_NEWPID), ("ipc_ns", CLONE_NEWIPC),
+                       ("mount_ns", CLONE_NEWNS)):
+        out[name] = _attempt(lambda: unshare(flag))
+    if out["mount_ns"]:
+        out["mount_ns"] = _attempt(lambda: (mount(None, "/", None, MS_REC | MS_PRIVATE),
+                                            mount("tmpfs", spot, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")))
+    return out
+
+
+def _attempt(step) -> bool:
+    try:
+        step()
+        return True
+    except (SandboxError, OSError):
+        return False
+
+
+def _world_readable(paths: Iterable[str]) -> bool:
+    """Whether another user could use these directories (every parent traversable, each readable)."""
+    for path in paths:
+        p = Path(path)
+        for part in [*reversed(p.parents), p]:
+            try:
+                mode = part.stat().st_mode
+            except OSError:
+                return False
+            if not mode & stat.S_IXOTH or (part == p and not mode & stat.S_IROTH):
+                return False
+    return True
+
+
+def job_uid(keeper_pid: int) -> int:
+    """The uid (and gid) the student runs as, when the grader is root: one per run."""
+    return UID_BASE + keeper_pid
+
+
+def sessions_possible(plan: Features) -> bool:
+    """Whether runs of one submission can share one sandbox: only with a pid namespace (its init
+    ends whatever a run leaves behind) and a private root (whose writable places init empties)."""
+    return plan.linux and plan.pid_ns and plan.mount_ns

@@ -1,0 +1,218 @@
+"""The process tree a sandboxed run lives in: the keeper, the namespace's init, and the run.
+
+``fork_keeper`` leaves the keeper behind (it watches the grader's channel), ``fork_init`` makes
+pid 1 of a new pid namespace reap until the student has ended, and ``serve_runs`` is pid 1 of a
+session: it forks each run's process ahead of its job and cleans the sandbox after it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import socket
+import stat
+import time
+
+from grader.run.sandbox.host import remove_workdir, send_signal, stop_tree
+from grader.run.sandbox.linux import PR_SET_CHILD_SUBREAPER, prctl
+
+
+def fork_keeper(channel: int | None, workdir: str, *, subreaper: bool, view: str | None = None) -> None:
+    """Fork; the parent stays behind as the keeper and never returns. It removes ``view`` (the
+    empty directory a session's root was mounted on, in the child's namespace) at the end."""
+    if subreaper:
+        prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the student come back to the keeper
+    pid = os.fork()
+    if pid == 0:
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    close_fds(channel)
+    code, abandoned = _wait_watching(pid, channel)
+    if subreaper:
+        for p in stop_tree(os.getpid()):
+            send_signal(p, signal.SIGKILL)
+        _reap_all()
+    if abandoned:  # the grader may be gone for good: do not leave its working directory behind
+        try:
+            remove_workdir(workdir)
+        except OSError:
+            pass
+    if view is not None:
+        try:
+            os.rmdir(view)
+        except OSError:
+            pass
+    os._exit(code)
+
+
+def _reap_all(timeout: float = 5.0) -> None:
+    """Collect every child (orphans come back to a subreaper), so none is left as a zombie."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            done, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not done:
+            time.sleep(0.005)
+
+
+def _wait_watching(pid: int, channel: int | None) -> tuple[int, bool]:
+    """Wait for the child; kill it if nobody reads the channel any more (the grader has gone).
+
+    Returns the child's exit code, and whether the channel was abandoned."""
+    abandoned = False
+    poller = select.poll()
+    try:
+        pidfd = os.pidfd_open(pid)
+        poller.register(pidfd, select.POLLIN)
+    except (OSError, AttributeError):
+        pidfd = None
+    if channel is not None:
+        poller.register(channel, 0)  # a pipe's write end reports POLLERR once its reader is closed
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return 1, abandoned
+        if done:
+            return _exit_code(status), abandoned
+        try:
+            events = poller.poll(None if pidfd is not None else 200)
+        except InterruptedError:
+            continue
+        for fd, ev in events:
+            if fd == channel and ev & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
+                send_signal(pid, signal.SIGKILL)
+                poller.unregister(channel)
+                abandoned = True
+
+
+def fork_init() -> None:
+    """In pid 1 of the new namespace: fork the student, then reap until it has ended."""
+    pid = os.fork()
+    if pid == 0:
+        return
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # pid 1 ignores whatever it has no handler for
+    close_fds(None)
+    while True:
+        try:
+            done, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(1)
+        except InterruptedError:
+            continue
+        if done == pid:
+            os._exit(_exit_code(status))  # and the kernel ends everything left in the namespace
+
+
+NO_MORE_RUNS = 3  # exit code of a run's process that found the session over before its job came
+
+
+def serve_runs(control: int, workdir: str) -> None:
+    """pid 1 of a session's namespace: fork the process for the next run before its job comes,
+    and clean up after each run. Returns in that process (which finishes its setup, then takes its
+    job from ``control`` with ``await_run``); never returns here."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # pid 1 ignores whatever it has no handler for
+    close_fds(control)
+    places = [(p, os.stat(p)) for p in (workdir, "/tmp", "/dev/shm") if os.path.isdir(p)]
+    while True:
+        pid = os.fork()
+        if pid == 0:
+            return
+        code = 0
+        while True:  # until the run's process ends, collecting orphans on the way
+            try:
+                done, status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            if done == pid:
+                code = _exit_code(status)
+                break
+        if code == NO_MORE_RUNS:  # the grader closed the session
+            os._exit(0)
+        _end_others()
+        _empty_places(places)
+        try:  # the grader may send the next run; the process forked next takes it
+            os.write(control, b"ready")
+        except OSError:
+            os._exit(0)
+
+
+def await_run(control: int) -> tuple[dict, int]:
+    """In a run's process, set up already: its job and event fd, from the session's control socket."""
+    sock = socket.socket(fileno=control)
+    try:
+        _, fds, _, _ = socket.recv_fds(sock, 64, 2)
+    except (OSError, ValueError):
+        fds = []
+    sock.close()
+    if len(fds) != 2:  # end of the session (the grader closed its end), or nonsense
+        os._exit(NO_MORE_RUNS)
+    job_fd, event_fd = fds
+    with os.fdopen(job_fd, "rb") as f:
+        return json.loads(f.read()), event_fd
+
+
+def _end_others() -> None:
+    """In pid 1 of a namespace: kill every other process in it and collect them all."""
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)  # from pid 1: every process of the namespace but itself
+        except ProcessLookupError:
+            pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            pass
+
+
+def _empty_places(places: list[tuple[str, os.stat_result]]) -> None:
+    """Remove what a run wrote (in the working directory, /tmp and /dev/shm), keeping the mounted
+    submission and data files, and give each place back its owner and mode."""
+    for place, st in places:
+        for step in (lambda: os.chown(place, st.st_uid, st.st_gid), lambda: os.chmod(place, stat.S_IMODE(st.st_mode))):
+            try:
+                step()
+            except OSError:
+                pass
+        try:
+            entries = list(os.scandir(place))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_dev != st.st_dev:
+                    continue  # a mount point: a submission or data file, or the working directory in /tmp
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)  # never follows a symlink; mounted files stay
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+def _exit_code(status: int) -> int:
+    code = os.waitstatus_to_exitcode(status)
+    return code if code >= 0 else 128 - code
+
+
+
+def close_fds(keep: int | None) -> None:
+    top = max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024)
+    if top == resource.RLIM_INFINITY:
+        top = 1 << 20
+    if keep is None or keep < 3:
+        os.closerange(3, top)
+    else:
+        os.closerange(3, keep)
+        os.closerange(keep + 1, top)
