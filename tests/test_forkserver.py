@@ -118,7 +118,7 @@ def test_each_child_has_fresh_random_state_and_its_own_working_directory(executo
     assert value(first, "answer") == value(second, "answer") == 42  # imported from its working directory
     assert "helper.py" in value(first, "here")
     a, b = value(first, "draws"), value(second, "draws")
-    assert all(x != y for x, y in zip(a, b)), (a, b)  # numpy, torch and random each reseeded per child
+    assert all(x != y for x, y in zip(a, b, strict=True)), (a, b)  # numpy, torch and random each reseeded per child
 
 
 def test_a_killed_server_is_replaced_and_the_running_notebook_finishes():

@@ -85,13 +85,20 @@ class Spawner(Protocol):
 
 
 class SpawningExecutor:
-    """An executor made of a spawner: each run is ``run_with_retries`` in processes of its own."""
+    """An executor made of a spawner: each run is ``run_with_retries`` in processes of its own.
+    A subclass writes ``spawn`` and ``finish``."""
 
     name = "spawning"
     features: sandbox.Features | None = None
 
+    def spawn(self, wire: JobWire, workdir: str) -> tuple[Any, int]:
+        raise NotImplementedError
+
+    def finish(self, handle: Any, complete: bool = True) -> None:
+        raise NotImplementedError
+
     def run(self, job: Job) -> RunResult:
-        return run_with_retries(self, job)  # type: ignore[arg-type]  # subclasses are spawners
+        return run_with_retries(self, job)
 
     def session(self) -> Session:
         return Separate(self)
@@ -268,7 +275,7 @@ def _handle(msg: dict[str, Any], job: Job, out: _Attempt, running: int | None, c
         return _handle_one(msg, job, out, running, cell_deadline)
     except ProtocolError:
         raise
-    except Exception as exc:  # whatever a forged message trips over, it is the sender's fault
+    except Exception as exc:  # noqa: BLE001 - whatever a forged message trips over, it is the sender's fault
         raise ProtocolError(f"the student process sent a malformed message ({type(exc).__name__})") from None
 
 

@@ -6,8 +6,8 @@ is one class (speaking ``grader.run.execute.Executor``) and one entry here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from grader.errors import UsageError
 from grader.run.execute import Executor

@@ -101,13 +101,13 @@ def _indentation_ok(text: str) -> bool:
     if depth or text[-2:] == "\\\n":
         return False  # tokenize would hit the end inside a statement
     indents = [0]
-    end = len(text)
+    size = len(text)
     for i in starts:
         column = 0
-        while i < end and text[i] in " \t":
+        while i < size and text[i] in " \t":
             column = column + 1 if text[i] == " " else (column // _TABSIZE + 1) * _TABSIZE
             i += 1
-        if i == end or text[i] in "#\n":
+        if i == size or text[i] in "#\n":
             continue  # blank or comment-only lines do not count
         if column > indents[-1]:
             indents.append(column)

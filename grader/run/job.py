@@ -13,7 +13,6 @@ a job holds the student's cells, what to capture, and the given inputs of a vari
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict
@@ -75,7 +74,18 @@ class Job:
 
 
 def limits_wire(limits: Limits) -> LimitsWire:
-    return LimitsWire(**dataclasses.asdict(limits))  # type: ignore[typeddict-item]
+    return {
+        "cell_timeout": limits.cell_timeout,
+        "notebook_timeout": limits.notebook_timeout,
+        "cpu_time": limits.cpu_time,
+        "memory_mb": limits.memory_mb,
+        "output_kb": limits.output_kb,
+        "processes": limits.processes,
+        "open_files": limits.open_files,
+        "file_size_mb": limits.file_size_mb,
+        "capture_mb": limits.capture_mb,
+        "disk_mb": limits.disk_mb,
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,6 +140,14 @@ class SessionSetup(TypedDict):
 
 # --------------------------------------------------------------------------------------------
 # Messages from the student process, one frame each
+
+
+class ErrorWire(TypedDict):
+    """An exception as data (``worker.describe_error``); a cell's or a capture's message carries its keys."""
+
+    ename: str
+    evalue: str
+    traceback: list[str]  # frames in the student's cells only
 
 
 class StartMessage(TypedDict):

@@ -36,6 +36,7 @@ from grader.errors import ExecutorError, ProtocolError
 from grader.run import sandbox
 from grader.run.execute import SpawningExecutor
 from grader.run.frames import HEADER
+from grader.run.job import CellWire, JobWire, Message
 
 KERNEL_NAME = "python3"
 JOIN_TIMEOUT = 15.0  # seconds to wait for a driver thread after its kernel was killed
@@ -59,7 +60,7 @@ def _client_class() -> type:
 
         output_chars = 0
 
-        def output(self, outs, msg, display_id, cell_index):  # noqa: ANN001 - nbclient's signature
+        def output(self, outs: list[Any], msg: dict[str, Any], display_id: str | None, cell_index: int) -> None:
             content = msg.get("content", {})
             if msg.get("msg_type") == "stream":
                 self.output_chars += len(content.get("text", ""))
@@ -73,13 +74,13 @@ def _client_class() -> type:
 class _KernelRun:
     """One notebook in one kernel, driven from its own thread; writes frames to a pipe."""
 
-    def __init__(self, executor: JupyterExecutor, wire: dict, workdir: str, fd: int):
+    def __init__(self, executor: JupyterExecutor, wire: JobWire, workdir: str, fd: int):
         self.executor, self.wire, self.workdir, self.fd = executor, wire, workdir, fd
         self.lock = threading.Lock()
         self.pid: int | None = None
         self.stopped = False
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.task: asyncio.Task | None = None
+        self.task: asyncio.Task[None] | None = None
         self.thread = threading.Thread(target=self._main, name="grader-jupyter", daemon=True)
 
     def start(self) -> None:
@@ -106,7 +107,7 @@ class _KernelRun:
     def _main(self) -> None:
         try:
             asyncio.run(self._run())
-        except BaseException:  # the grader sees the stream end and reports why
+        except BaseException:  # noqa: BLE001 - whatever ended the run, the grader sees the stream end and reports why
             if os.environ.get("GRADER_DEBUG"):
                 import traceback
 
@@ -124,7 +125,7 @@ class _KernelRun:
             self.loop, self.task = asyncio.get_running_loop(), asyncio.current_task()
         await self._drive()
 
-    def _send(self, message: dict) -> None:
+    def _send(self, message: Message) -> None:
         body = json.dumps(message).encode()
         data = HEADER.pack(len(body)) + body
         while data:
@@ -144,8 +145,8 @@ class _KernelRun:
         import nbformat
 
         cells = self.wire["cells"]
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [nbformat.v4.new_code_cell(c["source"]) for c in cells]
+        nb = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]  # nbformat has no annotations
+        nb.cells = [nbformat.v4.new_code_cell(c["source"]) for c in cells]  # type: ignore[no-untyped-call]
         client = _client_class()(
             nb, kernel_name=self.executor.kernel_name, timeout=None, allow_errors=True,
             startup_timeout=self.executor.startup_timeout, shutdown_kernel="immediate",
@@ -158,7 +159,7 @@ class _KernelRun:
         finally:
             atexit.unregister(client._cleanup_kernel)  # left registered when the run is cancelled
 
-    async def _execute(self, client: Any, cells: list[dict], nb: Any, env: dict) -> None:
+    async def _execute(self, client: Any, cells: list[CellWire], nb: Any, env: dict[str, str]) -> None:
         async with client.async_setup_kernel(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
             with self.lock:
                 provisioner = client.km.provisioner
@@ -195,7 +196,7 @@ class JupyterExecutor(SpawningExecutor):
         self._runs: set[_KernelRun] = set()
         self._lock = threading.Lock()
 
-    def spawn(self, wire: dict, workdir: str) -> tuple[_KernelRun, int]:
+    def spawn(self, wire: JobWire, workdir: str) -> tuple[_KernelRun, int]:
         r, w = os.pipe()
         run = _KernelRun(self, wire, workdir, w)
         with self._lock:

@@ -14,9 +14,12 @@ import base64
 import json
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.run import sandbox, worker
+
+if TYPE_CHECKING:  # the job's shape, for the type checker only: the kernel imports nothing of the grader's side
+    from grader.run.job import CaptureWire, CellEndMessage, JobWire, StartMessage
 
 
 class _Json:
@@ -39,14 +42,15 @@ class KernelSide:
         self.runner: worker.Runner | None = None
 
     def setup(self, payload: str) -> _Json:
-        job = json.loads(base64.b64decode(payload))
+        job: JobWire = json.loads(base64.b64decode(payload))
         applied = sandbox.enter(job)  # a kernel has threads: limits, environment, no_new_privs in place
         from IPython import get_ipython
 
         shell = get_ipython()
         self.job = job
+        # No channel: in a kernel, the runner's messages go back as expression results, never as frames.
         self.runner = worker.Runner(job, None, shell)  # type: ignore[arg-type]
-        self.captures: dict[int, list[dict]] = {}
+        self.captures: dict[int, list[CaptureWire]] = {}
         for c in job["captures"]:
             self.captures.setdefault(c["point"] if c["point"] is not None else len(job["cells"]), []).append(c)
         values = job.get("injections") or {}
@@ -60,7 +64,8 @@ class KernelSide:
         self.error: BaseException | None = None
         self.started = 0.0
         shell.events.register("post_run_cell", self._post_run_cell)
-        return _Json({"ev": "start", "pid": os.getpid(), "sandbox": list(applied)})
+        start: StartMessage = {"ev": "start", "pid": os.getpid(), "sandbox": list(applied)}
+        return _Json(start)
 
     def _post_run_cell(self, result: Any) -> None:
         self.error = result.error_before_exec or result.error_in_exec
@@ -78,11 +83,11 @@ class KernelSide:
         """How cell ``pos`` ended, as the worker reports it."""
         assert self.runner is not None
         self.runner.current = 0
-        message: dict[str, Any] = {"ev": "cell", "pos": pos, "phase": "end",
+        message: CellEndMessage = {"ev": "cell", "pos": pos, "phase": "end",
                                    "status": "ok" if self.error is None else "error",
                                    "duration": time.perf_counter() - self.started}
         if self.error is not None:
-            message.update(worker.describe_error(self.error, self.runner.traceback_lines))
+            worker.add_error(message, self.error, self.runner.traceback_lines)
         self.error = None
         return _Json(message)
 

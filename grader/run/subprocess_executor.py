@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any
 
 from grader import PACKAGE_DIR
 from grader.run import sandbox
@@ -49,7 +48,7 @@ class SubprocessExecutor(SpawningExecutor):
             pass
         return proc, r
 
-    def finish(self, handle: Any, complete: bool = True) -> None:
+    def finish(self, handle: subprocess.Popen[bytes], complete: bool = True) -> None:
         sandbox.terminate(handle.pid)  # before reaping it, so its pid and group cannot be reused yet
         try:
             handle.wait(timeout=5)

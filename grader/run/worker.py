@@ -29,7 +29,7 @@ from grader import capture
 from grader.run import fast_cells, frames
 
 if TYPE_CHECKING:  # the job's shape, for the type checker only: this process imports nothing of the grader's side
-    from grader.run.job import CaptureMessage, CaptureWire, CellEndMessage, CellWire, JobWire, Message
+    from grader.run.job import CaptureMessage, CaptureWire, CellEndMessage, CellWire, ErrorWire, JobWire, Message
 
 CELL_FILE = "<cell {}>"
 INJECT = "__grader_inject__"
@@ -41,7 +41,8 @@ class BoundedText(io.TextIOBase):
     """A write-only text stream that keeps the first ``limit`` characters and counts the rest."""
 
     def __init__(self, limit: int):
-        self.limit, self.parts, self.kept, self.total = limit, [], 0, 0
+        self.limit, self.kept, self.total = limit, 0, 0
+        self.parts: list[str] = []
 
     def writable(self) -> bool:
         return True
@@ -71,7 +72,7 @@ def make_shell() -> Any:
     cfg.HistoryManager.enabled = False
     cfg.InteractiveShell.colors = "NoColor"
     cfg.InteractiveShell.autocall = 0
-    shell = InteractiveShell.instance(config=cfg)
+    shell: Any = InteractiveShell.instance(config=cfg)  # Any: some of its methods are replaced below
     shell.showtraceback = lambda *a, **k: None  # errors are reported as data instead
     shell.showsyntaxerror = lambda *a, **k: None
     shell.register_magic_function(lambda line="": None, "line", "matplotlib")
@@ -108,7 +109,7 @@ class Runner:
 
     def run(self) -> None:
         cells = self.job["cells"]
-        captures: dict[int, list[dict]] = {}
+        captures: dict[int, list[CaptureWire]] = {}
         for c in self.job["captures"]:
             captures.setdefault(c["point"] if c["point"] is not None else len(cells), []).append(c)
         values = self.job.get("injections") or {}
@@ -138,7 +139,7 @@ class Runner:
         started = time.perf_counter()
         try:
             result = self.shell.run_cell(cell["source"], store_history=False, silent=False)
-        except BaseException as exc:  # a shell that itself breaks is still this cell's error
+        except BaseException as exc:  # noqa: BLE001 - a shell that itself breaks is still this cell's error
             error = exc
         else:
             error = result.error_before_exec or result.error_in_exec
@@ -146,7 +147,7 @@ class Runner:
             sys.stdout, sys.stderr = saved
             self.current = 0
         text, total = stream.take()
-        message = {
+        message: CellEndMessage = {
             "ev": "cell",
             "pos": pos,
             "phase": "end",
@@ -155,7 +156,7 @@ class Runner:
             "output_bytes": total,
         }
         if error is not None:
-            message.update(describe_error(error, self.traceback_lines))
+            add_error(message, error, self.traceback_lines)
         return message
 
     def capture_all(self, items: list[CaptureWire]) -> None:
@@ -175,8 +176,9 @@ class Runner:
                     return message
                 value = ns[item["target"]]
             else:
-                if item.get("seed") is not None:
-                    seed_everything(int(item["seed"]))
+                seed = item.get("seed")
+                if seed is not None:
+                    seed_everything(int(seed))
                 code = compile(item["target"], CHECK_FILE, "eval")
                 value = eval(code, ns)  # noqa: S307 - student process, student namespace
             message["value"] = capture.encode(value, budget=self.budget)
@@ -189,8 +191,8 @@ class Runner:
         except RecursionError:
             message["error"] = f"{item['target']} is nested too deeply to compare (recursion)"
             message["uncapturable"] = True
-        except BaseException as exc:  # the student's code raised while the check ran
-            message.update(describe_error(exc, self.traceback_lines))
+        except BaseException as exc:  # noqa: BLE001 - the student's code raised while the check ran, whatever it raised
+            add_error(message, exc, self.traceback_lines)
             message["error"] = f"{type(exc).__name__}: {_safe_str(exc)}"
         finally:
             sys.stdout, sys.stderr = saved
@@ -210,28 +212,34 @@ def seed_everything(seed: int) -> None:
 def _safe_str(exc: BaseException) -> str:
     try:
         text = str(exc)
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - the student's exception class decides what str() does
         text = "<unprintable message>"
     return text[:500]
 
 
-def describe_error(exc: BaseException, max_lines: int) -> dict:
+def describe_error(exc: BaseException, max_lines: int) -> ErrorWire:
     """The exception as data, its traceback trimmed to frames in the student's cells."""
-    frames = []
+    frames: list[str] = []
     try:
         for fr in traceback.extract_tb(exc.__traceback__):
             if fr.filename.startswith("<cell ") or fr.filename == CHECK_FILE:
                 where = fr.filename.strip("<>")
                 line = INJECT_RE.sub("", fr.line or "").strip()
                 frames.append(f"{where}, line {fr.lineno}" + (f": {line}" if line else ""))
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - reading the frames and their source can raise anything: report none
         frames = []
     if isinstance(exc, SyntaxError) and exc.lineno:
         frames.append(f"line {exc.lineno}: {(exc.text or '').strip()}")
     return {"ename": type(exc).__name__[:100], "evalue": _safe_str(exc), "traceback": frames[-max_lines:]}
 
 
-def rebuild(enc: dict, like: Any = None) -> Any:
+def add_error(message: CellEndMessage | CaptureMessage, exc: BaseException, max_lines: int) -> None:
+    """Put the exception (``describe_error``) into a cell's or a capture's message."""
+    error = describe_error(exc, max_lines)
+    message["ename"], message["evalue"], message["traceback"] = error["ename"], error["evalue"], error["traceback"]
+
+
+def rebuild(enc: dict[str, Any], like: Any = None) -> Any:
     """An injected value (a variant's input) in the form the notebook itself used for that name:
     a tensor (or Parameter) for a tensor, an array for an array, lists for lists, keeping dtypes."""
     return _as_like(capture.decode(enc), like)
@@ -274,7 +282,7 @@ def main() -> None:
 
     fd = int(sys.argv[1])
     out = os.fdopen(fd, "wb", buffering=0)
-    job = json.loads(sys.stdin.buffer.read())
+    job: JobWire = json.loads(sys.stdin.buffer.read())
     serve(job, out)
 
 

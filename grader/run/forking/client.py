@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from typing import Any
 
 from grader import PACKAGE_DIR
 from grader.errors import ExecutorError
@@ -29,7 +30,7 @@ class ForkServer:
     """One running server process and the socket to it. Not thread-safe: the executor locks."""
 
     def __init__(self, python: str, modules: tuple[str, ...], start_timeout: float = START_TIMEOUT,
-                 pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT, plan: dict | None = None):
+                 pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT, plan: dict[str, bool] | None = None):
         self.home = tempfile.mkdtemp(prefix="grader-forkserver-")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
@@ -59,7 +60,7 @@ class ForkServer:
         self.preloaded: list[str] = hello.get("preloaded", [])
         self.threads: int = hello.get("threads", 0)
 
-    def _receive(self) -> dict:
+    def _receive(self) -> dict[str, Any]:
         try:
             data = self.sock.recv(MAX_MESSAGE)
         except (OSError, ValueError):
@@ -67,11 +68,12 @@ class ForkServer:
         if not data:
             raise ServerGone
         try:
-            return json.loads(data)
+            reply: dict[str, Any] = json.loads(data)
         except ValueError:
             raise ServerGone from None
+        return reply
 
-    def _send(self, message: dict, fds: tuple[int, ...] = ()) -> None:
+    def _send(self, message: dict[str, Any], fds: tuple[int, ...] = ()) -> None:
         try:
             if fds:
                 socket.send_fds(self.sock, [json.dumps(message).encode()], list(fds))
@@ -93,7 +95,7 @@ class ForkServer:
         except ServerGone:
             pass  # a dead server's children were handed to init, which reaps them
 
-    def ping(self) -> dict:
+    def ping(self) -> dict[str, Any]:
         self._send({"op": "ping"})
         return self._receive()
 

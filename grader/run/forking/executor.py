@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING
 
 from grader.errors import ExecutorError
 from grader.run import sandbox
@@ -21,7 +21,11 @@ from grader.run.forking import POOL, PRELOAD, REPLY_TIMEOUT, SPAWN_TRIES, START_
 from grader.run.forking.client import ForkServer, ServerGone
 from grader.run.forking.session import Child, Cleaner, Session, write_all
 
-_LIVE: "weakref.WeakSet[ForkingExecutor]" = weakref.WeakSet()
+if TYPE_CHECKING:
+    from grader.run import execute
+    from grader.run.job import Job, JobWire, RunResult, SessionSetup
+
+_LIVE: weakref.WeakSet[ForkingExecutor] = weakref.WeakSet()
 
 
 class ForkingExecutor:
@@ -44,7 +48,7 @@ class ForkingExecutor:
 
     # -- the two calls run_with_retries needs --------------------------------------------------
 
-    def spawn(self, wire: dict, workdir: str) -> tuple[Child, int]:
+    def spawn(self, wire: JobWire, workdir: str) -> tuple[Child, int]:
         """Fork a child for this job; returns (handle, read end of its event pipe). Without
         sessions only: with them, the server's children expect a session (``Session.spawn``)."""
         if self.sessions:
@@ -59,8 +63,8 @@ class ForkingExecutor:
             os.close(event_w)
         return child, event_r
 
-    def _start_child(self, wire: dict, workdir: str, second_fd: int) -> Child:
-        """Hand a pool child the job (written to a pipe) and ``second_fd`` (its channel)."""
+    def _start_child(self, wire: JobWire | SessionSetup, workdir: str, second_fd: int) -> Child:
+        """Hand a pool child the job (or a session's setup, written to a pipe) and ``second_fd`` (its channel)."""
         job_r, job_w = os.pipe()
         try:
             with self._lock:
@@ -93,11 +97,11 @@ class ForkingExecutor:
         """Whether notebooks run in sessions (``sandbox.enter_session``): with pid and mount namespaces."""
         return sandbox.sessions_possible(self._plan())
 
-    def workdir_for(self, job: Any) -> None:
+    def workdir_for(self, job: Job) -> str | None:
         """Each run outside a session prepares its own working directory."""
         return None
 
-    def session(self) -> Any:
+    def session(self) -> execute.Session:
         """Runs of one submission (its data, then variants) in one sandbox when the platform allows
         (``sandbox.sessions_possible``); otherwise each run is started on its own, as by ``run``."""
         if self.sessions:
@@ -111,7 +115,7 @@ class ForkingExecutor:
             if handle.server is self._server:
                 handle.server.release(handle.pid)  # now the server may reap it
 
-    def run(self, job: Any) -> Any:
+    def run(self, job: Job) -> RunResult:
         from grader.run.execute import run_with_retries
 
         if self.sessions:  # the server's children are sandboxed ahead, for sessions: a session of one run
@@ -184,5 +188,5 @@ def _close_all() -> None:
     for executor in list(_LIVE):
         try:
             executor.close()
-        except Exception:
+        except Exception:  # noqa: BLE001 - at exit, one executor failing to stop must not keep the others running
             pass

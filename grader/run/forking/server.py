@@ -19,11 +19,14 @@ import socket
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.errors import SandboxError
 from grader.run import sandbox
 from grader.run.forking import MAX_MESSAGE, POOL, REPLY_TIMEOUT
+
+if TYPE_CHECKING:  # the job's shape, for the type checker only: every child inherits what the server imports
+    from grader.run.job import CaptureWire, JobWire
 
 
 def preload(modules: tuple[str, ...]) -> tuple[Any, list[str]]:
@@ -39,7 +42,7 @@ def preload(modules: tuple[str, ...]) -> tuple[Any, list[str]]:
 
                 matplotlib.use("Agg")
             module = importlib.import_module(name)
-        except Exception:  # an optional library that is not installed is simply not preloaded
+        except Exception:  # noqa: BLE001 - an optional library that is missing or broken is simply not preloaded
             continue
         if name == "torch":
             module.set_num_threads(1)  # no intra-op pool; never torch.cuda.*
@@ -74,15 +77,21 @@ def _warm_up(shell: Any, loaded: list[str]) -> None:
     cells = ["x = 1\nx", "def f(v):\n    return v * 2\nf(3)", "%matplotlib inline", "1 / 0"]
     for name in loaded:
         cells += WARM_UP.get(name, [])
-    captures = [{"id": "a", "kind": "expr", "target": "f(2)", "point": None, "seed": None},
-                {"id": "b", "kind": "value", "target": "x", "point": None, "seed": None}]
+    captures: list[CaptureWire] = [{"id": "a", "kind": "expr", "target": "f(2)", "point": None, "seed": None},
+                                   {"id": "b", "kind": "value", "target": "x", "point": None, "seed": None}]
     for name in ("numpy", "torch"):
         if name in loaded:
             captures.append({"id": name, "kind": "value", "target": "b" if name == "numpy" else "u",
                              "point": None, "seed": None})
-    job = {"cells": [{"index": i + 1, "source": s, "skip": ""} for i, s in enumerate(cells)],
-           "captures": captures, "injections": {},
-           "limits": {"capture_mb": 1, "output_kb": 64}, "traceback_lines": 8}
+    # A whole job, though the Runner reads only the cells, captures, injections, traceback_lines and
+    # the limits capture_mb and output_kb: nothing is isolated, timed or written to disk here.
+    job: JobWire = {
+        "cells": [{"index": i + 1, "source": s, "skip": ""} for i, s in enumerate(cells)],
+        "captures": captures, "injections": {},
+        "limits": {"cell_timeout": 0.0, "notebook_timeout": 0.0, "cpu_time": 0, "memory_mb": 0, "output_kb": 64,
+                   "processes": 0, "open_files": 0, "file_size_mb": 0, "capture_mb": 1, "disk_mb": 0},
+        "workdir": "", "traceback_lines": 8, "sandbox": None,
+    }
     namespace = dict(shell.user_ns)
     contents = {id(v): (v, v.copy()) for v in namespace.values() if type(v) in (dict, list)}  # In, Out
     code_name = shell.compile.__dict__.get("get_code_name")
@@ -109,7 +118,7 @@ class _Pool:
     Forking a process with torch loaded costs a few milliseconds (page tables); doing it ahead of
     the request, while the previous notebook runs, takes it off every notebook's critical path."""
 
-    def __init__(self, sock: socket.socket, size: int, plan: dict | None = None):
+    def __init__(self, sock: socket.socket, size: int, plan: dict[str, bool] | None = None):
         self.sock, self.size, self.plan = sock, size, plan
         self.path0 = sys.path[0] if sys.path else ""
         self.idle: list[tuple[int, socket.socket]] = []
@@ -170,7 +179,7 @@ class _Pool:
             time.sleep(0.02)
 
 
-def serve_forever(sock: socket.socket, pool_size: int = POOL, plan: dict | None = None) -> None:
+def serve_forever(sock: socket.socket, pool_size: int = POOL, plan: dict[str, bool] | None = None) -> None:
     """Hand jobs to forked children until the grader closes its end of the socket; then end every child."""
     import select
 
@@ -216,7 +225,7 @@ def _threads() -> int:
         return threading.active_count()
 
 
-def _child(chan: socket.socket, path0: str, plan: dict | None) -> None:
+def _child(chan: socket.socket, path0: str, plan: dict[str, bool] | None) -> None:
     """A forked child. With a ``plan`` for sessions: set up the sandbox at once, then serve the
     runs of the submission it is given (``_session_child``). Otherwise: wait for a job, then run
     it as the subprocess executor's worker does (``worker.serve``: ``sandbox.enter`` isolates,
@@ -243,7 +252,7 @@ def _child(chan: socket.socket, path0: str, plan: dict | None) -> None:
             return
         job_fd, event_fd = fds
         with os.fdopen(job_fd, "rb") as f:
-            job = json.loads(f.read())
+            job: JobWire = json.loads(f.read())
         if sys.path and sys.path[0] == path0:
             sys.path[0] = job["workdir"]  # as for `python -m` started in the working directory
         from grader.run import worker
@@ -252,13 +261,13 @@ def _child(chan: socket.socket, path0: str, plan: dict | None) -> None:
         with os.fdopen(event_fd, "wb", buffering=0) as out:
             worker.serve(job, out)
         code = 0
-    except BaseException:  # the grader sees the stream end early and reports it
+    except BaseException:  # noqa: BLE001 - whatever happened, the child exits; the grader sees the stream end early
         code = 1
     finally:
         os._exit(code)
 
 
-def _session_child(channel: int, path0: str, plan: dict) -> None:
+def _session_child(channel: int, path0: str, plan: dict[str, bool]) -> None:
     """Set up a session's sandbox now, before a submission is handed over on ``channel``
     (``sandbox.enter_session``); returns in each run's process once the run is over, or in the
     process where the setup failed, once the first run has been told why."""
@@ -271,11 +280,11 @@ def _session_child(channel: int, path0: str, plan: dict) -> None:
         if control is None:  # it failed before the job came: wait for it, to answer its first run
             control = _take(channel, keep=1)
         if control is not None:
-            event_fd = _take(control, keep=1)
-            if event_fd is not None:
+            first_run = _take(control, keep=1)  # the event pipe of the session's first run
+            if first_run is not None:
                 from grader.run import frames
 
-                with os.fdopen(event_fd, "wb", buffering=0) as out:
+                with os.fdopen(first_run, "wb", buffering=0) as out:
                     frames.write_frame(out, {"ev": "fatal", "reason": str(exc)[:300]})
         return
     if sys.path and sys.path[0] == path0:
@@ -317,7 +326,8 @@ def main(argv: list[str] | None = None) -> None:
     sock = socket.socket(fileno=int(argv[0]))
     modules = tuple(m for m in (argv[1] if len(argv) > 1 else "").split(",") if m)
     pool = int(argv[2]) if len(argv) > 2 else POOL
-    plan = json.loads(argv[3]) if len(argv) > 3 and argv[3] else None  # sandbox.Features: children serve sessions
+    # sandbox.Features.to_wire(): the children serve sessions
+    plan: dict[str, bool] | None = json.loads(argv[3]) if len(argv) > 3 and argv[3] else None
     _, loaded = preload(modules)
     sock.sendall(json.dumps({"ev": "ready", "pid": os.getpid(), "preloaded": loaded, "threads": _threads()}).encode())
     serve_forever(sock, pool, plan)

@@ -8,8 +8,10 @@ import json
 import os
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.errors import ExecutorError
 from grader.run import sandbox
@@ -17,6 +19,7 @@ from grader.run import sandbox
 if TYPE_CHECKING:
     from grader.run.forking.client import ForkServer
     from grader.run.forking.executor import ForkingExecutor
+    from grader.run.job import Job, JobWire, RunResult, SessionSetup
 
 
 @dataclass
@@ -38,7 +41,7 @@ class Cleaner:
     case anything it left running wrote there. With more than ``backlog`` waiting, finish() does
     the work itself, so the backlog stays bounded however fast notebooks end."""
 
-    def __init__(self, release: Any, backlog: int = 16):
+    def __init__(self, release: Callable[[Child], None], backlog: int = 16):
         self.release, self.backlog = release, backlog
         self.queue: list[Child] = []
         self.cond = threading.Condition()
@@ -74,7 +77,7 @@ class Cleaner:
                 self.busy += 1
             try:
                 self.clean(child)
-            except Exception:  # never lose the thread; the server ends the rest when it stops
+            except Exception:  # noqa: BLE001 - never lose the thread; the server ends the rest when it stops
                 pass
             finally:
                 with self.cond:
@@ -102,7 +105,7 @@ class Cleaner:
             thread.join()
 
 
-def write_all(fd: int, data: dict) -> None:
+def write_all(fd: int, data: JobWire | SessionSetup) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(json.dumps(data).encode())
@@ -134,9 +137,9 @@ class Session:
         self.control: socket.socket | None = None
         self.workdir: str | None = None
         self.waiting = False  # a run finished; init has not said ready yet
-        self.files: tuple = ()
+        self.files: tuple[tuple[Path, str], ...] = ()
 
-    def workdir_for(self, job: Any) -> str:
+    def workdir_for(self, job: Job) -> str:
         """The session's working directory (made for the first run, or after a session ended)."""
         if self.waiting and not self._ready():
             self._end()
@@ -147,26 +150,29 @@ class Session:
             self.files = job.files
         return self.workdir
 
-    def spawn(self, wire: dict, workdir: str) -> tuple[Child, int]:
-        event_r = self._send_run(wire)
-        if event_r is None:  # the session is gone (its keeper was killed): start another
-            event_r = self._send_run(wire)
-            if event_r is None:
+    def spawn(self, wire: JobWire, workdir: str) -> tuple[Child, int]:
+        sent = self._send_run(wire)
+        if sent is None:  # the session is gone (its keeper was killed): start another
+            sent = self._send_run(wire)
+            if sent is None:
                 raise ExecutorError("The sandbox of this submission ends before its runs can start.")
-        return self.child, event_r
+        return sent
 
-    def _send_run(self, wire: dict) -> int | None:
-        """Send a run to the session (opening one if there is none); the read end of its event
-        pipe, or None if the session turned out to be gone (it is ended then)."""
+    def _send_run(self, wire: JobWire) -> tuple[Child, int] | None:
+        """Send a run to the session (opening one if there is none); the session's child and the
+        read end of the run's event pipe, or None if the session turned out to be gone (it is ended then)."""
         if self.child is None and self.workdir is None:  # the session it was made for has just ended
             self.workdir = sandbox.prepare_workdir(self.files)
-        wire = dict(wire, workdir=self.workdir)
+        assert self.workdir is not None  # an open session keeps its directory (both end in _end)
+        run: JobWire = {**wire, "workdir": self.workdir}
         if self.child is None:
-            self._open(wire)
+            self._open(run)
+        child, control = self.child, self.control
+        assert child is not None and control is not None  # _open sets both, or raises
         job_r, job_w = os.pipe()
         event_r, event_w = os.pipe()
         try:
-            socket.send_fds(self.control, [b"run"], [job_r, event_w])
+            socket.send_fds(control, [b"run"], [job_r, event_w])
         except OSError:
             os.close(event_r)
             os.close(job_w)
@@ -175,12 +181,13 @@ class Session:
         finally:
             os.close(job_r)
             os.close(event_w)
-        write_all(job_w, wire)
-        return event_r
+        write_all(job_w, run)
+        return child, event_r
 
-    def _open(self, wire: dict) -> None:
+    def _open(self, wire: JobWire) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        setup = {"session": True, "workdir": wire["workdir"], "limits": wire["limits"], "sandbox": wire.get("sandbox")}
+        setup: SessionSetup = {"session": True, "workdir": wire["workdir"], "limits": wire["limits"],
+                               "sandbox": wire.get("sandbox")}
         try:
             self.child = self.executor._start_child(setup, wire["workdir"], theirs.fileno())
         except BaseException:
@@ -193,6 +200,8 @@ class Session:
 
     def _ready(self) -> bool:
         self.waiting = False
+        if self.control is None:  # no session open: nothing to wait for
+            return False
         try:
             return self.control.recv(16) == b"ready"
         except OSError:  # a timeout: a run's processes do not end, or init is gone
@@ -220,7 +229,7 @@ class Session:
             sandbox.remove_workdir(self.workdir)
             self.workdir = None
 
-    def run(self, job: Any) -> Any:
+    def run(self, job: Job) -> RunResult:
         from grader.run.execute import run_with_retries
 
         return run_with_retries(self, job)

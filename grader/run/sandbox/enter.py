@@ -15,6 +15,7 @@ import signal
 import socket
 import sys
 import tempfile
+from typing import TYPE_CHECKING
 
 from grader.errors import SandboxError, SessionSetupError
 from grader.run.sandbox.host import environment, processes_of
@@ -37,8 +38,11 @@ from grader.run.sandbox.probe import Features, features, job_uid, sessions_possi
 from grader.run.sandbox.root import build_root, build_view, finish_view
 from grader.run.sandbox.tree import await_run, close_fds, fork_init, fork_keeper, serve_runs
 
+if TYPE_CHECKING:  # the job's shape, for the type checker only: the student process never imports grader.run.job
+    from grader.run.job import JobWire, LimitsWire, SessionSetup
 
-def enter(job: dict, channel: int | None = None) -> tuple[str, ...]:
+
+def enter(job: JobWire, channel: int | None = None) -> tuple[str, ...]:
     """Isolate this fresh process before any student code runs; returns the protections in force.
 
     ``job["sandbox"]`` is ``Features.to_wire()`` (what to apply; absent: the probe's answer),
@@ -46,7 +50,8 @@ def enter(job: dict, channel: int | None = None) -> tuple[str, ...]:
     is the descriptor of the event pipe to the grader: the only one the student process keeps.
     Raises SandboxError if a planned protection cannot be applied (nothing is run without it).
     """
-    plan = Features.from_wire(job["sandbox"]) if job.get("sandbox") is not None else features()
+    wanted = job.get("sandbox")
+    plan = Features.from_wire(wanted) if wanted is not None else features()
     limits, workdir = job["limits"], job["workdir"]
     if not plan.linux or _threads() > 1:
         return _in_place(limits, workdir)
@@ -56,7 +61,7 @@ def enter(job: dict, channel: int | None = None) -> tuple[str, ...]:
         raise SandboxError(f"{exc.strerror or exc} ({type(exc).__name__})") from None
 
 
-def enter_session(plan_wire: dict, channel: int) -> tuple[tuple[str, ...], dict, int]:
+def enter_session(plan_wire: dict[str, bool], channel: int) -> tuple[tuple[str, ...], JobWire, int]:
     """Isolate this fresh process for the runs of one submission, as far as possible before the
     submission is even known; returns in each run's process.
 
@@ -78,12 +83,14 @@ def enter_session(plan_wire: dict, channel: int) -> tuple[tuple[str, ...], dict,
         raise SandboxError("runs can share a sandbox only with a pid namespace and a private root")
     view = tempfile.mkdtemp(prefix="grader-view-")  # where the new root is mounted (in its namespace only)
     try:
-        return _isolate(plan, {}, "", None, ahead=(channel, view))
+        applied, run = _isolate(plan, None, "", None, ahead=(channel, view))
     except OSError as exc:
         raise SandboxError(f"{exc.strerror or exc} ({type(exc).__name__})") from None
+    assert run is not None  # with ``ahead``, _isolate returns in a run's process, with the run
+    return applied, run[0], run[1]
 
 
-def _await_session(channel: int, plan: Features) -> tuple[dict, int]:
+def _await_session(channel: int, plan: Features) -> tuple[SessionSetup, int]:
     """In init: the session's setup and control socket, once the server hands them over."""
     sock = socket.socket(fileno=channel)
     _, fds, _, _ = socket.recv_fds(sock, 16, 2)
@@ -93,19 +100,21 @@ def _await_session(channel: int, plan: Features) -> tuple[dict, int]:
     job_fd, control = fds
     try:
         with os.fdopen(job_fd, "rb") as f:
-            setup = json.loads(f.read())
-        if Features.from_wire(setup["sandbox"]) != plan:
+            setup: SessionSetup = json.loads(f.read())
+        wanted = setup["sandbox"]
+        if wanted is None or Features.from_wire(wanted) != plan:
             raise SandboxError("the session asks for other protections than this child was prepared with")
         return setup, control
     except (SandboxError, OSError, ValueError, KeyError, TypeError) as exc:
         raise SessionSetupError(f"the session's setup cannot be read: {exc}", control) from None
 
 
-def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None,
-             ahead: tuple[int, str] | None = None) -> tuple[tuple[str, ...], dict, int | None]:
+def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: int | None,
+             ahead: tuple[int, str] | None = None) -> tuple[tuple[str, ...], tuple[JobWire, int] | None]:
     """The protections in force, and for a session (``ahead``: the server's channel and the
-    directory to build the view on) the run's job and event fd; else {} and ``channel``."""
-    run: dict = {}
+    directory to build the view on; ``limits``: None, they come with the session's setup) the
+    run's job and event fd; else None."""
+    control: int | None = None  # a session's control socket, once the grader has handed it over
     _own_session()
     keeper = os.getpid()
     uid = job_uid(keeper) if plan.drop_user else None
@@ -129,7 +138,7 @@ def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None,
     if plan.net_ns:
         loopback_up()
     owner = uid if uid is not None else real_uid
-    disk_mb = int(limits.get("disk_mb", 256))
+    disk_mb = int(limits.get("disk_mb", 256)) if limits is not None else 256
     if ahead is not None:  # pid 1 of a session: the view now, the submission when it comes
         build_view(ahead[1], disk_mb, fresh_proc=True)
         setup, control = _await_session(ahead[0], plan)
@@ -152,6 +161,7 @@ def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None,
         build_root(workdir, disk_mb, owner, fresh_proc=False)
     elif uid is not None:
         _chown_tree(workdir, uid)
+    assert limits is not None  # the job's, or the session's from its setup (above)
     close_fds(channel)
     _quiet_stdio()
     os.environ.clear()
@@ -174,12 +184,12 @@ def _isolate(plan: Features, limits: dict, workdir: str, channel: int | None,
         nproc = None
     _apply_limits(limits, nproc)
     os.chdir(workdir)
-    if ahead is not None:  # ready for a run: now wait for it
-        run, channel = await_run(channel)
-    return plan.active(), run, channel
+    if control is not None:  # a session's run, ready: now wait for its job
+        return plan.active(), await_run(control)
+    return plan.active(), None
 
 
-def _in_place(limits: dict, workdir: str) -> tuple[str, ...]:
+def _in_place(limits: LimitsWire, workdir: str) -> tuple[str, ...]:
     """What a process with threads (or not on Linux) can do to itself."""
     os.environ.clear()
     os.environ.update(environment(workdir))
@@ -193,7 +203,7 @@ def _in_place(limits: dict, workdir: str) -> tuple[str, ...]:
     return tuple(applied)
 
 
-def _apply_limits(limits: dict, nproc: int | None) -> None:
+def _apply_limits(limits: LimitsWire, nproc: int | None) -> None:
     mb = 1024 * 1024
     _set(resource.RLIMIT_CPU, int(limits["cpu_time"]))
     _set(resource.RLIMIT_AS, int(limits["memory_mb"]) * mb)
@@ -243,7 +253,7 @@ def _quiet_stdio() -> None:
 
 
 def _chown_tree(path: str, uid: int) -> None:
-    for base, dirs, files in os.walk(path):
+    for base, _dirs, files in os.walk(path):
         os.chown(base, uid, uid)
         for name in files:
             os.chown(os.path.join(base, name), uid, uid)

@@ -12,7 +12,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from grader.errors import SandboxError
@@ -63,7 +63,8 @@ def prepare_workdir(files: Iterable[tuple[Path, str]]) -> str:
 def remove_workdir(workdir: str) -> None:
     """Remove a working directory, whatever permissions the student left on it."""
 
-    def unlock(func, path, _exc):  # a directory the student made unreadable or unwritable
+    def unlock(func: Callable[[str], object], path: str, _exc: object) -> None:
+        # a directory the student made unreadable or unwritable
         try:
             os.chmod(os.path.dirname(path), 0o700)
             os.chmod(path, 0o700)
@@ -120,7 +121,7 @@ def _alive(pid: int) -> bool:
 
 
 def _children(pid: int) -> list[int]:
-    out = []
+    out: list[int] = []
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:

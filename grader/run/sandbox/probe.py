@@ -14,7 +14,7 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,11 +65,11 @@ class Features:
     ipc_ns: bool = False
     drop_user: bool = False  # root: the student runs as job_uid(keeper pid)
 
-    def to_wire(self) -> dict:
+    def to_wire(self) -> dict[str, bool]:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_wire(cls, data: dict) -> Features:
+    def from_wire(cls, data: Mapping[str, object]) -> Features:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: bool(v) for k, v in data.items() if k in names})
 
@@ -125,7 +125,7 @@ def features() -> Features:
     try:
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the probe child
-            result = {}
+            result: dict[str, bool] = {}
             try:
                 os.close(r)
                 result = _probe(root, spot)
@@ -155,23 +155,32 @@ def features() -> Features:
     )
 
 
-def _probe(root: bool, spot: str) -> dict:
+def _probe(root: bool, spot: str) -> dict[str, bool]:
     out: dict[str, bool] = {}
     if not root:
         uid, gid = os.getuid(), os.getgid()
-        out["user_ns"] = _attempt(lambda: (unshare(CLONE_NEWUSER), map_ids(uid, gid)))
+
+        def user_ns() -> None:
+            unshare(CLONE_NEWUSER)
+            map_ids(uid, gid)
+
+        out["user_ns"] = _attempt(user_ns)
         if not out["user_ns"]:
             return out
     for name, flag in (("net_ns", CLONE_NEWNET), ("pid_ns", CLONE_NEWPID), ("ipc_ns", CLONE_NEWIPC),
                        ("mount_ns", CLONE_NEWNS)):
-        out[name] = _attempt(lambda: unshare(flag))
+        out[name] = _attempt(functools.partial(unshare, flag))
     if out["mount_ns"]:
-        out["mount_ns"] = _attempt(lambda: (mount(None, "/", None, MS_REC | MS_PRIVATE),
-                                            mount("tmpfs", spot, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")))
+
+        def private_tmpfs() -> None:
+            mount(None, "/", None, MS_REC | MS_PRIVATE)
+            mount("tmpfs", spot, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")
+
+        out["mount_ns"] = _attempt(private_tmpfs)
     return out
 
 
-def _attempt(step) -> bool:
+def _attempt(step: Callable[[], object]) -> bool:
     try:
         step()
         return True

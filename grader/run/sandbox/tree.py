@@ -7,6 +7,7 @@ session: it forks each run's process ahead of its job and cleans the sandbox aft
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -16,9 +17,13 @@ import signal
 import socket
 import stat
 import time
+from typing import TYPE_CHECKING
 
 from grader.run.sandbox.host import remove_workdir, send_signal, stop_tree
 from grader.run.sandbox.linux import PR_SET_CHILD_SUBREAPER, prctl
+
+if TYPE_CHECKING:  # the job's shape, for the type checker only: the student process never imports grader.run.job
+    from grader.run.job import JobWire
 
 
 def fork_keeper(channel: int | None, workdir: str, *, subreaper: bool, view: str | None = None) -> None:
@@ -146,7 +151,7 @@ def serve_runs(control: int, workdir: str) -> None:
             os._exit(0)
 
 
-def await_run(control: int) -> tuple[dict, int]:
+def await_run(control: int) -> tuple[JobWire, int]:
     """In a run's process, set up already: its job and event fd, from the session's control socket."""
     sock = socket.socket(fileno=control)
     try:
@@ -158,7 +163,8 @@ def await_run(control: int) -> tuple[dict, int]:
         os._exit(NO_MORE_RUNS)
     job_fd, event_fd = fds
     with os.fdopen(job_fd, "rb") as f:
-        return json.loads(f.read()), event_fd
+        job: JobWire = json.loads(f.read())
+    return job, event_fd
 
 
 def _end_others() -> None:
@@ -180,11 +186,10 @@ def _empty_places(places: list[tuple[str, os.stat_result]]) -> None:
     """Remove what a run wrote (in the working directory, /tmp and /dev/shm), keeping the mounted
     submission and data files, and give each place back its owner and mode."""
     for place, st in places:
-        for step in (lambda: os.chown(place, st.st_uid, st.st_gid), lambda: os.chmod(place, stat.S_IMODE(st.st_mode))):
-            try:
-                step()
-            except OSError:
-                pass
+        with contextlib.suppress(OSError):
+            os.chown(place, st.st_uid, st.st_gid)
+        with contextlib.suppress(OSError):
+            os.chmod(place, stat.S_IMODE(st.st_mode))
         try:
             entries = list(os.scandir(place))
         except OSError:
