@@ -63,7 +63,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
                                       store=store, force=args.force, on_card=write, progress=progress)
         finally:
             progress.close()
-        done = [(s.path, s.name, card) for s, card in zip(found.submissions, outcome.cards)]
+        done = [(s.path, s.name, card) for s, card in zip(found.submissions, outcome.cards, strict=True)]
         outputs.write_run(done, course=course, assignment=assignment, out=out, formats=formats,
                          executor_name=grader.executor.name)
         rows = [(name, card) for _, name, card in done]

@@ -23,9 +23,10 @@ from __future__ import annotations
 import contextlib
 import random
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -198,7 +199,7 @@ def check_notebook(path: Path, public: PublicChecks, *, only: str | None = None,
     job_cells = tuple(
         JobCell(index=c.index, source=notebook.fill_blanks(c.source) if i.blanks else c.source,
                 skip="skip-grading" if c.skipped else "")
-        for c, i in zip(cells, infos)
+        for c, i in zip(cells, infos, strict=True)
     )
     job = Job(cells=job_cells, captures=specs, limits=limits or Limits(),
               files=data_files(public.folder, path.resolve()))
@@ -245,7 +246,7 @@ def capture_live(ns: dict, pc: PublicCheck) -> Captured:
         return Captured(missing=True, error=str(exc))
     except RecursionError:
         return Captured(error=f"{pc.target} is nested too deeply to compare (recursion)", uncapturable=True)
-    except Exception as exc:  # the student's code raised while the check ran
+    except Exception as exc:  # noqa: BLE001 - the student's code raised while the check ran: a verdict, not a crash
         info = describe_error(exc, 8)
         return Captured(error=f"{type(exc).__name__}: {info['evalue']}", traceback=tuple(info["traceback"]))
 

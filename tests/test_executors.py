@@ -31,7 +31,7 @@ def jupyter_grader(course):
 def both(grader, jupyter_grader, numpy_assignment):
     """Every example graded by each executor, two at a time (kernels take a while to start)."""
     subs = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p)) for p in EXAMPLES]
-    return {g.executor.name: dict(zip(EXAMPLES, batch.grade_all(g, numpy_assignment, subs, jobs=2).cards))
+    return {g.executor.name: dict(zip(EXAMPLES, batch.grade_all(g, numpy_assignment, subs, jobs=2).cards, strict=True))
             for g in (grader, jupyter_grader)}
 
 

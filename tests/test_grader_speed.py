@@ -15,13 +15,13 @@ import torch
 from conftest import NUMPY_CORRECT
 
 from grader import notebook
-from grader.notebook import blanks, textcache
 from grader.capture import decode, encode
 from grader.course.model import Check
 from grader.errors import NotebookError
 from grader.judge import checks, variants
 from grader.judge.checks import Context
 from grader.judge.compare import compare, matches
+from grader.notebook import blanks, textcache
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -68,7 +68,7 @@ def _variant_problems(assignment: Assignment, ref) -> list[str]:
     """Every variant must change at least one reference value of each question it applies to."""
     problems = []
     changes: dict[int, set[str]] = {}
-    for variant, captures in zip(ref.variants, ref.variant_captures):
+    for variant, captures in zip(ref.variants, ref.variant_captures, strict=True):
         changed = set()
         for q in assignment.questions:
             for c in q.checks:

@@ -8,8 +8,9 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from grader.batch.intake import Intake, Submission
 from grader.batch.progress import Progress
@@ -132,7 +133,7 @@ def _result(fut: cf.Future, sub: Submission, assignment: Assignment, grader: Any
         raise
     except GraderError:
         raise  # the executor cannot run notebooks at all: nothing else would be graded either
-    except Exception as exc:  # a bug in the grader: this submission says so, the rest goes on
+    except Exception as exc:  # noqa: BLE001 - a bug in the grader: this submission says so, the rest goes on
         card = Scorecard(assignment=assignment.name, submission=sub.path.name, sha256=sub.sha256,
                          status=SubmissionStatus.CRASHED, score=0.0, max_score=assignment.max_score, student=sub.student,
                          reason=f"the grader itself failed on this submission ({type(exc).__name__}: {exc}); "

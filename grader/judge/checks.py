@@ -108,7 +108,7 @@ class Context:
 
     def failed_binder(self, name: str) -> CellRun | None:
         """The first cell that should have bound ``name`` but raised, hung or crashed."""
-        for info, run in zip(self.infos, self.cells):
+        for info, run in zip(self.infos, self.cells, strict=True):
             if name in info.binds and run.status.failed:
                 return run
         return None
@@ -217,7 +217,7 @@ def _someone_elses_failure(check: Check, cell: CellRun, run: VariantRun, ctx: Co
         return False
     m = _UNDEFINED.match(cell.evalue) if cell.ename == "NameError" else None
     if m and m.group(1) not in _names(check):
-        earlier = next((c for info, c in zip(ctx.infos, run.cells)
+        earlier = next((c for info, c in zip(ctx.infos, run.cells, strict=True)
                         if m.group(1) in info.binds and c.status.failed), None)
         if earlier is not None and earlier.pos < cell.pos:
             return True
@@ -247,7 +247,7 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
         failed_cell = None
         if got is None or got.value is None:
             for name in sorted(_names(check)):
-                failed_cell = next((cell for info, cell in zip(ctx.infos, run.cells)
+                failed_cell = next((cell for info, cell in zip(ctx.infos, run.cells, strict=True)
                                     if name in info.binds and cell.status.failed), None)
                 if failed_cell is not None:
                     break

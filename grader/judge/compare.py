@@ -66,7 +66,7 @@ def _compare(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison
             return _fail("type", f"{name} is {actual.describe()}; expected a {expected.kind}")
         if len(actual.data) != len(expected.data):
             return _fail("length", f"{name} has {len(actual.data)} items; expected {len(expected.data)}")
-        for i, (a, e) in enumerate(zip(actual.data, expected.data)):
+        for i, (a, e) in enumerate(zip(actual.data, expected.data, strict=True)):
             sub = _compare(f"{name}[{i}]", a, e, ctx)
             if not sub.ok:
                 return sub

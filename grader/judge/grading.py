@@ -75,7 +75,7 @@ class Grader:
                           reference=ref.captures, reveal=self.reveal())
             if ref.variants and run.status == RunStatus.OK and _anything_passes(assignment, ctx):
                 runs = []
-                for variant, vref, changed in zip(ref.variants, ref.variant_captures, ref.changed):
+                for variant, vref, changed in zip(ref.variants, ref.variant_captures, ref.changed, strict=True):
                     vjob = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
                                      traceback_lines=self.course.scorecard.traceback_lines, variant=variant)
                     vrun = runner.run(vjob)

@@ -102,6 +102,8 @@ class References:
     def _load(self, path: Path, key: str) -> Reference | None:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            if len(data["variants"]) != len(data["variant_captures"]):
+                raise ValueError("one set of captures per variant")  # a damaged file is computed again
             return Reference(
                 captures=self._decode(data["captures"]),
                 key=key,

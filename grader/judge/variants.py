@@ -161,7 +161,7 @@ def make_variants(assignment: Assignment, given: dict[str, Value]) -> list[Varia
                 try:
                     result = eval(compile(rule, f"<variants.inputs.{name}>", "eval"), scope)  # noqa: S307 - config
                     new = capture.decode(capture.encode(result, budget=[64 << 20]))
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - the rule is any Python from config.yaml: name its failure
                     raise SolutionError(f"The variant rule for `{name}` in {assignment.name} fails: "
                                         f"{type(exc).__name__}: {exc}") from None
                 if original.kind == "array" and new.kind == "array":

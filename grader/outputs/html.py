@@ -131,7 +131,7 @@ def to_html(view: View, assignment: Assignment | None, notebook_path: Path) -> s
     boxes = {q.id: question_box(view, q) for q in view.questions}
     try:
         return _notebook_page(view, assignment, Path(notebook_path), boxes)
-    except Exception:  # nbconvert cannot render it: the results alone say the same thing
+    except Exception:  # noqa: BLE001 - nbconvert cannot render it: the results alone say the same thing
         return page(view, summary_box(view) + "".join(boxes.values()))
 
 

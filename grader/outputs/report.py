@@ -21,9 +21,10 @@ import json
 import statistics
 import textwrap
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -174,7 +175,7 @@ def plot_questions(rates: list[tuple[str, str, Counter]]) -> str:
             total = sum(c.values()) or 1
             widths.append(100.0 * c.get(status, 0) / total)
         ax.barh(labels, widths, left=left, color=COLOURS[status], label=status)
-        left = [a + b for a, b in zip(left, widths)]
+        left = [a + b for a, b in zip(left, widths, strict=True)]
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of submissions")
     ax.set_title("Result per question")
