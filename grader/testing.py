@@ -37,7 +37,10 @@ def fill_source(source: str, answers: dict[str, str | list[str]], counter: list[
             counter[0] += 1
             key = f"?{counter[0]}"
             if key in answers:
-                lines.extend(m.group(1) + part for part in answers[key].splitlines())
+                answer = answers[key]
+                if isinstance(answer, list):
+                    raise TypeError(f"{key} is one bare blank: answer it with one text, not a list")
+                lines.extend(m.group(1) + part for part in answer.splitlines())
                 continue
         lines.append(line)
     return "\n".join(lines)
@@ -47,8 +50,9 @@ def fill(skeleton: Path, answers: dict[str, str | list[str]], *, edit: dict[int,
          append: list[str] | None = None) -> nbformat.NotebookNode:
     """A copy of the skeleton with blanks answered; ``edit`` replaces whole code cells (by
     1-based code-cell number) and ``append`` adds code cells at the end."""
-    nb = nbformat.read(str(skeleton), as_version=4)
-    counter, seen = [0], {}
+    nb: nbformat.NotebookNode = nbformat.read(str(skeleton), as_version=4)
+    counter: list[int] = [0]
+    seen: dict[str, int] = {}
     n = 0
     for cell in nb.cells:
         if cell.cell_type != "code":

@@ -19,6 +19,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -113,7 +114,7 @@ def skeleton(solution: Path) -> nbformat.NotebookNode:
         if cell.cell_type == "markdown" and cell.get("attachments"):
             new.attachments = cell.attachments
         cells.append(new)
-    out = nbformat.v4.new_notebook()
+    out: nbformat.NotebookNode = nbformat.v4.new_notebook()
     out.cells = cells
     out.metadata = {
         k: nb.metadata[k] for k in ("kernelspec", "language_info") if k in nb.metadata
@@ -122,7 +123,7 @@ def skeleton(solution: Path) -> nbformat.NotebookNode:
     return out
 
 
-def write_assignment(assignment: Assignment, public_checks: dict | None) -> list[Path]:
+def write_assignment(assignment: Assignment, public_checks: dict[str, Any] | None) -> list[Path]:
     """Write the skeleton, its data files and the public checks; returns the files written."""
     dest = assignment.skeleton.parent
     dest.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ GIVEN_PREFIX = "__given__/"
 @dataclass(frozen=True)
 class Variant:
     number: int  # 1-based, as shown in scorecards
-    values: dict[str, dict]  # name -> encoded plain data
+    values: dict[str, dict[str, Any]]  # name -> encoded plain data
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -126,7 +127,7 @@ def _random_like(value: Value, rng: np.random.Generator) -> Value:
     return value  # strings, booleans, None: kept, they are labels rather than data
 
 
-def _plain(value: Value):
+def _plain(value: Value) -> Any:
     """A decoded value as numpy/python data, for instructors' variant expressions."""
     if value.kind == "array":
         return value.data.copy()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -71,7 +72,7 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
         if problem:
             raise NotebookError(f"The notebook structure is invalid: {problem}.")
         nb = nbformat.from_dict(data)
-    cells = []
+    cells: list[Cell] = []
     for cell in nb.get("cells", []):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -86,7 +87,7 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
     return cells
 
 
-def _unusable(data: dict) -> str:
+def _unusable(data: dict[str, Any]) -> str:
     cells = data.get("cells")
     if not isinstance(cells, list):
         return "'cells' is not a list"
