@@ -51,7 +51,7 @@ def outcome(manager: TransformerManager, cell: str) -> tuple:
         warnings.simplefilter("always")
         try:
             result: tuple = ("ok", manager.transform_cell(cell))
-        except Exception as exc:  # noqa: BLE001 - IPython's transform raises for some input; the fast path must too
+        except Exception as exc:  # noqa: BLE001 - whatever IPython's transform raises, the fast path must too
             result = ("raises", type(exc).__name__, str(exc))
     return result + tuple(f"{w.category.__name__}: {w.message}" for w in given)
 
