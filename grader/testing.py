@@ -50,7 +50,7 @@ def fill(skeleton: Path, answers: dict[str, str | list[str]], *, edit: dict[int,
          append: list[str] | None = None) -> nbformat.NotebookNode:
     """A copy of the skeleton with blanks answered; ``edit`` replaces whole code cells (by
     1-based code-cell number) and ``append`` adds code cells at the end."""
-    nb: nbformat.NotebookNode = nbformat.read(str(skeleton), as_version=4)
+    nb: nbformat.NotebookNode = nbformat.read(str(skeleton), as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     counter: list[int] = [0]
     seen: dict[str, int] = {}
     n = 0
@@ -63,11 +63,11 @@ def fill(skeleton: Path, answers: dict[str, str | list[str]], *, edit: dict[int,
         else:
             cell.source = fill_source(cell.source, answers, counter, seen)
     for src in append or []:
-        nb.cells.append(nbformat.v4.new_code_cell(src))
+        nb.cells.append(nbformat.v4.new_code_cell(src))  # type: ignore[no-untyped-call]  # nbformat has no annotations
     return nb
 
 
 def write(nb: nbformat.NotebookNode, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, str(path))
+    nbformat.write(nb, str(path))  # type: ignore[no-untyped-call]  # nbformat has no annotations
     return path

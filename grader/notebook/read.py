@@ -58,7 +58,7 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
     if not isinstance(major, int) or major < 4:
         if major in (1, 2, 3):
             try:
-                nb = nbformat.reads(text, as_version=4)
+                nb = nbformat.reads(text, as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
             except Exception as exc:  # noqa: BLE001 - nbformat fails many ways on a student's file; never a crash
                 raise NotebookError(f"The notebook uses format version {major} and cannot be upgraded: {_one_line(exc)}.") from None
         else:
@@ -71,7 +71,7 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
         problem = _unusable(data)
         if problem:
             raise NotebookError(f"The notebook structure is invalid: {problem}.")
-        nb = nbformat.from_dict(data)
+        nb = nbformat.from_dict(data)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     cells: list[Cell] = []
     for cell in nb.get("cells", []):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":

@@ -150,7 +150,7 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
 
     from grader.notebook import read
 
-    nb = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+    nb = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     code_cells = read(path)
     where = anchors(assignment, analyse(code_cells)) if assignment is not None else {}
     token = "GRADERMARK" + secrets.token_hex(8)
@@ -158,7 +158,7 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
 
     def mark(key: str) -> nbformat.NotebookNode:
         marker[key] = f"{token}{len(marker)}X"
-        cell: nbformat.NotebookNode = nbformat.v4.new_markdown_cell(marker[key])
+        cell: nbformat.NotebookNode = nbformat.v4.new_markdown_cell(marker[key])  # type: ignore[no-untyped-call]  # nbformat has no annotations
         return cell
 
     after: dict[int, list[str]] = {}
@@ -177,7 +177,7 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
     if missing:
         cells.append(mark("missing"))
     nb.cells = cells
-    exporter = HTMLExporter(template_name="lab", sanitize_html=False)
+    exporter = HTMLExporter(template_name="lab", sanitize_html=False)  # type: ignore[no-untyped-call]  # nbconvert has no annotations
     full, _ = exporter.from_notebook_node(nb)
     head, sep, body = full.partition("<body")
     if not sep:
