@@ -270,7 +270,7 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
             "n": len(subs), "median_ms": 1000 * statistics.median(times), "p95_ms": 1000 * percentile(times, 95),
             "throughput_per_s": len(subs) / wall, "total_s": wall, "statuses": statuses,
             "runs": len(runs), "run_median_ms": 1000 * statistics.median(runs),
-            "scores": {p.name: card.score for (p, _), card in zip(subs, outcome.cards)},
+            "scores": {p.name: card.score for (p, _), card in zip(subs, outcome.cards, strict=True)},
         }
     cpu = _machine_cpu() - cpu_before
     memory.stop()

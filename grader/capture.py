@@ -31,6 +31,8 @@ MAX_DEPTH = 24
 MAX_ITEMS = 100_000
 MAX_STR = 100_000
 
+Label = str | int | float | bool  # a frame's index or column label, or a dict key
+
 
 class CaptureFailed(Exception):
     """A value exists but cannot be carried as plain data; the message says why, for a student."""
@@ -40,7 +42,7 @@ class CaptureFailed(Exception):
 # Student side
 
 
-def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict:
+def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
     """Plain data for ``value``; ``budget`` is a one-element list of bytes still allowed."""
     if depth > MAX_DEPTH:
         raise CaptureFailed(f"is nested more than {MAX_DEPTH} levels deep")
@@ -89,7 +91,7 @@ def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict:
     raise CaptureFailed(f"is a {kind.__module__}.{kind.__qualname__}, which cannot be compared as data")
 
 
-def _array(arr: np.ndarray, origin: str, budget: list[int], **meta: Any) -> dict:
+def _array(arr: np.ndarray, origin: str, budget: list[int], **meta: Any) -> dict[str, Any]:
     if arr.dtype.kind == "O":
         raise CaptureFailed("holds Python objects (dtype object), not numbers")
     if arr.dtype.kind not in "biufc" or arr.dtype.name not in DTYPES:
@@ -113,7 +115,7 @@ def _array(arr: np.ndarray, origin: str, budget: list[int], **meta: Any) -> dict
     return out
 
 
-def _tensor(t: Any, torch: Any, budget: list[int]) -> dict:
+def _tensor(t: Any, torch: Any, budget: list[int]) -> dict[str, Any]:
     origin = f"{type(t).__module__}.{type(t).__name__}".replace("torch.nn.parameter.", "torch.nn.")
     guard = getattr(torch._C, "DisableTorchFunctionSubclass", None)
     with guard() if guard else contextlib.nullcontext():
@@ -142,7 +144,7 @@ def _label(x: Any) -> Any:
     return str(x)
 
 
-def _frame(df: Any, pandas: Any, budget: list[int]) -> dict:
+def _frame(df: Any, pandas: Any, budget: list[int]) -> dict[str, Any]:
     kind = "frame" if isinstance(df, pandas.DataFrame) else "series"
     values = df.to_numpy()
     if values.dtype.kind == "O":
@@ -174,8 +176,8 @@ class Value:
     origin: str = ""  # e.g. "torch.Tensor", "numpy.ndarray", "float", "pandas.DataFrame"
     dtype: str = ""  # the original dtype, e.g. "torch.float32"
     requires_grad: bool | None = None
-    index: tuple = ()
-    columns: tuple = ()
+    index: tuple[Label, ...] = ()
+    columns: tuple[Label, ...] = ()
 
     @property
     def shape(self) -> tuple[int, ...] | None:
@@ -209,7 +211,8 @@ def decode(obj: Any, *, depth: int = 0) -> Value:
     """Strictly parse one encoded value. Raises ProtocolError on anything unexpected."""
     if depth > MAX_DEPTH or not isinstance(obj, dict):
         raise ProtocolError("a captured value is malformed")
-    t = obj.get("t")
+    raw = obj.get("t")
+    t = raw if isinstance(raw, str) else ""  # an unhashable tag is an unknown form too
     allowed = {
         "none": {"t"},
         "bool": {"t", "v"},
@@ -222,7 +225,7 @@ def decode(obj: Any, *, depth: int = 0) -> Value:
         "series": {"t", "values", "index", "origin"},
     }.get(t)
     if allowed is None or not set(obj) <= allowed:
-        raise ProtocolError(f"a captured value has an unknown form ({str(t)[:20]!r})")
+        raise ProtocolError(f"a captured value has an unknown form ({str(raw)[:20]!r})")
     if t == "none":
         return Value("none", None)
     if t == "bool":
@@ -261,13 +264,13 @@ def decode(obj: Any, *, depth: int = 0) -> Value:
     return Value(t, values, origin=str(obj.get("origin", ""))[:60], index=index, columns=columns)
 
 
-def _labels(obj: Any) -> tuple:
+def _labels(obj: Any) -> tuple[Label, ...]:
     if not isinstance(obj, list) or len(obj) > MAX_ITEMS or not all(type(x) in (str, int, float, bool) for x in obj):
         raise ProtocolError("captured labels are malformed")
     return tuple(obj)
 
 
-def _decode_array(obj: dict) -> Value:
+def _decode_array(obj: dict[str, Any]) -> Value:
     dtype, shape, b64 = obj.get("dtype"), obj.get("shape"), obj.get("b64")
     if dtype not in DTYPES:
         raise ProtocolError(f"a captured array has an unsupported dtype {str(dtype)[:20]!r}")
@@ -297,7 +300,7 @@ def _decode_array(obj: dict) -> Value:
     )
 
 
-def to_wire(value: Value) -> dict:
+def to_wire(value: Value) -> dict[str, Any]:
     """The encoded form of a decoded value (for caches and for values sent into a notebook)."""
     if value.kind == "none":
         return {"t": "none"}
@@ -360,7 +363,8 @@ def number_kind(dtype: np.dtype) -> NumberKind | None:
 def numeric(v: Value) -> np.ndarray | None:
     """The value as a numeric array, if it is numbers (an array, a scalar, or a list of numbers)."""
     if v.kind == "array":
-        return v.data
+        arr: np.ndarray = v.data
+        return arr
     if v.kind == "bool":
         return np.array(v.data)
     if v.kind in ("list", "tuple") and v.data:

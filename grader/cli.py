@@ -25,9 +25,10 @@ from grader import __version__, batch
 from grader.course import config
 from grader.course.locate import find_config, pick_assignment
 from grader.errors import GraderError, UsageError
-from grader.judge.scorecard import points_text
+from grader.judge.scorecard import Scorecard, points_text
 from grader.outputs.formats import FORMATS
 from grader.run import executors
+from grader.vocab import Format
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -45,7 +46,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}.")
     if args.formats is None and "gradebook" not in formats:
-        formats = (*formats, "gradebook")  # a batch always gets its gradebook.csv unless --formats says otherwise
+        formats = (*formats, Format.GRADEBOOK)  # a batch always gets its gradebook.csv unless --formats says otherwise
     out = Path(args.out)
     with batch.intake(given, assignment) as found:
         if not found.submissions:
@@ -53,7 +54,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         grader = Grader(course, executors.make_executor(args.executor))
         store = batch.ResultStore(course.cache_dir, assignment, batch.fingerprint(grader, assignment))
 
-        def write(sub: batch.Submission, card) -> None:  # as soon as it is graded: nothing is lost
+        def write(sub: batch.Submission, card: Scorecard) -> None:  # as soon as it is graded: nothing is lost
             outputs.write_submission(sub.path, sub.name, card, course=course, assignment=assignment, out=out,
                                     formats=formats)
 
@@ -63,7 +64,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
                                       store=store, force=args.force, on_card=write, progress=progress)
         finally:
             progress.close()
-        done = [(s.path, s.name, card) for s, card in zip(found.submissions, outcome.cards)]
+        done = [(s.path, s.name, card) for s, card in zip(found.submissions, outcome.cards, strict=True)]
         outputs.write_run(done, course=course, assignment=assignment, out=out, formats=formats,
                          executor_name=grader.executor.name)
         rows = [(name, card) for _, name, card in done]
@@ -76,7 +77,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     return fail_under(rows, args.fail_under)
 
 
-def fail_under(rows: list, threshold: float | None) -> int:
+def fail_under(rows: list[tuple[str, Scorecard]], threshold: float | None) -> int:
     """Exit status for --fail-under: 1 when a submission scored below the threshold (in %)."""
     if threshold is None:
         return EXIT_OK
@@ -86,7 +87,7 @@ def fail_under(rows: list, threshold: float | None) -> int:
     return EXIT_PROBLEMS if below else EXIT_OK
 
 
-def print_table(assignment: config.Assignment, rows: list, rounding: int) -> None:
+def print_table(assignment: config.Assignment, rows: list[tuple[str, Scorecard]], rounding: int) -> None:
     width = max([len("submission")] + [len(n) for n, _ in rows])
     print(f"{assignment.name}: {assignment.title}")
     print(f"{'submission':<{width}}  {'score':>13}  status")
@@ -245,7 +246,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return args.func(args)
+        code: int = args.func(args)
+        return code
     except GraderError as exc:
         print(f"grader: {exc}", file=sys.stderr)
         return EXIT_USAGE

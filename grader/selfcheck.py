@@ -23,15 +23,17 @@ from __future__ import annotations
 import contextlib
 import random
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from grader import capture, notebook
 from grader.authoring.assign import PUBLIC_CHECKS
-from grader.authoring.public import PublicCheck, PublicChecks, load, locate
+from grader.authoring.public import PublicCheck, PublicChecks, locate
+from grader.authoring.public import load as load  # selfcheck.load: what tests and notebooks call
 from grader.capture import Value
 from grader.course.kinds import KINDS
 from grader.course.model import Limits
@@ -39,8 +41,9 @@ from grader.course.properties import check_property
 from grader.errors import NotebookError, UsageError
 from grader.judge.checks import Context, grade_check
 from grader.judge.compare import compare
+from grader.run.execute import Executor
 from grader.run.job import Captured, CaptureSpec, Job, JobCell
-from grader.vocab import CaptureKind
+from grader.vocab import CaptureKind, SkipReason
 
 SHAPE_REASONS = ("type", "shape", "length", "keys")
 MAX_DATA_BYTES = 512 * 1024 * 1024
@@ -75,6 +78,7 @@ def judge_check(pc: PublicCheck, ctx: Context) -> tuple[str, list[str]]:
     if res.status != "passed":
         return res.status, res.messages
     got = ctx.student[pc.id].value
+    assert got is not None, "a check passes only on a value that exists"
     if pc.value is not None:
         cmp = compare(pc.label, got, pc.value, rtol=pc.rtol, atol=pc.atol, reveal=False)
         if not cmp.ok:
@@ -109,7 +113,8 @@ def _same_kind(expected: str | None, got: Value) -> bool:
     return got.kind == expected
 
 
-def judge(public: PublicChecks, ctx: Context, *, only: str | None = None, live_ns: dict | None = None) -> list[Verdict]:
+def judge(public: PublicChecks, ctx: Context, *, only: str | None = None,
+          live_ns: dict[str, Any] | None = None) -> list[Verdict]:
     out = []
     for q in public.questions:
         if only is not None and q.id != only:
@@ -152,18 +157,11 @@ def _no_blanks() -> notebook.BlankReport:
 # The two ways to run: a notebook file in a fresh process, or the live namespace
 
 
-def _executor() -> Any:
-    """The grader's own default executor."""
-    import dataclasses
+def _executor() -> Executor:
+    """The grader's own default executor (the warm forking server, shared per process)."""
+    from grader.run.executors import DEFAULT, make_executor
 
-    from grader.judge.grading import Grader
-
-    for f in dataclasses.fields(Grader):
-        if f.name == "executor" and f.default_factory is not dataclasses.MISSING:
-            return f.default_factory()
-    from grader.run.subprocess_executor import SubprocessExecutor
-
-    return SubprocessExecutor()
+    return make_executor(DEFAULT)
 
 
 def data_files(folder: Path, notebook_path: Path) -> tuple[tuple[Path, str], ...]:
@@ -183,7 +181,7 @@ def data_files(folder: Path, notebook_path: Path) -> tuple[tuple[Path, str], ...
     return tuple(files) + ((notebook_path, notebook_path.name),)
 
 
-def check_notebook(path: Path, public: PublicChecks, *, only: str | None = None, executor: Any = None,
+def check_notebook(path: Path, public: PublicChecks, *, only: str | None = None, executor: Executor | None = None,
                    limits: Limits | None = None) -> list[Verdict]:
     """Run the notebook the way the grader does (blanks found first, then a sandboxed run) and judge
     the public checks. Raises NotebookError for a file that is not a notebook."""
@@ -197,8 +195,8 @@ def check_notebook(path: Path, public: PublicChecks, *, only: str | None = None,
     )
     job_cells = tuple(
         JobCell(index=c.index, source=notebook.fill_blanks(c.source) if i.blanks else c.source,
-                skip="skip-grading" if c.skipped else "")
-        for c, i in zip(cells, infos)
+                skip=SkipReason.TAGGED if c.skipped else SkipReason.RUN)
+        for c, i in zip(cells, infos, strict=True)
     )
     job = Job(cells=job_cells, captures=specs, limits=limits or Limits(),
               files=data_files(public.folder, path.resolve()))
@@ -224,7 +222,7 @@ def _rng_kept() -> Iterator[None]:
             torch.set_rng_state(t_state)
 
 
-def capture_live(ns: dict, pc: PublicCheck) -> Captured:
+def capture_live(ns: dict[str, Any], pc: PublicCheck) -> Captured:
     """What the worker would capture, taken from a live namespace (the student's own session)."""
     from grader.run.worker import describe_error, seed_everything
 
@@ -245,12 +243,12 @@ def capture_live(ns: dict, pc: PublicCheck) -> Captured:
         return Captured(missing=True, error=str(exc))
     except RecursionError:
         return Captured(error=f"{pc.target} is nested too deeply to compare (recursion)", uncapturable=True)
-    except Exception as exc:  # the student's code raised while the check ran
+    except Exception as exc:  # noqa: BLE001 - the student's code raised while the check ran: a verdict, not a crash
         info = describe_error(exc, 8)
         return Captured(error=f"{type(exc).__name__}: {info['evalue']}", traceback=tuple(info["traceback"]))
 
 
-def check_namespace(ns: dict, public: PublicChecks, *, only: str | None = None) -> list[Verdict]:
+def check_namespace(ns: dict[str, Any], public: PublicChecks, *, only: str | None = None) -> list[Verdict]:
     captures = {pc.id: capture_live(ns, pc) for q in public.questions if only in (None, q.id) for pc in q.checks}
     ctx = Context(infos=[], blanks=_no_blanks(), cells=[], student=captures, reference={})
     return judge(public, ctx, only=only, live_ns=ns)
@@ -278,7 +276,7 @@ def format_report(public: PublicChecks, verdicts: list[Verdict]) -> str:
 
 
 def check(question: str | None = None, *, assignment: str | None = None, checks: str | Path | None = None,
-          namespace: dict | None = None) -> list[Verdict]:
+          namespace: dict[str, Any] | None = None) -> list[Verdict]:
     """In a notebook: ``check("q2")`` or ``check()`` for every question. Prints the report and
     returns the verdicts. Reads the variables of the running notebook; runs nothing again."""
     if namespace is None:

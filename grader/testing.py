@@ -37,7 +37,10 @@ def fill_source(source: str, answers: dict[str, str | list[str]], counter: list[
             counter[0] += 1
             key = f"?{counter[0]}"
             if key in answers:
-                lines.extend(m.group(1) + part for part in answers[key].splitlines())
+                answer = answers[key]
+                if isinstance(answer, list):
+                    raise TypeError(f"{key} is one bare blank: answer it with one text, not a list")
+                lines.extend(m.group(1) + part for part in answer.splitlines())
                 continue
         lines.append(line)
     return "\n".join(lines)
@@ -47,8 +50,9 @@ def fill(skeleton: Path, answers: dict[str, str | list[str]], *, edit: dict[int,
          append: list[str] | None = None) -> nbformat.NotebookNode:
     """A copy of the skeleton with blanks answered; ``edit`` replaces whole code cells (by
     1-based code-cell number) and ``append`` adds code cells at the end."""
-    nb = nbformat.read(str(skeleton), as_version=4)
-    counter, seen = [0], {}
+    nb: nbformat.NotebookNode = nbformat.read(str(skeleton), as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    counter: list[int] = [0]
+    seen: dict[str, int] = {}
     n = 0
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -59,11 +63,11 @@ def fill(skeleton: Path, answers: dict[str, str | list[str]], *, edit: dict[int,
         else:
             cell.source = fill_source(cell.source, answers, counter, seen)
     for src in append or []:
-        nb.cells.append(nbformat.v4.new_code_cell(src))
+        nb.cells.append(nbformat.v4.new_code_cell(src))  # type: ignore[no-untyped-call]  # nbformat has no annotations
     return nb
 
 
 def write(nb: nbformat.NotebookNode, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, str(path))
+    nbformat.write(nb, str(path))  # type: ignore[no-untyped-call]  # nbformat has no annotations
     return path

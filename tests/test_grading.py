@@ -160,14 +160,14 @@ def test_renamed_variable_is_reported_as_missing(submit):
 
 def test_expected_values_are_revealed_only_as_configured(course):
     import dataclasses
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
     from grader.judge.grading import Grader
 
     def reveal(show, due):
         settings = dataclasses.replace(course.scorecard, show_expected=show, due=due)
         return Grader(dataclasses.replace(course, scorecard=settings), executor=object(),
-                      now=datetime(2026, 11, 22, tzinfo=timezone.utc)).reveal()
+                      now=datetime(2026, 11, 22, tzinfo=UTC)).reveal()
 
     assert reveal("never", "2020-01-01") is False
     assert reveal("always", None) is True

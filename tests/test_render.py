@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import nbformat
 import pytest
@@ -77,7 +77,7 @@ def test_every_format_says_the_same_thing(run):
         cr = json.loads((out / f"{name}.classroom.json").read_text())
         assert gs["score"] == card["score"] and sum(t["score"] for t in cr["tests"]) == card["score"]
         assert sum(t["max_score"] for t in gs["tests"]) == cr["max_score"] == card["max_score"]
-        for q, g, c in zip(card["questions"], gs["tests"], cr["tests"]):
+        for q, g, c in zip(card["questions"], gs["tests"], cr["tests"], strict=True):
             assert g["name"] == c["name"] == f"{q['id']}: {q['title']}"
             assert g["score"] == c["score"] == q["score"]
             assert f"| {q['id']}: {q['title']} |" in md
@@ -302,8 +302,8 @@ def test_a_question_shown_after_the_due_date_is_withheld_until_then(grader, cour
     card = grader.grade(numpy_assignment, EXAMPLES / "carol_no_sqrt.ipynb")
     settings = _settings(due="2030-01-31T23:59", visibility=(("attention_numpy", "scaled", "after_due"),))
     c = dataclasses.replace(course, scorecard=settings)
-    before = datetime(2030, 1, 1, tzinfo=timezone.utc)
-    after = datetime(2030, 2, 1, tzinfo=timezone.utc)
+    before = datetime(2030, 1, 1, tzinfo=UTC)
+    after = datetime(2030, 2, 1, tzinfo=UTC)
     md = render_one("md", tmp_path / "x.ipynb", card, c, numpy_assignment, before)
     assert "score **5/9 on the questions shown so far**" in md
     assert "| scaled: Scaled scores | 🔒 result not shown yet | –/2 |" in md
@@ -322,7 +322,7 @@ def test_a_hidden_question_is_never_shown_and_counts_in_the_total(grader, course
     hidden = dataclasses.replace(numpy_assignment.question("output"), visible=False)
     a = dataclasses.replace(numpy_assignment, questions=tuple(
         hidden if q.id == "output" else q for q in numpy_assignment.questions))
-    md = render_one("md", tmp_path / "x.ipynb", card, course, a, datetime(2099, 1, 1, tzinfo=timezone.utc))
+    md = render_one("md", tmp_path / "x.ipynb", card, course, a, datetime(2099, 1, 1, tzinfo=UTC))
     assert "| output: Self-attention output | 🔒 result not shown yet | –/2 |" in md
     assert "- The result of this question is not shown to students." in md
     cr = json.loads(render_one("classroom", tmp_path / "x.ipynb", card, course, a))
@@ -372,8 +372,8 @@ def test_scorecard_section_is_read(tmp_path):
     assert (s.formats, s.due, s.show_expected) == (("yaml", "md"), "2030-01-31", "after_due")
     output = course.assignment("attention_numpy").question("output")
     assert s.question_visibility("attention_numpy", output) == "after_due"
-    assert not s.shown("attention_numpy", output, datetime(2030, 1, 30, tzinfo=timezone.utc))
-    assert s.shown("attention_numpy", output, datetime(2030, 2, 1, tzinfo=timezone.utc))
+    assert not s.shown("attention_numpy", output, datetime(2030, 1, 30, tzinfo=UTC))
+    assert s.shown("attention_numpy", output, datetime(2030, 2, 1, tzinfo=UTC))
 
 
 # --------------------------------------------------------------------------------------------

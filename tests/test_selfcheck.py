@@ -10,6 +10,7 @@ import math
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -185,7 +186,7 @@ def numbers_in(data: bytes) -> np.ndarray:
 def array_numbers(path: Path) -> list[float]:
     try:
         loaded = np.load(path, allow_pickle=False)
-    except Exception:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):  # not an array file
         return []
     arrays = [loaded[k] for k in loaded.files] if hasattr(loaded, "files") else [loaded]
     return [float(v) for a in arrays if a.dtype.kind in "fc" for v in np.ravel(a.real)]

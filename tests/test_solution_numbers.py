@@ -110,7 +110,7 @@ def close(actual, expected, atol=ATOL):
     """Nested lists of numbers are equal within atol (same shape)."""
     if isinstance(expected, (list, tuple)):
         assert isinstance(actual, list) and len(actual) == len(expected), (actual, expected)
-        for a, e in zip(actual, expected):
+        for a, e in zip(actual, expected, strict=True):
             close(a, e, atol)
     else:
         assert math.isfinite(actual) if math.isfinite(expected) else True
@@ -125,11 +125,11 @@ def softmax(xs):
 
 
 def matmul(a, b):
-    return [[sum(x * y for x, y in zip(row, col)) for col in zip(*b)] for row in a]
+    return [[sum(x * y for x, y in zip(row, col, strict=True)) for col in zip(*b, strict=True)] for row in a]
 
 
 def transpose(a):
-    return [list(r) for r in zip(*a)]
+    return [list(r) for r in zip(*a, strict=True)]
 
 
 # ---------------------------------------------------------------------------
@@ -348,7 +348,7 @@ def test_multihead_shapes_and_weights():
     # per-head weights average to the returned weights
     hw = got["head_weights"][0]
     assert len(hw) == 2
-    close([[(a + b) / 2 for a, b in zip(r0, r1)] for r0, r1 in zip(hw[0], hw[1])], w[0], atol=1e-6)
+    close([[(a + b) / 2 for a, b in zip(r0, r1, strict=True)] for r0, r1 in zip(hw[0], hw[1], strict=True)], w[0], atol=1e-6)
     # fixed seeds: pinned values of this solution under torch.manual_seed(0)
     close(w[0][1][1], 0.301730)
     assert got["bank_most_attended"] == "bank"
@@ -415,12 +415,12 @@ def test_french_single_head():
     for key in "QKV":
         close(got[key], QKV, atol=1e-6)
     close(got["Q"][0], [0.4, 0.5], atol=1e-6)
-    scores = [sum(a * b for a, b in zip(QKV[0], k)) for k in QKV]
+    scores = [sum(a * b for a, b in zip(QKV[0], k, strict=True)) for k in QKV]
     close(got["attention_scores"], scores, atol=1e-6)
     close(got["attention_scores"], [0.41, 0.95, 1.49, 0.87, 0.41, 1.23, 1.49], atol=1e-6)
     weights = softmax([s / math.sqrt(2) for s in scores])
     close(got["attention_weights"], weights, atol=1e-6)
-    out = [sum(w * v[j] for w, v in zip(weights, QKV)) for j in range(2)]
+    out = [sum(w * v[j] for w, v in zip(weights, QKV, strict=True)) for j in range(2)]
     close(got["output"], [out], atol=1e-6)
     all_out = _attention(FRENCH_TABLE, W, W, W)
     close(got["all_outputs"], all_out, atol=1e-6)
@@ -433,7 +433,7 @@ def test_french_multihead():
     heads = [_attention(FRENCH_TABLE, *p) for p in got["head_params"]]
     assert len(got["heads"]) == 2
     close(got["heads"], heads, atol=1e-6)
-    concat = [h0 + h1 for h0, h1 in zip(*heads)]
+    concat = [h0 + h1 for h0, h1 in zip(*heads, strict=True)]
     close(got["multihead_output"], matmul(concat, got["W_O"]), atol=1e-6)
     assert len(got["multihead_output"]) == 7 and len(got["multihead_output"][0]) == 3
     eye = [[1.0 if i == j else 0.0 for j in range(3)] for i in range(3)]
@@ -566,10 +566,10 @@ def test_scratch_causal_attention():
     close(got["causal_weights"], expected_w, atol=1e-6)
     close(got["causal_context"], matmul(expected_w, got["values"]), atol=1e-6)
     # dropout 0.5: every weight is either dropped or doubled
-    for drow, wrow in zip(got["dropped_weights"], expected_w):
-        for d, w in zip(drow, wrow):
+    for drow, wrow in zip(got["dropped_weights"], expected_w, strict=True):
+        for d, w in zip(drow, wrow, strict=True):
             assert abs(d) < 1e-7 or abs(d - 2 * w) < 1e-6
-    assert sum(abs(d) < 1e-7 and w > 0 for dr, wr in zip(got["dropped_weights"], expected_w) for d, w in zip(dr, wr)) > 0
+    assert sum(abs(d) < 1e-7 and w > 0 for dr, wr in zip(got["dropped_weights"], expected_w, strict=True) for d, w in zip(dr, wr, strict=True)) > 0
 
 
 def test_scratch_causal_modules():
@@ -581,7 +581,7 @@ def test_scratch_causal_modules():
     close(got["context_vecs"], [first, first])
     second = [[0.4772, 0.1063], [0.5891, 0.3257], [0.6202, 0.3860],
               [0.5478, 0.3589], [0.5321, 0.3428], [0.5077, 0.3493]]
-    both = [a + b for a, b in zip(first, second)]
+    both = [a + b for a, b in zip(first, second, strict=True)]
     close(got["context_vecs_mha"], [both, both])
     assert got["ca_unseen_shape"] == [3, 5, 3]
     assert got["mha_unseen_shape"] == [2, 5, 9]

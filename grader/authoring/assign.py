@@ -19,6 +19,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -94,7 +95,7 @@ def blank_source(source: str, *, where: str = "") -> str:
 
 
 def skeleton(solution: Path) -> nbformat.NotebookNode:
-    nb = nbformat.read(str(solution), as_version=4)
+    nb = nbformat.read(str(solution), as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     cells = []
     for i, cell in enumerate(nb.cells):
         tags = list(cell.get("metadata", {}).get("tags", []))
@@ -104,16 +105,16 @@ def skeleton(solution: Path) -> nbformat.NotebookNode:
         meta = {"tags": kept} if kept else {}
         where = f"{solution.name}, cell {i + 1}"
         if cell.cell_type == "code":
-            new = nbformat.v4.new_code_cell(blank_source(cell.source, where=where), metadata=meta)
+            new = nbformat.v4.new_code_cell(blank_source(cell.source, where=where), metadata=meta)  # type: ignore[no-untyped-call]  # nbformat has no annotations
         elif cell.cell_type == "markdown":
-            new = nbformat.v4.new_markdown_cell(cell.source, metadata=meta)
+            new = nbformat.v4.new_markdown_cell(cell.source, metadata=meta)  # type: ignore[no-untyped-call]  # nbformat has no annotations
         else:
-            new = nbformat.v4.new_raw_cell(cell.source, metadata=meta)
+            new = nbformat.v4.new_raw_cell(cell.source, metadata=meta)  # type: ignore[no-untyped-call]  # nbformat has no annotations
         new.id = cell.get("id") or f"cell-{i}"
         if cell.cell_type == "markdown" and cell.get("attachments"):
             new.attachments = cell.attachments
         cells.append(new)
-    out = nbformat.v4.new_notebook()
+    out: nbformat.NotebookNode = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]  # nbformat has no annotations
     out.cells = cells
     out.metadata = {
         k: nb.metadata[k] for k in ("kernelspec", "language_info") if k in nb.metadata
@@ -122,13 +123,13 @@ def skeleton(solution: Path) -> nbformat.NotebookNode:
     return out
 
 
-def write_assignment(assignment: Assignment, public_checks: dict | None) -> list[Path]:
+def write_assignment(assignment: Assignment, public_checks: dict[str, Any] | None) -> list[Path]:
     """Write the skeleton, its data files and the public checks; returns the files written."""
     dest = assignment.skeleton.parent
     dest.mkdir(parents=True, exist_ok=True)
     written = []
     nb = skeleton(assignment.solution)
-    text = nbformat.writes(nb) + "\n"
+    text = nbformat.writes(nb) + "\n"  # type: ignore[no-untyped-call]  # nbformat has no annotations
     assignment.skeleton.write_text(text, encoding="utf-8")
     written.append(assignment.skeleton)
     for rel in assignment.data:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,12 +25,12 @@ from grader.errors import ProtocolError, UsageError
 from grader.run.job import Captured
 
 
-def public_checks(assignment: Assignment, reference: dict[str, Captured]) -> dict:
+def public_checks(assignment: Assignment, reference: dict[str, Captured]) -> dict[str, Any]:
     questions = []
     for q in assignment.questions:
         checks = []
         for c in q.checks:
-            item: dict = {"id": c.id, "kind": c.kind, "target": c.target, "properties": list(c.properties)}
+            item: dict[str, Any] = {"id": c.id, "kind": c.kind, "target": c.target, "properties": list(c.properties)}
             if c.before:
                 item["before"] = c.before
             if c.seed is not None:
@@ -181,6 +182,7 @@ def locate(*, notebook_path: Path | None = None, assignment: str | None = None, 
 
 def _assignment_of(path: Path) -> str | None:
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("assignment")
+        name = json.loads(path.read_text(encoding="utf-8")).get("assignment")
     except (OSError, ValueError, AttributeError):
         return None
+    return name if isinstance(name, str) else None

@@ -15,6 +15,8 @@ from grader.errors import GraderError
 from grader.judge.checks import Context, grade_check, hint_id
 from grader.judge.compare import compare
 from grader.judge.grading import Grader
+from grader.judge.reference import Reference
+from grader.notebook import BlankReport
 from grader.run.job import Captured
 from grader.vocab import QuestionStatus, SubmissionStatus
 
@@ -46,6 +48,7 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
     ctx = Context(infos=[], blanks=_no_blanks(), cells=[], student={}, reference=ref.captures)
     for check in assignment.checks:
         expected = ref.captures[check.id].value
+        assert expected is not None, "References.get fails for a solution that does not produce a check's value"
         for i, hint in enumerate(check.hints):
             got = ref.captures.get(hint_id(check, i))
             where = f"question {check.id.split('/')[0]}, hint {hint.expr!r}"
@@ -64,15 +67,16 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
     return problems
 
 
-def _variant_problems(assignment: Assignment, ref) -> list[str]:
+def _variant_problems(assignment: Assignment, ref: Reference) -> list[str]:
     """Every variant must change at least one reference value of each question it applies to."""
-    problems = []
+    problems: list[str] = []
     changes: dict[int, set[str]] = {}
-    for variant, captures in zip(ref.variants, ref.variant_captures):
+    for variant, captures in zip(ref.variants, ref.variant_captures, strict=True):
         changed = set()
         for q in assignment.questions:
             for c in q.checks:
                 base, other = ref.captures[c.id].value, captures.get(c.id)
+                assert base is not None, "References.get fails for a solution that does not produce a check's value"
                 if other is None or other.value is None or not compare("", other.value, base, rtol=0, atol=0).ok:
                     changed.add(q.id)
         changes[variant.number] = changed
@@ -88,7 +92,5 @@ def _variant_problems(assignment: Assignment, ref) -> list[str]:
     return problems
 
 
-def _no_blanks():
-    from grader.notebook import BlankReport
-
+def _no_blanks() -> BlankReport:
     return BlankReport(blanks=(), tainted={})

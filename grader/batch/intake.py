@@ -21,9 +21,9 @@ from __future__ import annotations
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Iterator
 
 from grader.course.model import Assignment
 from grader.errors import UsageError
@@ -204,7 +204,7 @@ def intake(paths: list[Path], assignment: Assignment) -> Intake:
         wanted.append(student if one_each or path.stem == student else f"{student}-{path.stem}")
     names = _distinct(wanted, [p for _, p, _ in found.found])
     subs = [Submission(student=s, path=p, origin=o, sha256=_sha_or_empty(p), name=n)
-            for (s, p, o), n in zip(found.found, names)]
+            for (s, p, o), n in zip(found.found, names, strict=True)]
     return Intake(submissions=subs, notes=found.notes, scratch=found.scratch)
 
 
@@ -222,7 +222,7 @@ def _distinct(wanted: list[str], paths: list[Path]) -> list[str]:
     for w in wanted:
         count[w] = count.get(w, 0) + 1
     names, used = [], set()
-    for w, p in zip(wanted, paths):
+    for w, p in zip(wanted, paths, strict=True):
         name = w if count[w] == 1 else f"{p.parent.name}-{w}"
         base, n = name, 2
         while name in used:

@@ -8,14 +8,16 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from types import FrameType
 
 from grader.batch.intake import Intake, Submission
 from grader.batch.progress import Progress
 from grader.batch.store import ResultStore
 from grader.course.model import Assignment
 from grader.errors import GraderError, SolutionError, UsageError
+from grader.judge.grading import Grader
 from grader.judge.scorecard import QuestionResult, Scorecard
 from grader.vocab import QuestionStatus, SubmissionStatus
 
@@ -37,7 +39,7 @@ class Outcome:
     elapsed: float
 
 
-def grade_all(grader: Any, assignment: Assignment, submissions: list[Submission], *, jobs: int = 1,
+def grade_all(grader: Grader, assignment: Assignment, submissions: list[Submission], *, jobs: int = 1,
               store: ResultStore | None = None, force: bool = False,
               on_card: Callable[[Submission, Scorecard], None] | None = None,
               progress: Progress | None = None) -> Outcome:
@@ -85,7 +87,7 @@ def grade_all(grader: Any, assignment: Assignment, submissions: list[Submission]
 
     jobs = max(1, int(jobs))
     pending = iter(todo)
-    running: dict[cf.Future, str] = {}
+    running: dict[cf.Future[Scorecard], str] = {}
     pool = cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grader")
     try:
         with _interrupt_on_sigterm():
@@ -124,7 +126,7 @@ def _take(it: Iterator[str], n: int) -> list[str]:
     return out
 
 
-def _result(fut: cf.Future, sub: Submission, assignment: Assignment, grader: Any) -> Scorecard:
+def _result(fut: cf.Future[Scorecard], sub: Submission, assignment: Assignment, grader: Grader) -> Scorecard:
     """The future's scorecard; a fault of the grader itself stops the batch or becomes a crashed card."""
     try:
         return fut.result()
@@ -132,7 +134,7 @@ def _result(fut: cf.Future, sub: Submission, assignment: Assignment, grader: Any
         raise
     except GraderError:
         raise  # the executor cannot run notebooks at all: nothing else would be graded either
-    except Exception as exc:  # a bug in the grader: this submission says so, the rest goes on
+    except Exception as exc:  # noqa: BLE001 - a bug in the grader: this submission says so, the rest goes on
         card = Scorecard(assignment=assignment.name, submission=sub.path.name, sha256=sub.sha256,
                          status=SubmissionStatus.CRASHED, score=0.0, max_score=assignment.max_score, student=sub.student,
                          reason=f"the grader itself failed on this submission ({type(exc).__name__}: {exc}); "
@@ -157,7 +159,7 @@ class _interrupt_on_sigterm:
             signal.signal(signal.SIGTERM, self.saved)
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 

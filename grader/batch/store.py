@@ -15,10 +15,11 @@ from typing import Any
 from grader import PACKAGE_DIR, __version__
 from grader.course.model import Assignment
 from grader.files import write_atomic
+from grader.judge.grading import Grader
 from grader.judge.scorecard import CheckResult, QuestionResult, Scorecard
 
 
-def fingerprint(grader: Any, assignment: Assignment) -> str:
+def fingerprint(grader: Grader, assignment: Assignment) -> str:
     """Everything a scorecard depends on besides the submission itself."""
     h = hashlib.sha256()
     h.update(__version__.encode())
@@ -44,11 +45,11 @@ def _code_digest() -> str:
     return h.hexdigest()
 
 
-def card_to_data(card: Scorecard) -> dict:
+def card_to_data(card: Scorecard) -> dict[str, Any]:
     return dataclasses.asdict(card)
 
 
-def card_from_data(data: dict) -> Scorecard:
+def card_from_data(data: dict[str, Any]) -> Scorecard:
     """The inverse of card_to_data; raises (KeyError, TypeError) on anything else."""
     questions = []
     for q in data["questions"]:

@@ -16,7 +16,7 @@ import json
 import re
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import yaml
 
@@ -29,6 +29,21 @@ from grader.vocab import Format, QuestionVisibility, ShowExpected, names
 ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 __all__ = ["Assignment", "Check", "Course", "Hint", "Limits", "Question", "ScorecardSettings", "VariantSpec", "load"]
+
+
+class Inherited(TypedDict):
+    """Settings a check takes from its assignment unless it sets them itself."""
+
+    rtol: float
+    atol: float
+    strict_types: bool
+
+
+class Defaults(Inherited):
+    """The course's ``defaults``: what an assignment takes unless it sets it itself."""
+
+    variants: int
+
 
 # --------------------------------------------------------------------------------------------
 # Building the typed objects
@@ -60,7 +75,7 @@ def _check_expr(r: Reader, key: str, expr: str) -> None:
         raise r.error(r.sub(key), f"is not a Python expression: {exc.msg}") from None
 
 
-def _check(r: Reader, qid: str, index: int, inherit: dict[str, Any]) -> Check:
+def _check(r: Reader, qid: str, index: int, inherit: Inherited) -> Check:
     r.only(
         *kinds.KINDS, "points", "rtol", "atol", "strict_types", "seed", "before",
         "properties", "compare", "hints", "hidden", "public",
@@ -106,7 +121,7 @@ def _check(r: Reader, qid: str, index: int, inherit: dict[str, Any]) -> Check:
     )
 
 
-def _question(r: Reader, inherit: dict[str, Any]) -> Question:
+def _question(r: Reader, inherit: Inherited) -> Question:
     r.only("id", "title", "points", "checks", "visible")
     qid = r.string("id", pattern=ID_RE)
     title = r.string("title", qid)
@@ -145,7 +160,7 @@ def _variants(r: Reader, default_count: int) -> VariantSpec:
     return VariantSpec(count=r.whole("count", default_count, minimum=0), seed=r.whole("seed", 0), inputs=tuple(inputs))
 
 
-def _assignment(r: Reader, name: str, root: Path, defaults: dict[str, Any], base_limits: Limits) -> Assignment:
+def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limits: Limits) -> Assignment:
     r.only(
         "title", "solution", "skeleton", "data", "given", "questions", "limits", "rtol", "atol",
         "strict_types", "variants",
@@ -162,7 +177,7 @@ def _assignment(r: Reader, name: str, root: Path, defaults: dict[str, Any], base
             raise r.error(f"{r.sub('data')}[{i}]", "must be a path inside the solution folder")
         if not (solution.parent / rel).is_file():
             raise r.error(f"{r.sub('data')}[{i}]", f"names {rel}, which is not a file next to the solution")
-    inherit = {
+    inherit: Inherited = {
         "rtol": float(r.number("rtol", defaults["rtol"])),
         "atol": float(r.number("atol", defaults["atol"])),
         "strict_types": r.flag("strict_types", defaults["strict_types"]),
@@ -262,7 +277,7 @@ def load(path: str | Path) -> Course:
     course.only("name", "defaults", "cache_dir")
     d = course.reader("defaults")
     d.only("rtol", "atol", "strict_types", "limits", "variants")
-    defaults = {
+    defaults: Defaults = {
         "rtol": float(d.number("rtol", 1e-5)),
         "atol": float(d.number("atol", 1e-8)),
         "strict_types": d.flag("strict_types", False),

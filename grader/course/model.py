@@ -7,7 +7,7 @@ the loader resolves that order, so every object here holds its own final values.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.course.kinds import KINDS, CheckKind
@@ -156,8 +156,8 @@ class ScorecardSettings:
             return False
         due = datetime.fromisoformat(self.due)
         if due.tzinfo is None:
-            due = due.replace(tzinfo=timezone.utc)
-        return (now or datetime.now(timezone.utc)) > due
+            due = due.replace(tzinfo=UTC)
+        return (now or datetime.now(UTC)) > due
 
     def question_visibility(self, assignment: str, question: Question) -> QuestionVisibility:
         """When the question's result is shown; a question with ``visible: false`` is hidden by default."""

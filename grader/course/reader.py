@@ -127,7 +127,7 @@ class Reader:
         value = self.data.get(key, default)
         if value not in choices:
             raise self.error(self.sub(key), f"must be one of {', '.join(choices)}, got {value!r}")
-        return value
+        return str(value)  # one of the choices, so a str already
 
     def reader(self, key: str) -> Reader:
         return Reader(self.doc, self.data.get(key, {}), self.sub(key))
@@ -148,5 +148,6 @@ def describe(value: Any) -> str:
         return str(value).lower()
     if isinstance(value, (int, float)):
         return repr(value)
-    return {dict: "a mapping", list: "a list"}.get(type(value), type(value).__name__)
+    containers: dict[type, str] = {dict: "a mapping", list: "a list"}
+    return containers.get(type(value), type(value).__name__)
 

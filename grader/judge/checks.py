@@ -11,6 +11,7 @@ import ast
 import functools
 import re
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from grader.capture import Value
 from grader.course.model import Assignment, Check, Question
@@ -73,7 +74,7 @@ class Context:
     variants: tuple[VariantRun, ...] = ()
     answers: frozenset[str] = frozenset()  # names graded by value checks: the student's work, not given data
     # Results that depend on this context alone, asked for by many checks; ``replace`` starts afresh.
-    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _memo: dict[object, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def changed_givens(self) -> list[str]:
         """Given inputs whose values in the submission differ from the notebook's own data. A given
@@ -95,20 +96,22 @@ class Context:
         key = ("dependencies", names)
         if key not in self._memo:
             self._memo[key] = dependencies(self.infos, names)
-        return self._memo[key]
+        deps: dict[str, set[str]] = self._memo[key]
+        return deps
 
     def first_binds(self) -> dict[str, int]:
         """``notebook.first_binds`` of the submission, once per context."""
         if "first_binds" not in self._memo:
             self._memo["first_binds"] = first_binds(self.infos)
-        return self._memo["first_binds"]
+        binds: dict[str, int] = self._memo["first_binds"]
+        return binds
 
     def bound_anywhere(self, name: str) -> bool:
         return any(name in info.binds for info in self.infos)
 
     def failed_binder(self, name: str) -> CellRun | None:
         """The first cell that should have bound ``name`` but raised, hung or crashed."""
-        for info, run in zip(self.infos, self.cells):
+        for info, run in zip(self.infos, self.cells, strict=True):
             if name in info.binds and run.status.failed:
                 return run
         return None
@@ -217,7 +220,7 @@ def _someone_elses_failure(check: Check, cell: CellRun, run: VariantRun, ctx: Co
         return False
     m = _UNDEFINED.match(cell.evalue) if cell.ename == "NameError" else None
     if m and m.group(1) not in _names(check):
-        earlier = next((c for info, c in zip(ctx.infos, run.cells)
+        earlier = next((c for info, c in zip(ctx.infos, run.cells, strict=True)
                         if m.group(1) in info.binds and c.status.failed), None)
         if earlier is not None and earlier.pos < cell.pos:
             return True
@@ -240,14 +243,16 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
                    else _changes(run.reference.get(check.id), ctx.reference.get(check.id)))
         if not changes:
             continue  # this variant does not change the answer, so it tests nothing here
-        ref = run.reference[check.id]
+        ref = run.reference[check.id].value
+        if ref is None:
+            continue  # never: only a value that exists can change (``_changes``)
         if check.variable is not None and check.variable in run.names:
             continue  # the variant put this very value in place: comparing it would test nothing
         got = run.student.get(check.id)
         failed_cell = None
         if got is None or got.value is None:
             for name in sorted(_names(check)):
-                failed_cell = next((cell for info, cell in zip(ctx.infos, run.cells)
+                failed_cell = next((cell for info, cell in zip(ctx.infos, run.cells, strict=True)
                                     if name in info.binds and cell.status.failed), None)
                 if failed_cell is not None:
                     break
@@ -266,12 +271,12 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
                 cause = f": {run.reason}"
             return (f"{check.label} is correct for the notebook's data, but the code fails when {changed} {verb}"
                     f"{cause}.")
-        cmp = compare(check.label, got.value, ref.value, rtol=check.rtol, atol=check.atol,
+        cmp = compare(check.label, got.value, ref, rtol=check.rtol, atol=check.atol,
                       strict_types=check.strict_types)
         problem = "" if cmp.ok else "its values do not follow"
         if not problem:
             for prop in check.properties:
-                if check_property(prop, check.label, got.value, ref.value, atol=check.atol):
+                if check_property(prop, check.label, got.value, ref, atol=check.atol):
                     problem = f"it loses the property {prop.replace('_', ' ')}"
                     break
         if problem:
@@ -342,7 +347,8 @@ def _matching_hint(check: Check, value: Value, ctx: Context) -> str:
 def grade_question(question: Question, ctx: Context) -> QuestionResult:
     n = len(question.checks)
     results = [
-        grade_check(c, ctx, c.points if question.split else question.points / n) for c in question.checks
+        # A split question gives every check its points (the loader sees to it); else they share the question's.
+        grade_check(c, ctx, c.points if c.points is not None else question.points / n) for c in question.checks
     ]
     statuses = {r.status for r in results}
     if question.split:

@@ -66,7 +66,7 @@ def _compare(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison
             return _fail("type", f"{name} is {actual.describe()}; expected a {expected.kind}")
         if len(actual.data) != len(expected.data):
             return _fail("length", f"{name} has {len(actual.data)} items; expected {len(expected.data)}")
-        for i, (a, e) in enumerate(zip(actual.data, expected.data)):
+        for i, (a, e) in enumerate(zip(actual.data, expected.data, strict=True)):
             sub = _compare(f"{name}[{i}]", a, e, ctx)
             if not sub.ok:
                 return sub
@@ -183,9 +183,9 @@ def _value_failure(name: str, act: np.ndarray, exp: np.ndarray, bad: np.ndarray,
            + f"; first: {'; '.join(shown)}{more}" + ("" if more else "."))
     if diff is not None and not boolean:
         with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.where(bad, diff / np.abs(exp.astype(np.float64) if not np.iscomplexobj(exp) else exp), 0)
+            rels = np.where(bad, diff / np.abs(exp.astype(np.float64) if not np.iscomplexobj(exp) else exp), 0)
         max_abs = float(np.max(np.where(bad, diff, 0)))
-        max_rel = float(np.nanmax(np.abs(rel))) if rel.size else 0.0
+        max_rel = float(np.nanmax(np.abs(rels))) if rels.size else 0.0
         msg += f" Largest absolute difference {number_text(max_abs, 2)}, largest relative difference {number_text(max_rel, 2)}."
     return Comparison(False, "values", (msg,), n_bad, total)
 

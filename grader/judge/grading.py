@@ -9,9 +9,10 @@ Every path through ``grade`` returns a Scorecard; nothing a submission contains 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from grader import notebook
 from grader.course.model import Assignment, Course, Limits
@@ -29,18 +30,26 @@ from grader.vocab import CellStatus, CheckStatus, QuestionStatus, RunStatus, Sub
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(init=False)
 class Grader:
     """Grades submissions of one course; holds the executor and the reference store."""
 
     course: Course
-    executor: Executor = field(default_factory=default_executor)  # warm forking server, shared per process
-    references: References | None = None
-    now: datetime | None = None
+    executor: Executor
+    references: References
+    now: datetime | None
+
+    # Written out rather than generated so that ``references`` is always set once built: it needs
+    # the executor, and callers use it without a check for None.
+    def __init__(self, course: Course, executor: Executor | None = None, references: References | None = None,
+                 now: datetime | None = None) -> None:
+        self.course = course
+        self.executor = executor if executor is not None else default_executor()  # warm forking server, per process
+        self.references = references if references is not None else References(course, self.executor)
+        self.now = now
+        self.__post_init__()  # as a generated __init__ would: subclasses extend it
 
     def __post_init__(self) -> None:
-        if self.references is None:
-            self.references = References(self.course, self.executor)
         self._skip: dict[str, set[str]] = {}
 
     def reveal(self) -> bool:
@@ -75,7 +84,7 @@ class Grader:
                           reference=ref.captures, reveal=self.reveal())
             if ref.variants and run.status == RunStatus.OK and _anything_passes(assignment, ctx):
                 runs = []
-                for variant, vref, changed in zip(ref.variants, ref.variant_captures, ref.changed):
+                for variant, vref, changed in zip(ref.variants, ref.variant_captures, ref.changed, strict=True):
                     vjob = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
                                      traceback_lines=self.course.scorecard.traceback_lines, variant=variant)
                     vrun = runner.run(vjob)
@@ -109,7 +118,7 @@ def _anything_passes(assignment: Assignment, ctx: Context) -> bool:
     return any(grade_check(c, ctx, 1.0).status == CheckStatus.PASSED for c in assignment.checks)
 
 
-def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: Limits | None = None) -> dict:
+def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: Limits | None = None) -> dict[str, Any]:
     errors = []
     for c in run.errors:
         item = {"cell": c.index, "status": str(c.status), "error": f"{c.ename}: {c.evalue}".strip(": ")}

@@ -55,7 +55,7 @@ def build_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[no
               submission: Path, *, hints: bool, skip: set[str], traceback_lines: int = 8,
               variant: variants.Variant | None = None) -> Job:
     job_cells = []
-    for cell, info in zip(cells, infos):
+    for cell, info in zip(cells, infos, strict=True):
         why = SkipReason.TAGGED if cell.skipped or (skip and cell.source.strip() in skip) else SkipReason.RUN
         source = notebook.fill_blanks(cell.source) if info.blanks else cell.source
         job_cells.append(JobCell(index=cell.index, source=source, skip=why))

@@ -12,6 +12,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from grader import __version__, capture
 from grader.course.model import Assignment, Course
@@ -48,7 +49,8 @@ class References:
     def __init__(self, course: Course, executor: Executor):
         self.course, self.executor = course, executor
         self.memory: dict[str, Reference] = {}
-        self._keys: dict[tuple, str] = {}
+        # (config digest, limits, variants, (path, mtime, size) per file) -> key
+        self._keys: dict[tuple[str, str, str, tuple[tuple[str, int, int], ...]], str] = {}
 
     def key(self, assignment: Assignment) -> str:
         paths = [assignment.solution] + [assignment.solution_dir / d for d in assignment.data]
@@ -83,7 +85,7 @@ class References:
         return ref
 
     @staticmethod
-    def _decode(raw: dict) -> dict[str, Captured]:
+    def _decode(raw: dict[str, Any]) -> dict[str, Captured]:
         captures = {}
         for cid, item in raw.items():
             if "value" in item:
@@ -93,7 +95,7 @@ class References:
         return captures
 
     @staticmethod
-    def _encode(captures: dict[str, Captured]) -> dict:
+    def _encode(captures: dict[str, Captured]) -> dict[str, Any]:
         return {
             cid: ({"value": capture.to_wire(c.value)} if c.value is not None else {"missing": c.missing, "error": c.error})
             for cid, c in captures.items()
@@ -102,6 +104,8 @@ class References:
     def _load(self, path: Path, key: str) -> Reference | None:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            if len(data["variants"]) != len(data["variant_captures"]):
+                raise ValueError("one set of captures per variant")  # a damaged file is computed again
             return Reference(
                 captures=self._decode(data["captures"]),
                 key=key,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ GIVEN_PREFIX = "__given__/"
 @dataclass(frozen=True)
 class Variant:
     number: int  # 1-based, as shown in scorecards
-    values: dict[str, dict]  # name -> encoded plain data
+    values: dict[str, dict[str, Any]]  # name -> encoded plain data
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -126,7 +127,7 @@ def _random_like(value: Value, rng: np.random.Generator) -> Value:
     return value  # strings, booleans, None: kept, they are labels rather than data
 
 
-def _plain(value: Value):
+def _plain(value: Value) -> Any:
     """A decoded value as numpy/python data, for instructors' variant expressions."""
     if value.kind == "array":
         return value.data.copy()
@@ -161,7 +162,7 @@ def make_variants(assignment: Assignment, given: dict[str, Value]) -> list[Varia
                 try:
                     result = eval(compile(rule, f"<variants.inputs.{name}>", "eval"), scope)  # noqa: S307 - config
                     new = capture.decode(capture.encode(result, budget=[64 << 20]))
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - the rule is any Python from config.yaml: name its failure
                     raise SolutionError(f"The variant rule for `{name}` in {assignment.name} fails: "
                                         f"{type(exc).__name__}: {exc}") from None
                 if original.kind == "array" and new.kind == "array":

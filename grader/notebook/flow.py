@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from grader.notebook.blanks import Blank, fill_blanks, find_blanks
@@ -30,6 +32,10 @@ class CellInfo:
     blanked: dict[str, Blank] = field(default_factory=dict)  # names a blank keeps from being computed
     statements: list[tuple[frozenset[str], frozenset[str]]] = field(default_factory=list)  # (binds, reads) per statement
     syntax_error: str | None = None
+
+    def by_statement(self) -> Sequence[tuple[AbstractSet[str], AbstractSet[str]]]:
+        """(binds, reads) per statement; the whole cell as one when it was not split."""
+        return self.statements or [(self.binds, self.reads)]
 
 
 def module_level_binds(tree: ast.Module) -> set[str]:
@@ -151,7 +157,7 @@ class BlankReport:
     blanks: tuple[Blank, ...]
     tainted: dict[str, Blank]  # name -> the blank it depends on
 
-    def cause(self, names: set[str]) -> Blank | None:
+    def cause(self, names: AbstractSet[str]) -> Blank | None:
         """The first blank, in notebook order, that any of these names depends on."""
         found = [self.tainted[n] for n in names if n in self.tainted]
         return min(found, key=lambda b: (b.cell, b.line)) if found else None
@@ -171,8 +177,7 @@ def blank_report(infos: list[CellInfo]) -> BlankReport:
             for name, blank in blanked.items():
                 tainted.setdefault(name, blank)
         # Statement by statement, so a cell that defines a function next to a blanked line keeps it.
-        statements = info.statements or [(info.binds, info.reads)]
-        for binds, reads in statements:
+        for binds, reads in info.by_statement():
             source = next((tainted[n] for n in sorted(reads) if n in tainted), None)
             for name in binds:
                 if name in info.blanked:
@@ -211,7 +216,7 @@ def dependencies(infos: list[CellInfo], sources: tuple[str, ...]) -> dict[str, s
     for info in infos:
         if info.cell.skipped:
             continue
-        for binds, reads in info.statements or [(info.binds, info.reads)]:
+        for binds, reads in info.by_statement():
             found: set[str] = set()
             for name in reads:
                 found |= deps.get(name, set())

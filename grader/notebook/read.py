@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -57,8 +58,8 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
     if not isinstance(major, int) or major < 4:
         if major in (1, 2, 3):
             try:
-                nb = nbformat.reads(text, as_version=4)
-            except Exception as exc:
+                nb = nbformat.reads(text, as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
+            except Exception as exc:  # noqa: BLE001 - nbformat fails many ways on a student's file; never a crash
                 raise NotebookError(f"The notebook uses format version {major} and cannot be upgraded: {_one_line(exc)}.") from None
         else:
             raise NotebookError(f"The notebook format version {major!r} is not supported (expected 4).")
@@ -70,8 +71,8 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
         problem = _unusable(data)
         if problem:
             raise NotebookError(f"The notebook structure is invalid: {problem}.")
-        nb = nbformat.from_dict(data)
-    cells = []
+        nb = nbformat.from_dict(data)  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    cells: list[Cell] = []
     for cell in nb.get("cells", []):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -86,7 +87,7 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
     return cells
 
 
-def _unusable(data: dict) -> str:
+def _unusable(data: dict[str, Any]) -> str:
     cells = data.get("cells")
     if not isinstance(cells, list):
         return "'cells' is not a list"

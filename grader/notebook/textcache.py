@@ -14,18 +14,42 @@ lines) keep them under 70 MB.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Protocol, TypeVar, cast
 
 CACHED_TEXT_CHARS = 2_000  # longer texts are worked out each time
 CACHED_TEXTS = 256  # per cache: the cells of several submissions (a batch grades two at a time)
 
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
-def cached_by_text(fn):
+
+class TextCached(Protocol[R_co]):
+    """What ``cached_by_text`` returns: the function, its plain form, and its cache's controls."""
+
+    __name__: str
+
+    @property
+    def uncached(self) -> Callable[[str], R_co]: ...
+
+    @property
+    def cache_info(self) -> Callable[[], functools._CacheInfo]: ...
+
+    @property
+    def cache_clear(self) -> Callable[[], None]: ...
+
+    def __call__(self, text: str, /) -> R_co: ...
+
+
+def cached_by_text(fn: Callable[[str], R]) -> TextCached[R]:
     """``fn(text)``, kept by exact text in a bounded cache; ``fn.uncached`` is the plain function."""
     cached = functools.lru_cache(maxsize=CACHED_TEXTS)(fn)
 
     @functools.wraps(fn)
-    def wrapper(text: str):
+    def wrapper(text: str) -> R:
         return cached(text) if len(text) <= CACHED_TEXT_CHARS else fn(text)
 
-    wrapper.uncached, wrapper.cache_info, wrapper.cache_clear = fn, cached.cache_info, cached.cache_clear
-    return wrapper
+    # A plain function with attributes, not an object with __call__: it is called once per cell.
+    wrapper.uncached, wrapper.cache_info, wrapper.cache_clear = (  # type: ignore[attr-defined]
+        fn, cached.cache_info, cached.cache_clear)
+    return cast(TextCached[R], wrapper)

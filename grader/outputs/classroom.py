@@ -13,12 +13,13 @@ be right; the messages follow what students may see (a withheld question says so
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from grader.judge.scorecard import Scorecard, rounded
 from grader.outputs.view import View
 
 
-def result(card: Scorecard, view: View) -> dict:
+def result(card: Scorecard, view: View) -> dict[str, Any]:
     r = view.rounding
     shown = {q.id: q for q in view.questions}
     tests = []
@@ -45,5 +46,5 @@ def result(card: Scorecard, view: View) -> dict:
     return out
 
 
-def to_json(data: dict) -> str:
+def to_json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

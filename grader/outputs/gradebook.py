@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard, points_text

@@ -12,6 +12,7 @@ feedback goes in, with the question's visibility from config.yaml (``after_due``
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from grader.course.model import Assignment, ScorecardSettings
 from grader.judge.scorecard import Scorecard, points_text, rounded
@@ -20,7 +21,7 @@ from grader.outputs.view import STATUS_WORDS, SUBMISSION_WORDS, error_lines
 VISIBILITY = {"visible": "visible", "after_due": "after_due_date", "hidden": "hidden"}
 
 
-def results(card: Scorecard, assignment: Assignment | None, settings: ScorecardSettings) -> dict:
+def results(card: Scorecard, assignment: Assignment | None, settings: ScorecardSettings) -> dict[str, Any]:
     r = settings.rounding
     tests = []
     for i, q in enumerate(card.questions, 1):
@@ -57,7 +58,7 @@ def results(card: Scorecard, assignment: Assignment | None, settings: ScorecardS
     }
 
 
-def failure_results(message: str, assignment: Assignment | None = None) -> dict:
+def failure_results(message: str, assignment: Assignment | None = None) -> dict[str, Any]:
     """Results for a submission that could not be graded at all (no notebook, a broken setup)."""
     tests = []
     if assignment is not None:
@@ -69,5 +70,5 @@ def failure_results(message: str, assignment: Assignment | None = None) -> dict:
             "stdout_visibility": "hidden", "tests": tests}
 
 
-def to_json(data: dict) -> str:
+def to_json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import html
 import re
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 from grader.course.model import Assignment
@@ -126,12 +127,17 @@ def page(view: View, body: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+def _literal(text: str) -> Callable[[re.Match[str]], str]:
+    """A replacement for ``re.sub`` that puts ``text`` in as it is (no backslash escapes)."""
+    return lambda _m: text
+
+
 def to_html(view: View, assignment: Assignment | None, notebook_path: Path) -> str:
     """The feedback page; falls back to the results alone when the file is not a notebook."""
     boxes = {q.id: question_box(view, q) for q in view.questions}
     try:
         return _notebook_page(view, assignment, Path(notebook_path), boxes)
-    except Exception:  # nbconvert cannot render it: the results alone say the same thing
+    except Exception:  # noqa: BLE001 - nbconvert cannot render it: the results alone say the same thing
         return page(view, summary_box(view) + "".join(boxes.values()))
 
 
@@ -144,15 +150,16 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
 
     from grader.notebook import read
 
-    nb = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+    nb = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     code_cells = read(path)
     where = anchors(assignment, analyse(code_cells)) if assignment is not None else {}
     token = "GRADERMARK" + secrets.token_hex(8)
-    marker = {}
+    marker: dict[str, str] = {}
 
-    def mark(key: str):
+    def mark(key: str) -> nbformat.NotebookNode:
         marker[key] = f"{token}{len(marker)}X"
-        return nbformat.v4.new_markdown_cell(marker[key])
+        cell: nbformat.NotebookNode = nbformat.v4.new_markdown_cell(marker[key])  # type: ignore[no-untyped-call]  # nbformat has no annotations
+        return cell
 
     after: dict[int, list[str]] = {}
     for qid in boxes:
@@ -170,7 +177,7 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
     if missing:
         cells.append(mark("missing"))
     nb.cells = cells
-    exporter = HTMLExporter(template_name="lab", sanitize_html=False)
+    exporter = HTMLExporter(template_name="lab", sanitize_html=False)  # type: ignore[no-untyped-call]  # nbconvert has no annotations
     full, _ = exporter.from_notebook_node(nb)
     head, sep, body = full.partition("<body")
     if not sep:
@@ -189,7 +196,7 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
             + "".join(boxes[q] for q in missing)
         )
     for key, mk in marker.items():
-        inner = re.sub(rf"<p>\s*{mk}\s*</p>|{mk}", lambda _m, k=key: fragments[k], inner, count=1)
+        inner = re.sub(rf"<p>\s*{mk}\s*</p>|{mk}", _literal(fragments[key]), inner, count=1)
     head = re.sub(r"<script\b.*?</script>", "", head, flags=re.S)
     head = head.replace("<head>", f'<head>\n<meta http-equiv="Content-Security-Policy" content="{CSP}">', 1)
     head = head.replace("</head>", STYLE + "</head>", 1)

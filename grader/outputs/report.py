@@ -21,9 +21,10 @@ import json
 import statistics
 import textwrap
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -31,6 +32,9 @@ from grader.course.model import Course
 from grader.errors import UsageError
 from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard, points_text
+
+if TYPE_CHECKING:
+    from matplotlib.axis import Axis
 
 STATUS_ORDER = ("passed", "partial", "failed", "error", "unanswered")
 COLOURS = {"passed": "#2e7d32", "partial": "#f9a825", "failed": "#c62828", "error": "#6a1b9a",
@@ -90,7 +94,7 @@ def _hints_from_feedback(items: Iterable[tuple[str, list[str]]]) -> list[tuple[s
             if isinstance(line, str) and line.startswith(HINT_PREFIX)]
 
 
-def _timeouts(execution: dict) -> list[int]:
+def _timeouts(execution: dict[str, Any]) -> list[int]:
     return [e.get("cell") for e in execution.get("errors", []) or [] if e.get("status") == "timeout"]
 
 
@@ -146,14 +150,23 @@ def plot_scores(rows: list[Row]) -> str:
     ax.set_xlabel("score (% of the maximum)")
     ax.set_ylabel("submissions")
     ax.set_xlim(0, 100)
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    _whole_numbers(ax.yaxis)
     ax.set_title(f"Score distribution ({len(rows)} submissions)")
     return _png(fig)
 
 
-def question_rates(rows: list[Row]) -> list[tuple[str, str, Counter]]:
+def _whole_numbers(axis: Axis) -> None:
+    """Ticks at whole numbers only: the axis counts submissions."""
+    from matplotlib.ticker import MaxNLocator
+
+    locator = axis.get_major_locator()
+    if isinstance(locator, MaxNLocator):  # matplotlib's default AutoLocator is one
+        locator.set_params(integer=True)
+
+
+def question_rates(rows: list[Row]) -> list[tuple[str, str, Counter[str]]]:
     order: dict[str, str] = {}
-    counts: dict[str, Counter] = {}
+    counts: dict[str, Counter[str]] = {}
     for r in rows:
         for qid, title, status in r.questions:
             order.setdefault(qid, title)
@@ -161,7 +174,7 @@ def question_rates(rows: list[Row]) -> list[tuple[str, str, Counter]]:
     return [(qid, title, counts[qid]) for qid, title in order.items()]
 
 
-def plot_questions(rates: list[tuple[str, str, Counter]]) -> str:
+def plot_questions(rates: list[tuple[str, str, Counter[str]]]) -> str:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.4, 0.45 * len(rates) + 1.2))
@@ -174,7 +187,7 @@ def plot_questions(rates: list[tuple[str, str, Counter]]) -> str:
             total = sum(c.values()) or 1
             widths.append(100.0 * c.get(status, 0) / total)
         ax.barh(labels, widths, left=left, color=COLOURS[status], label=status)
-        left = [a + b for a, b in zip(left, widths)]
+        left = [a + b for a, b in zip(left, widths, strict=True)]
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of submissions")
     ax.set_title("Result per question")
@@ -190,7 +203,7 @@ def plot_hints(top: list[tuple[tuple[str, str], int]]) -> str:
     labels = [textwrap.shorten(f"{qid}: {msg}", 70, placeholder="…") for (qid, msg), _ in top][::-1]
     ax.barh(labels, [n for _, n in top][::-1], color="#ef6c00")
     ax.set_xlabel("submissions")
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    _whole_numbers(ax.xaxis)
     ax.set_title("Most frequent mistakes (hints)")
     return _png(fig)
 

@@ -11,7 +11,7 @@ from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no types here
     """Safe YAML that writes the grader's vocabulary (``StrEnum`` members) as the plain strings they are."""
 
 
@@ -19,7 +19,8 @@ _Dumper.add_multi_representer(StrEnum, lambda dumper, value: dumper.represent_st
 
 
 def dump(data: object) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    text: str = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    return text
 
 
 def to_yaml(card: Scorecard, rounding: int = 2) -> str:

@@ -120,8 +120,8 @@ def _reduced_config(course: Course, assignment: Assignment) -> str:
     vis = (raw.get("scorecard") or {}).get("visibility")
     if isinstance(vis, dict):
         raw["scorecard"]["visibility"] = {k: v for k, v in vis.items() if k == assignment.name}
-    return "# Reduced to one assignment by grader gradescope-zip.\n" + yaml.safe_dump(raw, sort_keys=False,
-                                                                                      allow_unicode=True)
+    text: str = yaml.safe_dump(raw, sort_keys=False, allow_unicode=True)
+    return "# Reduced to one assignment by grader gradescope-zip.\n" + text
 
 
 def _copy(src: Path, dest: Path) -> None:
