@@ -43,9 +43,9 @@ from grader.judge.checks import Context, grade_check
 from grader.judge.compare import compare
 from grader.run.execute import Executor
 from grader.run.job import Captured, CaptureSpec, Job, JobCell
-from grader.vocab import CaptureKind, SkipReason
+from grader.vocab import CaptureKind, Reason, SkipReason
 
-SHAPE_REASONS = ("type", "shape", "length", "keys")
+SHAPE_REASONS = (Reason.TYPE, Reason.SHAPE, Reason.LENGTH, Reason.KEYS)
 MAX_DATA_BYTES = 512 * 1024 * 1024
 LIVE_MISSING = "{label} is not defined in this session yet: run the cell that computes it (fill in its blank `?` " \
                "first), then check again."
@@ -86,7 +86,7 @@ def judge_check(pc: PublicCheck, ctx: Context) -> tuple[str, list[str]]:
     elif expected is not None:
         cmp = compare(pc.label, got, expected, rtol=pc.rtol, atol=pc.atol, reveal=False)
         if not cmp.ok and cmp.reason in SHAPE_REASONS:
-            if cmp.reason == "type":
+            if cmp.reason == Reason.TYPE:
                 shape = f" of shape {capture.shape_text(pc.shape)}" if pc.shape else ""
                 return "failed", [f"{pc.label} is {got.describe()}; expected numbers{shape}."]
             return "failed", list(cmp.messages)

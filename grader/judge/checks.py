@@ -29,7 +29,7 @@ from grader.notebook import (
     module_level_binds,
 )
 from grader.run.job import Captured, CellRun
-from grader.vocab import CellStatus, CheckStatus, QuestionStatus, RunStatus
+from grader.vocab import CellStatus, CheckStatus, QuestionStatus, Reason, RunStatus
 
 
 @dataclass(frozen=True)
@@ -280,7 +280,7 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
                     problem = f"it loses the property {prop.replace('_', ' ')}"
                     break
         if problem:
-            what = "a size fixed" if cmp.reason == "shape" else "a size or constant fixed"
+            what = "a size fixed" if cmp.reason == Reason.SHAPE else "a size or constant fixed"
             return (f"{check.label} is correct for the notebook's data but not when {changed} {verb} "
                     f"({problem}): is a value typed in, or {what}, rather than computed?")
     return ""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grader.capture import MAX_INDICES, Value, indices_text, number_text, numeric, shape_text, trim
+from grader.vocab import Reason
 
 NUMERIC = "array"
 
@@ -23,7 +24,7 @@ NUMERIC = "array"
 @dataclass(frozen=True)
 class Comparison:
     ok: bool
-    reason: str = ""  # "" | type | shape | dtype | nan | values | labels | keys | length
+    reason: Reason = Reason.NONE
     messages: tuple[str, ...] = ()
     mismatched: int = 0
     total: int = 0
@@ -63,9 +64,9 @@ def _compare(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison
             return _comparenumeric(name, actual, expected, exp, ctx)
     if expected.kind in ("list", "tuple"):
         if actual.kind not in ("list", "tuple") or (ctx.strict and actual.kind != expected.kind):
-            return _fail("type", f"{name} is {actual.describe()}; expected a {expected.kind}")
+            return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected a {expected.kind}")
         if len(actual.data) != len(expected.data):
-            return _fail("length", f"{name} has {len(actual.data)} items; expected {len(expected.data)}")
+            return _fail(Reason.LENGTH, f"{name} has {len(actual.data)} items; expected {len(expected.data)}")
         for i, (a, e) in enumerate(zip(actual.data, expected.data, strict=True)):
             sub = _compare(f"{name}[{i}]", a, e, ctx)
             if not sub.ok:
@@ -73,7 +74,7 @@ def _compare(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison
         return Comparison(True)
     if expected.kind == "dict":
         if actual.kind != "dict":
-            return _fail("type", f"{name} is {actual.describe()}; expected a dict")
+            return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected a dict")
         missing = [k for k in expected.data if k not in actual.data]
         extra = [k for k in actual.data if k not in expected.data]
         if missing or extra:
@@ -82,7 +83,7 @@ def _compare(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison
                 parts.append(f"{len(missing)} expected key{'s' if len(missing) > 1 else ''} missing")
             if extra:
                 parts.append(f"unexpected key{'s' if len(extra) > 1 else ''} {', '.join(repr(k) for k in extra[:MAX_INDICES])}")
-            return _fail("keys", f"{name}: " + "; ".join(parts))
+            return _fail(Reason.KEYS, f"{name}: " + "; ".join(parts))
         for k in expected.data:
             sub = _compare(f"{name}[{k!r}]", actual.data[k], expected.data[k], ctx)
             if not sub.ok:
@@ -90,37 +91,37 @@ def _compare(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison
         return Comparison(True)
     if expected.kind == "str":
         if actual.kind != "str":
-            return _fail("type", f"{name} is {actual.describe()}; expected a string")
+            return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected a string")
         if actual.data != expected.data:
             shown = f" (expected {expected.data!r})" if ctx.reveal else ""
-            return _fail("values", f"{name} is {trim(repr(actual.data))}, which is not the expected text{shown}")
+            return _fail(Reason.VALUES, f"{name} is {trim(repr(actual.data))}, which is not the expected text{shown}")
         return Comparison(True)
     if expected.kind == "none":
         if actual.kind != "none":
-            return _fail("type", f"{name} is {actual.describe()}; expected None")
+            return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected None")
         return Comparison(True)
-    return _fail("type", f"{name} is {actual.describe()}; expected {expected.describe()}")
+    return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected {expected.describe()}")
 
 
 def _comparenumeric(name: str, actual: Value, expected: Value, exp: np.ndarray, ctx: _Ctx) -> Comparison:
     act = numeric(actual)
     if act is None:
-        return _fail("type", f"{name} is {actual.describe()}; expected numbers ({expected.describe()})")
+        return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected numbers ({expected.describe()})")
     if ctx.strict:
         if actual.origin != expected.origin:
-            return _fail("type", f"{name} is {actual.describe()}; expected {expected.describe()}")
+            return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected {expected.describe()}")
         if (actual.dtype or str(act.dtype)) != (expected.dtype or str(exp.dtype)):
-            return _fail("dtype", f"{name} has dtype {actual.dtype or act.dtype}; expected {expected.dtype or exp.dtype}")
+            return _fail(Reason.DTYPE, f"{name} has dtype {actual.dtype or act.dtype}; expected {expected.dtype or exp.dtype}")
     if act.shape != exp.shape:
         hint = ""
         if act.shape == exp.shape[::-1] and act.ndim == 2:
             hint = " (the transpose of the expected shape)"
         elif act.size == exp.size:
             hint = " (same number of elements: a reshape, squeeze or unsqueeze too many or too few?)"
-        return _fail("shape", f"{name} has shape {shape_text(act.shape)}; expected shape {shape_text(exp.shape)}{hint}")
+        return _fail(Reason.SHAPE, f"{name} has shape {shape_text(act.shape)}; expected shape {shape_text(exp.shape)}{hint}")
     if exp.dtype.kind == "b" or act.dtype.kind == "b":
         if exp.dtype.kind != act.dtype.kind and ctx.strict:
-            return _fail("dtype", f"{name} has dtype {act.dtype}; expected booleans")
+            return _fail(Reason.DTYPE, f"{name} has dtype {act.dtype}; expected booleans")
         a, e = act.astype(bool) if act.dtype.kind in "biu" else act, exp.astype(bool) if exp.dtype.kind in "biu" else exp
         if act.dtype.kind == "f" or exp.dtype.kind == "f":
             a, e = act.astype(float), exp.astype(float)
@@ -137,14 +138,14 @@ def _comparenumeric(name: str, actual: Value, expected: Value, exp: np.ndarray, 
     if (a_nan != e_nan).any():
         where = np.argwhere(a_nan & ~e_nan)
         if len(where):
-            return _fail("nan", f"{name} has NaN at {indices_text(where)} ({int((a_nan & ~e_nan).sum())} in all) "
+            return _fail(Reason.NAN, f"{name} has NaN at {indices_text(where)} ({int((a_nan & ~e_nan).sum())} in all) "
                                 "where a number was expected: a division by zero, log of 0 or an overflow?")
         where = np.argwhere(e_nan & ~a_nan)
-        return _fail("nan", f"{name} has numbers at {indices_text(where)} where NaN was expected")
+        return _fail(Reason.NAN, f"{name} has numbers at {indices_text(where)} where NaN was expected")
     a_inf, e_inf = np.isinf(a), np.isinf(e)
     if (a_inf != e_inf).any() or (a_inf & (a != e)).any():
         where = np.argwhere((a_inf != e_inf) | (a_inf & (a != e)))
-        return _fail("nan", f"{name} has infinite values where they were not expected, or the wrong sign of "
+        return _fail(Reason.NAN, f"{name} has infinite values where they were not expected, or the wrong sign of "
                             f"infinity, at {indices_text(where)}")
     finite = ~(a_nan | a_inf)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -159,7 +160,7 @@ def _value_failure(name: str, act: np.ndarray, exp: np.ndarray, bad: np.ndarray,
     if n_bad == 0:
         return Comparison(True, total=total)
     if not ctx.explain:
-        return Comparison(False, "values", (), n_bad, total)
+        return Comparison(False, Reason.VALUES, (), n_bad, total)
     if act.ndim == 0:
         msg = f"{name} is {number_text(act.item())}, which is not the expected value"
         if ctx.reveal:
@@ -168,7 +169,7 @@ def _value_failure(name: str, act: np.ndarray, exp: np.ndarray, bad: np.ndarray,
             rel = float(diff) / abs(float(np.abs(exp))) if float(np.abs(exp)) else float("inf")
             msg += f" (relative difference {number_text(rel, 2)})" if np.isfinite(rel) else ""
         msg += f" within rtol={ctx.rtol:g}, atol={ctx.atol:g}" if not boolean else ""
-        return Comparison(False, "values", (msg + ".",), n_bad, total)
+        return Comparison(False, Reason.VALUES, (msg + ".",), n_bad, total)
     where = np.argwhere(bad)
     shown = []
     for idx in where[:MAX_INDICES]:
@@ -187,22 +188,22 @@ def _value_failure(name: str, act: np.ndarray, exp: np.ndarray, bad: np.ndarray,
         max_abs = float(np.max(np.where(bad, diff, 0)))
         max_rel = float(np.nanmax(np.abs(rels))) if rels.size else 0.0
         msg += f" Largest absolute difference {number_text(max_abs, 2)}, largest relative difference {number_text(max_rel, 2)}."
-    return Comparison(False, "values", (msg,), n_bad, total)
+    return Comparison(False, Reason.VALUES, (msg,), n_bad, total)
 
 
 def _compare_frame(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison:
     if actual.kind != expected.kind:
         if actual.kind == NUMERIC and not ctx.strict:
             return _comparenumeric(name, actual, expected.data, expected.data.data, ctx)
-        return _fail("type", f"{name} is {actual.describe()}; expected {expected.describe()}")
+        return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected {expected.describe()}")
     if tuple(map(str, actual.index)) != tuple(map(str, expected.index)):
         what = f"{name}'s index (row labels) is {trim(str(list(actual.index)))}"
-        return _fail("labels", what + (f"; expected {list(expected.index)}" if ctx.reveal else "; it is not the expected labels"))
+        return _fail(Reason.LABELS, what + (f"; expected {list(expected.index)}" if ctx.reveal else "; it is not the expected labels"))
     if expected.kind == "frame" and tuple(map(str, actual.columns)) != tuple(map(str, expected.columns)):
         what = f"{name}'s columns are {trim(str(list(actual.columns)))}"
-        return _fail("labels", what + (f"; expected {list(expected.columns)}" if ctx.reveal else "; they are not the expected labels"))
+        return _fail(Reason.LABELS, what + (f"; expected {list(expected.columns)}" if ctx.reveal else "; they are not the expected labels"))
     return _comparenumeric(f"{name}'s values", actual.data, expected.data, expected.data.data, ctx)
 
 
-def _fail(reason: str, message: str) -> Comparison:
+def _fail(reason: Reason, message: str) -> Comparison:
     return Comparison(False, reason, (message + ("" if message.endswith((".", "?")) else "."),))
