@@ -9,7 +9,7 @@ No renderer reaches into grading logic. Per submission (``OUT/<name>.<ext>``):
     gradescope  <name>.gradescope.json   Gradescope's results.json schema
     classroom   <name>.classroom.json    GitHub Classroom's grading reporter input
 
-Per run: ``junit`` -> ``OUT/junit.xml`` (pytest's own), ``gradebook`` -> ``OUT/gradebook.csv``,
+Per run: ``junit`` -> ``OUT/junit.xml`` (what pytest's ``--junitxml`` writes), ``gradebook`` -> ``OUT/gradebook.csv``,
 ``report`` -> ``OUT/report.html`` (the class report, grader.report).
 """
 
