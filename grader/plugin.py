@@ -1,13 +1,24 @@
 """pytest plugin: ``pytest --submission PATH [--assignment NAME]`` grades notebooks as test items.
 
-One item per (submission, question). An item passes when the question earns full marks; a
-failing item's report is the student's feedback. Scorecards are written when the session ends.
+One item per (submission, question). The items come from the assignment's questions in the course
+file, so collecting runs nothing: the first item of a submission that runs grades the notebook and
+its other items reuse that scorecard. So ``--collect-only`` runs no notebook, ``-k`` grades only
+the submissions of the items it selects, and ``-x`` stops grading at the first failure.
+
+An item passes when the question earns full marks; a failing item's report is the student's
+feedback. Scorecards of the submissions graded are written when the session ends. Under
+pytest-xdist (``-n``) the items of one submission stay on one worker (``--dist loadfile`` unless
+another distribution is chosen), so each notebook is graded once, and each worker writes the
+scorecards of the submissions it graded.
+
 Registered through the ``pytest11`` entry point, so it works wherever the package is installed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -16,7 +27,11 @@ from grader.course import config as course_config
 from grader.course.locate import find_config, pick_assignment
 from grader.errors import GraderError
 from grader.judge.scorecard import QuestionResult, Scorecard
+from grader.outputs.feedback import failure_text, question_passed
 from grader.outputs.yaml import write_yaml
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr, TracebackStyle
 
 STATE = pytest.StashKey["GradingState"]()
 
@@ -27,8 +42,25 @@ HELP = {
     "scorecard_dir": "folder for the scorecards written at the end (default: scorecards)",
 }
 
+# pytest-xdist distributions that keep all items of one file (one submission) on one worker.
+WHOLE_FILE = ("loadfile", "loadscope")
+
+
+class GradingFailed(Exception):
+    """Grading a submission raised a GraderError; the message is reported as the item's failure."""
+
+
+class QuestionNotEarned(Exception):
+    """A question did not earn full marks; carries its result and scorecard for the report."""
+
+    def __init__(self, result: QuestionResult, card: Scorecard):
+        super().__init__(result.id)
+        self.result, self.card = result, card
+
 
 class GradingState:
+    """The session's course, assignment and submissions, and the scorecards graded so far."""
+
     def __init__(self, course: course_config.Course, assignment: course_config.Assignment,
                  submissions: list[Path], out: Path):
         from grader.judge.grading import Grader
@@ -38,6 +70,30 @@ class GradingState:
         self.names = output_names(submissions)
         self.grader = Grader(course)
         self.cards: dict[Path, Scorecard] = {}
+        self.failed: dict[Path, str] = {}  # submissions whose grading raised: the one-line reason
+
+    def scorecard(self, original: Path) -> Scorecard:
+        """The submission's scorecard, graded on first use; a failure to grade is remembered too,
+        so the submission's other items report it without running the notebook again."""
+        if original in self.failed:
+            raise GradingFailed(self.failed[original])
+        card = self.cards.get(original)
+        if card is None:
+            try:
+                card = self.grader.grade(self.assignment, original)
+            except GraderError as exc:
+                self.failed[original] = f"{original.name} could not be graded: {' '.join(str(exc).split())}"
+                raise GradingFailed(self.failed[original]) from None
+            self.cards[original] = card
+        return card
+
+
+def node_id(path: Path, rootpath: Path) -> str | None:
+    """None for a notebook under pytest's rootdir, which keeps pytest's own id (its path from the
+    rootdir). pytest gives every notebook outside the rootdir that was named on the command line
+    the same empty id, which pytest-xdist cannot tell apart and reports cannot name: such a
+    notebook is named by its absolute path instead (reports show it relative to the current folder)."""
+    return None if path.is_relative_to(rootpath) else path.as_posix()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,6 +102,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--assignment", default=None, help=HELP["assignment"])
     group.addoption("--grader-config", default=None, help=HELP["grader_config"])
     group.addoption("--scorecard-dir", default="scorecards", help=HELP["scorecard_dir"])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Iterator[None]:
+    # A wrapper runs before pytest-xdist's own hook, which turns "-n N without --dist" into
+    # --dist load: that would spread one submission's items over workers, each grading it again.
+    option = config.option
+    if (config.getoption("submission") and getattr(option, "numprocesses", None)
+            and getattr(option, "dist", None) == "no" and not getattr(option, "distload", False)):
+        option.dist = "loadfile"
+    return (yield)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -76,59 +143,66 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"grader sandbox: {found.describe()}",
     ]
     lines += [f"grader sandbox, not enforced here: {m}" for m in found.missing()]
+    dist = getattr(config.option, "dist", "no")
+    if dist != "no" and getattr(config.option, "tx", None):
+        lines.append(f"grader: distributed with --dist {dist}" + (
+            "" if dist in WHOLE_FILE else
+            "; a submission whose questions run on several workers is graded on each (--dist loadfile avoids it)"))
     return lines
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     state = parent.config.stash.get(STATE, None)
     if state is not None and file_path.resolve() in state.submissions:
-        return SubmissionFile.from_parent(parent, path=file_path)
+        nodeid = node_id(file_path, parent.config.rootpath)
+        if nodeid is None:
+            return SubmissionFile.from_parent(parent, path=file_path)
+        # pytest 8 types the id as a str; pytest 9 as its NodeId, and still takes (and parses) a str
+        made: pytest.Collector = SubmissionFile.from_parent(parent, path=file_path, nodeid=nodeid)
+        return made
     return None
 
 
-class QuestionNotEarned(Exception):
-    """A question did not earn full marks; carries its result for the report."""
-
-    def __init__(self, result: QuestionResult):
-        super().__init__(result.id)
-        self.result = result
-
-
 class SubmissionFile(pytest.File):
-    def collect(self):
+    """One submitted notebook: an item per question of the assignment, without running anything."""
+
+    def collect(self) -> Iterator[QuestionItem]:
         state: GradingState = self.config.stash[STATE]
-        original = state.submissions[self.path.resolve()]
-        try:
-            card = state.grader.grade(state.assignment, original)
-        except GraderError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        state.cards[original] = card
-        for q in card.questions:
-            yield QuestionItem.from_parent(self, name=q.id, result=q, card=card)
+        for question in state.assignment.questions:
+            yield QuestionItem.from_parent(self, name=question.id, question=question)
 
 
 class QuestionItem(pytest.Item):
-    def __init__(self, *, result: QuestionResult, card: Scorecard, **kwargs):
+    """One question of one submission; ``result`` and ``card`` are set once it has run."""
+
+    def __init__(self, *, question: course_config.Question, **kwargs: Any):
         super().__init__(**kwargs)
+        self.question = question
+        self.result: QuestionResult | None = None
+        self.card: Scorecard | None = None
+
+    def runtest(self) -> None:
+        state: GradingState = self.config.stash[STATE]
+        card = state.scorecard(state.submissions[self.path.resolve()])
+        result = next((q for q in card.questions if q.id == self.question.id), None)
+        if result is None:  # the grader makes one result per question of the assignment
+            raise GradingFailed(f"The scorecard of {self.path.name} has no question {self.question.id}.")
         self.result, self.card = result, card
         self.user_properties.append(("score", result.score))
         self.user_properties.append(("max_score", result.max_score))
+        if not question_passed(result):
+            raise QuestionNotEarned(result, card)
 
-    def runtest(self) -> None:
-        if self.result.status != "passed":
-            raise QuestionNotEarned(self.result)
-
-    def repr_failure(self, excinfo, style=None):
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, QuestionNotEarned):
-            r = excinfo.value.result
-            head = f"{r.title}: {r.status}, {r.score:g}/{r.max_score:g} points"
-            if self.card.status != "graded":
-                head += f" (notebook {self.card.status}: {self.card.reason})"
-            return "\n".join([head] + [f"  - {line}" for line in r.feedback])
+            return failure_text(excinfo.value.result, excinfo.value.card)
+        if isinstance(excinfo.value, GradingFailed):
+            return str(excinfo.value)
         return super().repr_failure(excinfo, style)
 
-    def reportinfo(self):
-        return self.path, None, f"question {self.result.id}: {self.result.title}"
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"question {self.question.id}: {self.question.title}"
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -1,12 +1,38 @@
-"""The pytest plugin, driven through real pytest runs."""
+"""The pytest plugin, driven through real pytest runs, and the JUnit writer measured against it."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+from datetime import datetime
+from pathlib import Path
+
+import pytest
 import yaml
+from _pytest.junitxml import shorten_message
 from conftest import ROOT
+
+from grader.course import config
+from grader.errors import SolutionError
+from grader.judge.grading import Grader
+from grader.outputs.junit import shorten, write_junit
 
 SKELETON = ROOT / "assignments/attention_numpy/attention_numpy.ipynb"
 EXAMPLES = ROOT / "examples/attention_numpy"
+NAMES = sorted(p.stem for p in EXAMPLES.glob("*.ipynb"))  # the order pytest collects them in
+QUESTIONS = ("qkv", "scores", "scaled", "softmax", "weights", "output")
+COUNTER = """
+from pathlib import Path
+from grader.judge.grading import Grader
+
+_grade = Grader.grade
+
+def _counted(self, assignment, path, **kwargs):
+    with open(Path(__file__).parent / "graded.log", "a") as log:
+        log.write(Path(path).stem + "\\n")
+    return _grade(self, assignment, path, **kwargs)
+
+Grader.grade = _counted
+"""
 
 
 def run(pytester, *args):
@@ -15,17 +41,54 @@ def run(pytester, *args):
     )
 
 
+@pytest.fixture
+def graded(monkeypatch):
+    """Records every notebook the Grader grades in this process, with its scorecard."""
+    calls: list[tuple[Path, object]] = []
+    original = Grader.grade
+
+    def grade(self, assignment, path, **kwargs):
+        card = original(self, assignment, path, **kwargs)
+        calls.append((Path(path), card))
+        return card
+
+    monkeypatch.setattr(Grader, "grade", grade)
+    return calls
+
+
+def run_here(pytester, *args):
+    """A pytest run in this process, so the ``graded`` fixture sees what it grades."""
+    return pytester.runpytest_inprocess(
+        "--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir", str(pytester.path / "cards"),
+        "-p", "no:cacheprovider", *args
+    )
+
+
+def cards_written(pytester) -> list[str]:
+    folder = pytester.path / "cards"
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+
+
 def test_one_item_per_question_and_feedback_as_failure_text(pytester):
     result = run(pytester, "--submission", str(EXAMPLES / "carol_no_sqrt.ipynb"), "--assignment", "attention_numpy", "-v")
     result.assert_outcomes(passed=3, failed=3)
     result.stdout.fnmatch_lines([
         "grader: *config.yaml · assignment attention_numpy · 1 submission(s) · executor *",
         "*carol_no_sqrt.ipynb::scaled FAILED*",
+        "*_ question scaled: Scaled scores _*",
         "Scaled scores: failed, 0/2 points",
         "  - Likely mistake: The scores are not divided by sqrt(d_k).",
     ])
     card = yaml.safe_load((pytester.path / "cards/carol_no_sqrt.yaml").read_text())
     assert (card["score"], card["max_score"], card["status"]) == (5, 11, "graded")
+
+
+def test_collect_only_lists_every_item_and_runs_no_notebook(pytester, graded):
+    result = run_here(pytester, "--submission", str(EXAMPLES), "--collect-only", "-q")
+    assert result.ret == 0
+    listed = [line.split("::") for line in result.outlines if "::" in line]
+    assert [(Path(p).stem, q) for p, q in listed] == [(n, q) for n in NAMES for q in QUESTIONS]
+    assert graded == [] and cards_written(pytester) == []
 
 
 def test_folder_of_submissions_and_keyword_selection(pytester):
@@ -35,12 +98,82 @@ def test_folder_of_submissions_and_keyword_selection(pytester):
     assert len(list((pytester.path / "cards").glob("*.yaml"))) == 8
 
 
+def test_keyword_selection_grades_only_the_selected_submissions(pytester, graded):
+    result = run_here(pytester, "--submission", str(EXAMPLES), "-k", "carol_no_sqrt and scaled")
+    result.assert_outcomes(failed=1, deselected=47)
+    assert [p.stem for p, _ in graded] == ["carol_no_sqrt"]
+    assert cards_written(pytester) == ["carol_no_sqrt"]
+    card = yaml.safe_load((pytester.path / "cards/carol_no_sqrt.yaml").read_text())
+    assert [q["id"] for q in card["questions"]] == list(QUESTIONS)  # the whole notebook was graded
+
+
+def test_exitfirst_stops_grading_at_the_first_failure(pytester, graded):
+    result = run_here(pytester, "--submission", str(EXAMPLES), "-x")
+    # alice and bob earn everything; carol's third question is the first failure
+    result.assert_outcomes(passed=14, failed=1)
+    assert [p.stem for p, _ in graded] == ["alice_torch", "bob_correct", "carol_no_sqrt"]
+    assert cards_written(pytester) == ["alice_torch", "bob_correct", "carol_no_sqrt"]
+
+
+def test_each_submission_is_graded_once_for_all_its_items(pytester, graded):
+    result = run_here(pytester, "--submission", str(EXAMPLES / "dave_wrong_axis.ipynb"),
+                      "--submission", str(EXAMPLES / "grace_half_done.ipynb"))
+    result.assert_outcomes(passed=6, failed=6)
+    assert [p.stem for p, _ in graded] == ["dave_wrong_axis", "grace_half_done"]
+
+
+def test_xdist_gives_the_serial_outcomes_and_grades_each_submission_once(pytester):
+    pytester.makepyfile(countgrades=COUNTER)
+    outcomes, cards = {}, {}
+    for mode, extra in (("serial", []), ("parallel", ["-n", "2"])):
+        log = pytester.path / "graded.log"
+        log.unlink(missing_ok=True)
+        xml = pytester.path / f"{mode}.xml"
+        result = pytester.runpytest_subprocess(
+            "--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir", str(pytester.path / mode),
+            "--submission", str(EXAMPLES), "-p", "countgrades", "-p", "no:cacheprovider", f"--junitxml={xml}", *extra)
+        result.assert_outcomes(passed=24, failed=24)
+        assert sorted(log.read_text().split()) == NAMES  # each notebook graded once, by one worker
+        outcomes[mode] = sorted(
+            (c.get("classname"), c.get("name"), c.findtext("failure"),
+             tuple((p.get("name"), p.get("value")) for p in c.iter("property")))
+            for c in ET.parse(xml).getroot().iter("testcase"))
+        cards[mode] = {}
+        for path in sorted((pytester.path / mode).glob("*.yaml")):
+            card = yaml.safe_load(path.read_text())
+            card["execution"].pop("time")
+            cards[mode][path.stem] = card
+    result.stdout.fnmatch_lines(["grader: distributed with --dist loadfile"])
+    assert len(outcomes["serial"]) == 48 and outcomes["parallel"] == outcomes["serial"]
+    assert sorted(cards["serial"]) == NAMES and cards["parallel"] == cards["serial"]
+
+
 def test_invalid_notebook_still_gets_items_and_a_scorecard(pytester):
     result = run(pytester, "--submission", str(EXAMPLES / "henry_not_a_notebook.ipynb"))
-    result.assert_outcomes(failed=6)
+    result.assert_outcomes(failed=6)  # and no collection error
+    reason = "The file is not JSON, so not a notebook (line 1: Expecting value)."
+    assert result.stdout.str().count(f"(notebook invalid_notebook: {reason})") == 6
     card = yaml.safe_load((pytester.path / "cards/henry_not_a_notebook.yaml").read_text())
     assert card["status"] == "invalid_notebook"
-    assert card["reason"] == "The file is not JSON, so not a notebook (line 1: Expecting value)."
+    assert card["reason"] == reason
+
+
+def test_a_grading_error_fails_the_items_with_one_line(pytester, monkeypatch):
+    calls = []
+
+    def broken(self, assignment, path, **kwargs):
+        calls.append(path)
+        raise SolutionError("The solution notebook raised ValueError in cell 3.\nFix the solution first.")
+
+    monkeypatch.setattr(Grader, "grade", broken)
+    result = run_here(pytester, "--submission", str(EXAMPLES / "bob_correct.ipynb"), "--tb=long")
+    result.assert_outcomes(failed=6)  # each item fails; nothing is a collection error
+    line = ("bob_correct.ipynb could not be graded: The solution notebook raised ValueError in cell 3. "
+            "Fix the solution first.")
+    assert result.stdout.str().count(f"\n{line}\n") == 6
+    assert "Traceback" not in result.stdout.str() and "raise SolutionError" not in result.stdout.str()
+    assert len(calls) == 1  # the failure is remembered for the submission's other items
+    assert cards_written(pytester) == []
 
 
 def test_unknown_assignment_is_a_usage_error(pytester):
@@ -54,3 +187,48 @@ def test_junit_xml_comes_from_pytest(pytester):
     run(pytester, "--submission", str(EXAMPLES / "dave_wrong_axis.ipynb"), f"--junitxml={xml}")
     text = xml.read_text()
     assert 'name="weights"' in text and "softmax is taken over columns" in text
+
+
+def test_the_junit_writer_matches_a_pytest_run(pytester, graded):
+    theirs_file = pytester.path / "pytest.xml"
+    run_here(pytester, "--submission", str(EXAMPLES), "--rootdir", str(EXAMPLES), f"--junitxml={theirs_file}",
+             "-o", "junit_suite_name=attention_numpy")
+    course = config.load(ROOT / "config.yaml")
+    ours_file = write_junit(graded, course, course.assignment("attention_numpy"), pytester.path / "out/junit.xml")
+    theirs, ours = ET.parse(theirs_file).getroot(), ET.parse(ours_file).getroot()
+
+    assert (ours.tag, ours.attrib) == (theirs.tag, theirs.attrib) == ("testsuites", {"name": "pytest tests"})
+    [suite], [their_suite] = list(ours), list(theirs)
+    assert list(suite.attrib) == list(their_suite.attrib)
+    for key in ("name", "errors", "failures", "skipped", "tests", "hostname"):
+        assert suite.get(key) == their_suite.get(key), key
+    assert (suite.get("name"), suite.get("tests"), suite.get("failures")) == ("attention_numpy", "48", "24")
+    assert datetime.fromisoformat(suite.get("timestamp")).tzinfo is not None and float(suite.get("time")) > 0
+
+    def described(case: ET.Element):
+        failure = case.find("failure")
+        return (case.tag, case.get("classname"), case.get("name"), list(case.attrib),
+                [(p.get("name"), p.get("value")) for p in case.iter("property")],
+                None if failure is None else (failure.get("message"), failure.text))
+
+    assert [described(c) for c in suite] == [described(c) for c in their_suite]
+    cases = {(c.get("classname"), c.get("name")): c for c in suite}
+    assert list(cases) == [(f"{n}.ipynb", q) for n in NAMES for q in QUESTIONS]
+    scaled = cases[("carol_no_sqrt.ipynb", "scaled")].find("failure")
+    assert scaled.get("message").startswith("Scaled scores: failed, 0/2 points\n")
+    assert scaled.text.endswith("\n  - Likely mistake: The scores are not divided by sqrt(d_k).")
+    assert cases[("bob_correct.ipynb", "qkv")].find("failure") is None
+    for q in QUESTIONS:
+        assert "(notebook invalid_notebook: The file is not JSON" in cases[("henry_not_a_notebook.ipynb", q)].find(
+            "failure").get("message")
+
+
+@pytest.mark.parametrize("text", [
+    "short",
+    "",
+    "head\n  - " + "x" * 600,
+    "y" * 700,
+    "head\n" + "\n".join(f"  - line {i} " + "z" * 60 for i in range(20)),
+])
+def test_failure_messages_are_shortened_as_pytest_shortens_them(text):
+    assert shorten(text) == shorten_message(text)

@@ -152,7 +152,7 @@ def test_partial_credit_reaches_the_classroom_total(submit, course, numpy_assign
     assert sum(t["score"] for t in tests.values()) == card.score
 
 
-def test_junit_is_pytests_own(run, pytester):
+def test_junit_has_what_a_pytest_run_writes(run, pytester):
     base, _, _ = run
     ours = ET.parse(base / "out/junit.xml").getroot()
     suite = ours.find("testsuite")

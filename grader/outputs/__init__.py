@@ -9,7 +9,7 @@ No renderer reaches into grading logic. Per submission, ``OUT/<name><suffix>``; 
     html        <name>.html              the student's notebook with each result next to its cells
     gradescope  <name>.gradescope.json   Gradescope's results.json schema
     classroom   <name>.classroom.json    GitHub Classroom's grading reporter input
-    junit       junit.xml                one test case per (submission, question)
+    junit       junit.xml                one test case per (submission, question), as pytest's --junitxml
     gradebook   gradebook.csv            one row per submission
     report      report.html              the class report (grader.outputs.report)
 """

@@ -1,98 +1,115 @@
-"""JUnit XML, written by pytest itself.
+"""JUnit XML for a run, written from the scorecards with ElementTree.
 
-The already-graded scorecards are handed to a pytest session that runs the grader's own plugin
-(``--submission``), with ``--junitxml``: the test cases, failure texts (the student's feedback)
-and the ``score``/``max_score`` properties are exactly what ``pytest --submission ... --junitxml``
-would write, without running any notebook a second time.
+The file has the shape ``pytest --submission ... --junitxml`` writes (pytest's default xunit2
+family), so CI dashboards keep their history whichever of the two wrote it: one ``<testsuites>``
+holding one ``<testsuite>`` named after the assignment, and a ``<testcase>`` per (submission,
+question) whose ``classname`` is the notebook's path under the submissions' common folder with
+dots for slashes and whose ``name`` is the question id. A question without full marks has a
+``<failure>`` whose text is the student's feedback (grader.outputs.feedback, the same text the
+plugin reports) and whose ``message`` is that text shortened as pytest (9.2 and later) shortens it. The
+``score``/``max_score`` properties are the question's points.
 
-The inner session is isolated from whatever project it runs in: no ini file (``-c`` the null
-device), no conftest.py files (a submissions folder may hold a hostile one), no cache folder,
-and ``PYTEST_ADDOPTS`` ignored, so nothing is written outside the output file.
+Nothing is run: the notebooks were graded already. The time of a submission's grading is given to
+its first test case, as in a pytest run, where the first item of a submission grades it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
+import platform
+import re
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
-
-from grader import plugin
 from grader.course.model import Assignment, Course
-from grader.errors import GraderError
+from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard
+from grader.outputs.feedback import failure_text, question_passed
 
+# pytest keeps at most this many characters of a report in a failure's ``message`` attribute.
+MESSAGE_BUDGET = 500
 
-class _Graded:
-    """Stands in for the Grader inside the inner session: returns the scorecards already made."""
-
-    name = "already graded"
-
-    def __init__(self, cards: dict[Path, Scorecard], executor_name: str):
-        self.cards = cards
-        self.executor = type("Executor", (), {"name": executor_name})()
-
-    def grade(self, assignment: Assignment, path: Path, **_: object) -> Scorecard:
-        return self.cards[Path(path).resolve()]
-
-
-class _Reuse:
-    def __init__(self, cards: dict[Path, Scorecard], executor_name: str):
-        self.graded = _Graded(cards, executor_name)
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_configure(self, config: pytest.Config) -> None:
-        state = config.stash.get(plugin.STATE, None)
-        if state is not None:
-            state.grader = self.graded
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        state = session.config.stash.get(plugin.STATE, None)
-        if state is not None:
-            state.cards.clear()  # the scorecards are written by the caller, in the formats asked for
-
-
-def _registered() -> bool:
-    """Whether pytest will load the grader plugin by itself, through its ``pytest11`` entry point."""
-    from importlib.metadata import entry_points
-
-    return any(ep.value == "grader.plugin" for ep in entry_points(group="pytest11"))
+# Characters XML 1.0 cannot hold (pytest also leaves out DEL); shown as #xNN like pytest does.
+_ILLEGAL = re.compile("[^\u0009\u000a\u000d\u0020-\u007e\u0080-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def write_junit(cards: list[tuple[Path, Scorecard]], course: Course, assignment: Assignment, path: Path, *,
                 executor_name: str = "subprocess") -> Path:
-    """Write pytest's JUnit XML for these (submission path, scorecard) pairs to ``path``."""
+    """Write the JUnit XML for these (submission path, scorecard) pairs to ``path``.
+
+    ``course`` and ``executor_name`` are not needed for the file; they are kept so every per-run
+    writer is called the same way.
+    """
     path = Path(path).resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    paths = [Path(p).resolve() for p, _ in cards]
-    root = Path(os.path.commonpath([str(p.parent) for p in paths])) if paths else path.parent
-    args = []
-    for p in paths:
-        args += ["--submission", str(p)]
-    args += [
-        "--assignment", assignment.name,
-        "--grader-config", str(course.file.resolve()),
-        "--junitxml", str(path),
-        "-o", f"junit_suite_name={assignment.name}",
-        "-c", os.devnull, "--rootdir", str(root), "--noconftest",
-        "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
-    ]
-    reuse = _Reuse({p: card for p, (_, card) in zip(paths, cards)}, executor_name)
-    plugins: list[object] = [reuse]
-    if not _registered():  # running from a source tree that was never pip-installed
-        plugins.append(plugin)
-    saved = os.environ.pop("PYTEST_ADDOPTS", None)
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            code = pytest.main(args, plugins=plugins)
-    finally:
-        if saved is not None:
-            os.environ["PYTEST_ADDOPTS"] = saved
-    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not path.is_file():
-        tail = out.getvalue().strip().splitlines()[-1:] or ["no output"]
-        raise GraderError(f"pytest could not write the JUnit XML ({tail[0]}).")
-    return path
+    text = '<?xml version="1.0" encoding="utf-8"?>' + ET.tostring(to_xml(cards, assignment), encoding="unicode")
+    return write_atomic(path, text)
+
+
+def to_xml(cards: list[tuple[Path, Scorecard]], assignment: Assignment, *,
+           now: datetime | None = None) -> ET.Element:
+    """The ``<testsuites>`` element for these (submission path, scorecard) pairs."""
+    started = now or datetime.now(UTC)
+    seen: dict[Path, Scorecard] = {}
+    for p, card in cards:  # pytest collects a path given twice once
+        seen.setdefault(Path(p).resolve(), card)
+    root = Path(os.path.commonpath([str(p.parent) for p in seen])) if seen else Path.cwd()
+    cases: list[ET.Element] = []
+    total = 0.0
+    for p, card in seen.items():
+        classname = re.sub(r"\.py$", "", p.relative_to(root).as_posix().replace("/", "."))
+        elapsed = float(card.execution.get("time", 0.0) or 0.0)
+        total += elapsed
+        for i, q in enumerate(card.questions):
+            case = ET.Element("testcase", classname=classname, name=_escape(q.id),
+                              time=f"{elapsed if i == 0 else 0.0:.3f}")
+            properties = ET.SubElement(case, "properties")
+            for name, value in (("score", q.score), ("max_score", q.max_score)):
+                ET.SubElement(properties, "property", name=name, value=_escape(value))
+            if not question_passed(q):
+                text = failure_text(q, card)
+                failure = ET.SubElement(case, "failure", message=_escape(shorten(text)))
+                failure.text = _escape(text)
+            cases.append(case)
+    failures = sum(1 for c in cases if c.find("failure") is not None)
+    suite = ET.Element("testsuite", name=assignment.name, errors="0", failures=str(failures), skipped="0",
+                       tests=str(len(cases)), time=f"{total:.3f}", timestamp=started.astimezone().isoformat(),
+                       hostname=platform.node())
+    suite.extend(cases)
+    suites = ET.Element("testsuites")
+    suites.set("name", "pytest tests")
+    suites.append(suite)
+    return suites
+
+
+def shorten(text: str, budget: int = MESSAGE_BUDGET) -> str:
+    """A failure's ``message`` as pytest writes it: whole lines while they fit in ``budget``
+    characters (a first line longer than that is cut), then a note saying what was left out."""
+    lines = text.splitlines() or [""]
+    kept: list[str] = []
+    size = 0
+    for line in lines:
+        if kept and size + len(line) + 1 > budget:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    short = "\n".join(kept)
+    cut = len(short) > budget
+    if cut:
+        short = short[:budget] + "..."
+    left = len(lines) - len(kept)
+    if left:
+        note = f"+{left} more line{'s' if left > 1 else ''}"
+    elif cut:
+        note = "truncated"
+    else:
+        return text
+    return f"{short}\n[{note}; full report in element text]"
+
+
+def _escape(value: object) -> str:
+    def visible(m: re.Match[str]) -> str:
+        i = ord(m.group())
+        return f"#x{i:02X}" if i <= 0xFF else f"#x{i:04X}"
+
+    return _ILLEGAL.sub(visible, str(value))

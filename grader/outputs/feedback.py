@@ -1,0 +1,23 @@
+"""A question's result as a test outcome: whether it passes, and the failure text a student reads.
+
+The pytest plugin (a failing item's report) and the JUnit writer (a ``<failure>``'s text) both
+take their wording from here, so a test report and the JUnit file cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from grader.judge.scorecard import QuestionResult, Scorecard
+
+
+def question_passed(result: QuestionResult) -> bool:
+    """A question is a passing test only when it earns full marks; partial credit is a failure."""
+    return result.status == "passed"
+
+
+def failure_text(result: QuestionResult, card: Scorecard) -> str:
+    """The question's title, status and points, the notebook's status when it was not graded
+    normally, then one indented line per feedback line."""
+    head = f"{result.title}: {result.status}, {result.score:g}/{result.max_score:g} points"
+    if card.status != "graded":
+        head += f" (notebook {card.status}: {card.reason})"
+    return "\n".join([head] + [f"  - {line}" for line in result.feedback])
