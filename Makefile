@@ -13,13 +13,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	# The CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 demo: setup
 	$(BIN)/grader grade examples/attention_numpy --assignment attention_numpy --out demo-out
 
 test: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 bench: setup
