@@ -56,6 +56,12 @@ def graded(monkeypatch):
     return calls
 
 
+def failures(result) -> str:
+    """The report's FAILURES section alone: the short summary after it repeats each message in full
+    when pytest runs under CI (``CI`` set), and cut to the terminal's width elsewhere."""
+    return result.stdout.str().split("short test summary info")[0]
+
+
 def run_here(pytester, *args):
     """A pytest run in this process, so the ``graded`` fixture sees what it grades."""
     return pytester.runpytest_inprocess(
@@ -152,7 +158,7 @@ def test_invalid_notebook_still_gets_items_and_a_scorecard(pytester):
     result = run(pytester, "--submission", str(EXAMPLES / "henry_not_a_notebook.ipynb"))
     result.assert_outcomes(failed=6)  # and no collection error
     reason = "The file is not JSON, so not a notebook (line 1: Expecting value)."
-    assert result.stdout.str().count(f"(notebook invalid_notebook: {reason})") == 6
+    assert failures(result).count(f"(notebook invalid_notebook: {reason})") == 6
     card = yaml.safe_load((pytester.path / "cards/henry_not_a_notebook.yaml").read_text())
     assert card["status"] == "invalid_notebook"
     assert card["reason"] == reason
@@ -170,7 +176,7 @@ def test_a_grading_error_fails_the_items_with_one_line(pytester, monkeypatch):
     result.assert_outcomes(failed=6)  # each item fails; nothing is a collection error
     line = ("bob_correct.ipynb could not be graded: The solution notebook raised ValueError in cell 3. "
             "Fix the solution first.")
-    assert result.stdout.str().count(f"\n{line}\n") == 6
+    assert failures(result).count(f"\n{line}\n") == 6
     assert "Traceback" not in result.stdout.str() and "raise SolutionError" not in result.stdout.str()
     assert len(calls) == 1  # the failure is remembered for the submission's other items
     assert cards_written(pytester) == []

@@ -9,17 +9,8 @@
 Modules: ``intake`` (layouts), ``store`` (the results cache), ``progress``, ``parallel``
 (``grade_all``).
 
-Layouts understood (each path given may be any of them, or a single file):
-
-    class/alice.ipynb                          a folder of notebooks: the student is the file name
-    class/alice/<anything>.ipynb               a folder per student: the student is the folder name
-    course/submitted/alice/<assignment>/*.ipynb  nbgrader's exchange layout
-    class.zip                                  any of the above, inside a zip archive
-
-A subfolder named after the assignment is a folder of notebooks, not a student. When a student's
-folder holds several notebooks, the one named after the assignment is graded if there is one;
-otherwise each is graded as its own row. A student folder with no notebook at all has its files
-graded anyway, so the student gets a scorecard saying why nothing could be read.
+The layouts a batch can come in (a folder of notebooks, a folder per student, nbgrader's
+exchange layout, a zip of any of them) are described in ``grader.batch.intake``.
 """
 
 

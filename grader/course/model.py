@@ -97,7 +97,7 @@ class Question:
 
 @dataclass(frozen=True)
 class VariantSpec:
-    """How the given inputs are varied to catch typed-in answers (see grader.variants)."""
+    """How the given inputs are varied to catch typed-in answers (see grader.judge.variants)."""
 
     count: int = 2
     seed: int = 0

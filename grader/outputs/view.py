@@ -6,7 +6,7 @@ never from the Scorecard directly, so one function decides visibility:
 - a question whose visibility is ``hidden``, or ``after_due`` before the due date, is listed with
   its points available but without its status, score or feedback;
 - while any question is withheld, the total shown is over the questions shown, and says so;
-- hidden *checks* are already pass/fail only in the scorecard (grader.checks), and expected
+- hidden *checks* are already pass/fail only in the scorecard (grader.judge.checks), and expected
   values appear only where ``show_expected`` allowed them when the submission was graded.
 """
 
