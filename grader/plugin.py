@@ -136,7 +136,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return None
     from grader.run import sandbox
 
-    found = getattr(state.grader.executor, "features", None) or sandbox.features()
+    found = state.grader.executor.features or sandbox.features()
     lines = [
         f"grader: {state.course.file} · assignment {state.assignment.name} · "
         f"{len(state.submissions)} submission(s) · executor {state.grader.executor.name}",

@@ -106,9 +106,8 @@ def grade_all(grader: Grader, assignment: Assignment, submissions: list[Submissi
     except BaseException as exc:
         for fut in running:
             fut.cancel()
-        close = getattr(grader.executor, "close", None)
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)) and close is not None:
-            close()  # ends the notebooks still running, so the workers return at once
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            grader.executor.close()  # ends the notebooks still running, so the workers return at once
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
