@@ -140,3 +140,15 @@ def test_the_student_side_imports_nothing_of_the_graders():
     for module in ("grader.run.worker", "grader.run.frames", "grader.capture", "grader.run.jupyter_kernel"):
         reached = {t for t, _, top in imports(module, MODULES[module]) if top}
         assert reached <= allowed | {module}, f"{module} imports {sorted(reached - allowed)}"
+
+
+def test_the_wire_form_of_limits_names_every_limit():
+    """A limit added to ``Limits`` must reach the student process: ``LimitsWire`` and ``limits_wire`` carry it."""
+    import dataclasses
+
+    from grader.course.model import Limits
+    from grader.run.job import LimitsWire, limits_wire
+
+    names = [f.name for f in dataclasses.fields(Limits)]
+    assert list(LimitsWire.__annotations__) == names
+    assert limits_wire(Limits()) == dataclasses.asdict(Limits())
