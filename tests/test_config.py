@@ -115,3 +115,40 @@ def test_bad_config_exits_2_with_one_line_and_grades_nothing(course_dir, tmp_pat
     assert proc.stderr.strip() == f"grader: {path}:9: assignments.a1.questions[0].points must be a number, got a list"
     assert "Traceback" not in proc.stderr
     assert not out.exists()
+
+
+def test_a_registered_check_kind_is_accepted_by_the_loader(course_dir, monkeypatch):
+    """The loader, the capture plan and the feedback take a check's kind from ``kinds.KINDS`` alone."""
+    from grader.course import kinds
+    from grader.vocab import CaptureKind
+
+    class Shape(kinds.Expr):
+        key = "shape_of"
+        what = "an expression whose shape is checked"
+
+        def label(self, target: str) -> str:
+            return f"the shape of `{target}`"
+
+    monkeypatch.setitem(kinds.KINDS, "shape_of", Shape())
+    course = config.load(write(course_dir, MINIMAL.replace("value: x", "shape_of: x.shape")))
+    check = course.assignment("a1").checks[0]
+    assert (check.kind, check.label, check.names, check.spec.capture) == (
+        "shape_of", "the shape of `x.shape`", frozenset({"x"}), CaptureKind.EXPR)
+    assert "or 'shape_of' (an expression whose shape is checked)" in error_of(course_dir, MINIMAL.replace("value: x", "shape_of: x\n            value: x"))
+
+
+def test_a_registered_property_is_accepted_by_the_loader_and_judged(course_dir, monkeypatch):
+    import numpy as np
+
+    from grader.capture import Value
+    from grader.course import properties
+
+    def positive(label, arr, exp, tol, actual):
+        return None if (arr > 0).all() else f"{label} has values that are not positive."
+
+    monkeypatch.setitem(properties.PROPERTIES, "positive", properties.Property("positive", "all > 0", positive))
+    course = config.load(write(course_dir, MINIMAL.replace("          - value: x\n", "          - value: x\n            properties: [positive]\n")))
+    assert course.assignment("a1").checks[0].properties == ("positive",)
+    value = Value("array", np.array([1.0, -2.0]))
+    assert properties.check_property("positive", "`x`", value, None, atol=0) == "`x` has values that are not positive."
+    assert properties.check_property("positive", "`x`", Value("array", np.array([1.0])), None, atol=0) is None
