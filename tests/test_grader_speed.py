@@ -161,9 +161,9 @@ def test_changed_givens_is_computed_once_and_handed_out_as_a_copy():
 def test_names_of_checks_that_differ_only_in_their_target():
     base = Check(id="q/0", kind="expr", target="softmax(x) + len(y)", points=None, rtol=1e-5, atol=1e-8,
                  strict_types=False)
-    assert checks._names(base) == {"softmax", "x", "y"}
-    assert checks._names(dataclasses.replace(base, target="f(z)")) == {"f", "z"}
-    assert checks._names(dataclasses.replace(base, kind="value", target="Q")) == {"Q"}
+    assert base.names == {"softmax", "x", "y"}
+    assert dataclasses.replace(base, target="f(z)").names == {"f", "z"}
+    assert dataclasses.replace(base, kind="value", target="Q").names == {"Q"}
 
 
 # --------------------------------------------------------------------------------------------

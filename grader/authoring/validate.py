@@ -51,7 +51,7 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
         assert expected is not None, "References.get fails for a solution that does not produce a check's value"
         for i, hint in enumerate(check.hints):
             got = ref.captures.get(hint_id(check, i))
-            where = f"question {check.id.split('/')[0]}, hint {hint.expr!r}"
+            where = f"question {check.question_id}, hint {hint.expr!r}"
             if got is None or got.value is None:
                 problems.append(f"{where}: cannot be evaluated in the solution: {got.error if got else 'missing'}")
                 continue

@@ -6,6 +6,7 @@ the loader resolves that order, so every object here holds its own final values.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,7 +67,7 @@ class Check:
     def label(self) -> str:
         return self.spec.label(self.target)
 
-    @property
+    @functools.cached_property  # asked by every verdict of every submission; parsing the target once is enough
     def names(self) -> frozenset[str]:
         """The notebook's names the check reads: what must be answered, and computed, for it."""
         return self.spec.names(self.target)

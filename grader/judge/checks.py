@@ -8,7 +8,6 @@ reference within tolerance, do its properties hold, and if not, does it match a 
 from __future__ import annotations
 
 import ast
-import functools
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -121,11 +120,6 @@ def hint_id(check: Check, i: int) -> str:
     return f"{check.id}#h{i}"
 
 
-@functools.lru_cache(maxsize=4096)  # a Check is frozen and compares by value; parsing its target is per-call work
-def _names(check: Check) -> frozenset[str]:
-    return check.names
-
-
 def _cell_error(run: CellRun) -> str:
     if run.status == CellStatus.TIMEOUT:
         return f"cell {run.index} did not finish: {run.evalue}"
@@ -145,7 +139,7 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
         res.messages.append(f"{label} could not be checked: the solution does not produce it "
                             "(an instructor's configuration problem, not yours).")
         return res
-    names = _names(check)
+    names = check.names
     blanks, infos = ctx.blanks, ctx.infos
     if check.before:
         # Answered at an earlier point (``before: NAME``): only the blanks above that point count,
@@ -205,7 +199,7 @@ def _inputs_behind(check: Check, ctx: Context, names: tuple[str, ...]) -> tuple[
     """The varied inputs this check's value is computed from in the student's notebook (all of
     them when the data flow cannot tell), so the message names what matters."""
     deps = ctx.dependencies(names)
-    found = set().union(*(deps.get(n, set()) for n in _names(check)))
+    found = set().union(*(deps.get(n, set()) for n in check.names))
     return tuple(n for n in names if n in found) or names
 
 
@@ -219,7 +213,7 @@ def _someone_elses_failure(check: Check, cell: CellRun, run: VariantRun, ctx: Co
     if cell.status != CellStatus.ERROR:
         return False
     m = _UNDEFINED.match(cell.evalue) if cell.ename == "NameError" else None
-    if m and m.group(1) not in _names(check):
+    if m and m.group(1) not in check.names:
         earlier = next((c for info, c in zip(ctx.infos, run.cells, strict=True)
                         if m.group(1) in info.binds and c.status.failed), None)
         if earlier is not None and earlier.pos < cell.pos:
@@ -232,7 +226,7 @@ def _someone_elses_failure(check: Check, cell: CellRun, run: VariantRun, ctx: Co
     except SyntaxError:
         return False
     binds = module_level_binds(tree)
-    return bool(binds) and not (binds & _names(check))
+    return bool(binds) and not (binds & check.names)
 
 
 def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
@@ -251,7 +245,7 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
         got = run.student.get(check.id)
         failed_cell = None
         if got is None or got.value is None:
-            for name in sorted(_names(check)):
+            for name in sorted(check.names):
                 failed_cell = next((cell for info, cell in zip(ctx.infos, run.cells, strict=True)
                                     if name in info.binds and cell.status.failed), None)
                 if failed_cell is not None:
@@ -289,7 +283,7 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
 def _raised(check: Check, got: Captured | None, ctx: Context) -> bool:
     if got is not None and got.error and not got.missing and not got.uncapturable:
         return True
-    return any(ctx.failed_binder(n) for n in _names(check))
+    return any(ctx.failed_binder(n) for n in check.names)
 
 
 def _why_missing(check: Check, got: Captured | None, ctx: Context) -> str:
@@ -300,13 +294,13 @@ def _why_missing(check: Check, got: Captured | None, ctx: Context) -> str:
         where = f" ({got.traceback[-1]})" if got.traceback else ""
         kind = check.spec.computing
         return f"{label}: {kind} raised {got.error}{where}."
-    for name in sorted(_names(check)):
+    for name in sorted(check.names):
         run = ctx.failed_binder(name)
         if run is not None:
             return f"{label} has no value because {_cell_error(run)}{_root_cause(run, ctx)}."
     if got is None:
         return f"{label} was not reached: the notebook stopped before this check could run."
-    missing = sorted(n for n in _names(check) if not ctx.bound_anywhere(n))
+    missing = sorted(n for n in check.names if not ctx.bound_anywhere(n))
     if missing:
         return (f"`{missing[0]}` is never defined in the notebook; the question expects a variable with that exact "
                 "name (was it renamed or deleted?).")

@@ -53,10 +53,7 @@ class Grader:
         self._skip: dict[str, set[str]] = {}
 
     def reveal(self) -> bool:
-        s = self.course.scorecard
-        if s.show_expected == "always":
-            return True
-        return s.show_expected == "after_due" and s.past_due(self.now)
+        return self.course.scorecard.reveal(self.now)
 
     def grade(self, assignment: Assignment, path: Path, *, student: str = "") -> Scorecard:
         path = Path(path)

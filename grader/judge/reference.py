@@ -137,7 +137,7 @@ class References:
             if got is None or got.value is None:
                 why = got.error if got is not None and got.error else "it is not defined"
                 raise SolutionError(f"The {where} does not produce {check.label} for question "
-                                    f"{check.id.split('/')[0]}: {why}.")
+                                    f"{check.question_id}: {why}.")
         ref = Reference(captures=run.captures, key=key)
         ref.variants = variants.make_variants(assignment, ref.given())
         for variant in ref.variants:

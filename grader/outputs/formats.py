@@ -117,7 +117,3 @@ FORMATS: dict[Format, PerSubmission | PerRun] = {f.format: f for f in (
     PerRun(Format.GRADEBOOK, "gradebook.csv", "one row per submission, for any gradebook", _gradebook),
     PerRun(Format.REPORT, "report.html", "the class report, with plots", _report),
 )}
-
-
-def help_text() -> str:
-    return ", ".join(FORMATS)
