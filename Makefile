@@ -14,6 +14,10 @@ $(STAMP): pyproject.toml
 	# The CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# capsh runs the hostile suite with Docker's default capabilities (tests/test_settings.py);
+	# libseccomp2 is what the seccomp filter loads. Installed where the build runs as root.
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v capsh && ldconfig -p | grep -q libseccomp.so.2; } >/dev/null; then \
+		{ apt-get update -qq && apt-get install -y -qq libcap2-bin libseccomp2; } >/dev/null || true; fi
 	touch $(STAMP)
 
 demo: setup

@@ -7,15 +7,22 @@ import os
 import threading
 from pathlib import Path
 
+# What the grader writes (scorecards, reference values, the results store) is its own and its
+# group's: never readable or writable by another user, such as the uid a student process runs as.
+FILE_MODE, DIR_MODE = 0o640, 0o750
+
 
 def write_atomic(path: Path, text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file beside it, so a reader (or a run killed
-    halfway) never sees half a file. Safe from several threads and processes at once."""
+    halfway) never sees half a file. Safe from several threads and processes at once. The file
+    (and any folder made for it) is closed to other users."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+        with open(fd, "w", encoding="utf-8") as f:
+            f.write(text)
         tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -399,14 +399,18 @@ def run_autograder(root, submission_files: dict, python=sys.executable):
         (root / folder).mkdir()
     for name, content in submission_files.items():
         (root / "submission" / name).write_bytes(content)
-    env = {"PATH": "/usr/bin:/bin", "AUTOGRADER_ROOT": str(root), "GRADER_PYTHON": python}
+    # PYTHONPATH: the grader under test, whichever checkout the virtualenv was installed from
+    env = {"PATH": "/usr/bin:/bin", "AUTOGRADER_ROOT": str(root), "GRADER_PYTHON": python, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(["bash", str(root / "source/run_autograder")], capture_output=True, text=True, env=env,
                           cwd=root)
     assert proc.returncode == 0, proc.stderr
     return json.loads((root / "results/results.json").read_text()), proc
 
 
-def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_values(autograder):
+BUNDLE = "course/grading/attention_numpy/attention_numpy.references.json"
+
+
+def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_bundle_but_no_solution(autograder):
     import zipfile
 
     zipped, _ = autograder
@@ -414,13 +418,42 @@ def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_values(au
         names = set(z.namelist())
         modes = {i.filename: i.external_attr >> 16 for i in z.infolist()}
         reduced = yaml.safe_load(z.read("course/config.yaml"))
-    assert {"setup.sh", "run_autograder", "course/config.yaml", "course/solutions/attention_numpy/attention_numpy.ipynb",
+        # (config.yaml is the instructor's, hint messages included, shipped as written)
+        shipped = b"".join(z.read(n) for n in names if n.startswith("course/") and n != "course/config.yaml")
+    assert {"setup.sh", "run_autograder", "course/config.yaml", BUNDLE,
+            "course/assignments/attention_numpy/attention_numpy.ipynb",
             "grader-src/pyproject.toml", "grader-src/grader/outputs/gradescope.py",
             "grader-src/grader/templates/gradescope_run_autograder"} <= names
-    assert any(n.startswith("course/.grader-cache/references/attention_numpy-") for n in names)
-    assert modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
+    assert not any(n.startswith("course/solutions/") or "/.grader-cache/" in n for n in names)
+    assert modes[BUNDLE] & 0o777 == 0o600 and modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
     assert list(reduced["assignments"]) == ["attention_numpy"]
-    assert not any(n.startswith("course/solutions/") and "attention_numpy" not in n for n in names)
+    # No line of the solution's own code is shipped (its answer cells, at least).
+    solution = nbformat.read(str(ROOT / "solutions/attention_numpy/attention_numpy.ipynb"), as_version=4)
+    answers = [line.split("#")[0].strip() for c in solution.cells if c.cell_type == "code"
+               for line in c.source.splitlines() if line.rstrip().endswith("# SOLUTION")]
+    assert answers and not [a for a in answers if a.encode() in shipped]
+
+
+def test_grading_from_the_bundle_gives_the_scorecards_grading_from_the_solution_gives(autograder):
+    from grader.batch.store import card_to_data
+    from grader.judge.grading import Grader
+
+    _, root = autograder
+    bundled = config.load(root / "source/course/config.yaml")
+    assert not (root / "source/course/solutions").exists()
+    original = config.load(ROOT / "config.yaml")
+    cards = {}
+    for name, course in (("bundle", bundled), ("solutions", original)):
+        grader = Grader(course)
+        a = course.assignment("attention_numpy")
+        cards[name] = []
+        for path in sorted(EXAMPLES.glob("*.ipynb")):
+            data = card_to_data(grader.grade(a, path))
+            data["execution"].pop("time", None)
+            cards[name].append(data)
+    assert len(cards["bundle"]) == len(list(EXAMPLES.glob("*.ipynb"))) >= 8
+    assert cards["bundle"] == cards["solutions"]
+    assert {c["score"] for c in cards["bundle"]} != {0.0}
 
 
 def test_run_autograder_grades_the_submission_into_results_json(autograder):
@@ -430,8 +463,7 @@ def test_run_autograder_grades_the_submission_into_results_json(autograder):
     assert data["tests"][2]["name"] == "scaled: Scaled scores" and data["tests"][2]["status"] == "failed"
     assert "Likely mistake: The scores are not divided by sqrt(d_k)." in data["tests"][2]["output"]
     assert proc.stdout.strip() == "graded attention_numpy.ipynb: graded, 5/11"
-    refs = list((root / "source/course/.grader-cache/references").iterdir())
-    assert len([r for r in refs if r.name.startswith("attention_numpy-")]) >= 1
+    assert not (root / "source/course/.grader-cache").exists(), "graded from the bundle, nothing is computed"
 
 
 def test_run_autograder_writes_results_for_broken_submissions(autograder):

@@ -50,6 +50,20 @@ needs = {
     for name in sandbox.FEATURES
 }
 
+# How a TCP connection to the host's loopback ends, by the first layer that stops it: seccomp refuses
+# the socket, Landlock the connection, a network namespace has nobody listening.
+if "no_sockets" in ACTIVE:
+    NET_REFUSED = "PermissionError: [Errno 1] Operation not permitted"
+elif "landlock_net" in ACTIVE:
+    NET_REFUSED = "PermissionError: [Errno 13] Permission denied"
+else:
+    NET_REFUSED = "ConnectionRefusedError: [Errno 111] Connection refused"
+private_files = pytest.mark.skipif(not FEATURES.private_files, reason="this platform has neither a mount namespace "
+                                   f"nor Landlock ({'; '.join(FEATURES.missing())})")
+reaches_no_network = pytest.mark.skipif(
+    not ({"network", "landlock_net", "no_sockets"} & ACTIVE),
+    reason=f"this platform has no network namespace, seccomp or Landlock ({'; '.join(FEATURES.missing())})")
+
 # For hostile cells: what an attempt gave, in a word (or the system's message for a plain OSError).
 TRY = '''
 def attempt(f):
@@ -223,8 +237,10 @@ def test_a_fresh_process_per_notebook_gets_the_same_sandbox(course, small, tmp_p
     found = probe(card)
     if "filesystem" in ACTIVE:
         assert found["solutions"] == "FileNotFoundError"
-    if "network" in ACTIVE:
-        assert found["net"] == "ConnectionRefusedError"
+    elif "landlock" in ACTIVE:
+        assert found["solutions"] == "PermissionError"
+    if {"network", "landlock_net", "no_sockets"} & ACTIVE:
+        assert found["net"] == NET_REFUSED.split(":")[0]
     if "user" in ACTIVE:
         assert found["uid"] >= sandbox.UID_BASE
     assert_all_questions_passed(card)
@@ -319,7 +335,7 @@ def test_patched_libraries_and_lying_objects_earn_nothing(hand_in):
     assert card.execution["errors"] == []
 
 
-@needs["filesystem"]
+@private_files
 def test_course_files_other_submissions_and_scorecards_are_out_of_reach(hand_in, tmp_path, small, course,
                                                                           grader):
     grader.references.get(small)
@@ -347,7 +363,75 @@ def test_course_files_other_submissions_and_scorecards_are_out_of_reach(hand_in,
     assert {k: v for k, v in found.items() if v == "done"} == {}
     assert found["solution"] in ("FileNotFoundError", "PermissionError")
     assert list(cards.iterdir()) == []
+    assert [oct(os.stat(p).st_mode & 0o777) for p in cache] == ["0o640"] * len(cache), "closed to other users"
     assert not os.path.exists(workdir), "the working directory is removed afterwards"
+    assert_all_questions_passed(card)
+
+
+# A notebook that answers nothing itself: in its first answer cell it finds the course's solution
+# notebook (where the grader's course is, and where Gradescope unpacks it) and runs its cells,
+# answers included; every other answer cell is emptied.
+THEFT = (
+    "import glob, json, os\n"
+    "bases = [{root!r}, '/autograder/source/course', os.getcwd(), *[str(p) for p in __import__('pathlib')"
+    ".Path(os.getcwd()).parents]]\n"
+    "found, refused = [], []\n"
+    "for base in bases:\n"
+    "    try:\n"
+    "        found += glob.glob(os.path.join(base, 'solutions', '**', '*.ipynb'), recursive=True)\n"
+    "    except OSError as e:\n"
+    "        refused.append(type(e).__name__)\n"
+    "for path in [p for p in found if p.endswith('/attention_numpy.ipynb')]:\n"
+    "    try:\n"
+    "        cells = json.load(open(path))['cells']\n"
+    "    except OSError as e:\n"
+    "        refused.append(type(e).__name__)\n"
+    "        continue\n"
+    "    for cell in cells:\n"
+    "        if cell['cell_type'] == 'code':\n"
+    "            try:\n"
+    "                exec(''.join(cell['source']), globals())\n"
+    "            except Exception:\n"
+    "                pass\n"
+)
+
+
+def theft(skeleton: Path, *append: str) -> nbformat.NotebookNode:
+    """The skeleton with THEFT in its first answer cell, the other answer cells emptied."""
+    code = [c for c in nbformat.read(str(skeleton), as_version=4).cells if c.cell_type == "code"]
+    blanks = [n for n, c in enumerate(code, 1) if "?" in c.source]
+    edit = {n: "pass" for n in blanks} | {blanks[0]: THEFT.format(root=str(ROOT))}
+    return fill(skeleton, {}, edit=edit, append=list(append))
+
+
+def test_a_notebook_that_runs_the_solution_it_finds_scores_nothing(grader, small, tmp_path):
+    path = write(theft(small.skeleton, "raise RuntimeError('probe ' + json.dumps({'found': found, 'refused': refused}))"),
+                 tmp_path / "theft.ipynb")
+    card = grader.grade(small, path)
+    found = probe(card)
+    assert card.status == "graded"
+    assert card.score == 0, f"the solution was found and run: {found}"
+    assert found["found"] == [] or found["refused"], found
+
+
+@pytest.mark.skipif("seccomp" not in ACTIVE, reason=f"no seccomp filter here ({'; '.join(FEATURES.missing())})")
+def test_kernel_interfaces_numerical_code_never_needs_are_refused(hand_in):
+    keyctl = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine, -1)
+    card = hand_in(
+        "import ctypes, json, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def errno_of(result):\n"
+        "    return os.strerror(ctypes.get_errno()) if result == -1 else 'done'\n"
+        "found = {\n"
+        "    'ptrace': errno_of(libc.ptrace(0, 0, None, None)),\n"
+        f"    'keyctl': errno_of(libc.syscall({keyctl}, 0, -3, 1, 0)),\n"
+        "    'shmget': errno_of(libc.shmget(0, 4096, 0o1600)),\n"
+        "    'msgget': errno_of(libc.msgget(0, 0o1600)),\n"
+        "    'unshare': errno_of(libc.unshare(0x10000000)),\n"
+        "}\n"
+        "raise RuntimeError('probe ' + json.dumps(found))"
+    )
+    assert probe(card) == dict.fromkeys(["ptrace", "keyctl", "shmget", "msgget", "unshare"], "Operation not permitted")
     assert_all_questions_passed(card)
 
 
@@ -369,7 +453,7 @@ def test_printing_or_writing_a_fake_scorecard_changes_nothing(hand_in, tmp_path)
     assert "score: 9" in (cards / "fake.yaml").read_text()
 
 
-@needs["network"]
+@reaches_no_network
 def test_loopback_server_of_the_host_is_refused(hand_in):
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
@@ -381,7 +465,7 @@ def test_loopback_server_of_the_host_is_refused(hand_in):
             server.accept()  # nobody knocked
     [error] = card.execution["errors"]
     assert error["cell"] == HOSTILE
-    assert error["error"] == "ConnectionRefusedError: [Errno 111] Connection refused"
+    assert error["error"] == NET_REFUSED
     assert_all_questions_passed(card)
 
 
@@ -594,9 +678,66 @@ def test_without_namespaces_limits_cleanup_and_environment_still_hold(course, qu
     assert soon(lambda: running_with(f"sleep\0{marker}") == []), running_with(f"sleep\0{marker}")
     assert_all_questions_passed(card)
     assert weak.missing()[:2] == [
-        "network: no network namespace here, so student code can reach the network",
-        "filesystem: no mount namespace here, so student code can read whatever its user can read",
+        "network: no network namespace, seccomp filter or Landlock network rules here, so student code can "
+        "reach the network",
+        "filesystem: no mount namespace or Landlock here, so student code can read whatever its user can read",
     ]
+
+
+def test_without_namespaces_or_landlock_the_theft_works_and_the_scorecard_says_so(course, small, tmp_path):
+    """The control for the test below: with neither a private view nor Landlock (an old kernel in a
+    container), the solution can be found and run, and the scorecard and report name what is missing."""
+    bare = sandbox.Features(linux=True, root=os.geteuid() == 0)
+    card = Grader(course, executor=SubprocessExecutor(features=bare)).grade(
+        small, write(theft(small.skeleton), tmp_path / "theft.ipynb"))
+    assert card.score == card.max_score
+    assert not {"filesystem", "landlock"} & set(card.execution["sandbox"])
+    assert any(line.startswith("filesystem: no mount namespace or Landlock") for line in bare.missing())
+
+
+@pytest.mark.skipif(not (FEATURES.landlock >= 6 and FEATURES.seccomp and FEATURES.root),
+                    reason="needs root, Landlock ABI 6 and seccomp (the layers a Docker container still allows)")
+def test_as_root_without_namespaces_the_unprivileged_layers_hold(course, small, tmp_path):
+    """What a Docker container with the default capabilities gives: no namespace, but root drops
+    every capability, and Landlock and seccomp keep the course, the scorecards, the grader's
+    processes and the loopback out of reach. Emulated here in any setting where the grader is root."""
+    docker = sandbox.Features(linux=True, root=True, landlock=FEATURES.landlock, seccomp=True)
+    grader = Grader(course, executor=SubprocessExecutor(features=docker))
+    grader.references.get(small)
+    cache = sorted(str(p) for p in Path(course.cache_dir).rglob("*.json"))
+    cards = tmp_path / "cards"
+    cards.mkdir()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(5)
+        server.setblocking(False)
+        port = server.getsockname()[1]
+        path = write(theft(small.skeleton,
+            TRY + "import json, os, signal, socket\n"
+            "caps = [l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0]\n"
+            "probe = {'found': found, 'refused': refused, 'caps': caps,\n"
+            f"  'cache': attempt(lambda: open({cache[0]!r}).read()),\n"
+            f"  'cards': attempt(lambda: open({str(cards / 'x.yaml')!r}, 'w')),\n"
+            "  'etc': attempt(lambda: open('/etc/grader-was-here', 'w')),\n"
+            f"  'signal': attempt(lambda: os.kill({os.getpid()}, signal.SIGTERM)),\n"
+            f"  'environ': attempt(lambda: open('/proc/{os.getpid()}/environ').read()),\n"
+            f"  'net': attempt(lambda: socket.create_connection(('127.0.0.1', {port}), timeout=1)),\n"
+            "  'uid': os.getuid()}\n"
+            "raise RuntimeError('probe ' + json.dumps(probe))",
+        ), tmp_path / "docker.ipynb")
+        card = grader.grade(small, path)
+        with pytest.raises(BlockingIOError):
+            server.accept()  # nobody knocked
+    found = probe(card)
+    assert card.execution["sandbox"] == list(docker.active())
+    assert {"no_caps", "landlock", "landlock_net", "scoped", "seccomp", "no_sockets"} <= set(card.execution["sandbox"])
+    assert card.score == 0, f"the solution was found and run: {found}"
+    assert found["found"] == [] or found["refused"]
+    assert found["uid"] == 0 and found["caps"] == "0000000000000000"
+    assert {k: found[k] for k in ("cache", "cards", "etc", "signal", "environ", "net")} == {
+        "cache": "PermissionError", "cards": "PermissionError", "etc": "PermissionError",
+        "signal": "PermissionError", "environ": "PermissionError", "net": "PermissionError"}
+    assert list(cards.iterdir()) == []
 
 
 def test_unprivileged_grader_uses_a_user_namespace(hand_in):

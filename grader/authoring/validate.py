@@ -28,8 +28,9 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
         ref = grader.references.get(assignment)
     except GraderError as exc:
         return [str(exc)]
-    card = grader.grade(assignment, assignment.solution)
-    if card.score != assignment.max_score or card.status != SubmissionStatus.GRADED:
+    # Graded from its reference bundle (a Gradescope image), the solution is not there to grade.
+    card = grader.grade(assignment, assignment.solution) if assignment.solution.is_file() else None
+    if card is not None and (card.score != assignment.max_score or card.status != SubmissionStatus.GRADED):
         for q in card.questions:
             if q.status != QuestionStatus.PASSED:
                 problems.append(f"the solution does not pass question {q.id}: {' '.join(q.feedback)}")

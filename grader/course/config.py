@@ -163,20 +163,25 @@ def _variants(r: Reader, default_count: int) -> VariantSpec:
 def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limits: Limits) -> Assignment:
     r.only(
         "title", "solution", "skeleton", "data", "given", "questions", "limits", "rtol", "atol",
-        "strict_types", "variants",
+        "strict_types", "variants", "reference_bundle",
     )
     if not ID_RE.match(name):
         raise r.error(r.path, f"assignment names must be simple identifiers, got {name!r}")
     solution = root / r.string("solution", f"solutions/{name}/{name}.ipynb")
     skeleton = root / r.string("skeleton", f"assignments/{name}/{name}.ipynb")
-    if not solution.is_file():
+    bundle_name = r.string("reference_bundle", "")
+    bundle = root / bundle_name if bundle_name else None
+    if bundle is not None and not bundle.is_file():
+        raise r.error(r.sub("reference_bundle"), f"names {bundle_name}, which does not exist")
+    if bundle is None and not solution.is_file():
         raise r.error(r.sub("solution"), f"names {solution.relative_to(root)}, which does not exist")
     data = r.str_list("data")
+    beside = "the reference bundle" if bundle is not None else "the solution"
     for i, rel in enumerate(data):
         if rel.startswith("/") or ".." in Path(rel).parts:
-            raise r.error(f"{r.sub('data')}[{i}]", "must be a path inside the solution folder")
-        if not (solution.parent / rel).is_file():
-            raise r.error(f"{r.sub('data')}[{i}]", f"names {rel}, which is not a file next to the solution")
+            raise r.error(f"{r.sub('data')}[{i}]", f"must be a path inside the folder of {beside}")
+        if not ((bundle or solution).parent / rel).is_file():
+            raise r.error(f"{r.sub('data')}[{i}]", f"names {rel}, which is not a file next to {beside}")
     inherit: Inherited = {
         "rtol": float(r.number("rtol", defaults["rtol"])),
         "atol": float(r.number("atol", defaults["atol"])),
@@ -192,7 +197,9 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limit
         seen.add(q.id)
     given = r.str_list("given")
     variants = _variants(r.reader("variants"), defaults["variants"])
-    digest = hashlib.sha256(json.dumps(r.data, sort_keys=True, default=str).encode()).hexdigest()
+    # The bundle's name is left out: an assignment graded from its bundle has the digest it was built with.
+    section = {k: v for k, v in r.data.items() if k != "reference_bundle"}
+    digest = hashlib.sha256(json.dumps(section, sort_keys=True, default=str).encode()).hexdigest()
     return Assignment(
         name=name,
         title=r.string("title", name),
@@ -207,6 +214,7 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limit
         strict_types=inherit["strict_types"],
         variants=variants,
         config_digest=digest,
+        bundle=bundle,
     )
 
 

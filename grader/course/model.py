@@ -120,6 +120,9 @@ class Assignment:
     strict_types: bool
     variants: VariantSpec
     config_digest: str  # hash of this assignment's section, for caches
+    # The compiled references to grade from instead of the solution (grader.judge.reference); the
+    # data files are then next to it. The solution need not exist.
+    bundle: Path | None = None
 
     @property
     def max_score(self) -> float:
@@ -127,7 +130,8 @@ class Assignment:
 
     @property
     def solution_dir(self) -> Path:
-        return self.solution.parent
+        """Where the data files are: beside the solution, or beside the bundle graded from."""
+        return self.bundle.parent if self.bundle is not None else self.solution.parent
 
     @property
     def checks(self) -> tuple[Check, ...]:

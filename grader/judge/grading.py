@@ -19,7 +19,7 @@ from grader.course.model import Assignment, Course, Limits
 from grader.errors import NotebookError
 from grader.files import sha256_file
 from grader.judge.checks import Context, VariantRun, grade_assignment, grade_check
-from grader.judge.jobs import build_job, skip_sources
+from grader.judge.jobs import build_job
 from grader.judge.reference import References
 from grader.judge.scorecard import Scorecard
 from grader.run.execute import Executor
@@ -72,7 +72,7 @@ class Grader:
             return self._invalid(card, assignment, str(exc))
         infos = notebook.analyse(cells)
         if assignment.name not in self._skip:
-            self._skip[assignment.name] = skip_sources(assignment)
+            self._skip[assignment.name] = self.references.skip_sources(assignment)
         job = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
                         traceback_lines=self.course.scorecard.traceback_lines)
         with self.executor.session() as runner:  # one sandbox for the run and its variants

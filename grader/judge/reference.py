@@ -3,6 +3,14 @@
 The cache key covers the grader's version, the assignment's config section, its limits and
 variant rules, and the bytes of the solution and its data files, so any change computes afresh.
 Each variant of the given inputs is run on the solution too, for the variant's reference values.
+
+A reference bundle is the same values compiled once, for grading where the solution must not be:
+``References.save_bundle(assignment, path)`` writes everything grading needs of the solution
+(the reference values of the notebook's data and of every variant, hint values, the sources of
+the cells the instructor tagged to be skipped) into one file readable by the grader's uid only,
+and an assignment whose config names it (``reference_bundle:``) is graded from it by
+``References.get`` with no solution at all (``load_bundle``). Anything else that must carry
+references (to a cluster, say) or compiled solution steps should go through this pair.
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,10 +29,12 @@ from grader.errors import NotebookError, ProtocolError, SolutionError
 from grader.files import write_atomic
 from grader.judge import variants
 from grader.judge.checks import changed_answers
-from grader.judge.jobs import run_notebook
+from grader.judge.jobs import run_notebook, skip_sources
 from grader.run.execute import Executor
 from grader.run.job import Captured
 from grader.vocab import RunStatus
+
+BUNDLE_FORMAT = 1
 
 
 @dataclass
@@ -51,6 +62,7 @@ class References:
         self.memory: dict[str, Reference] = {}
         # (config digest, limits, variants, (path, mtime, size) per file) -> key
         self._keys: dict[tuple[str, str, str, tuple[tuple[str, int, int], ...]], str] = {}
+        self._bundles: dict[str, tuple[Reference, list[str]]] = {}  # path -> (references, skip sources)
 
     def key(self, assignment: Assignment) -> str:
         paths = [assignment.solution] + [assignment.solution_dir / d for d in assignment.data]
@@ -73,6 +85,8 @@ class References:
         return self.course.cache_dir / "references" / f"{assignment.name}-{key[:20]}.json"
 
     def get(self, assignment: Assignment) -> Reference:
+        if assignment.bundle is not None:
+            return self.load_bundle(assignment)
         key = self.key(assignment)
         if key in self.memory:
             return self.memory[key]
@@ -83,6 +97,46 @@ class References:
             self._store(path, ref)
         self.memory[key] = ref
         return ref
+
+    def skip_sources(self, assignment: Assignment) -> set[str]:
+        """Sources of the cells tagged to be skipped, from the notebooks or the assignment's bundle."""
+        if assignment.bundle is not None:
+            return set(self._bundle(assignment)[1])
+        return skip_sources(assignment)
+
+    def save_bundle(self, assignment: Assignment, path: Path) -> Path:
+        """Write the assignment's reference bundle (computing the references if need be)."""
+        ref = self.get(assignment)
+        data = {"format": BUNDLE_FORMAT, "grader": __version__, "assignment": assignment.name,
+                "config_digest": assignment.config_digest, "key": ref.key,
+                "skip_sources": sorted(skip_sources(assignment)), "reference": self._to_data(ref)}
+        write_atomic(path, json.dumps(data))
+        os.chmod(path, 0o600)  # the grader's alone: a student process never runs as its uid
+        return path
+
+    def load_bundle(self, assignment: Assignment) -> Reference:
+        """The references of an assignment graded from its bundle."""
+        return self._bundle(assignment)[0]
+
+    def _bundle(self, assignment: Assignment) -> tuple[Reference, list[str]]:
+        path = assignment.bundle
+        assert path is not None
+        memo = self._bundles.get(str(path))
+        if memo is not None:
+            return memo
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("format") != BUNDLE_FORMAT or data.get("assignment") != assignment.name:
+                raise ValueError(f"it is not a reference bundle for {assignment.name}")
+            if data.get("grader") != __version__ or data.get("config_digest") != assignment.config_digest:
+                raise ValueError("it was built by another version of the grader or for another version of the "
+                                 "assignment's config section; build it again")
+            ref = self._from_data(data["reference"], str(data["key"]))
+            skip = [str(s) for s in data["skip_sources"]]
+        except (OSError, ValueError, KeyError, TypeError, ProtocolError) as exc:
+            raise SolutionError(f"The reference bundle {path} of {assignment.name} cannot be used: {exc}") from None
+        self._bundles[str(path)] = (ref, skip)
+        return ref, skip
 
     @staticmethod
     def _decode(raw: dict[str, Any]) -> dict[str, Captured]:
@@ -103,25 +157,31 @@ class References:
 
     def _load(self, path: Path, key: str) -> Reference | None:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if len(data["variants"]) != len(data["variant_captures"]):
-                raise ValueError("one set of captures per variant")  # a damaged file is computed again
-            return Reference(
-                captures=self._decode(data["captures"]),
-                key=key,
-                variants=[variants.Variant(number=v["number"], values=v["values"]) for v in data["variants"]],
-                variant_captures=[self._decode(c) for c in data["variant_captures"]],
-            )
+            return self._from_data(json.loads(path.read_text(encoding="utf-8")), key)
         except (OSError, ValueError, KeyError, TypeError, ProtocolError):
-            return None
+            return None  # a damaged file is computed again
+
+    @classmethod
+    def _from_data(cls, data: dict[str, Any], key: str) -> Reference:
+        if len(data["variants"]) != len(data["variant_captures"]):
+            raise ValueError("one set of captures per variant")
+        return Reference(
+            captures=cls._decode(data["captures"]),
+            key=key,
+            variants=[variants.Variant(number=v["number"], values=v["values"]) for v in data["variants"]],
+            variant_captures=[cls._decode(c) for c in data["variant_captures"]],
+        )
+
+    @classmethod
+    def _to_data(cls, ref: Reference) -> dict[str, Any]:
+        return {
+            "captures": cls._encode(ref.captures),
+            "variants": [{"number": v.number, "values": v.values} for v in ref.variants],
+            "variant_captures": [cls._encode(c) for c in ref.variant_captures],
+        }
 
     def _store(self, path: Path, ref: Reference) -> None:
-        data = {
-            "captures": self._encode(ref.captures),
-            "variants": [{"number": v.number, "values": v.values} for v in ref.variants],
-            "variant_captures": [self._encode(c) for c in ref.variant_captures],
-        }
-        write_atomic(path, json.dumps(data))
+        write_atomic(path, json.dumps(self._to_data(ref)))
 
     def _compute(self, assignment: Assignment, key: str) -> Reference:
         run, _ = run_notebook(assignment, assignment.solution, self.executor, hints=True)

@@ -1,9 +1,12 @@
 """Gradescope packaging: the autograder zip, and the entry point its ``run_autograder`` calls.
 
 The zip (``grader gradescope-zip NAME``) holds, at its root, ``setup.sh`` and ``run_autograder``
-(from grader/templates/), ``course/`` (a config.yaml reduced to this assignment, the solution,
-its data files, the skeleton, and the reference values already computed, so Gradescope never has
-to run the solution per submission) and ``grader-src/`` (this package, installed by setup.sh).
+(from grader/templates/), ``course/`` (a config.yaml reduced to this assignment, the skeleton,
+and ``grading/NAME/``: the data files and the assignment's reference bundle, so Gradescope never
+runs the solution) and ``grader-src/`` (this package, installed by setup.sh). No solution is
+shipped: the bundle holds the reference values (data and every variant), hint values and the
+skipped cells' sources, readable by the grader's uid only; grading from it gives the scorecards
+grading from ``solutions/`` gives.
 
 At grading time ``python -m grader.packaging.gradescope`` finds the student's notebook in
 ``/autograder/submission``, grades it, and writes ``/autograder/results/results.json``. Whatever
@@ -114,9 +117,9 @@ def main(argv: list[str] | None = None) -> int:
 # Building the zip, on the instructor's machine
 
 
-def _reduced_config(course: Course, assignment: Assignment) -> str:
+def _reduced_config(course: Course, assignment: Assignment, bundle: str) -> str:
     raw = yaml.safe_load(course.file.read_text(encoding="utf-8"))
-    raw["assignments"] = {assignment.name: raw["assignments"][assignment.name]}
+    raw["assignments"] = {assignment.name: {**raw["assignments"][assignment.name], "reference_bundle": bundle}}
     vis = (raw.get("scorecard") or {}).get("visibility")
     if isinstance(vis, dict):
         raw["scorecard"]["visibility"] = {k: v for k, v in vis.items() if k == assignment.name}
@@ -130,7 +133,8 @@ def _copy(src: Path, dest: Path) -> None:
 
 
 def build_zip(course: Course, assignment: Assignment, out: Path) -> Path:
-    """Write ``out/<assignment>-gradescope.zip``; runs the solution once for the reference values."""
+    """Write ``out/<assignment>-gradescope.zip``; runs the solution (unless its references are
+    cached) for the reference bundle."""
     from grader.judge.grading import Grader
 
     package = Path(PACKAGE_DIR)
@@ -139,14 +143,15 @@ def build_zip(course: Course, assignment: Assignment, out: Path) -> Path:
         stage = Path(tmp)
         c = stage / "course"
         c.mkdir()
-        (c / "config.yaml").write_text(_reduced_config(course, assignment), encoding="utf-8")
-        files = [assignment.solution] + [assignment.solution_dir / rel for rel in assignment.data]
+        grading = Path("grading") / assignment.name
+        bundle = grading / f"{assignment.name}.references.json"
+        (c / "config.yaml").write_text(_reduced_config(course, assignment, bundle.as_posix()), encoding="utf-8")
+        for rel in assignment.data:
+            _copy(assignment.solution_dir / rel, c / grading / rel)
         if assignment.skeleton.is_file():
-            files.append(assignment.skeleton)
-        for f in files:
-            _copy(f, c / f.relative_to(course.root))
-        staged = config.load(c / "config.yaml")
-        Grader(staged).references.get(staged.assignment(assignment.name))  # cached under course/
+            _copy(assignment.skeleton, c / assignment.skeleton.relative_to(course.root))
+        Grader(course).references.save_bundle(assignment, c / bundle)
+        config.load(c / "config.yaml").assignment(assignment.name)  # the shipped config loads without the solution
         src = stage / "grader-src"
         for name in ("pyproject.toml", "README.md"):
             if (project / name).is_file():
@@ -166,7 +171,7 @@ def build_zip(course: Course, assignment: Assignment, out: Path) -> Path:
                 z.writestr(info, text)
             for f in sorted(stage.rglob("*")):
                 if f.is_file():
-                    z.write(f, f.relative_to(stage).as_posix())
+                    z.write(f, f.relative_to(stage).as_posix())  # with its mode: the bundle's is 0600
     return target
 
 

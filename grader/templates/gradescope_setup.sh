@@ -25,4 +25,8 @@ fi
 "$VENV/bin/pip" install --quiet torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 "$VENV/bin/pip" install --quiet "$SOURCE/grader-src"
 
+# The course (config, skeleton, data, reference bundle) is the grader's alone: student code runs
+# as another uid, and also under Landlock where the kernel has it.
+chmod -R go-rwx "$SOURCE/course"
+
 "$VENV/bin/grader" validate @ASSIGNMENT@ --config "$SOURCE/course/config.yaml"

@@ -18,6 +18,7 @@ import tempfile
 from typing import TYPE_CHECKING
 
 from grader.errors import SandboxError, SessionSetupError
+from grader.run.sandbox.harden import harden
 from grader.run.sandbox.host import environment, processes_of
 from grader.run.sandbox.linux import (
     CLONE_NEWIPC,
@@ -184,6 +185,7 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
         nproc = None
     _apply_limits(limits, nproc)
     os.chdir(workdir)
+    harden(plan, workdir)  # the layers that need no privilege: capabilities, seccomp, Landlock
     if control is not None:  # a session's run, ready: now wait for its job
         return plan.active(), await_run(control)
     return plan.active(), None

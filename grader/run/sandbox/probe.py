@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import SandboxError
+from grader.run.sandbox import landlock, seccomp
 from grader.run.sandbox.linux import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -48,7 +49,13 @@ FEATURES = {
     "filesystem": "private filesystem view (solutions, caches, other submissions and scorecards absent)",
     "user": "unprivileged user of its own",
     "userns": "user namespace, no capabilities",
+    "no_caps": "root without any capability",
     "no_new_privs": "no privilege gain through setuid programs",
+    "landlock": "files beyond Python, the grader and its own working directory out of reach (Landlock)",
+    "landlock_net": "no TCP connection or listening socket (Landlock)",
+    "scoped": "no signal or abstract socket beyond its own processes (Landlock)",
+    "seccomp": "no ptrace, keyrings, System V IPC or new namespaces (seccomp)",
+    "no_sockets": "no new network or Unix sockets (seccomp)",
 }
 
 
@@ -64,6 +71,8 @@ class Features:
     pid_ns: bool = False
     ipc_ns: bool = False
     drop_user: bool = False  # root: the student runs as job_uid(keeper pid)
+    landlock: int = 0  # the Landlock ABI applied (0: none); grader.run.sandbox.landlock
+    seccomp: bool = False  # grader.run.sandbox.seccomp
 
     def to_wire(self) -> dict[str, bool]:
         return dataclasses.asdict(self)
@@ -71,7 +80,19 @@ class Features:
     @classmethod
     def from_wire(cls, data: Mapping[str, object]) -> Features:
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: bool(v) for k, v in data.items() if k in names})
+        return cls(**{k: (int(v) if k == "landlock" else bool(v))  # type: ignore[arg-type]
+                      for k, v in data.items() if k in names and isinstance(v, (bool, int))})
+
+    @property
+    def private_files(self) -> bool:
+        """Whether student code is kept from the grader's files: a private view or Landlock."""
+        return self.mount_ns or self.landlock >= 1
+
+    @property
+    def seccomp_sockets(self) -> bool:
+        """Whether the seccomp filter refuses new sockets: Internet and packet ones without a network
+        namespace, Unix ones (a host's daemon socket) without a private view as well."""
+        return self.seccomp and not (self.net_ns and self.mount_ns)
 
     def active(self) -> tuple[str, ...]:
         """The ids (keys of FEATURES) a run gets on this platform."""
@@ -87,9 +108,16 @@ class Features:
             out.append("filesystem")
         if self.drop_user:
             out.append("user")
+        elif self.root:
+            out.append("no_caps")
         if self.user_ns:
             out.append("userns")
         out.append("no_new_privs")
+        out.extend(landlock.features_for(self.landlock))
+        if self.seccomp:
+            out.append("seccomp")
+            if self.seccomp_sockets:
+                out.append("no_sockets")
         return tuple(out)
 
     def missing(self) -> list[str]:
@@ -97,13 +125,25 @@ class Features:
         out = []
         if not self.linux:
             return ["no isolation beyond resource limits and a scrubbed environment (not Linux)"]
-        if not self.net_ns:
-            out.append("network: no network namespace here, so student code can reach the network")
-        if not self.mount_ns:
-            out.append("filesystem: no mount namespace here, so student code can read whatever its user can read")
+        if not self.net_ns and not self.seccomp and self.landlock < 4:
+            out.append("network: no network namespace, seccomp filter or Landlock network rules here, "
+                       "so student code can reach the network")
+        elif not self.net_ns and not self.seccomp:
+            out.append("network: no network namespace or seccomp filter here, so student code can use UDP "
+                       "(TCP is refused by Landlock)")
+        if not self.private_files:
+            out.append("filesystem: no mount namespace or Landlock here, so student code can read whatever "
+                       "its user can read")
         if self.root and not self.drop_user:
-            out.append("user: runs as root (Python is not readable by another user and no mount namespace)")
+            out.append("user: runs as root without capabilities (Python is not readable by another user and "
+                       "no mount namespace)")
             out.append("processes: not limited (the kernel does not apply the limit to root)")
+            if self.landlock < 6 and not self.pid_ns:
+                out.append("signals: as root without a pid namespace or Landlock scopes, student code can "
+                           "signal the grader's processes")
+        if self.linux and not self.seccomp:
+            out.append("seccomp: no filter (pyseccomp or libseccomp.so.2 missing), so ptrace of its own "
+                       "processes, the kernel keyrings and System V IPC are open to student code")
         if not self.root and not self.user_ns:
             out.append("processes: limited per user, counting the grader's own processes")
         if not self.pid_ns:
@@ -152,6 +192,7 @@ def features() -> Features:
         linux=True, root=root, user_ns=got.get("user_ns", False), mount_ns=mount_ns,
         net_ns=got.get("net_ns", False), pid_ns=got.get("pid_ns", False), ipc_ns=got.get("ipc_ns", False),
         drop_user=root and (mount_ns or _world_readable(python_paths())),
+        landlock=landlock.abi(), seccomp=seccomp.available(),
     )
 
 

@@ -1,0 +1,88 @@
+"""A seccomp filter for the student process: system calls numerical code never needs, refused.
+
+Built with libseccomp (through the ``pyseccomp`` binding, which loads the system's
+``libseccomp.so.2``), not hand-written BPF: libseccomp knows each architecture's syscall numbers
+and argument layouts. Loaded once, in the student process, after no_new_privs and before any
+student code; inherited by whatever that process starts. Every refused call fails with EPERM
+(student code sees an ``OSError``), nothing is killed, so a scorecard can say what was tried.
+
+Refused everywhere: ptrace and reading or writing another process's memory; the kernel keyrings
+(``add_key``, ``request_key``, ``keyctl``: a key in a user keyring would outlive the run); System
+V IPC (message queues, semaphores, shared memory); new namespaces (``unshare``, ``setns``,
+``clone`` with a CLONE_NEW* flag; ``clone3``, whose flags a filter cannot read, is answered
+ENOSYS so the C library falls back to ``clone``); mount, pivot_root, chroot; bpf,
+perf_event_open, userfaultfd, io_uring; loading kernel modules and kexec. Where the run lacks a
+network namespace or a private filesystem view, new sockets too (Internet: UDP, which Landlock
+does not cover; Unix: a host daemon's socket; packet and netlink).
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+from types import ModuleType
+
+from grader.errors import SandboxError
+
+
+# Imported with this module, not in the student process: finding libseccomp.so runs ldconfig, a
+# process of its own, which a run should neither pay for nor count against its pids.
+def _binding() -> ModuleType | None:
+    try:
+        import pyseccomp
+    except (ImportError, RuntimeError, OSError):  # not installed, or libseccomp.so.2 missing
+        return None
+    module: ModuleType = pyseccomp
+    return module
+
+
+sc = _binding()
+
+DENIED = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    "add_key", "request_key", "keyctl",
+    "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl",
+    "shmget", "shmat", "shmdt", "shmctl",
+    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
+    "fsmount", "fsconfig", "fspick", "mount_setattr",
+    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+)
+CLONE_NEW = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080)
+SOCKET_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6, getattr(socket, "AF_PACKET", 17),
+                   getattr(socket, "AF_NETLINK", 16))
+
+
+def available() -> bool:
+    """Whether a filter can be built here: the binding is installed and finds libseccomp."""
+    return sc is not None
+
+
+def install(*, deny_sockets: bool) -> None:
+    """Load the filter into this process. ``deny_sockets``: refuse new Unix, Internet, packet and
+    netlink sockets too (``socketpair``, which multiprocessing uses, stays allowed)."""
+    if sc is None:
+        raise SandboxError("seccomp is not available here (pyseccomp or libseccomp.so.2 is missing)")
+    refuse = sc.ERRNO(errno.EPERM)
+    try:
+        f = sc.SyscallFilter(sc.ALLOW)
+        for name in DENIED:
+            _rule(f, refuse, name)
+        for flag in CLONE_NEW:  # clone's first argument is its flags on every architecture libseccomp knows
+            _rule(f, refuse, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+        _rule(f, sc.ERRNO(errno.ENOSYS), "clone3")
+        if deny_sockets:
+            for family in SOCKET_FAMILIES:
+                _rule(f, refuse, "socket", sc.Arg(0, sc.EQ, family))
+        f.load()
+    except OSError as exc:
+        raise SandboxError(f"loading the seccomp filter failed: {exc.strerror or exc}") from None
+
+
+def _rule(f: object, action: int, name: str, *args: object) -> None:
+    try:
+        f.add_rule(action, name, *args)  # type: ignore[attr-defined]
+    except OSError as exc:
+        if exc.errno in (errno.EDOM, errno.EFAULT, errno.EINVAL):  # a call this architecture does not have
+            return
+        raise
