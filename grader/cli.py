@@ -7,6 +7,7 @@
     grader check NOTEBOOK [QUESTION]                        a student's self-check (public checks only)
     grader report SCORECARDS... [--out DIR]                 class report (HTML with plots)
     grader gradescope-zip [NAME] [--out DIR]                Gradescope autograder zip
+    grader grading-bundle [NAME] --out DIR                  the grading materials, without the solution
     grader classroom-workflow [NAME] --grading-repo O/R     GitHub Classroom workflow
 
 Exit status: 0 when the command did its job (every submission got a scorecard), 1 when
@@ -160,6 +161,21 @@ def cmd_gradescope_zip(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_grading_bundle(args: argparse.Namespace) -> int:
+    from grader.packaging.gradescope import stage_grader, stage_grading
+
+    course = config.load(find_config(args.config))
+    assignment = pick_assignment(course, args.name, [])
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"--out {out} is not empty; name a new folder for the grading materials.")
+    path = stage_grading(course, assignment, out)
+    stage_grader(out)
+    print(f"wrote {out}: the grader, {path.name} and the reference bundle of {assignment.name}, without its "
+          "solution (grade with --config " + str(path) + ")")
+    return EXIT_OK
+
+
 def cmd_classroom_workflow(args: argparse.Namespace) -> int:
     import re
 
@@ -232,10 +248,17 @@ def parser() -> argparse.ArgumentParser:
     z.add_argument("--config", "-c")
     z.set_defaults(func=cmd_gradescope_zip)
 
+    b = sub.add_parser("grading-bundle", help="the grading materials of an assignment without its solution "
+                       "(the grader, a reduced config.yaml, the reference bundle, the data files)")
+    b.add_argument("name", nargs="?", help="assignment (default: the only one)")
+    b.add_argument("--out", "-o", required=True, help="a new folder (e.g. the private grading repository)")
+    b.add_argument("--config", "-c")
+    b.set_defaults(func=cmd_grading_bundle)
+
     w = sub.add_parser("classroom-workflow", help="write the GitHub Classroom workflow for an assignment's repository")
     w.add_argument("name", nargs="?", help="assignment (default: the only one)")
     w.add_argument("--grading-repo", required=True, help="OWNER/NAME of the private course repository "
-                   "(config.yaml, solutions/, the grader)")
+                   "(the output of grader grading-bundle: the grader, config.yaml and the reference bundle)")
     w.add_argument("--notebook", help="path of the notebook in the student's repository (default: NAME.ipynb)")
     w.add_argument("--out", "-o", default=".", help="the starter repository (default: here)")
     w.add_argument("--config", "-c")

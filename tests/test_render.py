@@ -502,11 +502,19 @@ def test_classroom_workflow_grades_summarises_and_reports(tmp_path):
     assert reporter["with"]["runners"] == "grader"
     assert reporter["env"]["GRADER_RESULTS"] == "${{ steps.grade.outputs.result }}"
 
+    # The grading repository holds what `grader grading-bundle` writes: no solution.
+    grading = tmp_path / "grading"
+    proc = grader_cli("grading-bundle", "attention_numpy", "--config", str(ROOT / "config.yaml"), "--out",
+                      str(grading), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (grading / "pyproject.toml").is_file() and (grading / "grader/cli.py").is_file()
+    assert not list(grading.rglob("solutions")) and not list(grading.rglob("*.ipynb"))[1:]
     repo = tmp_path / "repo"
     shutil.copyfile(EXAMPLES / "carol_no_sqrt.ipynb", repo / "attention_numpy.ipynb")
     github_output, summary = tmp_path / "output", tmp_path / "summary.md"
-    env = {**job["env"], "GRADER_CONFIG": str(ROOT / "config.yaml"), "GITHUB_OUTPUT": str(github_output),
-           "GITHUB_STEP_SUMMARY": str(summary), "PATH": f"{ROOT / '.venv/bin'}:/usr/bin:/bin"}
+    env = {**job["env"], "GRADER_CONFIG": str(grading / "config.yaml"), "GITHUB_OUTPUT": str(github_output),
+           "GITHUB_STEP_SUMMARY": str(summary), "PATH": f"{ROOT / '.venv/bin'}:/usr/bin:/bin",
+           "PYTHONPATH": str(ROOT)}
     for name in ("Grade", "Summary"):
         step = subprocess.run(["bash", "-e", "-c", steps[name]["run"]], cwd=repo, env=env, capture_output=True,
                               text=True)

@@ -65,6 +65,8 @@ class References:
         self._bundles: dict[str, tuple[Reference, list[str]]] = {}  # path -> (references, skip sources)
 
     def key(self, assignment: Assignment) -> str:
+        if assignment.bundle is not None:  # the key its references were computed under, with the solution
+            return self._bundle(assignment)[0].key
         paths = [assignment.solution] + [assignment.solution_dir / d for d in assignment.data]
         # Hashing the files is per-submission work otherwise; their stats tell when to do it again.
         stats = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in paths)

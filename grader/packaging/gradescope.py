@@ -124,7 +124,7 @@ def _reduced_config(course: Course, assignment: Assignment, bundle: str) -> str:
     if isinstance(vis, dict):
         raw["scorecard"]["visibility"] = {k: v for k, v in vis.items() if k == assignment.name}
     text: str = yaml.safe_dump(raw, sort_keys=False, allow_unicode=True)
-    return "# Reduced to one assignment by grader gradescope-zip.\n" + text
+    return "# Reduced to one assignment, graded from its reference bundle (no solution is here).\n" + text
 
 
 def _copy(src: Path, dest: Path) -> None:
@@ -132,33 +132,44 @@ def _copy(src: Path, dest: Path) -> None:
     shutil.copyfile(src, dest)
 
 
+def stage_grading(course: Course, assignment: Assignment, dest: Path) -> Path:
+    """Write into ``dest`` what grading the assignment needs and nothing of its solution: a
+    config.yaml reduced to it, the skeleton, and ``grading/NAME/`` (the data files and the
+    reference bundle, which computing runs the solution unless its references are cached).
+    Returns the config file."""
+    from grader.judge.grading import Grader
+
+    grading = Path("grading") / assignment.name
+    bundle = grading / f"{assignment.name}.references.json"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "config.yaml").write_text(_reduced_config(course, assignment, bundle.as_posix()), encoding="utf-8")
+    for rel in assignment.data:
+        _copy(assignment.solution_dir / rel, dest / grading / rel)
+    if assignment.skeleton.is_file():
+        _copy(assignment.skeleton, dest / assignment.skeleton.relative_to(course.root))
+    Grader(course).references.save_bundle(assignment, dest / bundle)
+    config.load(dest / "config.yaml").assignment(assignment.name)  # the staged config loads without the solution
+    return dest / "config.yaml"
+
+
+def stage_grader(dest: Path) -> None:
+    """Copy this package's source (and pyproject.toml) into ``dest``, installable with pip."""
+    package = Path(PACKAGE_DIR)
+    for name in ("pyproject.toml", "README.md"):
+        if (package.parent / name).is_file():
+            _copy(package.parent / name, dest / name)
+    for f in sorted(package.rglob("*")):
+        if f.is_file() and not SKIP_DIRS & set(f.relative_to(package).parts) and f.suffix != ".pyc":
+            _copy(f, dest / "grader" / f.relative_to(package))
+
+
 def build_zip(course: Course, assignment: Assignment, out: Path) -> Path:
     """Write ``out/<assignment>-gradescope.zip``; runs the solution (unless its references are
     cached) for the reference bundle."""
-    from grader.judge.grading import Grader
-
-    package = Path(PACKAGE_DIR)
-    project = package.parent
     with tempfile.TemporaryDirectory(prefix="grader-zip-") as tmp:
         stage = Path(tmp)
-        c = stage / "course"
-        c.mkdir()
-        grading = Path("grading") / assignment.name
-        bundle = grading / f"{assignment.name}.references.json"
-        (c / "config.yaml").write_text(_reduced_config(course, assignment, bundle.as_posix()), encoding="utf-8")
-        for rel in assignment.data:
-            _copy(assignment.solution_dir / rel, c / grading / rel)
-        if assignment.skeleton.is_file():
-            _copy(assignment.skeleton, c / assignment.skeleton.relative_to(course.root))
-        Grader(course).references.save_bundle(assignment, c / bundle)
-        config.load(c / "config.yaml").assignment(assignment.name)  # the shipped config loads without the solution
-        src = stage / "grader-src"
-        for name in ("pyproject.toml", "README.md"):
-            if (project / name).is_file():
-                _copy(project / name, src / name)
-        for f in sorted(package.rglob("*")):
-            if f.is_file() and not SKIP_DIRS & set(f.relative_to(package).parts) and f.suffix != ".pyc":
-                _copy(f, src / "grader" / f.relative_to(package))
+        stage_grading(course, assignment, stage / "course")
+        stage_grader(stage / "grader-src")
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         target = out / f"{assignment.name}-gradescope.zip"
