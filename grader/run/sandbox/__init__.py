@@ -39,7 +39,13 @@ What enter() puts in place, each where the platform allows it (``features()`` sa
   reference cache, other submissions and scorecards are simply not there;
 * as root: an unprivileged uid and gid of its own (``job_uid``), no supplementary groups;
   not root but user namespaces allowed: a user namespace, every capability dropped;
-* no_new_privs, so no setuid program gives privileges back.
+* as root without a uid of its own (no namespaces, Python not readable by other users): uid 0
+  with every capability dropped, the bounding set emptied and the securebits locked;
+* no_new_privs, so no setuid program gives privileges back;
+* the layers that need no privilege, last (``harden``): a seccomp filter (no ptrace, keyrings,
+  System V IPC, new namespaces; no new sockets without a network namespace and a private view)
+  and Landlock (files: read the system and Python, write only the working directory; no TCP;
+  no signal or abstract socket beyond its own processes), each where the kernel has it.
 
 A process that has threads already (a Jupyter kernel) cannot fork-isolate itself; there enter()
 applies the limits, the environment and no_new_privs in place, and reports exactly that.
@@ -53,6 +59,7 @@ The package, in the order a run meets it:
     enter   the student's side: ``enter``, ``enter_session``, the limits, the in-place fallback
     tree    the keeper, the namespace's init and a session's runs, as processes
     root    the private filesystem view (what is bound into the new root, and the pivot)
+    harden  the unprivileged layers, applied last: root's capabilities, ``seccomp``, ``landlock``
     linux   the kernel calls Python has no function for (unshare, mount, pivot_root, prctl, ...)
 
 Only the names below are for the rest of the grader; the modules' other names are shared
