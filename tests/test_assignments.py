@@ -433,8 +433,9 @@ VARIANT_MESSAGE = {
                             "is a value typed in, or a size or constant fixed, rather than computed?",
     "tokens_to_multihead": "is correct for the notebook's data but not when `embeddings` changes (its values do not "
                            "follow): is a value typed in, or a size or constant fixed, rather than computed?",
-    "attention_french": "is correct for the notebook's data but not when `embeddings` and `W_O` change (its values "
-                        "do not follow): is a value typed in, or a size or constant fixed, rather than computed?",
+    "attention_french": "is correct for the notebook's data but not when `embeddings`, `W_Q`, `W_K`, `W_V` and `W_O` "
+                        "change (its values do not follow): is a value typed in, or a size or constant fixed, rather "
+                        "than computed?",
     "attention_from_scratch": "is correct for the notebook's data but not when `inputs`, `W_query`, `W_key` and "
                               "`W_value` change (its values do not follow): is a value typed in, or a size or "
                               "constant fixed, rather than computed?",

@@ -152,3 +152,14 @@ def test_a_registered_property_is_accepted_by_the_loader_and_judged(course_dir, 
     value = Value("array", np.array([1.0, -2.0]))
     assert properties.check_property("positive", "`x`", value, None, atol=0) == "`x` has values that are not positive."
     assert properties.check_property("positive", "`x`", Value("array", np.array([1.0])), None, atol=0) is None
+
+
+def test_a_variant_rule_for_a_name_outside_given_is_an_error_with_its_fix(course_dir):
+    text = MINIMAL.replace("    questions:\n", "    given: [X]\n    variants:\n      inputs:\n        W: null\n    questions:\n")
+    message = error_of(course_dir, text)
+    assert "assignments.a1.variants.inputs.W is not a given input of this assignment: add W to `given`" in message
+
+
+def test_keep_is_the_rule_of_a_given_input_never_varied(course_dir):
+    text = MINIMAL.replace("    questions:\n", "    given: [X, W]\n    variants:\n      inputs:\n        W: keep\n    questions:\n")
+    assert config.load(write(course_dir, text)).assignment("a1").variants.inputs == (("W", "keep"),)

@@ -116,7 +116,7 @@ def test_validate_reports_a_variant_that_tests_nothing(course, tmp_path):
     from grader.judge.grading import Grader
 
     a = course.assignment("attention_numpy")
-    same = dataclasses.replace(a, variants=VariantSpec(count=1, seed=1, inputs=(("tokens", None),)),
+    same = dataclasses.replace(a, given=("tokens",), variants=VariantSpec(count=1, seed=1, inputs=(("tokens", None),)),
                                config_digest=a.config_digest + "-same")
     problems = validate(dataclasses.replace(course, cache_dir=tmp_path), same, Grader(dataclasses.replace(course, cache_dir=tmp_path)))
     assert problems == ["variant 1 (tokens) changes no reference value of any question: it tests nothing"]

@@ -123,14 +123,18 @@ def skeleton(solution: Path) -> nbformat.NotebookNode:
     return out
 
 
+def skeleton_text(solution: Path) -> str:
+    """The skeleton file's exact text: what ``grader assign`` writes, and ``validate`` compares."""
+    text: str = nbformat.writes(skeleton(solution))  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    return text + "\n"
+
+
 def write_assignment(assignment: Assignment, public_checks: dict[str, Any] | None) -> list[Path]:
     """Write the skeleton, its data files and the public checks; returns the files written."""
     dest = assignment.skeleton.parent
     dest.mkdir(parents=True, exist_ok=True)
     written = []
-    nb = skeleton(assignment.solution)
-    text = nbformat.writes(nb) + "\n"  # type: ignore[no-untyped-call]  # nbformat has no annotations
-    assignment.skeleton.write_text(text, encoding="utf-8")
+    assignment.skeleton.write_text(skeleton_text(assignment.solution), encoding="utf-8")
     written.append(assignment.skeleton)
     for rel in assignment.data:
         target = dest / rel

@@ -3,6 +3,7 @@
 - the solution scores full marks;
 - the skeleton scores zero, with every question ``unanswered``;
 - every check's variable or expression exists in the solution (the reference run fails otherwise);
+- every given input is defined by the solution, and the skeleton is what ``grader assign`` makes now;
 - every hint is reachable: it differs from the reference, and a value equal to it gets that hint.
 """
 
@@ -10,8 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from grader import notebook
+from grader.authoring.assign import skeleton_text
 from grader.course.model import Assignment, Course
-from grader.errors import GraderError
+from grader.errors import GraderError, NotebookError, UsageError
+from grader.judge import variants
 from grader.judge.checks import Context, grade_check, hint_id
 from grader.judge.compare import compare
 from grader.judge.grading import Grader
@@ -23,11 +27,12 @@ from grader.vocab import QuestionStatus, SubmissionStatus
 
 def validate(course: Course, assignment: Assignment, grader: Grader | None = None) -> list[str]:
     grader = grader or Grader(course)
-    problems: list[str] = []
+    problems = _given_problems(assignment)
     try:
         ref = grader.references.get(assignment)
     except GraderError as exc:
-        return [str(exc)]
+        # An undefined given input is already reported with its fix; the reference run fails on it too.
+        return problems or [str(exc)]
     # Graded from its reference bundle (a Gradescope image), the solution is not there to grade.
     card = grader.grade(assignment, assignment.solution) if assignment.solution.is_file() else None
     if card is not None and (card.score != assignment.max_score or card.status != SubmissionStatus.GRADED):
@@ -36,16 +41,23 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
                 problems.append(f"the solution does not pass question {q.id}: {' '.join(q.feedback)}")
         if card.status != SubmissionStatus.GRADED:
             problems.append(f"the solution's run ended {card.status}: {card.reason}")
+    assign_cmd = f"run `grader assign {assignment.name}`"
+    shown = assignment.skeleton.relative_to(course.root) if assignment.skeleton.is_relative_to(course.root) \
+        else assignment.skeleton
     if not assignment.skeleton.is_file():
-        problems.append(f"the skeleton {assignment.skeleton.relative_to(course.root)} does not exist; run grader assign")
+        problems.append(f"the skeleton {shown} does not exist: {assign_cmd}")
+    elif _stale(assignment):
+        # Grading a skeleton made from an older solution says nothing about the markers of this one.
+        problems.append(f"the skeleton {shown} is out of date with the "
+                        f"solution (it is not what `grader assign` makes from it now): {assign_cmd}")
     else:
         card = grader.grade(assignment, assignment.skeleton)
         if card.score != 0:
             problems.append(f"the skeleton scores {card.score:g}, not 0")
         for q in card.questions:
             if q.status != QuestionStatus.UNANSWERED:
-                problems.append(f"question {q.id} is {q.status} in the skeleton, not unanswered: "
-                                "mark its solution code with # SOLUTION or a BEGIN/END SOLUTION block")
+                problems.append(f"question {q.id} is {q.status} in the skeleton, not unanswered: mark its "
+                                f"solution code with # SOLUTION or a BEGIN/END SOLUTION block, then {assign_cmd}")
     ctx = Context(infos=[], blanks=_no_blanks(), cells=[], student={}, reference=ref.captures)
     for check in assignment.checks:
         expected = ref.captures[check.id].value
@@ -66,6 +78,25 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
                                 f"{'another hint' if result.hint else 'no hint'}")
     problems.extend(_variant_problems(assignment, ref))
     return problems
+
+
+def _given_problems(assignment: Assignment) -> list[str]:
+    """Every given input must be defined by the solution: one that is not cannot be varied."""
+    try:
+        infos = notebook.analyse(notebook.read(assignment.solution))
+    except NotebookError:
+        return []  # the reference run says why the solution cannot be read
+    defined = variants.first_definitions(infos, assignment.given)
+    return [variants.undefined_given_message(assignment, name) for name in assignment.given if name not in defined]
+
+
+def _stale(assignment: Assignment) -> bool:
+    """Whether the skeleton on disk differs from what ``grader assign`` makes of the solution now."""
+    try:
+        fresh = skeleton_text(assignment.solution)
+        return assignment.skeleton.read_text(encoding="utf-8") != fresh
+    except (OSError, UsageError, ValueError):
+        return False  # an unreadable skeleton or solution is reported by grading it
 
 
 def _variant_problems(assignment: Assignment, ref: Reference) -> list[str]:

@@ -21,7 +21,7 @@ from typing import TypedDict
 import yaml
 
 from grader.course import kinds, properties
-from grader.course.model import Assignment, Check, Course, Hint, Limits, Question, ScorecardSettings, VariantSpec
+from grader.course.model import KEEP, Assignment, Check, Course, Hint, Limits, Question, ScorecardSettings, VariantSpec
 from grader.course.reader import Document, Reader, describe
 from grader.errors import ConfigError
 from grader.vocab import Format, QuestionVisibility, ShowExpected, names
@@ -150,8 +150,11 @@ def _variants(r: Reader, default_count: int) -> VariantSpec:
         if not str(name).isidentifier():
             raise r.error(path, "must be a variable name")
         if expr is not None and not isinstance(expr, str):
-            raise r.error(path, f"must be an expression or null (random values of the same shape), got {describe(expr)}")
-        if expr is not None:
+            raise r.error(path, f"must be an expression, null (random values of the same shape) or {KEEP!r} "
+                                f"(never varied), got {describe(expr)}")
+        if expr is not None and expr.strip() == KEEP:
+            expr = KEEP
+        elif expr is not None:
             try:
                 compile(expr, "<config>", "eval")
             except SyntaxError as exc:
@@ -197,6 +200,11 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limit
         seen.add(q.id)
     given = r.str_list("given")
     variants = _variants(r.reader("variants"), defaults["variants"])
+    for varied, _ in variants.inputs:
+        if varied not in given:
+            # A rule for a name outside `given` would be silently ignored: the variants would test less.
+            raise r.error(f"{r.sub('variants')}.inputs.{varied}",
+                          f"is not a given input of this assignment: add {varied} to `given` (or remove its rule)")
     # The bundle's name is left out: an assignment graded from its bundle has the digest it was built with.
     section = {k: v for k, v in r.data.items() if k != "reference_bundle"}
     digest = hashlib.sha256(json.dumps(section, sort_keys=True, default=str).encode()).hexdigest()

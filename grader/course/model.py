@@ -102,7 +102,12 @@ class VariantSpec:
 
     count: int = 2
     seed: int = 0
-    inputs: tuple[tuple[str, str | None], ...] = ()  # (name, expression or None for random)
+    # (name, rule): an expression, None for random values of the same shape and dtype, or KEEP for
+    # an input that is never varied. A given input without a rule is varied at random.
+    inputs: tuple[tuple[str, str | None], ...] = ()
+
+
+KEEP = "keep"  # the rule of a given input that variants leave as the notebook defines it
 
 
 @dataclass(frozen=True)

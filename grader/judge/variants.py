@@ -10,7 +10,8 @@ variant.
 Variant values are made here, in the grader's process, from the solution's own given values:
 random numbers of the same shape and dtype from a seeded generator by default, or an expression
 the instructor writes in config.yaml (with ``rng``, ``np``, ``value``, ``shape`` and ``variant``
-in scope). They are hidden from students: neither the values nor the seeds are written to any
+in scope). Every given input is varied unless its rule says ``keep``: rules for some inputs never
+silently stop the others from being tested. They are hidden from students: neither the values nor the seeds are written to any
 file students get.
 """
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from grader import capture
 from grader.capture import Value
-from grader.course.model import Assignment
+from grader.course.model import KEEP, Assignment
 from grader.errors import SolutionError
 from grader.notebook import CellInfo, parse_cell
 
@@ -42,9 +43,11 @@ class Variant:
 
 
 def varied_names(assignment: Assignment) -> tuple[str, ...]:
-    """The inputs that variants replace: the declared rules, else every given input."""
+    """The inputs that variants replace: every given input, in ``given`` order, except those whose
+    rule says ``keep``. A given input without a rule is varied at random, so declaring rules for
+    some inputs never silently stops the others from being tested."""
     rules = dict(assignment.variants.inputs)
-    return tuple(rules) if rules else assignment.given
+    return tuple(n for n in assignment.given if rules.get(n) != KEEP)
 
 
 INJECT_CALL = "__grader_inject__"
@@ -100,6 +103,13 @@ def first_definitions(infos: list[CellInfo], names: tuple[str, ...]) -> dict[str
     return {n: p[0] for n, p in points.items() if p}
 
 
+def undefined_given_message(assignment: Assignment, name: str) -> str:
+    """What to do about a given input the solution never defines: without it no variant can run."""
+    return (f"the given input `{name}` of {assignment.name} is never defined by its solution "
+            f"({assignment.solution.name}): no statement binds it, so it cannot be varied. Fix the name in "
+            f"`given:` in config.yaml to the solution's variable, or remove it from `given:`.")
+
+
 def _rng(seed: int, number: int, name: str) -> np.random.Generator:
     digest = hashlib.sha256(f"{seed}/{number}/{name}".encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
@@ -150,8 +160,7 @@ def make_variants(assignment: Assignment, given: dict[str, Value]) -> list[Varia
         for name in names:
             original = given.get(name)
             if original is None:
-                raise SolutionError(f"The solution of {assignment.name} never defines the given input `{name}`, "
-                                    "so it cannot be varied.")
+                raise SolutionError(undefined_given_message(assignment, name))
             rng = _rng(spec.seed, number, name)
             rule = rules.get(name)
             if rule is None:

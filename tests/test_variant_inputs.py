@@ -1,0 +1,81 @@
+"""Variants cannot silently test less than the config declares: every given input is varied unless
+its rule says ``keep``, a given input the solution never defines and a stale skeleton are
+``grader validate`` errors with their fix, and attention_french tells queries, keys and values apart."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+
+import nbformat
+from conftest import NUMPY_CORRECT, question
+
+from grader.authoring.validate import validate
+from grader.judge import variants
+from grader.judge.grading import Grader
+from grader.testing import fill, write
+
+# W_v typed into V's code: V follows X, but not W_v.
+W_V_TYPED = {**NUMPY_CORRECT, "V": "X @ np.array([[1.0, 0.5], [0.5, 1.0]]).T"}
+
+
+def with_rules(assignment, rules: tuple[tuple[str, str | None], ...], given=None):
+    return dataclasses.replace(assignment, given=given or assignment.given,
+                               variants=dataclasses.replace(assignment.variants, inputs=rules),
+                               config_digest=f"{assignment.config_digest}-{rules!r}-{given!r}")
+
+
+def grade(grader, assignment, answers, tmp_path, name="sub"):
+    return grader.grade(assignment, write(fill(assignment.skeleton, answers), tmp_path / f"{name}.ipynb"))
+
+
+def test_a_given_input_without_a_rule_is_varied_when_other_inputs_have_rules(grader, numpy_assignment, tmp_path):
+    only_x = with_rules(numpy_assignment, (("X", "rng.uniform(-1, 1, size=(3 + variant, 2))"),))
+    assert variants.varied_names(only_x) == ("X", "W_q", "W_k", "W_v")
+    card = grade(grader, only_x, W_V_TYPED, tmp_path)
+    qkv = question(card, "qkv")
+    assert qkv.status == "partial"
+    assert [c.status for c in qkv.checks] == ["passed", "passed", "failed"]
+    assert any("`V` is correct for the notebook's data but not when" in line for line in qkv.feedback), qkv.feedback
+
+
+def test_keep_leaves_a_given_input_as_the_notebook_defines_it(grader, numpy_assignment, tmp_path):
+    kept = with_rules(numpy_assignment, (("X", "rng.uniform(-1, 1, size=(3 + variant, 2))"), ("W_v", "keep")))
+    assert variants.varied_names(kept) == ("X", "W_q", "W_k")
+    card = grade(grader, kept, W_V_TYPED, tmp_path)
+    assert card.score == card.max_score, [q.feedback for q in card.questions if q.status != "passed"]
+
+
+def test_validate_reports_a_given_input_the_solution_never_defines(course, numpy_assignment, tmp_path):
+    own = dataclasses.replace(course, cache_dir=tmp_path)
+    bad = with_rules(numpy_assignment, (), given=("X", "W_q", "W_k", "W_v", "W"))
+    assert validate(own, bad, Grader(own)) == [
+        "the given input `W` of attention_numpy is never defined by its solution (attention_numpy.ipynb): no "
+        "statement binds it, so it cannot be varied. Fix the name in `given:` in config.yaml to the solution's "
+        "variable, or remove it from `given:`."]
+
+
+def test_validate_says_run_grader_assign_when_the_skeleton_is_stale(course, numpy_assignment, grader, tmp_path):
+    nb = nbformat.read(str(numpy_assignment.skeleton), as_version=4)
+    for cell in nb.cells:  # the skeleton made before `Q = X @ W_q.T` was marked `# SOLUTION`
+        cell.source = cell.source.replace("Q = ?", "Q = X @ W_q.T")
+    old = write(nb, tmp_path / "old" / "attention_numpy.ipynb")
+    stale = dataclasses.replace(numpy_assignment, skeleton=old)
+    assert validate(course, stale, grader) == [
+        f"the skeleton {old} is out of date with the solution (it is not what `grader assign` makes from it now): "
+        "run `grader assign attention_numpy`"]
+    shutil.copyfile(numpy_assignment.skeleton, old)  # a fresh skeleton validates
+    assert validate(course, stale, grader) == []
+
+
+def test_attention_french_keys_used_as_queries_lose_their_questions(submit):
+    # In the notebook W_Q == W_K, so K[0] equals Q[0] on its data: only the variants tell them apart.
+    from test_assignments import FRENCH
+
+    card = submit({**FRENCH, "attention_scores": "torch.matmul(K[0], K.T)",
+                   "all_attention_weights": "torch.softmax(torch.matmul(K, K.T) / d_k ** 0.5, dim=-1)"},
+                  assignment="attention_french")
+    status = {q.id: q.status for q in card.questions}
+    assert status["scores"] == "failed" and status["all_words"] in ("failed", "partial")
+    # the rest of the notebook is right: its own questions keep their points
+    assert {status[q] for q in ("fix_projections", "self_attention_fn", "multihead")} == {"passed"}
