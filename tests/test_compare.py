@@ -7,7 +7,7 @@ import json
 import numpy as np
 import torch
 
-from grader.capture import decode, encode
+from grader.capture import decode, encode, number_text
 from grader.course.properties import check_property
 from grader.judge.compare import compare
 
@@ -67,7 +67,17 @@ def test_nan_positions_come_before_values():
 
 
 def test_scalar_message():
-    assert msg(0.5, 0.25) == "`x` is 0.5, which is not the expected value (relative difference 1) within rtol=1e-05, atol=1e-08."
+    # The error in words, never as a number the student could turn back into the reference.
+    assert msg(0.5, 0.25) == "`x` is 0.5, which is not the expected value within rtol=1e-05, atol=1e-08: it is too large."
+    assert msg(0.26, 0.25).endswith(": it is slightly too large.")
+    assert msg(0.1, 0.25).endswith(": it is too small.")
+    assert msg(2.0, 0.25).endswith(": it is much too large.")
+    assert msg(-0.25, 0.25).endswith(": it is of the wrong sign.")
+    assert msg(1.0, 0.0).endswith(": it is too large.")
+    for actual, expected in [(0.5, 0.25), (0.26, 0.25), (-3.0, -2.9)]:
+        text = msg(actual, expected)
+        assert "relative" not in text and "difference" not in text
+        assert number_text(expected) not in text.replace(number_text(actual), "")
 
 
 def test_strings_lists_dicts_and_frames():

@@ -165,10 +165,9 @@ def _value_failure(name: str, act: np.ndarray, exp: np.ndarray, bad: np.ndarray,
         msg = f"{name} is {number_text(act.item())}, which is not the expected value"
         if ctx.reveal:
             msg += f" {number_text(exp.item())}"
-        if diff is not None and not boolean:
-            rel = float(diff) / abs(float(np.abs(exp))) if float(np.abs(exp)) else float("inf")
-            msg += f" (relative difference {number_text(rel, 2)})" if np.isfinite(rel) else ""
         msg += f" within rtol={ctx.rtol:g}, atol={ctx.atol:g}" if not boolean else ""
+        if diff is not None and not boolean and not np.iscomplexobj(act) and not np.iscomplexobj(exp):
+            msg += f": it is {_error_in_words(float(act.item()), float(exp.item()))}"
         return Comparison(False, Reason.VALUES, (msg + ".",), n_bad, total)
     where = np.argwhere(bad)
     shown = []
@@ -189,6 +188,19 @@ def _value_failure(name: str, act: np.ndarray, exp: np.ndarray, bad: np.ndarray,
         max_rel = float(np.nanmax(np.abs(rels))) if rels.size else 0.0
         msg += f" Largest absolute difference {number_text(max_abs, 2)}, largest relative difference {number_text(max_rel, 2)}."
     return Comparison(False, Reason.VALUES, (msg,), n_bad, total)
+
+
+def _error_in_words(actual: float, expected: float) -> str:
+    """The direction and rough size of a scalar's error, in words. A number here (a relative
+    difference next to the student's own value) would let them work out the hidden reference, so
+    the size is only a band: within 10%, within a factor of 2, or beyond."""
+    if actual * expected < 0:
+        return "of the wrong sign"
+    direction = "too large" if actual > expected else "too small"
+    if expected == 0:
+        return direction
+    rel = abs(actual - expected) / abs(expected)
+    return f"slightly {direction}" if rel <= 0.1 else direction if rel <= 1.0 else f"much {direction}"
 
 
 def _compare_frame(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison:
