@@ -186,7 +186,8 @@ def check_notebook(path: Path, public: PublicChecks, *, only: str | None = None,
     """Run the notebook the way the grader does (blanks found first, then a sandboxed run) and judge
     the public checks. Raises NotebookError for a file that is not a notebook."""
     path = Path(path)
-    cells = notebook.read(path)
+    cells = notebook.split_before_binds(notebook.read(path),
+                                        {pc.before for q in public.questions for pc in q.checks if pc.before})
     infos = notebook.analyse(cells)
     first_bind = notebook.first_binds(infos)
     specs = tuple(

@@ -19,7 +19,7 @@ from grader.course.model import Assignment, Course, Limits
 from grader.errors import NotebookError
 from grader.files import sha256_file
 from grader.judge.checks import Context, VariantRun, grade_assignment, grade_check
-from grader.judge.jobs import build_job
+from grader.judge.jobs import answer_cells, build_job
 from grader.judge.reference import References
 from grader.judge.scorecard import Scorecard
 from grader.run.execute import Executor
@@ -67,7 +67,7 @@ class Grader:
             card.sha256 = ""
             return self._invalid(card, assignment, f"The file cannot be opened ({exc.strerror}).")
         try:
-            cells = notebook.read(path)
+            cells = answer_cells(assignment, notebook.read(path))
         except NotebookError as exc:
             return self._invalid(card, assignment, str(exc))
         infos = notebook.analyse(cells)
@@ -127,8 +127,9 @@ def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: 
     truncated = [c.index for c in run.cells if c.output_truncated]
     out = {
         "executor": executor,
-        "cells_run": sum(1 for c in run.cells if c.status in (CellStatus.OK, CellStatus.ERROR)),
-        "cells_skipped": sum(1 for c in run.cells if c.status == CellStatus.SKIPPED),
+        # by the student's cell numbers: a cell cut where a question is answered is still one cell
+        "cells_run": len({c.index for c in run.cells if c.status in (CellStatus.OK, CellStatus.ERROR)}),
+        "cells_skipped": len({c.index for c in run.cells if c.status == CellStatus.SKIPPED}),
         "errors": errors,
         "time": round(elapsed, 3),
     }

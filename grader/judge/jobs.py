@@ -2,8 +2,8 @@
 the job that carries them (with a variant's given inputs swapped in, when there is one).
 
 Answers are found by what the notebook computes: a check is captured where its question is
-answered in *this* notebook (at the end, or just before the first cell that binds its ``before``
-name), whatever the cells' ids, order or number.
+answered in *this* notebook (at the end, or just before the first statement that binds its
+``before`` name), whatever the cells' ids, order or number.
 """
 
 from __future__ import annotations
@@ -31,6 +31,12 @@ def skip_sources(assignment: Assignment) -> set[str]:
             continue
         out.update(c.source.strip() for c in cells if c.skipped)
     return out
+
+
+def answer_cells(assignment: Assignment, cells: list[notebook.Cell]) -> list[notebook.Cell]:
+    """The cells to run, cut where a question with ``before: NAME`` is answered in the middle of a
+    cell: its value is captured just before the statement that first binds NAME."""
+    return notebook.split_before_binds(cells, {c.before for c in assignment.checks if c.before})
 
 
 def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool) -> tuple[CaptureSpec, ...]:
@@ -73,7 +79,7 @@ def run_notebook(assignment: Assignment, path: Path, executor: Executor, *, hint
                  skip: set[str] | None = None, traceback_lines: int = 8, variant: variants.Variant | None = None,
                  ) -> tuple[RunResult | NotebookError, list[notebook.CellInfo]]:
     try:
-        cells = notebook.read(path)
+        cells = answer_cells(assignment, notebook.read(path))
     except NotebookError as exc:
         return exc, []
     infos = notebook.analyse(cells)

@@ -192,11 +192,47 @@ def blank_report(infos: list[CellInfo]) -> BlankReport:
 
 def first_binds(infos: list[CellInfo]) -> dict[str, int]:
     """Each name -> the position (0-based, among code cells) of the first cell that binds it: where
-    a question with ``before: NAME`` is answered, just before that cell."""
+    a question with ``before: NAME`` is answered, just before that cell (``split_before_binds`` cuts
+    a cell so that the binding statement starts one)."""
     out: dict[str, int] = {}
     for pos, info in enumerate(infos):
         for name in info.binds:
             out.setdefault(name, pos)
+    return out
+
+
+def split_before_binds(cells: list[Cell], names: AbstractSet[str]) -> list[Cell]:
+    """The cells, with a cell cut in two right before the statement that first binds one of
+    ``names`` when that statement is not the cell's first: a question answered ``before: NAME`` is
+    then captured at that statement, not before the whole cell, so a notebook that computes `S` and
+    the next part's data in one cell keeps its answer. Both parts keep the cell's number; the second
+    starts with blank lines, so line numbers (and tracebacks) are those of the student's cell."""
+    if not names:
+        return cells
+    todo = set(names)
+    out: list[Cell] = []
+    for cell in cells:
+        if not todo or cell.skipped:
+            out.append(cell)
+            continue
+        parsed = parse_cell(fill_blanks(cell.source))
+        cuts: list[int] = []  # 1-based first lines of the statements the cell is cut before
+        for i, stmt in enumerate(parsed.statements):
+            found = stmt.binds & todo
+            if not found:
+                continue
+            todo -= found
+            if i > 0:
+                cuts.append(stmt.lineno)
+        if not cuts:
+            out.append(cell)
+            continue
+        lines = cell.source.splitlines(keepends=True)
+        start = 1
+        for cut in [*cuts, len(lines) + 1]:
+            part = "".join(lines[start - 1:cut - 1])
+            out.append(Cell(index=cell.index, source="\n" * (start - 1) + part, tags=cell.tags))
+            start = cut
     return out
 
 

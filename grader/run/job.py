@@ -244,4 +244,10 @@ class RunResult:
 
     @property
     def errors(self) -> list[CellRun]:
-        return [c for c in self.cells if c.status.failed]
+        """The cells that failed, once per student's cell (a cell cut where a question is answered
+        reports its error on each part)."""
+        first: dict[int, CellRun] = {}
+        for c in self.cells:
+            if c.status.failed:
+                first.setdefault(c.index, c)
+        return list(first.values())

@@ -33,7 +33,7 @@ from typing import Any
 
 from grader import PACKAGE_DIR
 from grader.errors import ExecutorError, ProtocolError
-from grader.run import sandbox
+from grader.run import sandbox, worker
 from grader.run.execute import SpawningExecutor
 from grader.run.frames import HEADER
 from grader.run.job import CellWire, JobWire, Message
@@ -168,18 +168,25 @@ class _KernelRun:
                     return
             payload = base64.b64encode(json.dumps(self.wire).encode()).decode()
             self._send(await self._helper(client, f"setup({payload!r})"))  # the start message
+            previous = None
             for pos, cell in enumerate(cells):
                 for message in await self._helper(client, f"before({pos})"):
                     self._send(message)
                 if cell.get("skip"):
                     self._send({"ev": "cell", "pos": pos, "phase": "end", "status": "skipped"})
+                    previous = None
                     continue
                 self._send({"ev": "cell", "pos": pos, "phase": "start"})
+                previous = worker.continued_error(previous, cells, pos)
+                if previous is not None:  # the rest of a cell whose first part raised (as the worker does)
+                    self._send(previous)
+                    continue
                 client.output_chars = 0
                 await client.async_execute_cell(nb.cells[pos], pos, store_history=False)
                 end = await self._helper(client, f"after({pos})")
                 end["output_bytes"] = client.output_chars
                 self._send(end)
+                previous = end
             for message in await self._helper(client, f"before({len(cells)})"):
                 self._send(message)
             self._send({"ev": "done"})

@@ -121,13 +121,17 @@ class Runner:
 
             ns[INJECT] = inject
         self.send({"ev": "start", "pid": os.getpid(), "sandbox": list(self.sandbox)})
+        previous: CellEndMessage | None = None
         for pos, cell in enumerate(cells):
             self.capture_all(captures.get(pos, []))
             if cell.get("skip"):
                 self.send({"ev": "cell", "pos": pos, "phase": "end", "status": "skipped"})
+                previous = None
                 continue
             self.send({"ev": "cell", "pos": pos, "phase": "start"})
-            self.send(self.run_cell(pos, cell))
+            ended = continued_error(previous, cells, pos) or self.run_cell(pos, cell)
+            self.send(ended)
+            previous = ended
         self.capture_all(captures.get(len(cells), []))
         self.send({"ev": "done"})
 
@@ -197,6 +201,14 @@ class Runner:
         finally:
             sys.stdout, sys.stderr = saved
         return message
+
+
+def continued_error(previous: CellEndMessage | None, cells: list[CellWire], pos: int) -> CellEndMessage | None:
+    """A cell the grader cut in two (where a question is answered) is still one cell: when its
+    first part raised, the rest does not run, as in Jupyter, and ends with the same error."""
+    if previous is None or previous["status"] != "error" or pos == 0 or cells[pos - 1]["index"] != cells[pos]["index"]:
+        return None
+    return {**previous, "pos": pos, "duration": 0.0, "output_bytes": 0}
 
 
 def seed_everything(seed: int) -> None:
