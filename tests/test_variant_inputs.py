@@ -79,3 +79,15 @@ def test_attention_french_keys_used_as_queries_lose_their_questions(submit):
     assert status["scores"] == "failed" and status["all_words"] in ("failed", "partial")
     # the rest of the notebook is right: its own questions keep their points
     assert {status[q] for q in ("fix_projections", "self_attention_fn", "multihead")} == {"passed"}
+
+
+def test_a_students_own_variable_named_like_a_later_given_input_is_left_alone(submit):
+    # `bank = X[11]` in part 1 is the student's own; the given `bank` is the next part's data. The
+    # variant of that `bank` goes in only where the notebook defines it (part 2), and questions
+    # answered `before: bank` are answered before part 2, not before the student's own `bank`.
+    from test_assignments import SIMILARITY
+
+    card = submit({**SIMILARITY, "sim_swam_bank": "torch.dot(X[1], X[11])",
+                   "sim_river_bank": "torch.dot(X[5], X[11]); bank = X[11]"}, assignment="attention_similarity")
+    assert {q.id: q.feedback for q in card.questions if q.status != "passed"} == {}
+    assert not any("is not the data the notebook gives" in line for q in card.questions for line in q.feedback)

@@ -72,6 +72,7 @@ class Context:
     reveal: bool = False
     variants: tuple[VariantRun, ...] = ()
     answers: frozenset[str] = frozenset()  # names graded by value checks: the student's work, not given data
+    given: tuple[str, ...] = ()  # the assignment's given inputs, where ``before:`` points are found
     # Results that depend on this context alone, asked for by many checks; ``replace`` starts afresh.
     _memo: dict[object, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -101,7 +102,7 @@ class Context:
     def first_binds(self) -> dict[str, int]:
         """``notebook.first_binds`` of the submission, once per context."""
         if "first_binds" not in self._memo:
-            self._memo["first_binds"] = first_binds(self.infos)
+            self._memo["first_binds"] = first_binds(self.infos, self.given)
         binds: dict[str, int] = self._memo["first_binds"]
         return binds
 

@@ -78,7 +78,7 @@ class Grader:
         with self.executor.session() as runner:  # one sandbox for the run and its variants
             run = runner.run(job)
             ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
-                          reference=ref.captures, reveal=self.reveal())
+                          reference=ref.captures, reveal=self.reveal(), given=assignment.given)
             if ref.variants and run.status == RunStatus.OK and _anything_passes(assignment, ctx):
                 runs = []
                 for variant, vref, changed in zip(ref.variants, ref.variant_captures, ref.changed, strict=True):

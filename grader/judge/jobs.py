@@ -36,16 +36,16 @@ def skip_sources(assignment: Assignment) -> set[str]:
 def answer_cells(assignment: Assignment, cells: list[notebook.Cell]) -> list[notebook.Cell]:
     """The cells to run, cut where a question with ``before: NAME`` is answered in the middle of a
     cell: its value is captured just before the statement that first binds NAME."""
-    return notebook.split_before_binds(cells, {c.before for c in assignment.checks if c.before})
+    return notebook.split_before_binds(cells, {c.before for c in assignment.checks if c.before}, assignment.given)
 
 
 def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool) -> tuple[CaptureSpec, ...]:
     """What to capture and at which point of this particular notebook."""
-    first_bind = notebook.first_binds(infos)
+    first_bind = notebook.first_binds(infos, assignment.given)
     specs = []
     # The given inputs as the notebook first defines them: the base of variants, and the way to
     # tell a student that the data itself was changed.
-    for name, pos in variants.first_definitions(infos, variants.varied_names(assignment)).items():
+    for name, pos in variants.first_definitions(infos, variants.varied_names(assignment), assignment.given).items():
         point = pos + 1 if pos + 1 < len(infos) else None
         specs.append(CaptureSpec(variants.GIVEN_PREFIX + name, CaptureKind.VALUE, name, point))
     for check in assignment.checks:
@@ -69,7 +69,10 @@ def build_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[no
     files += ((submission, submission.name),)
     injections: tuple[Injection, ...] = ()
     if variant is not None:
-        job_cells = [replace(jc, source=variants.with_injections(jc.source, variant.names)) for jc in job_cells]
+        defined = notebook.input_definitions(infos, variant.names, assignment.given)
+        job_cells = [replace(jc, source=variants.with_injections(
+                         jc.source, variant.names, {n: {k for p, k in defined[n] if p == pos} for n in variant.names}))
+                     for pos, jc in enumerate(job_cells)]
         injections = tuple(Injection(name=name, value=variant.values[name]) for name in variant.names)
     return Job(cells=tuple(job_cells), captures=plan(assignment, infos, hints=hints), limits=assignment.limits,
                files=files, traceback_lines=traceback_lines, injections=injections)

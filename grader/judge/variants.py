@@ -27,7 +27,7 @@ from grader import capture
 from grader.capture import Value
 from grader.course.model import KEEP, Assignment
 from grader.errors import SolutionError
-from grader.notebook import CellInfo, parse_cell
+from grader.notebook import CellInfo, input_definitions, parse_cell
 
 GIVEN_PREFIX = "__given__/"
 
@@ -53,13 +53,14 @@ def varied_names(assignment: Assignment) -> tuple[str, ...]:
 INJECT_CALL = "__grader_inject__"
 
 
-def with_injections(source: str, names: tuple[str, ...]) -> str:
+def with_injections(source: str, names: tuple[str, ...], statements: dict[str, set[int]] | None = None) -> str:
     """The cell with a call that swaps in the variant value right after each statement that
     defines a varied name afresh (binds it without reading it), or after the statements right
     behind it that only rebuild it from itself (``ids = tok(words)`` then ``ids = torch.tensor([ids])``):
     the variant is made from the value the name has once its cell ran, so it goes in where the
     name has that form. Appended on the statement's own last line, so line numbers, and the
-    student's tracebacks, stay as they are."""
+    student's tracebacks, stay as they are. ``statements`` narrows, per name, the statements (by
+    index in the cell) that define the input at all (see ``input_definitions``)."""
     parsed = parse_cell(source)  # cached: every variant run rewrites the same cells
     if parsed.syntax_error is not None:
         return source
@@ -69,6 +70,8 @@ def with_injections(source: str, names: tuple[str, ...]) -> str:
     for name in names:
         for i, stmt in enumerate(flow):
             if name not in stmt.binds or name in stmt.reads:
+                continue
+            if statements is not None and i not in statements.get(name, ()):
                 continue
             while i + 1 < len(flow) and name in flow[i + 1].binds and name in flow[i + 1].reads:
                 i += 1
@@ -83,23 +86,16 @@ def with_injections(source: str, names: tuple[str, ...]) -> str:
     return "".join(lines)
 
 
-def injection_points(infos: list[CellInfo], names: tuple[str, ...]) -> dict[str, list[int]]:
-    """For each name, the cells after which its variant value is put in place: every cell with a
-    statement that defines the name afresh (binds it without reading it), so a student who
-    repeats the data cell still gets the variant, while ``X = X.astype(...)`` keeps working on it."""
-    points: dict[str, list[int]] = {n: [] for n in names}
-    for pos, info in enumerate(infos):
-        if info.cell.skipped:
-            continue
-        for binds, reads in info.statements:
-            for name in names:
-                if name in binds and name not in reads and pos not in points[name]:
-                    points[name].append(pos)
-    return points
+def injection_points(infos: list[CellInfo], names: tuple[str, ...], given: tuple[str, ...] = ()) -> dict[str, list[int]]:
+    """For each name, the cells after which its variant value is put in place (``input_definitions``)."""
+    out: dict[str, list[int]] = {}
+    for name, found in input_definitions(infos, names, given).items():
+        out[name] = sorted({pos for pos, _ in found})
+    return out
 
 
-def first_definitions(infos: list[CellInfo], names: tuple[str, ...]) -> dict[str, int]:
-    points = injection_points(infos, names)
+def first_definitions(infos: list[CellInfo], names: tuple[str, ...], given: tuple[str, ...] = ()) -> dict[str, int]:
+    points = injection_points(infos, names, given)
     return {n: p[0] for n, p in points.items() if p}
 
 

@@ -190,18 +190,52 @@ def blank_report(infos: list[CellInfo]) -> BlankReport:
     return BlankReport(blanks=tuple(blanks), tainted=tainted)
 
 
-def first_binds(infos: list[CellInfo]) -> dict[str, int]:
+def input_definitions(infos: list[CellInfo], names: tuple[str, ...],
+                      given: tuple[str, ...] = ()) -> dict[str, list[tuple[int, int]]]:
+    """For each name, the statements (cell position, statement index) that define it as the given
+    input: every statement that binds it afresh (without reading it), so a student who repeats the
+    data cell still gets the variant, while ``X = X.astype(...)`` keeps working on it. When some of
+    these statements compute the name from another given input and others do not, only the others
+    count: a student's own ``bank = X[11]`` in part 1 is not the data a later part gives as
+    ``bank = torch.tensor([...])``. (A name only ever computed from other inputs, such as weights
+    sized by the data, keeps all its definitions.)"""
+    inputs = set(given)
+    plain: dict[str, list[tuple[int, int]]] = {n: [] for n in names}
+    derived: dict[str, list[tuple[int, int]]] = {n: [] for n in names}
+    deps: dict[str, set[str]] = {}  # name -> the given inputs its value is computed from
+    for pos, info in enumerate(infos):
+        if info.cell.skipped:
+            continue
+        for k, (binds, reads) in enumerate(info.by_statement()):
+            found: set[str] = set().union(*(deps.get(r, set()) for r in reads))
+            for name in binds:
+                own = name not in reads and not (found - {name})
+                if name in plain and name not in reads:
+                    (plain if own else derived)[name].append((pos, k))
+                if name in inputs and own:
+                    deps[name] = {name}
+                else:
+                    deps[name] = (deps.get(name, set()) | found) if name in reads else set(found)
+    return {n: plain[n] or derived[n] for n in names}
+
+
+def first_binds(infos: list[CellInfo], given: tuple[str, ...] = ()) -> dict[str, int]:
     """Each name -> the position (0-based, among code cells) of the first cell that binds it: where
     a question with ``before: NAME`` is answered, just before that cell (``split_before_binds`` cuts
-    a cell so that the binding statement starts one)."""
+    a cell so that the binding statement starts one). A given input counts where the notebook
+    defines it as that input (``input_definitions``), not where a student's own variable of the
+    same name is computed from other data earlier."""
     out: dict[str, int] = {}
     for pos, info in enumerate(infos):
         for name in info.binds:
             out.setdefault(name, pos)
+    for name, found in input_definitions(infos, given, given).items():
+        if found:
+            out[name] = found[0][0]
     return out
 
 
-def split_before_binds(cells: list[Cell], names: AbstractSet[str]) -> list[Cell]:
+def split_before_binds(cells: list[Cell], names: AbstractSet[str], given: tuple[str, ...] = ()) -> list[Cell]:
     """The cells, with a cell cut in two right before the statement that first binds one of
     ``names`` when that statement is not the cell's first: a question answered ``before: NAME`` is
     then captured at that statement, not before the whole cell, so a notebook that computes `S` and
@@ -209,21 +243,21 @@ def split_before_binds(cells: list[Cell], names: AbstractSet[str]) -> list[Cell]
     starts with blank lines, so line numbers (and tracebacks) are those of the student's cell."""
     if not names:
         return cells
-    todo = set(names)
+    infos = analyse(cells)
+    at: dict[int, set[int]] = {}  # cell position -> indices of the statements to cut before
+    inputs = input_definitions(infos, tuple(n for n in names if n in given), given)
+    for name in names:
+        if name in given:
+            first = inputs[name][0] if inputs[name] else None
+        else:
+            first = next(((pos, k) for pos, info in enumerate(infos) if not info.cell.skipped
+                          for k, (binds, _) in enumerate(info.statements) if name in binds), None)
+        if first is not None and first[1] > 0:
+            at.setdefault(first[0], set()).add(first[1])
     out: list[Cell] = []
-    for cell in cells:
-        if not todo or cell.skipped:
-            out.append(cell)
-            continue
-        parsed = parse_cell(fill_blanks(cell.source))
-        cuts: list[int] = []  # 1-based first lines of the statements the cell is cut before
-        for i, stmt in enumerate(parsed.statements):
-            found = stmt.binds & todo
-            if not found:
-                continue
-            todo -= found
-            if i > 0:
-                cuts.append(stmt.lineno)
+    for pos, cell in enumerate(cells):
+        statements = parse_cell(fill_blanks(cell.source)).statements
+        cuts = sorted(statements[k].lineno for k in at.get(pos, ()))  # 1-based first lines of the parts
         if not cuts:
             out.append(cell)
             continue

@@ -62,7 +62,7 @@ STYLE = """
 
 def anchors(assignment: Assignment, infos: list[CellInfo]) -> dict[str, int]:
     """Question id -> position (among code cells, 0-based) of the cell that answers it."""
-    first_bind = first_binds(infos)
+    first_bind = first_binds(infos, assignment.given)
     out: dict[str, int] = {}
     for q in assignment.questions:
         best: int | None = None
