@@ -91,3 +91,34 @@ def test_a_students_own_variable_named_like_a_later_given_input_is_left_alone(su
                    "sim_river_bank": "torch.dot(X[5], X[11]); bank = X[11]"}, assignment="attention_similarity")
     assert {q.id: q.feedback for q in card.questions if q.status != "passed"} == {}
     assert not any("is not the data the notebook gives" in line for q in card.questions for line in q.feedback)
+
+
+def test_a_check_expression_of_the_grader_accepts_equivalent_values_and_never_blames_the_student(submit):
+    from test_assignments import FRENCH
+
+    # heads as a list of NumPy arrays: `torch.stack(heads)` (the grader's own expression) is tried
+    # on the same values as tensors, and the notebook keeps full marks.
+    numpy_heads = {**FRENCH, "heads": "[self_attention(embeddings, W_q, W_k, W_v).numpy() for W_q, W_k, W_v in head_params]",
+                   "multihead_output": "torch.cat([torch.from_numpy(h) for h in heads], dim=-1) @ W_O"}
+    card = submit(numpy_heads, assignment="attention_french")
+    assert {q.id: q.feedback for q in card.questions if q.status != "passed"} == {}
+
+    # heads in a form no conversion fits: the student is not told that their code raised.
+    odd = {**FRENCH, "heads": "{i: h for i, h in enumerate([self_attention(embeddings, W_q, W_k, W_v) "
+                               "for W_q, W_k, W_v in head_params])}",
+           "multihead_output": "torch.cat(list(heads.values()), dim=-1) @ W_O"}
+    card = submit(odd, assignment="attention_french")
+    q = question(card, "multihead")
+    assert q.status == "partial"
+    text = " ".join(q.feedback)
+    assert "the grader's own expression `torch.stack(heads)` cannot be applied" in text
+    assert "your code itself did not raise" in text and "calling your code raised" not in text
+
+
+def test_an_error_inside_the_students_function_is_still_theirs(submit):
+    from test_assignments import FRENCH
+
+    card = submit({**FRENCH, "?1": "raise ValueError('not done yet')"}, assignment="attention_french")
+    q = question(card, "self_attention_fn")
+    assert q.status == "error"
+    assert any("raised ValueError: not done yet" in line for line in q.feedback), q.feedback

@@ -15,6 +15,7 @@ code to give control back.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import os
@@ -184,8 +185,13 @@ class Runner:
                 if seed is not None:
                     seed_everything(int(seed))
                 code = compile(item["target"], CHECK_FILE, "eval")
-                value = eval(code, ns)  # noqa: S307 - student process, student namespace
+                value = evaluate_check(code, item["target"], ns, seed)
             message["value"] = capture.encode(value, budget=self.budget)
+        except CheckFailed as exc:
+            message["error"] = (f"the grader's own expression `{item['target']}` cannot be applied to the values "
+                                f"your notebook computed ({exc}); your code itself did not raise. If they are the "
+                                "right values in another form, tell your instructor: the check should accept them")
+            message["uncapturable"] = True
         except capture.CaptureFailed as exc:
             message["error"] = f"{item['target']} {exc}"
             message["uncapturable"] = True
@@ -209,6 +215,68 @@ def continued_error(previous: CellEndMessage | None, cells: list[CellWire], pos:
     if previous is None or previous["status"] != "error" or pos == 0 or cells[pos - 1]["index"] != cells[pos]["index"]:
         return None
     return {**previous, "pos": pos, "duration": 0.0, "output_bytes": 0}
+
+
+class CheckFailed(Exception):
+    """A check's own expression (not the student's code it calls) raised on every form of the
+    student's values it was tried on."""
+
+
+def evaluate_check(code: Any, target: str, ns: dict[str, Any], seed: Any) -> Any:
+    """The value of a check's expression in the student's namespace. When the expression itself
+    fails (``torch.stack(heads)`` on a list of NumPy arrays, an equivalent value of another library),
+    it is tried again with the values it reads converted between NumPy and torch; an exception
+    raised inside the student's own code is the student's, and is raised as it is."""
+    try:
+        return eval(code, ns)  # noqa: S307 - student process, student namespace
+    except BaseException as exc:  # noqa: BLE001 - decided below: the student's error, or the check's
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)) or _raised_in_student_code(exc):
+            raise
+        first = exc
+    names = {n.id for n in ast.walk(ast.parse(target, mode="eval")) if isinstance(n, ast.Name)}
+    for form in ("torch", "float32", "numpy"):
+        changed = {n: _converted(ns[n], form) for n in names if n in ns}
+        changed = {n: v for n, v in changed.items() if v is not ns[n]}
+        if not changed:
+            continue
+        if seed is not None:
+            seed_everything(int(seed))
+        try:
+            return eval(code, {**ns, **changed})  # noqa: S307 - student process, student namespace
+        except Exception:  # noqa: BLE001 - another form to try, else the first failure is reported
+            continue
+    raise CheckFailed(f"{type(first).__name__}: {_safe_str(first)}") from None
+
+
+def _raised_in_student_code(exc: BaseException) -> bool:
+    """Whether the traceback goes through a student's cell after the check's expression."""
+    try:
+        files = [fr.filename for fr in traceback.extract_tb(exc.__traceback__)]
+    except BaseException:  # noqa: BLE001 - unreadable frames: treat it as the student's, as before
+        return True
+    after = files[files.index(CHECK_FILE) + 1:] if CHECK_FILE in files else files
+    return any(f.startswith("<cell ") for f in after)
+
+
+def _converted(value: Any, form: str) -> Any:
+    """``value`` as NumPy arrays (form ``numpy``) or torch tensors (``torch``; ``float32`` also
+    makes floating arrays single precision), inside lists and tuples too; ``value`` itself
+    (the same object) when there is nothing to convert."""
+    np, torch = sys.modules.get("numpy"), sys.modules.get("torch")
+    if isinstance(value, (list, tuple)):
+        items = [_converted(v, form) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    if form in ("torch", "float32") and torch is not None and np is not None and isinstance(value, np.ndarray) \
+            and value.dtype.kind in "biufc":
+        t = torch.as_tensor(value)
+        return t.float() if form == "float32" and t.is_floating_point() else t
+    if form == "float32" and torch is not None and isinstance(value, torch.Tensor) and value.dtype == torch.float64:
+        return value.float()
+    if form == "numpy" and torch is not None and isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    return value
 
 
 def seed_everything(seed: int) -> None:
