@@ -174,14 +174,14 @@ def test_solution_scores_full_marks_on_every_variant(shared, course, name):
 
 # The first question's first line in each skeleton's scorecard.
 FIRST_BLANK = {
-    "attention_numpy": "`Q` is not answered yet: fill in the blank `?` at cell 4, line 1: `Q = ?`.",
-    "attention_similarity": "`sim_swam_bank` is not answered yet: fill in the blank `?` at cell 6, line 2: "
+    "attention_numpy": "`Q` is not answered yet: fill in the blank `?` at cell 8, line 1: `Q = ?`.",
+    "attention_similarity": "`sim_swam_bank` is not answered yet: fill in the blank `?` at cell 12, line 2: "
                             "`sim_swam_bank = ?`.",
-    "tokens_to_multihead": "`tokens` is not answered yet: fill in the blank `?` at cell 2, line 20: `?`.",
-    "attention_french": "`torch.stack([W_Q, W_K, W_V])` is not answered yet: fill in the blank `?` at cell 5, "
+    "tokens_to_multihead": "`tokens` is not answered yet: fill in the blank `?` at cell 4, line 20: `?`.",
+    "attention_french": "`torch.stack([W_Q, W_K, W_V])` is not answered yet: fill in the blank `?` at cell 9, "
                         "line 2: `W_Q = ?`.",
-    # attn_scores_2 is checked before cell 10 rebinds it: the blank to fill is the block in cell 2.
-    "attention_from_scratch": "`attn_scores_2` is not answered yet: fill in the blank `?` at cell 2, line 3: `?`.",
+    # attn_scores_2 is checked before cell 20 rebinds it: the blank to fill is the block in cell 4.
+    "attention_from_scratch": "`attn_scores_2` is not answered yet: fill in the blank `?` at cell 4, line 3: `?`.",
 }
 
 
@@ -195,13 +195,13 @@ def test_skeleton_scores_zero_with_every_question_unanswered(shared, course, nam
 
 
 def test_a_later_blank_rebinding_a_name_does_not_cost_the_question_answered_earlier(submit):
-    # attn_scores_2 is graded twice: as the cell-2 block leaves it (before query_2), and as cell 10 rebinds it.
+    # attn_scores_2 is graded twice: as the cell-4 block leaves it (before query_2), and as cell 20 rebinds it.
     card = submit({k: v for k, v in SCRATCH.items() if k != "attn_scores_2"}, assignment="attention_from_scratch")
     assert failures(card) == {"trainable_weights": "unanswered"}
     assert question(card, "trainable_weights").feedback == [
-        "`attn_scores_2` is not answered yet: fill in the blank `?` at cell 10, line 2: `attn_scores_2 = ?`.",
-        "`attn_weights_2` is not answered yet: fill in the blank `?` at cell 10, line 2: `attn_scores_2 = ?`.",
-        "`context_vector_2` is not answered yet: fill in the blank `?` at cell 10, line 2: `attn_scores_2 = ?`."]
+        "`attn_scores_2` is not answered yet: fill in the blank `?` at cell 20, line 2: `attn_scores_2 = ?`.",
+        "`attn_weights_2` is not answered yet: fill in the blank `?` at cell 20, line 2: `attn_scores_2 = ?`.",
+        "`context_vector_2` is not answered yet: fill in the blank `?` at cell 20, line 2: `attn_scores_2 = ?`."]
 
 
 def test_grader_validate_passes_for_all_five(shared, course):

@@ -32,7 +32,7 @@ def test_grade_folder_prints_table_and_writes_scorecards(tmp_path):
                          "execution", "grader_version"}
     q = card["questions"][1]
     assert set(q) == {"id", "title", "score", "max_score", "status", "feedback"}
-    assert card["execution"]["errors"][0]["cell"] == 7
+    assert card["execution"]["errors"][0]["cell"] == 12  # the 12th cell of the file (7th code cell)
 
 
 def test_missing_path_and_unknown_assignment_exit_2(tmp_path):

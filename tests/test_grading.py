@@ -18,8 +18,8 @@ def test_skeleton_scores_zero_with_every_question_unanswered(grader, numpy_assig
     assert card.score == 0
     assert [q.status for q in card.questions] == ["unanswered"] * len(numpy_assignment.questions)
     qkv = question(card, "qkv")
-    assert qkv.feedback[0] == "`Q` is not answered yet: fill in the blank `?` at cell 4, line 1: `Q = ?`."
-    assert qkv.feedback[1] == "`K` is not answered yet: fill in the blank `?` at cell 4, line 2: `K = ?`."
+    assert qkv.feedback[0] == "`Q` is not answered yet: fill in the blank `?` at cell 8, line 1: `Q = ?`."
+    assert qkv.feedback[1] == "`K` is not answered yet: fill in the blank `?` at cell 8, line 2: `K = ?`."
 
 
 def test_one_blank_left_only_costs_the_questions_that_depend_on_it(submit):
@@ -31,7 +31,7 @@ def test_one_blank_left_only_costs_the_questions_that_depend_on_it(submit):
     for qid in ("scaled", "weights", "output"):
         q = question(card, qid)
         assert q.status == "unanswered", qid
-        assert "cell 9, line 2: `scaled_scores = ?`" in q.feedback[0]
+        assert "cell 15, line 2: `scaled_scores = ?`" in q.feedback[0]
     assert card.score == 5  # qkv 3 + scores 1 + softmax 1
 
 
@@ -97,15 +97,15 @@ def test_a_raising_cell_is_recorded_and_later_questions_still_graded(submit):
     assert question(card, "softmax").status == "passed"
     scores = question(card, "scores")
     assert scores.status == "error"
-    assert scores.feedback[0].startswith("`scores` has no value because cell 7 raised ValueError: matmul")
-    assert "(cell 7, line 1: scores = Q @ K)" in scores.feedback[0]
+    assert scores.feedback[0].startswith("`scores` has no value because cell 12 raised ValueError: matmul")
+    assert "(cell 12, line 1: scores = Q @ K)" in scores.feedback[0]
     scaled = question(card, "scaled")
     assert scaled.feedback[0].startswith(
-        "`scaled_scores` has no value because cell 9 raised NameError: name 'scores' is not defined "
-        "(cell 9, line 2: scaled_scores = scores / np.sqrt(d_k)); `scores` is missing because cell 7 raised ValueError")
+        "`scaled_scores` has no value because cell 15 raised NameError: name 'scores' is not defined "
+        "(cell 15, line 2: scaled_scores = scores / np.sqrt(d_k)); `scores` is missing because cell 12 raised ValueError")
     errors = card.execution["errors"]
-    assert errors[0]["cell"] == 7 and errors[0]["error"].startswith("ValueError")
-    assert errors[0]["traceback"] == ["cell 7, line 1: scores = Q @ K"]
+    assert errors[0]["cell"] == 12 and errors[0]["error"].startswith("ValueError")
+    assert errors[0]["traceback"] == ["cell 12, line 1: scores = Q @ K"]
 
 
 def test_warnings_on_stderr_cost_nothing(submit):

@@ -53,14 +53,14 @@ def test_old_format_is_upgraded(tmp_path):
     assert [c.source for c in notebook.read(path)] == ["x = 1"]
 
 
-def test_code_cells_are_numbered_as_students_count(tmp_path):
+def test_code_cells_are_numbered_among_all_cells_as_students_see_them(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# hi"), nbformat.v4.new_code_cell("a = 1"),
                 nbformat.v4.new_code_cell("b = 2", metadata={"tags": ["skip-grading"]})]
     path = tmp_path / "nb.ipynb"
     nbformat.write(nb, str(path))
     cells = notebook.read(path)
-    assert [(c.index, c.source, c.skipped) for c in cells] == [(1, "a = 1", False), (2, "b = 2", True)]
+    assert [(c.index, c.source, c.skipped) for c in cells] == [(2, "a = 1", False), (3, "b = 2", True)]
 
 
 @pytest.mark.parametrize(

@@ -122,3 +122,22 @@ def test_an_error_inside_the_students_function_is_still_theirs(submit):
     q = question(card, "self_attention_fn")
     assert q.status == "error"
     assert any("raised ValueError: not done yet" in line for line in q.feedback), q.feedback
+
+
+def test_no_typed_in_question_for_an_answer_computed_from_a_wrong_one(submit):
+    # S_learned is transposed (keys @ queries.T: a real mistake, its own question loses it). The
+    # top-2 words, computed from it, match on the notebook's data by chance but not on the variants:
+    # nothing was typed in, and the message names the wrong input instead of asking.
+    from test_assignments import SIMILARITY
+
+    card = submit({**SIMILARITY, "S_learned": "torch.softmax(torch.matmul(K, Q.T) / d_k ** 0.5, dim=-1)"},
+                  assignment="attention_similarity")
+    assert question(card, "q3_learned").status == "failed"
+    q5 = question(card, "q5_top2")
+    assert "typed in" not in " ".join(q5.feedback)
+    words = next(c for c in q5.checks if c.target == "top2_words")
+    assert words.status == "failed"
+    assert words.messages == [
+        "`top2_words` matches for the notebook's data but not when `the`, `bank`, `raised`, `interest`, `rates`, `W_q` "
+        "and `W_k` change (its values do not follow): it is computed from `S_learned`, which is not right yet; fix "
+        "that first."]

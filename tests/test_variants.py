@@ -73,7 +73,7 @@ def test_shape_bound_code_that_raises_only_under_a_variant(submit):
     q = question(card, "output")
     assert q.status == "failed"
     assert q.feedback[0].startswith("`output` is correct for the notebook's data, but the code fails when `X`, "
-                                    "`W_q`, `W_k` and `W_v` change: cell 13 raised ValueError: cannot reshape")
+                                    "`W_q`, `W_k` and `W_v` change: cell 21 raised ValueError: cannot reshape")
 
 
 def test_redefined_given_input_is_graded_on_what_it_computed(submit):
@@ -137,7 +137,7 @@ def test_a_variant_failure_costs_only_the_answer_whose_code_failed(submit):
     qkv = question(card, "qkv")
     assert (qkv.status, qkv.score) == ("partial", 2)
     assert qkv.feedback == [
-        "`Q` is correct for the notebook's data, but the code fails when `X` and `W_q` change: cell 4 raised "
-        "ValueError: cannot reshape array of size 6 into shape (2,2) (cell 4, line 1: Q = X @ W_q.reshape(2, 2).T)."]
+        "`Q` is correct for the notebook's data, but the code fails when `X` and `W_q` change: cell 8 raised "
+        "ValueError: cannot reshape array of size 6 into shape (2,2) (cell 8, line 1: Q = X @ W_q.reshape(2, 2).T)."]
     assert {q.id for q in card.questions if q.status != "passed"} == {"qkv"}
     assert card.score == card.max_score - 1

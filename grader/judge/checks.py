@@ -73,6 +73,7 @@ class Context:
     variants: tuple[VariantRun, ...] = ()
     answers: frozenset[str] = frozenset()  # names graded by value checks: the student's work, not given data
     given: tuple[str, ...] = ()  # the assignment's given inputs, where ``before:`` points are found
+    wrong: frozenset[str] = frozenset()  # answers whose value does not match on the notebook's data
     # Results that depend on this context alone, asked for by many checks; ``replace`` starts afresh.
     _memo: dict[object, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -274,11 +275,28 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
                 if check_property(prop, check.label, got.value, ref, atol=check.atol):
                     problem = f"it loses the property {prop.replace('_', ' ')}"
                     break
+        upstream = _wrong_inputs(check, ctx)
+        if problem and upstream:
+            # Not a typed-in value: it is computed from an answer that is itself wrong.
+            return (f"{check.label} matches for the notebook's data but not when {changed} {verb} ({problem}): it is "
+                    f"computed from {_names_list(upstream)}, which {'is' if len(upstream) == 1 else 'are'} not right "
+                    "yet; fix that first.")
         if problem:
             what = "a size fixed" if cmp.reason == Reason.SHAPE else "a size or constant fixed"
             return (f"{check.label} is correct for the notebook's data but not when {changed} {verb} "
                     f"({problem}): is a value typed in, or {what}, rather than computed?")
     return ""
+
+
+def _wrong_inputs(check: Check, ctx: Context) -> tuple[str, ...]:
+    """The graded answers this check's value is computed from in the student's notebook that do
+    not match on the notebook's data."""
+    others = tuple(sorted(ctx.wrong - check.names))
+    if not others:
+        return ()
+    deps = ctx.dependencies(others)
+    found = set().union(*(deps.get(n, set()) for n in check.names))
+    return tuple(n for n in others if n in found)
 
 
 def _raised(check: Check, got: Captured | None, ctx: Context) -> bool:
@@ -388,5 +406,12 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
 
 def grade_assignment(assignment: Assignment, ctx: Context) -> list[QuestionResult]:
     answers = frozenset(c.variable for c in assignment.checks if c.variable is not None)
-    ctx = replace(ctx, answers=ctx.answers | answers)
+    wrong = set()
+    for c in assignment.checks:
+        got, ref = ctx.student.get(c.id), ctx.reference.get(c.id)
+        if c.variable is not None and ref is not None and ref.value is not None and (
+                got is None or got.value is None
+                or not matches(got.value, ref.value, rtol=c.rtol, atol=c.atol, strict_types=c.strict_types)):
+            wrong.add(c.variable)
+    ctx = replace(ctx, answers=ctx.answers | answers, wrong=ctx.wrong | frozenset(wrong))
     return [grade_question(q, ctx) for q in assignment.questions]

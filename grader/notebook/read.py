@@ -17,7 +17,9 @@ SKIP_TAG = "skip-grading"
 
 @dataclass(frozen=True)
 class Cell:
-    index: int  # position among the notebook's code cells, 1-based as students count
+    # 1-based position among *all* the notebook's cells, markdown included: "cell 9" is the ninth
+    # cell a student sees from the top, in every message and output (authoring ones too)
+    index: int
     source: str
     tags: tuple[str, ...] = ()
 
@@ -73,7 +75,7 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
             raise NotebookError(f"The notebook structure is invalid: {problem}.")
         nb = nbformat.from_dict(data)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     cells: list[Cell] = []
-    for cell in nb.get("cells", []):
+    for number, cell in enumerate(nb.get("cells", []), 1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
@@ -83,7 +85,7 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
             raise NotebookError("A code cell's source is not text.")
         tags = cell.get("metadata", {}).get("tags", []) if isinstance(cell.get("metadata"), dict) else []
         tags = tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ()
-        cells.append(Cell(index=len(cells) + 1, source=source, tags=tags))
+        cells.append(Cell(index=number, source=source, tags=tags))
     return cells
 
 

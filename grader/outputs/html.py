@@ -167,7 +167,13 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
             after.setdefault(where[qid], []).append(qid)
     cells = [mark("summary")]
     pos = -1
-    for cell in nb.cells:
+    for number, cell in enumerate(nb.cells, 1):
+        if cell.get("cell_type") == "code":
+            # Numbered as every message numbers cells (all cells, from the top), saved outputs or not.
+            cell.execution_count = number
+            for output in cell.get("outputs", []):
+                if "execution_count" in output:
+                    output.execution_count = number
         cells.append(cell)
         if cell.get("cell_type") == "code":
             pos += 1
@@ -197,6 +203,7 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
         )
     for key, mk in marker.items():
         inner = re.sub(rf"<p>\s*{mk}\s*</p>|{mk}", _literal(fragments[key]), inner, count=1)
+    inner = re.sub(r"\b(In|Out)(?:&nbsp;|\s)*\[(\d+)\]:", r"cell&nbsp;\2", inner)  # "cell 9", not "In [9]:"
     head = re.sub(r"<script\b.*?</script>", "", head, flags=re.S)
     head = head.replace("<head>", f'<head>\n<meta http-equiv="Content-Security-Policy" content="{CSP}">', 1)
     head = head.replace("</head>", STYLE + "</head>", 1)

@@ -27,7 +27,7 @@ from grader.vocab import CaptureKind, CellStatus, RunStatus, SkipReason
 
 @dataclass(frozen=True)
 class JobCell:
-    index: int  # the student's cell number (1-based among code cells)
+    index: int  # the student's cell number (1-based among all the notebook's cells, as in every message)
     source: str
     skip: SkipReason = SkipReason.RUN
 
