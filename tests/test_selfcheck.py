@@ -51,8 +51,8 @@ def test_check_in_a_terminal_with_only_the_assignment_folder(student_dir):
     assert lines[0] == 'Public checks for attention_numpy: Self-attention by hand in NumPy ("I am Batman")'
     assert lines[3:6] == [
         "⬜ qkv      Queries, keys and values: not answered",
-        "           - `Q` is not answered yet: fill in the blank `?` at cell 4, line 1: `Q = ?`.",
-        "           - `K` is not answered yet: fill in the blank `?` at cell 4, line 2: `K = ?`.",
+        "           - `Q` is not answered yet: fill in the blank `?` at cell 8, line 1: `Q = ?`.",
+        "           - `K` is not answered yet: fill in the blank `?` at cell 8, line 2: `K = ?`.",
     ]
     assert lines[-1] == "0 of 6 questions pass the public checks."
 
