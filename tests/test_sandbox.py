@@ -571,6 +571,16 @@ def test_forged_channel_messages_crash_the_run_with_a_reason_not_the_grader(hand
     assert_all_questions_passed(card)  # the notebook ran again without that cell
 
 
+def test_a_forged_fatal_reason_is_escaped_wherever_it_is_shown(hand_in, tmp_path):
+    forged = "evil\\n11 of 11 graded\\x1b[2J"
+    body = ("(lambda b: struct.pack('>I', len(b)) + b)(json.dumps({'ev': 'fatal', 'reason': '" + forged
+            + "'}).encode())")
+    card = hand_in(FIND_CHANNEL + f"forge({body})\nimport time\ntime.sleep(0.5)")
+    assert card.status == "crashed"
+    assert "\n" not in card.reason and "\x1b" not in card.reason
+    assert "evil\\n11 of 11 graded\\x1b[2J" in card.reason  # shown, as escapes, in every output
+
+
 def test_reference_values_never_reach_the_student_process(grader, small, tmp_path, monkeypatch):
     ref = grader.references.get(small)
     encoded = [json.dumps(c.value.data.tolist()) for c in ref.captures.values()

@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 
 from grader.course.model import Assignment
 from grader.errors import UsageError
-from grader.files import sha256_file
+from grader.files import printable, safe_stem, sha256_file
 
 ZIP_MAX_FILES = 100_000
 ZIP_MAX_BYTES = 4 << 30  # uncompressed, in total
@@ -201,11 +201,13 @@ def intake(paths: list[Path], assignment: Assignment) -> Intake:
     wanted = []
     for student, path, _ in found.found:
         one_each = per_student[student] == 1
-        wanted.append(student if one_each or path.stem == student else f"{student}-{path.stem}")
+        wanted.append(safe_stem(student if one_each or path.stem == student else f"{student}-{path.stem}"))
     names = _distinct(wanted, [p for _, p, _ in found.found])
-    subs = [Submission(student=s, path=p, origin=o, sha256=_sha_or_empty(p), name=n)
+    # Students choose their file and folder names: what is printed and written of them is escaped
+    # (``files.printable``), and output files get stems that fit any file system (``files.safe_stem``).
+    subs = [Submission(student=printable(s), path=p, origin=printable(o), sha256=_sha_or_empty(p), name=n)
             for (s, p, o), n in zip(found.found, names, strict=True)]
-    return Intake(submissions=subs, notes=found.notes, scratch=found.scratch)
+    return Intake(submissions=subs, notes=[printable(n) for n in found.notes], scratch=found.scratch)
 
 
 def _sha_or_empty(path: Path) -> str:
@@ -223,7 +225,7 @@ def _distinct(wanted: list[str], paths: list[Path]) -> list[str]:
         count[w] = count.get(w, 0) + 1
     names, used = [], set()
     for w, p in zip(wanted, paths, strict=True):
-        name = w if count[w] == 1 else f"{p.parent.name}-{w}"
+        name = w if count[w] == 1 else safe_stem(f"{p.parent.name}-{w}")
         base, n = name, 2
         while name in used:
             name, n = f"{base}-{n}", n + 1
@@ -254,5 +256,5 @@ def output_names(paths: list[Path]) -> dict[Path, str]:
         stems[p.stem] = stems.get(p.stem, 0) + 1
     names = {}
     for p in paths:
-        names[p] = p.stem if stems[p.stem] == 1 else f"{p.parent.name}-{p.stem}"
+        names[p] = safe_stem(p.stem if stems[p.stem] == 1 else f"{p.parent.name}-{p.stem}")
     return names

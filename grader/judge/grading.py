@@ -17,7 +17,7 @@ from typing import Any
 from grader import notebook
 from grader.course.model import Assignment, Course, Limits
 from grader.errors import NotebookError
-from grader.files import sha256_file
+from grader.files import printable, sha256_file
 from grader.judge.checks import Context, VariantRun, grade_assignment, grade_check
 from grader.judge.jobs import answer_cells, build_job
 from grader.judge.reference import References
@@ -59,8 +59,9 @@ class Grader:
         path = Path(path)
         started = time.monotonic()
         ref = self.references.get(assignment)  # a broken solution is an error for the whole run
-        card = Scorecard(assignment=assignment.name, submission=path.name, sha256="", status=SubmissionStatus.GRADED,
-                         score=0.0, max_score=assignment.max_score, student=student)
+        card = Scorecard(assignment=assignment.name, submission=printable(path.name), sha256="",
+                         status=SubmissionStatus.GRADED, score=0.0, max_score=assignment.max_score,
+                         student=printable(student))
         try:
             card.sha256 = sha256_file(path)
         except OSError as exc:
