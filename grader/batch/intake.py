@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from grader.course.model import Assignment
 from grader.errors import UsageError
 from grader.files import printable, safe_stem, sha256_file
+from grader.notebook import MAX_NOTEBOOK_BYTES
 
 ZIP_MAX_FILES = 100_000
 ZIP_MAX_BYTES = 4 << 30  # uncompressed, in total
@@ -174,6 +175,13 @@ class _Intake:
                         continue
                     target = dest.joinpath(*name.parts)
                     target.parent.mkdir(parents=True, exist_ok=True)
+                    if m.file_size > MAX_NOTEBOOK_BYTES:
+                        # Checked before anything is written: a member larger than any notebook the
+                        # grader reads becomes a sparse file of its size (no disk used), which its
+                        # student's scorecard then rejects with the reason.
+                        with open(target, "wb") as out:
+                            out.truncate(m.file_size)
+                        continue
                     with zf.open(m) as src, open(target, "wb") as out:
                         shutil.copyfileobj(src, out)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, RuntimeError, ValueError) as exc:
