@@ -581,6 +581,48 @@ def test_a_forged_fatal_reason_is_escaped_wherever_it_is_shown(hand_in, tmp_path
     assert "evil\\n11 of 11 graded\\x1b[2J" in card.reason  # shown, as escapes, in every output
 
 
+KEYS = """
+import ctypes, json, platform
+libc = ctypes.CDLL(None, use_errno=True)
+ADD_KEY, KEYCTL = {'x86_64': (248, 250), 'aarch64': (217, 219)}[platform.machine()]
+def keyctl(*args):
+    return libc.syscall(KEYCTL, *args)
+def read_key(serial):
+    buf = ctypes.create_string_buffer(256)
+    n = keyctl(11, serial, buf, 256)  # KEYCTL_READ
+    return buf.raw[:n].decode() if n >= 0 else None
+def listed(text):
+    try:
+        with open('/proc/keys') as f:
+            return text in f.read()
+    except OSError:
+        return False
+"""
+
+
+@needs["user"]
+def test_a_key_in_the_kernel_keyring_reaches_no_later_run(hand_in):
+    # One submission stores its answers as world-readable keys in its user, user-session and
+    # session keyrings; a later submission looks for them in /proc/keys and by serial.
+    token = secrets.token_hex(8)
+    store = hand_in(KEYS + (
+        "found = {}\n"
+        "for where, spec in (('user', -4), ('user_session', -5), ('session', -3)):\n"
+        f"    serial = libc.syscall(ADD_KEY, b'user', b'answers-{token}-' + where.encode(), b'Q = {token}', 20, spec)\n"
+        "    keyctl(5, serial, 0x3f3f3f3f)  # KEYCTL_SETPERM: everything, for everyone\n"
+        "    found[where] = [serial, read_key(serial)]\n"
+        "raise RuntimeError('probe ' + json.dumps(found))"), name="stores")
+    stored = probe(store)
+    serials = [serial for serial, value in stored.values() if value == f"Q = {token}"]
+    assert serials, stored  # the run could use a keyring of its own: so the test means something
+    later = hand_in(KEYS + (
+        f"found = {{'listed': listed('answers-{token}'), 'read': [read_key(s) for s in {serials!r}]}}\n"
+        "raise RuntimeError('probe ' + json.dumps(found))"), name="reads")
+    assert probe(later) == {"listed": False, "read": [None] * len(serials)}
+    with open("/proc/keys") as f:
+        assert f"answers-{token}" not in f.read()  # nor is it left on the host after the batch
+
+
 def test_reference_values_never_reach_the_student_process(grader, small, tmp_path, monkeypatch):
     ref = grader.references.get(small)
     encoded = [json.dumps(c.value.data.tolist()) for c in ref.captures.values()
