@@ -571,6 +571,23 @@ def test_forged_channel_messages_crash_the_run_with_a_reason_not_the_grader(hand
     assert_all_questions_passed(card)  # the notebook ran again without that cell
 
 
+@needs["filesystem"]
+def test_every_tmpfs_of_a_run_holds_a_bounded_number_of_files(hand_in):
+    # Empty files take no space a size limit counts, but each is kernel memory.
+    card = hand_in(TRY + (
+        "import json, os\n"
+        "def many(where):\n"
+        "    for i in range(100_000):\n"
+        "        open(os.path.join(where, f'e{i}'), 'w').close()\n"
+        "found = {where: attempt(lambda: many(where)) for where in ('.', '/tmp', '/dev/shm')}\n"
+        "found['counts'] = [len(os.listdir(w)) for w in ('/tmp', '/dev/shm')]\n"
+        "raise RuntimeError('probe ' + json.dumps(found))"))
+    found = probe(card)
+    assert found["."] == found["/tmp"] == found["/dev/shm"] == "No space left on device", found
+    assert all(n < 20_000 for n in found["counts"]), found
+    assert_all_questions_passed(card)
+
+
 def test_a_forged_fatal_reason_is_escaped_wherever_it_is_shown(hand_in, tmp_path):
     forged = "evil\\n11 of 11 graded\\x1b[2J"
     body = ("(lambda b: struct.pack('>I', len(b)) + b)(json.dumps({'ev': 'fatal', 'reason': '" + forged
