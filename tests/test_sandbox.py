@@ -563,7 +563,9 @@ FIND_CHANNEL = (
      "a captured array's data does not match its shape"),
     ("(lambda b: struct.pack('>I', len(b)) + b)(json.dumps({'ev': 'capture', 'id': 'stolen'}).encode())",
      "the student process sent a value nobody asked for"),
-], ids=["oversized", "not json", "forged value", "unknown capture"])
+    ("(lambda b: struct.pack('>I', len(b)) + b)(b'{\"ev\":\"capture\",\"id\":\"output/0\",\"value\":[' + b'{},' * 1_000_000"
+     " + b'{}]}')", "the student process sent a message of 1,000,003 items, over the limit of 300,000"),
+], ids=["oversized", "not json", "forged value", "unknown capture", "millions of items"])
 def test_forged_channel_messages_crash_the_run_with_a_reason_not_the_grader(hand_in, body, why):
     card = hand_in(FIND_CHANNEL + f"forge({body})\nimport time\ntime.sleep(0.5)")
     assert card.status == "crashed"
