@@ -642,6 +642,38 @@ def test_a_key_in_the_kernel_keyring_reaches_no_later_run(hand_in):
         assert f"answers-{token}" not in f.read()  # nor is it left on the host after the batch
 
 
+@needs["network"]
+def test_shared_memory_queues_and_abstract_sockets_reach_no_later_submission(hand_in):
+    # One submission leaves its answers in System V shared memory, a POSIX shared memory file and
+    # an abstract Unix socket (with a daemon serving it); a later one looks for each.
+    token = secrets.token_hex(6)
+    key = int(token[:6], 16)
+    leave = hand_in(TRY + (
+        "import ctypes, json, os, socket\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        f"shm = libc.shmget({key}, 4096, 0o1666)  # IPC_CREAT, readable by everyone\n"
+        f"open('/dev/shm/answers-{token}', 'w').write('Q')\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    s = socket.socket(socket.AF_UNIX)\n"
+        f"    s.bind('\\0answers-{token}')\n"
+        "    s.listen()\n"
+        "    while True:\n"
+        "        c, _ = s.accept(); c.send(b'Q')\n"
+        "raise RuntimeError('probe ' + json.dumps({'shm': shm}))"), name="leaves")
+    assert probe(leave)["shm"] >= 0  # the segment was made: the later look means something
+    look = hand_in(TRY + (
+        "import ctypes, json, os, socket\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def connect():\n"
+        "    s = socket.socket(socket.AF_UNIX)\n"
+        f"    s.connect('\\0answers-{token}')\n"
+        f"found = {{'shm': libc.shmget({key}, 0, 0), 'file': os.path.exists('/dev/shm/answers-{token}'), "
+        "'socket': attempt(connect)}\n"
+        "raise RuntimeError('probe ' + json.dumps(found))"), name="looks")
+    assert probe(look) == {"shm": -1, "file": False, "socket": "ConnectionRefusedError"}
+
+
 def test_reference_values_never_reach_the_student_process(grader, small, tmp_path, monkeypatch):
     ref = grader.references.get(small)
     encoded = [json.dumps(c.value.data.tolist()) for c in ref.captures.values()
