@@ -212,3 +212,23 @@ def test_a_guard_that_fails_only_on_variants_hides_no_typed_in_answer(grader, nu
         assert not any("typed in" in line for line in q.feedback), q.feedback
         assert any(" raised ZeroDivisionError" in line or " raised NameError" in line for line in q.feedback), q.feedback
     assert card.score == 1
+
+
+def test_code_slow_only_on_variants_runs_out_of_the_submissions_time(numpy_assignment, grader, tmp_path):
+    import dataclasses
+
+    from grader.testing import fill, write
+
+    # Twelve cells that each sleep just under the cell limit, but only when the data is not the
+    # notebook's own: the variants would take 30 s each; they get twice the original run plus
+    # one cell's limit, and fail.
+    a = dataclasses.replace(numpy_assignment, limits=dataclasses.replace(numpy_assignment.limits, cell_timeout=3.0,
+                                                                         notebook_timeout=60.0))
+    slow = "import time\nif X.shape != (3, 2):\n    time.sleep(2.5)"
+    card = grader.grade(a, write(fill(a.skeleton, NUMPY_CORRECT, append=[slow] * 12), tmp_path / "slow.ipynb"))
+    assert card.status == "graded"
+    for qid in ("qkv", "scores", "scaled", "weights", "output"):
+        q = question(card, qid)
+        assert q.status == "failed", (qid, q.feedback)
+        assert any(line.endswith("change: the run did not finish in time.") for line in q.feedback), q.feedback
+    assert card.score == 1
