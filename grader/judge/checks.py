@@ -3,6 +3,11 @@
 For each check: is it answered at all (blanks), was the value computed (errors), does it match the
 reference within tolerance, do its properties hold, and if not, does it match a typical mistake
 (a hint)? Questions add their checks' points up, all-or-nothing unless the config splits them.
+
+Why one module: a check's verdict on the notebook's data and on each variant is one decision
+(a value missing on a variant is judged with the same data flow, causes and properties as one
+missing on the original run, and an excuse on a variant asks other checks' verdicts), so its
+parts stay together.
 """
 
 from __future__ import annotations
