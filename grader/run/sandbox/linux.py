@@ -125,6 +125,7 @@ KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "ppc64le": 311, "s390x"
 KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_SETPERM, KEYCTL_CLEAR, KEYCTL_INVALIDATE = 1, 5, 7, 21
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 KEY_OWNER_ALL = 0x3F3F0000  # possessor and owner may do everything; group and others nothing
+_NO_KEYS = (errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM)  # no keyrings here (EPERM: a seccomp filter)
 
 
 def keyctl(op: int, *args: int | None) -> int:
@@ -141,8 +142,10 @@ def keyctl(op: int, *args: int | None) -> int:
 def new_session_keyring() -> None:
     """Join a fresh, empty, anonymous session keyring: the run does not possess the keys of the
     grader's session (possession grants what a key's possessor may do, whoever its owner is), and
-    what it adds there goes with its last process. Where the kernel has no keys, nothing to do."""
-    if keyctl(KEYCTL_JOIN_SESSION_KEYRING, None) < 0 and ctypes.get_errno() not in (errno.ENOSYS, errno.EOPNOTSUPP):
+    what it adds there goes with its last process. Where the kernel has no keys, or a seccomp filter
+    around the grader refuses them (Docker's default profile: EPERM, for the student too), nothing
+    to do."""
+    if keyctl(KEYCTL_JOIN_SESSION_KEYRING, None) < 0 and ctypes.get_errno() not in _NO_KEYS:
         err = ctypes.get_errno()
         raise SandboxError(f"joining a new session keyring failed: {os.strerror(err)}")
 
@@ -153,8 +156,8 @@ def forget_keys_of(uid: int) -> None:
     (the saved id stays root's, to come back), empties its user and user-session keyrings and
     invalidates every other key it owns that /proc/keys lists; keys linked nowhere any more are
     then freed by the kernel. Call only when no process of that uid is left."""
-    if keyctl(0, KEY_SPEC_USER_KEYRING, 0) < 0 and ctypes.get_errno() == errno.ENOSYS:
-        return  # keyctl(KEYCTL_GET_KEYRING_ID) refused outright: no keys on this kernel
+    if keyctl(0, KEY_SPEC_USER_KEYRING, 0) < 0 and ctypes.get_errno() in _NO_KEYS:
+        return  # keyctl(KEYCTL_GET_KEYRING_ID) refused outright: no keys here, for anyone
     ruid, euid, suid = os.getresuid()
     rgid, egid, sgid = os.getresgid()
     os.setresgid(uid, uid, sgid)
