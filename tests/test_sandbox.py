@@ -619,10 +619,28 @@ def listed(text):
 """
 
 
+@pytest.fixture(scope="module")
+def unfiltered(course):
+    """A grader whose runs have the namespaces and uids but no seccomp filter or Landlock, which
+    refuse keyrings, System V IPC and abstract sockets outright: what isolates them without those."""
+    return Grader(course, executor=SubprocessExecutor(features=dataclasses.replace(FEATURES, seccomp=False,
+                                                                                   landlock=0)))
+
+
+@pytest.fixture
+def hand_in_unfiltered(tmp_path, unfiltered, small):
+    def _hand_in(*cells: str, name: str):
+        return unfiltered.grade(small, write(fill(small.skeleton, NUMPY_CORRECT, append=list(cells)),
+                                             tmp_path / f"{name}.ipynb"))
+
+    return _hand_in
+
+
 @needs["user"]
-def test_a_key_in_the_kernel_keyring_reaches_no_later_run(hand_in):
+def test_a_key_in_the_kernel_keyring_reaches_no_later_run(hand_in_unfiltered):
     # One submission stores its answers as world-readable keys in its user, user-session and
     # session keyrings; a later submission looks for them in /proc/keys and by serial.
+    hand_in = hand_in_unfiltered
     token = secrets.token_hex(8)
     store = hand_in(KEYS + (
         "found = {}\n"
@@ -643,9 +661,10 @@ def test_a_key_in_the_kernel_keyring_reaches_no_later_run(hand_in):
 
 
 @needs["network"]
-def test_shared_memory_queues_and_abstract_sockets_reach_no_later_submission(hand_in):
+def test_shared_memory_queues_and_abstract_sockets_reach_no_later_submission(hand_in_unfiltered):
     # One submission leaves its answers in System V shared memory, a POSIX shared memory file and
     # an abstract Unix socket (with a daemon serving it); a later one looks for each.
+    hand_in = hand_in_unfiltered
     token = secrets.token_hex(6)
     key = int(token[:6], 16)
     leave = hand_in(TRY + (
