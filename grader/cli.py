@@ -26,6 +26,7 @@ from grader import __version__, batch
 from grader.course import config
 from grader.course.locate import find_config, pick_assignment
 from grader.errors import GraderError, UsageError
+from grader.files import printable
 from grader.judge.scorecard import Scorecard, points_text
 from grader.outputs.formats import FORMATS
 from grader.run import executors
@@ -94,8 +95,10 @@ def print_table(assignment: config.Assignment, rows: list[tuple[str, Scorecard]]
     print(f"{'submission':<{width}}  {'score':>13}  status")
     for name, card in rows:
         score = f"{points_text(card.score, rounding)}/{points_text(card.max_score, rounding)}"
-        extra = f" ({card.reason})" if card.reason else ""
-        print(f"{name:<{width}}  {score:>13}  {card.status}{extra}")
+        # Names and reasons come from students (a scorecard read back may be older than this grader):
+        # escaped, so none can start a row of its own or send the terminal a command.
+        extra = f" ({printable(card.reason)})" if card.reason else ""
+        print(f"{printable(name):<{width}}  {score:>13}  {card.status}{extra}")
 
 
 def cmd_assign(args: argparse.Namespace) -> int:

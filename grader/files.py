@@ -5,11 +5,15 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import unicodedata
 from pathlib import Path
 
 # What the grader writes (scorecards, reference values, the results store) is its own and its
 # group's: never readable or writable by another user, such as the uid a student process runs as.
 FILE_MODE, DIR_MODE = 0o640, 0o750
+# The longest file stem the grader makes from a student's name: room for a suffix
+# (``.gradescope.json``, ``.12345.140000000000.tmp``) within the 255 bytes most file systems allow.
+MAX_STEM_BYTES = 160
 
 
 def write_atomic(path: Path, text: str) -> Path:
@@ -21,13 +25,54 @@ def write_atomic(path: Path, text: str) -> Path:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
-        with open(fd, "w", encoding="utf-8") as f:
+        # A lone surrogate (from a student's cell or file name) cannot be UTF-8: written as an escape.
+        with open(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(text)
         tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def printable(text: str) -> str:
+    """Text a student chose (a file name, a folder, a message), safe to print to a terminal or
+    write to any file: control characters (newlines, terminal escapes), format characters (text
+    direction overrides) and surrogates (a name's bytes that are not UTF-8, or a lone surrogate in
+    a cell) are written as escapes (``\\n``, ``\\x1b``, ``\\xff``, ``\\ud800``), so nothing a student
+    chose can start a line of its own, move the cursor or forge a row."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (os.fsdecode's surrogateescape)
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif ch == " " or ch.isprintable() or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            out.append(ch)
+        elif ch in "\n\r\t":
+            out.append(repr(ch)[1:-1])
+        elif code < 0x100:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return "".join(out)
+
+
+def safe_stem(name: str) -> str:
+    """A file stem for the grader's outputs made from a name a student chose: printable, no path
+    separator, and at most ``MAX_STEM_BYTES`` bytes of UTF-8 (a longer one is cut and keeps a
+    digest of the whole, so two long names stay distinct)."""
+    stem = printable(name).replace("/", "_").replace("\\", "_") or "_"
+    if stem.startswith("."):
+        stem = "_" + stem[1:]
+    raw = stem.encode("utf-8")
+    if len(raw) <= MAX_STEM_BYTES:
+        return stem
+    digest = hashlib.sha256(raw).hexdigest()[:12]
+    return raw[:MAX_STEM_BYTES - 13].decode("utf-8", errors="ignore") + "-" + digest
 
 
 def sha256_file(path: Path) -> str:

@@ -238,8 +238,11 @@ MISTAKES = [
                       "must sum to 1."},
         id="numpy-softmax-wrong-axis"),
     mistake(
-        "attention_numpy", {"Q": "X @ W_q", "K": "X @ W_k"},  # V is right: its point is kept
-        {"qkv": "partial", "scores": "failed", "scaled": "failed", "weights": "failed", "output": "failed"},
+        # V is right, but on the variant where W_q is 3x2 the line of Q raises before V is
+        # computed, and Q does not pass that variant, so nothing shows V was computed: it fails too
+        # (its message names the error in Q's line).
+        "attention_numpy", {"Q": "X @ W_q", "K": "X @ W_k"},
+        {"qkv": "failed", "scores": "failed", "scaled": "failed", "weights": "failed", "output": "failed"},
         {"qkv/0": "Q was computed as X @ W_q; in this notebook the weights are applied transposed, Q = X @ W_q.T.",
          "qkv/1": "K was computed as X @ W_k; in this notebook the weights are applied transposed, K = X @ W_k.T."},
         id="numpy-weights-not-transposed"),

@@ -107,6 +107,22 @@ def test_zip_archive_is_unpacked_safely_and_removed(tmp_path, numpy_assignment):
     assert not (tmp_path / "evil.ipynb").exists() and not (tmp_path.parent / "evil.ipynb").exists()
 
 
+def test_a_zip_bomb_member_is_rejected_before_it_is_written(tmp_path, grader, numpy_assignment):
+    # 200 MB of one byte packs into a few hundred KB; the member is never written out, and its
+    # student still gets a scorecard that says why.
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("class/bomb.ipynb", b" " * (200 << 20))
+        zf.write(submission(tmp_path / "lee.ipynb", tag="lee"), "class/lee.ipynb")
+    assert archive.stat().st_size < 1 << 20
+    with batch.intake([archive], numpy_assignment) as found:
+        bomb = found.submissions[0]
+        assert bomb.student == "bomb" and bomb.path.stat().st_blocks * 512 < 1 << 20  # nothing written
+        card = grader.grade(numpy_assignment, bomb.path, student=bomb.student)
+    assert card.status == "invalid_notebook"
+    assert card.reason.startswith("The notebook is 209.7 MB, larger than the 20 MB limit")
+
+
 def test_identical_files_are_reported(tmp_path, numpy_assignment):
     same = submission(tmp_path / "class/nina.ipynb", tag="shared")
     (tmp_path / "class/omar.ipynb").write_bytes(same.read_bytes())

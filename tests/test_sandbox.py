@@ -563,12 +563,134 @@ FIND_CHANNEL = (
      "a captured array's data does not match its shape"),
     ("(lambda b: struct.pack('>I', len(b)) + b)(json.dumps({'ev': 'capture', 'id': 'stolen'}).encode())",
      "the student process sent a value nobody asked for"),
-], ids=["oversized", "not json", "forged value", "unknown capture"])
+    ("(lambda b: struct.pack('>I', len(b)) + b)(b'{\"ev\":\"capture\",\"id\":\"output/0\",\"value\":[' + b'{},' * 1_000_000"
+     " + b'{}]}')", "the student process sent a message of 1,000,003 items, over the limit of 300,000"),
+], ids=["oversized", "not json", "forged value", "unknown capture", "millions of items"])
 def test_forged_channel_messages_crash_the_run_with_a_reason_not_the_grader(hand_in, body, why):
     card = hand_in(FIND_CHANNEL + f"forge({body})\nimport time\ntime.sleep(0.5)")
     assert card.status == "crashed"
     assert card.reason == f"cell {HOSTILE} interfered with the grader's channel ({why}); it was not graded"
     assert_all_questions_passed(card)  # the notebook ran again without that cell
+
+
+@needs["filesystem"]
+def test_every_tmpfs_of_a_run_holds_a_bounded_number_of_files(hand_in):
+    # Empty files take no space a size limit counts, but each is kernel memory.
+    card = hand_in(TRY + (
+        "import json, os\n"
+        "def many(where):\n"
+        "    for i in range(100_000):\n"
+        "        open(os.path.join(where, f'e{i}'), 'w').close()\n"
+        "found = {where: attempt(lambda: many(where)) for where in ('.', '/tmp', '/dev/shm')}\n"
+        "found['counts'] = [len(os.listdir(w)) for w in ('/tmp', '/dev/shm')]\n"
+        "raise RuntimeError('probe ' + json.dumps(found))"))
+    found = probe(card)
+    assert found["."] == found["/tmp"] == found["/dev/shm"] == "No space left on device", found
+    assert all(n < 20_000 for n in found["counts"]), found
+    assert_all_questions_passed(card)
+
+
+def test_a_forged_fatal_reason_is_escaped_wherever_it_is_shown(hand_in, tmp_path):
+    forged = "evil\\n11 of 11 graded\\x1b[2J"
+    body = ("(lambda b: struct.pack('>I', len(b)) + b)(json.dumps({'ev': 'fatal', 'reason': '" + forged
+            + "'}).encode())")
+    card = hand_in(FIND_CHANNEL + f"forge({body})\nimport time\ntime.sleep(0.5)")
+    assert card.status == "crashed"
+    assert "\n" not in card.reason and "\x1b" not in card.reason
+    assert "evil\\n11 of 11 graded\\x1b[2J" in card.reason  # shown, as escapes, in every output
+
+
+KEYS = """
+import ctypes, json, platform
+libc = ctypes.CDLL(None, use_errno=True)
+ADD_KEY, KEYCTL = {'x86_64': (248, 250), 'aarch64': (217, 219)}[platform.machine()]
+def keyctl(*args):
+    return libc.syscall(KEYCTL, *args)
+def read_key(serial):
+    buf = ctypes.create_string_buffer(256)
+    n = keyctl(11, serial, buf, 256)  # KEYCTL_READ
+    return buf.raw[:n].decode() if n >= 0 else None
+def listed(text):
+    try:
+        with open('/proc/keys') as f:
+            return text in f.read()
+    except OSError:
+        return False
+"""
+
+
+@pytest.fixture(scope="module")
+def unfiltered(course):
+    """A grader whose runs have the namespaces and uids but no seccomp filter or Landlock, which
+    refuse keyrings, System V IPC and abstract sockets outright: what isolates them without those."""
+    return Grader(course, executor=SubprocessExecutor(features=dataclasses.replace(FEATURES, seccomp=False,
+                                                                                   landlock=0)))
+
+
+@pytest.fixture
+def hand_in_unfiltered(tmp_path, unfiltered, small):
+    def _hand_in(*cells: str, name: str):
+        return unfiltered.grade(small, write(fill(small.skeleton, NUMPY_CORRECT, append=list(cells)),
+                                             tmp_path / f"{name}.ipynb"))
+
+    return _hand_in
+
+
+@needs["user"]
+def test_a_key_in_the_kernel_keyring_reaches_no_later_run(hand_in_unfiltered):
+    # One submission stores its answers as world-readable keys in its user, user-session and
+    # session keyrings; a later submission looks for them in /proc/keys and by serial.
+    hand_in = hand_in_unfiltered
+    token = secrets.token_hex(8)
+    store = hand_in(KEYS + (
+        "found = {}\n"
+        "for where, spec in (('user', -4), ('user_session', -5), ('session', -3)):\n"
+        f"    serial = libc.syscall(ADD_KEY, b'user', b'answers-{token}-' + where.encode(), b'Q = {token}', 20, spec)\n"
+        "    keyctl(5, serial, 0x3f3f3f3f)  # KEYCTL_SETPERM: everything, for everyone\n"
+        "    found[where] = [serial, read_key(serial)]\n"
+        "raise RuntimeError('probe ' + json.dumps(found))"), name="stores")
+    stored = probe(store)
+    serials = [serial for serial, value in stored.values() if value == f"Q = {token}"]
+    assert serials, stored  # the run could use a keyring of its own: so the test means something
+    later = hand_in(KEYS + (
+        f"found = {{'listed': listed('answers-{token}'), 'read': [read_key(s) for s in {serials!r}]}}\n"
+        "raise RuntimeError('probe ' + json.dumps(found))"), name="reads")
+    assert probe(later) == {"listed": False, "read": [None] * len(serials)}
+    with open("/proc/keys") as f:
+        assert f"answers-{token}" not in f.read()  # nor is it left on the host after the batch
+
+
+@needs["network"]
+def test_shared_memory_queues_and_abstract_sockets_reach_no_later_submission(hand_in_unfiltered):
+    # One submission leaves its answers in System V shared memory, a POSIX shared memory file and
+    # an abstract Unix socket (with a daemon serving it); a later one looks for each.
+    hand_in = hand_in_unfiltered
+    token = secrets.token_hex(6)
+    key = int(token[:6], 16)
+    leave = hand_in(TRY + (
+        "import ctypes, json, os, socket\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        f"shm = libc.shmget({key}, 4096, 0o1666)  # IPC_CREAT, readable by everyone\n"
+        f"open('/dev/shm/answers-{token}', 'w').write('Q')\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    s = socket.socket(socket.AF_UNIX)\n"
+        f"    s.bind('\\0answers-{token}')\n"
+        "    s.listen()\n"
+        "    while True:\n"
+        "        c, _ = s.accept(); c.send(b'Q')\n"
+        "raise RuntimeError('probe ' + json.dumps({'shm': shm}))"), name="leaves")
+    assert probe(leave)["shm"] >= 0  # the segment was made: the later look means something
+    look = hand_in(TRY + (
+        "import ctypes, json, os, socket\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def connect():\n"
+        "    s = socket.socket(socket.AF_UNIX)\n"
+        f"    s.connect('\\0answers-{token}')\n"
+        f"found = {{'shm': libc.shmget({key}, 0, 0), 'file': os.path.exists('/dev/shm/answers-{token}'), "
+        "'socket': attempt(connect)}\n"
+        "raise RuntimeError('probe ' + json.dumps(found))"), name="looks")
+    assert probe(look) == {"shm": -1, "file": False, "socket": "ConnectionRefusedError"}
 
 
 def test_reference_values_never_reach_the_student_process(grader, small, tmp_path, monkeypatch):

@@ -72,8 +72,11 @@ def test_shape_bound_code_that_raises_only_under_a_variant(submit):
     card = submit({**NUMPY_CORRECT, "output": "attention_weights @ V.reshape(3, 2)"})
     q = question(card, "output")
     assert q.status == "failed"
-    assert q.feedback[0].startswith("`output` is correct for the notebook's data, but the code fails when `X`, "
-                                    "`W_q`, `W_k` and `W_v` change: cell 21 raised ValueError: cannot reshape")
+    # The error is named by kind and place, never by its message: "cannot reshape array of size 8"
+    # would tell the student the variant's sizes.
+    assert q.feedback == ["`output` is correct for the notebook's data, but the code fails when `X`, `W_q`, `W_k` "
+                          "and `W_v` change: cell 21 raised ValueError (cell 21, line 1: output = attention_weights "
+                          "@ V.reshape(3, 2))."]
 
 
 def test_redefined_given_input_is_graded_on_what_it_computed(submit):
@@ -130,14 +133,102 @@ def test_injection_points_skip_rebindings_that_read_the_name():
     assert variants.injection_points(notebook.analyse(cells), ("X",)) == {"X": [0, 2]}
 
 
-def test_a_variant_failure_costs_only_the_answer_whose_code_failed(submit):
+def test_a_variant_failure_excuses_no_answer_whose_own_value_was_not_computed(submit):
     # Q only works for a 2x2 W_q: variant 2 (d_out 3) breaks its line, before K and V in the same
-    # cell and before every later cell. Only Q loses its point; K, V and the rest are not blamed.
+    # cell. K and V have no value on that variant, and Q, the answer the failure belongs to, does
+    # not pass its own variants, so nothing shows that K and V were computed: they fail too (else
+    # a student would give up one answer to hide typed-in ones after it). The messages name the
+    # error, not typing.
     card = submit({**NUMPY_CORRECT, "Q": "X @ W_q.reshape(2, 2).T"})
     qkv = question(card, "qkv")
-    assert (qkv.status, qkv.score) == ("partial", 2)
-    assert qkv.feedback == [
+    assert (qkv.status, qkv.score) == ("failed", 0)
+    assert qkv.feedback[0] == (
         "`Q` is correct for the notebook's data, but the code fails when `X` and `W_q` change: cell 8 raised "
-        "ValueError: cannot reshape array of size 6 into shape (2,2) (cell 8, line 1: Q = X @ W_q.reshape(2, 2).T)."]
-    assert {q.id for q in card.questions if q.status != "passed"} == {"qkv"}
-    assert card.score == card.max_score - 1
+        "ValueError (cell 8, line 1: Q = X @ W_q.reshape(2, 2).T).")
+    assert not any("typed in" in line for line in qkv.feedback)
+    assert card.score < card.max_score - 1
+
+def typed_answers(grader, assignment) -> dict[str, str]:
+    """Every answer typed in from the solution's printout (softmax, which no variant tests, computed)."""
+    ref = grader.references.get(assignment).captures
+    return {
+        "Q": literal(ref["qkv/0"].value), "K": literal(ref["qkv/1"].value), "V": literal(ref["qkv/2"].value),
+        "scores": literal(ref["scores/0"].value), "scaled_scores": literal(ref["scaled/0"].value),
+        "attention_weights": literal(ref["weights/0"].value), "output": literal(ref["output/0"].value),
+        "?1": NUMPY_CORRECT["?1"],
+    }
+
+
+@pytest.mark.parametrize("last_cell, status", [
+    ("import os\nos._exit(0)", "crashed"),
+    ("import os\nfd = os.open('/dev/null', os.O_RDWR)\nfor i in range(3, 64):\n    if i != fd:\n"
+     "        try:\n            os.dup2(fd, i)\n        except OSError:\n            pass", "crashed"),
+], ids=["os._exit", "dup2-over-the-channel"])
+def test_typed_in_answers_lose_even_when_the_run_does_not_end_cleanly(grader, numpy_assignment, submit, last_cell,
+                                                                      status):
+    # Variants used to run only after a clean run: ending the process in the last cell kept
+    # every typed-in answer's points.
+    card = submit(typed_answers(grader, numpy_assignment), append=[last_cell])
+    assert card.status == status, card.reason
+    for qid in ("qkv", "scores", "scaled", "weights", "output"):
+        assert question(card, qid).status == "failed", (qid, question(card, qid).feedback)
+    assert card.score == 1
+
+
+def test_typed_in_answers_lose_when_a_capture_hangs(grader, numpy_assignment, course, tmp_path):
+    import dataclasses
+
+    from grader.testing import fill, write
+
+    a = dataclasses.replace(numpy_assignment, limits=dataclasses.replace(numpy_assignment.limits, cell_timeout=3.0,
+                                                                         notebook_timeout=20.0))
+    answers = typed_answers(grader, numpy_assignment)
+    # `output` is an object whose every attribute lookup spins: capturing it never returns.
+    answers["output"] = ("type('Spin', (), {'__getattribute__': lambda self, name: [0 for _ in iter(int, 1)]})()")
+    card = grader.grade(a, write(fill(a.skeleton, answers), tmp_path / "spin.ipynb"))
+    for qid in ("qkv", "scores", "scaled", "weights", "output"):
+        assert question(card, qid).status != "passed", (qid, question(card, qid).feedback)
+    assert card.score == 1
+
+
+def test_a_guard_that_fails_only_on_variants_hides_no_typed_in_answer(grader, numpy_assignment, submit):
+    # Each typed-in answer sits behind a statement that raises only when the data is not the
+    # notebook's own: the answer's value is missing on every variant, for a reason that belongs to
+    # no other answer, so it fails, and the message names the error rather than typing.
+    t = typed_answers(grader, numpy_assignment)
+    guard = "_ok = 1 / int(bool(X.shape == (3, 2) and X[0, 0] == 1.0))\n"
+    card = submit(t, edit={
+        4: guard + f"Q = {t['Q']}\n" + guard + f"K = {t['K']}\n" + guard + f"V = {t['V']}",
+        7: guard + f"scores = {t['scores']}",
+        9: "d_k = Q.shape[1]\n" + guard + f"scaled_scores = {t['scaled_scores']}",
+        11: "def softmax(x):\n    e_x = np.exp(x - np.max(x))\n    return e_x / np.sum(e_x, axis=-1, keepdims=True)\n"
+            + guard + f"attention_weights = {t['attention_weights']}",
+        13: guard + f"output = {t['output']}",
+    })
+    assert card.status == "graded"
+    for qid in ("qkv", "scores", "scaled", "weights", "output"):
+        q = question(card, qid)
+        assert q.status == "failed", (qid, q.feedback)
+        assert not any("typed in" in line for line in q.feedback), q.feedback
+        assert any(" raised ZeroDivisionError" in line or " raised NameError" in line for line in q.feedback), q.feedback
+    assert card.score == 1
+
+
+def test_code_slow_only_on_variants_runs_out_of_the_submissions_time(numpy_assignment, grader, tmp_path):
+    import dataclasses
+
+    from grader.testing import fill, write
+
+    # Twelve cells that each sleep just under the cell limit, but only when the data is not the
+    # notebook's own: the variants would take 30 s each; they get twice the original run plus
+    # one cell's limit, and fail.
+    a = dataclasses.replace(numpy_assignment, limits=dataclasses.replace(numpy_assignment.limits, cell_timeout=3.0,
+                                                                         notebook_timeout=60.0))
+    slow = "import time\nif X.shape != (3, 2):\n    time.sleep(2.5)"
+    card = grader.grade(a, write(fill(a.skeleton, NUMPY_CORRECT, append=[slow] * 12), tmp_path / "slow.ipynb"))
+    assert card.status == "graded"
+    for qid in ("qkv", "scores", "scaled", "weights", "output"):
+        q = question(card, qid)
+        assert q.status == "failed", (qid, q.feedback)
+        assert any(line.endswith("change: the run did not finish in time.") for line in q.feedback), q.feedback
+    assert card.score == 1

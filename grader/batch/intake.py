@@ -27,7 +27,8 @@ from pathlib import Path, PurePosixPath
 
 from grader.course.model import Assignment
 from grader.errors import UsageError
-from grader.files import sha256_file
+from grader.files import printable, safe_stem, sha256_file
+from grader.notebook import MAX_NOTEBOOK_BYTES
 
 ZIP_MAX_FILES = 100_000
 ZIP_MAX_BYTES = 4 << 30  # uncompressed, in total
@@ -174,6 +175,13 @@ class _Intake:
                         continue
                     target = dest.joinpath(*name.parts)
                     target.parent.mkdir(parents=True, exist_ok=True)
+                    if m.file_size > MAX_NOTEBOOK_BYTES:
+                        # Checked before anything is written: a member larger than any notebook the
+                        # grader reads becomes a sparse file of its size (no disk used), which its
+                        # student's scorecard then rejects with the reason.
+                        with open(target, "wb") as out:
+                            out.truncate(m.file_size)
+                        continue
                     with zf.open(m) as src, open(target, "wb") as out:
                         shutil.copyfileobj(src, out)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, RuntimeError, ValueError) as exc:
@@ -201,11 +209,13 @@ def intake(paths: list[Path], assignment: Assignment) -> Intake:
     wanted = []
     for student, path, _ in found.found:
         one_each = per_student[student] == 1
-        wanted.append(student if one_each or path.stem == student else f"{student}-{path.stem}")
+        wanted.append(safe_stem(student if one_each or path.stem == student else f"{student}-{path.stem}"))
     names = _distinct(wanted, [p for _, p, _ in found.found])
-    subs = [Submission(student=s, path=p, origin=o, sha256=_sha_or_empty(p), name=n)
+    # Students choose their file and folder names: what is printed and written of them is escaped
+    # (``files.printable``), and output files get stems that fit any file system (``files.safe_stem``).
+    subs = [Submission(student=printable(s), path=p, origin=printable(o), sha256=_sha_or_empty(p), name=n)
             for (s, p, o), n in zip(found.found, names, strict=True)]
-    return Intake(submissions=subs, notes=found.notes, scratch=found.scratch)
+    return Intake(submissions=subs, notes=[printable(n) for n in found.notes], scratch=found.scratch)
 
 
 def _sha_or_empty(path: Path) -> str:
@@ -223,7 +233,7 @@ def _distinct(wanted: list[str], paths: list[Path]) -> list[str]:
         count[w] = count.get(w, 0) + 1
     names, used = [], set()
     for w, p in zip(wanted, paths, strict=True):
-        name = w if count[w] == 1 else f"{p.parent.name}-{w}"
+        name = w if count[w] == 1 else safe_stem(f"{p.parent.name}-{w}")
         base, n = name, 2
         while name in used:
             name, n = f"{base}-{n}", n + 1
@@ -254,5 +264,5 @@ def output_names(paths: list[Path]) -> dict[Path, str]:
         stems[p.stem] = stems.get(p.stem, 0) + 1
     names = {}
     for p in paths:
-        names[p] = p.stem if stems[p.stem] == 1 else f"{p.parent.name}-{p.stem}"
+        names[p] = safe_stem(p.stem if stems[p.stem] == 1 else f"{p.parent.name}-{p.stem}")
     return names

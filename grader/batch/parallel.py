@@ -17,6 +17,7 @@ from grader.batch.progress import Progress
 from grader.batch.store import ResultStore
 from grader.course.model import Assignment
 from grader.errors import GraderError, SolutionError, UsageError
+from grader.files import printable
 from grader.judge.grading import Grader
 from grader.judge.scorecard import QuestionResult, Scorecard
 from grader.vocab import QuestionStatus, SubmissionStatus
@@ -64,7 +65,7 @@ def grade_all(grader: Grader, assignment: Assignment, submissions: list[Submissi
     def deliver(key: str, card: Scorecard) -> None:
         for i in groups[key]:
             s = submissions[i]
-            own = dataclasses.replace(card, student=s.student, submission=s.path.name)
+            own = dataclasses.replace(card, student=s.student, submission=printable(s.path.name))
             cards[i] = own
             if on_card is not None:
                 on_card(s, own)
@@ -134,7 +135,7 @@ def _result(fut: cf.Future[Scorecard], sub: Submission, assignment: Assignment, 
     except GraderError:
         raise  # the executor cannot run notebooks at all: nothing else would be graded either
     except Exception as exc:  # noqa: BLE001 - a bug in the grader: this submission says so, the rest goes on
-        card = Scorecard(assignment=assignment.name, submission=sub.path.name, sha256=sub.sha256,
+        card = Scorecard(assignment=assignment.name, submission=printable(sub.path.name), sha256=sub.sha256,
                          status=SubmissionStatus.CRASHED, score=0.0, max_score=assignment.max_score, student=sub.student,
                          reason=f"the grader itself failed on this submission ({type(exc).__name__}: {exc}); "
                                 "please report it")

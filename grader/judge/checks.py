@@ -3,6 +3,11 @@
 For each check: is it answered at all (blanks), was the value computed (errors), does it match the
 reference within tolerance, do its properties hold, and if not, does it match a typical mistake
 (a hint)? Questions add their checks' points up, all-or-nothing unless the config splits them.
+
+Why one module: a check's verdict on the notebook's data and on each variant is one decision
+(a value missing on a variant is judged with the same data flow, causes and properties as one
+missing on the original run, and an excuse on a variant asks other checks' verdicts), so its
+parts stay together.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ class Context:
     answers: frozenset[str] = frozenset()  # names graded by value checks: the student's work, not given data
     given: tuple[str, ...] = ()  # the assignment's given inputs, where ``before:`` points are found
     wrong: frozenset[str] = frozenset()  # answers whose value does not match on the notebook's data
+    checks: tuple[Check, ...] = ()  # every check of the assignment: who owns a failing statement
     # Results that depend on this context alone, asked for by many checks; ``replace`` starts afresh.
     _memo: dict[object, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -208,27 +214,76 @@ def _inputs_behind(check: Check, ctx: Context, names: tuple[str, ...]) -> tuple[
 _FRAME = re.compile(r"^cell \d+, line \d+: (.*)$")
 
 
-def _someone_elses_failure(check: Check, cell: CellRun, run: VariantRun, ctx: Context) -> bool:
-    """Whether a variant run lost this check's value to a failure in code that computes something
-    else: a statement binding other names (``Q = ...`` failing before ``V = ...`` in the same cell),
-    or a NameError for a value an earlier cell failed to compute."""
+def _blamed_names(check: Check, cell: CellRun, run: VariantRun, ctx: Context) -> set[str]:
+    """The names whose code a variant run's failure belongs to, when the data flow shows it is
+    code that computes something other than this check: the statement that raised binds other
+    names (``Q = ...`` failing before ``V = ...`` in the same cell), or a NameError for a value an
+    earlier cell failed to compute. Empty when it cannot tell."""
     if cell.status != CellStatus.ERROR:
-        return False
+        return set()
     m = _UNDEFINED.match(cell.evalue) if cell.ename == "NameError" else None
     if m and m.group(1) not in check.names:
         earlier = next((c for info, c in zip(ctx.infos, run.cells, strict=True)
                         if m.group(1) in info.binds and c.status.failed), None)
         if earlier is not None and earlier.pos < cell.pos:
-            return True
+            return {m.group(1)}
     frame = _FRAME.match(cell.traceback[-1]) if cell.traceback else None
     if frame is None:
-        return False
+        return set()
     try:
         tree = ast.parse(frame.group(1).strip())
     except SyntaxError:
-        return False
+        return set()
     binds = module_level_binds(tree)
-    return bool(binds) and not (binds & check.names)
+    return set() if binds & check.names else set(binds)
+
+
+def _holds_on(check: Check, captures: dict[str, Captured], reference: dict[str, Captured]) -> bool:
+    got, ref = captures.get(check.id), reference.get(check.id)
+    if got is None or got.value is None or ref is None or ref.value is None:
+        return False
+    if check.compare and not matches(got.value, ref.value, rtol=check.rtol, atol=check.atol):
+        return False
+    return not any(check_property(p, check.label, got.value, ref.value, atol=check.atol) for p in check.properties)
+
+
+def _someone_elses_failure(check: Check, cell: CellRun, run: VariantRun, ctx: Context) -> bool:
+    """Whether a variant run lost this check's value to another answer's code, and that answer
+    itself was computed: its own value changed with this variant and matched, as it did on the
+    notebook's data. A statement that belongs to no graded answer (``_ok = 1 / int(X is data)``),
+    or to an answer that this variant does not test, excuses nothing: else a guard that fails
+    only on variants would hide a typed-in answer behind it."""
+    blamed = _blamed_names(check, cell, run, ctx)
+    owners = [c for c in ctx.checks if c.id != check.id and c.names & blamed and not c.names & check.names]
+    if not blamed or not blamed <= set().union(*(c.names for c in owners)):
+        return False  # the statement binds a name no other check grades: it is not only an answer's code
+    for owner in owners:
+        changes = (owner.id in run.changed if run.changed is not None
+                   else _changes(run.reference.get(owner.id), ctx.reference.get(owner.id)))
+        if not changes or not _holds_on(owner, run.student, run.reference) or not _holds_on(owner, ctx.student,
+                                                                                             ctx.reference):
+            return False
+    return True
+
+
+def _variant_cause(cell: CellRun | None, got: Captured | None, run: VariantRun) -> str:
+    """Why a variant run has no value, summarised: the kind of error and where, never its message,
+    output or values (they could show the variant's inputs, which students never see)."""
+    if cell is not None:
+        if cell.status == CellStatus.TIMEOUT:
+            return f"cell {cell.index} did not finish in time"
+        if cell.status == CellStatus.CRASHED:
+            return f"cell {cell.index} stopped the notebook"
+        where = f" ({cell.traceback[-1]})" if cell.traceback else ""
+        return f"cell {cell.index} raised {cell.ename or 'an error'}{where}"
+    if got is not None and got.error:
+        kind = got.error.split(":", 1)[0].strip()
+        return f"computing it raised {kind}" if kind.isidentifier() else "it could not be captured"
+    if run.status == RunStatus.TIMEOUT:
+        return "the run did not finish in time"
+    if run.status == RunStatus.CRASHED:
+        return "the notebook stopped before this point"
+    return "it was not defined at this point"
 
 
 def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
@@ -259,14 +314,9 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
         changed = _names_list(varied)
         verb = "changes" if len(varied) == 1 else "change"
         if got is None or got.value is None:
-            cause = f": {_cell_error(failed_cell)}" if failed_cell is not None else ""
-            if not cause and got is not None and got.error:
-                where = f" ({got.traceback[-1]})" if got.traceback else ""
-                cause = f": {got.error}{where}"
-            if not cause and run.reason:
-                cause = f": {run.reason}"
-            return (f"{check.label} is correct for the notebook's data, but the code fails when {changed} {verb}"
-                    f"{cause}.")
+            # Never "typed in": the cause is an error, a timeout or a crash, named by kind only.
+            return (f"{check.label} is correct for the notebook's data, but the code fails when {changed} {verb}: "
+                    f"{_variant_cause(failed_cell, got, run)}.")
         cmp = compare(check.label, got.value, ref, rtol=check.rtol, atol=check.atol,
                       strict_types=check.strict_types)
         problem = "" if cmp.ok else "its values do not follow"
@@ -413,5 +463,5 @@ def grade_assignment(assignment: Assignment, ctx: Context) -> list[QuestionResul
                 got is None or got.value is None
                 or not matches(got.value, ref.value, rtol=c.rtol, atol=c.atol, strict_types=c.strict_types)):
             wrong.add(c.variable)
-    ctx = replace(ctx, answers=ctx.answers | answers, wrong=ctx.wrong | frozenset(wrong))
+    ctx = replace(ctx, answers=ctx.answers | answers, wrong=ctx.wrong | frozenset(wrong), checks=assignment.checks)
     return [grade_question(q, ctx) for q in assignment.questions]

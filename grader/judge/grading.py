@@ -17,7 +17,7 @@ from typing import Any
 from grader import notebook
 from grader.course.model import Assignment, Course, Limits
 from grader.errors import NotebookError
-from grader.files import sha256_file
+from grader.files import printable, sha256_file
 from grader.judge.checks import Context, VariantRun, grade_assignment, grade_check
 from grader.judge.jobs import answer_cells, build_job
 from grader.judge.reference import References
@@ -59,8 +59,9 @@ class Grader:
         path = Path(path)
         started = time.monotonic()
         ref = self.references.get(assignment)  # a broken solution is an error for the whole run
-        card = Scorecard(assignment=assignment.name, submission=path.name, sha256="", status=SubmissionStatus.GRADED,
-                         score=0.0, max_score=assignment.max_score, student=student)
+        card = Scorecard(assignment=assignment.name, submission=printable(path.name), sha256="",
+                         status=SubmissionStatus.GRADED, score=0.0, max_score=assignment.max_score,
+                         student=printable(student))
         try:
             card.sha256 = sha256_file(path)
         except OSError as exc:
@@ -79,12 +80,19 @@ class Grader:
             run = runner.run(job)
             ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
                           reference=ref.captures, reveal=self.reveal(), given=assignment.given)
-            if ref.variants and run.status == RunStatus.OK and _anything_passes(assignment, ctx):
+            # Variants run whatever the original run's ending (a crash, a timeout, a last cell that
+            # ends the process): only a question that matched on every variant earns its points.
+            if ref.variants and _anything_passes(assignment, ctx):
                 runs = []
+                budget = Budget(assignment.limits, run.duration)
                 for variant, vref, changed in zip(ref.variants, ref.variant_captures, ref.changed, strict=True):
                     vjob = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
                                      traceback_lines=self.course.scorecard.traceback_lines, variant=variant)
-                    vrun = runner.run(vjob)
+                    if budget.left() <= 0:
+                        vrun = RunResult(status=RunStatus.TIMEOUT, reason=budget.reason())
+                    else:
+                        vrun = runner.run(replace(vjob, limits=budget.limits()))
+                        budget.spend(vrun.duration)
                     runs.append(VariantRun(number=variant.number, names=variant.names, student=vrun.captures,
                                            reference=vref, cells=vrun.cells, status=vrun.status, reason=vrun.reason,
                                            changed=changed))
@@ -108,6 +116,33 @@ class Grader:
         ]
         card.execution = {"executor": self.executor.name, "cells_run": 0, "errors": [], "time": 0.0}
         return card
+
+
+class Budget:
+    """The wall-clock time the variant runs of one submission may take, all together.
+
+    A variant run has the notebook's own sizes give or take a few rows, so honest code takes about
+    as long on it as on the notebook's data: each variant run may take at most twice the original
+    run plus one cell's limit, and all of a submission's runs together at most twice the
+    notebook's limit. Code that is slow only when its inputs change (a sleep behind a test of the
+    data) runs out of it, and the variants it did not finish fail."""
+
+    def __init__(self, limits: Limits, original: float) -> None:
+        self.base, self.original = limits, original
+        self.total = 2 * limits.notebook_timeout - original
+
+    def left(self) -> float:
+        return min(self.total, self.base.notebook_timeout, 2 * self.original + self.base.cell_timeout)
+
+    def limits(self) -> Limits:
+        return replace(self.base, notebook_timeout=max(self.left(), 0.1))
+
+    def spend(self, seconds: float) -> None:
+        self.total -= seconds
+
+    def reason(self) -> str:
+        return (f"the submission's runs together used up their {2 * self.base.notebook_timeout:g} s "
+                "(twice the notebook's limit)")
 
 
 def _anything_passes(assignment: Assignment, ctx: Context) -> bool:

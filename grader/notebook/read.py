@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,14 @@ import nbformat
 
 from grader.errors import NotebookError
 
-MAX_NOTEBOOK_BYTES = 20_000_000  # 20 MB, as the message says
+MAX_NOTEBOOK_BYTES = 20_000_000  # 20 MB, as the message says (outputs and images count; they are not analysed)
+# The code the grader analyses (``notebook.analyse``: parsing and data flow, in the grader's own
+# process) is bounded, so one submission's analysis stays within a fixed budget (about a second):
+# code cells of at most MAX_CELL_CHARS characters, and MAX_CODE_CHARS of code in all.
+MAX_CELL_CHARS = 100_000
+MAX_CODE_CHARS = 400_000
+# Python source cannot hold these, and JSON or UTF-8 writers fail on them: replaced on reading.
+_UNUSABLE_CHARS = re.compile("[\x00\ud800-\udfff]")
 SKIP_TAG = "skip-grading"
 
 
@@ -75,6 +83,7 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
             raise NotebookError(f"The notebook structure is invalid: {problem}.")
         nb = nbformat.from_dict(data)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     cells: list[Cell] = []
+    total = 0
     for number, cell in enumerate(nb.get("cells", []), 1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -83,6 +92,14 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
             source = "".join(str(s) for s in source)
         if not isinstance(source, str):
             raise NotebookError("A code cell's source is not text.")
+        if len(source) > MAX_CELL_CHARS:
+            raise NotebookError(f"Cell {number} holds {len(source):,} characters, more than the "
+                                f"{MAX_CELL_CHARS:,} the grader analyses in one cell; keep data in files, not in code.")
+        total += len(source)
+        if total > MAX_CODE_CHARS:
+            raise NotebookError(f"The notebook holds more than {MAX_CODE_CHARS:,} characters of code, more than the "
+                                "grader analyses in one notebook; keep data in files, not in code.")
+        source = _UNUSABLE_CHARS.sub("\ufffd", source)  # a lone surrogate or NUL: the replacement character
         tags = cell.get("metadata", {}).get("tags", []) if isinstance(cell.get("metadata"), dict) else []
         tags = tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ()
         cells.append(Cell(index=number, source=source, tags=tags))

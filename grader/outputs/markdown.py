@@ -5,6 +5,9 @@ Also the job summary on GitHub Actions and the ``output`` of Gradescope tests.
 
 from __future__ import annotations
 
+import re
+
+from grader.files import printable
 from grader.outputs.view import STATUS_WORDS, SUBMISSION_WORDS, ShownQuestion, View
 
 MARKS = {"passed": "✅", "partial": "🟡", "failed": "❌", "error": "❌", "unanswered": "⬜", "withheld": "🔒"}
@@ -15,6 +18,16 @@ def cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
+_MARKUP = re.compile(r"([\\`*\[\]<>|])")
+
+
+def inline(text: str) -> str:
+    """A name or reason a student chose, as plain text in Markdown: escapes (``files.printable``)
+    for control characters, and a backslash before every character Markdown would read as markup
+    (a link, an image, code, raw HTML, a table cell), so a file name cannot add a row, a link or a heading."""
+    return _MARKUP.sub(r"\\\1", printable(text))
+
+
 def question_points(view: View, q: ShownQuestion) -> str:
     if q.withheld:
         return f"–/{view.points(q.max_score)}"
@@ -22,13 +35,13 @@ def question_points(view: View, q: ShownQuestion) -> str:
 
 
 def summary_lines(view: View) -> list[str]:
-    who = f"{view.who} · " if view.who else ""
+    who = f"{inline(view.who)} · " if view.who else ""
     lines = [
-        f"**{who}{view.submission}** · {SUBMISSION_WORDS.get(view.status, view.status)} · "
+        f"**{who}{inline(view.submission)}** · {SUBMISSION_WORDS.get(view.status, view.status)} · "
         f"score **{view.score_line}**",
     ]
     if view.reason:
-        lines += ["", f"> {view.reason}"]
+        lines += ["", f"> {inline(view.reason)}"]
     lines += ["", "| Question | Result | Points |", "|---|---|---|"]
     for q in view.questions:
         lines.append(f"| {cell(q.id)}: {cell(q.title)} | {MARKS.get(q.status, '')} "
@@ -49,5 +62,5 @@ def to_markdown(view: View) -> str:
         lines += question_lines(view, q)
     if view.errors:
         lines += ["", "## Errors in the notebook", ""]
-        lines += [f"- {e}" for e in view.errors]
+        lines += [f"- {printable(e)}" for e in view.errors]
     return "\n".join(lines) + "\n"

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from grader import capture
 from grader.errors import ProtocolError
+from grader.files import printable
 from grader.run import sandbox
 from grader.run.frames import FrameReader
 from grader.run.job import Captured, CellRun, Job, JobWire, RunResult
@@ -189,6 +190,7 @@ def run_with_retries(executor: Spawner, job: Job) -> RunResult:
         result.reason = f"cell {first.index} ran past the {job.limits.cell_timeout:g} s limit and was stopped"
     elif crashed:  # the notebook ran again without that cell, so the rest is graded all the same
         result.status, result.reason = RunStatus.CRASHED, crashed[0].evalue
+    result.reason = printable(result.reason)  # parts of it can come from the student process: a forged `fatal`
     return result
 
 

@@ -20,6 +20,12 @@ if TYPE_CHECKING:  # the student process imports this module: nothing of the gra
     from grader.run.job import Message
 
 HEADER = struct.Struct(">I")
+# What decoding a frame may build in the grader's process: every value the worker encodes is a
+# JSON object, so objects and arrays bound the items of a frame. Counted on the raw bytes, before
+# anything is decoded (26 MB of tiny items used to cost the grader 1.5 GB and many seconds);
+# ``capture.MAX_ITEMS`` items to a container, a few containers to a value, leave room for any
+# honest capture within ``capture_mb``.
+MAX_FRAME_CONTAINERS = 300_000
 
 
 def write_frame(stream: BinaryIO, message: Message) -> None:
@@ -29,6 +35,10 @@ def write_frame(stream: BinaryIO, message: Message) -> None:
 
 
 def parse_frame(body: bytes) -> dict[str, Any]:
+    containers = body.count(b"{") + body.count(b"[")
+    if containers > MAX_FRAME_CONTAINERS:
+        raise ProtocolError(f"the student process sent a message of {containers:,} items, over the limit "
+                            f"of {MAX_FRAME_CONTAINERS:,}")
     try:
         message = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):

@@ -30,8 +30,10 @@ from grader.run.sandbox.linux import (
     PR_SET_NO_NEW_PRIVS,
     PR_SET_PDEATHSIG,
     drop_capabilities,
+    forget_keys_of,
     loopback_up,
     map_ids,
+    new_session_keyring,
     prctl,
     unshare,
 )
@@ -129,7 +131,9 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
         unshare(first)
     if plan.user_ns:
         map_ids(real_uid, real_gid)
-    fork_keeper(channel, workdir, subreaper=not plan.pid_ns, view=ahead[1] if ahead else None)
+    if uid is not None:
+        forget_keys_of(uid)  # a uid used before (pids wrap around) starts with no key of an earlier run
+    fork_keeper(channel, workdir, subreaper=not plan.pid_ns, view=ahead[1] if ahead else None, uid=uid)
     if plan.pid_ns:
         _die_with_parent()  # the namespace's init goes with the keeper, and everything in it with init
     # Without a pid namespace the student outlives a keeper it killed and finishes the notebook; the
@@ -176,6 +180,7 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
             _die_with_parent()  # cleared by the uid change
     elif plan.user_ns:
         drop_capabilities()
+    new_session_keyring()  # not the grader's session keyring: its keys are not the student's to use
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     if uid is not None or plan.user_ns:
         nproc = int(limits["processes"]) + (0 if uid is not None else 1 + plan.pid_ns)

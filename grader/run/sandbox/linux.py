@@ -116,3 +116,67 @@ def pivot_root(new: str, old: str) -> None:
     if number is None:
         raise SandboxError(f"pivot_root is not known on {os.uname().machine}")
     check(libc().syscall(ctypes.c_long(number), os.fsencode(new), os.fsencode(old)), "pivot_root")
+
+
+# The kernel's key retention service. Keys live in the kernel, not in any namespace the sandbox
+# makes (but a user namespace): a key a run puts in its user keyring, readable by everyone, would
+# outlive the run and reach the next submission's run (``/proc/keys`` lists it).
+KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "ppc64le": 311, "s390x": 280, "i686": 288}
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_SETPERM, KEYCTL_CLEAR, KEYCTL_INVALIDATE = 1, 5, 7, 21
+KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
+KEY_OWNER_ALL = 0x3F3F0000  # possessor and owner may do everything; group and others nothing
+_NO_KEYS = (errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM)  # no keyrings here (EPERM: a seccomp filter)
+
+
+def keyctl(op: int, *args: int | None) -> int:
+    """keyctl(2); -1 with errno set when refused (or ENOSYS where the machine's number is not known)."""
+    number = KEYCTL.get(os.uname().machine)
+    if number is None:
+        ctypes.set_errno(errno.ENOSYS)
+        return -1
+    values = [ctypes.c_long(a) if a is not None else None for a in args]
+    result: int = libc().syscall(ctypes.c_long(number), ctypes.c_long(op), *values)
+    return result
+
+
+def new_session_keyring() -> None:
+    """Join a fresh, empty, anonymous session keyring: the run does not possess the keys of the
+    grader's session (possession grants what a key's possessor may do, whoever its owner is), and
+    what it adds there goes with its last process. Where the kernel has no keys, or a seccomp filter
+    around the grader refuses them (Docker's default profile: EPERM, for the student too), nothing
+    to do."""
+    if keyctl(KEYCTL_JOIN_SESSION_KEYRING, None) < 0 and ctypes.get_errno() not in _NO_KEYS:
+        err = ctypes.get_errno()
+        raise SandboxError(f"joining a new session keyring failed: {os.strerror(err)}")
+
+
+def forget_keys_of(uid: int) -> None:
+    """As root: drop every key the run's uid holds in the kernel, so nothing it stored reaches a
+    later run that gets the same uid. Takes the uid as its real and effective id for a moment
+    (the saved id stays root's, to come back), empties its user and user-session keyrings and
+    invalidates every other key it owns that /proc/keys lists; keys linked nowhere any more are
+    then freed by the kernel. Call only when no process of that uid is left."""
+    if keyctl(0, KEY_SPEC_USER_KEYRING, 0) < 0 and ctypes.get_errno() in _NO_KEYS:
+        return  # keyctl(KEYCTL_GET_KEYRING_ID) refused outright: no keys here, for anyone
+    ruid, euid, suid = os.getresuid()
+    rgid, egid, sgid = os.getresgid()
+    os.setresgid(uid, uid, sgid)
+    os.setresuid(uid, uid, suid)
+    try:
+        owned = []
+        try:
+            with open("/proc/keys", "rb") as f:  # bytes: nothing to import while running as the uid
+                for line in f:
+                    fields = line.split()
+                    if len(fields) > 5 and fields[5] == b"%d" % uid:
+                        owned.append(int(fields[0], 16))
+        except (OSError, ValueError):
+            pass
+        for serial in owned:
+            keyctl(KEYCTL_SETPERM, serial, KEY_OWNER_ALL)  # the owner may always set them
+            keyctl(KEYCTL_INVALIDATE, serial)
+        keyctl(KEYCTL_CLEAR, KEY_SPEC_USER_KEYRING)
+        keyctl(KEYCTL_CLEAR, KEY_SPEC_USER_SESSION_KEYRING)
+    finally:
+        os.setresuid(ruid, euid, suid)
+        os.setresgid(rgid, egid, sgid)

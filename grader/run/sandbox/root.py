@@ -88,11 +88,20 @@ def build_root(workdir: str, disk_mb: int, owner: int, *, fresh_proc: bool) -> N
     finish_view(root, workdir, disk_mb, owner, resize=False)
 
 
+# Files a run may create on each of its tmpfs (the working directory, /tmp, /dev/shm): every inode
+# is kernel memory that no size limit counts (400,000 empty files held about 400 MB of it).
+TMPFS_INODES = 16384
+
+
+def _sized(disk_mb: int) -> str:
+    return f"size={disk_mb}m,nr_inodes={TMPFS_INODES}"
+
+
 def build_view(root: str, disk_mb: int, *, fresh_proc: bool) -> None:
     """The part of the new root that does not depend on the submission, mounted on ``root``."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m")
-    size = f"size={disk_mb}m"
+    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m,nr_inodes=4096")
+    size = _sized(disk_mb)
     # /tmp first: a project or virtual environment that lives under /tmp (a CI checkout, say) is
     # bound in below and must stay visible on top of the student's empty /tmp.
     mount("tmpfs", _make_point(root, "/tmp", directory=True), "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
@@ -105,7 +114,7 @@ def build_view(root: str, disk_mb: int, *, fresh_proc: bool) -> None:
             continue
         bind(source, _make_point(root, path, directory=os.path.isdir(source)))
     dev = _make_point(root, "/dev", directory=True)
-    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755,size=64k")
+    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755,size=64k,nr_inodes=64")
     for name in DEVICES:
         if os.path.exists(f"/dev/{name}"):
             bind(f"/dev/{name}", _make_point(root, f"/dev/{name}", directory=False), writable=True)
@@ -127,7 +136,7 @@ def build_view(root: str, disk_mb: int, *, fresh_proc: bool) -> None:
 def finish_view(root: str, workdir: str, disk_mb: int, owner: int, *, resize: bool = True) -> None:
     """Add the working directory to the view on ``root``, then pivot into it and make it read-only.
     ``resize``: the view was built ahead of the job, so /tmp and /dev/shm take the job's size now."""
-    size = f"size={disk_mb}m"
+    size = _sized(disk_mb)
     for place in ("/tmp", "/dev/shm") if resize else ():
         mount(None, root + place, None, MS_REMOUNT | MS_NOSUID | MS_NODEV, size)
     # The working directory: a tmpfs of the student's own, the prepared files bound in read-only.

@@ -19,16 +19,19 @@ import stat
 import time
 from typing import TYPE_CHECKING
 
+from grader.errors import SandboxError
 from grader.run.sandbox.host import remove_workdir, send_signal, stop_tree
-from grader.run.sandbox.linux import PR_SET_CHILD_SUBREAPER, prctl
+from grader.run.sandbox.linux import PR_SET_CHILD_SUBREAPER, forget_keys_of, prctl
 
 if TYPE_CHECKING:  # the job's shape, for the type checker only: the student process never imports grader.run.job
     from grader.run.job import JobWire
 
 
-def fork_keeper(channel: int | None, workdir: str, *, subreaper: bool, view: str | None = None) -> None:
+def fork_keeper(channel: int | None, workdir: str, *, subreaper: bool, view: str | None = None,
+                uid: int | None = None) -> None:
     """Fork; the parent stays behind as the keeper and never returns. It removes ``view`` (the
-    empty directory a session's root was mounted on, in the child's namespace) at the end."""
+    empty directory a session's root was mounted on, in the child's namespace) at the end, and
+    when the run had a ``uid`` of its own, every key that uid left in the kernel's keyrings."""
     if subreaper:
         prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the student come back to the keeper
     pid = os.fork()
@@ -42,6 +45,11 @@ def fork_keeper(channel: int | None, workdir: str, *, subreaper: bool, view: str
         for p in stop_tree(os.getpid()):
             send_signal(p, signal.SIGKILL)
         _reap_all()
+    if uid is not None:
+        try:
+            forget_keys_of(uid)
+        except (OSError, SandboxError):
+            pass
     if abandoned:  # the grader may be gone for good: do not leave its working directory behind
         try:
             remove_workdir(workdir)
