@@ -18,6 +18,9 @@ import pytest
 import yaml
 from conftest import NUMPY_CORRECT, ROOT
 
+from grader import batch
+from grader.batch import shards
+from grader.course import config
 from grader.testing import fill, write
 
 distributed = pytest.importorskip("distributed", reason="Dask's distributed is not installed (the cluster extra)")
@@ -47,14 +50,23 @@ def klass(tmp_path_factory) -> Path:
     return c
 
 
-def course_dir(root: Path) -> Path:
-    """A course folder linked to the real one, with a results cache of its own."""
-    root.mkdir(parents=True)
-    for name in ("solutions", "assignments"):
-        (root / name).symlink_to(ROOT / name)
-    text = (ROOT / "config.yaml").read_text()
-    (root / "config.yaml").write_text(text.replace("course:\n", f"course:\n  cache_dir: {root / 'cache'}\n", 1))
-    return root
+@pytest.fixture(scope="module")
+def course_dir(tmp_path_factory):
+    """course_dir(root): a course folder linked to the real one, with a results cache of its own;
+    every one shares a reference cache, so the solution runs once for the module."""
+    shared = tmp_path_factory.mktemp("references")
+
+    def make(root: Path) -> Path:
+        root.mkdir(parents=True)
+        for name in ("solutions", "assignments"):
+            (root / name).symlink_to(ROOT / name)
+        (root / "cache").mkdir()
+        (root / "cache/references").symlink_to(shared)
+        text = (ROOT / "config.yaml").read_text()
+        (root / "config.yaml").write_text(text.replace("course:\n", f"course:\n  cache_dir: {root / 'cache'}\n", 1))
+        return root
+
+    return make
 
 
 def grader_cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -63,7 +75,7 @@ def grader_cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.Comple
 
 
 @pytest.fixture(scope="module")
-def single(klass, tmp_path_factory) -> Path:
+def single(klass, tmp_path_factory, course_dir) -> Path:
     """The class graded on this machine alone: what every other path must reproduce."""
     root = tmp_path_factory.mktemp("single")
     cwd = course_dir(root / "course")
@@ -151,7 +163,7 @@ def wait_until(condition, timeout: float = 120, what: str = "") -> None:
 # -- a class on the cluster --------------------------------------------------------------------
 
 
-def test_a_class_graded_on_the_cluster_with_a_worker_killed_matches_one_machine(tmp_path, klass, single, cluster):
+def test_a_class_graded_on_the_cluster_with_a_worker_killed_matches_one_machine(tmp_path, klass, single, cluster, course_dir):
     address, client = cluster
     cwd = course_dir(tmp_path / "course")
     out = tmp_path / "out"
@@ -183,7 +195,7 @@ def test_a_class_graded_on_the_cluster_with_a_worker_killed_matches_one_machine(
         assert [row["student"] for row in csv.DictReader(f)] == ["ann", "ben", "cat", "dan", "eve", "fay", "gus", "hal"]
 
 
-def test_a_submission_whose_worker_dies_twice_is_recorded_crashed_and_not_run_again(tmp_path, cluster):
+def test_a_submission_whose_worker_dies_twice_is_recorded_crashed_and_not_run_again(tmp_path, cluster, course_dir):
     address, client = cluster
     wait_until(lambda: len(client.nthreads()) == 2, what="both workers back")
     c = tmp_path / "class"
@@ -215,19 +227,21 @@ def test_a_submission_whose_worker_dies_twice_is_recorded_crashed_and_not_run_ag
     assert "grading on the Dask cluster" not in again.stderr
 
 
-def test_no_scheduler_at_the_address_is_a_usage_error(tmp_path, klass):
+def test_no_scheduler_at_the_address_is_a_usage_error(tmp_path, klass, course_dir):
     cwd = course_dir(tmp_path / "course")
-    done = grader_cli("grade", str(klass / "ann.ipynb"), "-a", "attention_numpy", "-o", str(tmp_path / "out"),
-                      "--cluster", f"tcp://127.0.0.1:{free_port()}", cwd=cwd, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(klass / "ann.ipynb"), "-a", "attention_numpy",
+                           "-o", str(tmp_path / "out"), "--cluster", f"tcp://127.0.0.1:{free_port()}"],
+                          capture_output=True, text=True, cwd=cwd, timeout=120,
+                          env={**ENV, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"})
     assert done.returncode == 2
-    assert done.stderr.startswith(f"grader: Cannot reach the Dask scheduler at tcp://127.0.0.1:")
+    assert done.stderr.startswith("grader: Cannot reach the Dask scheduler at tcp://127.0.0.1:")
     assert "Traceback" not in done.stderr
 
 
 # -- shards in a CI matrix -----------------------------------------------------------------------
 
 
-def test_shards_merged_write_what_one_run_writes(tmp_path, klass, single):
+def test_shards_merged_write_what_one_run_writes(tmp_path, klass, single, course_dir):
     cwd = course_dir(tmp_path / "course")
     shares = []
     for k in (1, 2):
@@ -241,16 +255,16 @@ def test_shards_merged_write_what_one_run_writes(tmp_path, klass, single):
     assert merged.returncode == 0, merged.stderr
     assert normalised(tmp_path / "out") == normalised(single)
 
-    # the same share every time, whatever else is in the class
+    # the same share every time, whatever else is in the class: it depends on a file's content alone
     (tmp_path / "class").mkdir()
     for p in klass.iterdir():
         (tmp_path / "class" / p.name).write_bytes(p.read_bytes())
     submission(tmp_path / "class/zed.ipynb", "zed")
-    done = grader_cli("grade", str(tmp_path / "class"), "-a", "attention_numpy", "-o", str(tmp_path / "again"),
-                      "--shard", "1/2", "--formats", "yaml", cwd=cwd)
-    assert done.returncode == 0, done.stderr
-    before = {p.name for p in (tmp_path / "shard-1").glob("*.yaml") if not p.name.startswith("shard-")}
-    assert before <= {p.name for p in (tmp_path / "again").glob("*.yaml")}
+    assignment = config.load(cwd / "config.yaml").assignment("attention_numpy")
+    with batch.intake([tmp_path / "class"], assignment) as found:
+        again = {s.name for _, s in shards.select(found.submissions, 1, 2)}
+    before = {p.stem for p in (tmp_path / "shard-1").glob("*.yaml") if not p.name.startswith("shard-")}
+    assert before == again - {"zed"}
 
     missing = grader_cli("merge", str(tmp_path / "shard-1"), "-o", str(tmp_path / "part"), cwd=cwd)
     assert (missing.returncode, missing.stderr.strip()) == (
