@@ -1,6 +1,7 @@
 """Past one machine: a real Dask scheduler and two workers on 127.0.0.1 grading a class through
-``grader grade --cluster``, a worker killed mid-batch, a submission whose workers die twice, and
-the CI path (``--shard K/N`` then ``grader merge``), each compared with a single-machine run."""
+``grader grade --cluster``, the client and then a worker killed mid-batch, a submission whose
+workers die twice, and the CI path (``--shard K/N`` then ``grader merge``), each compared with a
+single-machine run."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ distributed = pytest.importorskip("distributed", reason="Dask's distributed is n
 
 SKELETON = ROOT / "assignments/attention_numpy/attention_numpy.ipynb"
 FORMATS = "yaml,md,gradebook,junit"
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def submission(path: Path, tag: str, answers: dict | None = None, extra: str = "import time\ntime.sleep(0.3)") -> Path:
@@ -163,18 +164,31 @@ def wait_until(condition, timeout: float = 120, what: str = "") -> None:
 # -- a class on the cluster --------------------------------------------------------------------
 
 
-def test_a_class_graded_on_the_cluster_with_a_worker_killed_matches_one_machine(tmp_path, klass, single, cluster, course_dir):
+def stored(cwd: Path) -> int:
+    return len(list((cwd / "cache/results").glob("*/*.json")))
+
+
+def test_a_class_graded_on_the_cluster_with_client_and_worker_killed_matches_one_machine(
+        tmp_path, klass, single, cluster, course_dir):
     address, client = cluster
     cwd = course_dir(tmp_path / "course")
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "grader.cli", "grade", str(klass), "-a", "attention_numpy", "-o", str(out),
            "--formats", FORMATS, "--cluster", address]
+    # the client killed once two results are back: they are kept
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    try:
+        wait_until(lambda: stored(cwd) >= 2 or proc.poll() is not None, what="two results of the first client")
+    finally:
+        proc.kill()
+        proc.wait()
+    before = stored(cwd)
+    assert 2 <= before < 7
+
+    # run again, and kill a worker while it grades: the rest is graded, nothing twice
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
-        # mid-batch: a scorecard is back, and a worker is grading another submission
         def busy() -> str:
-            if not any(out.glob("*.yaml")):
-                return ""
             return next((w for w, keys in client.processing().items() if any(k.startswith("grade-") for k in keys)), "")
 
         wait_until(lambda: busy() or proc.poll() is not None, what="a worker busy mid-batch")
@@ -186,6 +200,7 @@ def test_a_class_graded_on_the_cluster_with_a_worker_killed_matches_one_machine(
         proc.kill()
     assert proc.returncode == 0, stderr
     assert "grading on the Dask cluster at" in stderr and "8/8 graded (100%)" in stderr
+    assert f"{before} unchanged submission(s) taken from the results cache (--force grades them again)" in stdout
     assert normalised(out) == normalised(single)
     # the submission the killed worker was grading started again, on another worker
     again = [msgs for student in ("ann", "ben", "cat", "dan", "eve", "fay", "hal")

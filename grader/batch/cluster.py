@@ -10,8 +10,9 @@ scorecard in plain data.
 - **What workers get** (``bundle_for_workers``): the course settings, the assignment, the
   reference values the client computed (plain data), the skipped cells' sources and the data
   files students' notebooks read. Never the solution notebook. It reaches every worker, including
-  one that joins later, as a Dask worker plugin (``GraderPlugin``), which also keeps one executor
-  per worker process alive across tasks (the forking executor's warm server and its sandboxes).
+  one that joins later, as a Dask worker plugin (``grader.batch.dask_plugin``), which also keeps
+  one executor per worker process alive across tasks (the forking executor's warm server and its
+  sandboxes).
 - **Streaming**: a few tasks per worker thread are in flight at a time, so a class of 100,000
   holds neither the scheduler's memory nor the client's.
 - **A worker that dies** mid-submission: Dask runs its task again on another worker. Each start
@@ -120,7 +121,7 @@ def grade_on_cluster(grader: Grader, assignment: Assignment, work: list[tuple[st
         _stream(client, distributed, grade_task, name, work, finish, crashed, run=uuid.uuid4().hex[:8])
     finally:
         try:
-            client.unregister_worker_plugin(name)  # ends each worker's executor
+            client.unregister_worker_plugin(name)  # each worker drops this assignment's data
         except Exception:  # noqa: BLE001 - a scheduler already gone has nothing to unregister
             pass
         client.close(timeout=10)

@@ -3,9 +3,9 @@
 ``GraderPlugin`` reaches every worker of the cluster (and every worker that joins later) through
 the scheduler, carrying the ``Bundle`` the client made (``grader.batch.cluster``). On a worker it
 makes one ``WorkerGrader``: the executor named by the client, started on the first submission and
-kept alive across tasks (for the forking executor: its warm server and sandboxes set up ahead),
-the reference values as received, and the data files students' notebooks read, written to a
-folder of its own. ``grade_task`` is the task the client submits per submission.
+kept alive across tasks and runs (for the forking executor: its warm server and sandboxes set up
+ahead, until the worker process ends), the reference values as received, and the data files
+students' notebooks read, written to a folder of its own. ``grade_task`` is the task the client submits per submission.
 
 This module imports Dask's ``distributed`` and is imported only when a cluster is used.
 """
@@ -51,7 +51,7 @@ class ShippedReferences(References):
 
 
 class WorkerGrader:
-    """The grader of one worker process: its own executor, started on first use, kept until teardown."""
+    """The grader of one worker process: its executor, started on first use and kept across tasks."""
 
     def __init__(self, bundle: Bundle):
         self.bundle = bundle
@@ -102,7 +102,11 @@ class WorkerGrader:
     def close(self) -> None:
         with self.lock:
             if self.grader is not None:
-                self.grader.executor.close()
+                # The forking executor is the process's own warm server, shared by every grader in
+                # it: it stays for the next run and ends with the worker process (at exit, or when
+                # the process is killed and the server reads end-of-file). Others are closed here.
+                if self.grader.executor.name != "forking":
+                    self.grader.executor.close()
                 self.grader = None
             if self.root is not None:
                 shutil.rmtree(self.root, ignore_errors=True)
