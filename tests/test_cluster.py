@@ -303,3 +303,13 @@ def test_ci_workflow_runs_the_shards_as_a_matrix_then_merges(tmp_path):
     assert any(s.get("run", "").startswith("grader merge shards") for s in merge["steps"])
     assert any(s.get("uses", "").startswith("actions/download-artifact") and s["with"]["pattern"] == "shard-*"
                for s in merge["steps"])
+
+
+def test_without_distributed_cluster_is_a_one_line_usage_error(tmp_path, klass, course_dir):
+    cwd = course_dir(tmp_path / "course")
+    code = ("import sys; sys.modules['distributed'] = None; from grader.cli import main; "
+            f"sys.exit(main(['grade', {str(klass)!r}, '-a', 'attention_numpy', '--cluster', 'tcp://127.0.0.1:1']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=120, env=ENV)
+    assert (done.returncode, done.stderr.strip()) == (
+        2, "grader: --cluster needs Dask's distributed package, which is not installed: "
+           "pip install 'notebook-grader[cluster]'.")
