@@ -7,9 +7,10 @@ and writes every output, exactly as on one machine. Workers (``dask worker`` pro
 only grade: a submission goes to a worker as its file name and bytes, and comes back as a
 scorecard in plain data.
 
-- **What workers get** (``bundle_for_workers``): the course settings, the assignment, the
-  reference values the client computed (plain data), the skipped cells' sources and the data
-  files students' notebooks read. Never the solution notebook. It reaches every worker, including
+- **What workers get** (``bundle_for_workers``): the course settings, the assignment, its
+  reference bundle (``References.save_bundle``: the reference values the client computed and
+  the skipped cells' sources) and the data files students' notebooks read. Never the solution
+  notebook: a worker grades from the bundle, as an assignment with ``reference_bundle:`` does. It reaches every worker, including
   one that joins later, as a Dask worker plugin (``grader.batch.dask_plugin``), which also keeps
   one executor per worker process alive across tasks (the forking executor's warm server and its
   sandboxes).
@@ -26,6 +27,7 @@ this module imports it only when a cluster is used.
 
 from __future__ import annotations
 
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -38,8 +40,6 @@ from grader.batch.store import card_from_data, code_digest
 from grader.course.model import Assignment, Course
 from grader.errors import GraderError, UsageError
 from grader.judge.grading import Grader
-from grader.judge.jobs import skip_sources
-from grader.judge.reference import Reference
 from grader.judge.scorecard import Scorecard
 
 WORKERS_TIMEOUT = 120.0  # seconds to wait for a first worker
@@ -68,8 +68,7 @@ class Bundle:
 
     course: Course
     assignment: Assignment
-    reference: Reference
-    skip: frozenset[str]
+    references: bytes  # the assignment's reference bundle (``References.save_bundle``): no solution in it
     data: tuple[tuple[str, bytes], ...]  # (path relative to the solution folder, content)
     executor: str
     code: str  # the client's code digest: a worker running other grader code refuses
@@ -77,14 +76,14 @@ class Bundle:
 
 
 def bundle_for_workers(grader: Grader, assignment: Assignment, fingerprint: str) -> Bundle:
-    """The one place that decides what workers receive: the references this client computed.
-
-    A compiled reference bundle would be plugged in here; nothing else on either side changes.
-    """
+    """The one place that decides what workers receive: the reference bundle of the references
+    this client computed (or was given), the data files, and the settings. Never the solution."""
     data = tuple((rel, (assignment.solution_dir / rel).read_bytes()) for rel in assignment.data)
-    return Bundle(course=grader.course, assignment=assignment, reference=grader.references.get(assignment),
-                  skip=frozenset(skip_sources(assignment)), data=data, executor=grader.executor.name,
-                  code=code_digest(), fingerprint=fingerprint)
+    with tempfile.TemporaryDirectory(prefix="grader-bundle-") as tmp:
+        path = grader.references.save_bundle(assignment, Path(tmp) / "references.json")
+        references = path.read_bytes()
+    return Bundle(course=grader.course, assignment=assignment, references=references, data=data,
+                  executor=grader.executor.name, code=code_digest(), fingerprint=fingerprint)
 
 
 # -- the client ----------------------------------------------------------------------------

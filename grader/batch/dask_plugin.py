@@ -4,8 +4,9 @@
 the scheduler, carrying the ``Bundle`` the client made (``grader.batch.cluster``). On a worker it
 makes one ``WorkerGrader``: the executor named by the client, started on the first submission and
 kept alive across tasks and runs (for the forking executor: its warm server and sandboxes set up
-ahead, until the worker process ends), the reference values as received, and the data files
-students' notebooks read, written to a folder of its own. ``grade_task`` is the task the client submits per submission.
+ahead, until the worker process ends), and the assignment graded from its reference bundle as
+received, with the data files students' notebooks read beside it, in a folder of its own.
+``grade_task`` is the task the client submits per submission.
 
 This module imports Dask's ``distributed`` and is imported only when a cluster is used.
 """
@@ -13,6 +14,7 @@ This module imports Dask's ``distributed`` and is imported only when a cluster i
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import tempfile
 import threading
@@ -23,31 +25,14 @@ from typing import TYPE_CHECKING, Any
 from distributed import WorkerPlugin, get_client, get_worker
 
 from grader.batch.store import card_to_data, code_digest
-from grader.course.model import Assignment, Course
 from grader.errors import GraderError, UsageError
 from grader.judge.grading import Grader
-from grader.judge.reference import Reference, References
 from grader.run import executors
-from grader.run.execute import Executor
 
 if TYPE_CHECKING:
     from grader.batch.cluster import Bundle
 
 MAX_STARTS = 2  # a task started this many times has killed as many workers: its next start gives up
-
-
-class ShippedReferences(References):
-    """References received as data: nothing is run, read or cached on this machine."""
-
-    def __init__(self, course: Course, executor: Executor, reference: Reference):
-        super().__init__(course, executor)
-        self.reference = reference
-
-    def key(self, assignment: Assignment) -> str:
-        return self.reference.key
-
-    def get(self, assignment: Assignment) -> Reference:
-        return self.reference
 
 
 class WorkerGrader:
@@ -68,21 +53,21 @@ class WorkerGrader:
         with self.lock:
             if self.grader is None:
                 self.root = Path(tempfile.mkdtemp(prefix="grader-worker-"))
-                # The data files where the assignment says they are, relative to a solution folder
-                # that holds no solution.
+                # The assignment graded from its reference bundle, with the data files beside it
+                # (where an assignment with a bundle has them); no solution on this machine.
                 home = self.root / "course"
+                home.mkdir()
+                bundle = home / "references.json"
+                bundle.write_bytes(self.bundle.references)
+                os.chmod(bundle, 0o600)
                 for rel, content in self.bundle.data:
                     target = home / rel
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(content)
                 a = self.bundle.assignment
                 self.assignment = dataclasses.replace(a, solution=home / a.solution.name,
-                                                      skeleton=home / a.skeleton.name)
-                executor = executors.make_executor(self.bundle.executor)
-                grader = Grader(self.bundle.course, executor,
-                                ShippedReferences(self.bundle.course, executor, self.bundle.reference))
-                grader._skip[self.assignment.name] = set(self.bundle.skip)
-                self.grader = grader
+                                                      skeleton=home / a.skeleton.name, bundle=bundle)
+                self.grader = Grader(self.bundle.course, executors.make_executor(self.bundle.executor))
             return self.grader
 
     def grade(self, name: str, content: bytes, student: str) -> dict[str, Any]:
