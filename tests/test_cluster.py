@@ -186,14 +186,16 @@ def test_a_class_graded_on_the_cluster_with_client_and_worker_killed_matches_one
     assert 2 <= before < 7
 
     # run again, and kill a worker while it grades: the rest is graded, nothing twice
+    seen = set(client.get_events())
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
-        def busy() -> str:
-            return next((w for w, keys in client.processing().items() if any(k.startswith("grade-") for k in keys)), "")
+        def started() -> list[dict]:  # a grading task of this run has started (each runs for a second or more)
+            return next((msgs for topic, msgs in client.get_events().items()
+                         if topic.startswith("grader-starts-grade-") and topic not in seen), [])
 
-        wait_until(lambda: busy() or proc.poll() is not None, what="a worker busy mid-batch")
-        victim = busy()
-        assert victim, "the batch ended before a worker could be killed"
+        wait_until(lambda: started() or proc.poll() is not None, what="a grading task started mid-batch")
+        assert started(), "the batch ended before a worker could be killed"
+        victim = started()[0][1]["worker"]
         kill_worker(client, victim)
         stdout, stderr = proc.communicate(timeout=240)
     finally:
