@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench bench-cluster clean
 
 setup: $(STAMP)
 
@@ -30,6 +30,9 @@ test: setup
 
 bench: setup
 	$(BIN)/python benchmarks/bench_grading.py -n 200 --jobs 2
+
+bench-cluster: setup
+	$(BIN)/python benchmarks/bench_cluster.py -n 80 --workers 1,2,4
 
 clean:
 	rm -rf $(VENV) .grader-cache demo-out

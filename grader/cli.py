@@ -2,6 +2,9 @@
 
     grader grade PATH... [--assignment NAME] [--out DIR]   grade notebooks, folders, zips, nbgrader's
                          [--executor E] [--jobs N] [--force]  submitted/; in parallel, resumable
+                         [--cluster ADDRESS] [--shard K/N]    on a Dask cluster, or one share of a class
+    grader merge DIR... [--out DIR]                         the shards' outputs as one run's
+    grader ci-workflow [NAME] --shards N                    GitHub Actions: N shard jobs and a merge
     grader assign [NAME...]                                 solution -> student skeleton
     grader validate [NAME...]                               prove each assignment's loop closes
     grader check NOTEBOOK [QUESTION]                        a student's self-check (public checks only)
@@ -23,6 +26,7 @@ import sys
 from pathlib import Path
 
 from grader import __version__, batch
+from grader.batch import shards
 from grader.course import config
 from grader.course.locate import find_config, pick_assignment
 from grader.errors import GraderError, UsageError
@@ -47,6 +51,14 @@ def cmd_grade(args: argparse.Namespace) -> int:
     assignment = pick_assignment(course, args.assignment, [*given, *batch.collect(given)])
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}.")
+    if args.cluster is not None and args.jobs is not None:
+        raise UsageError("--jobs is for this machine; on a cluster each worker's --nthreads says how many "
+                         "notebooks it grades at once.")
+    if args.cluster is not None:
+        from grader.batch.cluster import distributed_module
+
+        distributed_module()  # a clear message now rather than after reading the class
+    shard = shards.parse_shard(args.shard) if args.shard is not None else None
     if args.formats is None and "gradebook" not in formats:
         formats = (*formats, Format.GRADEBOOK)  # a batch always gets its gradebook.csv unless --formats says otherwise
     out = Path(args.out)
@@ -60,13 +72,25 @@ def cmd_grade(args: argparse.Namespace) -> int:
             outputs.write_submission(sub.path, sub.name, card, course=course, assignment=assignment, out=out,
                                     formats=formats)
 
-        progress = batch.Progress(len(found.submissions), assignment.name)
+        mine = [(i, s) for i, s in enumerate(found.submissions)]
+        if shard is not None:
+            mine = shards.select(found.submissions, *shard)
+            print(f"shard {shard[0]}/{shard[1]}: {len(mine)} of the class's {len(found.submissions)} submissions",
+                  file=sys.stderr)
+        subs = [s for _, s in mine]
+        progress = batch.Progress(len(subs), assignment.name)
         try:
-            outcome = batch.grade_all(grader, assignment, found.submissions, jobs=args.jobs or batch.default_jobs(),
-                                      store=store, force=args.force, on_card=write, progress=progress)
+            outcome = batch.grade_all(grader, assignment, subs, jobs=args.jobs or batch.default_jobs(),
+                                      store=store, force=args.force, on_card=write, progress=progress,
+                                      cluster=args.cluster, say=lambda line: print(line, file=sys.stderr, flush=True))
         finally:
             progress.close()
-        done = [(s.path, s.name, card) for s, card in zip(found.submissions, outcome.cards, strict=True)]
+        done = [(s.path, s.name, card) for s, card in zip(subs, outcome.cards, strict=True)]
+        if shard is not None:
+            shards.write_manifest(out, shard=shard[0], count=shard[1], assignment=assignment.name,
+                                  fingerprint=store.key, total=len(found.submissions), formats=formats,
+                                  graded=[(i, s, c) for (i, s), c in zip(mine, outcome.cards, strict=True)],
+                                  notes=found.notes)
         outputs.write_run(done, course=course, assignment=assignment, out=out, formats=formats,
                          executor_name=grader.executor.name)
         rows = [(name, card) for _, name, card in done]
@@ -77,6 +101,39 @@ def cmd_grade(args: argparse.Namespace) -> int:
         print("\n".join(notes))
     print(f"\nScorecards written to {out}/ ({', '.join(formats)})")
     return fail_under(rows, args.fail_under)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from grader import outputs
+
+    course = config.load(find_config(args.config))
+    merged = shards.merge([Path(p) for p in args.dirs])
+    assignment = pick_assignment(course, merged.assignment, [])
+    out = Path(args.out)
+    shards.copy_outputs(merged, out)
+    done = [(path, name, card) for path, name, card, _ in merged.rows]
+    executor = next((str(c.execution.get("executor")) for _, _, c in done if c.execution.get("executor")), "forking")
+    outputs.write_run(done, course=course, assignment=assignment, out=out, formats=merged.formats,
+                      executor_name=executor)
+    rows = [(name, card) for _, name, card in done]
+    print_table(assignment, rows, course.scorecard.rounding)
+    if merged.notes:
+        print()
+        print("\n".join(f"note: {n}" for n in merged.notes))
+    print(f"\nScorecards of {len(rows)} submission(s) from {len(args.dirs)} folder(s) merged into {out}/ "
+          f"({', '.join(merged.formats)})")
+    return fail_under(rows, args.fail_under)
+
+
+def cmd_ci_workflow(args: argparse.Namespace) -> int:
+    from grader.packaging.ci import write_workflow
+
+    course = config.load(find_config(args.config))
+    assignment = pick_assignment(course, args.name, [])
+    path = write_workflow(assignment, shards=args.shards, submissions=args.submissions, out=Path(args.out),
+                          config_path=args.config)
+    print(f"wrote {path}: {args.shards} shard job(s) and a merge job for {assignment.name}")
+    return EXIT_OK
 
 
 def fail_under(rows: list[tuple[str, Scorecard]], threshold: float | None) -> int:
@@ -219,7 +276,29 @@ def parser() -> argparse.ArgumentParser:
                    help="notebooks graded at the same time (default: the number of CPU cores)")
     g.add_argument("--force", action="store_true",
                    help="grade again submissions whose results are cached from an earlier run")
+    g.add_argument("--cluster", metavar="ADDRESS",
+                   help="grade on the workers of a Dask cluster (tcp://HOST:8786); this machine keeps the "
+                        "results cache and writes every output")
+    g.add_argument("--shard", metavar="K/N",
+                   help="grade only share K of N of the class (by content hash) and write OUT/shard-K-of-N.json "
+                        "for `grader merge`")
     g.set_defaults(func=cmd_grade)
+
+    m = sub.add_parser("merge", help="combine the --out folders of `grader grade --shard K/N` into one run's outputs")
+    m.add_argument("dirs", nargs="+", metavar="DIR", help="the shards' --out folders (or a folder holding them)")
+    m.add_argument("--out", "-o", default="scorecards", help="folder for the merged outputs (default: scorecards)")
+    m.add_argument("--config", "-c", help="course file (default: config.yaml here or above)")
+    m.add_argument("--fail-under", type=float, metavar="PCT", help="exit with status 1 when a submission scores below PCT")
+    m.set_defaults(func=cmd_merge)
+
+    ci = sub.add_parser("ci-workflow", help="write a GitHub Actions workflow grading a class in N shards, then merging")
+    ci.add_argument("name", nargs="?", help="assignment (default: the only one)")
+    ci.add_argument("--shards", type=int, default=4, help="number of shard jobs (default: 4)")
+    ci.add_argument("--submissions", default="submissions",
+                    help="the class's notebooks in the repository (folder or zip; default: submissions)")
+    ci.add_argument("--out", "-o", default=".", help="the repository to write .github/workflows/ into (default: here)")
+    ci.add_argument("--config", "-c")
+    ci.set_defaults(func=cmd_ci_workflow)
 
     a = sub.add_parser("assign", help="generate student skeletons from solution notebooks")
     a.add_argument("names", nargs="*", help="assignments (default: all)")

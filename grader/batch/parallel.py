@@ -14,7 +14,7 @@ from types import FrameType
 
 from grader.batch.intake import Intake, Submission
 from grader.batch.progress import Progress
-from grader.batch.store import ResultStore
+from grader.batch.store import ResultStore, fingerprint
 from grader.course.model import Assignment
 from grader.errors import GraderError, SolutionError, UsageError
 from grader.files import printable
@@ -43,12 +43,16 @@ class Outcome:
 def grade_all(grader: Grader, assignment: Assignment, submissions: list[Submission], *, jobs: int = 1,
               store: ResultStore | None = None, force: bool = False,
               on_card: Callable[[Submission, Scorecard], None] | None = None,
-              progress: Progress | None = None) -> Outcome:
+              progress: Progress | None = None, cluster: str | None = None,
+              say: Callable[[str], None] | None = None) -> Outcome:
     """Grade every submission, ``jobs`` at a time; identical contents are graded once.
 
     Each result is stored the moment it is ready, so after an interruption (Ctrl-C, a kill) the
     same call picks up where it stopped. ``on_card`` runs in the calling thread for each submission
     as soon as its scorecard exists (cached ones first). A slow notebook holds one worker only.
+    With ``cluster`` (a Dask scheduler's address) the grading runs on that cluster's workers
+    (``grader.batch.cluster``); the store, the outputs and the order stay here, the same as
+    on one machine. ``say`` gets lines for the person running it.
     """
     started = time.monotonic()
     grader.references.get(assignment)  # a broken solution stops the batch before anything runs
@@ -82,6 +86,24 @@ def grade_all(grader: Grader, assignment: Assignment, submissions: list[Submissi
         else:
             todo.append(key)
 
+    def finish(key: str, card: Scorecard) -> None:
+        if store is not None and not card.execution.get("internal_error"):
+            store.put(key, card)
+        deliver(key, card)
+
+    if cluster is not None and todo:
+        from grader.batch.cluster import grade_on_cluster
+
+        def crashed(sub: Submission, reason: str, internal: bool) -> Scorecard:
+            return crashed_card(sub, assignment, grader.executor.name, reason, internal=internal)
+
+        with _interrupt_on_sigterm():
+            grade_on_cluster(grader, assignment, [(k, submissions[groups[k][0]]) for k in todo], address=cluster,
+                             fingerprint=store.key if store is not None else fingerprint(grader, assignment), finish=finish, crashed=crashed,
+                             say=say)
+        return Outcome(cards=[c for c in cards if c is not None], ran=len(todo), cached=cached,
+                       elapsed=time.monotonic() - started)
+
     def work(key: str) -> Scorecard:
         s = submissions[groups[key][0]]
         return grader.grade(assignment, s.path, student=s.student)
@@ -98,10 +120,7 @@ def grade_all(grader: Grader, assignment: Assignment, submissions: list[Submissi
                 finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
                 for fut in finished:
                     key = running.pop(fut)
-                    card = _result(fut, submissions[groups[key][0]], assignment, grader)
-                    if store is not None and not card.execution.get("internal_error"):
-                        store.put(key, card)
-                    deliver(key, card)
+                    finish(key, _result(fut, submissions[groups[key][0]], assignment, grader))
                     for nxt in _take(pending, 1):
                         running[pool.submit(work, nxt)] = nxt
     except BaseException as exc:
@@ -135,15 +154,23 @@ def _result(fut: cf.Future[Scorecard], sub: Submission, assignment: Assignment, 
     except GraderError:
         raise  # the executor cannot run notebooks at all: nothing else would be graded either
     except Exception as exc:  # noqa: BLE001 - a bug in the grader: this submission says so, the rest goes on
-        card = Scorecard(assignment=assignment.name, submission=printable(sub.path.name), sha256=sub.sha256,
-                         status=SubmissionStatus.CRASHED, score=0.0, max_score=assignment.max_score, student=sub.student,
-                         reason=f"the grader itself failed on this submission ({type(exc).__name__}: {exc}); "
-                                "please report it")
-        card.questions = [QuestionResult(id=q.id, title=q.title, score=0.0, max_score=q.points, status=QuestionStatus.ERROR,
-                                         feedback=["Not graded: the grader failed on this submission."])
-                          for q in assignment.questions]
-        card.execution = {"executor": grader.executor.name, "internal_error": True}
-        return card
+        return crashed_card(sub, assignment, grader.executor.name,
+                            f"the grader itself failed on this submission ({type(exc).__name__}: {exc}); "
+                            "please report it", internal=True)
+
+
+def crashed_card(sub: Submission, assignment: Assignment, executor: str, reason: str, *, internal: bool) -> Scorecard:
+    """The scorecard of a submission that could not be graded; ``internal`` when the grader is at fault
+    (such a card is not stored, so the next run tries again)."""
+    card = Scorecard(assignment=assignment.name, submission=printable(sub.path.name), sha256=sub.sha256,
+                     status=SubmissionStatus.CRASHED, score=0.0, max_score=assignment.max_score, student=sub.student,
+                     reason=reason)
+    card.questions = [QuestionResult(id=q.id, title=q.title, score=0.0, max_score=q.points, status=QuestionStatus.ERROR,
+                                     feedback=["Not graded: " + (reason if not internal else
+                                                                 "the grader failed on this submission.")])
+                      for q in assignment.questions]
+    card.execution = {"executor": executor, **({"internal_error": True} if internal else {})}
+    return card
 
 
 class _interrupt_on_sigterm:

@@ -23,7 +23,7 @@ def fingerprint(grader: Grader, assignment: Assignment) -> str:
     """Everything a scorecard depends on besides the submission itself."""
     h = hashlib.sha256()
     h.update(__version__.encode())
-    h.update(_code_digest().encode())  # a changed grader (a fixed message, a new check) grades again
+    h.update(code_digest().encode())  # a changed grader (a fixed message, a new check) grades again
     h.update(grader.references.key(assignment).encode())  # config digest, limits, solution and data bytes
     for path in (assignment.skeleton,):
         try:
@@ -36,7 +36,8 @@ def fingerprint(grader: Grader, assignment: Assignment) -> str:
     return h.hexdigest()
 
 
-def _code_digest() -> str:
+def code_digest() -> str:
+    """A hash of the grader's own source: a cluster's workers must run the same code as the client."""
     h = hashlib.sha256()
     package = Path(PACKAGE_DIR)
     for path in sorted(package.rglob("*.py")):
@@ -63,6 +64,7 @@ class ResultStore:
 
     def __init__(self, root: Path, assignment: Assignment, key: str):
         self.dir = Path(root) / "results" / f"{assignment.name}-{key[:16]}"
+        self.key = key
 
     def _file(self, sha: str) -> Path:
         return self.dir / f"{sha}.json"
