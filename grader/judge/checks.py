@@ -15,6 +15,7 @@ from typing import Any
 from grader.capture import Value
 from grader.course.model import Assignment, Check, Question
 from grader.course.properties import check_property
+from grader.judge import carry
 from grader.judge.compare import compare, matches
 from grader.judge.scorecard import CheckResult, QuestionResult
 from grader.judge.variants import GIVEN_PREFIX
@@ -45,6 +46,8 @@ class VariantRun:
     # The ids whose reference value this variant changes (``changed_answers``), when the caller
     # worked them out once for the reference; None: each check works it out for itself.
     changed: frozenset[str] | None = None
+    # The solution's values computed from the student's own values of this run (``grader.judge.carry``).
+    carried: dict[str, Captured] = field(default_factory=dict)
 
 
 def _changes(variant: Captured | None, base: Captured | None) -> bool:
@@ -74,6 +77,12 @@ class Context:
     answers: frozenset[str] = frozenset()  # names graded by value checks: the student's work, not given data
     given: tuple[str, ...] = ()  # the assignment's given inputs, where ``before:`` points are found
     wrong: frozenset[str] = frozenset()  # answers whose value does not match on the notebook's data
+    # Error carried forward (``grader.judge.carry``): the solution's values (and hints) computed from
+    # the student's own upstream values, when they were needed; each step's upstream steps; and
+    # question titles, to name where a mistake is.
+    carried: dict[str, Captured] = field(default_factory=dict)
+    upstream: dict[str, tuple[Check, ...]] = field(default_factory=dict)
+    titles: dict[str, str] = field(default_factory=dict)
     # Results that depend on this context alone, asked for by many checks; ``replace`` starts afresh.
     _memo: dict[object, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -171,24 +180,83 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
                       strict_types=check.strict_types, reveal=ctx.reveal)
         if not cmp.ok:
             messages.extend(cmp.messages)
-            res.hint = _matching_hint(check, value, ctx)
     if not messages:
         for prop in check.properties:
             problem = check_property(prop, label, value, ref.value, atol=check.atol)
             if problem:
                 messages.append(problem)
-                if not res.hint:
-                    res.hint = _matching_hint(check, value, ctx)
+                break
     if messages:
-        res.messages.extend(messages)
-        if res.hint:
-            res.messages.append(f"Likely mistake: {res.hint}")
-        return res
+        wrong = _carried_from(check, value, ref.value, ctx.carried.get(check.id), ctx, ctx.student, ctx.reference)
+        if wrong is None:
+            # A hint names a mistake only where the carried-forward reference does not explain the
+            # value: the hint's own expression is taken on the student's upstream values too.
+            res.hint = _matching_hint(check, value, ctx)
+            res.messages.extend(messages)
+            if res.hint:
+                res.messages.append(f"Likely mistake: {res.hint}")
+            return res
+        res.carried_from = [u.id for u in wrong]
     problem = _variant_problem(check, ctx, res)
     if problem:
         res.messages.append(problem)
         return res
+    if res.carried_from:
+        return _carried_verdict(check, ctx, res, points)
     res.status, res.score = CheckStatus.PASSED, points
+    return res
+
+
+def _carried_from(check: Check, value: Value, ref: Value, carried: Captured | None, ctx: Context,
+                  student: dict[str, Captured], reference: dict[str, Captured]) -> list[Check] | None:
+    """The wrong upstream steps when the value is right given them (it matches the reference the
+    solution computes from the student's own upstream values, and not the plain one); else None."""
+    if carried is None or carried.value is None or matches(carried.value, ref, rtol=check.rtol, atol=check.atol):
+        return None
+    if not compare(check.label, value, carried.value, rtol=check.rtol, atol=check.atol,
+                   strict_types=check.strict_types).ok:
+        return None
+    if any(check_property(p, check.label, value, carried.value, atol=check.atol) for p in check.properties):
+        return None
+    wrong = [u for u in ctx.upstream.get(check.id, ()) if carry.wrong(u, student, reference)]
+    return wrong or None
+
+
+def _roots(check: Check, ctx: Context, seen: frozenset[str] = frozenset()) -> list[str]:
+    """The questions where the mistakes behind a carried-forward value are: its wrong upstream
+    steps, or theirs when those are right given their own inputs."""
+    out: list[str] = []
+    for u in ctx.upstream.get(check.id, ()):
+        if u.id in seen or not carry.wrong(u, ctx.student, ctx.reference):
+            continue
+        got, up_ref, up_carried = ctx.student.get(u.id), ctx.reference.get(u.id), ctx.carried.get(u.id)
+        explained = (got is not None and got.value is not None and up_ref is not None and up_ref.value is not None
+                     and _carried_from(u, got.value, up_ref.value, up_carried, ctx, ctx.student, ctx.reference))
+        deeper = _roots(u, ctx, seen | {check.id}) if explained else []
+        for qid in deeper or [u.question_id]:
+            if qid not in out:
+                out.append(qid)
+    return out
+
+
+def _carried_verdict(check: Check, ctx: Context, res: CheckResult, points: float) -> CheckResult:
+    """A value right given the student's own upstream values: the step's points times the
+    course's ``carry_forward`` share, and feedback that says where the mistake is."""
+    by_id = {u.id: u for u in ctx.upstream.get(check.id, ())}
+    inputs = tuple(by_id[i].target for i in res.carried_from if i in by_id)
+    roots = _roots(check, ctx) or [by_id[i].question_id for i in res.carried_from if i in by_id]
+    where = ", ".join(f"*{ctx.titles.get(q, q)}*" for q in roots)
+    share = check.carry_forward
+    res.score = points * share
+    res.status = CheckStatus.PASSED if share > 0 else CheckStatus.FAILED
+    if share >= 1:
+        credit = "this step keeps its points (error carried forward)"
+    elif share > 0:
+        credit = f"this step earns {share:.0%} of its points (error carried forward)"
+    else:
+        credit = "this step earns no points while the mistake before it stands"
+    res.messages.append(f"{check.label} is correct given your {_names_list(inputs)}; the mistake is upstream, "
+                        f"in {where}: {credit}.")
     return res
 
 
@@ -275,6 +343,13 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
                 if check_property(prop, check.label, got.value, ref, atol=check.atol):
                     problem = f"it loses the property {prop.replace('_', ' ')}"
                     break
+        if problem:
+            # Right on this variant given the student's own upstream values of it: the mistake
+            # (a typed-in upstream value, say) costs the upstream question, not this one.
+            wrong = _carried_from(check, got.value, ref, run.carried.get(check.id), ctx, run.student, run.reference)
+            if wrong is not None:
+                res.carried_from += [u.id for u in wrong if u.id not in res.carried_from]
+                continue
         upstream = _wrong_inputs(check, ctx)
         if problem and upstream:
             # Not a typed-in value: it is computed from an answer that is itself wrong.
@@ -348,8 +423,11 @@ def _root_cause(run: CellRun, ctx: Context, depth: int = 0) -> str:
 
 
 def _matching_hint(check: Check, value: Value, ctx: Context) -> str:
+    # Evaluated on the student's own upstream values when the carry-forward run was made (the
+    # plain reference's hints would name a mistake the student did not make, on the wrong inputs).
+    hints = ctx.carried if ctx.carried else ctx.reference
     for i, hint in enumerate(check.hints):
-        hv = ctx.reference.get(hint_id(check, i))
+        hv = hints.get(hint_id(check, i))
         if hv is None or hv.value is None:
             continue
         if matches(value, hv.value, rtol=check.rtol, atol=check.atol):
@@ -364,11 +442,14 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
         grade_check(c, ctx, c.points if c.points is not None else question.points / n) for c in question.checks
     ]
     statuses = {r.status for r in results}
+    carried = [r for r in results if r.carried_from]
     if question.split:
         score = sum(r.score for r in results)
-    else:
-        score = question.points if statuses == {CheckStatus.PASSED} else 0.0
-    if statuses == {CheckStatus.PASSED}:
+    else:  # all or nothing: every check passed, each with its share (less for a carried-forward one)
+        score = sum(r.score for r in results) if statuses == {CheckStatus.PASSED} else 0.0
+    if statuses == {CheckStatus.PASSED} and score < question.points - 1e-9:
+        status = QuestionStatus.PARTIAL
+    elif statuses == {CheckStatus.PASSED}:
         status = QuestionStatus.PASSED
     elif statuses == {CheckStatus.UNANSWERED}:
         status = QuestionStatus.UNANSWERED
@@ -382,7 +463,7 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
         status = QuestionStatus.FAILED
     feedback: list[str] = []
     for r in results:
-        if r.status == CheckStatus.PASSED:
+        if r.status == CheckStatus.PASSED and not r.carried_from:
             continue
         if r.hidden and r.status != CheckStatus.UNANSWERED:
             feedback.append(f"A hidden check on {question.title.lower()} did not pass.")
@@ -396,12 +477,20 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
             feedback.append(f"Note: {_names_list(tuple(changed))} in your notebook {'is' if len(changed) == 1 else 'are'} "
                             "not the data the notebook gives, so answers computed from it cannot match; the grade is "
                             "for what your notebook computed.")
-    if status == QuestionStatus.PASSED:
+    if status == QuestionStatus.PASSED and not carried:
         feedback.append("Correct." if not ctx.variants or not any(r.variants for r in results)
                         else f"Correct, also on {max(r.variants for r in results)} variant(s) of the given inputs.")
+    # The root mistakes only (what a class report counts), else the steps right before.
+    upstream = [qid for r in carried for qid in _roots(_check_of(question, r.id), ctx)]
+    upstream = upstream or [i.split("/")[0] for r in carried for i in r.carried_from]
     return QuestionResult(id=question.id, title=question.title, score=score, max_score=question.points,
                           status=status, feedback=feedback, checks=results,
-                          variants=max((r.variants for r in results), default=0))
+                          variants=max((r.variants for r in results), default=0),
+                          carried_forward=list(dict.fromkeys(upstream)))
+
+
+def _check_of(question: Question, check_id: str) -> Check:
+    return next(c for c in question.checks if c.id == check_id)
 
 
 def grade_assignment(assignment: Assignment, ctx: Context) -> list[QuestionResult]:
@@ -413,5 +502,7 @@ def grade_assignment(assignment: Assignment, ctx: Context) -> list[QuestionResul
                 got is None or got.value is None
                 or not matches(got.value, ref.value, rtol=c.rtol, atol=c.atol, strict_types=c.strict_types)):
             wrong.add(c.variable)
-    ctx = replace(ctx, answers=ctx.answers | answers, wrong=ctx.wrong | frozenset(wrong))
+    ctx = replace(ctx, answers=ctx.answers | answers, wrong=ctx.wrong | frozenset(wrong),
+                  upstream=ctx.upstream or carry.upstream(assignment, ctx.infos),
+                  titles={q.id: q.title for q in assignment.questions})
     return [grade_question(q, ctx) for q in assignment.questions]

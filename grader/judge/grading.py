@@ -18,8 +18,9 @@ from grader import notebook
 from grader.course.model import Assignment, Course, Limits
 from grader.errors import NotebookError
 from grader.files import sha256_file
+from grader.judge import carry
 from grader.judge.checks import Context, VariantRun, grade_assignment, grade_check
-from grader.judge.jobs import answer_cells, build_job
+from grader.judge.jobs import answer_cells, build_carry_job, build_job
 from grader.judge.reference import References
 from grader.judge.scorecard import Scorecard
 from grader.run.execute import Executor
@@ -51,6 +52,7 @@ class Grader:
 
     def __post_init__(self) -> None:
         self._skip: dict[str, set[str]] = {}
+        self._solution: dict[str, tuple[list[notebook.Cell], list[notebook.CellInfo]]] = {}
 
     def reveal(self) -> bool:
         return self.course.scorecard.reveal(self.now)
@@ -78,8 +80,11 @@ class Grader:
         with self.executor.session() as runner:  # one sandbox for the run and its variants
             run = runner.run(job)
             ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
-                          reference=ref.captures, reveal=self.reveal(), given=assignment.given)
-            if ref.variants and run.status == RunStatus.OK and _anything_passes(assignment, ctx):
+                          reference=ref.captures, reveal=self.reveal(), given=assignment.given,
+                          upstream=carry.upstream(assignment, infos))
+            need_carry = carry.needed(assignment, ctx.upstream, run.captures, ref.captures)
+            # Variants also check a value that is right only given the student's own upstream values.
+            if ref.variants and run.status == RunStatus.OK and (need_carry or _anything_passes(assignment, ctx)):
                 runs = []
                 for variant, vref, changed in zip(ref.variants, ref.variant_captures, ref.changed, strict=True):
                     vjob = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
@@ -89,6 +94,10 @@ class Grader:
                                            reference=vref, cells=vrun.cells, status=vrun.status, reason=vrun.reason,
                                            changed=changed))
                 ctx = replace(ctx, variants=tuple(runs))
+                need_carry = need_carry or any(carry.needed(assignment, ctx.upstream, r.student, r.reference)
+                                               for r in runs)
+        if need_carry and assignment.bundle is None:  # a reference bundle holds no solution to run
+            ctx = self._carry_forward(assignment, ctx)
         card.questions = grade_assignment(assignment, ctx)
         card.score = sum(q.score for q in card.questions)
         if run.status != RunStatus.OK:
@@ -96,6 +105,24 @@ class Grader:
         card.execution = execution_summary(run, self.executor.name, time.monotonic() - started,
                                            limits=assignment.limits)
         return card
+
+    def _carry_forward(self, assignment: Assignment, ctx: Context) -> Context:
+        """The solution's values computed from the student's own upstream values (``carry``): one
+        sandboxed run of the solution for the notebook's data and one per variant, in a sandbox of
+        their own (never the student's), only for a submission with a wrong step after a wrong step."""
+        if assignment.name not in self._solution:
+            cells = notebook.read(assignment.solution)  # readable: its reference run just used it
+            self._solution[assignment.name] = (cells, notebook.analyse(cells))
+        cells, infos = self._solution[assignment.name]
+        skip = self._skip[assignment.name]
+        ref = self.references.get(assignment)
+        by_number = {v.number: v for v in ref.variants}
+        with self.executor.session() as runner:
+            carried = runner.run(build_carry_job(assignment, cells, infos, ctx.student, skip=skip)).captures
+            runs = tuple(replace(v, carried=runner.run(build_carry_job(assignment, cells, infos, v.student, skip=skip,
+                                                                       variant=by_number[v.number])).captures)
+                         for v in ctx.variants)
+        return replace(ctx, carried=carried, variants=runs)
 
     def _invalid(self, card: Scorecard, assignment: Assignment, reason: str) -> Scorecard:
         from grader.judge.scorecard import QuestionResult

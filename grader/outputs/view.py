@@ -12,6 +12,7 @@ never from the Scorecard directly, so one function decides visibility:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +36,12 @@ SUBMISSION_WORDS = {
 }
 
 
+def status_words(status: str, carried_forward: Sequence[str] = ()) -> str:
+    """A question's status as students read it; a value right given an earlier mistake says so."""
+    words = STATUS_WORDS.get(status, status)
+    return f"{words} (error carried forward)" if carried_forward and status != "withheld" else words
+
+
 @dataclass(frozen=True)
 class ShownQuestion:
     id: str
@@ -43,10 +50,15 @@ class ShownQuestion:
     score: float | None  # None when withheld
     max_score: float
     feedback: tuple[str, ...]
+    carried_forward: tuple[str, ...] = ()  # the questions where the mistake it is right given is
 
     @property
     def withheld(self) -> bool:
         return self.status == "withheld"
+
+    @property
+    def status_text(self) -> str:
+        return status_words(self.status, self.carried_forward)
 
 
 @dataclass(frozen=True)
@@ -100,7 +112,8 @@ def student_view(card: Scorecard, assignment: Assignment | None, settings: Score
         except KeyError:
             question = None
         if question is None or settings.shown(card.assignment, question, now):
-            questions.append(ShownQuestion(q.id, q.title, q.status, q.score, q.max_score, tuple(q.feedback)))
+            questions.append(ShownQuestion(q.id, q.title, q.status, q.score, q.max_score, tuple(q.feedback),
+                                           tuple(q.carried_forward)))
         else:
             level = settings.question_visibility(card.assignment, question)
             questions.append(ShownQuestion(q.id, q.title, "withheld", None, q.max_score,
