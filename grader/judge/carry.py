@@ -41,10 +41,12 @@ def steps(assignment: Assignment) -> list[Check]:
 
 
 def upstream(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[Check, ...]]:
-    """Each step -> the steps its value is computed from directly, in this notebook.
+    """Each check -> the steps its value is computed from directly, in this notebook.
 
-    A name checked twice (``S`` before ``bank`` and ``S`` at the end) is the check taken at the
-    earliest point not before this step's own: the value the step read."""
+    A step's inputs are the steps its last binding reads (through names that are not steps); an
+    expression check's are the steps it reads, or those behind the names it reads (a table built
+    from ``attention_weights``). A name checked twice (``S`` before ``bank`` and ``S`` at the end)
+    is the check taken at the earliest point not before this check's own: the value it read."""
     points = capture_points(assignment, infos)
     by_name: dict[str, list[Check]] = {}
     for c in steps(assignment):
@@ -53,13 +55,17 @@ def upstream(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[C
     names = frozenset(by_name)
     cache: dict[int, dict[str, set[str]]] = {}
     out: dict[str, tuple[Check, ...]] = {}
-    for c in steps(assignment):
-        assert c.variable is not None
+    for c in assignment.checks:
         point = points[c.id]
         if point not in cache:
             cache[point] = direct_inputs(infos[:point], names)
+        flow = cache[point]
+        if c.variable is not None:
+            inputs = flow.get(c.variable, set())
+        else:
+            inputs = set().union(*({n} if n in names else flow.get(n, set()) for n in c.names))
         found = []
-        for name in sorted(cache[point].get(c.variable, set())):
+        for name in sorted(inputs):
             candidates = sorted(by_name[name], key=lambda u: points[u.id])
             later = [u for u in candidates if points[u.id] >= point]
             found.append(later[0] if later else candidates[-1])
@@ -79,7 +85,7 @@ def needed(assignment: Assignment, ups: dict[str, tuple[Check, ...]], student: d
     """Whether some step is wrong on a run while a step it is computed from is wrong too: only
     then can a carried-forward reference differ from the plain one, so only then is it computed."""
     return any(wrong(c, student, reference) and any(wrong(u, student, reference) for u in ups.get(c.id, ()))
-               for c in steps(assignment))
+               for c in assignment.checks)
 
 
 def places(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[int, int]]:

@@ -83,6 +83,7 @@ class Context:
     carried: dict[str, Captured] = field(default_factory=dict)
     upstream: dict[str, tuple[Check, ...]] = field(default_factory=dict)
     titles: dict[str, str] = field(default_factory=dict)
+    checks: tuple[Check, ...] = ()
     # Results that depend on this context alone, asked for by many checks; ``replace`` starts afresh.
     _memo: dict[object, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -170,7 +171,7 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
         return res
     got = ctx.student.get(check.id)
     if got is None or got.value is None:
-        res.messages.append(_why_missing(check, got, ctx))
+        res.messages.append(_why_missing(check, got, ctx, res))
         res.status = CheckStatus.ERROR if _raised(check, got, ctx) else CheckStatus.FAILED
         return res
     value = got.value
@@ -187,11 +188,13 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
                 messages.append(problem)
                 break
     if messages:
-        wrong = _carried_from(check, value, ref.value, ctx.carried.get(check.id), ctx, ctx.student, ctx.reference)
+        carried = ctx.carried.get(check.id)
+        wrong = _carried_from(check, value, ref.value, carried, ctx, ctx.student, ctx.reference)
         if wrong is None:
             # A hint names a mistake only where the carried-forward reference does not explain the
             # value: the hint's own expression is taken on the student's upstream values too.
-            res.hint = _matching_hint(check, value, ctx)
+            if not _explains(check, value, carried):
+                res.hint = _matching_hint(check, value, ctx)
             res.messages.extend(messages)
             if res.hint:
                 res.messages.append(f"Likely mistake: {res.hint}")
@@ -200,6 +203,7 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
     problem = _variant_problem(check, ctx, res)
     if problem:
         res.messages.append(problem)
+        res.carried_from = []  # not right given its inputs on every run, so not carried forward
         return res
     if res.carried_from:
         return _carried_verdict(check, ctx, res, points)
@@ -211,15 +215,22 @@ def _carried_from(check: Check, value: Value, ref: Value, carried: Captured | No
                   student: dict[str, Captured], reference: dict[str, Captured]) -> list[Check] | None:
     """The wrong upstream steps when the value is right given them (it matches the reference the
     solution computes from the student's own upstream values, and not the plain one); else None."""
-    if carried is None or carried.value is None or matches(carried.value, ref, rtol=check.rtol, atol=check.atol):
+    if not _explains(check, value, carried) or carried is None or carried.value is None:
         return None
-    if not compare(check.label, value, carried.value, rtol=check.rtol, atol=check.atol,
-                   strict_types=check.strict_types).ok:
-        return None
-    if any(check_property(p, check.label, value, carried.value, atol=check.atol) for p in check.properties):
+    if matches(carried.value, ref, rtol=check.rtol, atol=check.atol):
         return None
     wrong = [u for u in ctx.upstream.get(check.id, ()) if carry.wrong(u, student, reference)]
     return wrong or None
+
+
+def _explains(check: Check, value: Value, carried: Captured | None) -> bool:
+    """Whether the value is what the solution computes from the student's own upstream values."""
+    if carried is None or carried.value is None:
+        return False
+    if not compare(check.label, value, carried.value, rtol=check.rtol, atol=check.atol,
+                   strict_types=check.strict_types).ok:
+        return False
+    return not any(check_property(p, check.label, value, carried.value, atol=check.atol) for p in check.properties)
 
 
 def _roots(check: Check, ctx: Context, seen: frozenset[str] = frozenset()) -> list[str]:
@@ -380,7 +391,7 @@ def _raised(check: Check, got: Captured | None, ctx: Context) -> bool:
     return any(ctx.failed_binder(n) for n in check.names)
 
 
-def _why_missing(check: Check, got: Captured | None, ctx: Context) -> str:
+def _why_missing(check: Check, got: Captured | None, ctx: Context, res: CheckResult) -> str:
     label = check.label
     if got is not None and got.uncapturable:
         return f"{label} cannot be graded: {got.error}."
@@ -391,7 +402,18 @@ def _why_missing(check: Check, got: Captured | None, ctx: Context) -> str:
     for name in sorted(check.names):
         run = ctx.failed_binder(name)
         if run is not None:
-            return f"{label} has no value because {_cell_error(run)}{_root_cause(run, ctx)}."
+            root, needed = root_failure(run, ctx.infos, ctx.cells)
+            res.blocked_by, res.follow_on = root.index, root is not run
+            if root is run:
+                return f"{label} has no value because {_cell_error(run)}."
+            if BLANK_NAME in root.evalue:
+                return (f"{label} has no value: it needs `{needed}`, which comes from cell {root.index}, "
+                        "which still has a blank `?`.")
+            owner = next((ctx.titles.get(c.question_id, c.question_id) for c in ctx.checks
+                          if c.names & ctx.infos[root.pos].binds), None)
+            cause = (f"cell {root.index} raised {root.ename}, reported under *{owner}*" if owner is not None
+                     else _cell_error(root))
+            return f"{label} has no value: it needs `{needed}`, which is missing because {cause}."
     if got is None:
         return f"{label} was not reached: the notebook stopped before this check could run."
     missing = sorted(n for n in check.names if not ctx.bound_anywhere(n))
@@ -406,20 +428,22 @@ def _why_missing(check: Check, got: Captured | None, ctx: Context) -> str:
 _UNDEFINED = re.compile(r"^name '(\w+)' is not defined$")
 
 
-def _root_cause(run: CellRun, ctx: Context, depth: int = 0) -> str:
-    """When a cell failed only because an earlier cell did, say where the chain starts."""
-    m = _UNDEFINED.match(run.evalue) if run.ename == "NameError" else None
-    if not m or depth > 20:
-        return ""
-    earlier = ctx.failed_binder(m.group(1))
-    if earlier is None or earlier.pos >= run.pos:
-        return ""
-    deeper = _root_cause(earlier, ctx, depth + 1)
-    if deeper:
-        return deeper
-    if BLANK_NAME in earlier.evalue:
-        return f"; `{m.group(1)}` comes from cell {earlier.index}, which still has a blank `?`"
-    return f"; `{m.group(1)}` is missing because {_cell_error(earlier)}"
+def root_failure(run: CellRun, infos: list[CellInfo], cells: list[CellRun]) -> tuple[CellRun, str]:
+    """The first error a failed cell follows from, and the name that error left undefined: a
+    ``NameError`` for a name an earlier cell should have bound but failed to (it raised, hung or
+    still has a blank) follows from that cell, back to the first. A cell that failed on its own is
+    its own root."""
+    name = ""
+    for _ in range(len(cells)):
+        m = _UNDEFINED.match(run.evalue) if run.ename == "NameError" else None
+        if m is None:
+            break
+        earlier = next((c for info, c in zip(infos, cells, strict=True)
+                        if m.group(1) in info.binds and c.status.failed), None)
+        if earlier is None or earlier.pos >= run.pos:
+            break
+        run, name = earlier, m.group(1)
+    return run, name
 
 
 def _matching_hint(check: Check, value: Value, ctx: Context) -> str:
@@ -445,8 +469,10 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
     carried = [r for r in results if r.carried_from]
     if question.split:
         score = sum(r.score for r in results)
+    elif statuses != {CheckStatus.PASSED}:
+        score = 0.0
     else:  # all or nothing: every check passed, each with its share (less for a carried-forward one)
-        score = sum(r.score for r in results) if statuses == {CheckStatus.PASSED} else 0.0
+        score = question.points * min(1.0, min(r.score / r.max_score if r.max_score else 1.0 for r in results))
     if statuses == {CheckStatus.PASSED} and score < question.points - 1e-9:
         status = QuestionStatus.PARTIAL
     elif statuses == {CheckStatus.PASSED}:
@@ -482,7 +508,7 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
                         else f"Correct, also on {max(r.variants for r in results)} variant(s) of the given inputs.")
     # The root mistakes only (what a class report counts), else the steps right before.
     upstream = [qid for r in carried for qid in _roots(_check_of(question, r.id), ctx)]
-    upstream = upstream or [i.split("/")[0] for r in carried for i in r.carried_from]
+    upstream = [q for q in upstream or [i.split("/")[0] for r in carried for i in r.carried_from] if q != question.id]
     return QuestionResult(id=question.id, title=question.title, score=score, max_score=question.points,
                           status=status, feedback=feedback, checks=results,
                           variants=max((r.variants for r in results), default=0),
@@ -504,5 +530,25 @@ def grade_assignment(assignment: Assignment, ctx: Context) -> list[QuestionResul
             wrong.add(c.variable)
     ctx = replace(ctx, answers=ctx.answers | answers, wrong=ctx.wrong | frozenset(wrong),
                   upstream=ctx.upstream or carry.upstream(assignment, ctx.infos),
-                  titles={q.id: q.title for q in assignment.questions})
-    return [grade_question(q, ctx) for q in assignment.questions]
+                  titles={q.id: q.title for q in assignment.questions}, checks=assignment.checks)
+    results = [grade_question(q, ctx) for q in assignment.questions]
+    # Root causes first: the question whose own cell raised says, once, which later questions the
+    # same error left without a value; theirs point back to it instead of repeating it.
+    blocked = blocked_questions(results)
+    for r in results:
+        for cell in dict.fromkeys(c.blocked_by for c in r.checks if c.blocked_by and not c.follow_on):
+            later = [q.title for q in results if q.id in blocked.get(cell, ()) and q.id != r.id]
+            if later:
+                titles = _names_list(tuple(later)).replace("`", "*")
+                r.feedback.append(f"The same error in cell {cell} leaves {titles} without a value too.")
+    return results
+
+
+def blocked_questions(results: list[QuestionResult]) -> dict[int, list[str]]:
+    """The cell of each first error -> the questions left without a value by it (directly or not)."""
+    out: dict[int, list[str]] = {}
+    for r in results:
+        for c in r.checks:
+            if c.blocked_by and r.id not in out.get(c.blocked_by, []):
+                out.setdefault(c.blocked_by, []).append(r.id)
+    return out

@@ -19,7 +19,7 @@ from grader.course.model import Assignment, Course, Limits
 from grader.errors import NotebookError
 from grader.files import sha256_file
 from grader.judge import carry
-from grader.judge.checks import Context, VariantRun, grade_assignment, grade_check
+from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
 from grader.judge.jobs import answer_cells, build_carry_job, build_job
 from grader.judge.reference import References
 from grader.judge.scorecard import Scorecard
@@ -103,7 +103,8 @@ class Grader:
         if run.status != RunStatus.OK:
             card.status, card.reason = (SubmissionStatus.TIMEOUT if run.status == RunStatus.TIMEOUT else SubmissionStatus.CRASHED), run.reason
         card.execution = execution_summary(run, self.executor.name, time.monotonic() - started,
-                                           limits=assignment.limits)
+                                           limits=assignment.limits, infos=infos,
+                                           blocked=blocked_questions(card.questions))
         return card
 
     def _carry_forward(self, assignment: Assignment, ctx: Context) -> Context:
@@ -142,15 +143,29 @@ def _anything_passes(assignment: Assignment, ctx: Context) -> bool:
     return any(grade_check(c, ctx, 1.0).status == CheckStatus.PASSED for c in assignment.checks)
 
 
-def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: Limits | None = None) -> dict[str, Any]:
-    errors = []
+def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: Limits | None = None,
+                      infos: list[notebook.CellInfo] | None = None,
+                      blocked: dict[int, list[str]] | None = None) -> dict[str, Any]:
+    """The run as the scorecard reports it. Errors are listed by their first cause: a ``NameError``
+    that only follows from an earlier failed cell (the data flow says so) is folded into that
+    cell's entry (``blocked_cells``), with the questions the error left without a value."""
+    errors: list[dict[str, Any]] = []
+    by_cell: dict[int, dict[str, Any]] = {}
     for c in run.errors:
-        item = {"cell": c.index, "status": str(c.status), "error": f"{c.ename}: {c.evalue}".strip(": ")}
+        root = root_failure(c, infos, run.cells)[0] if infos is not None and len(infos) == len(run.cells) else c
+        if root is not c and root.index in by_cell:
+            by_cell[root.index].setdefault("blocked_cells", []).append(c.index)
+            continue
+        item: dict[str, Any] = {"cell": c.index, "status": str(c.status), "error": f"{c.ename}: {c.evalue}".strip(": ")}
         if notebook.BLANK_NAME in c.evalue:
             item["status"], item["error"] = "blank", "the cell still has an unfilled blank `?`"
         if c.traceback:
             item["traceback"] = [t.replace(notebook.BLANK_NAME, "?") for t in c.traceback]
         errors.append(item)
+        by_cell[c.index] = item
+    for cell, questions in (blocked or {}).items():
+        if cell in by_cell:
+            by_cell[cell]["blocked_questions"] = list(questions)
     truncated = [c.index for c in run.cells if c.output_truncated]
     out = {
         "executor": executor,

@@ -39,6 +39,8 @@ class CheckResult:
     hidden: bool = False
     variants: int = 0  # how many variants the check was also run on
     carried_from: list[str] = field(default_factory=list)  # wrong upstream checks its value is right given
+    blocked_by: int = 0  # the cell of the first error that left it without a value (0: none)
+    follow_on: bool = False  # that error is in an earlier cell, not in the cell computing this value
 
 
 @dataclass

@@ -140,5 +140,27 @@ def error_lines(card: Scorecard) -> list[str]:
     out = []
     for e in card.execution.get("errors", []) or []:
         where = f" ({e['traceback'][-1]})" if e.get("traceback") else ""
-        out.append(f"cell {e.get('cell')}: {e.get('error', e.get('status', ''))}{where}")
+        line = f"cell {e.get('cell')}: {e.get('error', e.get('status', ''))}{where}"
+        # Errors that only follow from this one are not listed one by one: what they stopped is.
+        blocked_cells = e.get("blocked_cells") or []
+        if blocked_cells:
+            line += f"; cell{'s' if len(blocked_cells) > 1 else ''} {_numbers(blocked_cells)} then failed because of it"
+        questions = e.get("blocked_questions") or []
+        if questions:
+            line += f"; it leaves question{'s' if len(questions) > 1 else ''} {', '.join(questions)} without a value"
+        out.append(line)
     return out
+
+
+def _numbers(cells: list[int]) -> str:
+    """``8–13, 15, 16``: cell numbers with runs shortened."""
+    parts: list[str] = []
+    start = prev = cells[0]
+    for n in [*cells[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}, {prev}" if prev == start + 1 else f"{start}–{prev}")
+        if n is not None:
+            start = prev = n
+    return ", ".join(parts)
