@@ -28,6 +28,7 @@ STATUS_WORDS = {
     "error": "raised an error",
     "withheld": "result not shown yet",
 }
+CARRIED_LINE = "; the mistake is upstream, in "  # grader.judge.checks words every carried-forward verdict so
 SUBMISSION_WORDS = {
     "graded": "graded",
     "invalid_notebook": "not a readable notebook",
@@ -106,14 +107,28 @@ def student_view(card: Scorecard, assignment: Assignment | None, settings: Score
                  now: datetime | None = None) -> View:
     """The scorecard as students may see it now."""
     questions = []
+    withheld = set()
+    for q in card.questions:
+        try:
+            question = assignment.question(q.id) if assignment is not None else None
+        except KeyError:
+            continue
+        if question is not None and not settings.shown(card.assignment, question, now):
+            withheld.add(q.id)
     for q in card.questions:
         try:
             question = assignment.question(q.id) if assignment is not None else None
         except KeyError:
             question = None
         if question is None or settings.shown(card.assignment, question, now):
-            questions.append(ShownQuestion(q.id, q.title, q.status, q.score, q.max_score, tuple(q.feedback),
-                                           tuple(q.carried_forward)))
+            feedback, carried = tuple(q.feedback), tuple(q.carried_forward)
+            if withheld & set(carried):
+                # Carried forward from a question whose result is not shown yet: saying where the
+                # mistake is would show that result.
+                feedback = tuple(line for line in feedback if CARRIED_LINE not in line) or (
+                    "Points as shown; the rest of this question's feedback comes with a result not shown yet.",)
+                carried = ()
+            questions.append(ShownQuestion(q.id, q.title, q.status, q.score, q.max_score, feedback, carried))
         else:
             level = settings.question_visibility(card.assignment, question)
             questions.append(ShownQuestion(q.id, q.title, "withheld", None, q.max_score,
