@@ -2,7 +2,14 @@
 
 For each check: is it answered at all (blanks), was the value computed (errors), does it match the
 reference within tolerance, do its properties hold, and if not, does it match a typical mistake
-(a hint)? Questions add their checks' points up, all-or-nothing unless the config splits them.
+(a hint)? A wrong value that is right given the student's own wrong upstream values (the
+solution's code run on them, ``grader.judge.carry``) is carried forward, and hints are taken on
+those values too. Questions add their checks' points up, all-or-nothing unless the config splits
+them. A value missing because an earlier cell failed points to that first error.
+
+Why one module: every verdict reads the same context and words its feedback the same way, and
+the steps of one verdict (blanks, errors, comparison, hints, carry-forward, variants) each decide
+what the next may say; split across modules they would import each other in a circle.
 """
 
 from __future__ import annotations
