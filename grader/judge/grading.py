@@ -16,7 +16,7 @@ from typing import Any
 
 from grader import notebook
 from grader.course.model import Assignment, Course, Limits
-from grader.errors import NotebookError
+from grader.errors import NotebookError, SolutionError
 from grader.files import sha256_file
 from grader.judge import carry
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
@@ -96,7 +96,7 @@ class Grader:
                 ctx = replace(ctx, variants=tuple(runs))
                 need_carry = need_carry or any(carry.needed(assignment, ctx.upstream, r.student, r.reference)
                                                for r in runs)
-        if need_carry and assignment.bundle is None:  # a reference bundle holds no solution to run
+        if need_carry:
             ctx = self._carry_forward(assignment, ctx)
         card.questions = grade_assignment(assignment, ctx)
         card.score = sum(q.score for q in card.questions)
@@ -112,7 +112,12 @@ class Grader:
         sandboxed run of the solution for the notebook's data and one per variant, in a sandbox of
         their own (never the student's), only for a submission with a wrong step after a wrong step."""
         if assignment.name not in self._solution:
-            cells = notebook.read(assignment.solution)  # readable: its reference run just used it
+            try:
+                cells = self.references.solution_cells(assignment)  # the notebook, or the reference bundle's steps
+            except SolutionError:
+                # A bundle built for a place students can read (``grader grading-bundle``) holds no
+                # solution code: graded there without carry-forward.
+                return ctx
             self._solution[assignment.name] = (cells, notebook.analyse(cells))
         cells, infos = self._solution[assignment.name]
         skip = self._skip[assignment.name]

@@ -140,4 +140,5 @@ def build_carry_job(assignment: Assignment, cells: list[notebook.Cell], infos: l
         CaptureSpec(c.id, CaptureKind.EXPR, f"{carry.CARRIED}[{c.id!r}]", None) if c.id in carried else c
         for c in job.captures
     )
-    return replace(job, cells=tuple(job_cells), captures=captures, injections=tuple(injections))
+    files = tuple(f for f in job.files if f[0] != assignment.solution)  # its data only: no notebook file needed
+    return replace(job, cells=tuple(job_cells), captures=captures, injections=tuple(injections), files=files)
