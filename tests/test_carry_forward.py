@@ -175,21 +175,21 @@ def test_carry_forward_is_read_at_every_level_and_a_bad_value_is_named(tmp_path)
 def test_frank_gets_his_first_error_once_with_the_questions_it_blocked(grader, numpy_assignment):
     card = grader.grade(numpy_assignment, EXAMPLES / "frank_raises.ipynb")
     [error] = card.execution["errors"]  # one ValueError; the eight NameErrors after it follow from it
-    assert error["cell"] == 7 and error["error"].startswith("ValueError")
-    assert error["blocked_cells"] == [8, 9, 10, 11, 12, 13, 15, 16]
+    assert error["cell"] == 12 and error["error"].startswith("ValueError")
+    assert error["blocked_cells"] == [13, 15, 16, 18, 19, 21, 23, 24]  # every cell counted, as students see them
     assert error["blocked_questions"] == ["scores", "scaled", "weights", "output"]
     scores = question(card, "scores")
-    assert scores.feedback[0].startswith("`scores` has no value because cell 7 raised ValueError")
-    assert scores.feedback[-1] == ("The same error in cell 7 leaves *Scaled scores*, *Attention weights* and "
+    assert scores.feedback[0].startswith("`scores` has no value because cell 12 raised ValueError")
+    assert scores.feedback[-1] == ("The same error in cell 12 leaves *Scaled scores*, *Attention weights* and "
                                    "*Self-attention output* without a value too.")
     for qid in ("scaled", "weights", "output"):
         [line] = question(card, qid).feedback
-        assert "NameError" not in line and "cell 7 raised ValueError, reported under *Attention scores*" in line
+        assert "NameError" not in line and "cell 12 raised ValueError, reported under *Attention scores*" in line
     results = gradescope.results(card, numpy_assignment, grader.course.scorecard)
     text = json.dumps(results)
     assert "NameError" not in text
     assert results["output"].count("ValueError") == 1
-    assert "cells 8–13, 15, 16 then failed because of it" in results["output"]
+    assert "cells 13, 15, 16, 18, 19, 21, 23, 24 then failed because of it" in results["output"]
 
 
 def test_a_correct_notebook_needs_no_carry_forward_run(grader, numpy_assignment, submit, monkeypatch):

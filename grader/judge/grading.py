@@ -118,6 +118,7 @@ class Grader:
                 # A bundle built for a place students can read (``grader grading-bundle``) holds no
                 # solution code: graded there without carry-forward.
                 return ctx
+            cells = answer_cells(assignment, cells)  # split as the reference runs split them
             self._solution[assignment.name] = (cells, notebook.analyse(cells))
         cells, infos = self._solution[assignment.name]
         skip = self._skip[assignment.name]
