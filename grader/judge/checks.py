@@ -369,7 +369,9 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
                 res.carried_from += [u.id for u in wrong if u.id not in res.carried_from]
                 continue
         upstream = _wrong_inputs(check, ctx)
-        if problem and upstream:
+        if problem and upstream and check.id not in run.carried:
+            # (With a carried-forward reference for this run, the wrong input does not explain the
+            # value either: it is judged as any other value that does not follow.)
             # Not a typed-in value: it is computed from an answer that is itself wrong.
             return (f"{check.label} matches for the notebook's data but not when {changed} {verb} ({problem}): it is "
                     f"computed from {_names_list(upstream)}, which {'is' if len(upstream) == 1 else 'are'} not right "
