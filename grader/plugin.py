@@ -190,6 +190,8 @@ class QuestionItem(pytest.Item):
         self.result, self.card = result, card
         self.user_properties.append(("score", result.score))
         self.user_properties.append(("max_score", result.max_score))
+        if result.carried_forward:  # right given an earlier mistake, in these questions
+            self.user_properties.append(("carried_forward", ",".join(result.carried_forward)))
         if not question_passed(result):
             raise QuestionNotEarned(result, card)
 

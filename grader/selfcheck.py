@@ -202,8 +202,10 @@ def check_notebook(path: Path, public: PublicChecks, *, only: str | None = None,
     job = Job(cells=job_cells, captures=specs, limits=limits or Limits(),
               files=data_files(public.folder, path.resolve()))
     run = (executor or _executor()).run(job)
+    # Titles and checks, so a value missing because of an earlier error points where the grader does.
     ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
-                  reference={})
+                  reference={}, titles={q.id: q.title for q in public.questions},
+                  checks=tuple(pc.as_check() for q in public.questions for pc in q.checks))
     return judge(public, ctx, only=only)
 
 

@@ -23,7 +23,8 @@ def test_grade_folder_prints_table_and_writes_scorecards(tmp_path):
     assert lines[1].split() == ["submission", "score", "status"]
     rows = {line.split()[0]: line.split()[1:3] for line in lines[2:10]}
     assert rows["bob_correct"] == ["11/11", "graded"]
-    assert rows["carol_no_sqrt"] == ["5/11", "graded"]
+    # Error carried forward: carol loses only `scaled`, the step without sqrt(d_k) (issue 13).
+    assert rows["carol_no_sqrt"] == ["9/11", "graded"]
     assert rows["henry_not_a_notebook"] == ["0/11", "invalid_notebook"]
     cards = sorted(p.name for p in tmp_path.glob("*.yaml"))
     assert len(cards) == 8

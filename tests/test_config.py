@@ -66,7 +66,7 @@ def test_unknown_key_names_line_and_path(course_dir):
     text = MINIMAL.replace("        points: 2\n", "        points: 2\n        pionts: 3\n")
     assert error_of(course_dir, text) == (
         f"{course_dir / 'config.yaml'}:10: assignments.a1.questions[0].pionts is not a known key here "
-        "(known: checks, id, points, title, visible)"
+        "(known: carry_forward, checks, id, points, title, visible)"
     )
 
 

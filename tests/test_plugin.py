@@ -77,7 +77,7 @@ def cards_written(pytester) -> list[str]:
 
 def test_one_item_per_question_and_feedback_as_failure_text(pytester):
     result = run(pytester, "--submission", str(EXAMPLES / "carol_no_sqrt.ipynb"), "--assignment", "attention_numpy", "-v")
-    result.assert_outcomes(passed=3, failed=3)
+    result.assert_outcomes(passed=5, failed=1)  # weights and output pass: her one mistake is carried forward
     result.stdout.fnmatch_lines([
         "grader: *config.yaml · assignment attention_numpy · 1 submission(s) · executor *",
         "*carol_no_sqrt.ipynb::scaled FAILED*",
@@ -86,7 +86,7 @@ def test_one_item_per_question_and_feedback_as_failure_text(pytester):
         "  - Likely mistake: The scores are not divided by sqrt(d_k).",
     ])
     card = yaml.safe_load((pytester.path / "cards/carol_no_sqrt.yaml").read_text())
-    assert (card["score"], card["max_score"], card["status"]) == (5, 11, "graded")
+    assert (card["score"], card["max_score"], card["status"]) == (9, 11, "graded")
 
 
 def test_collect_only_lists_every_item_and_runs_no_notebook(pytester, graded):
@@ -124,7 +124,7 @@ def test_exitfirst_stops_grading_at_the_first_failure(pytester, graded):
 def test_each_submission_is_graded_once_for_all_its_items(pytester, graded):
     result = run_here(pytester, "--submission", str(EXAMPLES / "dave_wrong_axis.ipynb"),
                       "--submission", str(EXAMPLES / "grace_half_done.ipynb"))
-    result.assert_outcomes(passed=6, failed=6)
+    result.assert_outcomes(passed=7, failed=5)  # dave's output is right given his weights (carried forward)
     assert [p.stem for p, _ in graded] == ["dave_wrong_axis", "grace_half_done"]
 
 
@@ -138,7 +138,8 @@ def test_xdist_gives_the_serial_outcomes_and_grades_each_submission_once(pyteste
         result = pytester.runpytest_subprocess(
             "--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir", str(pytester.path / mode),
             "--submission", str(EXAMPLES), "-p", "countgrades", "-p", "no:cacheprovider", f"--junitxml={xml}", *extra)
-        result.assert_outcomes(passed=24, failed=24)
+        # 7 more than before carry-forward: carol's weights and output, dave's output, erin's four later steps
+        result.assert_outcomes(passed=31, failed=17)
         assert sorted(log.read_text().split()) == NAMES  # each notebook graded once, by one worker
         outcomes[mode] = sorted(
             (c.get("classname"), c.get("name"), c.findtext("failure"),
@@ -208,7 +209,7 @@ def test_the_junit_writer_matches_a_pytest_run(pytester, graded):
     assert list(suite.attrib) == list(their_suite.attrib)
     for key in ("name", "errors", "failures", "skipped", "tests", "hostname"):
         assert suite.get(key) == their_suite.get(key), key
-    assert (suite.get("name"), suite.get("tests"), suite.get("failures")) == ("attention_numpy", "48", "24")
+    assert (suite.get("name"), suite.get("tests"), suite.get("failures")) == ("attention_numpy", "48", "17")
     assert datetime.fromisoformat(suite.get("timestamp")).tzinfo is not None and float(suite.get("time")) > 0
 
     def described(case: ET.Element):

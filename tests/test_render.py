@@ -97,7 +97,7 @@ def test_markdown_feedback_for_a_typical_mistake(run):
     assert md[:12] == [
         '# attention_numpy: Self-attention by hand in NumPy ("I am Batman")',
         "",
-        "**carol_no_sqrt.ipynb** · graded · score **5/11**",
+        "**carol_no_sqrt.ipynb** · graded · score **9/11**",
         "",
         "| Question | Result | Points |",
         "|---|---|---|",
@@ -105,8 +105,9 @@ def test_markdown_feedback_for_a_typical_mistake(run):
         "| scores: Attention scores | ✅ passed | 1/1 |",
         "| scaled: Scaled scores | ❌ not yet correct | 0/2 |",
         "| softmax: Softmax of a vector | ✅ passed | 1/1 |",
-        "| weights: Attention weights | ❌ not yet correct | 0/2 |",
-        "| output: Self-attention output | ❌ not yet correct | 0/2 |",
+        # Right given her own scaled scores: the error is carried forward (issue 13).
+        "| weights: Attention weights | ✅ passed (error carried forward) | 2/2 |",
+        "| output: Self-attention output | ✅ passed (error carried forward) | 2/2 |",
     ]
     assert "## scaled: Scaled scores — not yet correct, 0/2 points" in md
     assert "- Likely mistake: The scores are not divided by sqrt(d_k)." in md
@@ -188,7 +189,7 @@ def test_gradebook_has_a_row_per_submission_and_a_column_per_question(run):
         card = cards[r["submission"][:-6]]
         assert (float(r["score"]), r["status"], r["sha256"]) == (card["score"], card["status"], card["sha256"])
         assert [float(r[q["id"]]) for q in card["questions"]] == [q["score"] for q in card["questions"]]
-    assert rows[1]["percent"] == "45.5"
+    assert rows[1]["percent"] == "81.8"  # carol: 9/11, her one mistake carried forward
 
 
 def test_gradebook_quotes_cells_a_spreadsheet_would_run_as_formulas(tmp_path):
@@ -206,9 +207,9 @@ def test_formats_and_fail_under_on_the_command_line(tmp_path):
     assert (proc.returncode, proc.stderr) == (2, "grader: --fail-under must be a percentage from 0 to 100, got 120.\n")
     out = tmp_path / "out"
     proc = grader_cli("grade", str(EXAMPLES / "carol_no_sqrt.ipynb"), str(EXAMPLES / "bob_correct.ipynb"),
-                      "--fail-under", "50", "--formats", "md", "--out", str(out), cwd=ROOT)
+                      "--fail-under", "90", "--formats", "md", "--out", str(out), cwd=ROOT)
     assert proc.returncode == 1
-    assert proc.stderr.splitlines()[-1] == "grader: carol_no_sqrt scored 45.5%, below --fail-under 50%"
+    assert proc.stderr.splitlines()[-1] == "grader: carol_no_sqrt scored 81.8%, below --fail-under 90%"
     assert "bob_correct scored" not in proc.stderr
     assert sorted(p.name for p in out.iterdir()) == ["bob_correct.md", "carol_no_sqrt.md"]
 
@@ -305,12 +306,14 @@ def test_a_question_shown_after_the_due_date_is_withheld_until_then(grader, cour
     before = datetime(2030, 1, 1, tzinfo=UTC)
     after = datetime(2030, 2, 1, tzinfo=UTC)
     md = render_one("md", tmp_path / "x.ipynb", card, c, numpy_assignment, before)
-    assert "score **5/9 on the questions shown so far**" in md
+    assert "score **9/9 on the questions shown so far**" in md
+    assert "mistake is upstream" not in md and "carried forward" not in md  # it would show that scaled is wrong
     assert "| scaled: Scaled scores | 🔒 result not shown yet | –/2 |" in md
     assert "- The result of this question is shown after the due date (2030-01-31T23:59)." in md
     assert "sqrt(d_k)" not in md
     md = render_one("md", tmp_path / "x.ipynb", card, c, numpy_assignment, after)
-    assert "score **5/11**" in md and "Likely mistake: The scores are not divided by sqrt(d_k)." in md
+    assert "score **9/11**" in md and "Likely mistake: The scores are not divided by sqrt(d_k)." in md
+    assert "the mistake is upstream, in *Scaled scores*" in md
     gs = json.loads(render_one("gradescope", tmp_path / "x.ipynb", card, c, numpy_assignment, before))
     assert [t["visibility"] for t in gs["tests"]] == ["visible", "visible", "after_due_date", "visible", "visible",
                                                       "visible"]
@@ -419,7 +422,8 @@ def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_bundle_bu
         modes = {i.filename: i.external_attr >> 16 for i in z.infolist()}
         reduced = yaml.safe_load(z.read("course/config.yaml"))
         # (config.yaml is the instructor's, hint messages included, shipped as written)
-        shipped = b"".join(z.read(n) for n in names if n.startswith("course/") and n != "course/config.yaml")
+        shipped = b"".join(z.read(n) for n in names if n.startswith("course/") and n not in ("course/config.yaml", BUNDLE))
+        bundle = json.loads(z.read(BUNDLE))
     assert {"setup.sh", "run_autograder", "course/config.yaml", BUNDLE,
             "course/assignments/attention_numpy/attention_numpy.ipynb",
             "grader-src/pyproject.toml", "grader-src/grader/outputs/gradescope.py",
@@ -432,6 +436,10 @@ def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_bundle_bu
     answers = [line.split("#")[0].strip() for c in solution.cells if c.cell_type == "code"
                for line in c.source.splitlines() if line.rstrip().endswith("# SOLUTION")]
     assert answers and not [a for a in answers if a.encode() in shipped]
+    # Except the solution steps grading itself must run (the carry-forward runs, issue 13; DESIGN decision
+    # 13), which are only in the bundle, readable by the grader's uid alone (0600 above).
+    steps = "\n".join(c["source"] for c in bundle["carry_cells"])
+    assert all(a in steps for a in answers)
 
 
 def test_grading_from_the_bundle_gives_the_scorecards_grading_from_the_solution_gives(autograder):
@@ -459,10 +467,11 @@ def test_grading_from_the_bundle_gives_the_scorecards_grading_from_the_solution_
 def test_run_autograder_grades_the_submission_into_results_json(autograder):
     _, root = autograder
     data, proc = run_autograder(root, {"attention_numpy.ipynb": (EXAMPLES / "carol_no_sqrt.ipynb").read_bytes()})
-    assert data["score"] == 5.0 and len(data["tests"]) == 6
+    # 9: carol's weights and output are carried forward there too (the bundle holds the solution steps)
+    assert data["score"] == 9.0 and len(data["tests"]) == 6
     assert data["tests"][2]["name"] == "scaled: Scaled scores" and data["tests"][2]["status"] == "failed"
     assert "Likely mistake: The scores are not divided by sqrt(d_k)." in data["tests"][2]["output"]
-    assert proc.stdout.strip() == "graded attention_numpy.ipynb: graded, 5/11"
+    assert proc.stdout.strip() == "graded attention_numpy.ipynb: graded, 9/11"
     assert not (root / "source/course/.grader-cache").exists(), "graded from the bundle, nothing is computed"
 
 

@@ -73,7 +73,18 @@ def test_pass_rate_per_question(report, cards):
         cells = re.findall(r'<td class="n">([^<]*)</td>', row)
         assert cells[0] == f"{100.0 * statuses['passed'] / len(cards):.0f}%"
         assert [int(x) for x in cells[1:]] == [statuses[s] for s in ("passed", "partial", "failed", "error",
-                                                                     "unanswered")]
+                                                                     "unanswered")] + [
+            sum(1 for c in cards if any(q.id == qid and q.carried_forward for q in c.questions))]
+
+
+def test_mistakes_are_counted_once_where_they_were_made(report, cards):
+    # carol's weights and output are right given her scaled scores: counted as carried forward, and her
+    # one mistake (no sqrt) is the only hint counted for her; no "unscaled scores" hint on weights.
+    carol = next(c for c in cards if c.submission.startswith("carol"))
+    assert {q.id for q in carol.questions if q.carried_forward} == {"weights", "output"}
+    row = re.search(r"<tr><td>weights: Attention weights</td>(.*?)</tr>", report).group(1)
+    assert int(re.findall(r'<td class="n">([^<]*)</td>', row)[-1]) >= 1
+    assert "The softmax is applied to the unscaled scores" not in report
 
 
 def test_most_frequent_hints_are_the_misconceptions(report):

@@ -90,7 +90,10 @@ def test_messages_are_the_real_graders(tmp_path, grader, numpy_assignment):
         for v in selfcheck.check_notebook(path, public):
             real = question(card, v.id)
             if v.status in ("unanswered", "error"):
-                assert v.status == real.status and v.messages == real.feedback, (path.name, v.id)
+                # The grader also says, once and under the question whose cell raised, which later
+                # questions the same error left without a value: the whole notebook's view, not one question's.
+                feedback = [m for m in real.feedback if not m.startswith("The same error in cell ")]
+                assert v.status == real.status and v.messages == feedback, (path.name, v.id)
             for m in v.messages:
                 assert m in real.feedback, (path.name, v.id, m)
     k = {v.id: v for v in selfcheck.check_notebook(tmp_path / "k_transposed.ipynb", public)}["qkv"]
@@ -106,7 +109,8 @@ def test_a_question_that_fails_the_self_check_fails_the_grader(name, grader, num
         if v.status != "passed":
             assert question(card, v.id).status != "passed", (name, v.id)
     if name == "carol_no_sqrt":  # passing the public checks is not passing: the hidden values still decide
-        assert {v.status for v in verdicts} == {"passed"} and card.score == 5
+        # 9/11: she loses `scaled`; weights and output are right given her scaled scores (carried forward).
+        assert {v.status for v in verdicts} == {"passed"} and card.score == 9
 
 
 def test_public_values_are_compared_with_the_graders_message(tmp_path, grader, numpy_assignment):

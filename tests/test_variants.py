@@ -81,10 +81,13 @@ def test_shape_bound_code_that_raises_only_under_a_variant(submit):
 
 def test_redefined_given_input_is_graded_on_what_it_computed(submit):
     card = submit(NUMPY_CORRECT, edit={2: "tokens = ['I', 'am', 'Batman']\nX = np.array([[1.0, 0.0], [0.0, 0.5], [0.0, 1.0]])"})
-    q = question(card, "output")
+    # Q, K and V computed from the changed X lose their question, with the note; every later step is
+    # right given them, so the one mistake is not charged again (error carried forward, issue 13).
+    q = question(card, "qkv")
     assert q.status == "failed"
     assert q.feedback[-1] == ("Note: `X` in your notebook is not the data the notebook gives, so answers computed "
                               "from it cannot match; the grade is for what your notebook computed.")
+    assert question(card, "output").carried_forward == ["qkv"]
 
 
 def test_repeating_the_data_cell_still_gets_the_variant(submit):

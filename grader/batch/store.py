@@ -31,6 +31,8 @@ def fingerprint(grader: Grader, assignment: Assignment) -> str:
         except OSError:
             pass
     h.update(repr(grader.course.scorecard).encode())
+    # Settings a course default can give every check (carry_forward) are not in the section's digest.
+    h.update(repr([c.carry_forward for c in assignment.checks]).encode())
     h.update(repr(grader.reveal()).encode())
     h.update(grader.executor.name.encode())
     return h.hexdigest()

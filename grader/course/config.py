@@ -37,6 +37,7 @@ class Inherited(TypedDict):
     rtol: float
     atol: float
     strict_types: bool
+    carry_forward: float
 
 
 class Defaults(Inherited):
@@ -78,7 +79,7 @@ def _check_expr(r: Reader, key: str, expr: str) -> None:
 def _check(r: Reader, qid: str, index: int, inherit: Inherited) -> Check:
     r.only(
         *kinds.KINDS, "points", "rtol", "atol", "strict_types", "seed", "before",
-        "properties", "compare", "hints", "hidden", "public",
+        "properties", "compare", "hints", "hidden", "public", "carry_forward",
     )
     given = [key for key in kinds.KINDS if r.has(key)]
     if len(given) != 1:
@@ -118,11 +119,28 @@ def _check(r: Reader, qid: str, index: int, inherit: Inherited) -> Check:
         hints=hints,
         hidden=r.flag("hidden", False),
         public=r.flag("public", False),
+        carry_forward=_carry_forward(r, inherit["carry_forward"]),
     )
 
 
+CARRY_FORWARD = {"full": 1.0, "none": 0.0}
+
+
+def _carry_forward(r: Reader, default: float) -> float:
+    """``carry_forward``: full, none, or the share of the points (0 to 1) for a value that is right
+    given the student's own upstream answers."""
+    raw = r.get("carry_forward", default)
+    if isinstance(raw, str) and raw in CARRY_FORWARD:
+        return CARRY_FORWARD[raw]
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 1:
+        raise r.error(r.sub("carry_forward"), f"must be full, none or a share of the points from 0 to 1, got {describe(raw)}")
+    return float(raw)
+
+
 def _question(r: Reader, inherit: Inherited) -> Question:
-    r.only("id", "title", "points", "checks", "visible")
+    r.only("id", "title", "points", "checks", "visible", "carry_forward")
+    inherit = Inherited(rtol=inherit["rtol"], atol=inherit["atol"], strict_types=inherit["strict_types"],
+                        carry_forward=_carry_forward(r, inherit["carry_forward"]))
     qid = r.string("id", pattern=ID_RE)
     title = r.string("title", qid)
     points = float(r.number("points"))
@@ -166,7 +184,7 @@ def _variants(r: Reader, default_count: int) -> VariantSpec:
 def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limits: Limits) -> Assignment:
     r.only(
         "title", "solution", "skeleton", "data", "given", "questions", "limits", "rtol", "atol",
-        "strict_types", "variants", "reference_bundle",
+        "strict_types", "variants", "reference_bundle", "carry_forward",
     )
     if not ID_RE.match(name):
         raise r.error(r.path, f"assignment names must be simple identifiers, got {name!r}")
@@ -189,6 +207,7 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limit
         "rtol": float(r.number("rtol", defaults["rtol"])),
         "atol": float(r.number("atol", defaults["atol"])),
         "strict_types": r.flag("strict_types", defaults["strict_types"]),
+        "carry_forward": _carry_forward(r, defaults["carry_forward"]),
     }
     questions = tuple(_question(Reader(r.doc, q, p), inherit) for p, q in r.items("questions"))
     if not questions:
@@ -292,12 +311,13 @@ def load(path: str | Path) -> Course:
     course = top.reader("course")
     course.only("name", "defaults", "cache_dir")
     d = course.reader("defaults")
-    d.only("rtol", "atol", "strict_types", "limits", "variants")
+    d.only("rtol", "atol", "strict_types", "limits", "variants", "carry_forward")
     defaults: Defaults = {
         "rtol": float(d.number("rtol", 1e-5)),
         "atol": float(d.number("atol", 1e-8)),
         "strict_types": d.flag("strict_types", False),
         "variants": d.whole("variants", 2),
+        "carry_forward": _carry_forward(d, 1.0),
     }
     base_limits = _limits(d.reader("limits"), Limits())
     root = path.resolve().parent

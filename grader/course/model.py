@@ -57,6 +57,9 @@ class Check:
     hints: tuple[Hint, ...] = ()
     hidden: bool = False  # students see pass/fail only
     public: bool = False  # the reference value may be given to students for self-checks
+    # The share of the points a value earns when it is right given the student's own (wrong)
+    # upstream answers (error carried forward): 1.0 full credit, 0.0 none.
+    carry_forward: float = 1.0
 
     @property
     def spec(self) -> CheckKind:

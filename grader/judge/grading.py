@@ -16,10 +16,11 @@ from typing import Any
 
 from grader import notebook
 from grader.course.model import Assignment, Course, Limits
-from grader.errors import NotebookError
+from grader.errors import NotebookError, SolutionError
 from grader.files import printable, sha256_file
-from grader.judge.checks import Context, VariantRun, grade_assignment, grade_check
-from grader.judge.jobs import answer_cells, build_job
+from grader.judge import carry
+from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
+from grader.judge.jobs import answer_cells, build_carry_job, build_job
 from grader.judge.reference import References
 from grader.judge.scorecard import Scorecard
 from grader.run.execute import Executor
@@ -51,6 +52,7 @@ class Grader:
 
     def __post_init__(self) -> None:
         self._skip: dict[str, set[str]] = {}
+        self._solution: dict[str, tuple[list[notebook.Cell], list[notebook.CellInfo]]] = {}
 
     def reveal(self) -> bool:
         return self.course.scorecard.reveal(self.now)
@@ -79,10 +81,13 @@ class Grader:
         with self.executor.session() as runner:  # one sandbox for the run and its variants
             run = runner.run(job)
             ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
-                          reference=ref.captures, reveal=self.reveal(), given=assignment.given)
+                          reference=ref.captures, reveal=self.reveal(), given=assignment.given,
+                          upstream=carry.upstream(assignment, infos))
+            need_carry = carry.needed(assignment, ctx.upstream, run.captures, ref.captures)
             # Variants run whatever the original run's ending (a crash, a timeout, a last cell that
-            # ends the process): only a question that matched on every variant earns its points.
-            if ref.variants and _anything_passes(assignment, ctx):
+            # ends the process): only a question that matched on every variant earns its points. They
+            # also check a value that is right only given the student's own upstream values.
+            if ref.variants and (need_carry or _anything_passes(assignment, ctx)):
                 runs = []
                 budget = Budget(assignment.limits, run.duration)
                 for variant, vref, changed in zip(ref.variants, ref.variant_captures, ref.changed, strict=True):
@@ -97,13 +102,42 @@ class Grader:
                                            reference=vref, cells=vrun.cells, status=vrun.status, reason=vrun.reason,
                                            changed=changed))
                 ctx = replace(ctx, variants=tuple(runs))
+                need_carry = need_carry or any(carry.needed(assignment, ctx.upstream, r.student, r.reference)
+                                               for r in runs)
+        if need_carry:
+            ctx = self._carry_forward(assignment, ctx)
         card.questions = grade_assignment(assignment, ctx)
         card.score = sum(q.score for q in card.questions)
         if run.status != RunStatus.OK:
             card.status, card.reason = (SubmissionStatus.TIMEOUT if run.status == RunStatus.TIMEOUT else SubmissionStatus.CRASHED), run.reason
         card.execution = execution_summary(run, self.executor.name, time.monotonic() - started,
-                                           limits=assignment.limits)
+                                           limits=assignment.limits, infos=infos,
+                                           blocked=blocked_questions(card.questions))
         return card
+
+    def _carry_forward(self, assignment: Assignment, ctx: Context) -> Context:
+        """The solution's values computed from the student's own upstream values (``carry``): one
+        sandboxed run of the solution for the notebook's data and one per variant, in a sandbox of
+        their own (never the student's), only for a submission with a wrong step after a wrong step."""
+        if assignment.name not in self._solution:
+            try:
+                cells = self.references.solution_cells(assignment)  # the notebook, or the reference bundle's steps
+            except SolutionError:
+                # A bundle built for a place students can read (``grader grading-bundle``) holds no
+                # solution code: graded there without carry-forward.
+                return ctx
+            cells = answer_cells(assignment, cells)  # split as the reference runs split them
+            self._solution[assignment.name] = (cells, notebook.analyse(cells))
+        cells, infos = self._solution[assignment.name]
+        skip = self._skip[assignment.name]
+        ref = self.references.get(assignment)
+        by_number = {v.number: v for v in ref.variants}
+        with self.executor.session() as runner:
+            carried = runner.run(build_carry_job(assignment, cells, infos, ctx.student, skip=skip)).captures
+            runs = tuple(replace(v, carried=runner.run(build_carry_job(assignment, cells, infos, v.student, skip=skip,
+                                                                       variant=by_number[v.number])).captures)
+                         for v in ctx.variants)
+        return replace(ctx, carried=carried, variants=runs)
 
     def _invalid(self, card: Scorecard, assignment: Assignment, reason: str) -> Scorecard:
         from grader.judge.scorecard import QuestionResult
@@ -150,15 +184,29 @@ def _anything_passes(assignment: Assignment, ctx: Context) -> bool:
     return any(grade_check(c, ctx, 1.0).status == CheckStatus.PASSED for c in assignment.checks)
 
 
-def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: Limits | None = None) -> dict[str, Any]:
-    errors = []
+def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: Limits | None = None,
+                      infos: list[notebook.CellInfo] | None = None,
+                      blocked: dict[int, list[str]] | None = None) -> dict[str, Any]:
+    """The run as the scorecard reports it. Errors are listed by their first cause: a ``NameError``
+    that only follows from an earlier failed cell (the data flow says so) is folded into that
+    cell's entry (``blocked_cells``), with the questions the error left without a value."""
+    errors: list[dict[str, Any]] = []
+    by_cell: dict[int, dict[str, Any]] = {}
     for c in run.errors:
-        item = {"cell": c.index, "status": str(c.status), "error": f"{c.ename}: {c.evalue}".strip(": ")}
+        root = root_failure(c, infos, run.cells)[0] if infos is not None and len(infos) == len(run.cells) else c
+        if root is not c and root.index in by_cell:
+            by_cell[root.index].setdefault("blocked_cells", []).append(c.index)
+            continue
+        item: dict[str, Any] = {"cell": c.index, "status": str(c.status), "error": f"{c.ename}: {c.evalue}".strip(": ")}
         if notebook.BLANK_NAME in c.evalue:
             item["status"], item["error"] = "blank", "the cell still has an unfilled blank `?`"
         if c.traceback:
             item["traceback"] = [t.replace(notebook.BLANK_NAME, "?") for t in c.traceback]
         errors.append(item)
+        by_cell[c.index] = item
+    for cell, questions in (blocked or {}).items():
+        if cell in by_cell:
+            by_cell[cell]["blocked_questions"] = list(questions)
     truncated = [c.index for c in run.cells if c.output_truncated]
     out = {
         "executor": executor,

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from grader import notebook
+from grader import capture, notebook
 from grader.course.model import Assignment
 from grader.errors import NotebookError
-from grader.judge import variants
+from grader.judge import carry, variants
 from grader.judge.checks import hint_id
 from grader.run.execute import Executor
-from grader.run.job import CaptureSpec, Injection, Job, JobCell, RunResult
+from grader.run.job import Captured, CaptureSpec, Injection, Job, JobCell, RunResult
 from grader.vocab import CaptureKind, SkipReason
 
 
@@ -89,3 +89,56 @@ def run_notebook(assignment: Assignment, path: Path, executor: Executor, *, hint
     job = build_job(assignment, cells, infos, path, hints=hints, skip=skip or set(),
                     traceback_lines=traceback_lines, variant=variant)
     return executor.run(job), infos
+
+
+def _after_statements(source: str, calls: dict[int, list[str]]) -> str:
+    """The cell with ``__grader_inject__(key)`` appended to the last line of each numbered
+    statement, as variants put their inputs in, so line numbers stay as they are."""
+    parsed = notebook.parse_cell(source)
+    if parsed.syntax_error is not None:
+        return source
+    lines = source.splitlines(keepends=True)
+    edits: dict[tuple[int, int], list[str]] = {}
+    for i, keys in calls.items():
+        stmt = parsed.statements[i]
+        if stmt.end_lineno is not None and stmt.end_col_offset is not None:
+            edits.setdefault((stmt.end_lineno, stmt.end_col_offset), []).extend(keys)
+    for (lineno, col), keys in sorted(edits.items(), reverse=True):  # right to left keeps columns valid
+        line = lines[lineno - 1]
+        at = len(line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))  # ast columns count bytes
+        lines[lineno - 1] = line[:at] + "".join(f"; {variants.INJECT_CALL}({k!r})" for k in keys) + line[at:]
+    return "".join(lines)
+
+
+def build_carry_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo],
+                    student: dict[str, Captured], *, skip: set[str], variant: variants.Variant | None = None) -> Job:
+    """The solution's run with the student's values of its steps in place of its own (``carry``).
+
+    Each step the student has a value for goes in right after the solution's statement that
+    computes it, and the value the solution had there is kept: the reference of that step computed
+    from the student's own earlier steps. Hints are evaluated in the same run, at each check's
+    point, so they too see the student's own values of the steps before it."""
+    where = carry.places(assignment, infos)
+    by_cell: dict[int, dict[int, list[str]]] = {}
+    injections: list[Injection] = []
+    carried: set[str] = set()
+    for check in carry.steps(assignment):
+        got = student.get(check.id)
+        if check.id not in where or got is None or got.value is None or check.variable is None:
+            continue
+        pos, stmt = where[check.id]
+        by_cell.setdefault(pos, {}).setdefault(stmt, []).append(check.id)
+        injections.append(Injection(name=check.id, value=capture.to_wire(got.value), target=check.variable))
+        carried.add(check.id)
+    job = build_job(assignment, cells, infos, assignment.solution, hints=True, skip=skip)
+    job_cells = [replace(jc, source=_after_statements(jc.source, by_cell[pos])) if pos in by_cell else jc
+                 for pos, jc in enumerate(job.cells)]
+    if variant is not None:  # the variant's inputs go in first, where the solution defines them
+        job_cells = [replace(jc, source=variants.with_injections(jc.source, variant.names)) for jc in job_cells]
+        injections = [Injection(name=n, value=variant.values[n]) for n in variant.names] + injections
+    captures = tuple(
+        CaptureSpec(c.id, CaptureKind.EXPR, f"{carry.CARRIED}[{c.id!r}]", None) if c.id in carried else c
+        for c in job.captures
+    )
+    files = tuple(f for f in job.files if f[0] != assignment.solution)  # its data only: no notebook file needed
+    return replace(job, cells=tuple(job_cells), captures=captures, injections=tuple(injections), files=files)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader import __version__, capture
+from grader import __version__, capture, notebook
 from grader.course.model import Assignment, Course
 from grader.errors import NotebookError, ProtocolError, SolutionError
 from grader.files import write_atomic
@@ -106,15 +106,35 @@ class References:
             return set(self._bundle(assignment)[1])
         return skip_sources(assignment)
 
-    def save_bundle(self, assignment: Assignment, path: Path) -> Path:
-        """Write the assignment's reference bundle (computing the references if need be)."""
+    def save_bundle(self, assignment: Assignment, path: Path, *, solution_steps: bool = False) -> Path:
+        """Write the assignment's reference bundle (computing the references if need be); with
+        ``solution_steps``, also the solution's cells, which the carry-forward runs execute."""
         ref = self.get(assignment)
         data = {"format": BUNDLE_FORMAT, "grader": __version__, "assignment": assignment.name,
                 "config_digest": assignment.config_digest, "key": ref.key,
                 "skip_sources": sorted(skip_sources(assignment)), "reference": self._to_data(ref)}
+        if solution_steps:  # the solution code grading itself must run: the carry-forward runs (``carry``)
+            data["carry_cells"] = [{"index": c.index, "source": c.source, "tags": list(c.tags)}
+                                   for c in notebook.read(assignment.solution)]
         write_atomic(path, json.dumps(data))
         os.chmod(path, 0o600)  # the grader's alone: a student process never runs as its uid
         return path
+
+    def solution_cells(self, assignment: Assignment) -> list[notebook.Cell]:
+        """The solution's cells, for the carry-forward runs: from the notebook, or from the bundle of
+        an assignment graded without its solution. Raises SolutionError when neither has them."""
+        if assignment.bundle is None:
+            try:
+                return notebook.read(assignment.solution)
+            except NotebookError as exc:
+                raise SolutionError(f"The solution notebook {assignment.solution} cannot be read: {exc}") from None
+        try:
+            data = json.loads(assignment.bundle.read_text(encoding="utf-8"))
+            return [notebook.Cell(index=int(c["index"]), source=str(c["source"]), tags=tuple(c["tags"]))
+                    for c in data["carry_cells"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SolutionError(f"The reference bundle {assignment.bundle} of {assignment.name} has no solution "
+                                f"steps for carry-forward ({exc})") from None
 
     def load_bundle(self, assignment: Assignment) -> Reference:
         """The references of an assignment graded from its bundle."""

@@ -38,6 +38,9 @@ class CheckResult:
     hint: str = ""
     hidden: bool = False
     variants: int = 0  # how many variants the check was also run on
+    carried_from: list[str] = field(default_factory=list)  # wrong upstream checks its value is right given
+    blocked_by: int = 0  # the cell of the first error that left it without a value (0: none)
+    follow_on: bool = False  # that error is in an earlier cell, not in the cell computing this value
 
 
 @dataclass
@@ -50,6 +53,9 @@ class QuestionResult:
     feedback: list[str] = field(default_factory=list)
     checks: list[CheckResult] = field(default_factory=list)
     variants: int = 0
+    # Error carried forward: the questions where the mistake is that this question's value is
+    # right given (the root mistakes first); empty when it is not carried forward.
+    carried_forward: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -95,6 +101,7 @@ class Scorecard:
                         "max_score": r(q.max_score),
                         "status": str(q.status),
                         **({"variants": q.variants} if q.variants else {}),
+                        **({"carried_forward": list(q.carried_forward)} if q.carried_forward else {}),
                         "feedback": list(q.feedback),
                     }
                     for q in self.questions

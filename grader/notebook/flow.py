@@ -296,3 +296,28 @@ def dependencies(infos: list[CellInfo], sources: tuple[str, ...]) -> dict[str, s
                 elif name not in reads and name not in sources:
                     deps.pop(name, None)
     return deps
+
+
+def direct_inputs(infos: list[CellInfo], sources: AbstractSet[str]) -> dict[str, set[str]]:
+    """Which of ``sources`` each name is computed from directly, as of the end of these cells: the
+    sources its last binding reads, itself or through names that are not sources. A source is a
+    step of its own, so what it is computed from is not passed on (``weights`` comes from
+    ``scaled``, not from the ``scores`` behind it): the inputs of a step, for carrying an error
+    forward one step at a time."""
+    through: dict[str, set[str]] = {}  # a name that is not a source -> the sources behind it
+    inputs: dict[str, set[str]] = {}
+    for info in infos:
+        if info.cell.skipped:
+            continue
+        for binds, reads in info.by_statement():
+            found: set[str] = set()
+            for name in reads:
+                found |= {name} if name in sources else through.get(name, set())
+            for name in binds:
+                keep = name in reads  # ``x = x + 1`` or ``x += 1`` builds on what was there
+                if name in sources:
+                    inputs[name] = (inputs.get(name, set()) if keep else set()) | (found - {name})
+                elif found or not keep:
+                    through[name] = (through.get(name, set()) if keep else set()) | found
+    inputs.update({n: s for n, s in through.items() if n not in inputs and n not in sources})
+    return inputs

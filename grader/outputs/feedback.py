@@ -17,7 +17,8 @@ def question_passed(result: QuestionResult) -> bool:
 def failure_text(result: QuestionResult, card: Scorecard) -> str:
     """The question's title, status and points, the notebook's status when it was not graded
     normally, then one indented line per feedback line."""
-    head = f"{result.title}: {result.status}, {result.score:g}/{result.max_score:g} points"
+    status = f"{result.status} (error carried forward)" if result.carried_forward else str(result.status)
+    head = f"{result.title}: {status}, {result.score:g}/{result.max_score:g} points"
     if card.status != "graded":
         head += f" (notebook {card.status}: {card.reason})"
     return "\n".join([head] + [f"  - {line}" for line in result.feedback])

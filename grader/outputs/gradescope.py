@@ -16,7 +16,7 @@ from typing import Any
 
 from grader.course.model import Assignment, ScorecardSettings
 from grader.judge.scorecard import Scorecard, points_text, rounded
-from grader.outputs.view import STATUS_WORDS, SUBMISSION_WORDS, error_lines
+from grader.outputs.view import SUBMISSION_WORDS, error_lines, status_words
 
 VISIBILITY = {"visible": "visible", "after_due": "after_due_date", "hidden": "hidden"}
 
@@ -29,7 +29,7 @@ def results(card: Scorecard, assignment: Assignment | None, settings: ScorecardS
             level = settings.question_visibility(card.assignment, assignment.question(q.id)) if assignment else "visible"
         except KeyError:
             level = "visible"
-        head = f"**{STATUS_WORDS.get(q.status, q.status)}**, {points_text(q.score, r)}/{points_text(q.max_score, r)} points"
+        head = f"**{status_words(q.status, q.carried_forward)}**, {points_text(q.score, r)}/{points_text(q.max_score, r)} points"
         tests.append({
             "name": f"{q.id}: {q.title}",
             "number": str(i),

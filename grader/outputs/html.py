@@ -23,7 +23,7 @@ from pathlib import Path
 from grader.course.model import Assignment
 from grader.notebook import CellInfo, analyse, first_binds
 from grader.outputs.markdown import MARKS, question_points
-from grader.outputs.view import STATUS_WORDS, SUBMISSION_WORDS, ShownQuestion, View
+from grader.outputs.view import SUBMISSION_WORDS, ShownQuestion, View
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
        "base-uri 'none'; form-action 'none'")
@@ -91,7 +91,7 @@ def text_html(text: str) -> str:
 def question_box(view: View, q: ShownQuestion) -> str:
     items = "".join(f"<li>{text_html(line)}</li>" for line in q.feedback)
     head = (f"{MARKS.get(q.status, '')} Question {html.escape(q.id)}: {html.escape(q.title)} — "
-            f"{STATUS_WORDS.get(q.status, q.status)}, {question_points(view, q)} points")
+            f"{html.escape(q.status_text)}, {question_points(view, q)} points")
     return (f'<div class="grader-box grader-{html.escape(q.status)}" id="question-{html.escape(q.id)}">'
             f"<h3>{head}</h3><ul>{items}</ul></div>")
 
@@ -100,7 +100,7 @@ def summary_box(view: View) -> str:
     who = f"{html.escape(view.who)} · " if view.who else ""
     rows = "".join(
         f'<tr><td><a href="#question-{html.escape(q.id)}">{html.escape(q.id)}: {html.escape(q.title)}</a></td>'
-        f"<td>{MARKS.get(q.status, '')} {STATUS_WORDS.get(q.status, q.status)}</td>"
+        f"<td>{MARKS.get(q.status, '')} {html.escape(q.status_text)}</td>"
         f"<td>{question_points(view, q)}</td></tr>"
         for q in view.questions
     )

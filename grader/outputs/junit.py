@@ -66,6 +66,8 @@ def to_xml(cards: list[tuple[Path, Scorecard]], assignment: Assignment, *,
             properties = ET.SubElement(case, "properties")
             for name, value in (("score", q.score), ("max_score", q.max_score)):
                 ET.SubElement(properties, "property", name=name, value=_escape(value))
+            if q.carried_forward:  # as the pytest plugin records it
+                ET.SubElement(properties, "property", name="carried_forward", value=_escape(",".join(q.carried_forward)))
             if not question_passed(q):
                 text = failure_text(q, card)
                 failure = ET.SubElement(case, "failure", message=_escape(shorten(text)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from grader.files import printable
-from grader.outputs.view import STATUS_WORDS, SUBMISSION_WORDS, ShownQuestion, View
+from grader.outputs.view import SUBMISSION_WORDS, ShownQuestion, View
 
 MARKS = {"passed": "✅", "partial": "🟡", "failed": "❌", "error": "❌", "unanswered": "⬜", "withheld": "🔒"}
 
@@ -45,7 +45,7 @@ def summary_lines(view: View) -> list[str]:
     lines += ["", "| Question | Result | Points |", "|---|---|---|"]
     for q in view.questions:
         lines.append(f"| {cell(q.id)}: {cell(q.title)} | {MARKS.get(q.status, '')} "
-                     f"{STATUS_WORDS.get(q.status, q.status)} | {question_points(view, q)} |")
+                     f"{q.status_text} | {question_points(view, q)} |")
     return lines
 
 
@@ -57,7 +57,7 @@ def to_markdown(view: View) -> str:
     lines = [f"# {view.assignment}: {view.title}", ""]
     lines += summary_lines(view)
     for q in view.questions:
-        lines += ["", f"## {q.id}: {q.title} — {STATUS_WORDS.get(q.status, q.status)}, "
+        lines += ["", f"## {q.id}: {q.title} — {q.status_text}, "
                       f"{question_points(view, q)} points", ""]
         lines += question_lines(view, q)
     if view.errors:

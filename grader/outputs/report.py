@@ -58,6 +58,7 @@ class Row:
     questions: list[tuple[str, str, str]] = field(default_factory=list)  # (id, title, status)
     hints: list[tuple[str, str]] = field(default_factory=list)  # (question id, message)
     timed_out_cells: list[int] = field(default_factory=list)
+    carried: list[str] = field(default_factory=list)  # questions right given an earlier mistake
 
     @property
     def percent(self) -> float:
@@ -70,7 +71,7 @@ def row_from_card(card: Scorecard) -> Row:
         hints = _hints_from_feedback((q.id, q.feedback) for q in card.questions)
     return Row(card.assignment, card.submission, card.student, card.status, card.reason, card.score,
                card.max_score, [(q.id, q.title, q.status) for q in card.questions], hints,
-               _timeouts(card.execution))
+               _timeouts(card.execution), [q.id for q in card.questions if q.carried_forward])
 
 
 def row_from_dict(data: dict[str, Any]) -> Row:
@@ -86,6 +87,7 @@ def row_from_dict(data: dict[str, Any]) -> Row:
         questions=[(str(q.get("id")), str(q.get("title", q.get("id"))), str(q.get("status"))) for q in qs],
         hints=_hints_from_feedback((str(q.get("id")), q.get("feedback") or []) for q in qs),
         timed_out_cells=_timeouts(data.get("execution") or {}),
+        carried=[str(q.get("id")) for q in qs if q.get("carried_forward")],
     )
 
 
@@ -240,13 +242,17 @@ def section(name: str, rows: list[Row], title: str = "") -> str:
     out.append("<h3>Pass rate per question</h3>")
     out.append(_img(plot_questions(rates), f"Result per question for {name}"))
     head = "".join(f"<th>{s}</th>" for s in STATUS_ORDER)
+    carried = Counter(q for r in rows for q in r.carried)
     body = ""
     for qid, qtitle, c in rates:
         total = sum(c.values()) or 1
         cells = "".join(f'<td class="n">{c.get(s, 0)}</td>' for s in STATUS_ORDER)
         body += (f"<tr><td>{e(qid)}: {e(qtitle)}</td><td class=\"n\">{100.0 * c.get('passed', 0) / total:.0f}%</td>"
-                 f"{cells}</tr>")
-    out.append(f"<table><tr><th>question</th><th>pass rate</th>{head}</tr>{body}</table>")
+                 f'{cells}<td class="n">{carried.get(qid, 0)}</td></tr>')
+    out.append(f"<table><tr><th>question</th><th>pass rate</th>{head}<th>carried forward</th></tr>{body}</table>")
+    out.append('<p class="muted">Carried forward: right given the student\'s own mistake in an earlier question. '
+               "Mistakes are counted once, where they were made: a hint is never counted for a value that an "
+               "earlier mistake explains.</p>")
 
     counts = Counter(h for r in rows for h in dict.fromkeys(r.hints))  # once per submission
     out.append("<h3>Most frequent mistakes</h3>")

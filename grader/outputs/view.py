@@ -12,6 +12,7 @@ never from the Scorecard directly, so one function decides visibility:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,12 +28,19 @@ STATUS_WORDS = {
     "error": "raised an error",
     "withheld": "result not shown yet",
 }
+CARRIED_LINE = "; the mistake is upstream, in "  # grader.judge.checks words every carried-forward verdict so
 SUBMISSION_WORDS = {
     "graded": "graded",
     "invalid_notebook": "not a readable notebook",
     "timeout": "stopped: ran out of time",
     "crashed": "stopped: the notebook's process ended",
 }
+
+
+def status_words(status: str, carried_forward: Sequence[str] = ()) -> str:
+    """A question's status as students read it; a value right given an earlier mistake says so."""
+    words = STATUS_WORDS.get(status, status)
+    return f"{words} (error carried forward)" if carried_forward and status != "withheld" else words
 
 
 @dataclass(frozen=True)
@@ -43,10 +51,15 @@ class ShownQuestion:
     score: float | None  # None when withheld
     max_score: float
     feedback: tuple[str, ...]
+    carried_forward: tuple[str, ...] = ()  # the questions where the mistake it is right given is
 
     @property
     def withheld(self) -> bool:
         return self.status == "withheld"
+
+    @property
+    def status_text(self) -> str:
+        return status_words(self.status, self.carried_forward)
 
 
 @dataclass(frozen=True)
@@ -94,13 +107,28 @@ def student_view(card: Scorecard, assignment: Assignment | None, settings: Score
                  now: datetime | None = None) -> View:
     """The scorecard as students may see it now."""
     questions = []
+    withheld = set()
+    for q in card.questions:
+        try:
+            question = assignment.question(q.id) if assignment is not None else None
+        except KeyError:
+            continue
+        if question is not None and not settings.shown(card.assignment, question, now):
+            withheld.add(q.id)
     for q in card.questions:
         try:
             question = assignment.question(q.id) if assignment is not None else None
         except KeyError:
             question = None
         if question is None or settings.shown(card.assignment, question, now):
-            questions.append(ShownQuestion(q.id, q.title, q.status, q.score, q.max_score, tuple(q.feedback)))
+            feedback, carried = tuple(q.feedback), tuple(q.carried_forward)
+            if withheld & set(carried):
+                # Carried forward from a question whose result is not shown yet: saying where the
+                # mistake is would show that result.
+                feedback = tuple(line for line in feedback if CARRIED_LINE not in line) or (
+                    "Points as shown; the rest of this question's feedback comes with a result not shown yet.",)
+                carried = ()
+            questions.append(ShownQuestion(q.id, q.title, q.status, q.score, q.max_score, feedback, carried))
         else:
             level = settings.question_visibility(card.assignment, question)
             questions.append(ShownQuestion(q.id, q.title, "withheld", None, q.max_score,
@@ -127,5 +155,27 @@ def error_lines(card: Scorecard) -> list[str]:
     out = []
     for e in card.execution.get("errors", []) or []:
         where = f" ({e['traceback'][-1]})" if e.get("traceback") else ""
-        out.append(f"cell {e.get('cell')}: {e.get('error', e.get('status', ''))}{where}")
+        line = f"cell {e.get('cell')}: {e.get('error', e.get('status', ''))}{where}"
+        # Errors that only follow from this one are not listed one by one: what they stopped is.
+        blocked_cells = e.get("blocked_cells") or []
+        if blocked_cells:
+            line += f"; cell{'s' if len(blocked_cells) > 1 else ''} {_numbers(blocked_cells)} then failed because of it"
+        questions = e.get("blocked_questions") or []
+        if questions:
+            line += f"; it leaves question{'s' if len(questions) > 1 else ''} {', '.join(questions)} without a value"
+        out.append(line)
     return out
+
+
+def _numbers(cells: list[int]) -> str:
+    """``8–13, 15, 16``: cell numbers with runs shortened."""
+    parts: list[str] = []
+    start = prev = cells[0]
+    for n in [*cells[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}, {prev}" if prev == start + 1 else f"{start}–{prev}")
+        if n is not None:
+            start = prev = n
+    return ", ".join(parts)

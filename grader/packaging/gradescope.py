@@ -132,11 +132,13 @@ def _copy(src: Path, dest: Path) -> None:
     shutil.copyfile(src, dest)
 
 
-def stage_grading(course: Course, assignment: Assignment, dest: Path) -> Path:
+def stage_grading(course: Course, assignment: Assignment, dest: Path, *, solution_steps: bool = False) -> Path:
     """Write into ``dest`` what grading the assignment needs and nothing of its solution: a
     config.yaml reduced to it, the skeleton, and ``grading/NAME/`` (the data files and the
     reference bundle, which computing runs the solution unless its references are cached).
-    Returns the config file."""
+    With ``solution_steps`` the bundle also holds the solution code the carry-forward runs need
+    (for a grading machine students cannot read, such as Gradescope's); without it, carry-forward
+    is off where the bundle grades. Returns the config file."""
     from grader.judge.grading import Grader
 
     grading = Path("grading") / assignment.name
@@ -147,7 +149,7 @@ def stage_grading(course: Course, assignment: Assignment, dest: Path) -> Path:
         _copy(assignment.solution_dir / rel, dest / grading / rel)
     if assignment.skeleton.is_file():
         _copy(assignment.skeleton, dest / assignment.skeleton.relative_to(course.root))
-    Grader(course).references.save_bundle(assignment, dest / bundle)
+    Grader(course).references.save_bundle(assignment, dest / bundle, solution_steps=solution_steps)
     config.load(dest / "config.yaml").assignment(assignment.name)  # the staged config loads without the solution
     return dest / "config.yaml"
 
@@ -168,7 +170,7 @@ def build_zip(course: Course, assignment: Assignment, out: Path) -> Path:
     cached) for the reference bundle."""
     with tempfile.TemporaryDirectory(prefix="grader-zip-") as tmp:
         stage = Path(tmp)
-        stage_grading(course, assignment, stage / "course")
+        stage_grading(course, assignment, stage / "course", solution_steps=True)  # students never read it there
         stage_grader(stage / "grader-src")
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from grader.capture import Value
 from grader.course.model import Limits
@@ -43,10 +43,15 @@ class CaptureSpec:
 
 @dataclass(frozen=True)
 class Injection:
-    """A value that replaces a name wherever the (rewritten) cells call ``__grader_inject__``."""
+    """A value that replaces a name wherever the (rewritten) cells call ``__grader_inject__``.
+
+    With a ``target``, ``name`` is only the key the cells pass, and the value the target held
+    there is kept for a capture (``__grader_carried__[name]``): how a carry-forward run gets the
+    solution's value of a step computed from the student's own values of the steps before it."""
 
     name: str
     value: dict[str, Any]  # encoded plain data (``grader.capture.to_wire``)
+    target: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,7 @@ class Job:
                 for c in self.captures
             ],
             "injections": {i.name: i.value for i in self.injections},
+            "carries": {i.name: i.target for i in self.injections if i.target},
             "limits": limits_wire(self.limits),
             "workdir": workdir,
             "traceback_lines": self.traceback_lines,
@@ -123,6 +129,7 @@ class JobWire(TypedDict):
     cells: list[CellWire]
     captures: list[CaptureWire]
     injections: dict[str, dict[str, Any]]
+    carries: NotRequired[dict[str, str]]  # injection key -> the name it replaces, keeping the old value
     limits: LimitsWire
     workdir: str
     traceback_lines: int

@@ -53,14 +53,7 @@ class KernelSide:
         self.captures: dict[int, list[CaptureWire]] = {}
         for c in job["captures"]:
             self.captures.setdefault(c["point"] if c["point"] is not None else len(job["cells"]), []).append(c)
-        values = job.get("injections") or {}
-        if values:  # as worker.Runner.run: the rewritten cells call this right after a given input
-            ns = shell.user_ns
-
-            def inject(name: str) -> None:
-                ns[name] = worker.rebuild(values[name], like=ns.get(name))
-
-            ns[worker.INJECT] = inject
+        worker.install_injections(shell.user_ns, job)  # as worker.Runner.run
         self.error: BaseException | None = None
         self.started = 0.0
         shell.events.register("post_run_cell", self._post_run_cell)

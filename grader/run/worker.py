@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the job's shape, for the type checker only: this process im
 
 CELL_FILE = "<cell {}>"
 INJECT = "__grader_inject__"
+CARRIED = "__grader_carried__"
 INJECT_RE = re.compile(r";\s*__grader_inject__\([^)]*\)")
 CHECK_FILE = "<check>"
 
@@ -113,14 +114,7 @@ class Runner:
         captures: dict[int, list[CaptureWire]] = {}
         for c in self.job["captures"]:
             captures.setdefault(c["point"] if c["point"] is not None else len(cells), []).append(c)
-        values = self.job.get("injections") or {}
-        if values:
-            ns = self.shell.user_ns
-
-            def inject(name: str) -> None:
-                ns[name] = rebuild(values[name], like=ns.get(name))
-
-            ns[INJECT] = inject
+        install_injections(self.shell.user_ns, self.job)
         self.send({"ev": "start", "pid": os.getpid(), "sandbox": list(self.sandbox)})
         previous: CellEndMessage | None = None
         for pos, cell in enumerate(cells):
@@ -317,6 +311,30 @@ def add_error(message: CellEndMessage | CaptureMessage, exc: BaseException, max_
     """Put the exception (``describe_error``) into a cell's or a capture's message."""
     error = describe_error(exc, max_lines)
     message["ename"], message["evalue"], message["traceback"] = error["ename"], error["evalue"], error["traceback"]
+
+
+def install_injections(ns: dict[str, Any], job: JobWire) -> None:
+    """Put the function the rewritten cells call (``__grader_inject__(key)``) into the namespace.
+
+    A plain injection replaces the name ``key`` (a variant's input). A carried one (``carries``:
+    key -> name) first keeps the value the name holds there, under ``__grader_carried__[key]``,
+    for a capture to read at the end, then replaces it: the solution's own value of a step computed
+    from the student's values of the steps before it."""
+    values = job.get("injections") or {}
+    if not values:
+        return
+    carries = job.get("carries") or {}
+    kept: dict[str, Any] = {}
+
+    def inject(key: str) -> None:
+        name = carries.get(key, key)
+        if key in carries and name in ns:
+            kept[key] = ns[name]
+        ns[name] = rebuild(values[key], like=ns.get(name))
+
+    ns[INJECT] = inject
+    if carries:
+        ns[CARRIED] = kept
 
 
 def rebuild(enc: dict[str, Any], like: Any = None) -> Any:
