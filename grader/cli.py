@@ -11,7 +11,8 @@
     grader report SCORECARDS... [--out DIR]                 class report (HTML with plots)
     grader gradescope-zip [NAME] [--out DIR]                Gradescope autograder zip
     grader grading-bundle [NAME] --out DIR                  the grading materials, without the solution
-    grader classroom-workflow [NAME] --grading-repo O/R     GitHub Classroom workflow
+    grader classroom50-autograder [NAME] [--out DIR]        Classroom 50 autograders/<slug>/ folder
+    grader classroom-workflow [NAME] --grading-repo O/R     GitHub Classroom workflow (legacy)
 
 Exit status: 0 when the command did its job (every submission got a scorecard), 1 when
 ``validate`` found problems, ``grade --fail-under PCT`` saw a score below PCT, or ``check`` saw a
@@ -236,6 +237,16 @@ def cmd_grading_bundle(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_classroom50_autograder(args: argparse.Namespace) -> int:
+    from grader.packaging.classroom50 import build_folder
+
+    course = config.load(find_config(args.config))
+    assignment = pick_assignment(course, args.name, [])
+    folder = build_folder(course, assignment, Path(args.out), args.slug)
+    print(f"wrote {folder}/: commit it to the classroom's folder in your Classroom 50 configuration repository")
+    return EXIT_OK
+
+
 def cmd_classroom_workflow(args: argparse.Namespace) -> int:
     import re
 
@@ -337,7 +348,15 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--config", "-c")
     b.set_defaults(func=cmd_grading_bundle)
 
-    w = sub.add_parser("classroom-workflow", help="write the GitHub Classroom workflow for an assignment's repository")
+    c5 = sub.add_parser("classroom50-autograder", help="write the Classroom 50 autograder folder for an assignment")
+    c5.add_argument("name", nargs="?", help="assignment (default: the only one)")
+    c5.add_argument("--slug", help="the assignment's Classroom 50 slug (default: NAME in lower case, _ as -)")
+    c5.add_argument("--out", "-o", default=".", help="the classroom's folder; writes OUT/autograders/SLUG/ "
+                    "(default: here)")
+    c5.add_argument("--config", "-c")
+    c5.set_defaults(func=cmd_classroom50_autograder)
+
+    w = sub.add_parser("classroom-workflow", help="write the (legacy) GitHub Classroom workflow for an assignment")
     w.add_argument("name", nargs="?", help="assignment (default: the only one)")
     w.add_argument("--grading-repo", required=True, help="OWNER/NAME of the private course repository "
                    "(the output of grader grading-bundle: the grader, config.yaml and the reference bundle)")

@@ -16,6 +16,7 @@ Registered through the ``pytest11`` entry point, so it works wherever the packag
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,6 +129,45 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = GradingState(course, assignment, paths, Path(config.getoption("scorecard_dir")))
     # Collect the submissions instead of the project's own tests.
     config.args[:] = [str(p) for p in paths]
+    config.pluginmanager.register(JunitPoints(config), "grader-junit-points")
+
+
+POINTS = "grader_points"  # a report's (score, max_score, carried_forward); xdist carries it from a worker with the report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report = yield
+    if call.when == "call" and isinstance(item, QuestionItem) and item.result is not None:
+        setattr(report, POINTS, [item.result.score, item.result.max_score, ",".join(item.result.carried_forward)])
+    return report
+
+
+class JunitPoints:
+    """Each question's points as suite properties of ``--junitxml``, as grader.outputs.junit writes
+    them: ``score:<classname>::<name>`` and ``max_score:...``. Not per test case (``record_property``):
+    a ``<properties>`` inside ``<testcase>`` makes the file invalid under the JUnit schema. Runs where
+    the reports arrive, so under xdist on the controller, which alone writes the file."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from _pytest.junitxml import xml_key  # pytest's handle on --junitxml, as record_testsuite_property uses
+
+        points = getattr(report, POINTS, None)
+        xml = self.config.stash.get(xml_key, None)
+        if report.when != "call" or points is None or xml is None:
+            return
+        # classname and name as pytest's junitxml derives them from the node id
+        path, _, params = report.nodeid.partition("[")
+        names = path.split("::")
+        classname = ".".join([re.sub(r"\.py$", "", names[0].replace("/", "."))] + names[1:-1])
+        name = names[-1] + (f"[{params}" if params else "")
+        xml.add_global_property(f"score:{classname}::{name}", points[0])
+        xml.add_global_property(f"max_score:{classname}::{name}", points[1])
+        if len(points) > 2 and points[2]:  # right given an earlier mistake, in these questions
+            xml.add_global_property(f"carried_forward:{classname}::{name}", points[2])
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -188,10 +228,6 @@ class QuestionItem(pytest.Item):
         if result is None:  # the grader makes one result per question of the assignment
             raise GradingFailed(f"The scorecard of {self.path.name} has no question {self.question.id}.")
         self.result, self.card = result, card
-        self.user_properties.append(("score", result.score))
-        self.user_properties.append(("max_score", result.max_score))
-        if result.carried_forward:  # right given an earlier mistake, in these questions
-            self.user_properties.append(("carried_forward", ",".join(result.carried_forward)))
         if not question_passed(result):
             raise QuestionNotEarned(result, card)
 

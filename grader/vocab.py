@@ -119,6 +119,7 @@ class Format(StrEnum):
     HTML = "html"
     GRADESCOPE = "gradescope"
     CLASSROOM = "classroom"
+    CLASSROOM50 = "classroom50"
     JUNIT = "junit"
     GRADEBOOK = "gradebook"
     REPORT = "report"

@@ -65,10 +65,25 @@ def test_skeleton_has_no_outputs_or_instructor_cells(tmp_path):
     path = tmp_path / "sol.ipynb"
     nbformat.write(nb, str(path))
     out = assign.skeleton(path)
-    assert [c.source for c in out.cells] == ["x = ?", "download()"]
-    assert out.cells[0].outputs == [] and out.cells[0].execution_count is None
-    assert out.cells[1].metadata == {"tags": ["skip-grading"]}
+    # A solution that starts with code gets the note on checking one's work as a new first cell
+    note, *cells = out.cells
+    assert note.cell_type == "markdown" and note.source == assign.CHECK_NOTE.format(
+        install=assign.STUDENT_INSTALL, notebook="sol.ipynb")
+    assert [c.source for c in cells] == ["x = ?", "download()"]
+    assert cells[0].outputs == [] and cells[0].execution_count is None
+    assert cells[1].metadata == {"tags": ["skip-grading"]}
     assert "authors" not in out.metadata
+
+
+def test_every_skeleton_tells_students_how_to_check_their_work(courses):
+    for a in courses.assignments.values():
+        first = nbformat.read(str(a.skeleton), as_version=4).cells[0]
+        solution_first = nbformat.read(str(a.solution), as_version=4).cells[0]
+        assert first.cell_type == "markdown" and first.source.startswith(solution_first.source.rstrip())
+        assert f"`{assign.STUDENT_INSTALL}`" in first.source
+        assert "from grader import check; check()" in first.source
+        assert f"grader check {a.skeleton.name}" in first.source
+    assert f"{assign.STUDENT_INSTALL}\n" in (ROOT / "README.md").read_text()  # the same line for students there
 
 
 def test_public_checks_hold_kinds_not_hidden_values():

@@ -219,7 +219,13 @@ def test_the_junit_writer_matches_a_pytest_run(pytester, graded):
                 None if failure is None else (failure.get("message"), failure.text))
 
     assert [described(c) for c in suite] == [described(c) for c in their_suite]
-    cases = {(c.get("classname"), c.get("name")): c for c in suite}
+    # The points: suite properties, two per case in the order of the cases, the same in both files
+    points = [(p.get("name"), p.get("value")) for p in suite.find("properties")]
+    assert points == [(p.get("name"), p.get("value")) for p in their_suite.find("properties")]
+    assert [n for n, _ in points[:2]] == [f"score:{NAMES[0]}.ipynb::{QUESTIONS[0]}",
+                                          f"max_score:{NAMES[0]}.ipynb::{QUESTIONS[0]}"]
+    assert len(points) == 2 * 48 and not any(c.find("properties") is not None for c in suite.iter("testcase"))
+    cases = {(c.get("classname"), c.get("name")): c for c in suite.iter("testcase")}
     assert list(cases) == [(f"{n}.ipynb", q) for n in NAMES for q in QUESTIONS]
     scaled = cases[("carol_no_sqrt.ipynb", "scaled")].find("failure")
     assert scaled.get("message").startswith("Scaled scores: failed, 0/2 points\n")

@@ -29,8 +29,9 @@ from grader.outputs.view import student_view
 
 EXAMPLES = ROOT / "examples/attention_numpy"
 PICKED = ["bob_correct", "carol_no_sqrt", "frank_raises", "grace_half_done", "henry_not_a_notebook"]
-ALL = "yaml,json,md,html,gradescope,classroom,junit,gradebook,report"
-PER_SUBMISSION = (".yaml", ".json", ".md", ".html", ".gradescope.json", ".classroom.json")
+ALL = "yaml,json,md,html,gradescope,classroom,classroom50,junit,gradebook,report"
+PER_SUBMISSION = (".yaml", ".json", ".md", ".html", ".gradescope.json", ".classroom.json", ".result.json",
+                  ".release-body.md")
 
 
 def grader_cli(*args, cwd):
@@ -202,7 +203,8 @@ def test_gradebook_quotes_cells_a_spreadsheet_would_run_as_formulas(tmp_path):
 def test_formats_and_fail_under_on_the_command_line(tmp_path):
     proc = grader_cli("grade", str(EXAMPLES / "bob_correct.ipynb"), "--formats", "yaml,pdf", cwd=ROOT)
     assert (proc.returncode, proc.stderr) == (2, "grader: Unknown format 'pdf' in --formats; known: yaml, json, md, "
-                                                 "html, gradescope, classroom, junit, gradebook, report.\n")
+                                                 "html, gradescope, classroom, classroom50, junit, gradebook, "
+                                                 "report.\n")
     proc = grader_cli("grade", str(EXAMPLES / "bob_correct.ipynb"), "--fail-under", "120", cwd=ROOT)
     assert (proc.returncode, proc.stderr) == (2, "grader: --fail-under must be a percentage from 0 to 100, got 120.\n")
     out = tmp_path / "out"
@@ -352,7 +354,7 @@ def _config(tmp_path, scorecard: str):
 
 @pytest.mark.parametrize("scorecard, message", [
     ("  formats: [yaml, pdf]\n", "scorecard.formats[1] must be one of yaml, json, md, html, gradescope, classroom, "
-                                 "junit, gradebook, report, got 'pdf'"),
+                                 "classroom50, junit, gradebook, report, got 'pdf'"),
     ("  due: next friday\n", "scorecard.due must be an ISO date or date and time (2025-05-01T23:59), got 'next friday'"),
     ("  show_expected: after_due\n", "scorecard.show_expected is after_due, which needs scorecard.due"),
     ("  visibility:\n    attention_numpy:\n      q9: hidden\n", "scorecard.visibility.attention_numpy.q9 names no "
@@ -430,6 +432,16 @@ def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_bundle_bu
             "grader-src/grader/templates/gradescope_run_autograder"} <= names
     assert not any(n.startswith("course/solutions/") or "/.grader-cache/" in n for n in names)
     assert modes[BUNDLE] & 0o777 == 0o600 and modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
+    # setup.sh installs the libraries at the versions the reference values were computed with
+    with zipfile.ZipFile(zipped) as z:
+        pins = dict(line.split("==") for line in z.read("constraints.txt").decode().splitlines()[1:])
+        setup = z.read("setup.sh").decode()
+    import nbconvert
+    import numpy
+    import pandas
+    assert (pins["numpy"], pins["pandas"], pins["nbconvert"]) == (numpy.__version__, pandas.__version__,
+                                                                 nbconvert.__version__)
+    assert '-c "$SOURCE/constraints.txt" "$SOURCE/grader-src[instructor]"' in setup
     assert list(reduced["assignments"]) == ["attention_numpy"]
     # No line of the solution's own code is shipped (its answer cells, at least).
     solution = nbformat.read(str(ROOT / "solutions/attention_numpy/attention_numpy.ipynb"), as_version=4)
@@ -562,7 +574,7 @@ def _carol_with(course, numpy_assignment, *, hidden: bool = False, show_expected
 def _all_formats(card, course, assignment, tmp_path) -> dict[str, str]:
     path = EXAMPLES / "carol_no_sqrt.ipynb"
     return {f: render_one(f, path, card, course, assignment) for f in
-            ("yaml", "json", "md", "html", "gradescope", "classroom")}
+            ("yaml", "json", "md", "html", "gradescope", "classroom", "classroom50")}
 
 
 def test_a_hidden_check_is_pass_fail_only_in_every_format(course, numpy_assignment, tmp_path):

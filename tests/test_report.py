@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
+import html
 import re
 import subprocess
 import sys
@@ -53,7 +55,8 @@ def test_the_page_is_self_contained(report):
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", report)
     assert "<script" not in report.lower()
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', report)
-    assert len(images) == 3
+    # No chart of mistakes: each is made by one submission here, and the table says that better
+    assert len(images) == 2
     for b64 in images:
         png = base64.b64decode(b64)
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000  # a drawn plot, not an empty image
@@ -95,12 +98,28 @@ def test_most_frequent_hints_are_the_misconceptions(report):
             "weights must sum to 1.</td>" in table)
 
 
-def test_crashed_timed_out_and_unreadable_submissions_are_listed(report):
-    table = report[report.index("<h3>Submissions that crashed, timed out or could not be read</h3>"):]
+def test_crashed_timed_out_raising_and_unreadable_submissions_are_listed(report, cards):
+    table = report[report.index("<h3>Submissions that crashed, timed out, raised an error or could not be read</h3>"):]
     rows = re.findall(r"<tr><td>(\w+)</td><td>([\w.]+)</td><td>(\w+)</td>", table)
-    assert rows == [("henry", "henry_not_a_notebook.ipynb", "invalid_notebook"), ("ivan", "ivan_loops.ipynb", "timeout")]
+    # frank's notebook raised in a cell (it is still graded): listed, with the cell and the error
+    assert rows == [("frank", "frank_raises.ipynb", "graded"), ("henry", "henry_not_a_notebook.ipynb", "invalid_notebook"),
+                    ("ivan", "ivan_loops.ipynb", "timeout")]
+    frank = next(c for c in cards if c.student == "frank")
+    raised = [e for e in frank.execution["errors"] if e["status"] == "error"]
+    assert raised and all(html.escape(f"cell {e['cell']}: {e['error']}") in table for e in raised)
+    assert "None: every notebook" not in report
     assert "cell 7 ran past the 30 s limit and was stopped" in table
     assert "The file is not JSON, so not a notebook (line 1: Expecting value)." in table
+
+
+def test_a_mistake_shared_by_several_submissions_gets_a_chart(cards, tmp_path):
+    carol = next(c for c in cards if c.student == "carol")
+    page = write_report([carol, dataclasses.replace(carol, student="carla", submission="carla.ipynb"), cards[0]],
+                        tmp_path / "r.html").read_text()
+    mistakes = page[page.index("<h3>Most frequent mistakes</h3>"):page.index("<h3>Submissions that")]
+    assert len(re.findall(r'src="data:image/png;base64,', mistakes)) == 1
+    assert '<tr><td class="n">2</td><td>scaled</td><td>The scores are not divided by sqrt(d_k).</td></tr>' in mistakes
+    assert "None: every notebook ran to the end without an error." in page
 
 
 def test_hints_read_back_from_files_match_the_graded_cards(cards):

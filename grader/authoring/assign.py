@@ -9,8 +9,10 @@ Markers, typed in the solution notebook:
     # END SOLUTION
 
 Cells tagged ``instructor`` are dropped; outputs, execution counts and metadata other than the
-kernel and the ``skip-grading`` tag are cleared. The output is a pure function of the solution,
-so running ``assign`` twice gives byte-identical files.
+kernel and the ``skip-grading`` tag are cleared. The first markdown cell ends with how to check
+one's work before submitting (``CHECK_NOTE``: the light student install, ``check()`` and ``grader
+check``); a notebook that starts with code gets that note as a new first cell. The output is a
+pure function of the solution, so running ``assign`` twice gives byte-identical files.
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ END = re.compile(r"^\s*#\s*END SOLUTION\s*$")
 INSTRUCTOR_TAG = "instructor"
 KEPT_TAGS = ("skip-grading",)
 PUBLIC_CHECKS = "public_checks.json"
+STUDENT_INSTALL = "pip install notebook-grader"  # the light install: no torch, none of the instructor's tooling
+CHECK_NOTE = ("**Check your work before you submit.** Install the checker once with `{install}` (it is light: "
+              "no PyTorch, none of the instructor's tools), then run `from grader import check; check()` in a cell, "
+              "or `grader check {notebook}` in a terminal. It runs the public checks; the grader also compares "
+              "values you cannot see.")
 
 
 def _assignment_target(code: str) -> str | None:
@@ -114,6 +121,13 @@ def skeleton(solution: Path) -> nbformat.NotebookNode:
         if cell.cell_type == "markdown" and cell.get("attachments"):
             new.attachments = cell.attachments
         cells.append(new)
+    note = CHECK_NOTE.format(install=STUDENT_INSTALL, notebook=solution.name)
+    if cells and cells[0].cell_type == "markdown":
+        cells[0].source = cells[0].source.rstrip() + "\n\n" + note
+    else:
+        first = nbformat.v4.new_markdown_cell(note)  # type: ignore[no-untyped-call]  # nbformat has no annotations
+        first.id = "check-your-work"
+        cells.insert(0, first)
     out: nbformat.NotebookNode = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]  # nbformat has no annotations
     out.cells = cells
     out.metadata = {

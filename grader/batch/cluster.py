@@ -8,9 +8,10 @@ only grade: a submission goes to a worker as its file name and bytes, and comes 
 scorecard in plain data.
 
 - **What workers get** (``bundle_for_workers``): the course settings, the assignment, its
-  reference bundle (``References.save_bundle``: the reference values the client computed and
-  the skipped cells' sources) and the data files students' notebooks read. Never the solution
-  notebook: a worker grades from the bundle, as an assignment with ``reference_bundle:`` does. It reaches every worker, including
+  reference bundle (``References.save_bundle``: the reference values the client computed, the
+  skipped cells' sources and the solution's steps the carry-forward runs execute) and the data
+  files students' notebooks read. A worker grades from the bundle, as an assignment with
+  ``reference_bundle:`` does, and gives the scores this machine would. It reaches every worker, including
   one that joins later, as a Dask worker plugin (``grader.batch.dask_plugin``), which also keeps
   one executor per worker process alive across tasks (the forking executor's warm server and its
   sandboxes).
@@ -69,7 +70,7 @@ class Bundle:
 
     course: Course
     assignment: Assignment
-    references: bytes  # the assignment's reference bundle (``References.save_bundle``): no solution in it
+    references: bytes  # the assignment's reference bundle (``References.save_bundle``), with the carry-forward steps
     data: tuple[tuple[str, bytes], ...]  # (path relative to the solution folder, content)
     executor: str
     code: str  # the client's code digest: a worker running other grader code refuses
@@ -78,10 +79,13 @@ class Bundle:
 
 def bundle_for_workers(grader: Grader, assignment: Assignment, fingerprint: str) -> Bundle:
     """The one place that decides what workers receive: the reference bundle of the references
-    this client computed (or was given), the data files, and the settings. Never the solution."""
+    this client computed (or was given), the data files, and the settings. The solution notebook
+    itself never travels; its cells do, inside the bundle, as the steps the carry-forward runs
+    execute (as in a Gradescope zip, which only the grader's container reads), so a worker grades
+    a submission exactly as this machine would."""
     data = tuple((rel, (assignment.solution_dir / rel).read_bytes()) for rel in assignment.data)
     with tempfile.TemporaryDirectory(prefix="grader-bundle-") as tmp:
-        path = grader.references.save_bundle(assignment, Path(tmp) / "references.json")
+        path = grader.references.save_bundle(assignment, Path(tmp) / "references.json", solution_steps=True)
         references = path.read_bytes()
     return Bundle(course=grader.course, assignment=assignment, references=references, data=data,
                   executor=grader.executor.name, code=code_digest(), fingerprint=fingerprint)

@@ -108,14 +108,21 @@ class References:
 
     def save_bundle(self, assignment: Assignment, path: Path, *, solution_steps: bool = False) -> Path:
         """Write the assignment's reference bundle (computing the references if need be); with
-        ``solution_steps``, also the solution's cells, which the carry-forward runs execute."""
+        ``solution_steps``, also the solution's cells, which the carry-forward runs execute, when
+        this grader has them (an assignment graded from a bundle without them has none to pass on).
+        Works from a bundle as from the notebooks: a bundle's bundle is the same bundle."""
         ref = self.get(assignment)
-        data = {"format": BUNDLE_FORMAT, "grader": __version__, "assignment": assignment.name,
-                "config_digest": assignment.config_digest, "key": ref.key,
-                "skip_sources": sorted(skip_sources(assignment)), "reference": self._to_data(ref)}
+        data: dict[str, object] = {
+            "format": BUNDLE_FORMAT, "grader": __version__, "assignment": assignment.name,
+            "config_digest": assignment.config_digest, "key": ref.key,
+            "skip_sources": sorted(self.skip_sources(assignment)), "reference": self._to_data(ref)}
         if solution_steps:  # the solution code grading itself must run: the carry-forward runs (``carry``)
-            data["carry_cells"] = [{"index": c.index, "source": c.source, "tags": list(c.tags)}
-                                   for c in notebook.read(assignment.solution)]
+            try:
+                cells = self.solution_cells(assignment)
+            except SolutionError:
+                cells = None
+            if cells is not None:
+                data["carry_cells"] = [{"index": c.index, "source": c.source, "tags": list(c.tags)} for c in cells]
         write_atomic(path, json.dumps(data))
         os.chmod(path, 0o600)  # the grader's alone: a student process never runs as its uid
         return path

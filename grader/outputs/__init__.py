@@ -8,7 +8,8 @@ No renderer reaches into grading logic. Per submission, ``OUT/<name><suffix>``; 
     md          <name>.md                Markdown feedback (what students may see)
     html        <name>.html              the student's notebook with each result next to its cells
     gradescope  <name>.gradescope.json   Gradescope's results.json schema
-    classroom   <name>.classroom.json    GitHub Classroom's grading reporter input
+    classroom50 <name>.result.json       Classroom 50's result.json, with <name>.release-body.md
+    classroom   <name>.classroom.json    GitHub Classroom's grading reporter input (legacy)
     junit       junit.xml                one test case per (submission, question), as pytest's --junitxml
     gradebook   gradebook.csv            one row per submission
     report      report.html              the class report (grader.outputs.report)
@@ -58,6 +59,8 @@ def write_submission(path: Path, name: str, card: Scorecard, *, course: Course, 
         spec = FORMATS[Format(fmt)]
         if isinstance(spec, PerSubmission):
             written.append(write_atomic(Path(out) / f"{name}{spec.suffix}", spec.render(path, card, settings)))
+            for suffix, render in spec.companions:
+                written.append(write_atomic(Path(out) / f"{name}{suffix}", render(path, card, settings)))
     return written
 
 

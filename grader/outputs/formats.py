@@ -14,10 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.course.model import Assignment, Course
 from grader.judge.scorecard import Scorecard
 from grader.vocab import Format
+
+if TYPE_CHECKING:
+    from grader.outputs import classroom50
 
 Submission = tuple[Path, str, Scorecard]  # (notebook path, output name, scorecard)
 
@@ -38,6 +42,8 @@ class PerSubmission:
     suffix: str
     help: str
     render: Callable[[Path, Scorecard, Output], str]  # (notebook path, scorecard, settings) -> text
+    # Files written beside the main one, ``<name><suffix>`` each (Classroom 50's release body).
+    companions: tuple[tuple[str, Callable[[Path, Scorecard, Output], str]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,32 @@ def _classroom(path: Path, card: Scorecard, out: Output) -> str:
     return classroom.to_json(classroom.result(card, student_view(card, out.assignment, out.course.scorecard, out.now)))
 
 
+def _classroom50_identity(path: Path, out: Output) -> classroom50.Identity:
+    import os
+
+    from grader.outputs import classroom50
+
+    return classroom50.Identity.from_env(os.environ, classroom=out.course.name, assignment=out.assignment.name,
+                                         owner=path.stem, submitted=out.now)
+
+
+def _classroom50(path: Path, card: Scorecard, out: Output) -> str:
+    from grader.outputs import classroom50
+    from grader.outputs.view import student_view
+
+    view = student_view(card, out.assignment, out.course.scorecard, out.now)
+    return classroom50.to_json(classroom50.result(card, view, _classroom50_identity(path, out), now=out.now))
+
+
+def _classroom50_body(path: Path, card: Scorecard, out: Output) -> str:
+    from grader.outputs import classroom50
+    from grader.outputs.view import student_view
+
+    view = student_view(card, out.assignment, out.course.scorecard, out.now)
+    return classroom50.release_body(view, classroom50.result(card, view, _classroom50_identity(path, out),
+                                                            now=out.now))
+
+
 def _junit(submissions: list[Submission], out: Output, path: Path) -> Path:
     from grader.outputs.junit import write_junit
 
@@ -112,7 +144,10 @@ FORMATS: dict[Format, PerSubmission | PerRun] = {f.format: f for f in (
     PerSubmission(Format.MD, ".md", "Markdown feedback (what students may see)", _md),
     PerSubmission(Format.HTML, ".html", "the student's notebook with each result next to its cells", _html),
     PerSubmission(Format.GRADESCOPE, ".gradescope.json", "Gradescope's results.json", _gradescope),
-    PerSubmission(Format.CLASSROOM, ".classroom.json", "GitHub Classroom's grading reporter input", _classroom),
+    PerSubmission(Format.CLASSROOM, ".classroom.json", "GitHub Classroom's grading reporter input (legacy)",
+                  _classroom),
+    PerSubmission(Format.CLASSROOM50, ".result.json", "Classroom 50's result.json (and .release-body.md)",
+                  _classroom50, companions=((".release-body.md", _classroom50_body),)),
     PerRun(Format.JUNIT, "junit.xml", "JUnit XML, one test case per question", _junit),
     PerRun(Format.GRADEBOOK, "gradebook.csv", "one row per submission, for any gradebook", _gradebook),
     PerRun(Format.REPORT, "report.html", "the class report, with plots", _report),

@@ -6,8 +6,14 @@ holding one ``<testsuite>`` named after the assignment, and a ``<testcase>`` per
 question) whose ``classname`` is the notebook's path under the submissions' common folder with
 dots for slashes and whose ``name`` is the question id. A question without full marks has a
 ``<failure>`` whose text is the student's feedback (grader.outputs.feedback, the same text the
-plugin reports) and whose ``message`` is that text shortened as pytest (9.2 and later) shortens it. The
-``score``/``max_score`` properties are the question's points.
+plugin reports) and whose ``message`` is that text shortened as pytest (9.2 and later) shortens it.
+
+The points are the suite's properties, two per test case, ``score:<classname>::<name>`` and
+``max_score:<classname>::<name>`` (and ``carried_forward:<classname>::<name>``, the questions an
+earlier mistake is in, for a question right given it), in the order of the cases (the plugin records the same with
+pytest's suite properties). Not per case: a ``<properties>`` inside ``<testcase>`` is not in the
+JUnit schema that Jenkins' xUnit plugin validates against (``junit-10.xsd``), while suite
+properties are, and junitparser, GitLab and Jenkins' JUnit plugin all read the file the same way.
 
 Nothing is run: the notebooks were graded already. The time of a submission's grading is given to
 its first test case, as in a pytest run, where the first item of a submission grades it.
@@ -55,6 +61,7 @@ def to_xml(cards: list[tuple[Path, Scorecard]], assignment: Assignment, *,
         seen.setdefault(Path(p).resolve(), card)
     root = Path(os.path.commonpath([str(p.parent) for p in seen])) if seen else Path.cwd()
     cases: list[ET.Element] = []
+    points: list[tuple[str, object]] = []
     total = 0.0
     for p, card in seen.items():
         classname = re.sub(r"\.py$", "", p.relative_to(root).as_posix().replace("/", "."))
@@ -63,11 +70,9 @@ def to_xml(cards: list[tuple[Path, Scorecard]], assignment: Assignment, *,
         for i, q in enumerate(card.questions):
             case = ET.Element("testcase", classname=classname, name=_escape(q.id),
                               time=f"{elapsed if i == 0 else 0.0:.3f}")
-            properties = ET.SubElement(case, "properties")
-            for name, value in (("score", q.score), ("max_score", q.max_score)):
-                ET.SubElement(properties, "property", name=name, value=_escape(value))
-            if q.carried_forward:  # as the pytest plugin records it
-                ET.SubElement(properties, "property", name="carried_forward", value=_escape(",".join(q.carried_forward)))
+            points += [(f"score:{classname}::{q.id}", q.score), (f"max_score:{classname}::{q.id}", q.max_score)]
+            if q.carried_forward:  # right given an earlier mistake, in these questions
+                points.append((f"carried_forward:{classname}::{q.id}", ",".join(q.carried_forward)))
             if not question_passed(q):
                 text = failure_text(q, card)
                 failure = ET.SubElement(case, "failure", message=_escape(shorten(text)))
@@ -77,6 +82,10 @@ def to_xml(cards: list[tuple[Path, Scorecard]], assignment: Assignment, *,
     suite = ET.Element("testsuite", name=assignment.name, errors="0", failures=str(failures), skipped="0",
                        tests=str(len(cases)), time=f"{total:.3f}", timestamp=started.astimezone().isoformat(),
                        hostname=platform.node())
+    if points:
+        properties = ET.SubElement(suite, "properties")
+        for name, value in points:
+            ET.SubElement(properties, "property", name=_escape(name), value=_escape(value))
     suite.extend(cases)
     suites = ET.Element("testsuites")
     suites.set("name", "pytest tests")

@@ -4,8 +4,10 @@ Per assignment:
 
 - the score distribution (a histogram of percentages);
 - the pass rate per question (a stacked bar per question: passed, partial, failed, error, unanswered);
-- the most frequent hints, i.e. the misconceptions of the class;
-- the submissions that crashed, timed out or could not be read, with the reason.
+- the most frequent hints, i.e. the misconceptions of the class (a table, and a chart once some
+  mistake is shared by two submissions or more: a chart of bars all at 1 says nothing);
+- the submissions that crashed, timed out, raised an error in a cell or could not be read, with
+  the reason.
 
 Plots are drawn with matplotlib (the object-oriented API, no pyplot state) and embedded as
 base64 PNG, so the file can be mailed or attached anywhere. Input is scorecards: the objects of a
@@ -59,6 +61,7 @@ class Row:
     hints: list[tuple[str, str]] = field(default_factory=list)  # (question id, message)
     timed_out_cells: list[int] = field(default_factory=list)
     carried: list[str] = field(default_factory=list)  # questions right given an earlier mistake
+    raised: list[str] = field(default_factory=list)  # "cell N: Error ..." for each cell that raised
 
     @property
     def percent(self) -> float:
@@ -71,7 +74,8 @@ def row_from_card(card: Scorecard) -> Row:
         hints = _hints_from_feedback((q.id, q.feedback) for q in card.questions)
     return Row(card.assignment, card.submission, card.student, card.status, card.reason, card.score,
                card.max_score, [(q.id, q.title, q.status) for q in card.questions], hints,
-               _timeouts(card.execution), [q.id for q in card.questions if q.carried_forward])
+               _timeouts(card.execution), [q.id for q in card.questions if q.carried_forward],
+               _raised(card.execution))
 
 
 def row_from_dict(data: dict[str, Any]) -> Row:
@@ -88,6 +92,7 @@ def row_from_dict(data: dict[str, Any]) -> Row:
         hints=_hints_from_feedback((str(q.get("id")), q.get("feedback") or []) for q in qs),
         timed_out_cells=_timeouts(data.get("execution") or {}),
         carried=[str(q.get("id")) for q in qs if q.get("carried_forward")],
+        raised=_raised(data.get("execution") or {}),
     )
 
 
@@ -98,6 +103,11 @@ def _hints_from_feedback(items: Iterable[tuple[str, list[str]]]) -> list[tuple[s
 
 def _timeouts(execution: dict[str, Any]) -> list[int]:
     return [e.get("cell") for e in execution.get("errors", []) or [] if e.get("status") == "timeout"]
+
+
+def _raised(execution: dict[str, Any]) -> list[str]:
+    return [f"cell {e.get('cell')}: {e.get('error') or e.get('status')}" for e in execution.get("errors", []) or []
+            if e.get("status") == "error"]  # not a timeout (listed as such), nor a blank left unfilled
 
 
 def load_scorecards(paths: list[Path]) -> list[Row]:
@@ -200,9 +210,10 @@ def plot_questions(rates: list[tuple[str, str, Counter[str]]]) -> str:
 def plot_hints(top: list[tuple[tuple[str, str], int]]) -> str:
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7.5, 0.55 * len(top) + 1.0))
+    # Labels wrapped on two lines at most, and a layout that makes room for them: the hint is the point.
+    labels = [textwrap.fill(textwrap.shorten(f"{qid}: {msg}", 90, placeholder="…"), 48) for (qid, msg), _ in top][::-1]
+    fig = Figure(figsize=(9.0, 0.75 * len(top) + 1.2), layout="constrained")
     ax = fig.add_subplot()
-    labels = [textwrap.shorten(f"{qid}: {msg}", 70, placeholder="…") for (qid, msg), _ in top][::-1]
     ax.barh(labels, [n for _, n in top][::-1], color="#ef6c00")
     ax.set_xlabel("submissions")
     _whole_numbers(ax.xaxis)
@@ -258,25 +269,27 @@ def section(name: str, rows: list[Row], title: str = "") -> str:
     out.append("<h3>Most frequent mistakes</h3>")
     if counts:
         top = counts.most_common(TOP_HINTS)
-        out.append(_img(plot_hints(top), f"Most frequent hints for {name}"))
+        if top[0][1] > 1:  # some mistake is shared; otherwise the table says it all
+            out.append(_img(plot_hints(top), f"Most frequent hints for {name}"))
         out.append("<table><tr><th>submissions</th><th>question</th><th>hint</th></tr>" + "".join(
             f'<tr><td class="n">{n}</td><td>{e(qid)}</td><td>{e(msg)}</td></tr>' for (qid, msg), n in top) + "</table>")
     else:
         out.append('<p class="muted">No submission matched a declared mistake.</p>')
 
-    broken = [r for r in rows if r.status in BROKEN or r.timed_out_cells]
-    out.append("<h3>Submissions that crashed, timed out or could not be read</h3>")
+    broken = [r for r in rows if r.status in BROKEN or r.timed_out_cells or r.raised]
+    out.append("<h3>Submissions that crashed, timed out, raised an error or could not be read</h3>")
     if broken:
         trs = ""
         for r in broken:
             who = e(r.student)
-            what = r.reason or (f"cell(s) {', '.join(map(str, r.timed_out_cells))} timed out" if r.timed_out_cells else "")
+            what = r.reason or (f"cell(s) {', '.join(map(str, r.timed_out_cells))} timed out" if r.timed_out_cells
+                                else "; ".join(r.raised))
             trs += (f"<tr><td>{who}</td><td>{e(r.submission)}</td><td>{e(r.status)}</td>"
                     f"<td class=\"n\">{points_text(r.score)}/{points_text(r.max_score)}</td><td>{e(what)}</td></tr>")
         out.append("<table><tr><th>student</th><th>submission</th><th>status</th><th>score</th><th>reason</th></tr>"
                    f"{trs}</table>")
     else:
-        out.append('<p class="muted">None: every notebook ran to the end.</p>')
+        out.append('<p class="muted">None: every notebook ran to the end without an error.</p>')
     return "\n".join(out)
 
 

@@ -3,7 +3,8 @@
 The zip (``grader gradescope-zip NAME``) holds, at its root, ``setup.sh`` and ``run_autograder``
 (from grader/templates/), ``course/`` (a config.yaml reduced to this assignment, the skeleton,
 and ``grading/NAME/``: the data files and the assignment's reference bundle, so Gradescope never
-runs the solution) and ``grader-src/`` (this package, installed by setup.sh). No solution is
+runs the solution), ``grader-src/`` (this package, installed by setup.sh) and ``constraints.txt``
+(the library versions setup.sh installs: grader.packaging.stage). No solution is
 shipped: the bundle holds the reference values (data and every variant), hint values and the
 skipped cells' sources, readable by the grader's uid only; grading from it gives the scorecards
 grading from ``solutions/`` gives.
@@ -33,6 +34,7 @@ from grader.course.model import Assignment, Course
 from grader.errors import GraderError, UsageError
 from grader.files import write_atomic
 from grader.outputs import gradescope
+from grader.packaging.stage import stage_constraints
 
 SETUP = "gradescope_setup.sh"
 RUN = "gradescope_run_autograder"
@@ -52,10 +54,11 @@ def template(name: str, **values: str) -> str:
 # At grading time, inside Gradescope's container
 
 
-def find_submission(folder: Path, assignment: Assignment) -> Path:
-    """The notebook to grade, or a UsageError whose message tells the student what to upload."""
+def find_submission(folder: Path, assignment: Assignment, *, verb: str = "upload") -> Path:
+    """The notebook to grade, or a UsageError whose message tells the student what to ``verb``
+    (upload, or commit in a repository)."""
     want = f"{assignment.name}.ipynb"
-    found = sorted(p for p in folder.rglob("*.ipynb") if p.is_file() and not SKIP_DIRS & set(p.parts))
+    found = sorted(p for p in folder.rglob("*.ipynb") if p.is_file() and not _skipped(p.relative_to(folder)))
     for p in found:
         if p.name == want:
             return p
@@ -63,10 +66,15 @@ def find_submission(folder: Path, assignment: Assignment) -> Path:
         return found[0]
     if found:
         names = ", ".join(p.name for p in found[:5])
-        raise UsageError(f"The submission holds {len(found)} notebooks ({names}); upload only {want}.")
-    others = sorted(p.name for p in folder.rglob("*") if p.is_file())[:5]
+        raise UsageError(f"The submission holds {len(found)} notebooks ({names}); {verb} only {want}.")
+    others = sorted(p.name for p in folder.rglob("*") if p.is_file() and not _skipped(p.relative_to(folder)))[:5]
     what = f" (it holds: {', '.join(others)})" if others else " (it is empty)"
-    raise UsageError(f"The submission has no notebook (.ipynb file){what}; upload {want}.")
+    raise UsageError(f"The submission has no notebook (.ipynb file){what}; {verb} {want}.")
+
+
+def _skipped(rel: Path) -> bool:
+    """Editor and system folders, and hidden ones (``.git``, ``.github``), are never the submission."""
+    return bool(SKIP_DIRS & set(rel.parts)) or any(part.startswith(".") for part in rel.parts[:-1])
 
 
 def run(root: Path, config_path: Path, assignment_name: str) -> Path:
@@ -172,6 +180,7 @@ def build_zip(course: Course, assignment: Assignment, out: Path) -> Path:
         stage = Path(tmp)
         stage_grading(course, assignment, stage / "course", solution_steps=True)  # students never read it there
         stage_grader(stage / "grader-src")
+        stage_constraints(stage / "constraints.txt")
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         target = out / f"{assignment.name}-gradescope.zip"

@@ -23,7 +23,8 @@ fi
 "$VENV/bin/pip" install --quiet --upgrade pip
 # The CPU build first: an unpinned torch would pull a multi-GB CUDA build.
 "$VENV/bin/pip" install --quiet torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
-"$VENV/bin/pip" install --quiet "$SOURCE/grader-src"
+# The grader with its instructor extra, at the library versions the reference values were computed with.
+"$VENV/bin/pip" install --quiet -c "$SOURCE/constraints.txt" "$SOURCE/grader-src[instructor]"
 
 # The course (config, skeleton, data, reference bundle) is the grader's alone: student code runs
 # as another uid, and also under Landlock where the kernel has it.
