@@ -132,14 +132,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(JunitPoints(config), "grader-junit-points")
 
 
-POINTS = "grader_points"  # a report's (score, max_score, carried_forward); xdist carries it from a worker with the report
+POINTS = "grader_points"  # a report's (score, max_score); xdist carries it from a worker with the report
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     report = yield
     if call.when == "call" and isinstance(item, QuestionItem) and item.result is not None:
-        setattr(report, POINTS, [item.result.score, item.result.max_score, ",".join(item.result.carried_forward)])
+        setattr(report, POINTS, [item.result.score, item.result.max_score])
     return report
 
 
@@ -166,8 +166,6 @@ class JunitPoints:
         name = names[-1] + (f"[{params}" if params else "")
         xml.add_global_property(f"score:{classname}::{name}", points[0])
         xml.add_global_property(f"max_score:{classname}::{name}", points[1])
-        if len(points) > 2 and points[2]:  # right given an earlier mistake, in these questions
-            xml.add_global_property(f"carried_forward:{classname}::{name}", points[2])
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:

@@ -9,8 +9,7 @@ dots for slashes and whose ``name`` is the question id. A question without full 
 plugin reports) and whose ``message`` is that text shortened as pytest (9.2 and later) shortens it.
 
 The points are the suite's properties, two per test case, ``score:<classname>::<name>`` and
-``max_score:<classname>::<name>`` (and ``carried_forward:<classname>::<name>``, the questions an
-earlier mistake is in, for a question right given it), in the order of the cases (the plugin records the same with
+``max_score:<classname>::<name>``, in the order of the cases (the plugin records the same with
 pytest's suite properties). Not per case: a ``<properties>`` inside ``<testcase>`` is not in the
 JUnit schema that Jenkins' xUnit plugin validates against (``junit-10.xsd``), while suite
 properties are, and junitparser, GitLab and Jenkins' JUnit plugin all read the file the same way.
@@ -71,8 +70,6 @@ def to_xml(cards: list[tuple[Path, Scorecard]], assignment: Assignment, *,
             case = ET.Element("testcase", classname=classname, name=_escape(q.id),
                               time=f"{elapsed if i == 0 else 0.0:.3f}")
             points += [(f"score:{classname}::{q.id}", q.score), (f"max_score:{classname}::{q.id}", q.max_score)]
-            if q.carried_forward:  # right given an earlier mistake, in these questions
-                points.append((f"carried_forward:{classname}::{q.id}", ",".join(q.carried_forward)))
             if not question_passed(q):
                 text = failure_text(q, card)
                 failure = ET.SubElement(case, "failure", message=_escape(shorten(text)))
