@@ -175,7 +175,9 @@ RUN = textwrap.dedent("""
     if sys.argv[1] == "ipython":
         del manager.transform_cell, shell._tee  # IPython's own methods again
     out = io.BytesIO()
-    worker.Runner(job, out, shell).run()
+    runner = worker.Runner(job, out, shell)
+    runner.lean = sys.argv[1] != "ipython"  # IPython's run_cell for every cell, or fast_cells.run_lean
+    runner.run()
     kept = [text for outputs in shell.history_manager.outputs.values() for o in outputs
             for text in o.bundle.get("stream", [])]
     os.write(1, json.dumps({"installed": installed, "kept": kept}).encode() + b"\\n" + out.getvalue())

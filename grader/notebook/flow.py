@@ -296,3 +296,23 @@ def dependencies(infos: list[CellInfo], sources: tuple[str, ...]) -> dict[str, s
                 elif name not in reads and name not in sources:
                     deps.pop(name, None)
     return deps
+
+
+def imported_modules(sources: Sequence[str]) -> tuple[str, ...]:
+    """The modules the cells import by absolute name (``import a.b`` gives ``a.b``, ``from a.b import c``
+    gives ``a.b``), sorted, wherever the import statement is (in a function, a ``try``, ...). Cells
+    that are not valid Python are skipped."""
+    found: set[str] = set()
+    for source in sources:
+        if "import" not in source:
+            continue
+        try:
+            tree = ast.parse(python_source(fill_blanks(source)))
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module)
+    return tuple(sorted(found))

@@ -95,6 +95,7 @@ class Runner:
         self.output_limit = int(job["limits"]["output_kb"]) * 1024
         self.current = 0
         self.traceback_lines = int(job.get("traceback_lines", 8))
+        self.lean = True  # cells through fast_cells.run_lean where it can (False: always IPython's run_cell)
         original = shell.compile.get_code_name
 
         def code_name(raw: str, transformed: str, number: int) -> str:
@@ -143,11 +144,12 @@ class Runner:
         sys.stdout = sys.stderr = stream
         started = time.perf_counter()
         try:
-            result = self.shell.run_cell(cell["source"], store_history=False, silent=False)
+            done, error = fast_cells.run_lean(self.shell, cell["source"]) if self.lean else (False, None)
+            if not done:
+                result = self.shell.run_cell(cell["source"], store_history=False, silent=False)
+                error = result.error_before_exec or result.error_in_exec
         except BaseException as exc:  # noqa: BLE001 - a shell that itself breaks is still this cell's error
             error = exc
-        else:
-            error = result.error_before_exec or result.error_in_exec
         finally:
             sys.stdout, sys.stderr = saved
             self.current = 0
