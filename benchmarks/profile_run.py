@@ -21,11 +21,9 @@ measured by bench_grading.py end to end. Medians over N children, in millisecond
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -50,6 +50,7 @@ import re
 import sys
 from typing import Any
 
+
 class _Outcome:
     """What ``run_code`` writes an exception to (the part of IPython's ExecutionResult it uses)."""
 
@@ -79,8 +80,9 @@ def run_lean(shell: Any, source: str) -> tuple[bool, BaseException | None]:
         return False, None  # may need an event loop (top-level await): IPython decides
     import ast
 
-    from IPython.core.interactiveshell import _pseudo_sync_runner
+    from IPython.core import interactiveshell
 
+    run_sync: Any = interactiveshell._pseudo_sync_runner  # runs a coroutine that never awaits, without a loop
     compiler = shell.compile
     outcome = _Outcome()
     try:
@@ -106,7 +108,7 @@ def run_lean(shell: Any, source: str) -> tuple[bool, BaseException | None]:
                     except BaseException as exc:  # noqa: BLE001 - as IPython: the cell's error, before this statement ran
                         shell.last_execution_succeeded = False
                         return True, exc
-                    if _pseudo_sync_runner(shell.run_code(code, outcome)):
+                    if run_sync(shell.run_code(code, outcome)):
                         break
                 shell.last_execution_succeeded = outcome.error_in_exec is None
     finally:
