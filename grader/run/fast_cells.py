@@ -8,15 +8,16 @@ provably do not need it.
 order and with IPython's own pieces (its transform_cell, its compiler and its ``cache`` of the
 cell's text for tracebacks, ``builtin_trap``, ``display_trap``, ``run_code`` with its handling of
 ``SystemExit``, the ``pre_execute``/``post_execute`` events), and leaves out the steps that do
-nothing for such a cell: a second full compile to find out whether it needs an event loop (a cell
-without the words ``await`` and ``async`` cannot), compiling each top-level statement on its own
-(one compile of the statements before the last, and the last, if it is an expression, in "single"
-mode so that the displayhook shows it, as IPython's ``last_expr``), and the coroutine that runs
-it all. Whatever it cannot do exactly as IPython would, it hands to ``shell.run_cell`` untouched
-before anything has run: top-level ``await``, a cell that does not parse or compile as one
-module (IPython would run the statements before the bad one first), AST transformers, event
-callbacks other than IPython's own, a non-default ``ast_node_interactivity`` or ``autoawait``
-setting. tests/test_lean_runner.py compares its scorecards with the Jupyter executor's.
+nothing for such a cell: a second full compile of the cell to find out whether it needs an event
+loop (a cell without the words ``await`` and ``async`` cannot), the coroutine that runs the cell,
+the ExecutionInfo/ExecutionResult objects and the history and logging calls that are off. Each
+top-level statement is still compiled and run in turn, the last one in "single" mode if it is an
+expression (so the displayhook shows it and sets ``_``, as IPython's ``last_expr``): a statement
+that does not compile fails after the ones before it ran, and compile-time warnings come in the
+same order. Whatever it does not do as IPython would, it hands to ``shell.run_cell`` untouched
+before anything has run: top-level ``await`` (or any cell with those words), a transform that
+raises, AST transformers, ``pre_run_cell``/``post_run_cell`` callbacks, a non-default
+``ast_node_interactivity``. tests/test_lean_runner.py compares its scorecards with the Jupyter executor's.
 
 IPython tokenizes every cell (Python's pure-Python tokenize, about half a millisecond for a
 20-line cell) only to look for its own syntax: `%magic`, `!cmd`, `x = %magic`, `x = !cmd`,

@@ -311,7 +311,12 @@ def describe_error(exc: BaseException, max_lines: int) -> ErrorWire:
     except BaseException:  # noqa: BLE001 - reading the frames and their source can raise anything: report none
         frames = []
     if isinstance(exc, SyntaxError) and exc.lineno:
-        frames.append(f"line {exc.lineno}: {(exc.text or '').strip()}")
+        text = exc.text
+        if text is None and str(exc.filename).startswith("<cell "):  # compiled from the parsed cell:
+            import linecache  # the line is in the text IPython's compiler cached for the cell
+
+            text = linecache.getline(str(exc.filename), exc.lineno)
+        frames.append(f"line {exc.lineno}: {(text or '').strip()}")
     return {"ename": type(exc).__name__[:100], "evalue": _safe_str(exc), "traceback": frames[-max_lines:]}
 
 

@@ -126,9 +126,20 @@ def _warm_up(shell: Any, loaded: list[str]) -> None:
     namespace = dict(shell.user_ns)
     contents = {id(v): (v, v.copy()) for v in namespace.values() if type(v) in (dict, list)}  # In, Out
     code_name = shell.compile.__dict__.get("get_code_name")
+    # The displayhook's own copy of the last three shown values: it sets `_` only while the
+    # namespace's `_` is still the value it showed last, so a warm-up value left here would make
+    # every child treat `_` as the student's own and never update it.
+    # The same for user_ns_hidden, where it keeps them too.
+    hook = shell.displayhook
+    shown = {k: getattr(hook, k) for k in ("_", "__", "___")}
+    hidden = dict(shell.user_ns_hidden)
     try:
         worker.Runner(job, io.BytesIO(), shell).run()
     finally:
+        for k, v in shown.items():
+            setattr(hook, k, v)
+        shell.user_ns_hidden.clear()
+        shell.user_ns_hidden.update(hidden)
         shell.user_ns.clear()
         shell.user_ns.update(namespace)
         for v, saved in contents.values():
