@@ -302,8 +302,8 @@ def comparable(card) -> dict:
     """A scorecard without what depends on how it ran (time, executor, sandbox), for comparing."""
     data = card.to_dict()
     data["execution"] = {k: v for k, v in data.get("execution", {}).items() if k not in RUN_FIELDS}
-    data.pop("submission", None)  # the file's name: the same class is written to a new folder each run
-    data.pop("student", None)
+    for key in ("submission", "student", "sha256"):  # the file (its cells get new random ids each run)
+        data.pop(key, None)
     return data
 
 
@@ -395,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"scorecards written to {args.save_cards}")
         if cards is not None and args.compare_cards:
             saved = json.loads(Path(args.compare_cards).read_text())
+            for by_file in saved.values():
+                for card in by_file.values():
+                    card.pop("sha256", None)
             differ = [f"{n}/{f}" for n in names for f in set(cards.get(n, {})) | set(saved.get(n, {}))
                       if cards.get(n, {}).get(f) != saved.get(n, {}).get(f)]
             total = sum(len(v) for v in cards.values())
