@@ -4,8 +4,9 @@
     .venv/bin/python benchmarks/profile_run.py -a attention_numpy -n 50
 
 For each assignment and preload set (everything, as before issue 14; only what the assignment
-imports), a process imports the libraries as the forking server does (``server.preload``), then
-forks N children one after the other. Each child runs the assignment's solution, as a student
+imports) and each way of running cells (IPython's run_cell, as before; the lean runner), a process
+imports the libraries as the forking server does (``server.preload``), then forks N children, one
+after the other; the four processes take turns, one child each, so that all see the same load. Each child runs the assignment's solution, as a student
 would hand it in, with ``worker.Runner`` (cells, then the grader's captures) and exits; the
 parent times, with ``time.perf_counter`` on both sides of the fork:
 
@@ -52,21 +53,16 @@ def _job(assignment_name: str) -> dict:
     return {"wire": wire, "preload": getattr(job, "preload", ())}
 
 
-def measure(wire: dict, modules: tuple[str, ...], n: int, lean: bool) -> dict[str, float]:
-    """Fork ``n`` children from a process preloaded with ``modules``, in a fresh interpreter."""
-    import json
-    import subprocess
-
-    code = f"""
+CHILD = """
 import io, json, os, sys, time
-sys.path.insert(0, {str(ROOT)!r})
+sys.path.insert(0, {root!r})
 from grader.run.forking import server
 shell, loaded = server.preload({modules!r})
 from grader.run import worker
-wire = json.loads(sys.stdin.read())
+wire = json.loads(sys.stdin.readline())
 os.chdir(wire["workdir"])
-rows = []
-for i in range({n}):
+print("ready", flush=True)
+for _ in sys.stdin:  # one child per line the parent sends
     r, w = os.pipe()
     t0 = time.perf_counter()
     pid = os.fork()
@@ -74,8 +70,7 @@ for i in range({n}):
         os.close(r)
         t1 = time.perf_counter()
         server._reseed()
-        sh = worker.make_shell()
-        runner = worker.Runner(wire, io.BytesIO(), sh)
+        runner = worker.Runner(wire, io.BytesIO(), worker.make_shell())
         runner.lean = {lean!r}
         t2 = time.perf_counter()
         runner.run()
@@ -91,15 +86,44 @@ for i in range({n}):
     os.waitpid(pid, 0)
     t_end = time.perf_counter()
     t1, t2, t3 = json.loads(data)
-    rows.append({{"fork": t_fork - t0, "setup": t2 - t1, "cells": t3 - t2, "exit": t_end - t3,
-                  "total": t_end - t0}})
-print(json.dumps({{"loaded": loaded, "rows": rows}}))
+    print(json.dumps({{"fork": t_fork - t0, "setup": t2 - t1, "cells": t3 - t2, "exit": t_end - t3,
+                      "total": t_end - t0}}), flush=True)
 """
-    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(wire), capture_output=True, text=True,
-                         check=True, env={**os.environ, "MPLBACKEND": "Agg"})
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    rows = result["rows"][1:]  # the first child pays for first-use paths the server did not warm
-    return {k: statistics.median(r[k] for r in rows) * 1000 for k in rows[0]}
+
+
+def measure(wire: dict, configs: list[tuple[tuple[str, ...], bool]], n: int) -> list[dict[str, float]]:
+    """For each (modules, lean): a fresh interpreter preloaded with ``modules`` forks ``n`` children.
+    The configurations take turns, one child each, so that a machine whose load drifts slows
+    them all alike."""
+    import json
+    import subprocess
+
+    procs = []
+    for modules, lean in configs:
+        procs.append(subprocess.Popen([sys.executable, "-c", CHILD.format(root=str(ROOT), modules=modules, lean=lean)],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                      env={**os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
+                                           "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}))
+    for proc in procs:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(wire) + "\n")
+        proc.stdin.flush()
+        while proc.stdout.readline().strip() != "ready":
+            pass
+    rows: list[list[dict[str, float]]] = [[] for _ in procs]
+    for i in range(n + 1):
+        for k, proc in enumerate(procs):
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            row = json.loads(proc.stdout.readline())
+            if i:  # the first child pays for first-use paths the server did not warm
+                rows[k].append(row)
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait()
+    return [{key: statistics.median(r[key] for r in got) * 1000 for key in got[0]} for got in rows]
 
 
 def main() -> None:
@@ -117,11 +141,12 @@ def main() -> None:
         sets = [("everything", tuple(PRELOAD))]
         if job["preload"]:
             sets.append(("the assignment's", tuple(job["preload"])))
-        for label, modules in sets:
-            for lean in (False, True):
-                m = measure(job["wire"], modules, args.n, lean)
-                print(f"| {name} | {label} | {'lean' if lean else 'IPython run_cell'} | {m['fork']:.1f} | "
-                      f"{m['setup']:.1f} | {m['cells']:.1f} | {m['exit']:.1f} | {m['total']:.1f} |", flush=True)
+        configs = [(modules, lean) for _, modules in sets for lean in (False, True)]
+        labels = [(label, lean) for label, _ in sets for lean in (False, True)]
+        for (label, lean), m in zip(labels, measure(job["wire"], configs, args.n), strict=True):
+            print(f"| {name} | {label} | {'lean' if lean else 'IPython run_cell'} | {m['fork']:.1f} | "
+                  f"{m['setup']:.1f} | {m['cells']:.1f} | {m['exit']:.1f} | {m['total']:.1f} |", flush=True)
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
