@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench bench-long clean
 
 setup: $(STAMP)
 
@@ -28,8 +28,13 @@ test: setup
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
+# 200 submissions through both executors, the issue-14 targets, `grader grade one.ipynb` and `grader check`
 bench: setup
 	$(BIN)/python benchmarks/bench_grading.py -n 200 --jobs 2
+
+# 10,000 submissions in one batch: memory and descriptors sampled every tenth
+bench-long: setup
+	$(BIN)/python benchmarks/bench_grading.py --long 10000 --jobs 2
 
 clean:
 	rm -rf $(VENV) .grader-cache demo-out
