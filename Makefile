@@ -10,7 +10,7 @@ TORCH := torch==2.13.0
 # waiting on retries.
 TORCH_INDEX := https://download.pytorch.org/whl/cpu
 
-.PHONY: setup demo test bench bench-cluster clean python-version torch-index-args
+.PHONY: setup demo test bench bench-long bench-cluster clean python-version torch-index-args
 
 setup: $(STAMP)
 
@@ -50,11 +50,16 @@ test: setup
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
+# 200 submissions through both executors, the issue-14 targets, `grader grade one.ipynb` and `grader check`
 bench: setup
 	$(BIN)/python benchmarks/bench_grading.py -n 200 --jobs 2
 
 bench-cluster: setup
 	$(BIN)/python benchmarks/bench_cluster.py -n 80 --workers 1,2,4
+
+# 10,000 submissions in one batch: memory and descriptors sampled every tenth
+bench-long: setup
+	$(BIN)/python benchmarks/bench_grading.py --long 10000 --jobs 2
 
 clean:
 	rm -rf $(VENV) .grader-cache demo-out scorecards

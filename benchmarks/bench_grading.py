@@ -240,20 +240,21 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
     grader = TimedGrader(course, executor)
     memory = TreeMemory()
     memory.start()
-    started = time.perf_counter()
-    if hasattr(executor, "start"):
-        executor.start()
-    for name in classes:
-        grader.references.get(course.assignment(name))
-    setup = time.perf_counter() - started
     cpu_before = _machine_cpu()
-    result = {"executor": executor_name, "jobs": jobs, "setup_s": setup, "assignments": {}}
+    result = {"executor": executor_name, "jobs": jobs, "setup_s": 0.0, "assignments": {}}
     all_times: list[float] = []
     all_runs: list[float] = []
     batch_wall = 0.0
+    with_setup = 0.0
     for name, subs in classes.items():
         assignment = course.assignment(name)
         items = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p)) for p, _ in subs]
+        # The setup is this assignment's: its server started on demand (the forking executor has one
+        # per preload set) and its reference runs.
+        started = time.perf_counter()
+        grader.references.get(assignment)
+        setup = time.perf_counter() - started
+        result["setup_s"] += setup
         t0 = time.perf_counter()
         executor.runs.clear()
         outcome = batch.grade_all(grader, assignment, items, jobs=jobs)
@@ -261,6 +262,7 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
         all_runs += runs
         wall = time.perf_counter() - t0
         batch_wall += wall
+        with_setup += wall + setup
         times = [grader.times[p] for p, _ in subs]
         all_times += times
         statuses: dict[str, int] = {}
@@ -268,9 +270,12 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
             statuses[card.status] = statuses.get(card.status, 0) + 1
         result["assignments"][name] = {
             "n": len(subs), "median_ms": 1000 * statistics.median(times), "p95_ms": 1000 * percentile(times, 95),
-            "throughput_per_s": len(subs) / wall, "total_s": wall, "statuses": statuses,
+            "throughput_per_s": len(subs) / wall, "total_s": wall, "statuses": statuses, "setup_s": setup,
+            "wall_per_submission_ms": 1000 * wall / len(subs),
+            "wall_with_setup_per_submission_ms": 1000 * (wall + setup) / len(subs),
             "runs": len(runs), "run_median_ms": 1000 * statistics.median(runs),
             "scores": {p.name: card.score for (p, _), card in zip(subs, outcome.cards, strict=True)},
+            "cards": {p.name: comparable(card) for (p, _), card in zip(subs, outcome.cards, strict=True)},
         }
     cpu = _machine_cpu() - cpu_before
     memory.stop()
@@ -280,6 +285,7 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
     result.update({
         "cpu_s": cpu, "cpu_per_submission_ms": 1000 * cpu / len(all_times),
         "wall_per_submission_ms": 1000 * batch_wall / len(all_times),
+        "wall_with_setup_s": with_setup, "wall_with_setup_per_submission_ms": 1000 * with_setup / len(all_times),
         "n": len(all_times), "median_ms": 1000 * statistics.median(all_times),
         "p95_ms": 1000 * percentile(all_times, 95), "throughput_per_s": len(all_times) / batch_wall,
         "runs": len(all_runs), "run_median_ms": 1000 * statistics.median(all_runs),
@@ -287,6 +293,18 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
         "peak_processes": memory.peak_procs,
     })
     return result
+
+
+RUN_FIELDS = ("time", "executor", "sandbox")  # how a notebook ran, not what the grader found
+
+
+def comparable(card) -> dict:
+    """A scorecard without what depends on how it ran (time, executor, sandbox), for comparing."""
+    data = card.to_dict()
+    data["execution"] = {k: v for k, v in data.get("execution", {}).items() if k not in RUN_FIELDS}
+    for key in ("submission", "student", "sha256"):  # the file (its cells get new random ids each run)
+        data.pop(key, None)
+    return data
 
 
 def _fresh_forking():
@@ -310,7 +328,16 @@ def main(argv: list[str] | None = None) -> int:
                     "environment and rlimits only), to see what the isolation costs")
     ap.add_argument("--without-variants", action="store_true",
                     help="grade on the notebooks' own data only (no variant runs), to see what variants cost")
+    ap.add_argument("--save-cards", help="write the forking executor's scorecards (without timings) to this file")
+    ap.add_argument("--compare-cards", help="compare the forking executor's scorecards with a file --save-cards "
+                    "wrote (the same -n, --seed and --assignments), e.g. before and after a change")
+    ap.add_argument("--no-cli", action="store_true", help="skip timing `grader grade one.ipynb` and `grader check`")
+    ap.add_argument("--long", type=int, metavar="N",
+                    help="instead: one batch of N attention_numpy submissions (forking only), printing the tree's "
+                    "PSS and the grader's open descriptors as it goes, to see that neither grows")
     args = ap.parse_args(argv)
+    if args.long:
+        return long_batch(args.long, args.jobs, args.seed)
 
     course = config.load(ROOT / "config.yaml")
     if args.without_variants:
@@ -354,12 +381,141 @@ def main(argv: list[str] | None = None) -> int:
         if len(results) == 2:
             a, b = results
             same = all(a["assignments"][n]["scores"] == b["assignments"][n]["scores"] for n in names)
+            differ = [f"{n}/{f}" for n in names for f, card in a["assignments"][n]["cards"].items()
+                      if card != b["assignments"][n]["cards"].get(f)]
             print(f"\n{a['executor']} vs {b['executor']}: median {b['median_ms'] / a['median_ms']:.0f}x faster, "
-                  f"throughput {a['throughput_per_s'] / b['throughput_per_s']:.0f}x higher; "
-                  f"identical scores on every submission: {'yes' if same else 'NO'}")
+                  f"throughput {a['throughput_per_s'] / b['throughput_per_s']:.0f}x higher, batch wall time with "
+                  f"setup {b['wall_with_setup_s'] / a['wall_with_setup_s']:.0f}x lower; identical scores on every "
+                  f"submission: {'yes' if same else 'NO'}; identical scorecards: "
+                  f"{'yes' if not differ else 'NO, ' + ', '.join(differ[:10])}")
+        forking = next((r for r in results if r["executor"] == "forking"), None)
+        cards = {n: forking["assignments"][n]["cards"] for n in names} if forking else None
+        if cards is not None and args.save_cards:
+            Path(args.save_cards).write_text(json.dumps(cards, indent=1, sort_keys=True))
+            print(f"scorecards written to {args.save_cards}")
+        if cards is not None and args.compare_cards:
+            saved = json.loads(Path(args.compare_cards).read_text())
+            for by_file in saved.values():
+                for card in by_file.values():
+                    card.pop("sha256", None)
+            differ = [f"{n}/{f}" for n in names for f in set(cards.get(n, {})) | set(saved.get(n, {}))
+                      if cards.get(n, {}).get(f) != saved.get(n, {}).get(f)]
+            total = sum(len(v) for v in cards.values())
+            print(f"scorecards against {args.compare_cards}: "
+                  + ("identical on all " + str(total) if not differ else f"{len(differ)} DIFFER: {', '.join(differ[:10])}"))
+        cli = None if args.no_cli else cli_timings(course)
+        if cli is not None:
+            print(f"\nthrough the command line (median of {cli['n']}, a new submission each time):")
+            print(f"  grader grade one.ipynb -a attention_numpy (reference cached): {cli['grade_one_s']:.2f} s")
+            print(f"  grader check one.ipynb (attention_numpy): {cli['check_s']:.2f} s")
+        print_targets(results, cli)
         print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+def print_targets(results: list[dict], cli: dict | None) -> None:
+    """The figures issue 14 set targets for, each with its target and whether this run met it."""
+    by = {r["executor"]: r for r in results}
+    rows = []
+    forking, jupyter = by.get("forking"), by.get("jupyter")
+    if forking is not None:
+        for name, target in (("attention_numpy", 15), ("attention_from_scratch", 40)):
+            if name in forking["assignments"]:
+                got = forking["assignments"][name]["wall_with_setup_per_submission_ms"]
+                rows.append((f"{name}: batch wall time per submission, setup included", f"<= {target} ms",
+                             f"{got:.1f} ms", got <= target))
+        rows.append(("peak memory of the whole tree", "<= 400 MB PSS", f"{forking['peak_pss_mb']:.0f} MB",
+                     forking["peak_pss_mb"] <= 400))
+    if forking is not None and jupyter is not None:
+        ratio = jupyter["wall_with_setup_s"] / forking["wall_with_setup_s"]
+        rows.append(("the mixed class: Jupyter's batch wall time / forking's, same run", ">= 100x", f"{ratio:.0f}x",
+                     ratio >= 100))
+    if cli is not None:
+        rows.append(("grader grade one.ipynb, reference cached", "<= 1.0 s", f"{cli['grade_one_s']:.2f} s",
+                     cli["grade_one_s"] <= 1.0))
+        rows.append(("grader check one.ipynb", "<= 0.5 s", f"{cli['check_s']:.2f} s", cli["check_s"] <= 0.5))
+    if not rows:
+        return
+    print(f"\ntargets (issue 14), load average now {os.getloadavg()[0]:.2f}:")
+    for what, target, got, met in rows:
+        print(f"  {what:<66}{target:>14}{got:>12}  {'met' if met else 'NOT met'}")
+
+
+def _grader_command() -> list[str]:
+    exe = ROOT / ".venv/bin/grader"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "grader.cli"]
+
+
+def cli_timings(course: config.Course, n: int = 5) -> dict:
+    """Wall time of `grader grade one.ipynb` (what a CI job runs per student; the reference is cached
+    by a first, untimed run) and of `grader check one.ipynb`, each on a new correct submission."""
+    import subprocess
+
+    assignment = course.assignment("attention_numpy")
+    env = {**os.environ, "CI": "1", "PYTHONPATH": str(ROOT)}
+    grade_times, check_times = [], []
+    with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
+        correct = as_handed_in(assignment.solution)
+        for i in range(n + 1):
+            nb = nbformat.from_dict(json.loads(json.dumps(correct)))
+            nb.cells.append(nbformat.v4.new_code_cell(f"# CI submission {i}"))
+            path = Path(tmp) / f"ci{i}" / "attention_numpy.ipynb"
+            path.parent.mkdir()
+            nbformat.write(nb, str(path))
+            started = time.perf_counter()
+            subprocess.run(_grader_command() + ["grade", str(path), "-a", "attention_numpy", "--out",
+                                                str(path.parent / "out"), "--config", str(ROOT / "config.yaml")],
+                           env=env, cwd=ROOT, capture_output=True, check=False)
+            if i:  # the first run caches the reference
+                grade_times.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            subprocess.run(_grader_command() + ["check", str(path), "-a", "attention_numpy", "--checks",
+                                                str(ROOT / "assignments/attention_numpy/public_checks.json")],
+                           env=env, cwd=ROOT, capture_output=True, check=False)
+            check_times.append(time.perf_counter() - started)
+    return {"n": n, "grade_one_s": statistics.median(grade_times), "check_s": statistics.median(check_times[1:])}
+
+
+def _open_fds(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
+def long_batch(n: int, jobs: int, seed: int) -> int:
+    """One batch of n attention_numpy submissions through grade_all, sampled every n/10: the peak
+    PSS of the whole tree and the open descriptors of this process and of every forking server."""
+    course = config.load(ROOT / "config.yaml")
+    course = dataclasses.replace(course, cache_dir=Path(tempfile.mkdtemp(prefix="bench-long-")))
+    assignment = course.assignment("attention_numpy")
+    executor = _fresh_forking()
+    grader = Grader(course, executor)
+    with tempfile.TemporaryDirectory(prefix="bench-long-class-") as tmp:
+        subs = generate(assignment, n, 0, 0.0, Path(tmp), random.Random(seed))
+        items = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p)) for p, _ in subs]
+        print(f"{n} attention_numpy submissions, --jobs {jobs}, load average {os.getloadavg()[0]:.2f}", flush=True)
+        grader.references.get(assignment)
+        step = max(1, n // 10)
+        print(f"{'graded':>8}{'wall':>9}{'per sub':>9}{'peak PSS':>10}{'fds':>6}{'server fds':>12}{'processes':>11}")
+        started = time.perf_counter()
+        samples = []
+        for k in range(0, n, step):
+            memory = TreeMemory()
+            memory.start()
+            batch.grade_all(grader, assignment, items[k:k + step], jobs=jobs)
+            memory.stop()
+            wall = time.perf_counter() - started
+            servers = sum(_open_fds(s.pid) for s in executor.servers.values())
+            samples.append((memory.peak_pss / 1024, _open_fds(os.getpid()), servers))
+            print(f"{k + len(items[k:k + step]):>8}{wall:>8.1f}s{1000 * wall / (k + step):>7.1f}ms"
+                  f"{memory.peak_pss / 1024:>8.0f}MB{samples[-1][1]:>6}{servers:>12}{memory.peak_procs:>11}", flush=True)
+    executor.close()
+    first, last = samples[0], samples[-1]
+    print(f"first tenth against last: peak PSS {first[0]:.0f} -> {last[0]:.0f} MB, descriptors {first[1]} -> {last[1]} "
+          f"(servers {first[2]} -> {last[2]}); load average {os.getloadavg()[0]:.2f}")
     return 0
 
 

@@ -163,3 +163,11 @@ def test_a_variant_rule_for_a_name_outside_given_is_an_error_with_its_fix(course
 def test_keep_is_the_rule_of_a_given_input_never_varied(course_dir):
     text = MINIMAL.replace("    questions:\n", "    given: [X, W]\n    variants:\n      inputs:\n        W: keep\n    questions:\n")
     assert config.load(write(course_dir, text)).assignment("a1").variants.inputs == (("W", "keep"),)
+
+
+def test_preload_lists_module_names(course_dir):
+    text = MINIMAL.replace("    solution: sol.ipynb\n", "    solution: sol.ipynb\n    preload: [scipy.linalg]\n")
+    assert config.load(write(course_dir, text)).assignment("a1").preload == ("scipy.linalg",)
+    bad = MINIMAL.replace("    solution: sol.ipynb\n", "    solution: sol.ipynb\n    preload: ['scipy linalg']\n")
+    with pytest.raises(ConfigError, match=r"assignments\.a1\.preload\[0\] must be a module name"):
+        config.load(write(course_dir, bad))

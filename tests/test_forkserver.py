@@ -253,3 +253,29 @@ def test_exit_without_close_does_not_hang_or_leave_a_server(tmp_path):
     assert out.returncode == 0, out.stderr
     assert time.monotonic() - started < 60
     assert wait_gone(int(out.stdout))
+
+
+def test_each_assignment_gets_a_server_with_what_it_imports(course, tmp_path):
+    """A NumPy assignment's notebooks run in children of a numpy server that never mapped torch;
+    assignments importing the same libraries share a server; the course's preload: list adds to it."""
+    import dataclasses
+
+    from grader.judge.grading import Grader
+    from grader.judge.jobs import preload_for
+
+    numpy_a, torch_a, french = (course.assignment(n) for n in ("attention_numpy", "attention_from_scratch",
+                                                                "attention_french"))
+    assert preload_for(numpy_a) == ("numpy",)
+    assert preload_for(torch_a) == preload_for(french) == ("torch", "torch.nn")
+    assert preload_for(dataclasses.replace(numpy_a, preload=("pandas",))) == ("numpy", "pandas")
+    submission = tmp_path / "mine.ipynb"
+    submission.write_bytes(numpy_a.solution.read_bytes())
+    with ForkingExecutor() as ex:
+        card = Grader(dataclasses.replace(course, cache_dir=tmp_path / "cache"), ex).grade(numpy_a, submission)
+        assert card.score == numpy_a.max_score
+        assert set(ex.servers) == {("numpy",)}
+        mapped = ex.run(dataclasses.replace(job("import sys\ntorch = 'torch' in sys.modules\n"
+                                                "maps = 'libtorch' in open('/proc/self/maps').read()",
+                                                capture=("torch", "maps")), preload=("numpy",)))
+        assert (value(mapped, "torch"), value(mapped, "maps")) == (False, False)
+        assert ex.servers[("numpy",)].preloaded == ["numpy"]

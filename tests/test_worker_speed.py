@@ -175,7 +175,9 @@ RUN = textwrap.dedent("""
     if sys.argv[1] == "ipython":
         del manager.transform_cell, shell._tee  # IPython's own methods again
     out = io.BytesIO()
-    worker.Runner(job, out, shell).run()
+    runner = worker.Runner(job, out, shell)
+    runner.lean = sys.argv[1] != "ipython"  # IPython's run_cell for every cell, or fast_cells.run_lean
+    runner.run()
     kept = [text for outputs in shell.history_manager.outputs.values() for o in outputs
             for text in o.bundle.get("stream", [])]
     os.write(1, json.dumps({"installed": installed, "kept": kept}).encode() + b"\\n" + out.getvalue())
@@ -194,8 +196,19 @@ CELLS = [
     "if True:\n        a = 1\n    b = 2",            # tokenize's IndentationError, as IPython reports it
     "z = y +",                                       # the parser's SyntaxError
     "import sys\nfor i in range(3):\n    print(i)\n    print('e', i, file=sys.stderr)",
+    # the cells below go through fast_cells.run_lean or hand themselves to IPython's run_cell
+    "import warnings\nwarnings.warn('careful')\nw = '\\d'",   # a warning (stderr), a compile-time one
+    "print('before')\nreturn 5",                     # compiles only statement by statement: prints, then fails
+    "raise SystemExit(3)",                            # IPython catches it and warns
+    "len?",                                           # help, printed
+    "async def g():\n    return 4\nv = await g()",  # top-level await: IPython's loop runner
+    "from __future__ import annotations\ndef h(a: Undefined) -> None: pass\nann = h.__annotations__",
+    "def k(a: Undefined2): pass\nann2 = k.__annotations__",  # the __future__ import holds in later cells
+    "q = 5;\nq;\n# a comment",                      # a trailing semicolon, then a comment
+    "",                                               # an empty cell
 ]
-CAPTURES = [("y", "value", "y"), ("s", "value", "s"), ("m", "value", "m"), ("hidden", "expr", "captured.stdout"),
+CAPTURES = [("v", "value", "v"), ("ann", "expr", "ann['a'] + ann['return']"),
+            ("ann2", "expr", "ann2['a']"), ("y", "value", "y"), ("s", "value", "s"), ("m", "value", "m"), ("hidden", "expr", "captured.stdout"),
             ("here", "expr", "here == __import__('os').getcwd()"), ("precision", "expr", "repr(1 / 3)")]
 
 
@@ -230,7 +243,8 @@ def test_runner_reports_the_same_with_and_without_the_fast_path(tmp_path):
     assert fast_info["kept"] == []
 
     ends = {f["pos"]: f for f in fast if f["ev"] == "cell" and f["phase"] == "end"}
-    assert [ends[i]["status"] for i in range(len(CELLS))] == ["ok"] * 8 + ["error"] * 3 + ["ok"]
+    assert [ends[i]["status"] for i in range(len(CELLS))] == (
+        ["ok"] * 8 + ["error"] * 3 + ["ok"] * 2 + ["error"] * 2 + ["ok"] * 6)
     assert ends[0]["output_bytes"] == len("Out[0]: 42\n")
     assert ends[2]["output_bytes"] == len("Out[0]: 0.333\n")
     assert ends[3]["output_bytes"] == 0  # %%capture kept it
@@ -241,7 +255,11 @@ def test_runner_reports_the_same_with_and_without_the_fast_path(tmp_path):
         "IndentationError", "unindent does not match any outer indentation level (<tokenize>, line 3)")
     assert ends[10]["ename"] == "SyntaxError"
     assert ends[11]["output_bytes"] == len("0\ne 0\n1\ne 1\n2\ne 2\n")
+    assert ends[12]["output_bytes"] > len("careful")
+    assert (ends[13]["ename"], ends[13]["output_bytes"]) == ("SyntaxError", len("before\n"))
+    assert ends[14]["ename"] == "SystemExit" and ends[14]["output_bytes"] > 0
 
     captured = {f["id"]: capture.decode(f["value"]).data for f in fast if f["ev"] == "capture"}
-    assert captured == {"y": 43, "m": 3, "s": "why?", "hidden": "hidden\n", "here": True,
+    assert captured == {"v": 4, "ann": "UndefinedNone", "ann2": "Undefined2",
+                        "y": 43, "m": 3, "s": "why?", "hidden": "hidden\n", "here": True,
                         "precision": "0.3333333333333333"}  # %precision changes the display only

@@ -184,7 +184,7 @@ def _variants(r: Reader, default_count: int) -> VariantSpec:
 def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limits: Limits) -> Assignment:
     r.only(
         "title", "solution", "skeleton", "data", "given", "questions", "limits", "rtol", "atol",
-        "strict_types", "variants", "reference_bundle", "carry_forward",
+        "strict_types", "variants", "reference_bundle", "carry_forward", "preload",
     )
     if not ID_RE.match(name):
         raise r.error(r.path, f"assignment names must be simple identifiers, got {name!r}")
@@ -218,6 +218,10 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limit
             raise r.error(f"{r.sub('questions')}[{i}].id", f"repeats the question id {q.id!r}")
         seen.add(q.id)
     given = r.str_list("given")
+    preload = r.str_list("preload")
+    for i, module in enumerate(preload):
+        if not all(part.isidentifier() for part in module.split(".")):
+            raise r.error(f"{r.sub('preload')}[{i}]", f"must be a module name such as scipy.linalg, got {module!r}")
     variants = _variants(r.reader("variants"), defaults["variants"])
     for varied, _ in variants.inputs:
         if varied not in given:
@@ -242,6 +246,7 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limit
         variants=variants,
         config_digest=digest,
         bundle=bundle,
+        preload=tuple(preload),
     )
 
 

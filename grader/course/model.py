@@ -131,6 +131,7 @@ class Assignment:
     # The compiled references to grade from instead of the solution (grader.judge.reference); the
     # data files are then next to it. The solution need not exist.
     bundle: Path | None = None
+    preload: tuple[str, ...] = ()  # modules to import in the forking server besides what the notebooks import
 
     @property
     def max_score(self) -> float:

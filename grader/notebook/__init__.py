@@ -21,6 +21,7 @@ from grader.notebook.flow import (
                                   direct_inputs,
                                   first_binds,
                                   identifiers,
+                                  imported_modules,
                                   input_definitions,
                                   module_level_binds,
                                   parse_cell,
@@ -31,5 +32,5 @@ from grader.notebook.read import MAX_NOTEBOOK_BYTES, SKIP_TAG, Cell, read
 
 __all__ = ["BLANK_NAME", "MAX_NOTEBOOK_BYTES", "SKIP_TAG", "Blank", "BlankReport", "Cell", "CellInfo", "ParsedCell",
            "Statement", "analyse", "blank_report", "dependencies", "direct_inputs", "fill_blanks", "find_blanks",
-           "first_binds", "identifiers", "input_definitions", "module_level_binds", "parse_cell", "python_source",
-           "read", "split_before_binds"]
+           "first_binds", "identifiers", "imported_modules", "input_definitions", "module_level_binds", "parse_cell",
+           "python_source", "read", "split_before_binds"]

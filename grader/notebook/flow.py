@@ -321,3 +321,23 @@ def direct_inputs(infos: list[CellInfo], sources: AbstractSet[str]) -> dict[str,
                     through[name] = (through.get(name, set()) if keep else set()) | found
     inputs.update({n: s for n, s in through.items() if n not in inputs and n not in sources})
     return inputs
+
+
+def imported_modules(sources: Sequence[str]) -> tuple[str, ...]:
+    """The modules the cells import by absolute name (``import a.b`` gives ``a.b``, ``from a.b import c``
+    gives ``a.b``), sorted, wherever the import statement is (in a function, a ``try``, ...). Cells
+    that are not valid Python are skipped."""
+    found: set[str] = set()
+    for source in sources:
+        if "import" not in source:
+            continue
+        try:
+            tree = ast.parse(python_source(fill_blanks(source)))
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module)
+    return tuple(sorted(found))

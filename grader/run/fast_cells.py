@@ -1,4 +1,23 @@
-"""Skipping IPython's token pass for cells that provably do not need it (the student process).
+"""Running cells with less of IPython's machinery where it provably changes nothing (the student process).
+
+Two parts: ``run_lean``, which runs a cell as IPython's ``run_cell`` would, with only the steps
+the cell needs; and ``skip_needless_tokenizing``, which skips IPython's token pass for cells that
+provably do not need it.
+
+``run_lean(shell, source)`` does what ``InteractiveShell.run_cell`` does for a cell, in the same
+order and with IPython's own pieces (its transform_cell, its compiler and its ``cache`` of the
+cell's text for tracebacks, ``builtin_trap``, ``display_trap``, ``run_code`` with its handling of
+``SystemExit``, the ``pre_execute``/``post_execute`` events), and leaves out the steps that do
+nothing for such a cell: a second full compile of the cell to find out whether it needs an event
+loop (a cell without the words ``await`` and ``async`` cannot), the coroutine that runs the cell,
+the ExecutionInfo/ExecutionResult objects and the history and logging calls that are off. Each
+top-level statement is still compiled and run in turn, the last one in "single" mode if it is an
+expression (so the displayhook shows it and sets ``_``, as IPython's ``last_expr``): a statement
+that does not compile fails after the ones before it ran, and compile-time warnings come in the
+same order. Whatever it does not do as IPython would, it hands to ``shell.run_cell`` untouched
+before anything has run: top-level ``await`` (or any cell with those words), a transform that
+raises, AST transformers, ``pre_run_cell``/``post_run_cell`` callbacks, a non-default
+``ast_node_interactivity``. tests/test_lean_runner.py compares its scorecards with the Jupyter executor's.
 
 IPython tokenizes every cell (Python's pure-Python tokenize, about half a millisecond for a
 20-line cell) only to look for its own syntax: `%magic`, `!cmd`, `x = %magic`, `x = !cmd`,
@@ -31,6 +50,72 @@ from __future__ import annotations
 import re
 import sys
 from typing import Any
+
+
+class _Outcome:
+    """What ``run_code`` writes an exception to (the part of IPython's ExecutionResult it uses)."""
+
+    error_in_exec: BaseException | None = None
+
+
+_ASYNC_WORDS = re.compile(r"\b(?:await|async)\b")
+_TOP_LEVEL_AWAIT = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, as IPython compiles every statement
+
+
+def run_lean(shell: Any, source: str) -> tuple[bool, BaseException | None]:
+    """Run ``source`` in ``shell`` as ``shell.run_cell(source, store_history=False)`` would:
+    (True, the cell's error or None); or (False, None), having run nothing, when it must go
+    through ``shell.run_cell`` instead."""
+    events = shell.events.callbacks
+    if (shell.ast_transformers or shell.trio_runner or shell.ast_node_interactivity != "last_expr"
+            or events.get("pre_run_cell") or events.get("post_run_cell")):
+        return False, None
+    try:
+        cell = shell.transform_cell(source)
+    except Exception:  # noqa: BLE001 - IPython reports the transform's error its own way
+        return False, None
+    if (not source) or source.isspace():
+        shell.events.trigger("post_execute")
+        return True, None
+    if shell.autoawait and _ASYNC_WORDS.search(cell):
+        return False, None  # may need an event loop (top-level await): IPython decides
+    import ast
+
+    from IPython.core import interactiveshell
+
+    run_sync: Any = interactiveshell._pseudo_sync_runner  # runs a coroutine that never awaits, without a loop
+    compiler = shell.compile
+    outcome = _Outcome()
+    try:
+        shell.events.trigger("pre_execute")
+        with shell.builtin_trap:
+            name = compiler.cache(cell, shell.execution_count, raw_code=source)
+            with shell.display_trap:
+                try:
+                    body = compiler.ast_parse(cell, filename=name).body
+                except (OverflowError, SyntaxError, ValueError, TypeError, MemoryError) as exc:
+                    shell.last_execution_succeeded = False
+                    return True, exc
+                shell.displayhook.exec_result = None
+                # As IPython's run_ast_nodes with "last_expr": each statement compiled and run in
+                # turn (a statement that does not compile fails after the ones before it ran),
+                # the last one in "single" mode if it is an expression, so that it is displayed.
+                last = len(body) - 1 if body and isinstance(body[-1], ast.Expr) else -1
+                for i, node in enumerate(body):
+                    try:
+                        with compiler.extra_flags(_TOP_LEVEL_AWAIT if shell.autoawait else 0):
+                            code = (compiler(ast.Interactive([node]), name, "single") if i == last
+                                    else compiler(ast.Module([node], []), name, "exec"))
+                    except BaseException as exc:  # noqa: BLE001 - as IPython: the cell's error, before this statement ran
+                        shell.last_execution_succeeded = False
+                        return True, exc
+                    if run_sync(shell.run_code(code, outcome)):
+                        break
+                shell.last_execution_succeeded = outcome.error_in_exec is None
+    finally:
+        shell.events.trigger("post_execute")
+    return True, outcome.error_in_exec
+
 
 _IPYTHON_SYNTAX = re.compile(r"\?|!(?!=)|=[\s\\]*%|^\s*[!?%,;/]", re.M)
 _OTHER_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")

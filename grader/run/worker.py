@@ -70,6 +70,10 @@ def make_shell() -> Any:
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
+    if InteractiveShell.initialized():
+        existing: Any = InteractiveShell.instance()
+        if getattr(existing, "_grader_shell", False):
+            return existing  # set up already (a run's process forked from the server that made it)
     cfg = Config()
     cfg.HistoryManager.enabled = False
     cfg.InteractiveShell.colors = "NoColor"
@@ -84,6 +88,7 @@ def make_shell() -> Any:
         # history_manager.outputs, which only `%notebook` reads, from the history disabled above.
         # It made a print several times slower and kept all output in memory, past output_kb.
         shell._tee = lambda channel: contextlib.nullcontext()
+    shell._grader_shell = True
     return shell
 
 
@@ -96,6 +101,7 @@ class Runner:
         self.output_limit = int(job["limits"]["output_kb"]) * 1024
         self.current = 0
         self.traceback_lines = int(job.get("traceback_lines", 8))
+        self.lean = True  # cells through fast_cells.run_lean where it can (False: always IPython's run_cell)
         original = shell.compile.get_code_name
 
         def code_name(raw: str, transformed: str, number: int) -> str:
@@ -137,11 +143,12 @@ class Runner:
         sys.stdout = sys.stderr = stream
         started = time.perf_counter()
         try:
-            result = self.shell.run_cell(cell["source"], store_history=False, silent=False)
+            done, error = fast_cells.run_lean(self.shell, cell["source"]) if self.lean else (False, None)
+            if not done:
+                result = self.shell.run_cell(cell["source"], store_history=False, silent=False)
+                error = result.error_before_exec or result.error_in_exec
         except BaseException as exc:  # noqa: BLE001 - a shell that itself breaks is still this cell's error
             error = exc
-        else:
-            error = result.error_before_exec or result.error_in_exec
         finally:
             sys.stdout, sys.stderr = saved
             self.current = 0
@@ -303,7 +310,12 @@ def describe_error(exc: BaseException, max_lines: int) -> ErrorWire:
     except BaseException:  # noqa: BLE001 - reading the frames and their source can raise anything: report none
         frames = []
     if isinstance(exc, SyntaxError) and exc.lineno:
-        frames.append(f"line {exc.lineno}: {(exc.text or '').strip()}")
+        text = exc.text
+        if text is None and str(exc.filename).startswith("<cell "):  # compiled from the parsed cell:
+            import linecache  # the line is in the text IPython's compiler cached for the cell
+
+            text = linecache.getline(str(exc.filename), exc.lineno)
+        frames.append(f"line {exc.lineno}: {(text or '').strip()}")
     return {"ename": type(exc).__name__[:100], "evalue": _safe_str(exc), "traceback": frames[-max_lines:]}
 
 

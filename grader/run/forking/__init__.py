@@ -2,8 +2,12 @@
 
 Starting Python and importing torch costs seconds; the student's code in these exercises costs
 milliseconds. So a server process is started once (``python -m grader.run.forking.server``, a fresh
-interpreter, never a fork of the grader), imports numpy, torch, pandas, matplotlib (Agg) and builds
-an IPython shell, then forks children ahead of time, one per submission.
+interpreter, never a fork of the grader), imports what the assignment's notebooks import (its
+*preload set*: ``Job.preload``, from ``grader.judge.jobs.preload_for``; ``PRELOAD`` for a job
+that names none) and builds an IPython shell, warms both up on made-up values, then forks
+children ahead of time, one per submission. The executor keeps one server per preload set, started
+on demand, so a NumPy assignment's children never map torch and assignments that import the same
+libraries share one server.
 
 With pid and mount namespaces (``sandbox.sessions_possible``), each child sets up a sandbox as
 soon as it is forked and then serves a *session*: the runs of one submission (its own data, then
@@ -52,7 +56,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-PRELOAD = ("numpy", "torch", "pandas", "matplotlib.pyplot")
+PRELOAD = ("numpy", "torch", "pandas", "matplotlib.pyplot")  # for jobs that do not say what they import
 REPLY_TIMEOUT = 15.0  # seconds the server may take to fork; longer means it is stopped or stuck
 START_TIMEOUT = 120.0  # seconds for the server to import everything and say it is ready
 MAX_MESSAGE = 4096

@@ -33,12 +33,17 @@ class ForkingExecutor:
 
     name = "forking"
 
-    def __init__(self, preload: tuple[str, ...] = PRELOAD, python: str = sys.executable,
+    def __init__(self, preload: tuple[str, ...] | None = None, python: str = sys.executable,
                  start_timeout: float = START_TIMEOUT, pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT,
                  features: sandbox.Features | None = None):
-        self.modules, self.python, self.pool = tuple(preload), python, pool
+        # preload None: each job says what its server imports (``Job.preload``, from the assignment),
+        # and jobs that say nothing get PRELOAD. A tuple: one server with those modules for every job.
+        self.fixed = tuple(preload) if preload is not None else None
+        self.modules = self.fixed if self.fixed is not None else PRELOAD
+        self.python, self.pool = python, pool
         self.start_timeout, self.reply_timeout = start_timeout, reply_timeout
-        self._server: ForkServer | None = None
+        self._servers: dict[tuple[str, ...], ForkServer] = {}  # one warm server per distinct preload set
+        self._server: ForkServer | None = None  # the one started or used last
         self._lock = threading.Lock()
         self.restarts = 0  # how many times a dead server was replaced
         self.closed = False
@@ -46,16 +51,23 @@ class ForkingExecutor:
         self._cleaner = Cleaner(self._release)
         _LIVE.add(self)
 
+    def preload_for(self, job: Job | None) -> tuple[str, ...]:
+        """The preload set (the key of its server) a job runs with."""
+        if job is None or job.preload is None:
+            return self.modules
+        return self.preload_for_set(job.preload)
+
     # -- the two calls run_with_retries needs --------------------------------------------------
 
-    def spawn(self, wire: JobWire, workdir: str) -> tuple[Child, int]:
-        """Fork a child for this job; returns (handle, read end of its event pipe). Without
-        sessions only: with them, the server's children expect a session (``Session.spawn``)."""
+    def spawn(self, wire: JobWire, workdir: str, preload: tuple[str, ...] | None = None) -> tuple[Child, int]:
+        """Fork a child for this job, from the server of ``preload`` (the default set if None);
+        returns (handle, read end of its event pipe). Without sessions only: with them, the
+        server's children expect a session (``Session.spawn``)."""
         if self.sessions:
             raise ExecutorError("This forking executor runs notebooks in sessions; use run() or session().")
         event_r, event_w = os.pipe()
         try:
-            child = self._start_child(wire, workdir, event_w)
+            child = self._start_child(wire, workdir, event_w, preload if preload is not None else self.modules)
         except BaseException:
             os.close(event_r)
             raise
@@ -63,13 +75,15 @@ class ForkingExecutor:
             os.close(event_w)
         return child, event_r
 
-    def _start_child(self, wire: JobWire | SessionSetup, workdir: str, second_fd: int) -> Child:
-        """Hand a pool child the job (or a session's setup, written to a pipe) and ``second_fd`` (its channel)."""
+    def _start_child(self, wire: JobWire | SessionSetup, workdir: str, second_fd: int,
+                     preload: tuple[str, ...]) -> Child:
+        """Hand a child of ``preload``'s server the job (or a session's setup, written to a pipe)
+        and ``second_fd`` (its channel)."""
         job_r, job_w = os.pipe()
         try:
             with self._lock:
                 for _ in range(SPAWN_TRIES):
-                    server = self._ensure()
+                    server = self._ensure(preload)
                     try:
                         pid = server.fork(job_r, second_fd)
                         break
@@ -112,7 +126,7 @@ class ForkingExecutor:
 
     def _release(self, handle: Child) -> None:
         with self._lock:
-            if handle.server is self._server:
+            if any(handle.server is server for server in self._servers.values()):
                 handle.server.release(handle.pid)  # now the server may reap it
 
     def run(self, job: Job) -> RunResult:
@@ -121,34 +135,51 @@ class ForkingExecutor:
         if self.sessions:  # the server's children are sandboxed ahead, for sessions: a session of one run
             with Session(self) as session:
                 return session.run(job)
-        return run_with_retries(self, job)
+        return run_with_retries(_Lone(self, self.preload_for(job)), job)
 
     # -- the server's life ---------------------------------------------------------------------
 
-    def start(self) -> ForkServer:
-        """Start the server now (it starts at the first notebook otherwise)."""
+    def start(self, preload: tuple[str, ...] | None = None) -> ForkServer:
+        """Start the server of ``preload`` (the default set if None) now; servers start at their
+        first notebook otherwise."""
         with self._lock:
-            return self._ensure()
+            return self._ensure(self.modules if preload is None else self.preload_for_set(preload))
 
-    def _ensure(self) -> ForkServer:
+    def preload_for_set(self, preload: tuple[str, ...]) -> tuple[str, ...]:
+        """The server's key for a preload set: the executor's fixed set if it has one."""
+        return self.fixed if self.fixed is not None else tuple(sorted(set(preload)))
+
+    def _ensure(self, preload: tuple[str, ...]) -> ForkServer:
         if self.closed:
             raise ExecutorError("The forking executor was stopped; no more notebooks are run.")
-        if self._server is not None and not self._server.alive():
-            self._replace(self._server)
-        if self._server is None:
-            self._server = ForkServer(self.python, self.modules, self.start_timeout, self.pool, self.reply_timeout,
-                                      plan=self._plan().to_wire() if self.sessions else None)
-        return self._server
+        server = self._servers.get(preload)
+        if server is not None and not server.alive():
+            self._replace(server)
+            server = None
+        if server is None:
+            server = ForkServer(self.python, preload, self.start_timeout, self.pool, self.reply_timeout,
+                                plan=self._plan().to_wire() if self.sessions else None)
+            self._servers[preload] = server
+        self._server = server
+        return server
 
     def _replace(self, server: ForkServer) -> None:
         server.kill()
+        for key, running in list(self._servers.items()):
+            if running is server:
+                del self._servers[key]
+                self.restarts += 1
         if self._server is server:
             self._server = None
-            self.restarts += 1
 
     @property
     def server(self) -> ForkServer | None:
         return self._server
+
+    @property
+    def servers(self) -> dict[tuple[str, ...], ForkServer]:
+        """The running servers, by preload set."""
+        return dict(self._servers)
 
     def settle(self) -> None:
         """Wait until every finished notebook's processes are gone (they are ended in the background)."""
@@ -159,15 +190,32 @@ class ForkingExecutor:
         self._cleaner.stop()
         with self._lock:
             self.closed = True
-            if self._server is not None:
-                self._server.close()
-                self._server = None
+            servers, self._servers, self._server = list(self._servers.values()), {}, None
+        for server in servers:
+            server.close()
 
     def __enter__(self) -> ForkingExecutor:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Lone:
+    """A spawner for ``run_with_retries`` that starts each attempt from the server of one preload set."""
+
+    def __init__(self, executor: ForkingExecutor, preload: tuple[str, ...]):
+        self.executor, self.preload = executor, preload
+        self.name, self.features = executor.name, executor.features
+
+    def spawn(self, wire: JobWire, workdir: str) -> tuple[Child, int]:
+        return self.executor.spawn(wire, workdir, self.preload)
+
+    def finish(self, handle: Child, complete: bool = True) -> None:
+        self.executor.finish(handle, complete)
+
+    def workdir_for(self, job: Job) -> str | None:
+        return None
 
 
 _DEFAULT: ForkingExecutor | None = None

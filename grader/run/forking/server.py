@@ -41,11 +41,12 @@ def preload(modules: tuple[str, ...]) -> tuple[Any, list[str]]:
                 import matplotlib
 
                 matplotlib.use("Agg")
-            module = importlib.import_module(name)
+            importlib.import_module(name)
         except Exception:  # noqa: BLE001 - an optional library that is missing or broken is simply not preloaded
             continue
-        if name == "torch":
-            module.set_num_threads(1)  # no intra-op pool; never torch.cuda.*
+        torch = sys.modules.get("torch")  # imported by name, or by torch.nn or another library
+        if torch is not None:
+            torch.set_num_threads(1)  # no intra-op pool; never torch.cuda.*
         loaded.append(name)
     from grader import capture  # noqa: F401 - the child needs them; import once, here
     from grader.run import frames, worker  # noqa: F401
@@ -57,11 +58,40 @@ def preload(modules: tuple[str, ...]) -> tuple[Any, list[str]]:
     return shell, loaded
 
 
+# What students' cells do with each library, run once in the server on made-up values (nothing
+# of a solution or a reference): the first use of each of these paths (lazy imports, dispatch
+# tables, caches) is then shared by every child instead of paid again in each. The random
+# generators are seeded here; every child reseeds them before its run.
 WARM_UP = {
     "numpy": ["import numpy as np\na = np.arange(6.0).reshape(2, 3)\nb = a @ a.T / np.sqrt(3.0)", "b",
-              "print(a, np.exp(a - a.max(axis=1, keepdims=True)).sum(axis=-1))"],
+              "print(a, np.exp(a - a.max(axis=1, keepdims=True)).sum(axis=-1))",
+              "np.random.seed(1)\nr = np.random.default_rng(1).uniform(-1, 1, size=(3, 2))\n"
+              "e = np.exp(r - r.max(axis=-1, keepdims=True))\ne = e / e.sum(axis=-1, keepdims=True)\n"
+              "m = np.apply_along_axis(lambda v: v / v.sum(), 1, np.abs(r) + 1)\n"
+              "d = np.dot(r[0], r[1]), np.linalg.norm(r), np.triu(np.ones((3, 3)), k=1), np.tril(r @ r.T)\n"
+              "z = np.zeros((2, 2)), np.ones(3), np.random.rand(2, 2), np.random.randn(2), np.allclose(e, e)", "e"],
     "torch": ["import torch\nt = torch.arange(6.0).reshape(2, 3)\nu = torch.softmax(t @ t.T, dim=-1)", "u",
-              "print(t, u.sum(dim=1), torch.nn.functional.relu(t))"],
+              "print(t, u.sum(dim=1), torch.nn.functional.relu(t))",
+              "import torch.nn as nn\ntorch.manual_seed(1)\n"
+              "class Layer(nn.Module):\n"
+              "    def __init__(self, d_in, d_out, context, heads=2):\n"
+              "        super().__init__()\n"
+              "        self.W = nn.Parameter(torch.rand(d_in, d_out))\n"
+              "        self.lin = nn.Linear(d_in, d_out, bias=False)\n"
+              "        self.heads = nn.ModuleList([nn.Linear(d_in, d_out) for _ in range(heads)])\n"
+              "        self.dropout = nn.Dropout(0.5)\n"
+              "        self.register_buffer('mask', torch.triu(torch.ones(context, context), diagonal=1))\n"
+              "    def forward(self, x):\n"
+              "        q, k = x @ self.W, self.lin(x)\n"
+              "        s = (q @ k.T).masked_fill(self.mask.bool()[:len(x), :len(x)], -torch.inf)\n"
+              "        w = self.dropout(torch.softmax(s / k.shape[-1] ** 0.5, dim=-1))\n"
+              "        return torch.cat([w @ h(x) for h in self.heads], dim=-1)\n"
+              "x = torch.tensor([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [0.7, 0.8, 0.9]])\n"
+              "y = Layer(3, 2, 4)(x)\nz = Layer(3, 2, 4).eval()(torch.stack((x, x))[0])\n"
+              "with torch.no_grad():\n"
+              "    v = torch.dot(x[0], x[1]), torch.empty(2, 3), torch.zeros(2), x.unsqueeze(0).transpose(1, 2)\n"
+              "    v = x.view(-1), x.T.contiguous(), torch.allclose(y, y), torch.nn.functional.softmax(x, dim=0)\n"
+              "y.sum().backward()", "y", "print(y, x.shape, y.detach().numpy())"],
     "pandas": ["import pandas as pd\nf = pd.DataFrame({'x': [1.0, 2.0]})", "f"],
 }
 
@@ -75,12 +105,13 @@ def _warm_up(shell: Any, loaded: list[str]) -> None:
     from grader.run import worker
 
     cells = ["x = 1\nx", "def f(v):\n    return v * 2\nf(3)", "%matplotlib inline", "1 / 0"]
-    for name in loaded:
-        cells += WARM_UP.get(name, [])
+    libraries = [name for name in WARM_UP if name in sys.modules]  # preloaded, or imported by what was
+    for name in libraries:
+        cells += WARM_UP[name]
     captures: list[CaptureWire] = [{"id": "a", "kind": "expr", "target": "f(2)", "point": None, "seed": None},
                                    {"id": "b", "kind": "value", "target": "x", "point": None, "seed": None}]
     for name in ("numpy", "torch"):
-        if name in loaded:
+        if name in libraries:
             captures.append({"id": name, "kind": "value", "target": "b" if name == "numpy" else "u",
                              "point": None, "seed": None})
     # A whole job, though the Runner reads only the cells, captures, injections, traceback_lines and
@@ -95,9 +126,20 @@ def _warm_up(shell: Any, loaded: list[str]) -> None:
     namespace = dict(shell.user_ns)
     contents = {id(v): (v, v.copy()) for v in namespace.values() if type(v) in (dict, list)}  # In, Out
     code_name = shell.compile.__dict__.get("get_code_name")
+    # The displayhook's own copy of the last three shown values: it sets `_` only while the
+    # namespace's `_` is still the value it showed last, so a warm-up value left here would make
+    # every child treat `_` as the student's own and never update it.
+    # The same for user_ns_hidden, where it keeps them too.
+    hook = shell.displayhook
+    shown = {k: getattr(hook, k) for k in ("_", "__", "___")}
+    hidden = dict(shell.user_ns_hidden)
     try:
         worker.Runner(job, io.BytesIO(), shell).run()
     finally:
+        for k, v in shown.items():
+            setattr(hook, k, v)
+        shell.user_ns_hidden.clear()
+        shell.user_ns_hidden.update(hidden)
         shell.user_ns.clear()
         shell.user_ns.update(namespace)
         for v, saved in contents.values():

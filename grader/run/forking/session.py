@@ -138,13 +138,16 @@ class Session:
         self.workdir: str | None = None
         self.waiting = False  # a run finished; init has not said ready yet
         self.files: tuple[tuple[Path, str], ...] = ()
+        self.preload: tuple[str, ...] = executor.modules  # the server the session's child comes from
 
     def workdir_for(self, job: Job) -> str:
         """The session's working directory (made for the first run, or after a session ended)."""
         if self.waiting and not self._ready():
             self._end()
-        if job.files != self.files:  # another submission's files: not this session's runs
+        preload = self.executor.preload_for(job)
+        if job.files != self.files or preload != self.preload:  # another submission's: not this session's runs
             self._end()
+        self.preload = preload
         if self.workdir is None:
             self.workdir = sandbox.prepare_workdir(job.files)
             self.files = job.files
@@ -189,7 +192,7 @@ class Session:
         setup: SessionSetup = {"session": True, "workdir": wire["workdir"], "limits": wire["limits"],
                                "sandbox": wire.get("sandbox")}
         try:
-            self.child = self.executor._start_child(setup, wire["workdir"], theirs.fileno())
+            self.child = self.executor._start_child(setup, wire["workdir"], theirs.fileno(), self.preload)
         except BaseException:
             ours.close()
             raise
