@@ -27,8 +27,8 @@ from grader.course.model import Assignment
 from grader.errors import UsageError
 
 LINE_MARK = re.compile(r"#\s*SOLUTION\s*$")
-BEGIN = re.compile(r"^(\s*)#\s*BEGIN SOLUTION\s*$")
-END = re.compile(r"^\s*#\s*END SOLUTION\s*$")
+BEGIN = re.compile(r"^(\s*)#+\s*BEGIN SOLUTION\s*$")  # "### BEGIN SOLUTION" too, as nbgrader writes it
+END = re.compile(r"^\s*#+\s*END SOLUTION\s*$")
 INSTRUCTOR_TAG = "instructor"
 KEPT_TAGS = ("skip-grading",)
 PUBLIC_CHECKS = "public_checks.json"

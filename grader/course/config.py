@@ -78,7 +78,7 @@ def _check_expr(r: Reader, key: str, expr: str) -> None:
 def _check(r: Reader, qid: str, index: int, inherit: Inherited) -> Check:
     r.only(
         *kinds.KINDS, "points", "rtol", "atol", "strict_types", "seed", "before",
-        "properties", "compare", "hints", "hidden", "public",
+        "properties", "compare", "hints", "hidden", "public", "partial",
     )
     given = [key for key in kinds.KINDS if r.has(key)]
     if len(given) != 1:
@@ -118,15 +118,21 @@ def _check(r: Reader, qid: str, index: int, inherit: Inherited) -> Check:
         hints=hints,
         hidden=r.flag("hidden", False),
         public=r.flag("public", False),
+        partial=r.flag("partial", False),
     )
 
 
 def _question(r: Reader, inherit: Inherited) -> Question:
-    r.only("id", "title", "points", "checks", "visible")
+    r.only("id", "title", "points", "checks", "visible", "manual")
     qid = r.string("id", pattern=ID_RE)
     title = r.string("title", qid)
     points = float(r.number("points"))
     items = r.items("checks")
+    manual = r.flag("manual", False)
+    if manual:
+        if items:
+            raise r.error(r.sub("checks"), "a manually graded question ('manual: true') has no checks")
+        return Question(id=qid, title=title, points=points, checks=(), visible=r.flag("visible", True), manual=True)
     if not items:
         raise r.error(r.sub("checks"), "must list at least one check")
     checks = tuple(_check(Reader(r.doc, c, p), qid, i, inherit) for i, (p, c) in enumerate(items))

@@ -57,6 +57,7 @@ class Check:
     hints: tuple[Hint, ...] = ()
     hidden: bool = False  # students see pass/fail only
     public: bool = False  # the reference value may be given to students for self-checks
+    partial: bool = False  # a ``test`` check earns its points by the share of its asserts that pass
 
     @property
     def spec(self) -> CheckKind:
@@ -78,6 +79,11 @@ class Check:
         return self.spec.variable(self.target)
 
     @property
+    def is_test(self) -> bool:
+        """A ``test`` check: judged by the instructor's asserts, not compared with a reference value."""
+        return self.kind == "test"
+
+    @property
     def question_id(self) -> str:
         return self.id.split("/")[0]
 
@@ -89,11 +95,12 @@ class Question:
     points: float
     checks: tuple[Check, ...]
     visible: bool = True  # shown in student-facing feedback at all
+    manual: bool = False  # graded by a person: the autograder scores it 0 and lists it as waiting
 
     @property
     def split(self) -> bool:
         """Whether points are split across checks (partial credit) or all-or-nothing."""
-        return any(c.points is not None for c in self.checks)
+        return any(c.points is not None or c.partial for c in self.checks)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 from grader import notebook
 from grader.course.model import Assignment
 from grader.errors import NotebookError
-from grader.judge import variants
+from grader.judge import testcheck, variants
 from grader.judge.checks import hint_id
 from grader.run.execute import Executor
 from grader.run.job import CaptureSpec, Injection, Job, JobCell, RunResult
@@ -44,6 +44,9 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
         specs.append(CaptureSpec(variants.GIVEN_PREFIX + name, CaptureKind.VALUE, name, point))
     for check in assignment.checks:
         point = first_bind.get(check.before) if check.before else None
+        if check.spec.capture == CaptureKind.SITE:
+            specs.extend(testcheck.captures(check, point))
+            continue
         specs.append(CaptureSpec(check.id, check.spec.capture, check.target, point, check.seed))
         if hints:
             for i, h in enumerate(check.hints):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from grader.capture import Value
 from grader.course.model import Limits
@@ -39,6 +39,12 @@ class CaptureSpec:
     target: str
     point: int | None  # capture before the cell at this position; None = at the end
     seed: int | None = None
+    # A ``test`` check's site (CaptureKind.SITE): the test's own inputs as encoded plain data, the
+    # scratch namespace the site runs in (one per test, so the notebook's own names are untouched),
+    # and the scratch name its value is stored under for later sites of the same test.
+    bindings: tuple[tuple[str, dict[str, Any]], ...] = ()
+    scope: str | None = None
+    store: str | None = None
 
 
 @dataclass(frozen=True)
@@ -62,8 +68,7 @@ class Job:
         return {
             "cells": [{"index": c.index, "source": c.source, "skip": str(c.skip)} for c in self.cells],
             "captures": [
-                {"id": c.id, "kind": str(c.kind), "target": c.target, "point": c.point, "seed": c.seed}
-                for c in self.captures
+                capture_wire(c) for c in self.captures
             ],
             "injections": {i.name: i.value for i in self.injections},
             "limits": limits_wire(self.limits),
@@ -71,6 +76,15 @@ class Job:
             "traceback_lines": self.traceback_lines,
             "sandbox": sandbox,
         }
+
+
+def capture_wire(c: CaptureSpec) -> CaptureWire:
+    wire: CaptureWire = {"id": c.id, "kind": str(c.kind), "target": c.target, "point": c.point, "seed": c.seed}
+    if c.scope is not None:
+        wire["bindings"] = dict(c.bindings)
+        wire["scope"] = c.scope
+        wire["store"] = c.store
+    return wire
 
 
 def limits_wire(limits: Limits) -> LimitsWire:
@@ -117,6 +131,9 @@ class CaptureWire(TypedDict):
     target: str
     point: int | None
     seed: int | None
+    bindings: NotRequired[dict[str, dict[str, Any]]]  # a site's inputs, encoded (CaptureKind.SITE only)
+    scope: NotRequired[str]
+    store: NotRequired[str | None]
 
 
 class JobWire(TypedDict):
