@@ -7,7 +7,11 @@ with them for feedback.
 
 The grader side (``decode``) parses that data strictly: known keys only, whitelisted dtypes,
 byte counts that match shapes, bounded sizes and depth. Nothing is ever unpickled, so a forged
-payload can at worst be rejected.
+payload can at worst be rejected. ``to_python`` makes a decoded value an ordinary object again,
+on either side (a ``test`` check's inputs in the student process, its results in the grader).
+
+Why one module: the encoded form is one format; its writer, its strict reader and the ways values
+are described to students change together.
 """
 
 from __future__ import annotations

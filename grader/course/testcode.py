@@ -19,6 +19,11 @@ GRADER_MODULES = {
     "np": "numpy", "numpy": "numpy", "pytest": "pytest", "math": "math", "torch": "torch",
     "pd": "pandas", "pandas": "pandas", "random": "random", "F": "torch.nn.functional",
 }
+# nose.tools' helpers, which nbgrader courses import once and use in every later test cell.
+GRADER_HELPERS = frozenset({
+    "assert_equal", "assert_equals", "assert_not_equal", "assert_true", "assert_false", "assert_almost_equal",
+    "assert_raises", "assert_in", "assert_not_in", "assert_is_none", "assert_is_instance", "ok_", "eq_",
+})
 BUILTINS = frozenset(dir(builtins))
 
 
@@ -28,7 +33,7 @@ def problem(source: str) -> str | None:
         tree = ast.parse(source)
     except SyntaxError as exc:
         return f"is not Python code: {exc.msg} (line {exc.lineno})"
-    if not any(isinstance(n, ast.Assert) or _is_raises(n) for n in ast.walk(tree)):
+    if not any(isinstance(n, ast.Assert) or _is_raises(n) or _asserting_call(n) for n in ast.walk(tree)):
         return "asserts nothing: a test needs at least one 'assert' (or 'with pytest.raises(...)')"
     if not student_names(source):
         return "reads none of the notebook's names, so it cannot tell one submission from another"
@@ -39,6 +44,29 @@ def _is_raises(node: ast.AST) -> bool:
     return (isinstance(node, ast.With) and any(
         isinstance(i.context_expr, ast.Call) and isinstance(i.context_expr.func, ast.Attribute)
         and i.context_expr.func.attr in ("raises", "assertRaises") for i in node.items))
+
+
+def _asserting_call(node: ast.AST) -> bool:
+    """``np.testing.assert_allclose(...)``, nose's ``assert_equal(...)``, ``pytest.raises(E, f)``: a check too."""
+    if not isinstance(node, ast.Call):
+        return False
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    return name.startswith("assert") or name in ("ok_", "eq_", "raises")
+
+
+def deleted_names(tree: ast.AST) -> set[str]:
+    """The notebook's names a test deletes for a while (``del f`` ... ``f = orig`` in ``finally``),
+    to see what else depends on them: read before the test first binds them."""
+    deleted = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)}
+    out = set()
+    for name in deleted:
+        loads = [(n.lineno, n.col_offset) for n in ast.walk(tree)
+                 if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+        stores = [(n.lineno, n.col_offset) for n in ast.walk(tree)
+                  if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+        if loads and (not stores or min(loads) < min(stores)):
+            out.add(name)
+    return out
 
 
 def bound_names(tree: ast.AST) -> set[str]:
@@ -65,6 +93,6 @@ def student_names(source: str) -> frozenset[str]:
         tree = ast.parse(source)
     except SyntaxError:
         return frozenset()
-    local = bound_names(tree)
+    local = bound_names(tree) - deleted_names(tree)
     read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return frozenset(read - local - BUILTINS - set(GRADER_MODULES))
+    return frozenset(read - local - BUILTINS - set(GRADER_MODULES) - GRADER_HELPERS)

@@ -50,10 +50,12 @@ from grader.vocab import CaptureKind, CheckStatus
 
 SITE = "__grader_site__"
 ASSERT = "__grader_assert__"
+HIDE, UNHIDE = "__grader_hide__", "__grader_unhide__"
 ENTRY = "__grader_test__"
 # Builtins whose call on a student's value runs in the student's process: they turn a generator
 # or an iterator the grader could not carry into a list it can.
 CONVERTERS = frozenset({"list", "tuple", "sorted", "dict", "set"})
+RAISES = frozenset({"raises", "assert_raises", "assertRaises"})
 MAX_SITES = 2000  # site evaluations one test may plan
 BUDGET = 64 * 1024 * 1024
 
@@ -122,8 +124,8 @@ def _reads(node: ast.AST, names: set[str]) -> bool:
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, source: str, student: set[str], stored: set[str]):
-        self.source, self.student, self.stored = source, student, stored
+    def __init__(self, source: str, student: set[str], stored: set[str], hideable: set[str]):
+        self.source, self.student, self.stored, self.hideable = source, student, stored, hideable
         self.tainted = student | stored
         self.sites: list[Site] = []
         self.asserts: list[AssertInfo] = []
@@ -171,9 +173,31 @@ class _Rewriter(ast.NodeTransformer):
             return self._site(node)
         return self.generic_visit(node)
 
-    visit_Attribute = visit_Subscript = visit_Call = _chain
+    visit_Attribute = visit_Subscript = _chain
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        # ``assert_raises(ValueError, f, 0)``: the student's function is called here, in the
+        # grader's ``raises``, so the call becomes a site: ``assert_raises(ValueError, lambda: f(0))``.
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if name in RAISES and len(node.args) >= 2 and _reads(node.args[1], self.tainted):
+            call = ast.Call(func=node.args[1], args=node.args[2:], keywords=node.keywords)
+            node = ast.Call(func=node.func, args=[node.args[0], ast.Lambda(args=_no_args(), body=call)], keywords=[])
+        return self._chain(node)
+
+    def _hide_call(self, func: str, names: list[str], node: ast.stmt) -> ast.stmt:
+        call = ast.Call(func=ast.Name(id=func, ctx=ast.Load()), args=[ast.Constant(n) for n in names], keywords=[])
+        return ast.copy_location(ast.Expr(value=call), node)
+
+    def visit_Delete(self, node: ast.Delete) -> Any:
+        # ``del f``: the notebook's ``f`` is absent from the sites that follow, until the test puts it back.
+        names = [t.id for t in node.targets if isinstance(t, ast.Name) and t.id in self.hideable]
+        if names and len(names) == len(node.targets):
+            return self._hide_call(HIDE, names, node)
+        return self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> Any:
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in self.hideable:
+            return self._hide_call(UNHIDE, [node.targets[0].id], node)  # ``f = orig_f``: the notebook's own is back
         if (len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and node.targets[0].id in self.stored and self._is_site(node.value)):
             node.value = self._site(node.value, store=node.targets[0].id)
@@ -209,7 +233,7 @@ def _stored(tree: ast.Module, student: set[str]) -> set[str]:
         changed = False
         for node in ast.walk(tree):
             if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                    and node.targets[0].id not in stored):
+                    and node.targets[0].id not in stored | student):
                 root = _root(node.value)
                 if isinstance(root, ast.Name) and root.id in student | stored:
                     stored.add(node.targets[0].id)
@@ -237,7 +261,7 @@ class _Guard(ast.NodeTransformer):
 def program(source: str) -> Program:
     tree = ast.parse(source)
     student = set(testcode.student_names(source))
-    rewriter = _Rewriter(source, student, _stored(tree, student))
+    rewriter = _Rewriter(source, student, _stored(tree, student), testcode.deleted_names(tree) & student)
     body = [rewriter.visit(stmt) for stmt in tree.body] or [ast.Pass()]
 
     def compiled(stmts: list[ast.stmt]) -> types.CodeType:
@@ -370,12 +394,84 @@ class _PlanRaises:
         return True
 
 
+def _assert_equal(first: Any, second: Any, msg: str | None = None) -> None:
+    if not first == second:
+        raise AssertionError(msg or f"got {_show(first)}, which is not the expected value")
+
+
+def _assert_not_equal(first: Any, second: Any, msg: str | None = None) -> None:
+    if first == second:
+        raise AssertionError(msg or f"got {_show(first)}, which should differ")
+
+
+def _assert_true(value: Any, msg: str | None = None) -> None:
+    if not value:
+        raise AssertionError(msg or f"got {_show(value)}, which is not true")
+
+
+def _assert_false(value: Any, msg: str | None = None) -> None:
+    if value:
+        raise AssertionError(msg or f"got {_show(value)}, which is not false")
+
+
+def _assert_almost_equal(first: Any, second: Any, places: int = 7, msg: str | None = None, delta: Any = None) -> None:
+    ok = abs(first - second) <= delta if delta is not None else round(abs(first - second), places) == 0
+    if not ok:
+        raise AssertionError(msg or f"got {_show(first)}, which is not close enough to the expected value")
+
+
+class _Raises:
+    """nose's ``assert_raises`` as a context manager: an AssertionError when nothing is raised."""
+
+    def __init__(self, exc: Any):
+        self.exc = exc
+
+    def __enter__(self) -> _Raises:
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+        if kind is None:
+            raise AssertionError(f"{getattr(self.exc, '__name__', self.exc)} was not raised")
+        return issubclass(kind, self.exc)
+
+
+def _assert_raises(exc: Any, func: Any = None, *args: Any, **kwargs: Any) -> Any:
+    if func is None:
+        return _Raises(exc)
+    with _Raises(exc):
+        func(*args, **kwargs)
+    return None
+
+
+# nose.tools, which many nbgrader courses import in their test cells; nose itself no longer installs.
+_NOSE_TOOLS = types.ModuleType("nose.tools")
+_NOSE_TOOLS.__dict__.update(
+    assert_equal=_assert_equal, assert_equals=_assert_equal, assert_not_equal=_assert_not_equal,
+    assert_true=_assert_true, assert_false=_assert_false, assert_almost_equal=_assert_almost_equal,
+    assert_raises=_assert_raises, ok_=_assert_true, eq_=_assert_equal,
+    assert_in=lambda a, b, msg=None: _assert_true(a in b, msg), assert_not_in=lambda a, b, msg=None: _assert_true(
+        a not in b, msg), assert_is_none=lambda a, msg=None: _assert_true(a is None, msg),
+    assert_is_instance=lambda a, t, msg=None: _assert_true(isinstance(a, t), msg),
+)
+_NOSE = types.ModuleType("nose")
+_NOSE.__dict__["tools"] = _NOSE_TOOLS
+
+
+def _import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+    if name == "nose.tools" or name == "nose":
+        return _NOSE_TOOLS if fromlist and name == "nose.tools" else _NOSE
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
 def _namespace(planning: bool) -> dict[str, Any]:
-    ns: dict[str, Any] = {"__builtins__": builtins}
+    grader_builtins = dict(vars(builtins))
+    grader_builtins["__import__"] = _import
+    ns: dict[str, Any] = {"__builtins__": grader_builtins}
     for alias, name in testcode.GRADER_MODULES.items():
         module = _module(name)
         if module is not None:
             ns[alias] = module
+    ns.update({name: getattr(_NOSE_TOOLS, name) for name in testcode.GRADER_HELPERS})
     if planning and "pytest" in ns:
         ns["pytest"] = types.SimpleNamespace(**{k: getattr(ns["pytest"], k) for k in dir(ns["pytest"])
                                                 if not k.startswith("__")})
@@ -387,19 +483,21 @@ def _namespace(planning: bool) -> dict[str, Any]:
 class Plan:
     """The site evaluations one test needs, in order, and how many asserts it runs."""
 
-    calls: list[tuple[int, str, dict[str, dict[str, Any]]]] = field(default_factory=list)  # (site, key, bindings)
+    # (site, key, bindings, names hidden): one per site evaluation, in order
+    calls: list[tuple[int, str, dict[str, dict[str, Any]], tuple[str, ...]]] = field(default_factory=list)
     asserts: int = 0
     problems: list[str] = field(default_factory=list)
 
 
-def _key(site: int, bindings: dict[str, dict[str, Any]]) -> str:
-    return f"{site}:" + json.dumps(bindings, sort_keys=True)
+def _key(site: int, bindings: dict[str, dict[str, Any]], hidden: set[str]) -> str:
+    return f"{site}:{','.join(sorted(hidden))}:" + json.dumps(bindings, sort_keys=True)
 
 
 @functools.lru_cache(maxsize=256)
 def plan(source: str) -> Plan:
     prog = program(source)
     out = Plan()
+    hidden: set[str] = set()
 
     def site(index: int, bindings: dict[str, Any], local: Callable[[], Any] | None = None) -> Any:
         try:
@@ -409,7 +507,7 @@ def plan(source: str) -> Plan:
                                 "student's values, which cannot be sent ahead")
             return Pending()
         if len(out.calls) < MAX_SITES:
-            out.calls.append((index, _key(index, enc), enc))
+            out.calls.append((index, _key(index, enc, hidden), enc, tuple(sorted(hidden))))
         return Pending()
 
     def assert_(index: int, thunk: Callable[[], Any], msg: Any) -> None:
@@ -419,6 +517,7 @@ def plan(source: str) -> Plan:
 
     ns = _namespace(planning=True)
     ns[SITE], ns[ASSERT] = site, assert_
+    ns[HIDE], ns[UNHIDE] = (lambda *names: hidden.update(names)), (lambda *names: hidden.difference_update(names))
     _seed()
     with contextlib.suppress(BaseException):
         exec(prog.plan_code, ns)  # noqa: S102 - the instructor's test, in the grader
@@ -431,8 +530,9 @@ def captures(check: Check, point: int | None) -> list[CaptureSpec]:
     prog, p = program(check.target), plan(check.target)
     return [
         CaptureSpec(id=f"{check.id}@{i}", kind=CaptureKind.SITE, target=prog.sites[site].expr, point=point,
-                    seed=check.seed, bindings=tuple(bindings.items()), scope=check.id, store=prog.sites[site].store)
-        for i, (site, _, bindings) in enumerate(p.calls)
+                    seed=check.seed, bindings=tuple(bindings.items()), scope=check.id, store=prog.sites[site].store,
+                    hide=hide)
+        for i, (site, _, bindings, hide) in enumerate(p.calls)
     ]
 
 
@@ -486,10 +586,11 @@ def judge(check: Check, student: dict[str, Captured], *, reveal: bool) -> Outcom
     prog, p = program(check.target), plan(check.target)
     ids = {}
     seen: dict[str, int] = {}
-    for i, (_, key, _) in enumerate(p.calls):
+    for i, (_, key, _, _) in enumerate(p.calls):
         ids[(key, seen.get(key, 0))] = f"{check.id}@{i}"
         seen[key] = seen.get(key, 0) + 1
     counts: dict[str, int] = {}
+    hidden: set[str] = set()
     out = Outcome()
     show_expected = reveal or not check.hidden
 
@@ -501,7 +602,7 @@ def judge(check: Check, student: dict[str, Captured], *, reveal: bool) -> Outcom
             except Exception:  # noqa: BLE001 - the grader's copy cannot answer: ask the student's
                 pass
         try:
-            key = _key(index, {k: _encoded(v) for k, v in bindings.items()})
+            key = _key(index, {k: _encoded(v) for k, v in bindings.items()}, hidden)
         except CaptureFailed:
             raise Unplanned(f"`{s.source}` is used with inputs computed from your values") from None
         n = counts.get(key, 0)
@@ -566,6 +667,7 @@ def judge(check: Check, student: dict[str, Captured], *, reveal: bool) -> Outcom
 
     ns = _namespace(planning=False)
     ns[SITE], ns[ASSERT] = site, assert_
+    ns[HIDE], ns[UNHIDE] = (lambda *names: hidden.update(names)), (lambda *names: hidden.difference_update(names))
     _seed()
     try:
         exec(prog.judge_code, ns)  # noqa: S102 - the instructor's test, in the grader

@@ -45,6 +45,7 @@ class CaptureSpec:
     bindings: tuple[tuple[str, dict[str, Any]], ...] = ()
     scope: str | None = None
     store: str | None = None
+    hide: tuple[str, ...] = ()  # notebook names the test has deleted for now (``del f``): absent while it runs
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ def capture_wire(c: CaptureSpec) -> CaptureWire:
         wire["bindings"] = dict(c.bindings)
         wire["scope"] = c.scope
         wire["store"] = c.store
+        wire["hide"] = list(c.hide)
     return wire
 
 
@@ -134,6 +136,7 @@ class CaptureWire(TypedDict):
     bindings: NotRequired[dict[str, dict[str, Any]]]  # a site's inputs, encoded (CaptureKind.SITE only)
     scope: NotRequired[str]
     store: NotRequired[str | None]
+    hide: NotRequired[list[str]]
 
 
 class JobWire(TypedDict):

@@ -173,11 +173,20 @@ class Runner:
         scratch = self.scratch.setdefault(scope, {})
         if first and item.get("seed") is not None:
             seed_everything(int(item["seed"]))  # type: ignore[arg-type]
-        env = dict(self.shell.user_ns)
+        ns = self.shell.user_ns
+        env = dict(ns)
         env.update(scratch)
         for name, enc in (item.get("bindings") or {}).items():
             env[name] = capture.to_python(capture.decode(enc))
-        value = eval(compile(item["target"], CHECK_FILE, "eval"), env)  # noqa: S307 - student process
+        # Names the test deleted for a while are absent from the notebook itself (the student's
+        # functions look them up there), and put back at once.
+        hidden = {name: ns.pop(name) for name in item.get("hide") or () if name in ns}
+        for name in item.get("hide") or ():
+            env.pop(name, None)
+        try:
+            value = eval(compile(item["target"], CHECK_FILE, "eval"), env)  # noqa: S307 - student process
+        finally:
+            ns.update(hidden)
         store = item.get("store")
         if store:
             scratch[store] = value
