@@ -51,6 +51,7 @@ from grader.vocab import CaptureKind, CheckStatus
 SITE = "__grader_site__"
 ASSERT = "__grader_assert__"
 HIDE, UNHIDE = "__grader_hide__", "__grader_unhide__"
+AT = "__grader_at__"
 ENTRY = "__grader_test__"
 # Builtins whose call on a student's value runs in the student's process: they turn a generator
 # or an iterator the grader could not carry into a list it can.
@@ -95,6 +96,7 @@ class Program:
     plan_code: types.CodeType  # every statement guarded, so planning reaches every site it can
     sites: tuple[Site, ...]
     asserts: tuple[AssertInfo, ...]
+    statements: tuple[str, ...] = ()  # each statement's text, by the number ``__grader_at__`` is called with
 
 
 def _root(node: ast.expr) -> ast.expr:
@@ -221,6 +223,40 @@ class _Rewriter(ast.NodeTransformer):
         return ast.copy_location(ast.Expr(value=call), node)
 
 
+class _Mark(ast.NodeTransformer):
+    """Before every statement, ``__grader_at__(n)``: a failure outside an assert names its statement."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.statements: list[str] = []
+
+    def generic_visit(self, node: ast.AST) -> Any:
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                new: list[ast.stmt] = []
+                for stmt in value:
+                    self.statements.append(_statement_text(self.source, stmt))
+                    mark = ast.Expr(value=ast.Call(func=ast.Name(id=AT, ctx=ast.Load()),
+                                                   args=[ast.Constant(len(self.statements) - 1)], keywords=[]))
+                    new.extend([ast.copy_location(mark, stmt), self.visit(stmt)])
+                setattr(node, name, new)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+        return node
+
+
+def _statement_text(source: str, stmt: ast.stmt) -> str:
+    """How a message names a statement: its first line, or for ``with pytest.raises(E):`` its body."""
+    if isinstance(stmt, ast.With) and stmt.body:
+        stmt = stmt.body[0]
+    text = (ast.get_source_segment(source, stmt) or ast.unparse(stmt)).strip().splitlines()
+    return trim(text[0], 80) if text else ""
+
+
 def _no_args() -> ast.arguments:
     return ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
 
@@ -273,8 +309,10 @@ def program(source: str) -> Program:
     import copy
 
     guarded = [_Guard().visit(copy.deepcopy(s)) for s in body]
-    return Program(judge_code=compiled(body), plan_code=compiled(guarded), sites=tuple(rewriter.sites),
-                   asserts=tuple(rewriter.asserts))
+    marker = _Mark(source)
+    marked = marker.visit(ast.Module(body=copy.deepcopy(body), type_ignores=[])).body
+    return Program(judge_code=compiled(marked), plan_code=compiled(guarded), sites=tuple(rewriter.sites),
+                   asserts=tuple(rewriter.asserts), statements=tuple(marker.statements))
 
 
 # --------------------------------------------------------------------------------------------
@@ -327,7 +365,7 @@ class Handle:
         self._source, self._why = source, why
 
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
-        raise Unusable(f"`{self._source}` cannot be used as data: {self._why}")
+        raise Unusable(f"`{self._source}` cannot be checked: it {self._why}")
 
     __getattr__ = __call__ = __getitem__ = __bool__ = __iter__ = __len__ = __eq__ = __ne__ = _fail
     __lt__ = __le__ = __gt__ = __ge__ = __add__ = __radd__ = __sub__ = __mul__ = __float__ = __array__ = _fail
@@ -558,19 +596,18 @@ def _show(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-_REVEALING = (" x:", " y:", " ACTUAL:", " DESIRED:", "x:", "y:", "ACTUAL:", "DESIRED:", "Obtained:", "Expected:")
+# Lines of np.testing's messages that give the expected value away (directly, or as a difference
+# from the student's own value).
+_REVEALING = ("y:", "DESIRED:", "Max absolute difference", "Max relative difference", "Expected:")
 
 
 def _assertion_text(exc: BaseException, reveal: bool) -> str:
-    """An AssertionError's own message (``np.testing``'s, say), without the expected values unless allowed."""
-    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    """ An AssertionError's own message (``np.testing``'s, say), without the expected values unless allowed."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     if not reveal:
-        kept = []
-        for line in lines:
-            if line.lstrip().startswith(_REVEALING):
-                break
-            kept.append(line.strip())
-        lines = kept
+        lines = [line for line in lines if not line.startswith(_REVEALING)]
+    lines = [line.replace("ACTUAL:", "yours:").replace("x:", "yours:", 1) if line.startswith(("ACTUAL:", "x:"))
+             else line for line in lines]
     return trim(" ".join(lines), 300)
 
 
@@ -641,7 +678,7 @@ def judge(check: Check, student: dict[str, Captured], *, reveal: bool) -> Outcom
             fail(f"{exc}.")
             return
         except AssertionError as exc:
-            fail(_assertion_text(exc, show_expected) or f"`{info.source}` does not hold.")
+            fail(_assertion_text(exc, reveal) or f"`{info.source}` does not hold.")
             return
         except Exception as exc:  # noqa: BLE001 - the student's exception, raised again here, or the test's own
             out.error = out.error or _from_student(exc)
@@ -665,8 +702,14 @@ def judge(check: Check, student: dict[str, Captured], *, reveal: bool) -> Outcom
         else:
             fail(f"`{info.source}` does not hold.")
 
+    at = [-1]
+
+    def where() -> str:
+        return prog.statements[at[0]] if 0 <= at[0] < len(prog.statements) else ""
+
     ns = _namespace(planning=False)
     ns[SITE], ns[ASSERT] = site, assert_
+    ns[AT] = lambda n: at.__setitem__(0, n)
     ns[HIDE], ns[UNHIDE] = (lambda *names: hidden.update(names)), (lambda *names: hidden.difference_update(names))
     _seed()
     try:
@@ -674,16 +717,21 @@ def judge(check: Check, student: dict[str, Captured], *, reveal: bool) -> Outcom
         ns[ENTRY]()
     except _Stop:
         pass
-    except AssertionError as exc:  # np.testing.assert_*, pytest.raises's "DID NOT RAISE", a bare raise
+    except AssertionError as exc:  # np.testing.assert_*, nose's assert_*, a bare raise
         out.run += 1
-        out.messages.append(_assertion_text(exc, show_expected) or "the test failed.")
+        text = _assertion_text(exc, reveal)
+        out.messages.append(f"`{where()}`: {text}" if where() and text else text or f"`{where()}` failed.")
     except (Unusable, Unplanned) as exc:
         out.run += 1
         out.messages.append(f"{exc}.")
     except BaseException as exc:  # noqa: BLE001 - pytest's Failed is a BaseException
         out.run += 1
         out.error = _from_student(exc)
-        out.messages.append(_exception_text(exc, ""))
+        text = str(exc)
+        if type(exc).__name__ == "Failed" and text.startswith("DID NOT RAISE"):
+            out.messages.append(f"`{where()}` should raise {text.removeprefix('DID NOT RAISE').strip()}; it did not.")
+        else:
+            out.messages.append(_exception_text(exc, where()))
     return out
 
 
