@@ -122,7 +122,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         items = nbgrader_import.read(Path(args.source), args.name)
     else:
         items = otter_import.read(Path(args.source), args.name)
-    course_name = args.course or Path(args.source).resolve().name
+    source = Path(args.source).resolve()
+    course_name = args.course or (source.stem if source.is_file() else source.name)
     for line in importing.write(items, config_path, course_name=course_name, force=args.force):
         print(line)
     return EXIT_OK
