@@ -338,7 +338,7 @@ class Pending:
         return iter(())
 
     def __len__(self) -> int:
-        return 0
+        raise TypeError("no length while planning")  # a length of the student's value is no input to plan with
 
     def _op(self, *args: Any) -> Pending:
         return self
@@ -647,7 +647,8 @@ def judge(check: Check, student: dict[str, Captured], *, reveal: bool) -> Outcom
         cid = ids.get((key, n))
         got = student.get(cid) if cid else None
         if cid is None:
-            raise Unplanned(f"`{s.source}` is reached with inputs the test could not prepare")
+            raise Unplanned(f"`{s.source}` is reached with inputs the test could not prepare ahead "
+                            "(they come from the notebook's own values)")
         if got is None:
             raise Unplanned(f"`{s.source}` was not reached: the notebook stopped before the test could run")
         if got.value is not None:
