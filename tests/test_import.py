@@ -188,7 +188,7 @@ def otter_course(tmp_path_factory):
     for name, answers in (("good", OT_GOOD), ("partly", OT_PARTLY), ("placeholder", {}), ("cheat", OT_CHEAT)):
         student(subs / f"{name}.ipynb", answers)
     out = root / "out"
-    graded = grader("grade", str(subs), "-a", "hw01", "-o", str(out), cwd=course)
+    graded = grader("grade", str(subs), "-a", "hw01", "-o", str(out), "-f", "yaml,md,junit,gradescope", cwd=course)
     assert graded.returncode == 0, graded.stderr
     return {"root": root, "course": course, "master": master_path, "import": proc, "cards": cards(out), "subs": subs}
 
@@ -232,6 +232,15 @@ def test_otter_honest_submissions_score_what_otter_gives(otter_course):
     feedback = " ".join(q(got["partly"], "q2")["feedback"])
     assert "`standardize(np.ones((2, 2)))` should raise ValueError; it did not." in feedback
     assert q(got["good"], "q3")["status"] == "manual"
+
+
+def test_manual_questions_wait_for_a_person_in_every_output(otter_course):
+    out = otter_course["root"] / "out"
+    assert "q3 (graded by a person) | ⏳ waiting for a person to grade it | 0/1" in (out / "good.md").read_text()
+    junit = (out / "junit.xml").read_text()
+    assert junit.count("<skipped") == 2 * 4  # q3 and q5 of every submission
+    gradescope = yaml.safe_load((out / "good.gradescope.json").read_text())
+    assert any("waiting for a person" in t["output"] for t in gradescope["tests"] if t["name"].startswith("q3"))
 
 
 def test_otter_placeholders_and_otter_lines_cost_nothing(otter_course):

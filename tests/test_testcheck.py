@@ -181,3 +181,24 @@ def test_the_students_process_receives_sites_not_the_test():
     assert len(plan.calls) == 1 and plan.asserts == 1
     wire = str(plan.calls)
     assert "cumsum" not in wire and "allclose" not in wire and "wrong" not in wire
+
+
+def test_a_test_can_live_in_checks_py_beside_the_solution(tmp_path):
+    (tmp_path / "solutions/hw").mkdir(parents=True)
+    notebook(tmp_path / "solutions/hw/hw.ipynb", SOLUTION)
+    (tmp_path / "solutions/hw/checks.py").write_text(
+        "import numpy as np\n\nINPUTS = [np.ones(2), -np.ones(3)]\n\n\n"
+        "def test_relu():\n    for x in INPUTS:\n        assert (relu(x) >= 0).all()\n\n\n"
+        "def test_other():\n    assert W[0, 0] == 1\n")
+    (tmp_path / "config.yaml").write_text(
+        "course: {name: t}\nassignments:\n  hw:\n    variants: {count: 0}\n    questions:\n      - id: a\n"
+        "        points: 1\n        checks:\n          - test: checks.py::test_relu\n")
+    course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
+    check = course.assignment("hw").checks[0]
+    assert "for x in INPUTS:" in check.target and "INPUTS = [" in check.target and "W[0, 0]" not in check.target
+    assert check.names == {"relu"}
+    card = Grader(course).grade(course.assignment("hw"), tmp_path / "solutions/hw/hw.ipynb")
+    assert card.score == 1
+    (tmp_path / "config.yaml").write_text((tmp_path / "config.yaml").read_text().replace("test_relu", "test_nope"))
+    with pytest.raises(ConfigError, match="names test_nope, which checks.py does not define"):
+        config.load(tmp_path / "config.yaml")

@@ -65,11 +65,10 @@ def normalise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-class _Dumper(yaml.SafeDumper):
-    pass
+_Dumper: Any = type("_Dumper", (yaml.SafeDumper,), {})  # block style for multi-line tests, this file only
 
 
-def _str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+def _str(dumper: Any, text: str) -> Any:
     style = "|" if "\n" in text else None
     if style:
         text = "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
@@ -80,7 +79,7 @@ _Dumper.add_representer(str, _str)
 
 
 def _yaml(data: Any) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110)
+    return str(yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110))
 
 
 def _whole_points(question: dict[str, Any]) -> dict[str, Any]:

@@ -12,10 +12,10 @@ from dataclasses import replace
 
 from grader.course.model import Assignment, Course
 from grader.errors import GraderError
+from grader.judge import testcheck
 from grader.judge.checks import Context, grade_check, hint_id
 from grader.judge.compare import compare
 from grader.judge.grading import Grader
-from grader.judge import testcheck
 from grader.judge.reference import Reference
 from grader.notebook import BlankReport
 from grader.run.job import Captured

@@ -161,6 +161,7 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
         return res
     if check.kind == Test.key:
         return testcheck.grade(check, ctx.student, res, reveal=ctx.reveal)
+    assert ref is not None and ref.value is not None  # every other kind has a reference value (above)
     got = ctx.student.get(check.id)
     if got is None or got.value is None:
         res.messages.append(_why_missing(check, got, ctx))

@@ -45,7 +45,7 @@ from grader.capture import CaptureFailed, encode, number_text, shape_text, to_py
 from grader.course import testcode
 from grader.course.model import Check
 from grader.judge.scorecard import CheckResult
-from grader.run.job import CaptureSpec, Captured
+from grader.run.job import Captured, CaptureSpec
 from grader.vocab import CaptureKind, CheckStatus
 
 SITE = "__grader_site__"
@@ -301,8 +301,9 @@ def program(source: str) -> Program:
     body = [rewriter.visit(stmt) for stmt in tree.body] or [ast.Pass()]
 
     def compiled(stmts: list[ast.stmt]) -> types.CodeType:
-        fn = ast.FunctionDef(name=ENTRY, args=_no_args(), body=stmts, decorator_list=[], returns=None,
-                             type_params=[])
+        fn = ast.FunctionDef(name=ENTRY, args=_no_args(), body=stmts, decorator_list=[], returns=None)
+        if "type_params" in ast.FunctionDef._fields:
+            setattr(fn, "type_params", [])  # noqa: B010 - a field from Python 3.12 on
         module = ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[]))
         return compile(module, "<test>", "exec")
 

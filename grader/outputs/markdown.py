@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from grader.outputs.view import STATUS_WORDS, SUBMISSION_WORDS, ShownQuestion, View
 
-MARKS = {"passed": "✅", "partial": "🟡", "failed": "❌", "error": "❌", "unanswered": "⬜", "withheld": "🔒"}
+MARKS = {"passed": "✅", "partial": "🟡", "failed": "❌", "error": "❌", "unanswered": "⬜", "withheld": "🔒", "manual": "⏳"}
 
 
 def cell(text: str) -> str:

@@ -26,6 +26,7 @@ STATUS_WORDS = {
     "unanswered": "not answered",
     "error": "raised an error",
     "withheld": "result not shown yet",
+    "manual": "waiting for a person to grade it",
 }
 SUBMISSION_WORDS = {
     "graded": "graded",
