@@ -79,6 +79,8 @@ def build(root: Path):
     (src / "problem1.ipynb").write_text(notebook(PROBLEM1, v40=True))
     (src / "problem2.ipynb").write_text(notebook(PROBLEM2))
     (src / "data.csv").write_text("a,b\n1,2\n")
+    # nbgrader's header notebook, put at the top of every notebook of the course.
+    (root / "source" / "header.ipynb").write_text(notebook([("markdown", "Course header: write your name here.", None)]))
 
 
 SOLUTION_BLOCK = re.compile(r"^(\s*)### BEGIN SOLUTION\n.*?^\s*### END SOLUTION", re.M | re.S)
@@ -131,12 +133,13 @@ def nbgrader_points(source: Path, submission: nbformat.NotebookNode) -> float:
 
     import numpy as np
 
-    saved = dict(vars(np)), builtins.AssertionError  # a cheat patches them for the whole process
+    saved = dict(vars(np)), dict(vars(np.testing)), builtins.AssertionError  # a cheat patches them process-wide
     try:
         return _points(source, submission)
     finally:
         vars(np).update(saved[0])
-        builtins.AssertionError = saved[1]
+        vars(np.testing).update(saved[1])
+        builtins.AssertionError = saved[2]
 
 
 def _points(source: Path, submission: nbformat.NotebookNode) -> float:

@@ -141,6 +141,17 @@ def _doctest(code: str, ns: dict) -> str:
 
 def otter_points(master_path: Path, submission: nbformat.NotebookNode) -> dict[str, float]:
     """Each question's points from otter's rule, for a submission run without otter installed."""
+    import numpy as np
+
+    saved = dict(vars(np)), dict(vars(np.testing))  # a cheat patches numpy for the whole process
+    try:
+        return _otter_points(master_path, submission)
+    finally:
+        vars(np).update(saved[0])
+        vars(np.testing).update(saved[1])
+
+
+def _otter_points(master_path: Path, submission: nbformat.NotebookNode) -> dict[str, float]:
     ns: dict = {}
     for cell in submission.cells:
         if cell.cell_type == "code" and "otter" not in cell.source and "grader." not in cell.source:

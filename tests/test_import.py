@@ -112,6 +112,7 @@ def test_nbgrader_import_writes_course_and_reports_what_it_could_not_convert(nbg
     assert (course / "solutions/ps1_problem1/data.csv").is_file()
     # nbformat 4.0 without cell ids came in; what was written has them.
     assert all(c.get("id") for c in skeleton.cells)
+    assert skeleton.cells[0].source == "Course header: write your name here."
 
 
 def test_nbgrader_course_validates(nbgrader_course):

@@ -34,6 +34,7 @@ import importlib
 import json
 import operator
 import random
+import sys
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -408,7 +409,7 @@ def _encoded(value: Any) -> dict[str, Any]:
 def _seed() -> None:
     random.seed(0)
     np.random.seed(0)
-    torch = _module("torch")
+    torch = sys.modules.get("torch")  # seeded when the test uses it; never imported for this
     if torch is not None:
         torch.manual_seed(0)
 
@@ -502,11 +503,14 @@ def _import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = 
     return builtins.__import__(name, globals, locals, fromlist, level)
 
 
-def _namespace(planning: bool) -> dict[str, Any]:
+def _namespace(source: str, planning: bool) -> dict[str, Any]:
     grader_builtins = dict(vars(builtins))
     grader_builtins["__import__"] = _import
     ns: dict[str, Any] = {"__builtins__": grader_builtins}
+    used = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
     for alias, name in testcode.GRADER_MODULES.items():
+        if alias not in used:
+            continue  # torch and pandas are imported only for a test that uses them
         module = _module(name)
         if module is not None:
             ns[alias] = module
@@ -554,7 +558,7 @@ def plan(source: str) -> Plan:
         with contextlib.suppress(BaseException):
             thunk()
 
-    ns = _namespace(planning=True)
+    ns = _namespace(source, planning=True)
     ns[SITE], ns[ASSERT] = site, assert_
     ns[HIDE], ns[UNHIDE] = (lambda *names: hidden.update(names)), (lambda *names: hidden.difference_update(names))
     _seed()
@@ -709,7 +713,7 @@ def judge(check: Check, student: dict[str, Captured], *, reveal: bool) -> Outcom
     def where() -> str:
         return prog.statements[at[0]] if 0 <= at[0] < len(prog.statements) else ""
 
-    ns = _namespace(planning=False)
+    ns = _namespace(check.target, planning=False)
     ns[SITE], ns[ASSERT] = site, assert_
     ns[AT] = lambda n: at.__setitem__(0, n)
     ns[HIDE], ns[UNHIDE] = (lambda *names: hidden.update(names)), (lambda *names: hidden.difference_update(names))
