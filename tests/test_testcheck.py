@@ -14,6 +14,7 @@ from grader.course import config
 from grader.errors import ConfigError
 from grader.judge import testcheck
 from grader.judge.grading import Grader
+from grader.packaging.gradescope import stage_grading
 
 SOLUTION = [
     "import numpy as np",
@@ -199,6 +200,10 @@ def test_a_test_can_live_in_checks_py_beside_the_solution(tmp_path):
     assert check.names == {"relu"}
     card = Grader(course).grade(course.assignment("hw"), tmp_path / "solutions/hw/hw.ipynb")
     assert card.score == 1
+    # Graded without the solution folder (Gradescope, a grading bundle), the test travels as its code.
+    staged = config.load(stage_grading(course, course.assignment("hw"), tmp_path / "stage")).assignment("hw")
+    assert staged.checks[0].target == check.target
+    assert staged.config_digest == course.assignment("hw").config_digest
     (tmp_path / "config.yaml").write_text((tmp_path / "config.yaml").read_text().replace("test_relu", "test_nope"))
     with pytest.raises(ConfigError, match="names test_nope, which checks.py does not define"):
         config.load(tmp_path / "config.yaml")
