@@ -7,7 +7,11 @@ with them for feedback.
 
 The grader side (``decode``) parses that data strictly: known keys only, whitelisted dtypes,
 byte counts that match shapes, bounded sizes and depth. Nothing is ever unpickled, so a forged
-payload can at worst be rejected.
+payload can at worst be rejected. ``to_python`` makes a decoded value an ordinary object again,
+on either side (a ``test`` check's inputs in the student process, its results in the grader).
+
+Why one module: the encoded form is one format; its writer, its strict reader and the ways values
+are described to students change together.
 """
 
 from __future__ import annotations
@@ -298,6 +302,44 @@ def _decode_array(obj: dict[str, Any]) -> Value:
         dtype=str(obj.get("odtype", dtype))[:40],
         requires_grad=grad,
     )
+
+
+def to_python(value: Value) -> Any:
+    """A decoded value as an ordinary Python object of the kind it came from: a Python number for
+    a Python number, a NumPy scalar or array, a torch tensor (when torch can be imported), lists,
+    tuples, dicts, pandas frames. Used where code runs on captured data (``test`` checks)."""
+    if value.kind in ("none", "bool", "str"):
+        return value.data
+    if value.kind in ("list", "tuple"):
+        items = [to_python(v) for v in value.data]
+        return items if value.kind == "list" else tuple(items)
+    if value.kind == "dict":
+        return {k: to_python(v) for k, v in value.data.items()}
+    if value.kind in ("frame", "series"):
+        import pandas
+
+        values = np.array(value.data.data)
+        if value.kind == "frame":
+            return pandas.DataFrame(values, index=list(value.index), columns=list(value.columns))
+        return pandas.Series(values, index=list(value.index))
+    arr = np.array(value.data)  # a writable copy
+    if value.origin in ("int", "float", "complex", "bool") and arr.ndim == 0:
+        return arr.item()
+    if value.origin.startswith("numpy.") and value.origin != "numpy.ndarray" and arr.ndim == 0:
+        return arr[()]
+    if value.origin.startswith("torch"):
+        try:
+            import torch
+        except ImportError:
+            return arr
+        tensor = torch.from_numpy(arr)
+        dtype = getattr(torch, value.dtype.removeprefix("torch."), None) if value.dtype else None
+        if isinstance(dtype, torch.dtype) and dtype != tensor.dtype:
+            tensor = tensor.to(dtype)
+        if value.origin == "torch.nn.Parameter":
+            return torch.nn.Parameter(tensor, requires_grad=bool(value.requires_grad))
+        return tensor.requires_grad_(True) if value.requires_grad and tensor.is_floating_point() else tensor
+    return arr
 
 
 def to_wire(value: Value) -> dict[str, Any]:

@@ -175,6 +175,21 @@ def cmd_assign(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from grader.authoring import importing, nbgrader_import, otter_import
+
+    config_path = Path(args.config) if args.config else Path.cwd() / "config.yaml"
+    if args.tool == "nbgrader":
+        items = nbgrader_import.read(Path(args.source), args.name)
+    else:
+        items = otter_import.read(Path(args.source), args.name)
+    source = Path(args.source).resolve()
+    course_name = args.course or (source.stem if source.is_file() else source.name)
+    for line in importing.write(items, config_path, course_name=course_name, force=args.force):
+        print(line)
+    return EXIT_OK
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from grader.authoring.validate import validate
 
@@ -315,6 +330,16 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("names", nargs="*", help="assignments (default: all)")
     a.add_argument("--config", "-c")
     a.set_defaults(func=cmd_assign)
+
+    im = sub.add_parser("import", help="import an nbgrader or otter-grader course (notebooks, tests, points)")
+    im.add_argument("tool", choices=["nbgrader", "otter"], help="the tool the course was written for")
+    im.add_argument("source", help="nbgrader: the source folder (source/ or source/ASSIGNMENT); "
+                    "otter: the master notebook")
+    im.add_argument("--name", help="the assignment's name (default: the folder's or notebook's)")
+    im.add_argument("--config", "-c", help="course file to add to (default: ./config.yaml, created if missing)")
+    im.add_argument("--course", help="the course's name, for a new config.yaml")
+    im.add_argument("--force", action="store_true", help="replace assignments of the same name")
+    im.set_defaults(func=cmd_import)
 
     v = sub.add_parser("validate", help="check that solutions score full marks and skeletons zero")
     v.add_argument("names", nargs="*", help="assignments (default: all)")

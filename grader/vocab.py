@@ -28,6 +28,7 @@ class QuestionStatus(StrEnum):
     PARTIAL = "partial"  # some of its checks earned their points (split points only)
     UNANSWERED = "unanswered"  # a blank `?` it depends on is still unfilled
     ERROR = "error"  # the student's code raised while computing its value
+    MANUAL = "manual"  # graded by a person; waiting for one (0 points from the autograder)
 
 
 class CheckStatus(StrEnum):
@@ -77,6 +78,7 @@ class CaptureKind(StrEnum):
 
     VALUE = "value"  # look a variable up in the notebook's namespace
     EXPR = "expr"  # evaluate an expression there (a call of the student's function, say)
+    SITE = "site"  # one student-side part of a ``test`` check, with the test's own inputs bound (grader.judge.testcheck)
 
 
 class Reason(StrEnum):

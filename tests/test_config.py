@@ -66,7 +66,7 @@ def test_unknown_key_names_line_and_path(course_dir):
     text = MINIMAL.replace("        points: 2\n", "        points: 2\n        pionts: 3\n")
     assert error_of(course_dir, text) == (
         f"{course_dir / 'config.yaml'}:10: assignments.a1.questions[0].pionts is not a known key here "
-        "(known: carry_forward, checks, id, points, title, visible)"
+        "(known: carry_forward, checks, id, manual, points, title, visible)"
     )
 
 
@@ -79,7 +79,7 @@ def test_wrong_type_names_line_and_path(course_dir):
 
 def test_check_needs_exactly_one_target(course_dir):
     text = MINIMAL.replace("          - value: x\n", "          - value: x\n            expr: x + 1\n")
-    assert "assignments.a1.questions[0].checks[0] needs exactly one of 'value' (a variable) or 'expr'" in error_of(course_dir, text)
+    assert "assignments.a1.questions[0].checks[0] needs exactly one of 'value' (a variable), 'expr' (an expression) or 'test'" in error_of(course_dir, text)
 
 
 def test_bad_expression_and_bad_property(course_dir):

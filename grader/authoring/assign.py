@@ -29,9 +29,13 @@ from grader.course.model import Assignment
 from grader.errors import UsageError
 
 LINE_MARK = re.compile(r"#\s*SOLUTION\s*$")
-BEGIN = re.compile(r"^(\s*)#\s*BEGIN SOLUTION\s*$")
-END = re.compile(r"^\s*#\s*END SOLUTION\s*$")
+BEGIN = re.compile(r"^(\s*)#+\s*BEGIN SOLUTION\s*$")  # "### BEGIN SOLUTION" too, as nbgrader writes it
+END = re.compile(r"^\s*#+\s*END SOLUTION\s*$")
 INSTRUCTOR_TAG = "instructor"
+# A markdown cell tagged ``answer`` is the model answer to a question graded by a person: the
+# skeleton has a prompt in its place (the importers tag nbgrader's and otter's written answers so).
+ANSWER_TAG = "answer"
+ANSWER_PROMPT = "YOUR ANSWER HERE"
 KEPT_TAGS = ("skip-grading",)
 PUBLIC_CHECKS = "public_checks.json"
 STUDENT_INSTALL = "pip install notebook-grader"  # the light install: no torch, none of the instructor's tooling
@@ -114,7 +118,8 @@ def skeleton(solution: Path) -> nbformat.NotebookNode:
         if cell.cell_type == "code":
             new = nbformat.v4.new_code_cell(blank_source(cell.source, where=where), metadata=meta)  # type: ignore[no-untyped-call]  # nbformat has no annotations
         elif cell.cell_type == "markdown":
-            new = nbformat.v4.new_markdown_cell(cell.source, metadata=meta)  # type: ignore[no-untyped-call]  # nbformat has no annotations
+            source = ANSWER_PROMPT if ANSWER_TAG in tags else cell.source
+            new = nbformat.v4.new_markdown_cell(source, metadata=meta)  # type: ignore[no-untyped-call]  # nbformat has no annotations
         else:
             new = nbformat.v4.new_raw_cell(cell.source, metadata=meta)  # type: ignore[no-untyped-call]  # nbformat has no annotations
         new.id = cell.get("id") or f"cell-{i}"

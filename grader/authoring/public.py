@@ -30,6 +30,8 @@ def public_checks(assignment: Assignment, reference: dict[str, Captured]) -> dic
     for q in assignment.questions:
         checks = []
         for c in q.checks:
+            if c.is_test:
+                continue  # a test's source and expected values stay with the grader
             item: dict[str, Any] = {"id": c.id, "kind": c.kind, "target": c.target, "properties": list(c.properties)}
             if c.before:
                 item["before"] = c.before

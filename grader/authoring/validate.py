@@ -15,7 +15,7 @@ from grader import notebook
 from grader.authoring.assign import skeleton_text
 from grader.course.model import Assignment, Course
 from grader.errors import GraderError, NotebookError, UsageError
-from grader.judge import variants
+from grader.judge import testcheck, variants
 from grader.judge.checks import Context, grade_check, hint_id
 from grader.judge.compare import compare
 from grader.judge.grading import Grader
@@ -37,7 +37,7 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
     card = grader.grade(assignment, assignment.solution) if assignment.solution.is_file() else None
     if card is not None and (card.score != assignment.max_score or card.status != SubmissionStatus.GRADED):
         for q in card.questions:
-            if q.status != QuestionStatus.PASSED:
+            if q.status not in (QuestionStatus.PASSED, QuestionStatus.MANUAL):
                 problems.append(f"the solution does not pass question {q.id}: {' '.join(q.feedback)}")
         if card.status != SubmissionStatus.GRADED:
             problems.append(f"the solution's run ended {card.status}: {card.reason}")
@@ -55,11 +55,14 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
         if card.score != 0:
             problems.append(f"the skeleton scores {card.score:g}, not 0")
         for q in card.questions:
-            if q.status != QuestionStatus.UNANSWERED:
+            if q.status not in (QuestionStatus.UNANSWERED, QuestionStatus.MANUAL):
                 problems.append(f"question {q.id} is {q.status} in the skeleton, not unanswered: mark its "
                                 f"solution code with # SOLUTION or a BEGIN/END SOLUTION block, then {assign_cmd}")
     ctx = Context(infos=[], blanks=_no_blanks(), cells=[], student={}, reference=ref.captures)
     for check in assignment.checks:
+        if check.is_test:
+            problems.extend(f"question {check.question_id}, {check.label}: {p}" for p in testcheck.problems(check))
+            continue
         expected = ref.captures[check.id].value
         assert expected is not None, "References.get fails for a solution that does not produce a check's value"
         for i, hint in enumerate(check.hints):
@@ -107,6 +110,9 @@ def _variant_problems(assignment: Assignment, ref: Reference) -> list[str]:
         changed = set()
         for q in assignment.questions:
             for c in q.checks:
+                if c.is_test:
+                    changed.add(q.id)  # a test's own inputs are its variants
+                    continue
                 base, other = ref.captures[c.id].value, captures.get(c.id)
                 assert base is not None, "References.get fails for a solution that does not produce a check's value"
                 if other is None or other.value is None or not compare("", other.value, base, rtol=0, atol=0).ok:

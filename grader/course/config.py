@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import textwrap
 from datetime import date, datetime
 from pathlib import Path
 from typing import TypedDict
@@ -76,16 +77,49 @@ def _check_expr(r: Reader, key: str, expr: str) -> None:
         raise r.error(r.sub(key), f"is not a Python expression: {exc.msg}") from None
 
 
-def _check(r: Reader, qid: str, index: int, inherit: Inherited) -> Check:
+TEST_REF = re.compile(r"^(?P<file>[\w./-]+\.py)::(?P<name>[A-Za-z_]\w*)$")
+
+
+def _test_in_file(r: Reader, ref: re.Match[str], base: Path) -> str:
+    """``checks.py::test_relu``: the function's body, after the file's other top-level code (its
+    imports and helpers), as one test."""
+    import ast
+
+    rel = ref.group("file")
+    path = base / rel
+    if rel.startswith("/") or ".." in Path(rel).parts or not path.is_file():
+        raise r.error(r.sub("test"), f"names {rel}, which is not a file next to the solution")
+    text = path.read_text(encoding="utf-8")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise r.error(r.sub("test"), f"names {rel}, which is not Python: {exc.msg} (line {exc.lineno})") from None
+    lines = text.splitlines()
+    prelude, body = [], None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == ref.group("name"):
+            start = node.body[0].lineno - 1
+            body = textwrap.dedent("\n".join(lines[start:node.end_lineno]))
+        elif not (isinstance(node, ast.FunctionDef) and node.name.startswith("test")):
+            prelude.append("\n".join(lines[node.lineno - 1:node.end_lineno]))
+    if body is None:
+        raise r.error(r.sub("test"), f"names {ref.group('name')}, which {rel} does not define")
+    return "\n".join([*prelude, body]) + "\n"
+
+
+def _check(r: Reader, qid: str, index: int, inherit: Inherited, base: Path | None = None) -> Check:
     r.only(
         *kinds.KINDS, "points", "rtol", "atol", "strict_types", "seed", "before",
-        "properties", "compare", "hints", "hidden", "public", "carry_forward",
+        "properties", "compare", "hints", "hidden", "public", "carry_forward", "partial",
     )
     given = [key for key in kinds.KINDS if r.has(key)]
     if len(given) != 1:
         raise r.error(r.path, f"needs exactly one of {kinds.choices()}")
     kind = given[0]
     target = r.string(kind)
+    ref = TEST_REF.match(target.strip()) if kind == "test" and base is not None else None
+    if ref is not None and base is not None:
+        target = _test_in_file(r, ref, base)
     problem = kinds.KINDS[kind].problem(target)
     if problem:
         raise r.error(r.sub(kind), problem)
@@ -120,6 +154,7 @@ def _check(r: Reader, qid: str, index: int, inherit: Inherited) -> Check:
         hidden=r.flag("hidden", False),
         public=r.flag("public", False),
         carry_forward=_carry_forward(r, inherit["carry_forward"]),
+        partial=r.flag("partial", False),
     )
 
 
@@ -137,17 +172,22 @@ def _carry_forward(r: Reader, default: float) -> float:
     return float(raw)
 
 
-def _question(r: Reader, inherit: Inherited) -> Question:
-    r.only("id", "title", "points", "checks", "visible", "carry_forward")
+def _question(r: Reader, inherit: Inherited, base: Path | None = None) -> Question:
+    r.only("id", "title", "points", "checks", "visible", "carry_forward", "manual")
     inherit = Inherited(rtol=inherit["rtol"], atol=inherit["atol"], strict_types=inherit["strict_types"],
                         carry_forward=_carry_forward(r, inherit["carry_forward"]))
     qid = r.string("id", pattern=ID_RE)
     title = r.string("title", qid)
     points = float(r.number("points"))
     items = r.items("checks")
+    manual = r.flag("manual", False)
+    if manual:
+        if items:
+            raise r.error(r.sub("checks"), "a manually graded question ('manual: true') has no checks")
+        return Question(id=qid, title=title, points=points, checks=(), visible=r.flag("visible", True), manual=True)
     if not items:
         raise r.error(r.sub("checks"), "must list at least one check")
-    checks = tuple(_check(Reader(r.doc, c, p), qid, i, inherit) for i, (p, c) in enumerate(items))
+    checks = tuple(_check(Reader(r.doc, c, p), qid, i, inherit, base) for i, (p, c) in enumerate(items))
     if any(c.points is not None for c in checks):
         if any(c.points is None for c in checks):
             raise r.error(r.sub("checks"), "give 'points' to every check or to none of them")
@@ -209,7 +249,7 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limit
         "strict_types": r.flag("strict_types", defaults["strict_types"]),
         "carry_forward": _carry_forward(r, defaults["carry_forward"]),
     }
-    questions = tuple(_question(Reader(r.doc, q, p), inherit) for p, q in r.items("questions"))
+    questions = tuple(_question(Reader(r.doc, q, p), inherit, (bundle or solution).parent) for p, q in r.items("questions"))
     if not questions:
         raise r.error(r.sub("questions"), "must list at least one question")
     seen: set[str] = set()
@@ -230,6 +270,14 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limit
                           f"is not a given input of this assignment: add {varied} to `given` (or remove its rule)")
     # The bundle's name is left out: an assignment graded from its bundle has the digest it was built with.
     section = {k: v for k, v in r.data.items() if k != "reference_bundle"}
+    if any(c.is_test for q in questions for c in q.checks):
+        # A test is hashed as its code, wherever it was written (config.yaml or checks.py): editing
+        # checks.py re-grades, and a reduced config with the code inline has the same digest.
+        section = json.loads(json.dumps(section, default=str))
+        for q_raw, q in zip(section.get("questions") or [], questions, strict=False):
+            for c_raw, c in zip((q_raw or {}).get("checks") or [], q.checks, strict=False):
+                if c.is_test and isinstance(c_raw, dict):
+                    c_raw["test"] = c.target
     digest = hashlib.sha256(json.dumps(section, sort_keys=True, default=str).encode()).hexdigest()
     return Assignment(
         name=name,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 from typing import ClassVar
 
+from grader.course import testcode
 from grader.notebook import identifiers
 from grader.vocab import CaptureKind
 
@@ -82,7 +83,29 @@ class Expr(CheckKind):
     computing = "calling your code"
 
 
-KINDS: dict[str, CheckKind] = {kind.key: kind for kind in (Value(), Expr())}
+class Test(CheckKind):
+    """Ordinary Python with asserts. The parts that touch the notebook's names run in the student's
+    sandbox and come back as plain data; the asserts run in the grader (``grader.judge.testcheck``)."""
+
+    key = "test"
+    what = "Python code with asserts"
+    capture = CaptureKind.SITE
+    computing = "running your code for the test"
+
+    def problem(self, target: str) -> str | None:
+        return testcode.problem(target)
+
+    def names(self, target: str) -> frozenset[str]:
+        return testcode.student_names(target)
+
+    def label(self, target: str) -> str:
+        lines = [line.strip() for line in target.splitlines()
+                 if line.strip() and not line.strip().startswith(("#", '"""', "import ", "from "))]
+        first = next((line for line in lines if line.startswith("assert")), lines[0] if lines else "")
+        return f"the test `{first[:60]}`" if first else "the test"
+
+
+KINDS: dict[str, CheckKind] = {kind.key: kind for kind in (Value(), Expr(), Test())}
 
 
 def choices() -> str:

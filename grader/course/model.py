@@ -60,6 +60,7 @@ class Check:
     # The share of the points a value earns when it is right given the student's own (wrong)
     # upstream answers (error carried forward): 1.0 full credit, 0.0 none.
     carry_forward: float = 1.0
+    partial: bool = False  # a ``test`` check earns its points by the share of its asserts that pass
 
     @property
     def spec(self) -> CheckKind:
@@ -81,6 +82,11 @@ class Check:
         return self.spec.variable(self.target)
 
     @property
+    def is_test(self) -> bool:
+        """A ``test`` check: judged by the instructor's asserts, not compared with a reference value."""
+        return self.kind == "test"
+
+    @property
     def question_id(self) -> str:
         return self.id.split("/")[0]
 
@@ -92,11 +98,12 @@ class Question:
     points: float
     checks: tuple[Check, ...]
     visible: bool = True  # shown in student-facing feedback at all
+    manual: bool = False  # graded by a person: the autograder scores it 0 and lists it as waiting
 
     @property
     def split(self) -> bool:
         """Whether points are split across checks (partial credit) or all-or-nothing."""
-        return any(c.points is not None for c in self.checks)
+        return any(c.points is not None or c.partial for c in self.checks)
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grader.capture import Value
+from grader.course.kinds import Test
 from grader.course.model import Assignment, Check, Question
 from grader.course.properties import check_property
-from grader.judge import carry
+from grader.judge import carry, testcheck
 from grader.judge.compare import compare, matches
 from grader.judge.scorecard import CheckResult, QuestionResult
 from grader.judge.variants import GIVEN_PREFIX
@@ -153,7 +154,7 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
                       hidden=check.hidden)
     label = check.label
     ref = ctx.reference.get(check.id)
-    if ref is None or ref.value is None:
+    if check.kind != Test.key and (ref is None or ref.value is None):
         res.status = CheckStatus.ERROR
         res.messages.append(f"{label} could not be checked: the solution does not produce it "
                             "(an instructor's configuration problem, not yours).")
@@ -176,6 +177,9 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
         res.status = CheckStatus.UNANSWERED
         res.messages.append(f"{label} is not answered yet: fill in the blank `?` at {blank.where()}.")
         return res
+    if check.kind == Test.key:
+        return testcheck.grade(check, ctx.student, res, reveal=ctx.reveal)
+    assert ref is not None and ref.value is not None  # every other kind has a reference value (above)
     got = ctx.student.get(check.id)
     if got is None or got.value is None:
         res.messages.append(_why_missing(check, got, ctx, res))
@@ -527,6 +531,9 @@ def _matching_hint(check: Check, value: Value, ctx: Context) -> str:
 
 
 def grade_question(question: Question, ctx: Context) -> QuestionResult:
+    if question.manual:
+        return QuestionResult(id=question.id, title=question.title, score=0.0, max_score=question.points,
+                              status=QuestionStatus.MANUAL, feedback=[MANUAL_FEEDBACK])
     n = len(question.checks)
     results = [
         # A split question gives every check its points (the loader sees to it); else they share the question's.
@@ -584,6 +591,9 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
 
 def _check_of(question: Question, check_id: str) -> Check:
     return next(c for c in question.checks if c.id == check_id)
+
+
+MANUAL_FEEDBACK = "Graded by a person: waiting for a grader (the autograder gives it 0 points for now)."
 
 
 def grade_assignment(assignment: Assignment, ctx: Context) -> list[QuestionResult]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from grader import capture, notebook
 from grader.course.model import Assignment
 from grader.errors import NotebookError
-from grader.judge import carry, variants
+from grader.judge import carry, testcheck, variants
 from grader.judge.checks import hint_id
 from grader.run.execute import Executor
 from grader.run.job import Captured, CaptureSpec, Injection, Job, JobCell, RunResult
@@ -77,6 +77,9 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
         specs.append(CaptureSpec(variants.GIVEN_PREFIX + name, CaptureKind.VALUE, name, point))
     for check in assignment.checks:
         point = first_bind.get(check.before) if check.before else None
+        if check.spec.capture == CaptureKind.SITE:
+            specs.extend(testcheck.captures(check, point))
+            continue
         specs.append(CaptureSpec(check.id, check.spec.capture, check.target, point, check.seed))
         if hints:
             for i, h in enumerate(check.hints):
@@ -91,6 +94,7 @@ def build_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[no
     for cell, info in zip(cells, infos, strict=True):
         why = SkipReason.TAGGED if cell.skipped or (skip and cell.source.strip() in skip) else SkipReason.RUN
         source = notebook.fill_blanks(cell.source) if info.blanks else cell.source
+        source = notebook.without_tool_lines(source)
         job_cells.append(JobCell(index=cell.index, source=source, skip=why))
     files = tuple((assignment.solution_dir / rel, rel) for rel in assignment.data)
     files += ((submission, submission.name),)

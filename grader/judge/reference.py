@@ -222,6 +222,8 @@ class References:
         for cell in run.errors:
             raise SolutionError(f"The {where} fails in cell {cell.index}: {cell.ename}: {cell.evalue}")
         for check in assignment.checks:
+            if check.is_test:
+                continue  # judged by its asserts; ``grader validate`` runs it against the solution
             got = run.captures.get(check.id)
             if got is None or got.value is None:
                 why = got.error if got is not None and got.error else "it is not defined"

@@ -9,7 +9,7 @@ Answers are found by what the notebook computes, not by cell ids or metadata, wh
 editors drop, copy and reorder.
 """
 
-from grader.notebook.blanks import BLANK_NAME, Blank, fill_blanks, find_blanks
+from grader.notebook.blanks import BLANK_NAME, Blank, fill_blanks, find_blanks, without_tool_lines
 from grader.notebook.flow import (
                                   BlankReport,
                                   CellInfo,
@@ -33,4 +33,4 @@ from grader.notebook.read import MAX_NOTEBOOK_BYTES, SKIP_TAG, Cell, read
 __all__ = ["BLANK_NAME", "MAX_NOTEBOOK_BYTES", "SKIP_TAG", "Blank", "BlankReport", "Cell", "CellInfo", "ParsedCell",
            "Statement", "analyse", "blank_report", "dependencies", "direct_inputs", "fill_blanks", "find_blanks",
            "first_binds", "identifiers", "imported_modules", "input_definitions", "module_level_binds", "parse_cell",
-           "python_source", "read", "split_before_binds"]
+           "python_source", "read", "split_before_binds", "without_tool_lines"]

@@ -24,6 +24,11 @@ class Blank:
 
 
 _HELP_RE = re.compile(r"^\s*\?{1,2}[A-Za-z_]")  # IPython help: ?name, ??name
+# Other tools' placeholders, in skeletons made by them: nbgrader's ``raise NotImplementedError()``
+# and otter's ``x = ...`` or a bare ``...`` line. A student who leaves one has not answered.
+_PLACEHOLDER_RE = re.compile(
+    r"^(?P<lead>\s*(?:[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*)?)"
+    r"(?P<mark>raise\s+NotImplementedError(?:\(\s*\))?|\.\.\.)\s*(?P<rest>#.*)?$")
 
 
 def find_blanks(source: str, cell: int = 0) -> list[Blank]:
@@ -31,9 +36,34 @@ def find_blanks(source: str, cell: int = 0) -> list[Blank]:
 
     IPython's help syntax (``obj?``, ``?obj``) is not a blank.
     """
-    if "?" not in source:
+    if "?" not in source and "NotImplementedError" not in source and "..." not in source:
         return []
     return [Blank(cell=cell, line=line, text=text) for line, text in _blank_lines(source)]
+
+
+# otter-grader's own lines in its skeletons: where otter is not installed they would only fail.
+TOOL_LINE = re.compile(r"^(?P<indent>\s*)(import otter\b.*|from otter\b.*|grader\s*=\s*otter\..*|"
+                       r"grader\.(check|check_all|export|to_pdf)\(.*\).*|otter\.\w+\(.*\).*)$")
+
+
+def without_tool_lines(source: str) -> str:
+    """The source with otter's own lines (``import otter``, ``grader.check("q1")``, ...) made ``pass``,
+    so a submission made on an otter skeleton runs the same without otter."""
+    if "otter" not in source and "grader." not in source:
+        return source
+    lines = source.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        m = TOOL_LINE.match(line.rstrip("\r\n"))
+        if m:
+            lines[i] = m.group("indent") + "pass" + line[len(line.rstrip("\r\n")):]
+    return "".join(lines)
+
+
+def _placeholder(line: str) -> re.Match[str] | None:
+    m = _PLACEHOLDER_RE.match(line)
+    if m is None or (m.group("mark").startswith("raise") and m.group("lead").strip()):
+        return None  # ``x = raise ...`` is not Python: not a placeholder either
+    return m
 
 
 @cached_by_text
@@ -46,6 +76,10 @@ def _blank_lines(source: str) -> tuple[tuple[int, str], ...]:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, IndentationError, SyntaxError):
         tokens = _fallback_tokens(source)
+    strings = {n for tok in tokens if tok.type == tokenize.STRING for n in range(tok.start[0] + 1, tok.end[0] + 1)}
+    for n, line in enumerate(lines, 1):
+        if n not in strings and _placeholder(line):
+            blanks.append((n, line))
     for tok in tokens:
         if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
             if tok.type in (tokenize.NEWLINE, tokenize.NL):
@@ -57,7 +91,7 @@ def _blank_lines(source: str) -> tuple[tuple[int, str], ...]:
             if not after_name and not _HELP_RE.match(line):
                 blanks.append((tok.start[0], line))
         prev = tok
-    return tuple(blanks)
+    return tuple(sorted(blanks))
 
 
 def _fallback_tokens(source: str) -> list[tokenize.TokenInfo]:
@@ -81,6 +115,11 @@ def fill_blanks(source: str) -> str:
     lines = source.splitlines(keepends=True)
     for b in blanks:
         line = lines[b.line - 1]
+        m = _placeholder(line.rstrip("\r\n"))
+        if m is not None:
+            end = line[len(line.rstrip("\r\n")):]
+            lines[b.line - 1] = m.group("lead") + BLANK_NAME + (" " + m.group("rest") if m.group("rest") else "") + end
+            continue
         lines[b.line - 1] = _replace_blank_marks(line)
     return "".join(lines)
 

@@ -14,6 +14,11 @@ def question_passed(result: QuestionResult) -> bool:
     return result.status == "passed"
 
 
+def waiting_for_person(result: QuestionResult) -> bool:
+    """A question graded by a person (``manual``): neither passed nor failed yet, a skipped test."""
+    return result.status == "manual"
+
+
 def failure_text(result: QuestionResult, card: Scorecard) -> str:
     """The question's title, status and points, the notebook's status when it was not graded
     normally, then one indented line per feedback line."""

@@ -30,7 +30,7 @@ from pathlib import Path
 from grader.course.model import Assignment, Course
 from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard
-from grader.outputs.feedback import failure_text, question_passed
+from grader.outputs.feedback import failure_text, question_passed, waiting_for_person
 
 # pytest keeps at most this many characters of a report in a failure's ``message`` attribute.
 MESSAGE_BUDGET = 500
@@ -70,13 +70,16 @@ def to_xml(cards: list[tuple[Path, Scorecard]], assignment: Assignment, *,
             case = ET.Element("testcase", classname=classname, name=_escape(q.id),
                               time=f"{elapsed if i == 0 else 0.0:.3f}")
             points += [(f"score:{classname}::{q.id}", q.score), (f"max_score:{classname}::{q.id}", q.max_score)]
-            if not question_passed(q):
+            if waiting_for_person(q):
+                ET.SubElement(case, "skipped", message=_escape(f"{q.title}: graded by a person, waiting for one"))
+            elif not question_passed(q):
                 text = failure_text(q, card)
                 failure = ET.SubElement(case, "failure", message=_escape(shorten(text)))
                 failure.text = _escape(text)
             cases.append(case)
     failures = sum(1 for c in cases if c.find("failure") is not None)
-    suite = ET.Element("testsuite", name=assignment.name, errors="0", failures=str(failures), skipped="0",
+    skipped = sum(1 for c in cases if c.find("skipped") is not None)
+    suite = ET.Element("testsuite", name=assignment.name, errors="0", failures=str(failures), skipped=str(skipped),
                        tests=str(len(cases)), time=f"{total:.3f}", timestamp=started.astimezone().isoformat(),
                        hostname=platform.node())
     if points:

@@ -10,7 +10,7 @@ import re
 from grader.files import printable
 from grader.outputs.view import SUBMISSION_WORDS, ShownQuestion, View
 
-MARKS = {"passed": "✅", "partial": "🟡", "failed": "❌", "error": "❌", "unanswered": "⬜", "withheld": "🔒"}
+MARKS = {"passed": "✅", "partial": "🟡", "failed": "❌", "error": "❌", "unanswered": "⬜", "withheld": "🔒", "manual": "⏳"}
 
 
 def cell(text: str) -> str:

@@ -38,9 +38,9 @@ from grader.judge.scorecard import Scorecard, points_text
 if TYPE_CHECKING:
     from matplotlib.axis import Axis
 
-STATUS_ORDER = ("passed", "partial", "failed", "error", "unanswered")
+STATUS_ORDER = ("passed", "partial", "failed", "error", "unanswered", "manual")
 COLOURS = {"passed": "#2e7d32", "partial": "#f9a825", "failed": "#c62828", "error": "#6a1b9a",
-           "unanswered": "#9e9e9e"}
+           "unanswered": "#9e9e9e", "manual": "#1565c0"}
 HINT_PREFIX = "Likely mistake: "
 TOP_HINTS = 10
 BROKEN = ("crashed", "timeout", "invalid_notebook")

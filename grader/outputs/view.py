@@ -27,6 +27,7 @@ STATUS_WORDS = {
     "unanswered": "not answered",
     "error": "raised an error",
     "withheld": "result not shown yet",
+    "manual": "waiting for a person to grade it",
 }
 CARRIED_LINE = "; the mistake is upstream, in "  # grader.judge.checks words every carried-forward verdict so
 SUBMISSION_WORDS = {

@@ -128,6 +128,11 @@ def main(argv: list[str] | None = None) -> int:
 def _reduced_config(course: Course, assignment: Assignment, bundle: str) -> str:
     raw = yaml.safe_load(course.file.read_text(encoding="utf-8"))
     raw["assignments"] = {assignment.name: {**raw["assignments"][assignment.name], "reference_bundle": bundle}}
+    # Tests kept in checks.py beside the solution travel as their code: the solution folder stays behind.
+    for q_raw, q in zip(raw["assignments"][assignment.name].get("questions") or [], assignment.questions, strict=False):
+        for c_raw, c in zip((q_raw or {}).get("checks") or [], q.checks, strict=False):
+            if c.is_test and isinstance(c_raw, dict):
+                c_raw["test"] = c.target
     vis = (raw.get("scorecard") or {}).get("visibility")
     if isinstance(vis, dict):
         raw["scorecard"]["visibility"] = {k: v for k, v in vis.items() if k == assignment.name}

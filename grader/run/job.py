@@ -39,6 +39,13 @@ class CaptureSpec:
     target: str
     point: int | None  # capture before the cell at this position; None = at the end
     seed: int | None = None
+    # A ``test`` check's site (CaptureKind.SITE): the test's own inputs as encoded plain data, the
+    # scratch namespace the site runs in (one per test, so the notebook's own names are untouched),
+    # and the scratch name its value is stored under for later sites of the same test.
+    bindings: tuple[tuple[str, dict[str, Any]], ...] = ()
+    scope: str | None = None
+    store: str | None = None
+    hide: tuple[str, ...] = ()  # notebook names the test has deleted for now (``del f``): absent while it runs
 
 
 @dataclass(frozen=True)
@@ -70,8 +77,7 @@ class Job:
         return {
             "cells": [{"index": c.index, "source": c.source, "skip": str(c.skip)} for c in self.cells],
             "captures": [
-                {"id": c.id, "kind": str(c.kind), "target": c.target, "point": c.point, "seed": c.seed}
-                for c in self.captures
+                capture_wire(c) for c in self.captures
             ],
             "injections": {i.name: i.value for i in self.injections},
             "carries": {i.name: i.target for i in self.injections if i.target},
@@ -80,6 +86,16 @@ class Job:
             "traceback_lines": self.traceback_lines,
             "sandbox": sandbox,
         }
+
+
+def capture_wire(c: CaptureSpec) -> CaptureWire:
+    wire: CaptureWire = {"id": c.id, "kind": str(c.kind), "target": c.target, "point": c.point, "seed": c.seed}
+    if c.scope is not None:
+        wire["bindings"] = dict(c.bindings)
+        wire["scope"] = c.scope
+        wire["store"] = c.store
+        wire["hide"] = list(c.hide)
+    return wire
 
 
 def limits_wire(limits: Limits) -> LimitsWire:
@@ -126,6 +142,10 @@ class CaptureWire(TypedDict):
     target: str
     point: int | None
     seed: int | None
+    bindings: NotRequired[dict[str, dict[str, Any]]]  # a site's inputs, encoded (CaptureKind.SITE only)
+    scope: NotRequired[str]
+    store: NotRequired[str | None]
+    hide: NotRequired[list[str]]
 
 
 class JobWire(TypedDict):

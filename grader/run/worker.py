@@ -11,6 +11,11 @@ what to capture and when, values to inject) and writes frames to an inherited pi
 
 The grader enforces every deadline from outside, so nothing here has to trust the student's
 code to give control back.
+
+Why one module: everything the student process does (running cells, capturing values, the
+scratch namespace of test checks, hiding names) is here and in the few small modules it imports,
+so what runs next to student code is one short list to audit, and a forked child starts without
+importing the grader's side.
 """
 
 from __future__ import annotations
@@ -100,6 +105,7 @@ class Runner:
         self.budget = [int(job["limits"]["capture_mb"]) * 1024 * 1024]
         self.output_limit = int(job["limits"]["output_kb"]) * 1024
         self.current = 0
+        self.scratch: dict[str, dict[str, Any]] = {}  # a ``test`` check's own names, one namespace per test
         self.traceback_lines = int(job.get("traceback_lines", 8))
         self.lean = True  # cells through fast_cells.run_lean where it can (False: always IPython's run_cell)
         original = shell.compile.get_code_name
@@ -169,6 +175,37 @@ class Runner:
         for item in items:
             self.send(self.capture_one(item))
 
+    def site(self, item: CaptureWire) -> Any:
+        """One student-side part of a ``test`` check: an expression over the notebook's names, the
+        test's earlier stored results and the test's own inputs (plain data), evaluated in a scratch
+        namespace so the notebook's names stay as they were. The test itself never comes here."""
+        scope = item.get("scope") or item["id"]
+        first = scope not in self.scratch
+        scratch = self.scratch.setdefault(scope, {})
+        if first and item.get("seed") is not None:
+            seed_everything(int(item["seed"]))  # type: ignore[arg-type]
+        ns = self.shell.user_ns
+        env = dict(ns)
+        env.update(scratch)
+        for name, enc in (item.get("bindings") or {}).items():
+            env[name] = capture.to_python(capture.decode(enc))
+        # Names the test deleted for a while are absent from the notebook itself (the student's
+        # functions look them up there), and put back at once.
+        hidden = {name: ns.pop(name) for name in item.get("hide") or () if name in ns}
+        for name in item.get("hide") or ():
+            env.pop(name, None)
+        try:
+            value = eval(compile(item["target"], CHECK_FILE, "eval"), env)  # noqa: S307 - student process
+        finally:
+            ns.update(hidden)
+        store = item.get("store")
+        if store:
+            scratch[store] = value
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(value, torch.Size):
+            value = tuple(int(n) for n in value)  # a shape is plain data
+        return value
+
     def capture_one(self, item: CaptureWire) -> CaptureMessage:
         message: CaptureMessage = {"ev": "capture", "id": item["id"]}
         ns = self.shell.user_ns
@@ -181,6 +218,8 @@ class Runner:
                     message["missing"] = True
                     return message
                 value = ns[item["target"]]
+            elif item["kind"] == "site":
+                value = self.site(item)
             else:
                 seed = item.get("seed")
                 if seed is not None:

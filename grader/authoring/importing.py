@@ -1,0 +1,174 @@
+"""What every course import shares (``grader import nbgrader`` / ``grader import otter``).
+
+An importer (``grader.authoring.nbgrader_import``, ``grader.authoring.otter_import``) reads the
+other tool's notebooks into ``Imported`` assignments: a solution notebook in this grader's
+markers, the questions as config.yaml writes them (``test`` checks, ``manual`` questions), the
+data files beside it, and a note for every cell it could not convert. This module writes them:
+``solutions/NAME/``, the config section, and the skeleton in ``assignments/NAME/``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import yaml
+
+from grader.authoring.assign import ANSWER_TAG, write_assignment
+from grader.course import config
+from grader.errors import UsageError
+
+_ID_BAD = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def answer(cell: Any) -> None:
+    """Mark a markdown cell as a written answer graded by a person: ``grader assign`` puts a prompt
+    in its place in the skeleton (``assign.ANSWER_TAG``)."""
+    tags = list(cell.get("metadata", {}).get("tags", []))
+    if ANSWER_TAG not in tags:
+        cell.setdefault("metadata", {})["tags"] = [*tags, ANSWER_TAG]
+
+
+def clean_id(text: str, fallback: str) -> str:
+    """An id config.yaml accepts (a letter first; letters, digits, ``_.-``)."""
+    out = _ID_BAD.sub("_", text.strip()).strip("_.-") or fallback
+    return out if out[0].isalpha() or out[0] == "_" else f"q{out}"
+
+
+@dataclass
+class Imported:
+    """One assignment as an importer read it, ready to write."""
+
+    name: str
+    title: str
+    notebook: nbformat.NotebookNode  # the solution, with this grader's markers
+    source: Path  # the notebook it came from, for messages
+    questions: list[dict[str, Any]] = field(default_factory=list)
+    data: list[Path] = field(default_factory=list)  # files copied beside the solution
+    notes: list[str] = field(default_factory=list)  # what could not be converted, cell by cell, and why
+
+    def note(self, cell: int, reason: str) -> None:
+        self.notes.append(f"{self.source.name}, cell {cell}: {reason}")
+
+
+def normalise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """nbformat 4.x of any minor version, every cell with an id (4.0 files have none)."""
+    nb.nbformat, nb.nbformat_minor = 4, max(int(nb.get("nbformat_minor", 0)), 5)
+    seen: set[str] = set()
+    for i, cell in enumerate(nb.cells):
+        cid = str(cell.get("id") or "")
+        if not cid or cid in seen or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", cid):
+            cid = f"cell-{i}"
+        seen.add(cid)
+        cell["id"] = cid
+        if cell.cell_type == "code":
+            cell.setdefault("outputs", [])
+            cell.setdefault("execution_count", None)
+    return nb
+
+
+_Dumper: Any = type("_Dumper", (yaml.SafeDumper,), {})  # block style for multi-line tests, this file only
+
+
+def _str(dumper: Any, text: str) -> Any:
+    style = "|" if "\n" in text else None
+    if style:
+        text = "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def _yaml(data: Any) -> str:
+    return str(yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110))
+
+
+def _whole_points(question: dict[str, Any]) -> dict[str, Any]:
+    """``points: 1`` rather than ``1.0``, as an instructor would write it."""
+    out = dict(question)
+    for holder in [out, *out.get("checks", [])]:
+        p = holder.get("points")
+        if isinstance(p, float) and p.is_integer():
+            holder["points"] = int(p)
+    return out
+
+
+def write(items: list[Imported], config_path: Path, *, course_name: str, force: bool = False) -> list[str]:
+    """Write the assignments into the course at ``config_path`` (created when missing); returns
+    the lines to print: what was written, then what could not be converted."""
+    root = config_path.parent
+    existing: dict[str, Any] = {}
+    if config_path.is_file():
+        loaded = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+        if not isinstance(loaded, dict):
+            raise UsageError(f"{config_path} is not a course file (a mapping at the top)")
+        existing = loaded
+    taken = set((existing.get("assignments") or {}).keys())
+    for item in items:
+        if item.name in taken and not force:
+            raise UsageError(f"{config_path.name} already has an assignment {item.name!r}; "
+                             "pass --name to import under another name, or --force to replace it")
+    lines: list[str] = []
+    sections: dict[str, Any] = {}
+    for item in items:
+        folder = root / "solutions" / item.name
+        folder.mkdir(parents=True, exist_ok=True)
+        solution = folder / f"{item.name}.ipynb"
+        solution.write_text(nbformat.writes(item.notebook) + "\n", encoding="utf-8")  # type: ignore[no-untyped-call]  # nbformat has no annotations
+        lines.append(f"wrote {solution.relative_to(root)}")
+        data = []
+        for path in item.data:
+            rel = path.name
+            shutil.copyfile(path, folder / rel)
+            data.append(rel)
+            lines.append(f"wrote {(folder / rel).relative_to(root)}")
+        section: dict[str, Any] = {"title": item.title}
+        if data:
+            section["data"] = data
+        section["variants"] = {"count": 0}  # imported tests bring their own inputs; no given data to vary
+        section["questions"] = [_whole_points(q) for q in item.questions]
+        sections[item.name] = section
+    if existing and force and taken & set(sections):
+        existing.setdefault("assignments", {}).update(sections)
+        config_path.write_text(_yaml(existing), encoding="utf-8")
+    elif existing:
+        text = config_path.read_text(encoding="utf-8")
+        block = _yaml({"assignments": sections})
+        if existing.get("assignments"):
+            # Appended under the existing ``assignments:`` when it is the file's last top-level key,
+            # so the instructor's comments stay; else the file is written again from its data.
+            last = [m.group(1) for m in re.finditer(r"^([A-Za-z_]\w*):", text, re.M)]
+            if last and last[-1] == "assignments":
+                config_path.write_text(text.rstrip("\n") + "\n" + block.split("\n", 1)[1], encoding="utf-8")
+            else:
+                existing["assignments"].update(sections)
+                config_path.write_text(_yaml(existing), encoding="utf-8")
+        else:
+            existing["assignments"] = sections
+            config_path.write_text(_yaml(existing), encoding="utf-8")
+    else:
+        header = "# The course, imported. Every key is documented in the grader's README (\"config.yaml reference\").\n"
+        config_path.write_text(header + _yaml({"course": {"name": course_name}, "assignments": sections}),
+                               encoding="utf-8")
+    lines.append(f"wrote {config_path.name}")
+    course = config.load(config_path)
+    for item in items:
+        assignment = course.assignment(item.name)
+        for path in write_assignment(assignment, None):
+            lines.append(f"wrote {path.relative_to(root)}")
+    notes = [n for item in items for n in item.notes]
+    if notes:
+        lines.append(f"not converted ({len(notes)}):")
+        lines.extend(f"  - {n}" for n in notes)
+    for item in items:
+        auto = sum(q["points"] for q in item.questions if not q.get("manual"))
+        manual = sum(q["points"] for q in item.questions if q.get("manual"))
+        lines.append(f"{item.name}: {len(item.questions)} questions, {auto:g} points graded automatically"
+                     + (f", {manual:g} by a person" if manual else ""))
+    lines.append("next: grader validate (the solution must pass every test)")
+    return lines

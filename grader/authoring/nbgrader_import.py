@@ -1,0 +1,152 @@
+"""``grader import nbgrader SOURCE_DIR``: an nbgrader course's source notebooks, as this grader's.
+
+nbgrader keeps what a cell is in its metadata (``nbgrader``: ``solution``, ``grade``, ``locked``,
+``task``, ``points``, ``grade_id``):
+
+- autograded answer (solution, not graded): solution code between ``### BEGIN SOLUTION`` and
+  ``### END SOLUTION``, which this grader's ``assign`` reads as they are;
+- autograder tests (graded, not a solution): assert cells worth their points when they run without
+  an error. Each becomes a question of that many points whose ``test`` checks are the cell's code:
+  the visible part, and the whole cell, hidden parts included (``### BEGIN HIDDEN TESTS`` /
+  ``### END HIDDEN TESTS``), as a hidden check. Both must pass, all or nothing, as in nbgrader.
+  The cell stays in the notebook for students (hidden parts removed), tagged ``skip-grading``:
+  grading runs the test from config.yaml, so a student who edits it gains nothing;
+- manually graded answers (graded and a solution) and tasks: ``manual`` questions of their points.
+
+Every notebook of an assignment becomes an assignment of its own (``NAME`` for one notebook,
+``NAME_NOTEBOOK`` for several); ``header.ipynb`` beside the assignments is put at the top of each.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from grader.authoring.importing import Imported, answer, clean_id, normalise
+from grader.course import testcode
+from grader.errors import UsageError
+
+HIDDEN_BEGIN = re.compile(r"^\s*#+\s*BEGIN HIDDEN TESTS\s*$")
+HIDDEN_END = re.compile(r"^\s*#+\s*END HIDDEN TESTS\s*$")
+SKIP_TAG = "skip-grading"
+
+
+def split_hidden(source: str) -> tuple[str, str]:
+    """(the visible part, the whole test without the markers)."""
+    visible, whole, hidden = [], [], False
+    for line in source.splitlines():
+        if HIDDEN_BEGIN.match(line):
+            hidden = True
+            continue
+        if HIDDEN_END.match(line):
+            hidden = False
+            continue
+        whole.append(line)
+        if not hidden:
+            visible.append(line)
+    return "\n".join(visible).strip("\n"), "\n".join(whole).strip("\n")
+
+
+def _meta(cell: Any) -> dict[str, Any]:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta if isinstance(meta, dict) else {}
+
+
+def _points(meta: dict[str, Any]) -> float:
+    try:
+        return float(meta.get("points", 0) or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def test_checks(source: str, qid: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The ``test`` checks of one autograder cell, or why it cannot be converted."""
+    visible, whole = split_hidden(source)
+    problem = testcode.problem(whole)
+    if problem:
+        return [], f"the test {problem}"
+    checks: list[dict[str, Any]] = []
+    if whole != visible and visible and testcode.problem(visible) is None:
+        checks.append({"test": visible})
+    if whole != visible:
+        checks.append({"test": whole, "hidden": True})
+    else:
+        checks.append({"test": whole})
+    return checks, None
+
+
+def import_notebook(path: Path, name: str, header: list[Any]) -> Imported:
+    nb = normalise(nbformat.read(str(path), as_version=4))  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    item = Imported(name=name, title=name.replace("_", " "), notebook=nb, source=path)
+    cells = [nbformat.from_dict(c) for c in header] + list(nb.cells)  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    kept = []
+    used: set[str] = set()
+    code = 0
+    for i, cell in enumerate(cells, 1):
+        meta = _meta(cell)
+        if cell.cell_type == "code":
+            code += 1
+        qid = clean_id(str(meta.get("grade_id") or f"cell{i}"), f"cell{i}")
+        while qid in used:
+            qid += "_"
+        graded, solution = bool(meta.get("grade")), bool(meta.get("solution"))
+        points = _points(meta)
+        if graded and not solution and cell.cell_type == "code":
+            used.add(qid)
+            visible, _ = split_hidden(cell.source)
+            checks, problem = test_checks(cell.source, qid)
+            if problem:
+                item.note(i, f"autograder test {qid!r} ({points:g} points) not converted: {problem}; "
+                             "it is listed as a question graded by a person")
+                item.questions.append({"id": qid, "points": points, "manual": True})
+            else:
+                item.questions.append({"id": qid, "points": points, "checks": checks})
+            cell.source = visible
+            tags = list(cell.get("metadata", {}).get("tags", []))
+            cell.metadata["tags"] = [*tags, SKIP_TAG] if SKIP_TAG not in tags else tags
+        elif (graded and solution) or meta.get("task"):
+            used.add(qid)
+            item.questions.append({"id": qid, "title": f"{qid} (graded by a person)", "points": points,
+                                   "manual": True})
+            if cell.cell_type == "markdown" and solution:
+                answer(cell)
+        elif graded and cell.cell_type != "code":
+            item.note(i, f"a graded {cell.cell_type} cell that is neither a test nor an answer; left as it is")
+        cell.metadata.pop("nbgrader", None)
+        kept.append(cell)
+    nb.cells = kept
+    normalise(nb)
+    if not item.questions:
+        item.notes.append(f"{path.name}: no graded cells (no nbgrader 'grade' metadata); nothing to grade")
+    return item
+
+
+def read(source_dir: Path, name: str | None = None) -> list[Imported]:
+    """The assignments of an nbgrader source folder: ``source/ps1`` (one) or ``source/`` (all)."""
+    source_dir = Path(source_dir)
+    if not source_dir.is_dir():
+        raise UsageError(f"{source_dir} is not a folder (give nbgrader's source/ASSIGNMENT or source/)")
+    header_path = next((p for p in (source_dir / "header.ipynb", source_dir.parent / "header.ipynb") if p.is_file()),
+                       None)
+    header = list(nbformat.read(str(header_path), as_version=4).cells) if header_path else []  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    def notebooks(folder: Path) -> list[Path]:
+        return sorted(p for p in folder.glob("*.ipynb") if p != header_path and not p.name.startswith("."))
+
+    folders = [source_dir] if notebooks(source_dir) else sorted(
+        p for p in source_dir.iterdir() if p.is_dir() and notebooks(p))
+    if not folders:
+        raise UsageError(f"{source_dir} holds no notebooks")
+    out: list[Imported] = []
+    for folder in folders:
+        found = notebooks(folder)
+        base = clean_id(name if name and len(folders) == 1 else folder.name, "assignment")
+        data = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".ipynb" and not p.name.startswith("."))
+        for nb_path in found:
+            nb_name = base if len(found) == 1 else f"{base}_{clean_id(nb_path.stem, 'notebook')}"
+            item = import_notebook(nb_path, nb_name, header)
+            item.data = data
+            out.append(item)
+    return out

@@ -1,0 +1,313 @@
+"""``grader import otter NOTEBOOK``: an otter-grader master notebook (otter assign format), as this grader's.
+
+The master notebook is read by its raw cells: ``# ASSIGNMENT CONFIG`` (YAML; its ``name`` names
+the assignment), ``# BEGIN QUESTION`` (YAML: ``name``, ``points``, ``manual``, ``all_or_nothing``)
+... ``# END QUESTION``, ``# BEGIN TESTS`` ... ``# END TESTS`` (one test per code cell, ``# HIDDEN``
+on its first line for a hidden one, or a ``# BEGIN TEST CONFIG`` docstring with ``points`` and
+``hidden``), ``# BEGIN SOLUTION`` ... ``# END SOLUTION`` around written answers, and
+``# BEGIN PROMPT`` ... ``# END PROMPT`` around what students see instead.
+
+Each test becomes a ``test`` check of its question. A test that ends in an expression is a
+doctest in otter: the expected value is the output stored in the master notebook, and the check
+asserts it (``np.testing.assert_allclose`` for numbers and arrays, ``==`` for other literals, the
+text of ``repr`` otherwise). Points follow otter: a question's points are shared evenly among
+its tests unless a test or a list gives its own, and each test earns its share (partial credit)
+unless the question is ``all_or_nothing``. In code, ``# BEGIN SOLUTION NO PROMPT`` becomes an
+ordinary solution block, prompts are dropped (the skeleton gets a blank ``?``), ``# SEED`` lines
+are kept for everyone (so results stay reproducible), ``# IGNORE`` lines are dropped, and otter's
+own lines (``import otter``, ``grader.check(...)``, ``grader.export()``) are removed.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import numpy as np
+import yaml
+
+from grader.authoring.importing import Imported, answer, clean_id, normalise
+from grader.course import testcode
+from grader.errors import UsageError
+from grader.notebook.blanks import TOOL_LINE
+
+RAW = re.compile(r"^\s*#\s*(ASSIGNMENT CONFIG|BEGIN QUESTION|END QUESTION|BEGIN TESTS|END TESTS|BEGIN SOLUTION|"
+                 r"END SOLUTION|BEGIN PROMPT|END PROMPT)\s*$", re.I)
+TEST_CONFIG_BEGIN = re.compile(r'^(?:.\s*=\s*)?"""?\s*#\s*BEGIN\s*TEST\s*CONFIG', re.I)
+TEST_CONFIG_END = re.compile(r'^\s*"""?\s*#\s*END\s*TEST\s*CONFIG', re.I)
+NO_PROMPT = re.compile(r"^(\s*)#\s*BEGIN SOLUTION NO PROMPT\s*$")
+CODE_PROMPT_BEGIN = re.compile(r'^\s*(?:"""|\'\'\')\s*#\s*BEGIN PROMPT\s*$')
+CODE_PROMPT_END = re.compile(r'^\s*(?:"""|\'\'\')\s*;?\s*#\s*END PROMPT\s*$')
+SEED = re.compile(r"\s*#\s*SEED\s*$")
+IGNORE = re.compile(r"#\s*IGNORE\s*$")
+
+
+def _raw_marker(cell: Any) -> tuple[str, str] | None:
+    if cell.cell_type != "raw":
+        return None
+    first, _, rest = cell.source.strip().partition("\n")
+    m = RAW.match(first)
+    return (m.group(1).upper(), rest) if m else None
+
+
+def is_otter_line(line: str) -> bool:
+    """One of otter's own lines in a student's notebook, which this grader does without."""
+    return bool(TOOL_LINE.match(line))
+
+
+def solution_code(source: str) -> str:
+    """A master notebook's code cell in this grader's markers."""
+    out: list[str] = []
+    in_prompt = False
+    for line in source.splitlines():
+        if CODE_PROMPT_BEGIN.match(line):
+            in_prompt = True
+            continue
+        if in_prompt:
+            in_prompt = not CODE_PROMPT_END.match(line)
+            continue
+        if is_otter_line(line) or IGNORE.search(line):
+            continue
+        m = NO_PROMPT.match(line)
+        if m:
+            out.append(f"{m.group(1)}# BEGIN SOLUTION")
+            continue
+        out.append(SEED.sub("", line))
+    return "\n".join(out).strip("\n")
+
+
+def _output_text(cell: Any) -> str:
+    text = ""
+    for out in cell.get("outputs", []):
+        text += "".join(out.get("text", ""))
+        data = out.get("data", {}).get("text/plain")
+        if data:
+            text += "".join(data) if isinstance(data, list) else data
+    return text.strip()
+
+
+_NUMERIC_NAMES = {"array": np.array, "np": np, "nan": math.nan, "inf": math.inf, "float64": np.float64,
+                  "int64": np.int64, "float32": np.float32, "True": True, "False": False, "None": None}
+
+
+def expected_assert(expr: str, output: str) -> tuple[str, str | None]:
+    """An assert that the expression gives the stored output, and a note when it compares text."""
+    try:
+        value = ast.literal_eval(output)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        value = _NOT_LITERAL
+    if value is True:
+        return f"assert {expr}", None
+    if value is False:
+        return f"assert not ({expr})", None
+    if value is not _NOT_LITERAL and not isinstance(value, float):
+        return f"assert ({expr}) == {output}", None
+    text = output.replace("np.", "")
+    try:
+        numeric = eval(text, {"__builtins__": {}}, dict(_NUMERIC_NAMES))  # noqa: S307 - the instructor's own stored output
+        arr = np.asarray(numeric)
+        if arr.dtype.kind in "biufc":
+            if arr.dtype.kind == "b" and arr.ndim == 0:
+                return (f"assert {expr}" if bool(arr) else f"assert not ({expr})"), None
+            src = ("np." + output.strip()) if output.strip().startswith("array(") else output.strip()
+            src = src.replace("np.np.", "np.")
+            return f"np.testing.assert_allclose({expr}, {src}, rtol=1e-6, atol=1e-8)", None
+    except Exception:  # noqa: BLE001,S110 - any output that is not numbers is compared as text below
+        pass
+    return f"assert repr({expr}).strip() == {output!r}", "compared as the text of repr(), as otter does"
+
+
+_NOT_LITERAL = object()
+
+
+def convert_test(source: str) -> tuple[str, dict[str, Any], str | None, str | None]:
+    """(test source, its config (points, hidden), a problem, a note) for one otter test cell."""
+    lines = source.strip("\n").splitlines()
+    config: dict[str, Any] = {}
+    if lines and lines[0].lstrip().startswith("#") and re.search(r"\bhidden\b", lines[0], re.I):
+        config["hidden"] = True
+        lines = lines[1:]
+    if lines and TEST_CONFIG_BEGIN.match(lines[0]):
+        end = next((i for i, line in enumerate(lines) if i and TEST_CONFIG_END.match(line)), None)
+        if end is None:
+            return "", config, "its '# BEGIN TEST CONFIG' is never closed", None
+        loaded = yaml.safe_load("\n".join(lines[1:end])) or {}
+        if isinstance(loaded, dict):
+            config.update(loaded)
+        lines = lines[end + 1:]
+    body = "\n".join(line for line in lines if not is_otter_line(line)).strip("\n")
+    return body, config, None, None
+
+
+def test_source(body: str, output: str) -> tuple[str, str | None, str | None]:
+    """(the ``test`` source, a problem, a note) for a test body and its stored output."""
+    try:
+        tree = ast.parse(body)
+    except SyntaxError as exc:
+        return "", f"its code is not Python ({exc.msg}, line {exc.lineno})", None
+    if not tree.body:
+        return "", "it is empty", None
+    note = None
+    last = tree.body[-1]
+    if isinstance(last, ast.Expr) and not (isinstance(last.value, ast.Call) and getattr(last.value.func, "id", "")
+                                           == "print"):
+        if not output:
+            return "", ("it ends in an expression but the master notebook stores no output for it "
+                        "(run the master notebook, then import again)"), None
+        expr = ast.get_source_segment(body, last.value) or ast.unparse(last.value)
+        check, note = expected_assert(f"({expr})" if "\n" in expr else expr, output)
+        head = body.splitlines()[: last.lineno - 1]
+        body = "\n".join([*head, check])
+    elif output:
+        return "", "it compares printed output, which a test here does not see", None
+    p = testcode.problem(body)
+    return body, (f"the test {p}" if p else None), note
+
+
+def _shares(points: Any, configs: list[dict[str, Any]]) -> list[float]:
+    """Each test's points, as otter resolves them."""
+    n = len(configs)
+    if isinstance(points, dict):
+        points = float(points.get("each", 1)) * n
+    if isinstance(points, list):
+        if len(points) != n:
+            raise ValueError(f"'points' lists {len(points)} values for {n} tests")
+        return [float(p) for p in points]
+    own = [c.get("points") for c in configs]
+    given = sum(float(p) for p in own if p is not None)
+    rest = [i for i, p in enumerate(own) if p is None]
+    total = float(points) if points is not None else (given if not rest else given + 1.0)
+    each = (total - given) / len(rest) if rest else 0.0
+    return [float(p) if p is not None else each for p in own]
+
+
+def read(path: Path, name: str | None = None) -> list[Imported]:
+    path = Path(path)
+    if not path.is_file() or path.suffix != ".ipynb":
+        raise UsageError(f"{path} is not a notebook (give otter's master notebook, NAME.ipynb)")
+    nb = normalise(nbformat.read(str(path), as_version=4))  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    assignment_config: dict[str, Any] = {}
+    item = Imported(name="", title="", notebook=nb, source=path)
+    kept: list[Any] = []
+    question: dict[str, Any] | None = None
+    tests: list[tuple[int, Any]] = []
+    in_tests = in_prompt = in_answer = False
+
+    def finish(i: int) -> None:
+        nonlocal question, tests
+        if question is None:
+            return
+        qid = clean_id(str(question.get("name") or f"q{len(item.questions) + 1}"), f"q{len(item.questions) + 1}")
+        if question.get("manual"):
+            item.questions.append({"id": qid, "title": f"{qid} (graded by a person)",
+                                   "points": float(question.get("points") or 0), "manual": True})
+            if tests:
+                item.note(tests[0][0], f"question {qid!r} is graded by a person; its tests are not imported")
+        else:
+            converted: list[tuple[dict[str, Any], dict[str, Any]]] = []
+            configs = []
+            for cell_no, cell in tests:
+                body, config, problem, _ = convert_test(cell.source)
+                configs.append(config)
+                note = None
+                if problem is None:
+                    body, problem, note = test_source(body, _output_text(cell))
+                if problem:
+                    item.note(cell_no, f"a test of question {qid!r} not converted: {problem}")
+                    converted.append(({}, config))
+                    continue
+                if note:
+                    item.note(cell_no, f"a test of question {qid!r}: {note}")
+                check: dict[str, Any] = {"test": body}
+                if config.get("hidden"):
+                    check["hidden"] = True
+                converted.append((check, config))
+            try:
+                shares = _shares(question.get("points"), configs) if configs else []
+            except ValueError as exc:
+                item.note(i, f"question {qid!r}: {exc}; its tests share its points evenly")
+                total = float(sum(question["points"])) if isinstance(question.get("points"), list) else 1.0
+                shares = [total / len(configs)] * len(configs)
+            checks = []
+            lost = 0.0
+            for (check, _), share in zip(converted, shares, strict=True):
+                if not check:
+                    lost += share
+                    continue
+                if not question.get("all_or_nothing"):
+                    check["points"] = round(share, 10)
+                checks.append(check)
+            total = sum(shares) if shares else float(question.get("points") or 0)
+            if checks:
+                q: dict[str, Any] = {"id": qid, "points": round(sum(c.get("points", 0) for c in checks), 10)
+                                     if not question.get("all_or_nothing") else round(total - lost, 10),
+                                     "checks": checks}
+                item.questions.append(q)
+                if lost:
+                    item.questions.append({"id": f"{qid}_by_hand", "title": f"{qid}: tests to grade by hand",
+                                           "points": round(lost, 10), "manual": True})
+            elif tests:
+                item.questions.append({"id": qid, "title": f"{qid} (its tests could not be converted)",
+                                       "points": round(total, 10), "manual": True})
+            else:
+                item.note(i, f"question {qid!r} has no tests and is not manual: nothing to grade; left out")
+        question, tests = None, []
+
+    for i, cell in enumerate(nb.cells, 1):
+        marker = _raw_marker(cell)
+        if marker is not None:
+            kind, rest = marker
+            if kind == "ASSIGNMENT CONFIG":
+                loaded = yaml.safe_load(rest) or {}
+                assignment_config = loaded if isinstance(loaded, dict) else {}
+            elif kind == "BEGIN QUESTION":
+                finish(i)
+                loaded = yaml.safe_load(rest) or {}
+                question = loaded if isinstance(loaded, dict) else {}
+            elif kind == "END QUESTION":
+                finish(i)
+            elif kind == "BEGIN TESTS":
+                in_tests = True
+            elif kind == "END TESTS":
+                in_tests = False
+            elif kind == "BEGIN PROMPT":
+                in_prompt = True
+            elif kind == "END PROMPT":
+                in_prompt = False
+            elif kind == "BEGIN SOLUTION":
+                in_answer = True
+            elif kind == "END SOLUTION":
+                in_answer = False
+            continue
+        if in_tests and cell.cell_type == "code":
+            tests.append((i, cell))
+            continue
+        if in_prompt:
+            continue  # what otter shows students instead of the answer: the skeleton has its own blank
+        if cell.cell_type == "code":
+            cell.source = solution_code(cell.source)
+            if not cell.source.strip():
+                continue
+            cell.outputs, cell.execution_count = [], None
+        elif in_answer and cell.cell_type == "markdown":
+            answer(cell)
+        kept.append(cell)
+    finish(len(nb.cells))
+    nb.cells = kept
+    normalise(nb)
+    item.name = clean_id(name or str(assignment_config.get("name") or path.stem), "assignment")
+    item.title = str(assignment_config.get("name") or path.stem).replace("_", " ")
+    files = assignment_config.get("files") or []
+    for rel in files if isinstance(files, list) else []:
+        f = path.parent / str(rel)
+        if f.is_file():
+            item.data.append(f)
+        else:
+            item.notes.append(f"{path.name}: the file {rel} listed in ASSIGNMENT CONFIG is not a file; not copied")
+    if not item.questions:
+        item.notes.append(f"{path.name}: no questions (no '# BEGIN QUESTION' raw cells); nothing to grade")
+    return [item]

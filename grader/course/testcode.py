@@ -1,0 +1,98 @@
+"""The source of a ``test`` check, read without running it: which names are the student's.
+
+A test is ordinary Python with ``assert`` statements. Every name it reads that it does not bind
+itself (by assignment, a loop, ``import``, a function or a comprehension) and that is not a
+builtin or one of the grader's own modules (``GRADER_MODULES``) is the student's: a variable,
+function or class of the notebook. ``grader.judge.testcheck`` evaluates what touches those names
+in the student's sandbox, and everything else in the grader.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+
+# Modules a test may use without importing them; the test's own imports are the grader's too.
+# They are always the grader's copies: a student who patches ``np.allclose`` patches their own.
+GRADER_MODULES = {
+    "np": "numpy", "numpy": "numpy", "pytest": "pytest", "math": "math", "torch": "torch",
+    "pd": "pandas", "pandas": "pandas", "random": "random", "F": "torch.nn.functional",
+}
+# nose.tools' helpers, which nbgrader courses import once and use in every later test cell.
+GRADER_HELPERS = frozenset({
+    "assert_equal", "assert_equals", "assert_not_equal", "assert_true", "assert_false", "assert_almost_equal",
+    "assert_raises", "assert_in", "assert_not_in", "assert_is_none", "assert_is_instance", "ok_", "eq_",
+})
+BUILTINS = frozenset(dir(builtins))
+
+
+def problem(source: str) -> str | None:
+    """Why ``source`` cannot be a test (for a config error), or None."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return f"is not Python code: {exc.msg} (line {exc.lineno})"
+    if not any(isinstance(n, ast.Assert) or _is_raises(n) or _asserting_call(n) for n in ast.walk(tree)):
+        return "asserts nothing: a test needs at least one 'assert' (or 'with pytest.raises(...)')"
+    if not student_names(source):
+        return "reads none of the notebook's names, so it cannot tell one submission from another"
+    return None
+
+
+def _is_raises(node: ast.AST) -> bool:
+    return (isinstance(node, ast.With) and any(
+        isinstance(i.context_expr, ast.Call) and isinstance(i.context_expr.func, ast.Attribute)
+        and i.context_expr.func.attr in ("raises", "assertRaises") for i in node.items))
+
+
+def _asserting_call(node: ast.AST) -> bool:
+    """``np.testing.assert_allclose(...)``, nose's ``assert_equal(...)``, ``pytest.raises(E, f)``: a check too."""
+    if not isinstance(node, ast.Call):
+        return False
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    return name.startswith("assert") or name in ("ok_", "eq_", "raises")
+
+
+def deleted_names(tree: ast.AST) -> set[str]:
+    """The notebook's names a test deletes for a while (``del f`` ... ``f = orig`` in ``finally``),
+    to see what else depends on them: read before the test first binds them."""
+    deleted = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)}
+    out = set()
+    for name in deleted:
+        loads = [(n.lineno, n.col_offset) for n in ast.walk(tree)
+                 if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+        stores = [(n.lineno, n.col_offset) for n in ast.walk(tree)
+                  if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+        if loads and (not stores or min(loads) < min(stores)):
+            out.add(name)
+    return out
+
+
+def bound_names(tree: ast.AST) -> set[str]:
+    """Every name the test binds anywhere (its locals), including imports and function arguments."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+    return out
+
+
+@functools.lru_cache(maxsize=512)
+def student_names(source: str) -> frozenset[str]:
+    """The notebook's names the test reads."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return frozenset()
+    local = bound_names(tree) - deleted_names(tree)
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return frozenset(read - local - BUILTINS - set(GRADER_MODULES) - GRADER_HELPERS)

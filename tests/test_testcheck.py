@@ -1,0 +1,209 @@
+"""``test`` checks: the instructor's asserts run in the grader on values the student's sandbox
+computes; the student's process never sees the test and cannot change its outcome."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+import nbformat
+import pytest
+
+from grader.authoring.validate import validate
+from grader.course import config
+from grader.errors import ConfigError
+from grader.judge import testcheck
+from grader.judge.grading import Grader
+from grader.packaging.gradescope import stage_grading
+
+SOLUTION = [
+    "import numpy as np",
+    "def relu(x):\n    x = np.asarray(x, dtype=float)\n    if x.ndim == 0:\n        raise ValueError('relu needs an array')\n"
+    "    return np.maximum(x, 0)",
+    "W = np.tril(np.ones((4, 4)))\nW = W / W.sum(axis=1, keepdims=True)",
+    "class Counter:\n    def __init__(self):\n        self.n = 0\n    def step(self):\n        self.n += 1\n        return self.n",
+]
+
+CONFIG = """
+course:
+  name: tests
+assignments:
+  hw:
+    variants: {count: 0}
+    questions:
+      - id: relu
+        points: 2
+        checks:
+          - test: |
+              for x in [[-1.0, 2.0], [3.0, -4.0, 0.0]]:
+                  out = relu(np.array(x))
+                  assert out.shape == (len(x),)
+                  assert np.allclose(out, np.maximum(x, 0))
+              with pytest.raises(ValueError):
+                  relu(np.float64(3.0))
+      - id: causal
+        points: 1
+        checks:
+          - test: |
+              assert W[0, 3] == 0
+              assert np.allclose(W.sum(axis=1), 1), "each row of W should sum to 1"
+            partial: true
+      - id: counter
+        points: 1
+        checks:
+          - test: |
+              c = Counter()
+              steps = [c.step() for _ in range(3)]
+              assert steps == [1, 2, 3]
+              assert c.n == 3
+      - id: secret
+        points: 1
+        checks:
+          - test: |
+              assert W[1, 0] == 0.5
+            hidden: true
+"""
+
+
+def notebook(path, cells):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbformat.write(nb, str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("testcheck")
+    (root / "solutions/hw").mkdir(parents=True)
+    notebook(root / "solutions/hw/hw.ipynb", SOLUTION)
+    (root / "config.yaml").write_text(CONFIG)
+    course = dataclasses.replace(config.load(root / "config.yaml"), cache_dir=root / "cache")
+    return root, course, Grader(course)  # the process's warm executor, shared with other tests
+
+
+def grade(setup, name, cells):
+    root, course, grader = setup
+    card = grader.grade(course.assignment("hw"), notebook(root / f"{name}.ipynb", cells))
+    return {q.id: q for q in card.questions}
+
+
+def test_solution_passes_every_test(setup):
+    qs = grade(setup, "solution", SOLUTION)
+    assert {k: q.score for k, q in qs.items()} == {"relu": 2, "causal": 1, "counter": 1, "secret": 1}
+
+
+def test_failures_name_what_differs_without_the_hidden_values(setup):
+    cells = [SOLUTION[0], "def relu(x):\n    return np.abs(x)", "W = np.ones((4, 4)) / 4", SOLUTION[3]]
+    qs = grade(setup, "wrong", cells)
+    assert qs["relu"].score == 0
+    # All or nothing: the first failing assert ends the test and names itself.
+    assert qs["relu"].feedback == ["`np.allclose(out, np.maximum(x, 0))` does not hold."]
+    # Partial credit by the share of asserts that pass; the generated message shows a literal of the test.
+    assert qs["causal"].score == 0.5 and qs["causal"].status == "partial"
+    assert "`W[0, 3]` should be 0; it is 0.25." in qs["causal"].feedback
+    # A hidden test says only that it failed.
+    assert qs["secret"].feedback == ["A hidden check on secret did not pass."]
+    assert not any("0.5" in f for f in qs["secret"].feedback)
+
+
+def test_expected_exceptions_cross_the_boundary_as_data(setup):
+    cells = [SOLUTION[0], "def relu(x):\n    raise TypeError('not today')", SOLUTION[2], SOLUTION[3]]
+    qs = grade(setup, "raises", cells)
+    assert qs["relu"].score == 0
+    assert any("`relu(__grader_in0__)`" not in f and "raised TypeError: not today" in f for f in qs["relu"].feedback)
+
+
+def test_results_kept_between_sites_stay_in_the_students_process(setup):
+    cells = [*SOLUTION[:3], "class Counter:\n    def __init__(self):\n        self.n = 0\n    def step(self):\n"
+             "        self.n += 2\n        return self.n"]
+    qs = grade(setup, "counter", cells)
+    assert qs["counter"].score == 0 and qs["relu"].score == 2
+
+
+@pytest.mark.parametrize("cheat", [
+    "np.allclose = lambda *a, **k: True\nnp.maximum = lambda a, b: a",
+    "import builtins\nclass Quiet(Exception):\n    pass\nbuiltins.AssertionError = Quiet\nAssertionError = Quiet",
+    "class AlwaysEqual:\n    shape = None\n    def __eq__(self, other):\n        return True\n"
+    "    def __bool__(self):\n        return True\nrelu = lambda x: AlwaysEqual()",
+])
+def test_cheats_earn_nothing(setup, cheat):
+    cells = [SOLUTION[0], "def relu(x):\n    return np.abs(np.asarray(x, dtype=float))\n" + cheat,
+             "W = np.ones((4, 4)) / 4", SOLUTION[3]]
+    qs = grade(setup, "cheat", cells)
+    assert qs["relu"].score == 0
+    assert qs["causal"].score == 0.5  # only what is true of its W: rows sum to 1
+
+
+def test_placeholders_count_as_unanswered(setup):
+    cells = [SOLUTION[0], "def relu(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()", "W = ...", SOLUTION[3]]
+    qs = grade(setup, "placeholder", cells)
+    assert qs["relu"].status == "unanswered" and qs["causal"].status == "unanswered"
+    assert qs["counter"].score == 1
+
+
+def test_validate_reports_a_test_the_solution_fails(tmp_path):
+    (tmp_path / "solutions/hw").mkdir(parents=True)
+    notebook(tmp_path / "solutions/hw/hw.ipynb", SOLUTION)
+    text = CONFIG.replace("assert W[1, 0] == 0.5", "assert W[1, 0] == 0.25")
+    text = text.replace("      - id: counter", textwrap.indent(textwrap.dedent("""\
+        - id: depends
+          points: 1
+          checks:
+            - test: |
+                n = len(relu(np.ones(3)))
+                assert relu(np.ones(n)).shape == (3,)
+        """), "      ") + "      - id: counter")
+    (tmp_path / "config.yaml").write_text(text)
+    course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
+    problems = validate(course, course.assignment("hw"), Grader(course))
+    assert any(p.startswith("the solution does not pass question secret") for p in problems)
+    assert any(p.startswith("the solution does not pass question depends") and "could not prepare ahead" in p
+               for p in problems)
+
+
+def test_config_rejects_a_test_that_asserts_nothing_or_reads_nothing(tmp_path):
+    (tmp_path / "solutions/hw").mkdir(parents=True)
+    notebook(tmp_path / "solutions/hw/hw.ipynb", SOLUTION)
+    for test, why in (("print(relu([1]))", "asserts nothing"), ("assert 1 + 1 == 2", "reads none of the notebook's names"),
+                      ("assert (", "is not Python code")):
+        (tmp_path / "config.yaml").write_text(
+            "course: {name: t}\nassignments:\n  hw:\n    questions:\n      - id: a\n        points: 1\n"
+            f"        checks:\n          - test: {test!r}\n")
+        with pytest.raises(ConfigError, match=why):
+            config.load(tmp_path / "config.yaml")
+
+
+def test_the_students_process_receives_sites_not_the_test():
+    source = "x = np.arange(3.0)\nexpected = np.cumsum(x)\nassert np.allclose(prefix_sum(x), expected), 'wrong'\n"
+    prog = testcheck.program(source)
+    assert [s.expr for s in prog.sites] == ["prefix_sum(__grader_in0__)"]
+    plan = testcheck.plan(source)
+    assert len(plan.calls) == 1 and plan.asserts == 1
+    wire = str(plan.calls)
+    assert "cumsum" not in wire and "allclose" not in wire and "wrong" not in wire
+
+
+def test_a_test_can_live_in_checks_py_beside_the_solution(tmp_path):
+    (tmp_path / "solutions/hw").mkdir(parents=True)
+    notebook(tmp_path / "solutions/hw/hw.ipynb", SOLUTION)
+    (tmp_path / "solutions/hw/checks.py").write_text(
+        "import numpy as np\n\nINPUTS = [np.ones(2), -np.ones(3)]\n\n\n"
+        "def test_relu():\n    for x in INPUTS:\n        assert (relu(x) >= 0).all()\n\n\n"
+        "def test_other():\n    assert W[0, 0] == 1\n")
+    (tmp_path / "config.yaml").write_text(
+        "course: {name: t}\nassignments:\n  hw:\n    variants: {count: 0}\n    questions:\n      - id: a\n"
+        "        points: 1\n        checks:\n          - test: checks.py::test_relu\n")
+    course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
+    check = course.assignment("hw").checks[0]
+    assert "for x in INPUTS:" in check.target and "INPUTS = [" in check.target and "W[0, 0]" not in check.target
+    assert check.names == {"relu"}
+    card = Grader(course).grade(course.assignment("hw"), tmp_path / "solutions/hw/hw.ipynb")
+    assert card.score == 1
+    # Graded without the solution folder (Gradescope, a grading bundle), the test travels as its code.
+    staged = config.load(stage_grading(course, course.assignment("hw"), tmp_path / "stage")).assignment("hw")
+    assert staged.checks[0].target == check.target
+    assert staged.config_digest == course.assignment("hw").config_digest
+    (tmp_path / "config.yaml").write_text((tmp_path / "config.yaml").read_text().replace("test_relu", "test_nope"))
+    with pytest.raises(ConfigError, match="names test_nope, which checks.py does not define"):
+        config.load(tmp_path / "config.yaml")
