@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import Literal, overload
 
 from grader.notebook.blanks import Blank, fill_blanks, find_blanks
 from grader.notebook.read import Cell
@@ -88,11 +90,26 @@ class ParsedCell:
     syntax_error: str | None = None  # "line N: message"
 
 
+@overload
+def parse_quietly(text: str) -> ast.Module: ...
+@overload
+def parse_quietly(text: str, mode: Literal["eval"]) -> ast.Expression: ...
+def parse_quietly(text: str, mode: str = "exec") -> ast.Module | ast.Expression:
+    """``ast.parse`` without the warnings compiling emits (``invalid escape sequence`` and the
+    like): they are the student's code's to show, in the run, not the grader's to print."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        tree = ast.parse(text, mode=mode)
+    assert isinstance(tree, (ast.Module, ast.Expression))
+    return tree
+
+
 @cached_by_text
 def parse_cell(source: str) -> ParsedCell:
     """The top-level statements of a cell (magics read as ``pass``), or its syntax error."""
     try:
-        tree = ast.parse(python_source(source))
+        tree = parse_quietly(python_source(source))
     except SyntaxError as exc:
         return ParsedCell(syntax_error=f"line {exc.lineno}: {exc.msg}")
     statements = []
@@ -273,7 +290,7 @@ def split_before_binds(cells: list[Cell], names: AbstractSet[str], given: tuple[
 def identifiers(expr: str) -> set[str]:
     """Free names an expression reads (for deciding what a check depends on)."""
     try:
-        tree = ast.parse(expr, mode="eval")
+        tree = parse_quietly(expr, mode="eval")
     except SyntaxError:
         return set()
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
@@ -332,7 +349,7 @@ def imported_modules(sources: Sequence[str]) -> tuple[str, ...]:
         if "import" not in source:
             continue
         try:
-            tree = ast.parse(python_source(fill_blanks(source)))
+            tree = parse_quietly(python_source(fill_blanks(source)))
         except (SyntaxError, ValueError):
             continue
         for node in ast.walk(tree):
