@@ -48,7 +48,8 @@ demo: setup
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	# Two workers: the suite waits on sandboxes, kernels and sleeps as much as it computes.
+	$(BIN)/python -m pytest -n 2
 
 # 200 submissions through both executors, the issue-14 targets, `grader grade one.ipynb` and `grader check`
 bench: setup

@@ -1,6 +1,7 @@
 """The lean cell runner (``fast_cells.run_lean``, what the forking executor's worker runs cells with)
-gives the scorecards a Jupyter kernel gives: on every example, every assignment's solution and
-skeleton, and a notebook of the cells where IPython's semantics are easiest to get wrong.
+gives the scorecards a Jupyter kernel gives: on every assignment's solution and skeleton, and a
+notebook of the cells where IPython's semantics are easiest to get wrong. The examples are compared
+the same way, executor against executor, by tests/test_executors.py.
 
 The run-level comparison (every frame, output sizes included) of the lean runner against
 IPython's own run_cell on those cells is tests/test_worker_speed.py; this one goes through the
@@ -26,8 +27,6 @@ from grader.files import sha256_file
 from grader.judge.grading import Grader
 from grader.run.jupyter_executor import JupyterExecutor
 
-EXAMPLES = sorted((ROOT / "examples/attention_numpy").glob("*.ipynb"))
-
 # Cells a student may well write that take each of run_lean's ways: plain statements, a displayed
 # last expression, `_`, magics, `!`, `?`, top-level await, an error after some statements ran,
 # a statement that only fails to compile once the ones before it ran, SystemExit, warnings.
@@ -48,11 +47,11 @@ FIDELITY = [
 
 
 def _submissions(tmp: Path) -> list[tuple[str, Path]]:
-    """(assignment, notebook) for every case: examples, solutions, skeletons, fidelity notebooks."""
+    """(assignment, notebook) for every case: solutions, skeletons, the fidelity notebook."""
     from grader.course import config
 
     course = config.load(ROOT / "config.yaml")
-    cases = [("attention_numpy", p) for p in EXAMPLES]
+    cases: list[tuple[str, Path]] = []
     for assignment in course.assignments.values():
         cases += [(assignment.name, assignment.solution), (assignment.name, assignment.skeleton)]
     cases.append(("attention_numpy", notebook_with(FIDELITY, tmp / "fidelity.ipynb")))
@@ -82,7 +81,7 @@ def cards(grader, course, tmp_path_factory):
 @pytest.mark.slow
 def test_lean_runner_and_jupyter_give_the_same_scorecards(cards):
     lean, jupyter = cards["forking"], cards["jupyter"]
-    assert lean.keys() == jupyter.keys() and len(lean) >= len(EXAMPLES) + 11
+    assert lean.keys() == jupyter.keys() and len(lean) == 2 * 5 + 1
     differ = [f"{name}: {path.name}" for (name, path) in lean
               if comparable(lean[(name, path)]) != comparable(jupyter[(name, path)])]
     assert differ == []
