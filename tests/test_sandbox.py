@@ -693,6 +693,59 @@ def test_shared_memory_queues_and_abstract_sockets_reach_no_later_submission(han
     assert probe(look) == {"shm": -1, "file": False, "socket": "ConnectionRefusedError"}
 
 
+def memfd_hoard(files: int, mb: int) -> str:
+    """A cell that fills ``files`` memfd files of ``mb`` MB each and reports what it held, and how it stopped."""
+    return (
+        "import json, os\n"
+        "held, fds, stop = 0, [], 'done'\n"
+        "chunk = b'x' * (8 << 20)\n"
+        "try:\n"
+        f"    for i in range({files}):\n"
+        "        fd = os.memfd_create(f'hoard{i}')\n"
+        "        fds.append(fd)\n"
+        f"        for _ in range({mb} // 8):\n"
+        "            held += os.write(fd, chunk)\n"
+        "except OSError as e:\n"
+        "    stop = type(e).__name__\n"
+        "raise RuntimeError('probe ' + json.dumps({'held_mb': held >> 20, 'stop': stop}))"
+    )
+
+
+@pytest.fixture(scope="module")
+def hoard_limits(small):
+    """1 GB of address space, files of at most 64 MB: 17 memfd files would hold more than the limit."""
+    return dataclasses.replace(small, limits=dataclasses.replace(small.limits, memory_mb=1024, file_size_mb=64))
+
+
+@needs["seccomp"]
+def test_memfd_files_are_refused_so_they_hold_no_memory_beyond_the_limit(grader, unfiltered, hoard_limits, tmp_path):
+    path = write(fill(hoard_limits.skeleton, NUMPY_CORRECT, append=[memfd_hoard(18, 64)]), tmp_path / "hoard.ipynb")
+    # The threat, without the filter: 18 files of 64 MB, 1152 MB held under a 1024 MB limit, and the
+    # scorecard says that memfd was not refused there.
+    bare = unfiltered.grade(hoard_limits, path)
+    assert probe(bare) == {"held_mb": 1152, "stop": "done"}
+    assert "seccomp" not in bare.execution["sandbox"]
+    assert any(n.startswith("memfd: no seccomp filter") for n in bare.execution["sandbox_not_enforced"])
+    # With the filter: the first memfd_create fails with EPERM in the student's cell, nothing is
+    # held, and the notebook is graded as usual.
+    card = grader.grade(hoard_limits, path)
+    assert probe(card) == {"held_mb": 0, "stop": "PermissionError"}
+    assert card.status == "graded" and card.score == card.max_score
+    assert_all_questions_passed(card)
+    assert "seccomp" in card.execution["sandbox"]
+    assert not any(n.startswith("memfd") for n in card.execution["sandbox_not_enforced"])
+    assert any(n.startswith("memory: bounded per process") for n in card.execution["sandbox_not_enforced"])
+
+
+@needs["seccomp"]
+def test_a_course_may_allow_memfd_files(grader, hoard_limits, tmp_path):
+    allowed = dataclasses.replace(hoard_limits, limits=dataclasses.replace(hoard_limits.limits, memfd=True))
+    path = write(fill(allowed.skeleton, NUMPY_CORRECT, append=[memfd_hoard(2, 8)]), tmp_path / "memfd.ipynb")
+    card = grader.grade(allowed, path)
+    assert probe(card) == {"held_mb": 16, "stop": "done"}
+    assert_all_questions_passed(card)
+
+
 def test_reference_values_never_reach_the_student_process(grader, small, tmp_path, monkeypatch):
     ref = grader.references.get(small)
     encoded = [json.dumps(c.value.data.tolist()) for c in ref.captures.values()

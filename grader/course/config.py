@@ -53,14 +53,16 @@ class Defaults(Inherited):
 
 def _limits(r: Reader, base: Limits) -> Limits:
     r.only(*(f.name for f in dataclasses.fields(Limits)))
-    values = {}
+    values: dict[str, float | bool] = {}
     for f in dataclasses.fields(Limits):
         default = getattr(base, f.name)
-        if f.type in ("int", int):
+        if f.type in ("bool", bool):
+            values[f.name] = r.flag(f.name, default)
+        elif f.type in ("int", int):
             values[f.name] = r.whole(f.name, default, minimum=1)
         else:
             values[f.name] = float(r.number(f.name, default, minimum=0.001))
-    return Limits(**values)
+    return Limits(**values)  # type: ignore[arg-type]
 
 
 def _hint(r: Reader) -> Hint:

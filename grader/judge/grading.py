@@ -26,6 +26,7 @@ from grader.judge.scorecard import Scorecard
 from grader.run.execute import Executor
 from grader.run.forking import default_executor
 from grader.run.job import RunResult
+from grader.run.sandbox import not_enforced
 from grader.vocab import CellStatus, CheckStatus, QuestionStatus, RunStatus, SubmissionStatus
 
 # --------------------------------------------------------------------------------------------
@@ -224,6 +225,8 @@ def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: 
     if run.attempts > 1:
         out["attempts"] = run.attempts
     out["sandbox"] = list(run.sandbox)  # the protections the student process had (sandbox.FEATURES)
+    if "session" in run.sandbox:  # a sandboxed process reported them (a Jupyter kernel reports none yet)
+        out["sandbox_not_enforced"] = not_enforced(run.sandbox)
     return out
 
 

@@ -110,6 +110,7 @@ def limits_wire(limits: Limits) -> LimitsWire:
         "file_size_mb": limits.file_size_mb,
         "capture_mb": limits.capture_mb,
         "disk_mb": limits.disk_mb,
+        "memfd": limits.memfd,
     }
 
 
@@ -128,6 +129,7 @@ class LimitsWire(TypedDict):
     file_size_mb: int
     capture_mb: int
     disk_mb: int
+    memfd: bool
 
 
 class CellWire(TypedDict):

@@ -71,7 +71,15 @@ from __future__ import annotations
 from grader.errors import SandboxError, SessionSetupError
 from grader.run.sandbox.enter import enter, enter_session
 from grader.run.sandbox.host import environment, prepare_workdir, remove_workdir, terminate
-from grader.run.sandbox.probe import FEATURES, UID_BASE, Features, features, job_uid, sessions_possible
+from grader.run.sandbox.probe import (
+    FEATURES,
+    UID_BASE,
+    Features,
+    features,
+    job_uid,
+    not_enforced,
+    sessions_possible,
+)
 
 __all__ = [
     "FEATURES",
@@ -84,6 +92,7 @@ __all__ = [
     "environment",
     "features",
     "job_uid",
+    "not_enforced",
     "prepare_workdir",
     "remove_workdir",
     "sessions_possible",

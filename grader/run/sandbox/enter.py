@@ -190,7 +190,8 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
         nproc = None
     _apply_limits(limits, nproc)
     os.chdir(workdir)
-    harden(plan, workdir)  # the layers that need no privilege: capabilities, seccomp, Landlock
+    # the layers that need no privilege: capabilities, seccomp, Landlock
+    harden(plan, workdir, memfd=bool(limits.get("memfd", False)))
     if control is not None:  # a session's run, ready: now wait for its job
         return plan.active(), await_run(control)
     return plan.active(), None

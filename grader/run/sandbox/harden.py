@@ -2,8 +2,9 @@
 
 ``harden(plan, workdir)`` is the one hook ``enter`` calls, once the process has its uid, limits
 and no_new_privs: it drops whatever capabilities a root without a uid of its own still has, loads
-the seccomp filter and restricts the process with Landlock, each as ``plan`` says (the probe
-found it works here). Each is set up once per process and inherited by everything it starts.
+the seccomp filter (``memfd_create`` refused unless the course's limits allow it) and restricts
+the process with Landlock, each as ``plan`` says (the probe found it works here). Each is set up once per process and
+inherited by everything it starts.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ PR_CAPBSET_DROP, PR_SET_SECUREBITS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 2
 SECUREBITS = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80
 
 
-def harden(plan: Features, workdir: str) -> None:
-    """Apply the unprivileged layers ``plan`` names; raises SandboxError if one cannot be."""
+def harden(plan: Features, workdir: str, *, memfd: bool = False) -> None:
+    """Apply the unprivileged layers ``plan`` names; raises SandboxError if one cannot be.
+    ``memfd``: the course lets student code make memfd files (``limits.memfd``)."""
     if plan.root and not plan.drop_user and not plan.user_ns:
         drop_root_capabilities()
     if plan.seccomp:
-        seccomp.install(deny_sockets=plan.seccomp_sockets)
+        seccomp.install(deny_sockets=plan.seccomp_sockets, deny_memfd=not memfd)
     if plan.landlock:
         landlock.restrict(workdir, private_tmp=plan.mount_ns)
 

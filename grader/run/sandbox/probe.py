@@ -54,7 +54,7 @@ FEATURES = {
     "landlock": "files beyond Python, the grader and its own working directory out of reach (Landlock)",
     "landlock_net": "no TCP connection or listening socket (Landlock)",
     "scoped": "no signal or abstract socket beyond its own processes (Landlock)",
-    "seccomp": "no ptrace, keyrings, System V IPC or new namespaces (seccomp)",
+    "seccomp": "no ptrace, keyrings, System V IPC, memfd or new namespaces (seccomp)",
     "no_sockets": "no new network or Unix sockets (seccomp)",
 }
 
@@ -143,7 +143,8 @@ class Features:
                            "signal the grader's processes")
         if self.linux and not self.seccomp:
             out.append("seccomp: no filter (pyseccomp or libseccomp.so.2 missing), so ptrace of its own "
-                       "processes, the kernel keyrings and System V IPC are open to student code")
+                       "processes, the kernel keyrings, System V IPC and memfd files (memory that no limit but "
+                       "the file size counts) are open to student code")
         if not self.root and not self.user_ns:
             out.append("processes: limited per user, counting the grader's own processes")
         if not self.pid_ns:
@@ -152,6 +153,20 @@ class Features:
 
     def describe(self) -> str:
         return "; ".join(FEATURES[f] for f in self.active())
+
+
+def not_enforced(active: Iterable[str]) -> list[str]:
+    """What a run that reported ``active`` (its protections, keys of FEATURES) did not have, among
+    the limits a scorecard should own up to: the words for its ``execution.sandbox_not_enforced``."""
+    have = set(active)
+    out = []
+    if "seccomp" not in have:
+        out.append("memfd: no seccomp filter, so memfd files could hold memory that no limit but the file size "
+                   "counts")
+    # No cgroup is made per run: the memory limit is an address-space limit of each process.
+    out.append("memory: bounded per process by its address space (RLIMIT_AS) only, not for all processes of "
+               "the run together (no cgroup)")
+    return out
 
 
 @functools.lru_cache(maxsize=1)

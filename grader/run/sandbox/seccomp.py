@@ -11,9 +11,14 @@ Refused everywhere: ptrace and reading or writing another process's memory; the 
 V IPC (message queues, semaphores, shared memory); new namespaces (``unshare``, ``setns``,
 ``clone`` with a CLONE_NEW* flag; ``clone3``, whose flags a filter cannot read, is answered
 ENOSYS so the C library falls back to ``clone``); mount, pivot_root, chroot; bpf,
-perf_event_open, userfaultfd, io_uring; loading kernel modules and kexec. Where the run lacks a
-network namespace or a private filesystem view, new sockets too (Internet: UDP, which Landlock
-does not cover; Unix: a host daemon's socket; packet and netlink).
+perf_event_open, userfaultfd, io_uring; loading kernel modules and kexec; ``memfd_secret``.
+Where the run lacks a network namespace or a private filesystem view, new sockets too (Internet:
+UDP, which Landlock does not cover; Unix: a host daemon's socket; packet and netlink).
+
+Refused unless the course allows it (``limits.memfd``): ``memfd_create``, whose anonymous files
+hold memory that no address-space limit counts (only ``file_size_mb`` per file, so
+``open_files`` x ``processes`` of them can hold far more than ``memory_mb``). The five course
+assignments (NumPy, PyTorch, pandas) grade unchanged without it.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ DENIED = (
     "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
     "fsmount", "fsconfig", "fspick", "mount_setattr",
     "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "memfd_secret",
 )
 CLONE_NEW = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080)
 SOCKET_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6, getattr(socket, "AF_PACKET", 17),
@@ -58,9 +63,10 @@ def available() -> bool:
     return sc is not None
 
 
-def install(*, deny_sockets: bool) -> None:
+def install(*, deny_sockets: bool, deny_memfd: bool = True) -> None:
     """Load the filter into this process. ``deny_sockets``: refuse new Unix, Internet, packet and
-    netlink sockets too (``socketpair``, which multiprocessing uses, stays allowed)."""
+    netlink sockets too (``socketpair``, which multiprocessing uses, stays allowed). ``deny_memfd``:
+    refuse ``memfd_create`` (memory outside every limit but the file size)."""
     if sc is None:
         raise SandboxError("seccomp is not available here (pyseccomp or libseccomp.so.2 is missing)")
     refuse = sc.ERRNO(errno.EPERM)
@@ -71,6 +77,8 @@ def install(*, deny_sockets: bool) -> None:
         for flag in CLONE_NEW:  # clone's first argument is its flags on every architecture libseccomp knows
             _rule(f, refuse, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
         _rule(f, sc.ERRNO(errno.ENOSYS), "clone3")
+        if deny_memfd:
+            _rule(f, refuse, "memfd_create")
         if deny_sockets:
             for family in SOCKET_FAMILIES:
                 _rule(f, refuse, "socket", sc.Arg(0, sc.EQ, family))
