@@ -18,6 +18,7 @@ class SubmissionStatus(StrEnum):
     INVALID_NOTEBOOK = "invalid_notebook"  # the file is not a readable notebook; nothing ran
     TIMEOUT = "timeout"  # a cell or the whole notebook ran past its limit; the rest was judged
     CRASHED = "crashed"  # the student process ended abnormally; the rest was judged
+    OVER_BUDGET = "over_budget"  # the grader's own work on it passed ``limits.grader_cpu``; not judged
 
 
 class QuestionStatus(StrEnum):

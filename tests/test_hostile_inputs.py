@@ -71,3 +71,42 @@ def test_no_name_or_cell_crashes_the_grader_or_loses_a_scorecard(tmp_path, cours
         if p.suffix in (".md", ".html"):
             text = p.read_text(encoding="utf-8")
             assert ESC not in text
+
+
+def costly_cell(k: int) -> str:
+    """A cell just under the 100,000-character limit: thousands of statements, each reading the last."""
+    body = "\n".join(f"c{k}_{i} = c{k}_{i - 1} + X" if i else f"c{k}_0 = X" for i in range(9000))
+    return body[:99_000].rsplit("\n", 1)[0]
+
+
+def test_a_notebook_too_costly_to_analyse_ends_with_its_reason_not_the_batch(tmp_path, course_dir):  # noqa: F811
+    """Four cells of 99,000 characters (within every size limit) cost the grader about a second of
+    CPU to analyse, against a few hundredths for an ordinary notebook. With a budget of 0.4 s of the
+    grader's CPU time per submission, that notebook stops after its analysis, with the reason; the
+    correct notebook beside it is graded as usual."""
+    config = course_dir / "config.yaml"
+    config.write_text(config.read_text().replace("      capture_mb: 64\n", "      capture_mb: 64\n      grader_cpu: 0.4\n"))
+    root = tmp_path / "class"
+    root.mkdir()
+    nbformat.write(fill(SKELETON, NUMPY_CORRECT), str(root / "honest.ipynb"))
+    nbformat.write(fill(SKELETON, NUMPY_CORRECT, append=[costly_cell(k) for k in range(4)]), str(root / "costly.ipynb"))
+    out = tmp_path / "out"
+    done = run_cli("grade", str(root), "-a", "attention_numpy", "-o", str(out), "-j", "2",
+                   "--formats", "yaml,json,md,gradebook", cwd=course_dir)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+    honest = json.loads((out / "honest.json").read_text())
+    costly = json.loads((out / "costly.json").read_text())
+    assert (honest["status"], honest["score"]) == ("graded", 11)
+    assert (costly["status"], costly["score"]) == ("over_budget", 0)
+    assert costly["reason"].startswith("the grader spent ")
+    assert ("(reading and analysing the notebook), more than the 0.4 s it may (limits.grader_cpu); "
+            "it was not graded further") in costly["reason"]
+    assert costly["execution"]["grader_cpu"] > 0.4
+    assert all(q["status"] == "error" and q["feedback"] == [f"Not graded: {costly['reason']}"]
+               for q in costly["questions"])
+    assert "stopped: too costly for the grader to analyse" in (out / "costly.md").read_text()
+    assert b"over_budget" in done.stdout
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as f:
+        assert {row["submission"]: row["status"] for row in csv.DictReader(f)} == {
+            "honest.ipynb": "graded", "costly.ipynb": "over_budget"}

@@ -29,6 +29,7 @@ class Limits:
     file_size_mb: int = 64  # largest file the student may write
     capture_mb: int = 64  # largest payload of captured values
     disk_mb: int = 256  # the working directory, /tmp and /dev/shm: each a tmpfs of this size
+    grader_cpu: float = 60.0  # CPU seconds of the grader's own work on one submission (analysis, decoding, verdicts)
     memfd: bool = False  # allow memfd_create: memory in such files is counted by no limit but file_size_mb
 
 

@@ -9,6 +9,8 @@ Every path through ``grade`` returns a Scorecard; nothing a submission contains 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -21,7 +23,7 @@ from grader.files import printable, sha256_file
 from grader.judge import carry
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
 from grader.judge.jobs import answer_cells, build_carry_job, build_job
-from grader.judge.reference import References
+from grader.judge.reference import Reference, References
 from grader.judge.scorecard import Scorecard
 from grader.run.execute import Executor
 from grader.run.forking import default_executor
@@ -62,9 +64,17 @@ class Grader:
         path = Path(path)
         started = time.monotonic()
         ref = self.references.get(assignment)  # a broken solution is an error for the whole run
+        cpu = CpuBudget(assignment.limits.grader_cpu)  # from here on, the submission's own cost
         card = Scorecard(assignment=assignment.name, submission=printable(path.name), sha256="",
                          status=SubmissionStatus.GRADED, score=0.0, max_score=assignment.max_score,
                          student=printable(student))
+        try:
+            return self._grade(assignment, path, card, ref, cpu, started)
+        except OverBudget as exc:
+            return self._over_budget(card, assignment, str(exc), cpu, started)
+
+    def _grade(self, assignment: Assignment, path: Path, card: Scorecard, ref: Reference, cpu: CpuBudget,
+               started: float) -> Scorecard:
         try:
             card.sha256 = sha256_file(path)
         except OSError as exc:
@@ -75,12 +85,14 @@ class Grader:
         except NotebookError as exc:
             return self._invalid(card, assignment, str(exc))
         infos = notebook.analyse(cells)
+        cpu.check("reading and analysing the notebook")
         if assignment.name not in self._skip:
             self._skip[assignment.name] = self.references.skip_sources(assignment)
         job = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
                         traceback_lines=self.course.scorecard.traceback_lines)
         with self.executor.session() as runner:  # one sandbox for the run and its variants
             run = runner.run(job)
+            cpu.check("reading the values its run sent")
             ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
                           reference=ref.captures, reveal=self.reveal(), given=assignment.given,
                           upstream=carry.upstream(assignment, infos))
@@ -99,6 +111,7 @@ class Grader:
                     else:
                         vrun = runner.run(replace(vjob, limits=budget.limits()))
                         budget.spend(vrun.duration)
+                        cpu.check(f"reading the values of variant run {variant.number}")
                     runs.append(VariantRun(number=variant.number, names=variant.names, student=vrun.captures,
                                            reference=vref, cells=vrun.cells, status=vrun.status, reason=vrun.reason,
                                            changed=changed))
@@ -107,6 +120,7 @@ class Grader:
                                                for r in runs)
         if need_carry:
             ctx = self._carry_forward(assignment, ctx)
+            cpu.check("reading the values of the error-carried-forward runs")
         card.questions = grade_assignment(assignment, ctx)
         card.score = sum(q.score for q in card.questions)
         if run.status != RunStatus.OK:
@@ -151,6 +165,60 @@ class Grader:
         ]
         card.execution = {"executor": self.executor.name, "cells_run": 0, "errors": [], "time": 0.0}
         return card
+
+    def _over_budget(self, card: Scorecard, assignment: Assignment, reason: str, cpu: CpuBudget,
+                     started: float) -> Scorecard:
+        from grader.judge.scorecard import QuestionResult
+
+        card.status, card.reason, card.score = SubmissionStatus.OVER_BUDGET, reason, 0.0
+        card.questions = [
+            QuestionResult(id=q.id, title=q.title, score=0.0, max_score=q.points, status=QuestionStatus.ERROR,
+                           feedback=[f"Not graded: {reason}"])
+            for q in assignment.questions
+        ]
+        card.execution = {"executor": self.executor.name, "errors": [], "time": round(time.monotonic() - started, 3),
+                          "grader_cpu": round(cpu.spent(), 3)}
+        return card
+
+
+class OverBudget(Exception):
+    """The grader's own work on a submission passed ``limits.grader_cpu``; the message is the reason."""
+
+
+class CpuBudget:
+    """The grader's own CPU time on one submission: reading and analysing the notebook, decoding
+    what its runs send, preparing variants and carry-forward runs, comparing.
+
+    Measured with ``time.thread_time()``, the CPU time of the grading thread alone (batches grade
+    several submissions at once, one per thread; the student processes' time is theirs, bounded by
+    ``cpu_time``). Checked between phases: a notebook within every size limit can still be costly
+    to analyse or to decode (a cell of thousands of statements, a frame of many small items), and
+    past ``limits.grader_cpu`` it is graded no further, its scorecard says why, and the batch goes
+    on. Work that is not the submission's doing (the solution's runs) is kept out (``aside``)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.limit = seconds
+        self.start = time.thread_time()
+        self.excluded = 0.0
+
+    def spent(self) -> float:
+        return time.thread_time() - self.start - self.excluded
+
+    def check(self, phase: str) -> None:
+        """Raise OverBudget when the budget is used up; ``phase`` says what the grader was doing."""
+        spent = self.spent()
+        if spent > self.limit:
+            raise OverBudget(f"the grader spent {spent:.1f} s of its own CPU time on this submission ({phase}), "
+                             f"more than the {self.limit:g} s it may (limits.grader_cpu); it was not graded further")
+
+    @contextmanager
+    def aside(self) -> Iterator[None]:
+        """Time spent in this block is not the submission's."""
+        t = time.thread_time()
+        try:
+            yield
+        finally:
+            self.excluded += time.thread_time() - t
 
 
 class Budget:

@@ -36,7 +36,7 @@ def result(card: Scorecard, view: View) -> dict[str, Any]:
             "test_code": "",
             "duration": 0,
         })
-    if card.status in ("invalid_notebook", "crashed", "timeout"):
+    if card.status in ("invalid_notebook", "crashed", "timeout", "over_budget"):
         status = "error"
     else:
         status = "pass" if all(q.status == "passed" for q in card.questions) else "fail"

@@ -43,7 +43,7 @@ COLOURS = {"passed": "#2e7d32", "partial": "#f9a825", "failed": "#c62828", "erro
            "unanswered": "#9e9e9e", "manual": "#1565c0"}
 HINT_PREFIX = "Likely mistake: "
 TOP_HINTS = 10
-BROKEN = ("crashed", "timeout", "invalid_notebook")
+BROKEN = ("crashed", "timeout", "invalid_notebook", "over_budget")
 
 
 @dataclass

@@ -35,6 +35,7 @@ SUBMISSION_WORDS = {
     "invalid_notebook": "not a readable notebook",
     "timeout": "stopped: ran out of time",
     "crashed": "stopped: the notebook's process ended",
+    "over_budget": "stopped: too costly for the grader to analyse",
 }
 
 

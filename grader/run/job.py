@@ -110,6 +110,7 @@ def limits_wire(limits: Limits) -> LimitsWire:
         "file_size_mb": limits.file_size_mb,
         "capture_mb": limits.capture_mb,
         "disk_mb": limits.disk_mb,
+        "grader_cpu": limits.grader_cpu,
         "memfd": limits.memfd,
     }
 
@@ -129,6 +130,7 @@ class LimitsWire(TypedDict):
     file_size_mb: int
     capture_mb: int
     disk_mb: int
+    grader_cpu: float  # the grader's, not the student process's: carried so the wire names every limit
     memfd: bool
 
 

@@ -121,7 +121,7 @@ def _warm_up(shell: Any, loaded: list[str]) -> None:
         "captures": captures, "injections": {},
         "limits": {"cell_timeout": 0.0, "notebook_timeout": 0.0, "cpu_time": 0, "memory_mb": 0, "output_kb": 64,
                    "processes": 0, "open_files": 0, "file_size_mb": 0, "capture_mb": 1, "disk_mb": 0,
-                   "memfd": False},
+                   "grader_cpu": 0.0, "memfd": False},
         "workdir": "", "traceback_lines": 8, "sandbox": None,
     }
     namespace = dict(shell.user_ns)
