@@ -123,14 +123,15 @@ CORRECT = {"attention_numpy": NUMPY_CORRECT, "attention_similarity": SIMILARITY,
 @pytest.fixture(scope="module")
 def shared(grader):
     """The session grader, remembering the cards it made here: the solution's and the skeleton's
-    cards are graded once and are the very cards ``validate`` judges."""
+    cards are graded once and are the very cards ``validate`` judges (on the course's variants;
+    the tests here grade on the submission's own, as a batch does)."""
     cards = {}
 
     class Shared(Grader):
-        def grade(self, assignment, path, *, student=""):
-            key = (assignment.name, str(path), student)
+        def grade(self, assignment, path, *, student="", course_variants=False):
+            key = (assignment.name, str(path), student, course_variants)
             if key not in cards:
-                cards[key] = super().grade(assignment, path, student=student)
+                cards[key] = super().grade(assignment, path, student=student, course_variants=course_variants)
             return cards[key]
 
     return Shared(course=grader.course, executor=grader.executor, references=grader.references)
@@ -170,6 +171,8 @@ def test_solution_scores_full_marks_on_every_variant(shared, course, name):
     assert (card.execution["errors"], card.execution["cells_skipped"]) == ([], SKIPPED.get(name, 0))
     assert {q.id: q.variants for q in card.questions} == {
         q.id: 0 if q.id in UNVARIED[name] else 2 for q in a.questions}
+    # on variants drawn for this notebook, which test every answer the course's variants test
+    assert card.execution["variant_inputs"] == "this submission's own"
 
 
 # The first question's first line in each skeleton's scorecard.
@@ -452,6 +455,7 @@ def test_answers_typed_in_from_the_printouts_lose_every_question_they_typed(grad
     assert {cid: checks[cid].messages for cid in typed} == {
         cid: [f"`{checks[cid].target}` {VARIANT_MESSAGE[name]}"] for cid in typed}
     typed_questions = {cid.split("/")[0] for cid in typed}
+    assert card.execution["variant_inputs"] == "this submission's own"
     assert {q.id for q in card.questions if q.status != "passed"} == typed_questions
     assert all(q.status in ("failed", "partial") for q in card.questions if q.id in typed_questions)
 

@@ -171,3 +171,17 @@ def test_preload_lists_module_names(course_dir):
     bad = MINIMAL.replace("    solution: sol.ipynb\n", "    solution: sol.ipynb\n    preload: ['scipy linalg']\n")
     with pytest.raises(ConfigError, match=r"assignments\.a1\.preload\[0\] must be a module name"):
         config.load(write(course_dir, bad))
+
+
+def test_the_switches_among_limits_and_variants_are_true_or_false(course_dir):
+    text = MINIMAL.replace("    questions:\n", "    limits: {memfd: true, grader_cpu: 5}\n    given: [X]\n"
+                                                 "    variants:\n      per_submission: false\n    questions:\n")
+    a = config.load(write(course_dir, text)).assignment("a1")
+    assert (a.limits.memfd, a.limits.grader_cpu, a.variants.per_submission) == (True, 5.0, False)
+    plain = config.load(write(course_dir, MINIMAL)).assignment("a1")
+    assert (plain.limits.memfd, plain.limits.grader_cpu, plain.variants.per_submission) == (False, 60.0, True)
+    bad = MINIMAL.replace("    questions:\n", "    limits:\n      memfd: 'yes'\n    questions:\n")
+    assert error_of(course_dir, bad) == (
+        f"{course_dir / 'config.yaml'}:7: assignments.a1.limits.memfd must be true or false, got 'yes'")
+    bad = MINIMAL.replace("    questions:\n", "    variants:\n      per_submission: 1\n    questions:\n")
+    assert error_of(course_dir, bad).endswith("assignments.a1.variants.per_submission must be true or false, got 1")

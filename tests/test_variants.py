@@ -235,3 +235,168 @@ def test_code_slow_only_on_variants_runs_out_of_the_submissions_time(numpy_assig
         assert q.status == "failed", (qid, q.feedback)
         assert any(line.endswith("change: the run did not finish in time.") for line in q.feedback), q.feedback
     assert card.score == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Variants of each submission's own (``variants.per_submission``)
+
+
+def lookup_output(pairs) -> str:
+    """An answer for `output` that computes nothing: the values for each data it knows, looked up
+    by `X` (as a student would who had the inputs and answers of some runs)."""
+    table = {str(np.round(decode(x).data if isinstance(x, dict) else x, 6).ravel().tolist()):
+             np.round(out, 8).tolist() for x, out in pairs}
+    return f"np.array({table!r}[str(np.round(X, 6).ravel().tolist())])"
+
+
+def known_runs(ref_captures, variant_set) -> list:
+    """(X, output) of the notebook's data and of every variant in the set."""
+    pairs = [(ref_captures["__given__/X"].value.data, ref_captures["output/0"].value.data)]
+    pairs += [(v.values["X"], c["output/0"].value.data) for v, c in zip(variant_set.variants, variant_set.captures, strict=True)]
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def own_course(course, tmp_path_factory):
+    """The course with a cache of its own: its own variant secret."""
+    import dataclasses
+
+    return dataclasses.replace(course, cache_dir=tmp_path_factory.mktemp("own-variants"))
+
+
+def test_each_submission_is_checked_on_variants_of_its_own(own_course, monkeypatch, tmp_path):
+    import dataclasses
+    import stat
+
+    from grader.judge.grading import Grader
+    from grader.judge.reference import References
+    from grader.outputs.yaml import write_yaml
+    from grader.testing import fill, write
+
+    monkeypatch.delenv(variants.SECRET_ENV, raising=False)
+    grader = Grader(own_course)
+    a = own_course.assignment("attention_numpy")
+    assert a.variants.per_submission  # the default
+    one = grader.grade(a, write(fill(a.skeleton, NUMPY_CORRECT, append=["# one"]), tmp_path / "one.ipynb"))
+    two = grader.grade(a, write(fill(a.skeleton, NUMPY_CORRECT, append=["# two"]), tmp_path / "two.ipynb"))
+    for card in (one, two):
+        assert card.score == card.max_score
+        assert card.execution["variant_inputs"] == "this submission's own"
+        assert {q.id: q.variants for q in card.questions} == {
+            "qkv": 2, "scores": 2, "scaled": 2, "softmax": 0, "weights": 2, "output": 2}
+    # The secret was made once, for the grader's uid alone.
+    secret = own_course.cache_dir / variants.SECRET_FILE
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and len(secret.read_text()) == 64
+    course_x = [decode(v.values["X"]).data for v in grader.references.get(a).variants]
+    own = {card.sha256: [decode(v.values["X"]).data for v in grader.references.variants_for(a, card.sha256).variants]
+           for card in (one, two)}
+    xs = [x for found in own.values() for x in found] + course_x
+    assert all(not np.array_equal(p, q) for i, p in enumerate(xs) for q in xs[i + 1:])  # six distinct inputs
+    # Sizes stay as the rules make them (variant 2 has one more token, by its rule).
+    assert [x.shape for x in own[one.sha256]] == [x.shape for x in course_x]
+    # Computed once per seed: a new grader finds them in the cache, and draws the same for the same notebook.
+    again = References(own_course, grader.executor).variants_for(a, one.sha256)
+    assert all(np.array_equal(decode(v.values["X"]).data, x) for v, x in zip(again.variants, own[one.sha256], strict=True))
+    # Another secret, other variants.
+    monkeypatch.setenv(variants.SECRET_ENV, "another course secret, set in the environment")
+    other = References(own_course, grader.executor).variants_for(a, one.sha256)
+    assert not np.array_equal(decode(other.variants[0].values["X"]).data, own[one.sha256][0])
+    # Nothing of the seed or the secret reaches a scorecard.
+    seed = variants.submission_seed(secret.read_text().encode(), one.sha256, a.name)
+    write_yaml(one, tmp_path / "one.yaml")
+    text = (tmp_path / "one.yaml").read_text()
+    assert str(seed) not in text and secret.read_text() not in text
+    # ``grader validate`` checks the course's variants, not a submission's own.
+    validated = grader.grade(a, a.solution, course_variants=True)
+    assert "variant_inputs" not in validated.execution
+    assert dataclasses.replace(a.variants, per_submission=False) != a.variants
+
+
+def test_inputs_leaked_from_one_submission_serve_no_other(own_course, tmp_path, monkeypatch):
+    """An answer that looks its value up from known runs (the notebook's data and some variants'
+    inputs and answers): on the course's shared variants a leak of them earns the points; with
+    variants per submission, neither the course's nor another submission's variants help."""
+    import dataclasses
+
+    from grader.judge.grading import Grader
+    from grader.testing import fill, write
+
+    monkeypatch.delenv(variants.SECRET_ENV, raising=False)
+    grader = Grader(own_course)
+    a = own_course.assignment("attention_numpy")
+    shared = dataclasses.replace(a, variants=dataclasses.replace(a.variants, per_submission=False))
+    ref = grader.references.get(a)
+
+    def hand_in(answer: str, name: str, assignment=a):
+        return grader.grade(assignment, write(fill(a.skeleton, {**NUMPY_CORRECT, "output": answer}),
+                                              tmp_path / f"{name}.ipynb"))
+
+    course_leak = lookup_output(known_runs(ref.captures, ref.course_set()))
+    assert hand_in(course_leak, "course-leak", shared).score == a.max_score  # the leak served everyone
+    honest = grader.grade(a, write(fill(a.skeleton, NUMPY_CORRECT, append=["# a classmate"]),
+                                   tmp_path / "classmate.ipynb"))
+    classmate_leak = lookup_output(known_runs(ref.captures, grader.references.variants_for(a, honest.sha256)))
+    for name, answer in (("course-leak", course_leak), ("classmate-leak", classmate_leak)):
+        card = hand_in(answer, name)
+        assert card.execution["variant_inputs"] == "this submission's own"
+        assert question(card, "output").status == "failed", name
+        assert question(card, "output").feedback[0].startswith(
+            "`output` is correct for the notebook's data, but the code fails when `X`"), question(card, "output").feedback
+        assert card.score == a.max_score - question(card, "output").max_score
+
+
+def test_without_solution_steps_the_course_variants_stand_in_and_the_scorecard_says_so(own_course, tmp_path):
+    """A ``grading-bundle`` holds no solution code, so no variant of a submission's own can be computed."""
+    import dataclasses
+
+    from grader.judge.grading import Grader
+    from grader.testing import fill, write
+
+    grader = Grader(own_course)
+    a = own_course.assignment("attention_numpy")
+    bundle = grader.references.save_bundle(a, tmp_path / "bundle.json", solution_steps=False)
+    graded_there = Grader(own_course, executor=grader.executor)
+    card = graded_there.grade(dataclasses.replace(a, bundle=bundle),
+                              write(fill(a.skeleton, NUMPY_CORRECT), tmp_path / "sub.ipynb"))
+    assert card.score == card.max_score
+    assert card.execution["variant_inputs"] == ("the course's variants: this grader has no solution steps to "
+                                                "compute a submission's own variants with")
+    typed = graded_there.grade(dataclasses.replace(a, bundle=bundle), write(fill(a.skeleton, {
+        **NUMPY_CORRECT, "output": literal(grader.references.get(a).captures["output/0"].value)}), tmp_path / "t.ipynb"))
+    assert question(typed, "output").status == "failed"  # the course's variants still test it
+
+
+def test_a_draw_that_tests_less_than_the_course_variant_gives_way_to_it(own_course, tmp_path, monkeypatch):
+    """tokens_to_multihead's seed was chosen so that both variants change which word bank attends
+    to most. A draw of a submission's own that does not change it would test nothing there (the
+    answer is a word, typed in as easily as computed): it is not used. With one draw allowed, a
+    notebook whose draw misses is checked on the course's variant instead, and its card says so."""
+    import nbformat
+
+    from grader.files import sha256_file
+    from grader.judge import reference
+    from grader.judge.grading import Grader
+
+    monkeypatch.setattr(reference, "ATTEMPTS", 1)
+    grader = Grader(own_course)
+    a = own_course.assignment("tokens_to_multihead")
+    ref = grader.references.get(a)
+    assert all("reading/0" in changed for changed in ref.changed)
+    for k in range(20):
+        nb = nbformat.read(str(a.solution), as_version=4)
+        nb.cells.append(nbformat.v4.new_code_cell(f"# {k}"))
+        path = tmp_path / f"solution-{k}.ipynb"
+        nbformat.write(nb, str(path))
+        found = grader.references.variants_for(a, sha256_file(path))
+        if found.note:
+            break
+    else:
+        raise AssertionError("no draw missed the word in 20 notebooks")
+    missed = [v.number for v, own in zip(found.variants, found.captures, strict=True) if own is ref.variant_captures[v.number - 1]]
+    assert missed and found.note == (f"the course's variant {', '.join(map(str, missed))}: no draw of this "
+                                     "submission's own changed every answer it changes")
+    assert all("reading/0" in changed for changed in found.changed)
+    card = grader.grade(a, path)
+    assert card.score == card.max_score
+    assert card.execution["variant_inputs"] == found.note
+    assert question(card, "reading").variants == 2

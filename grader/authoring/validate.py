@@ -34,7 +34,8 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
         # An undefined given input is already reported with its fix; the reference run fails on it too.
         return problems or [str(exc)]
     # Graded from its reference bundle (a Gradescope image), the solution is not there to grade.
-    card = grader.grade(assignment, assignment.solution) if assignment.solution.is_file() else None
+    card = (grader.grade(assignment, assignment.solution, course_variants=True)  # the variants it checks
+            if assignment.solution.is_file() else None)
     if card is not None and (card.score != assignment.max_score or card.status != SubmissionStatus.GRADED):
         for q in card.questions:
             if q.status not in (QuestionStatus.PASSED, QuestionStatus.MANUAL):
@@ -51,7 +52,7 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
         problems.append(f"the skeleton {shown} is out of date with the "
                         f"solution (it is not what `grader assign` makes from it now): {assign_cmd}")
     else:
-        card = grader.grade(assignment, assignment.skeleton)
+        card = grader.grade(assignment, assignment.skeleton, course_variants=True)
         if card.score != 0:
             problems.append(f"the skeleton scores {card.score:g}, not 0")
         for q in card.questions:

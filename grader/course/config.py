@@ -200,7 +200,7 @@ def _question(r: Reader, inherit: Inherited, base: Path | None = None) -> Questi
 
 
 def _variants(r: Reader, default_count: int) -> VariantSpec:
-    r.only("count", "seed", "inputs")
+    r.only("count", "seed", "inputs", "per_submission")
     inputs_raw = r.get("inputs", {})
     if not isinstance(inputs_raw, dict):
         raise r.error(r.sub("inputs"), f"must be a mapping of name to expression (or null), got {describe(inputs_raw)}")
@@ -220,7 +220,8 @@ def _variants(r: Reader, default_count: int) -> VariantSpec:
             except SyntaxError as exc:
                 raise r.error(path, f"is not a Python expression: {exc.msg}") from None
         inputs.append((str(name), expr))
-    return VariantSpec(count=r.whole("count", default_count, minimum=0), seed=r.whole("seed", 0), inputs=tuple(inputs))
+    return VariantSpec(count=r.whole("count", default_count, minimum=0), seed=r.whole("seed", 0), inputs=tuple(inputs),
+                       per_submission=r.flag("per_submission", VariantSpec.per_submission))
 
 
 def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limits: Limits) -> Assignment:

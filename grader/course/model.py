@@ -113,7 +113,10 @@ class VariantSpec:
     """How the given inputs are varied to catch typed-in answers (see grader.judge.variants)."""
 
     count: int = 2
-    seed: int = 0
+    seed: int = 0  # the course's variants: what ``grader validate`` checks, and the fallback
+    # Each submission gets variants of its own (a seed from its content and a course secret), so
+    # inputs that leak from one run serve no other; costs solution runs per submission.
+    per_submission: bool = True
     # (name, rule): an expression, None for random values of the same shape and dtype, or KEEP for
     # an input that is never varied. A given input without a rule is varied at random.
     inputs: tuple[tuple[str, str | None], ...] = ()

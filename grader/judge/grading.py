@@ -23,8 +23,9 @@ from grader.files import printable, sha256_file
 from grader.judge import carry
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
 from grader.judge.jobs import answer_cells, build_carry_job, build_job
-from grader.judge.reference import Reference, References
+from grader.judge.reference import Reference, References, VariantSet
 from grader.judge.scorecard import Scorecard
+from grader.judge.variants import Variant
 from grader.run.execute import Executor
 from grader.run.forking import default_executor
 from grader.run.job import RunResult
@@ -60,7 +61,10 @@ class Grader:
     def reveal(self) -> bool:
         return self.course.scorecard.reveal(self.now)
 
-    def grade(self, assignment: Assignment, path: Path, *, student: str = "") -> Scorecard:
+    def grade(self, assignment: Assignment, path: Path, *, student: str = "",
+              course_variants: bool = False) -> Scorecard:
+        """The submission's scorecard. ``course_variants``: check it on the course's variants even
+        where the assignment draws variants per submission (``grader validate`` checks those)."""
         path = Path(path)
         started = time.monotonic()
         ref = self.references.get(assignment)  # a broken solution is an error for the whole run
@@ -69,12 +73,13 @@ class Grader:
                          status=SubmissionStatus.GRADED, score=0.0, max_score=assignment.max_score,
                          student=printable(student))
         try:
-            return self._grade(assignment, path, card, ref, cpu, started)
+            return self._grade(assignment, path, card, ref, cpu, started,
+                               own_variants=assignment.variants.per_submission and not course_variants)
         except OverBudget as exc:
             return self._over_budget(card, assignment, str(exc), cpu, started)
 
     def _grade(self, assignment: Assignment, path: Path, card: Scorecard, ref: Reference, cpu: CpuBudget,
-               started: float) -> Scorecard:
+               started: float, *, own_variants: bool) -> Scorecard:
         try:
             card.sha256 = sha256_file(path)
         except OSError as exc:
@@ -100,10 +105,16 @@ class Grader:
             # Variants run whatever the original run's ending (a crash, a timeout, a last cell that
             # ends the process): only a question that matched on every variant earns its points. They
             # also check a value that is right only given the student's own upstream values.
+            vset: VariantSet | None = None
             if ref.variants and (need_carry or _anything_passes(assignment, ctx)):
+                if own_variants:
+                    with cpu.aside():  # the solution's runs: not the submission's cost
+                        vset = self.references.variants_for(assignment, card.sha256)
+                else:
+                    vset = ref.course_set()
                 runs = []
                 budget = Budget(assignment.limits, run.duration)
-                for variant, vref, changed in zip(ref.variants, ref.variant_captures, ref.changed, strict=True):
+                for variant, vref, changed in zip(vset.variants, vset.captures, vset.changed, strict=True):
                     vjob = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
                                      traceback_lines=self.course.scorecard.traceback_lines, variant=variant)
                     if budget.left() <= 0:
@@ -119,7 +130,7 @@ class Grader:
                 need_carry = need_carry or any(carry.needed(assignment, ctx.upstream, r.student, r.reference)
                                                for r in runs)
         if need_carry:
-            ctx = self._carry_forward(assignment, ctx)
+            ctx = self._carry_forward(assignment, ctx, vset.variants if vset is not None else [])
             cpu.check("reading the values of the error-carried-forward runs")
         card.questions = grade_assignment(assignment, ctx)
         card.score = sum(q.score for q in card.questions)
@@ -128,9 +139,14 @@ class Grader:
         card.execution = execution_summary(run, self.executor.name, time.monotonic() - started,
                                            limits=assignment.limits, infos=infos,
                                            blocked=blocked_questions(card.questions))
+        if vset is not None and own_variants:
+            # Whether its variants were its own (never which values or seed): the course's stand in
+            # where the solution's steps or the secret are not here, or no draw tested as much.
+            card.execution["variant_inputs"] = ("this submission's own" if vset.own and not vset.note
+                                                else vset.note)
         return card
 
-    def _carry_forward(self, assignment: Assignment, ctx: Context) -> Context:
+    def _carry_forward(self, assignment: Assignment, ctx: Context, variants: list[Variant]) -> Context:
         """The solution's values computed from the student's own upstream values (``carry``): one
         sandboxed run of the solution for the notebook's data and one per variant, in a sandbox of
         their own (never the student's), only for a submission with a wrong step after a wrong step."""
@@ -145,8 +161,7 @@ class Grader:
             self._solution[assignment.name] = (cells, notebook.analyse(cells))
         cells, infos = self._solution[assignment.name]
         skip = self._skip[assignment.name]
-        ref = self.references.get(assignment)
-        by_number = {v.number: v for v in ref.variants}
+        by_number = {v.number: v for v in variants}
         with self.executor.session() as runner:
             carried = runner.run(build_carry_job(assignment, cells, infos, ctx.student, skip=skip)).captures
             runs = tuple(replace(v, carried=runner.run(build_carry_job(assignment, cells, infos, v.student, skip=skip,

@@ -11,6 +11,10 @@ the cells the instructor tagged to be skipped) into one file readable by the gra
 and an assignment whose config names it (``reference_bundle:``) is graded from it by
 ``References.get`` with no solution at all (``load_bundle``). Anything else that must carry
 references (to a cluster, say) or compiled solution steps should go through this pair.
+
+A submission's own variants (``variants.per_submission``) are computed by ``variants_for``: the
+solution's cells (from the notebook, or the steps a Gradescope bundle carries) run on the
+variants of the submission's seed, cached in memory and on disk by seed like the reference.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import functools
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +33,24 @@ from grader.errors import NotebookError, ProtocolError, SolutionError
 from grader.files import write_atomic
 from grader.judge import variants
 from grader.judge.checks import changed_answers
-from grader.judge.jobs import run_notebook, skip_sources
+from grader.judge.jobs import answer_cells, build_job, run_notebook, skip_sources
 from grader.run.execute import Executor
 from grader.run.job import Captured
 from grader.vocab import RunStatus
 
 BUNDLE_FORMAT = 1
+ATTEMPTS = 8  # draws per variant of a submission's own, before the course's variant stands in for it
+
+
+@dataclass(frozen=True)
+class VariantSet:
+    """The variants a submission is checked on, with the solution's values on each."""
+
+    variants: list[variants.Variant]
+    captures: list[dict[str, Captured]]
+    changed: list[frozenset[str]]  # per variant, the ids whose reference value it changes
+    own: bool = False  # drawn for this submission (else the course's, from ``variants.seed``)
+    note: str = ""  # why the course's variants stand in, in whole or in part
 
 
 @dataclass
@@ -48,6 +64,10 @@ class Reference:
     def changed(self) -> list[frozenset[str]]:
         """Per variant, the ids whose reference value it changes: the same for every submission."""
         return [changed_answers(self.captures, c) for c in self.variant_captures]
+
+    def course_set(self, note: str = "") -> VariantSet:
+        """The course's variants (``variants.seed``)."""
+        return VariantSet(list(self.variants), list(self.variant_captures), list(self.changed), note=note)
 
     def given(self) -> dict[str, capture.Value]:
         return {cid[len(variants.GIVEN_PREFIX):]: c.value for cid, c in self.captures.items()
@@ -63,6 +83,9 @@ class References:
         # (config digest, limits, variants, (path, mtime, size) per file) -> key
         self._keys: dict[tuple[str, str, str, tuple[tuple[str, int, int], ...]], str] = {}
         self._bundles: dict[str, tuple[Reference, list[str]]] = {}  # path -> (references, skip sources)
+        self._own: dict[tuple[str, int], VariantSet] = {}  # (reference key, seed) -> a submission's variants
+        self._steps: dict[str, tuple[list[notebook.Cell], list[notebook.CellInfo]]] = {}
+        self._secret: bytes | None = None
 
     def key(self, assignment: Assignment) -> str:
         if assignment.bundle is not None:  # the key its references were computed under, with the solution
@@ -211,6 +234,92 @@ class References:
 
     def _store(self, path: Path, ref: Reference) -> None:
         write_atomic(path, json.dumps(self._to_data(ref)))
+
+    def variants_for(self, assignment: Assignment, sha256: str) -> VariantSet:
+        """The variants of the submission whose content hash is ``sha256``: its own, drawn from a
+        seed only the course's secret gives (``variants.submission_seed``), with the solution run on
+        each. A draw must change every answer the course's variant of the same number changes (an
+        instructor's seed may have been chosen for that: "both variants change which word bank
+        attends to most"), else another is drawn, up to ``ATTEMPTS``; past that, or where the
+        solution fails on every draw, the course's variant stands in. Without the solution's cells
+        (a ``grading-bundle``) or the secret, the course's variants stand in, and ``note`` says why."""
+        ref = self.get(assignment)
+        if not ref.variants:
+            return ref.course_set()
+        try:
+            if self._secret is None:
+                self._secret = variants.variant_secret(self.course.cache_dir)
+            secret = self._secret
+        except OSError as exc:
+            return ref.course_set(f"the course's variants: the variant secret cannot be read ({exc})")
+        seed = variants.submission_seed(secret, sha256, assignment.name)
+        memo = (ref.key, seed)
+        if memo in self._own:
+            return self._own[memo]
+        path = (self.course.cache_dir / "references" / "variants" /
+                f"{assignment.name}-{ref.key[:12]}-{hashlib.sha256(str(seed).encode()).hexdigest()[:20]}.json")
+        found = self._load_set(path, ref)
+        if found is None:
+            try:
+                cells, infos = self._solution_steps(assignment)
+            except SolutionError:
+                return ref.course_set("the course's variants: this grader has no solution steps to compute a "
+                                      "submission's own variants with")
+            found = self._draw(assignment, ref, seed, cells, infos)
+            if found.own:
+                write_atomic(path, json.dumps({"variants": [{"number": v.number, "values": v.values}
+                                                            for v in found.variants],
+                                               "variant_captures": [self._encode(c) for c in found.captures],
+                                               "note": found.note}))
+        self._own[memo] = found
+        return found
+
+    def _solution_steps(self, assignment: Assignment) -> tuple[list[notebook.Cell], list[notebook.CellInfo]]:
+        if assignment.name not in self._steps:
+            cells = answer_cells(assignment, self.solution_cells(assignment))
+            self._steps[assignment.name] = (cells, notebook.analyse(cells))
+        return self._steps[assignment.name]
+
+    def _draw(self, assignment: Assignment, ref: Reference, seed: int, cells: list[notebook.Cell],
+              infos: list[notebook.CellInfo]) -> VariantSet:
+        out = VariantSet([], [], [], own=True)
+        stood_in = []
+        given = ref.given()
+        for slot, course_variant in enumerate(ref.variants):
+            for attempt in range(ATTEMPTS):
+                variant = variants.make_variants(assignment, given, seed=variants.attempt_seed(seed, attempt))[slot]
+                job = build_job(assignment, cells, infos, assignment.solution, hints=False, skip=set(), variant=variant)
+                run = self.executor.run(replace(job, files=tuple(f for f in job.files if f[0] != assignment.solution)))
+                if run.status != RunStatus.OK or run.errors:
+                    continue  # a draw the solution itself cannot run: another
+                changed = changed_answers(ref.captures, run.captures)
+                if changed >= ref.changed[slot]:
+                    out.variants.append(variant)
+                    out.captures.append(run.captures)
+                    out.changed.append(changed)
+                    break
+            else:
+                stood_in.append(course_variant.number)
+                out.variants.append(course_variant)
+                out.captures.append(ref.variant_captures[slot])
+                out.changed.append(ref.changed[slot])
+        if stood_in:
+            which = ", ".join(str(n) for n in stood_in)
+            return replace(out, note=f"the course's variant {which}: no draw of this submission's own changed "
+                                     f"every answer it changes")
+        return out
+
+    def _load_set(self, path: Path, ref: Reference) -> VariantSet | None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            vs = [variants.Variant(number=v["number"], values=v["values"]) for v in data["variants"]]
+            caps = [self._decode(c) for c in data["variant_captures"]]
+            if len(vs) != len(caps):
+                return None
+        except (OSError, ValueError, KeyError, TypeError, ProtocolError):
+            return None  # absent or damaged: computed again
+        return VariantSet(vs, caps, [changed_answers(ref.captures, c) for c in caps], own=True,
+                          note=str(data.get("note", "")))
 
     def _compute(self, assignment: Assignment, key: str) -> Reference:
         run, _ = run_notebook(assignment, assignment.solution, self.executor, hints=True)

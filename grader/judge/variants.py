@@ -11,14 +11,25 @@ Variant values are made here, in the grader's process, from the solution's own g
 random numbers of the same shape and dtype from a seeded generator by default, or an expression
 the instructor writes in config.yaml (with ``rng``, ``np``, ``value``, ``shape`` and ``variant``
 in scope). Every given input is varied unless its rule says ``keep``: rules for some inputs never
-silently stop the others from being tested. They are hidden from students: neither the values nor the seeds are written to any
-file students get.
+silently stop the others from being tested. They are hidden from students: neither the values nor
+the seeds are written to any file students get.
+
+The course's seed (``variants.seed``) gives the variants ``grader validate`` checks. With
+``variants.per_submission`` each submission also gets variants of its own, from a seed derived
+from its content and a course secret (``submission_seed``), so inputs that leak from one
+submission's run serve no other: the secret comes from ``GRADER_VARIANT_SECRET``, else from a file
+made once in the course's cache (``variant_secret``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import os
+import secrets
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -145,9 +156,55 @@ def _plain(value: Value) -> Any:
     return value.data
 
 
-def make_variants(assignment: Assignment, given: dict[str, Value]) -> list[Variant]:
-    """The assignment's variants, from the solution's given values. Deterministic."""
+SECRET_ENV = "GRADER_VARIANT_SECRET"
+SECRET_FILE = "variant-secret"
+
+
+def variant_secret(cache_dir: Path) -> bytes:
+    """The course's secret for per-submission seeds: ``GRADER_VARIANT_SECRET`` when set (the same
+    on every machine that grades the course, so shards and re-runs agree), else 32 random bytes
+    written once to ``cache_dir/variant-secret``, readable by the grader's uid alone."""
+    given = os.environ.get(SECRET_ENV, "")
+    if given:
+        return given.encode("utf-8", errors="surrogateescape")
+    path = cache_dir / SECRET_FILE
+    if not path.exists():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".variant-secret-")  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(32))
+            os.link(tmp, path)  # whole or not at all; of graders starting at once, the first wins
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    text = path.read_text().strip()
+    if len(text) < 32:
+        raise OSError(f"{path} does not hold a variant secret; remove it to make a new one")
+    return text.encode()
+
+
+def submission_seed(secret: bytes, sha256: str, assignment: str) -> int:
+    """The seed of one submission's variants: HMAC-SHA256 of the course secret over the
+    submission's content hash and the assignment. Unpredictable without the secret, so a variant
+    that leaks from one submission tells nothing about another's."""
+    digest = hmac.new(secret, f"{sha256}/{assignment}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def attempt_seed(seed: int, attempt: int) -> int:
+    """Another seed from ``seed``, for a draw that did not test what the course's variant tests."""
+    if attempt == 0:
+        return seed
+    return int.from_bytes(hashlib.sha256(f"{seed}/attempt/{attempt}".encode()).digest()[:8], "little")
+
+
+def make_variants(assignment: Assignment, given: dict[str, Value], *, seed: int | None = None) -> list[Variant]:
+    """The assignment's variants, from the solution's given values: with the course's seed, or
+    with ``seed``. Deterministic."""
     spec = assignment.variants
+    seed = spec.seed if seed is None else seed
     rules = dict(spec.inputs)
     names = varied_names(assignment)
     out = []
@@ -157,7 +214,7 @@ def make_variants(assignment: Assignment, given: dict[str, Value]) -> list[Varia
             original = given.get(name)
             if original is None:
                 raise SolutionError(undefined_given_message(assignment, name))
-            rng = _rng(spec.seed, number, name)
+            rng = _rng(seed, number, name)
             rule = rules.get(name)
             if rule is None:
                 new = _random_like(original, rng)
