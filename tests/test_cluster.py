@@ -315,3 +315,30 @@ def test_without_distributed_cluster_is_a_one_line_usage_error(tmp_path, klass, 
     assert (done.returncode, done.stderr.strip()) == (
         2, "grader: --cluster needs Dask's distributed package, which is not installed: "
            "pip install 'notebook-grader[cluster]'.")
+
+
+def test_workers_draw_a_submissions_own_variants_as_the_client_does(tmp_path, monkeypatch, course):
+    """The variant secret travels with the bundle: a worker whose own cache holds another secret
+    (another machine) still checks a submission on the variants the client would draw for it."""
+    import dataclasses
+
+    from grader.batch.cluster import bundle_for_workers
+    from grader.batch.dask_plugin import WorkerGrader
+    from grader.judge.grading import Grader
+
+    monkeypatch.delenv("GRADER_VARIANT_SECRET", raising=False)
+    client = Grader(dataclasses.replace(course, cache_dir=tmp_path / "client-cache"), executor=None)
+    a = client.course.assignment("attention_numpy")
+    bundle = bundle_for_workers(client, a, "fingerprint")
+    assert bundle.variant_secret == (tmp_path / "client-cache" / "variant-secret").read_bytes().strip()
+    elsewhere = dataclasses.replace(bundle, course=dataclasses.replace(bundle.course, cache_dir=tmp_path / "worker"))
+    worker = WorkerGrader(elsewhere)
+    try:
+        graded_there = worker._ready()
+        sha = "5" * 64
+        drawn = graded_there.references.variants_for(worker.assignment, sha)
+        assert drawn.own and not drawn.note
+        assert [v.values for v in drawn.variants] == [v.values for v in client.references.variants_for(a, sha).variants]
+        assert not (tmp_path / "worker" / "variant-secret").exists()
+    finally:
+        worker.close()

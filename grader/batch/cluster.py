@@ -10,7 +10,8 @@ scorecard in plain data.
 - **What workers get** (``bundle_for_workers``): the course settings, the assignment, its
   reference bundle (``References.save_bundle``: the reference values the client computed, the
   skipped cells' sources and the solution's steps the carry-forward runs execute) and the data
-  files students' notebooks read. A worker grades from the bundle, as an assignment with
+  files students' notebooks read, and the variant secret submissions' own variants are drawn
+  with. A worker grades from the bundle, as an assignment with
   ``reference_bundle:`` does, and gives the scores this machine would. It reaches every worker, including
   one that joins later, as a Dask worker plugin (``grader.batch.dask_plugin``), which also keeps
   one executor per worker process alive across tasks (the forking executor's warm server and its
@@ -74,6 +75,9 @@ class Bundle:
     data: tuple[tuple[str, bytes], ...]  # (path relative to the solution folder, content)
     executor: str
     code: str  # the client's code digest: a worker running other grader code refuses
+    # The client's variant secret, so every worker draws a submission's own variants as the client
+    # would (``References.variants_for``); empty when the client has none to give.
+    variant_secret: bytes
     fingerprint: str
 
 
@@ -87,8 +91,13 @@ def bundle_for_workers(grader: Grader, assignment: Assignment, fingerprint: str)
     with tempfile.TemporaryDirectory(prefix="grader-bundle-") as tmp:
         path = grader.references.save_bundle(assignment, Path(tmp) / "references.json", solution_steps=True)
         references = path.read_bytes()
+    try:
+        secret = grader.references.variant_secret() if assignment.variants.per_submission else b""
+    except OSError:
+        secret = b""  # each worker then uses its own, or falls back to the course's variants
     return Bundle(course=grader.course, assignment=assignment, references=references, data=data,
-                  executor=grader.executor.name, code=code_digest(), fingerprint=fingerprint)
+                  executor=grader.executor.name, code=code_digest(), fingerprint=fingerprint,
+                  variant_secret=secret)
 
 
 # -- the client ----------------------------------------------------------------------------

@@ -68,6 +68,8 @@ class WorkerGrader:
                 self.assignment = dataclasses.replace(a, solution=home / a.solution.name,
                                                       skeleton=home / a.skeleton.name, bundle=bundle)
                 self.grader = Grader(self.bundle.course, executors.make_executor(self.bundle.executor))
+                if self.bundle.variant_secret:
+                    self.grader.references.secret = self.bundle.variant_secret
             return self.grader
 
     def grade(self, name: str, content: bytes, student: str) -> dict[str, Any]:

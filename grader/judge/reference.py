@@ -85,7 +85,7 @@ class References:
         self._bundles: dict[str, tuple[Reference, list[str]]] = {}  # path -> (references, skip sources)
         self._own: dict[tuple[str, int], VariantSet] = {}  # (reference key, seed) -> a submission's variants
         self._steps: dict[str, tuple[list[notebook.Cell], list[notebook.CellInfo]]] = {}
-        self._secret: bytes | None = None
+        self.secret: bytes | None = None  # the variant secret (``variant_secret``), once read or given
 
     def key(self, assignment: Assignment) -> str:
         if assignment.bundle is not None:  # the key its references were computed under, with the solution
@@ -247,9 +247,7 @@ class References:
         if not ref.variants:
             return ref.course_set()
         try:
-            if self._secret is None:
-                self._secret = variants.variant_secret(self.course.cache_dir)
-            secret = self._secret
+            secret = self.variant_secret()
         except OSError as exc:
             return ref.course_set(f"the course's variants: the variant secret cannot be read ({exc})")
         seed = variants.submission_seed(secret, sha256, assignment.name)
@@ -273,6 +271,13 @@ class References:
                                                "note": found.note}))
         self._own[memo] = found
         return found
+
+    def variant_secret(self) -> bytes:
+        """The course secret the seeds of submissions' own variants are derived from: given (a
+        cluster's workers get the client's), or ``variants.variant_secret``. Raises OSError."""
+        if self.secret is None:
+            self.secret = variants.variant_secret(self.course.cache_dir)
+        return self.secret
 
     def _solution_steps(self, assignment: Assignment) -> tuple[list[notebook.Cell], list[notebook.CellInfo]]:
         if assignment.name not in self._steps:
