@@ -8,6 +8,7 @@ import io
 import json
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -484,7 +485,12 @@ def test_run_autograder_grades_the_submission_into_results_json(autograder):
     assert data["tests"][2]["name"] == "scaled: Scaled scores" and data["tests"][2]["status"] == "failed"
     assert "Likely mistake: The scores are not divided by sqrt(d_k)." in data["tests"][2]["output"]
     assert proc.stdout.strip() == "graded attention_numpy.ipynb: graded, 9/11"
-    assert not (root / "source/course/.grader-cache").exists(), "graded from the bundle, nothing is computed"
+    # Graded from the bundle: the reference is not computed again. What the cache holds is the
+    # submission's own variants (the solution's steps run on them) and the secret they are drawn with.
+    cache = root / "source/course/.grader-cache"
+    assert not list((cache / "references").glob("*.json")), "graded from the bundle, no reference is computed"
+    assert [p.name.split("-")[0] for p in (cache / "references/variants").iterdir()] == ["attention_numpy"]
+    assert stat.S_IMODE((cache / "variant-secret").stat().st_mode) == 0o600
 
 
 def test_run_autograder_writes_results_for_broken_submissions(autograder):
