@@ -489,7 +489,8 @@ def test_run_autograder_grades_the_submission_into_results_json(autograder):
     # submission's own variants (the solution's steps run on them) and the secret they are drawn with.
     cache = root / "source/course/.grader-cache"
     assert not list((cache / "references").glob("*.json")), "graded from the bundle, no reference is computed"
-    assert [p.name.split("-")[0] for p in (cache / "references/variants").iterdir()] == ["attention_numpy"]
+    # (one file per submission the shared autograder folder has graded so far, this one's among them)
+    assert {p.name.split("-")[0] for p in (cache / "references/variants").iterdir()} == {"attention_numpy"}
     assert stat.S_IMODE((cache / "variant-secret").stat().st_mode) == 0o600
 
 
