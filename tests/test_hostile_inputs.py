@@ -110,3 +110,26 @@ def test_a_notebook_too_costly_to_analyse_ends_with_its_reason_not_the_batch(tmp
     with open(out / "gradebook.csv", newline="", encoding="utf-8") as f:
         assert {row["submission"]: row["status"] for row in csv.DictReader(f)} == {
             "honest.ipynb": "graded", "costly.ipynb": "over_budget"}
+
+
+def test_a_capture_too_costly_to_decode_ends_that_submission_after_its_run(grader, numpy_assignment, tmp_path):
+    """95,000 small dicts as an answer: within the frame's size and item limits, yet about 2.5 s of
+    the grader's CPU to decode and compare, against a few hundredths for the honest notebook. With
+    a budget of 0.3 s the check after the run's values are read stops it there."""
+    import dataclasses
+
+    a = dataclasses.replace(numpy_assignment,
+                            limits=dataclasses.replace(numpy_assignment.limits, grader_cpu=0.3))
+    honest = grader.grade(a, write_notebook(fill(SKELETON, NUMPY_CORRECT), tmp_path / "honest.ipynb"))
+    assert (honest.status, honest.score) == ("graded", 11)
+    costly = grader.grade(a, write_notebook(fill(SKELETON, {
+        **NUMPY_CORRECT, "output": '[{"a": [i, (i,)]} for i in range(95_000)]'}), tmp_path / "costly.ipynb"))
+    assert (costly.status, costly.score) == ("over_budget", 0)
+    assert "of its own CPU time on this submission (reading the values its run sent), more than the 0.3 s" \
+        in costly.reason
+    assert costly.execution["grader_cpu"] > 0.3
+
+
+def write_notebook(nb, path: Path) -> Path:
+    nbformat.write(nb, str(path))
+    return path
