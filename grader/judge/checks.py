@@ -439,9 +439,10 @@ def _variant_problem(check: Check, ctx: Context, res: CheckResult) -> str:
     if broken and not res.variants:
         # Every variant that would test this value broke first in a wrong answer's code: nothing
         # shows the value is computed rather than typed in, so it is not carried forward blindly.
-        names = _names_list(tuple(sorted(n for o in broken for n in o.names)))
-        return (f"{check.label} could not be checked on other data: on every variant the code of {names}, "
-                "which is not right yet, fails before it; fix that first.")
+        found = tuple(sorted({n for o in broken for n in o.names}))
+        return (f"{check.label} could not be checked on other data: on every variant the code of "
+                f"{_names_list(found)}, which {'is' if len(found) == 1 else 'are'} not right yet, fails before it; "
+                "fix that first.")
     return ""
 
 
