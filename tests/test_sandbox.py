@@ -717,15 +717,36 @@ def hoard_limits(small):
     return dataclasses.replace(small, limits=dataclasses.replace(small.limits, memory_mb=1024, file_size_mb=64))
 
 
+@pytest.fixture(scope="module")
+def bare(course):
+    """No seccomp filter, no Landlock and no memory cgroup: per-process limits alone."""
+    return Grader(course, executor=SubprocessExecutor(features=dataclasses.replace(
+        FEATURES, seccomp=False, landlock=0, memory_cgroup=False)))
+
+
+def stopped_for_memory(card, megabytes: int) -> bool:
+    """Whether the appended cell was ended by the run's memory cgroup, and the rest graded all the same."""
+    words = f"cell {HOSTILE} used more memory than the run may hold ({megabytes} MB for all its processes and files"
+    return any(e["cell"] == HOSTILE and words in e["error"] for e in card.execution["errors"])
+
+
 @needs["seccomp"]
-def test_memfd_files_are_refused_so_they_hold_no_memory_beyond_the_limit(grader, unfiltered, hoard_limits, tmp_path):
+def test_memfd_files_are_refused_so_they_hold_no_memory_beyond_the_limit(grader, bare, unfiltered, hoard_limits,
+                                                                         tmp_path):
     path = write(fill(hoard_limits.skeleton, NUMPY_CORRECT, append=[memfd_hoard(18, 64)]), tmp_path / "hoard.ipynb")
-    # The threat, without the filter: 18 files of 64 MB, 1152 MB held under a 1024 MB limit, and the
-    # scorecard says that memfd was not refused there.
-    bare = unfiltered.grade(hoard_limits, path)
-    assert probe(bare) == {"held_mb": 1152, "stop": "done"}
-    assert "seccomp" not in bare.execution["sandbox"]
-    assert any(n.startswith("memfd: no seccomp filter") for n in bare.execution["sandbox_not_enforced"])
+    # The threat, with per-process limits alone: 18 files of 64 MB, 1152 MB held under a 1024 MB
+    # limit, and the scorecard says that neither memfd nor the run's memory was bounded.
+    card = bare.grade(hoard_limits, path)
+    assert probe(card) == {"held_mb": 1152, "stop": "done"}
+    assert "seccomp" not in card.execution["sandbox"]
+    assert any(n.startswith("memfd: no seccomp filter") for n in card.execution["sandbox_not_enforced"])
+    assert any(n.startswith("memory: bounded per process") for n in card.execution["sandbox_not_enforced"])
+    # A memory cgroup without the filter: the files count, and the cell is ended at the run's limit.
+    if "memory" in ACTIVE:
+        card = unfiltered.grade(hoard_limits, path)
+        assert stopped_for_memory(card, 1024), card.execution["errors"]
+        assert_all_questions_passed(card)
+        assert card.execution["sandbox_not_enforced"] == []
     # With the filter: the first memfd_create fails with EPERM in the student's cell, nothing is
     # held, and the notebook is graded as usual.
     card = grader.grade(hoard_limits, path)
@@ -734,7 +755,66 @@ def test_memfd_files_are_refused_so_they_hold_no_memory_beyond_the_limit(grader,
     assert_all_questions_passed(card)
     assert "seccomp" in card.execution["sandbox"]
     assert not any(n.startswith("memfd") for n in card.execution["sandbox_not_enforced"])
+    memory_line = any(n.startswith("memory: bounded per process") for n in card.execution["sandbox_not_enforced"])
+    assert memory_line == ("memory" not in ACTIVE)
+
+
+def spread(children: int, child_mb: int, own_mb: int) -> str:
+    """A cell that starts children holding ``child_mb`` MB each, then holds ``own_mb`` MB itself,
+    16 MB at a time, and reports what it held and how many children are still there."""
+    return f"""
+import json, os, time
+def hold(mb):
+    block = bytearray(mb << 20)
+    block[::4096] = b'y' * len(block[::4096])
+    return block
+children = []
+for _ in range({children}):
+    pid = os.fork()
+    if pid == 0:
+        kept = hold({child_mb})
+        time.sleep(30)
+        os._exit(0)
+    children.append(pid)
+time.sleep(1.0)
+held = [hold(16) for _ in range({own_mb} // 16)]
+time.sleep(0.5)
+alive = sum(os.waitpid(p, os.WNOHANG) == (0, 0) for p in children)
+raise RuntimeError('probe ' + json.dumps({{'held_mb': 16 * len(held), 'children': alive}}))
+"""
+
+
+@needs["memory"]
+def test_all_processes_of_a_run_share_one_memory_limit(grader, bare, small, tmp_path):
+    limited = dataclasses.replace(small, limits=dataclasses.replace(small.limits, memory_mb=512))
+    # Eight children of 40 MB, then 256 MB in the cell's own process: about 600 MB in all, and no
+    # process near its own 512 MB of address space. Per-process limits alone let it all be held.
+    path = write(fill(limited.skeleton, NUMPY_CORRECT, append=[spread(8, 40, 256)]), tmp_path / "spread.ipynb")
+    card = bare.grade(limited, path)
+    assert probe(card) == {"held_mb": 256, "children": 8}
     assert any(n.startswith("memory: bounded per process") for n in card.execution["sandbox_not_enforced"])
+    # One limit for the whole run: the cell's process, by then the largest, is ended at 512 MB;
+    # the scorecard says why, and the notebook is graded without that cell.
+    card = grader.grade(limited, path)
+    assert stopped_for_memory(card, 512), card.execution["errors"]
+    assert_all_questions_passed(card)
+    assert "memory" in card.execution["sandbox"] and card.execution["sandbox_not_enforced"] == []
+    # Six children of 96 MB: the kernel ends the largest processes (children) until the rest fit,
+    # and the cell, still under the limit, goes on.
+    path = write(fill(limited.skeleton, NUMPY_CORRECT, append=[spread(6, 96, 0)]), tmp_path / "children.ipynb")
+    assert probe(bare.grade(limited, path)) == {"held_mb": 0, "children": 6}
+    held = probe(grader.grade(limited, path))
+    assert held["children"] < 6, held
+    # The runs' cgroups are gone with them: none is left whose keeper has ended (other tests' runs
+    # may be under way).
+    place = sandbox.cgroup.place()
+    assert place is not None
+
+    def left_over() -> list[str]:
+        return [n for n in os.listdir(place.path) if n.startswith(sandbox.cgroup.PREFIX)
+                and not os.path.exists(f"/proc/{n[len(sandbox.cgroup.PREFIX):]}")]
+
+    assert soon(lambda: not left_over()), left_over()
 
 
 @needs["seccomp"]

@@ -194,6 +194,14 @@ def run_with_retries(executor: Spawner, job: Job) -> RunResult:
     return result
 
 
+def _out_of_memory(handle: Any, job: Job) -> str:
+    """The run's memory limit in words, if its cgroup ended one of its processes for lack of memory; else ""."""
+    pid = getattr(handle, "pid", None)
+    if not isinstance(pid, int) or not sandbox.oom_kills(pid):
+        return ""
+    return f"the run may hold ({job.limits.memory_mb} MB for all its processes and files together) and was stopped"
+
+
 def _one_attempt(executor: Spawner, job: Job, deadline: float) -> _Attempt:
     out = _Attempt()
     shared = executor.workdir_for(job)  # a session's, kept from run to run
@@ -232,17 +240,20 @@ def _one_attempt(executor: Spawner, job: Job, deadline: float) -> _Attempt:
                                                          ename="TimeoutError", evalue=out.reason)
                     return out
                 if msg is None:
+                    memory = _out_of_memory(handle, job)
                     if running is not None:
                         cell = job.cells[running]
+                        why = (f"used more memory than {memory}" if memory else
+                               "ended the Python process (sys.exit, os._exit, a kill signal or running out of memory)")
                         out.cells[running] = CellRun(
                             pos=running, index=cell.index, status=CellStatus.CRASHED, ename="ProcessExit",
-                            evalue=f"cell {cell.index} ended the Python process (sys.exit, os._exit, a kill signal "
-                                   "or running out of memory)",
+                            evalue=f"cell {cell.index} {why}",
                         )
                         out.status, out.bad_pos, out.reason = _Ending.CRASHED, running, out.cells[running].evalue
                     elif out.status == _Ending.OK and not _done(out):
                         out.status = _Ending.CRASHED
-                        out.reason = "the notebook's process ended before grading could finish"
+                        out.reason = (f"the notebook used more memory than {memory}" if memory else
+                                      "the notebook's process ended before grading could finish")
                     return out
                 running, cell_deadline = _handle(msg, job, out, running, cell_deadline)
                 if msg.get("ev") == "done":

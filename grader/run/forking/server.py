@@ -167,6 +167,7 @@ class _Pool:
         self.idle: list[tuple[int, socket.socket]] = []
         self.children: set[int] = set()  # every child not yet reaped, idle or running
         self.released: set[int] = set()  # killed by the grader, to be reaped
+        self.cgroups: set[int] = set()  # memory cgroups of reaped children, to be removed once empty
 
     def fill(self) -> None:
         while len(self.idle) < self.size:
@@ -209,6 +210,9 @@ class _Pool:
             if done:
                 self.released.discard(pid)
                 self.children.discard(pid)
+                if self.plan is not None and self.plan.get("memory_cgroup"):
+                    self.cgroups.add(pid)  # a child killed before its session ended: its cgroup, once empty
+        self.cgroups = {pid for pid in self.cgroups if not sandbox.cgroup.remove(pid, timeout=0)}
 
     def end(self) -> None:
         for _, chan in self.idle:
@@ -217,7 +221,7 @@ class _Pool:
             _kill_group(pid)
         self.released |= self.children
         deadline = time.monotonic() + 5
-        while self.released and time.monotonic() < deadline:
+        while (self.released or self.cgroups) and time.monotonic() < deadline:
             self.reap()
             time.sleep(0.02)
 
@@ -230,7 +234,7 @@ def serve_forever(sock: socket.socket, pool_size: int = POOL, plan: dict[str, bo
     try:
         while True:
             pool.fill()
-            ready, _, _ = select.select([sock], [], [], 1.0 if pool.released else None)
+            ready, _, _ = select.select([sock], [], [], 1.0 if pool.released or pool.cgroups else None)
             pool.reap()
             if not ready:
                 continue
@@ -372,6 +376,10 @@ def main(argv: list[str] | None = None) -> None:
     # sandbox.Features.to_wire(): the children serve sessions
     plan: dict[str, bool] | None = json.loads(argv[3]) if len(argv) > 3 and argv[3] else None
     _, loaded = preload(modules)
+    if plan is not None and plan.get("memory_cgroup"):
+        sandbox.cgroup.sweep()  # found once here, not again in every child; what a killed grader left, gone
+    if plan is not None and plan.get("seccomp"):
+        sandbox.prepare_seccomp(sandbox.Features.from_wire(plan).seccomp_sockets)  # built once, loaded per run
     sock.sendall(json.dumps({"ev": "ready", "pid": os.getpid(), "preloaded": loaded, "threads": _threads()}).encode())
     serve_forever(sock, pool, plan)
 

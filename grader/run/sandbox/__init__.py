@@ -6,6 +6,9 @@ Any executor uses the same few calls. On the grader's side:
     prepare_workdir(files) a fresh private directory with the submission and the data files
     environment(workdir)   the whole environment of a student process (an allow-list)
     terminate(pid)         end a student process and everything it started, wherever it went
+    oom_kills(pid)         how many of the run's processes its memory cgroup ended (0: none, or no cgroup)
+    cgroup.remove(pid)     remove a run's memory cgroup (the forking server, for children it ended)
+    prepare_seccomp(...)   build the seccomp filters before forking the processes that load them
     remove_workdir(path)
 
 In the student process, first thing, before any student code and before the job's cells are even
@@ -31,6 +34,8 @@ What enter() puts in place, each where the platform allows it (``features()`` sa
   but the channel; a scrubbed environment;
 * rlimits: CPU time, address space, file size, open files, processes (as root, counted for a
   uid used by this run only, so the limit holds even though the grader is root);
+* a memory cgroup of its own where the grader can make one (``cgroup``): one limit for all its
+  processes and everything they hold in memory, files on its tmpfs, memfd and shared memory too;
 * a new network namespace: no network at all, and the host's loopback servers unreachable (its
   own loopback is up and empty, so a connection is refused);
 * a new mount namespace and a new root: read-only system and Python directories, the grader
@@ -55,6 +60,7 @@ and the given inputs, nothing of the solution's results.
 The package, in the order a run meets it:
 
     probe   what the platform allows (``Features``, ``features()``, ``job_uid``)
+    cgroup  the run's memory cgroup: made by the keeper, joined by the run, read and removed by the grader
     host    the grader's side: working directory, environment, ``terminate`` and its /proc helpers
     enter   the student's side: ``enter``, ``enter_session``, the limits, the in-place fallback
     tree    the keeper, the namespace's init and a session's runs, as processes
@@ -69,6 +75,8 @@ within the package alone.
 from __future__ import annotations
 
 from grader.errors import SandboxError, SessionSetupError
+from grader.run.sandbox import cgroup
+from grader.run.sandbox.cgroup import oom_kills
 from grader.run.sandbox.enter import enter, enter_session
 from grader.run.sandbox.host import environment, prepare_workdir, remove_workdir, terminate
 from grader.run.sandbox.probe import (
@@ -80,10 +88,12 @@ from grader.run.sandbox.probe import (
     not_enforced,
     sessions_possible,
 )
+from grader.run.sandbox.seccomp import prepare as prepare_seccomp
 
 __all__ = [
     "FEATURES",
     "UID_BASE",
+    "cgroup",
     "Features",
     "SandboxError",
     "SessionSetupError",
@@ -93,6 +103,8 @@ __all__ = [
     "features",
     "job_uid",
     "not_enforced",
+    "oom_kills",
+    "prepare_seccomp",
     "prepare_workdir",
     "remove_workdir",
     "sessions_possible",

@@ -18,6 +18,7 @@ import tempfile
 from typing import TYPE_CHECKING
 
 from grader.errors import SandboxError, SessionSetupError
+from grader.run.sandbox import cgroup
 from grader.run.sandbox.harden import harden
 from grader.run.sandbox.host import environment, processes_of
 from grader.run.sandbox.linux import (
@@ -127,13 +128,19 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
     first = (CLONE_NEWUSER if plan.user_ns else 0) | (CLONE_NEWPID if plan.pid_ns else 0)
     rest = (CLONE_NEWNS if plan.mount_ns else 0) | (CLONE_NEWNET if plan.net_ns else 0) | (
         CLONE_NEWIPC if plan.ipc_ns else 0)
+    memory = cgroup.create(keeper) if plan.memory_cgroup else None  # made by the keeper, outside it
+    if memory is not None and limits is not None:
+        memory.set_limit(int(limits["memory_mb"]))
     if first:
         unshare(first)
     if plan.user_ns:
         map_ids(real_uid, real_gid)
     if uid is not None:
         forget_keys_of(uid)  # a uid used before (pids wrap around) starts with no key of an earlier run
-    fork_keeper(channel, workdir, subreaper=not plan.pid_ns, view=ahead[1] if ahead else None, uid=uid)
+    fork_keeper(channel, workdir, subreaper=not plan.pid_ns, view=ahead[1] if ahead else None, uid=uid,
+                memory=memory is not None)
+    if memory is not None:
+        memory.join()  # before anything else: every process of the run is born in it
     if plan.pid_ns:
         _die_with_parent()  # the namespace's init goes with the keeper, and everything in it with init
     # Without a pid namespace the student outlives a keeper it killed and finishes the notebook; the
@@ -149,6 +156,8 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
         setup, control = _await_session(ahead[0], plan)
         try:
             limits, workdir = setup["limits"], setup["workdir"]
+            if memory is not None:  # through descriptors opened before the view hid /sys/fs/cgroup
+                memory.set_limit(int(limits["memory_mb"]))
             finish_view(ahead[1], workdir, int(limits.get("disk_mb", 256)), owner)
         except (OSError, SandboxError, KeyError, TypeError, ValueError) as exc:
             raise SessionSetupError(f"the working directory cannot be set up: {exc}", control) from None

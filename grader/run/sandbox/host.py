@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from grader.errors import SandboxError
+from grader.run.sandbox import cgroup
 from grader.run.sandbox.probe import job_uid
 
 ALLOWED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
@@ -83,7 +84,8 @@ def terminate(pid: int) -> None:
 
     Call it before reaping ``pid``, so that neither the pid nor its process group can have been
     reused. Kills, in this order of reach: the process tree (stopped first so it cannot grow), the
-    process group, and, when the grader is root, every process of the run's own uid.
+    process group, and, when the grader is root, every process of the run's own uid. Then removes
+    the run's memory cgroup, if it had one.
     """
     victims = stop_tree(pid) | {pid}
     for p in victims:
@@ -101,6 +103,8 @@ def terminate(pid: int) -> None:
         for p in mine:
             send_signal(p, signal.SIGKILL)
         time.sleep(0.002)
+    if cgroup.place() is not None:
+        cgroup.remove(pid)
 
 
 def send_signal(pid: int, sig: int) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import SandboxError
-from grader.run.sandbox import landlock, seccomp
+from grader.run.sandbox import cgroup, landlock, seccomp
 from grader.run.sandbox.linux import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -43,6 +43,7 @@ FEATURES = {
     "session": "own session and process group",
     "env": "scrubbed environment",
     "limits": "limits on CPU time, memory, open files and file size",
+    "memory": "one memory limit for all its processes and the files, memfd and shared memory they hold (cgroup)",
     "processes": "process limit",
     "cleanup": "every process it starts is ended with it",
     "network": "no network (own network namespace)",
@@ -73,6 +74,7 @@ class Features:
     drop_user: bool = False  # root: the student runs as job_uid(keeper pid)
     landlock: int = 0  # the Landlock ABI applied (0: none); grader.run.sandbox.landlock
     seccomp: bool = False  # grader.run.sandbox.seccomp
+    memory_cgroup: bool = False  # a memory cgroup per sandbox: grader.run.sandbox.cgroup
 
     def to_wire(self) -> dict[str, bool]:
         return dataclasses.asdict(self)
@@ -99,6 +101,8 @@ class Features:
         if not self.linux:
             return ("env", "limits")
         out = ["session", "env", "limits"]
+        if self.memory_cgroup:
+            out.append("memory")
         if self.drop_user or self.user_ns or not self.root:
             out.append("processes")
         out.append("cleanup")
@@ -149,6 +153,9 @@ class Features:
             out.append("processes: limited per user, counting the grader's own processes")
         if not self.pid_ns:
             out.append("cleanup: by process tree and group, not by namespace")
+        if not self.memory_cgroup:
+            out.append("memory: no memory cgroup can be made here, so the limit is each process's address space, "
+                       "not what all the run's processes and files hold together")
         return out
 
     def describe(self) -> str:
@@ -159,13 +166,14 @@ def not_enforced(active: Iterable[str]) -> list[str]:
     """What a run that reported ``active`` (its protections, keys of FEATURES) did not have, among
     the limits a scorecard should own up to: the words for its ``execution.sandbox_not_enforced``."""
     have = set(active)
-    out = []
+    out: list[str] = []
+    if "memory" in have:  # the cgroup counts memfd files and shared memory with the rest
+        return out
     if "seccomp" not in have:
         out.append("memfd: no seccomp filter, so memfd files could hold memory that no limit but the file size "
                    "counts")
-    # No cgroup is made per run: the memory limit is an address-space limit of each process.
     out.append("memory: bounded per process by its address space (RLIMIT_AS) only, not for all processes of "
-               "the run together (no cgroup)")
+               "the run together (no memory cgroup could be made)")
     return out
 
 
@@ -208,6 +216,7 @@ def features() -> Features:
         net_ns=got.get("net_ns", False), pid_ns=got.get("pid_ns", False), ipc_ns=got.get("ipc_ns", False),
         drop_user=root and (mount_ns or _world_readable(python_paths())),
         landlock=landlock.abi(), seccomp=seccomp.available(),
+        memory_cgroup=cgroup.available(),
     )
 
 

@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING
 
 from grader.errors import SandboxError
+from grader.run.sandbox import cgroup
 from grader.run.sandbox.host import remove_workdir, send_signal, stop_tree
 from grader.run.sandbox.linux import PR_SET_CHILD_SUBREAPER, forget_keys_of, prctl
 
@@ -28,10 +29,11 @@ if TYPE_CHECKING:  # the job's shape, for the type checker only: the student pro
 
 
 def fork_keeper(channel: int | None, workdir: str, *, subreaper: bool, view: str | None = None,
-                uid: int | None = None) -> None:
+                uid: int | None = None, memory: bool = False) -> None:
     """Fork; the parent stays behind as the keeper and never returns. It removes ``view`` (the
     empty directory a session's root was mounted on, in the child's namespace) at the end, and
-    when the run had a ``uid`` of its own, every key that uid left in the kernel's keyrings."""
+    when the run had a ``uid`` of its own, every key that uid left in the kernel's keyrings. The
+    run's ``memory`` cgroup is the grader's to read and remove, unless the grader has gone."""
     if subreaper:
         prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the student come back to the keeper
     pid = os.fork()
@@ -55,6 +57,8 @@ def fork_keeper(channel: int | None, workdir: str, *, subreaper: bool, view: str
             remove_workdir(workdir)
         except OSError:
             pass
+        if memory:
+            cgroup.remove(os.getpid())
     if view is not None:
         try:
             os.rmdir(view)
