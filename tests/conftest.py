@@ -25,9 +25,20 @@ os.environ.setdefault("GRADER_VARIANT_SECRET", "the test suite's variant secret,
 
 
 @pytest.fixture(scope="session")
-def course(tmp_path_factory) -> config.Course:
+def configured(tmp_path_factory) -> config.Course:
+    """The course as config.yaml has it: each submission checked on variants of its own."""
     loaded = config.load(ROOT / "config.yaml")
     return dataclasses.replace(loaded, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="session")
+def course(configured) -> config.Course:
+    """The course with the course's variants for every submission (``variants.per_submission: false``).
+    Most tests are about something else than whose variants a notebook meets, and each notebook's
+    own cost two more runs of the solution; the tests of variants per submission, the Gradescope
+    and cluster paths and everything through the command line use ``configured`` or config.yaml."""
+    return dataclasses.replace(configured, assignments={
+        name: shared_variants(a) for name, a in configured.assignments.items()})
 
 
 @pytest.fixture(scope="session")
@@ -55,15 +66,21 @@ def submit(tmp_path, grader, course):
     """Grade a submission built from an assignment's skeleton: submit(answers, name=..., ...)."""
     counter = [0]
 
-    def _submit(answers: dict[str, str], *, assignment: str = "attention_numpy", edit=None, append=None,
-                name: str | None = None):
-        a = course.assignment(assignment)
+    def _submit(answers: dict[str, str], *, assignment: str | config.Assignment = "attention_numpy", edit=None,
+                append=None, name: str | None = None):
+        a = course.assignment(assignment) if isinstance(assignment, str) else assignment
         counter[0] += 1
         nb = fill(a.skeleton, answers, edit=edit, append=append)
         path = write(nb, tmp_path / f"{name or f'sub{counter[0]}'}.ipynb")
         return grader.grade(a, path)
 
     return _submit
+
+
+def shared_variants(assignment: config.Assignment) -> config.Assignment:
+    """The assignment with the course's variants for every submission (``per_submission: false``):
+    for tests about something else, it spares the solution's runs on each notebook's own variants."""
+    return dataclasses.replace(assignment, variants=dataclasses.replace(assignment.variants, per_submission=False))
 
 
 def notebook_with(cells: list[str], path: Path) -> Path:

@@ -317,7 +317,8 @@ def test_without_distributed_cluster_is_a_one_line_usage_error(tmp_path, klass, 
            "pip install 'notebook-grader[cluster]'.")
 
 
-def test_workers_draw_a_submissions_own_variants_as_the_client_does(tmp_path, monkeypatch, course):
+def test_workers_draw_a_submissions_own_variants_as_the_client_does(tmp_path, monkeypatch, configured):
+    course = configured
     """The variant secret travels with the bundle: a worker whose own cache holds another secret
     (another machine) still checks a submission on the variants the client would draw for it."""
     import dataclasses

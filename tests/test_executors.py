@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, shared_variants
 
 from grader import batch
 from grader.files import sha256_file
@@ -29,9 +29,12 @@ def jupyter_grader(course):
 
 @pytest.fixture(scope="module")
 def both(grader, jupyter_grader, numpy_assignment):
-    """Every example graded by each executor, two at a time (kernels take a while to start)."""
+    """Every example graded by each executor, two at a time (kernels take a while to start), on the
+    course's variants: which variants does not matter here, and each notebook's own would add two
+    Jupyter runs of the solution per notebook."""
     subs = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p)) for p in EXAMPLES]
-    return {g.executor.name: dict(zip(EXAMPLES, batch.grade_all(g, numpy_assignment, subs, jobs=2).cards, strict=True))
+    assignment = shared_variants(numpy_assignment)
+    return {g.executor.name: dict(zip(EXAMPLES, batch.grade_all(g, assignment, subs, jobs=2).cards, strict=True))
             for g in (grader, jupyter_grader)}
 
 

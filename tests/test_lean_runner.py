@@ -18,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, notebook_with
+from conftest import ROOT, notebook_with, shared_variants
 from test_executors import comparable
 from test_worker_speed import CELLS
 
@@ -60,7 +60,8 @@ def _submissions(tmp: Path) -> list[tuple[str, Path]]:
 
 @pytest.fixture(scope="module")
 def cards(grader, course, tmp_path_factory):
-    """Every case graded by the forking executor (lean runner) and by Jupyter kernels."""
+    """Every case graded by the forking executor (lean runner) and by Jupyter kernels, on the
+    course's variants (each notebook's own would add Jupyter runs of the solution, and test nothing more here)."""
     cases = _submissions(tmp_path_factory.mktemp("fidelity"))
     executor = JupyterExecutor()
     jupyter = Grader(course, executor)
@@ -71,7 +72,7 @@ def cards(grader, course, tmp_path_factory):
             for name in dict.fromkeys(n for n, _ in cases):
                 paths = [p for n, p in cases if n == name]
                 subs = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p)) for p in paths]
-                found = batch.grade_all(g, course.assignment(name), subs, jobs=2).cards
+                found = batch.grade_all(g, shared_variants(course.assignment(name)), subs, jobs=2).cards
                 graded.update({(name, p): card for p, card in zip(paths, found, strict=True)})
     finally:
         executor.close()

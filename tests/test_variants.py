@@ -257,11 +257,12 @@ def known_runs(ref_captures, variant_set) -> list:
 
 
 @pytest.fixture(scope="module")
-def own_course(course, tmp_path_factory):
-    """The course with a cache of its own: its own variant secret."""
+def own_course(configured, tmp_path_factory):
+    """The course as configured (variants of each submission's own), with a cache of its own: its own
+    variant secret."""
     import dataclasses
 
-    return dataclasses.replace(course, cache_dir=tmp_path_factory.mktemp("own-variants"))
+    return dataclasses.replace(configured, cache_dir=tmp_path_factory.mktemp("own-variants"))
 
 
 def test_each_submission_is_checked_on_variants_of_its_own(own_course, monkeypatch, tmp_path):
