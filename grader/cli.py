@@ -17,6 +17,11 @@
 Exit status: 0 when the command did its job (every submission got a scorecard), 1 when
 ``validate`` found problems, ``grade --fail-under PCT`` saw a score below PCT, or ``check`` saw a
 question not pass; 2 on a usage or configuration error. Never a traceback.
+
+Why one module: each command is a few lines over code that lives elsewhere, and its arguments are
+declared in ``parser()`` beside the others; a reader sees the whole command line in one place. It
+imports only light modules at the top (each command imports what it uses when it runs), so that
+``grader check`` can start the student's process before the grader's own modules load.
 """
 
 from __future__ import annotations
@@ -25,26 +30,44 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from grader import __version__, batch
-from grader.batch import shards
-from grader.course import config
-from grader.course.locate import find_config, pick_assignment
+from grader import __version__
 from grader.errors import GraderError, UsageError
 from grader.files import printable
-from grader.judge.scorecard import Scorecard, points_text
-from grader.outputs.formats import FORMATS
 from grader.run import executors
 from grader.vocab import Format
+
+if TYPE_CHECKING:
+    from grader.course import config
+    from grader.judge.scorecard import Scorecard
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
 
+def load_course(path: str | None) -> config.Course:
+    """The course file named (default: config.yaml here or above), loaded when a command needs it."""
+    from grader.course import config
+    from grader.course.locate import find_config
+
+    return config.load(find_config(path))
+
+
+def course_and_assignment(args: argparse.Namespace) -> tuple[config.Course, config.Assignment]:
+    """The course and the assignment ``args.name`` names in it (default: its only one)."""
+    from grader.course.locate import pick_assignment
+
+    course = load_course(args.config)
+    return course, pick_assignment(course, args.name, [])
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
-    from grader import outputs
+    from grader import batch, outputs
+    from grader.batch import shards
+    from grader.course.locate import pick_assignment
     from grader.judge.grading import Grader
 
-    course = config.load(find_config(args.config))
+    course = load_course(args.config)
     formats = outputs.parse_formats(args.formats) if args.formats is not None else course.scorecard.formats
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise UsageError(f"--fail-under must be a percentage from 0 to 100, got {args.fail_under:g}.")
@@ -106,8 +129,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     from grader import outputs
+    from grader.batch import shards
+    from grader.course.locate import pick_assignment
 
-    course = config.load(find_config(args.config))
+    course = load_course(args.config)
     merged = shards.merge([Path(p) for p in args.dirs])
     assignment = pick_assignment(course, merged.assignment, [])
     out = Path(args.out)
@@ -129,8 +154,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def cmd_ci_workflow(args: argparse.Namespace) -> int:
     from grader.packaging.ci import write_workflow
 
-    course = config.load(find_config(args.config))
-    assignment = pick_assignment(course, args.name, [])
+    course, assignment = course_and_assignment(args)
     path = write_workflow(assignment, shards=args.shards, submissions=args.submissions, out=Path(args.out),
                           config_path=args.config)
     print(f"wrote {path}: {args.shards} shard job(s) and a merge job for {assignment.name}")
@@ -148,6 +172,7 @@ def fail_under(rows: list[tuple[str, Scorecard]], threshold: float | None) -> in
 
 
 def print_table(assignment: config.Assignment, rows: list[tuple[str, Scorecard]], rounding: int) -> None:
+    from grader.judge.scorecard import points_text
     width = max([len("submission")] + [len(n) for n, _ in rows])
     print(f"{assignment.name}: {assignment.title}")
     print(f"{'submission':<{width}}  {'score':>13}  status")
@@ -162,9 +187,10 @@ def print_table(assignment: config.Assignment, rows: list[tuple[str, Scorecard]]
 def cmd_assign(args: argparse.Namespace) -> int:
     from grader.authoring.assign import write_assignment
     from grader.authoring.public import public_checks
+    from grader.course.locate import pick_assignment
     from grader.judge.grading import Grader
 
-    course = config.load(find_config(args.config))
+    course = load_course(args.config)
     names = args.names or list(course.assignments)
     grader = Grader(course)
     for name in names:
@@ -192,8 +218,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from grader.authoring.validate import validate
+    from grader.course.locate import pick_assignment
 
-    course = config.load(find_config(args.config))
+    course = load_course(args.config)
     names = args.names or list(course.assignments)
     failed = 0
     for name in names:
@@ -210,9 +237,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from grader.selfcheck import run_cli
+    from grader.run import worker_process
 
-    return run_cli(Path(args.notebook), assignment=args.assignment, checks=args.checks, question=args.question)
+    # The student process starts first and loads IPython while this one loads the grader.
+    ahead = worker_process.start(sys.executable, None) if Path(args.notebook).is_file() else None
+    try:
+        from grader.selfcheck import run_cli
+
+        return run_cli(Path(args.notebook), assignment=args.assignment, checks=args.checks, question=args.question,
+                       ahead=ahead)
+    finally:
+        if ahead is not None:
+            worker_process.discard(ahead)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -220,7 +256,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     course = None
     if args.config or os.environ.get("GRADER_CONFIG"):
-        course = config.load(find_config(args.config))
+        course = load_course(args.config)
     rows = load_scorecards([Path(p) for p in args.paths])
     path = write_report(rows, Path(args.out) / "report.html", course=course)
     print(f"Class report for {len(rows)} submission(s) written to {path}")
@@ -230,8 +266,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_gradescope_zip(args: argparse.Namespace) -> int:
     from grader.packaging.gradescope import build_zip
 
-    course = config.load(find_config(args.config))
-    assignment = pick_assignment(course, args.name, [])
+    course, assignment = course_and_assignment(args)
     path = build_zip(course, assignment, Path(args.out))
     print(f"wrote {path}: upload it as the autograder of {assignment.name} on Gradescope")
     return EXIT_OK
@@ -240,8 +275,7 @@ def cmd_gradescope_zip(args: argparse.Namespace) -> int:
 def cmd_grading_bundle(args: argparse.Namespace) -> int:
     from grader.packaging.gradescope import stage_grader, stage_grading
 
-    course = config.load(find_config(args.config))
-    assignment = pick_assignment(course, args.name, [])
+    course, assignment = course_and_assignment(args)
     out = Path(args.out)
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out} is not empty; name a new folder for the grading materials.")
@@ -255,8 +289,7 @@ def cmd_grading_bundle(args: argparse.Namespace) -> int:
 def cmd_classroom50_autograder(args: argparse.Namespace) -> int:
     from grader.packaging.classroom50 import build_folder
 
-    course = config.load(find_config(args.config))
-    assignment = pick_assignment(course, args.name, [])
+    course, assignment = course_and_assignment(args)
     folder = build_folder(course, assignment, Path(args.out), args.slug)
     print(f"wrote {folder}/: commit it to the classroom's folder in your Classroom 50 configuration repository")
     return EXIT_OK
@@ -267,8 +300,7 @@ def cmd_classroom_workflow(args: argparse.Namespace) -> int:
 
     from grader.packaging.gradescope import template
 
-    course = config.load(find_config(args.config))
-    assignment = pick_assignment(course, args.name, [])
+    course, assignment = course_and_assignment(args)
     notebook = args.notebook or f"{assignment.name}.ipynb"
     if not re.fullmatch(r"[A-Za-z0-9_.\-/ ]+\.ipynb", notebook) or ".." in Path(notebook).parts:
         raise UsageError(f"--notebook must be a plain relative path to a .ipynb file, got {notebook!r}.")
@@ -293,7 +325,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--out", "-o", default="scorecards", help="folder for scorecards (default: scorecards)")
     g.add_argument("--config", "-c", help="course file (default: config.yaml here or above)")
     g.add_argument("--formats", "-f", help="comma-separated outputs, overriding config.yaml's scorecard.formats: "
-                   + ",".join(FORMATS))
+                   + ",".join(Format))
     g.add_argument("--fail-under", type=float, metavar="PCT",
                    help="exit with status 1 when a submission scores below PCT percent (for a student's own CI)")
     g.add_argument("--executor", "-e", choices=list(executors.EXECUTORS), default=executors.DEFAULT,

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from grader.judge.compare import compare
 from grader.run.execute import Executor
 from grader.run.job import Captured, CaptureSpec, Job, JobCell
 from grader.vocab import CaptureKind, Reason, SkipReason
+
+if TYPE_CHECKING:
+    from grader.run.worker_process import Started
 
 SHAPE_REASONS = (Reason.TYPE, Reason.SHAPE, Reason.LENGTH, Reason.KEYS)
 MAX_DATA_BYTES = 512 * 1024 * 1024
@@ -292,8 +295,10 @@ def check(question: str | None = None, *, assignment: str | None = None, checks:
     return verdicts
 
 
-def run_cli(path: Path, *, assignment: str | None, checks: str | None, question: str | None) -> int:
-    """``grader check NOTEBOOK``: 0 when every question passes the public checks, 1 otherwise."""
+def run_cli(path: Path, *, assignment: str | None, checks: str | None, question: str | None,
+            ahead: Started | None = None) -> int:
+    """``grader check NOTEBOOK``: 0 when every question passes the public checks, 1 otherwise.
+    ``ahead``: a worker started already (``worker_process.start``), for the notebook's run."""
     public = load(locate(notebook_path=path, assignment=assignment, explicit=checks, question=question))
     if question is not None:
         public.question(question)
@@ -303,7 +308,7 @@ def run_cli(path: Path, *, assignment: str | None, checks: str | None, question:
 
     try:
         # One notebook: a fresh process is quicker than starting the warm forking server for it.
-        verdicts = check_notebook(path, public, only=question, executor=SubprocessExecutor())
+        verdicts = check_notebook(path, public, only=question, executor=SubprocessExecutor(ahead=ahead))
     except NotebookError as exc:
         print(f"{path.name} cannot be checked: {exc}")
         return 1

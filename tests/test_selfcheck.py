@@ -329,3 +329,26 @@ def test_self_check_output_shows_no_hidden_value(hidden_values):
     text = report.getvalue().encode()
     mine = {k: v for k, v in hidden_values.items() if k.startswith("attention_numpy:")}
     assert {cid: ways for cid, v in mine.items() if (ways := leaks(v, text, numbers_in(text)))} == {}
+
+
+def test_a_worker_started_ahead_runs_its_job_in_its_own_directory_or_ends_unused(tmp_path):
+    from grader.course.model import Limits
+    from grader.run import worker_process
+    from grader.run.job import CaptureSpec, Job, JobCell
+    from grader.run.subprocess_executor import SubprocessExecutor
+
+    unused = worker_process.start(sys.executable, None)
+    worker_process.discard(unused)
+    assert unused.proc.poll() is not None  # it ended at the end of its stdin, without a job
+    # `grader check` starts the worker before the notebook's working directory exists; the
+    # notebook still imports a module from there, as it does in a worker started for it.
+    (tmp_path / "helper.py").write_text("VALUE = 7\n")
+    job = Job(cells=(JobCell(1, "import helper, sys\nx = helper.VALUE\nfirst = sys.path[0]"),),
+              captures=(CaptureSpec("x", "value", "x", None), CaptureSpec("first", "value", "first", None)),
+              limits=Limits(cell_timeout=20, notebook_timeout=60), files=((tmp_path / "helper.py", "helper.py"),))
+    executor = SubprocessExecutor(ahead=worker_process.start(sys.executable, None))
+    run = executor.run(job)
+    assert run.status == "ok", run.reason
+    assert run.captures["x"].value.data == 7
+    assert run.captures["first"].value.data != worker_process.tempfile.gettempdir()
+    executor.close()

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from grader.errors import UsageError
-from grader.run.execute import Executor
+
+if TYPE_CHECKING:  # imported by the command line's parser: the executors themselves load when made
+    from grader.run.execute import Executor
 
 
 def _forking() -> Executor:

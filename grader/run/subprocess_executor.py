@@ -6,13 +6,10 @@ as the forking executor's (``grader.run.sandbox.enter``), one run at a time.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 
-from grader import PACKAGE_DIR
-from grader.run import sandbox
+from grader.run import sandbox, worker_process
 from grader.run.execute import SpawningExecutor
 from grader.run.job import JobWire
 
@@ -22,31 +19,21 @@ class SubprocessExecutor(SpawningExecutor):
 
     name = "subprocess"
 
-    def __init__(self, python: str = sys.executable, features: sandbox.Features | None = None):
+    def __init__(self, python: str = sys.executable, features: sandbox.Features | None = None,
+                 ahead: worker_process.Started | None = None):
         self.python = python
         self.features = features  # None: whatever sandbox.features() finds on this platform
+        self.ahead = ahead  # a worker started before the first job (``grader check``), for that job
 
     def spawn(self, wire: JobWire, workdir: str) -> tuple[subprocess.Popen[bytes], int]:
         """Start the student process; returns (handle, read end of its event pipe)."""
-        r, w = os.pipe()
-        proc = subprocess.Popen(
-            [self.python, "-m", "grader.run.worker", str(w)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            cwd=workdir,
-            env={**sandbox.environment(workdir), "PYTHONPATH": os.path.dirname(PACKAGE_DIR)},
-            pass_fds=(w,),
-            start_new_session=True,
-        )
-        os.close(w)
-        try:
-            assert proc.stdin is not None
-            proc.stdin.write(json.dumps(wire).encode())
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        return proc, r
+        started, self.ahead = self.ahead, None
+        if started is None or started.used or started.proc.poll() is not None:
+            if started is not None:
+                worker_process.discard(started)
+            started = worker_process.start(self.python, workdir)
+        worker_process.hand_over(started, wire)
+        return started.proc, started.events
 
     def finish(self, handle: subprocess.Popen[bytes], complete: bool = True) -> None:
         sandbox.terminate(handle.pid)  # before reaping it, so its pid and group cannot be reused yet
@@ -54,3 +41,9 @@ class SubprocessExecutor(SpawningExecutor):
             handle.wait(timeout=5)
         except subprocess.TimeoutExpired:
             handle.kill()
+            handle.wait()
+
+    def close(self) -> None:
+        if self.ahead is not None:
+            worker_process.discard(self.ahead)
+            self.ahead = None

@@ -431,7 +431,16 @@ def main() -> None:
 
     fd = int(sys.argv[1])
     out = os.fdopen(fd, "wb", buffering=0)
-    job: JobWire = json.loads(sys.stdin.buffer.read())
+    ahead = sys.argv[2:3] == ["--ahead"]  # started before its job (worker_process.start): load IPython now
+    if ahead:
+        from IPython.core.interactiveshell import InteractiveShell  # noqa: F401 - what make_shell needs
+        from traitlets.config import Config  # noqa: F401
+    data = sys.stdin.buffer.read()
+    if not data:  # discarded before it got a job
+        return
+    job: JobWire = json.loads(data)
+    if ahead and sys.path and sys.path[0] == os.getcwd():
+        sys.path[0] = job["workdir"]  # as for `python -m` started in the working directory
     serve(job, out)
 
 
