@@ -17,6 +17,7 @@ class Document:
     def __init__(self, file: str):
         self.file = file
         self.lines: dict[str, int] = {}
+        self._scalars: yaml.SafeLoader | None = None  # one constructor for every scalar of the file
 
     def build(self, node: yaml.Node, path: str) -> Any:
         self.lines.setdefault(path, node.start_mark.line + 1)
@@ -32,16 +33,9 @@ class Document:
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.build(v, f"{path}[{i}]") for i, v in enumerate(node.value)]
-        return _scalar(node)
-
-
-
-def _scalar(node: yaml.Node) -> Any:
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_object(node, deep=True)
-    finally:
-        loader.dispose()
+        if self._scalars is None:
+            self._scalars = yaml.SafeLoader("")
+        return self._scalars.construct_object(node, deep=True)
 
 
 class Reader:
