@@ -41,6 +41,7 @@ from grader.vocab import Format
 if TYPE_CHECKING:
     from grader.course import config
     from grader.judge.scorecard import Scorecard
+    from grader.run.execute import Executor
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -86,10 +87,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if args.formats is None and "gradebook" not in formats:
         formats = (*formats, Format.GRADEBOOK)  # a batch always gets its gradebook.csv unless --formats says otherwise
     out = Path(args.out)
+    executor = executors.make_executor(args.executor)
+    if args.cluster is None:
+        warm_up(executor, assignment)
     with batch.intake(given, assignment) as found:
         if not found.submissions:
             raise UsageError("No notebooks found in the given paths.")
-        grader = Grader(course, executors.make_executor(args.executor))
+        grader = Grader(course, executor)
         store = batch.ResultStore(course.cache_dir, assignment, batch.fingerprint(grader, assignment))
 
         def write(sub: batch.Submission, card: Scorecard) -> None:  # as soon as it is graded: nothing is lost
@@ -125,6 +129,26 @@ def cmd_grade(args: argparse.Namespace) -> int:
         print("\n".join(notes))
     print(f"\nScorecards written to {out}/ ({', '.join(formats)})")
     return fail_under(rows, args.fail_under)
+
+
+def warm_up(executor: Executor, assignment: config.Assignment) -> None:
+    """Start the forking server the assignment needs in the background, while the grader reads the
+    submissions and the reference: a CI job grading one notebook waits for it otherwise."""
+    import threading
+
+    from grader.judge.jobs import preload_for
+
+    start = getattr(executor, "start", None)
+    if start is None:  # an executor without a server
+        return
+
+    def run() -> None:
+        try:
+            start(preload_for(assignment))
+        except Exception:  # noqa: BLE001 - the first notebook starts it again, and says what failed
+            pass
+
+    threading.Thread(target=run, name="grader-warm-up", daemon=True).start()
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
