@@ -28,13 +28,14 @@ from grader.judge.grading import Grader
 from grader.run.jupyter_executor import JupyterExecutor
 
 # Cells a student may well write that take each of run_lean's ways: plain statements, a displayed
-# last expression, `_`, magics, `!`, `?`, top-level await, an error after some statements ran,
+# last expression, `_`, magics, `!` (on a pseudo-terminal, and captured), `?`, top-level await, an error after some statements ran,
 # a statement that only fails to compile once the ones before it ran, SystemExit, warnings.
 FIDELITY = [
     "import numpy as np\nX = np.array([[1.0, 0.5], [0.2, 0.9], [0.4, 0.4]])\nX",
     "X[:2, :]",
     "W_q = _ * 0 + np.eye(2)\nW_k = W_q.copy()\nW_v = W_q.T;",
     "%time Q = X @ W_q.T\nlisting = !echo from the shell\nK = X @ W_k.T",
+    "!echo on a terminal of its own\n!ls /dev/pts > /dev/null",
     "np.sum?",
     "import asyncio\nasync def later():\n    await asyncio.sleep(0)\n    return X @ W_v.T\nV = await later()",
     "scores = Q @ K.T\nprint('scores', scores.shape)\nreturn scores",
@@ -88,10 +89,10 @@ def test_lean_runner_and_jupyter_give_the_same_scorecards(cards):
     assert differ == []
     fidelity = next(card for (_, path), card in lean.items() if path.name == "fidelity.ipynb")
     errors = {e["cell"]: e["error"].partition(":")[0] for e in fidelity.execution["errors"]}
-    # `_`, the magics, `?`, `!` and top-level await worked (nothing before cell 7 failed), and
-    # the cells that fail did so the same way in both
-    assert [(cell, name) for cell, name in sorted(errors.items()) if cell <= 11] == [
-        (7, "SyntaxError"), (10, "SystemExit")]
+    # `_`, the magics, `?`, `!` (on a terminal too) and top-level await worked (nothing before
+    # cell 8 failed), and the cells that fail did so the same way in both
+    assert [(cell, name) for cell, name in sorted(errors.items()) if cell <= 12] == [
+        (8, "SyntaxError"), (11, "SystemExit")]
 
 
 RUN = textwrap.dedent("""

@@ -8,7 +8,8 @@ is called once, in the student process, after no_new_privs and before any studen
 * files: read (and execute) only the system libraries, the Python installation, its
   site-packages and the grader package, a few files of /etc, /proc and /sys; read and write only
   the run's working directory (and /tmp and /dev/shm where they are the run's own tmpfs) and the
-  harmless devices (/dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom). Everything else,
+  harmless devices (/dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom), and, in a
+  private root, its own pseudo-terminals (/dev/pts, for `!cmd`). Everything else,
   the course, ``solutions/``, the reference cache, scorecards and other submissions, is refused
   whatever the uid (root's ``DAC_OVERRIDE`` does not pass Landlock);
 * ABI 4 and later: no TCP bind or connect at all (the host's loopback servers included);
@@ -111,6 +112,8 @@ def restrict(workdir: str, *, private_tmp: bool) -> tuple[str, ...]:
             _allow(fd, path, (READ_FILE | WRITE_FILE) & fs)
         for path in writable:
             _allow(fd, path, fs)
+        if private_tmp:  # the run's own pseudo-terminals (a devpts of its own in its private root)
+            _allow(fd, "/dev/pts", (READ_DIR | READ_FILE | WRITE_FILE | IOCTL_DEV) & fs)
         if _syscall(SYS_RESTRICT_SELF, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
             raise SandboxError(f"applying the Landlock ruleset failed: {os.strerror(ctypes.get_errno())}")
     finally:

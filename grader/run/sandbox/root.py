@@ -1,8 +1,8 @@
 """The private filesystem view of a student process: a new root holding only what it may see.
 
-Read-only binds of the system and Python directories and of the grader package, a fresh /dev,
-its own /proc, size-limited tmpfs for /tmp, /dev/shm and the working directory (with the
-submission and data files bound in read-only). ``build_root`` makes it in one go; a session
+Read-only binds of the system and Python directories and of the grader package, a fresh /dev
+(a few devices and pseudo-terminals of its own), its own /proc, size-limited tmpfs for /tmp,
+/dev/shm and the working directory (with the submission and data files bound in read-only). ``build_root`` makes it in one go; a session
 makes the submission-independent part ahead (``build_view``) and adds the working directory
 once the submission is known (``finish_view``).
 """
@@ -33,6 +33,7 @@ from grader.run.sandbox.linux import (
 ROOT_NAME = ".sandbox-root"  # inside the grader's fresh working directory; removed with it
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 DEVICES = ("null", "zero", "full", "random", "urandom")
+PTYS = 16  # pseudo-terminals a run may hold at once
 
 
 def python_paths() -> list[str]:
@@ -122,6 +123,14 @@ def build_view(root: str, disk_mb: int, *, fresh_proc: bool) -> None:
                      ("stderr", "/proc/self/fd/2")):
         os.symlink(to, f"{dev}/{name}")
     mount("tmpfs", _make_point(root, "/dev/shm", directory=True), "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
+    # Terminals of its own (a new devpts instance, none of the host's), for `!cmd`, which IPython
+    # runs on a pseudo-terminal as Jupyter does.
+    try:
+        mount("devpts", _make_point(root, "/dev/pts", directory=True), "devpts", MS_NOSUID | MS_NOEXEC,
+              f"newinstance,ptmxmode=0666,mode=0620,max={PTYS}")
+        os.symlink("pts/ptmx", f"{dev}/ptmx")
+    except SandboxError:
+        pass  # no terminals here: `!cmd` fails in the cell, as on a machine without them
     proc = _make_point(root, "/proc", directory=True)
     try:
         if not fresh_proc:
