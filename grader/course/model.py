@@ -22,7 +22,7 @@ class Limits:
     cell_timeout: float = 30.0  # wall-clock seconds per cell
     notebook_timeout: float = 300.0  # wall-clock seconds for the whole notebook
     cpu_time: int = 300  # CPU seconds
-    memory_mb: int = 4096  # address space
+    memory_mb: int = 4096  # each process's address space; the whole run's memory where a cgroup can be made
     output_kb: int = 256  # stdout + stderr + display data kept per cell
     processes: int = 64  # processes the student may have at once
     open_files: int = 256
