@@ -273,7 +273,7 @@ def test_ctrl_c_stops_the_batch_at_once_and_keeps_what_is_done(tmp_path, course_
     cmd = [sys.executable, "-m", "grader.cli", "grade", str(c), "-a", "attention_numpy", "-o", str(tmp_path / "out"),
            "-j", "2"]
     proc = subprocess.Popen(cmd, cwd=course_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"})
     found = batch.intake([c], numpy_assignment)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and stored(course, found) < 2:
@@ -281,7 +281,12 @@ def test_ctrl_c_stops_the_batch_at_once_and_keeps_what_is_done(tmp_path, course_
     time.sleep(1.0)  # both sleeping notebooks are running now
     proc.send_signal(signal.SIGINT)
     started = time.monotonic()
-    _, err = proc.communicate(timeout=30)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:  # where the grader is stuck: every thread's stack (faulthandler)
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=30)
+        pytest.fail(f"the grader was still running 30 s after Ctrl-C:\n{err[-6000:]}")
     assert time.monotonic() - started < 10
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "grader: interrupted"
     assert sorted(p.name for p in (tmp_path / "out").glob("*.yaml")) == ["a.yaml", "b.yaml"]
