@@ -272,8 +272,11 @@ def test_ctrl_c_stops_the_batch_at_once_and_keeps_what_is_done(tmp_path, course_
     submission(c / "d_sleeps.ipynb", tag="d", extra="import time\ntime.sleep(60)", answers={"Q": "X @ W_q"})
     cmd = [sys.executable, "-m", "grader.cli", "grade", str(c), "-a", "attention_numpy", "-o", str(tmp_path / "out"),
            "-j", "2"]
+    # Ctrl-C as a terminal delivers it: the grader starts with SIGINT's default action (a test that
+    # ran earlier in this worker may have left it ignored, and an ignored SIGINT is inherited).
     proc = subprocess.Popen(cmd, cwd=course_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"})
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     found = batch.intake([c], numpy_assignment)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and stored(course, found) < 2:
