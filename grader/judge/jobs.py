@@ -18,7 +18,7 @@ from grader.course.model import Assignment
 from grader.errors import NotebookError
 from grader.judge import carry, testcheck, variants
 from grader.judge.checks import hint_id
-from grader.run.execute import Executor
+from grader.run.execute import Executor, Session
 from grader.run.job import Captured, CaptureSpec, Injection, Job, JobCell, RunResult
 from grader.vocab import CaptureKind, SkipReason
 
@@ -110,7 +110,7 @@ def build_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[no
                preload=preload_for(assignment))
 
 
-def run_notebook(assignment: Assignment, path: Path, executor: Executor, *, hints: bool = False,
+def run_notebook(assignment: Assignment, path: Path, executor: Executor | Session, *, hints: bool = False,
                  skip: set[str] | None = None, traceback_lines: int = 8, variant: variants.Variant | None = None,
                  ) -> tuple[RunResult | NotebookError, list[notebook.CellInfo]]:
     try:

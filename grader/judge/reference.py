@@ -34,7 +34,7 @@ from grader.files import write_atomic
 from grader.judge import variants
 from grader.judge.checks import changed_answers
 from grader.judge.jobs import answer_cells, build_job, run_notebook, skip_sources
-from grader.run.execute import Executor
+from grader.run.execute import Executor, Session
 from grader.run.job import Captured
 from grader.vocab import RunStatus
 
@@ -290,24 +290,26 @@ class References:
         out = VariantSet([], [], [], own=True)
         stood_in = []
         given = ref.given()
-        for slot, course_variant in enumerate(ref.variants):
-            for attempt in range(ATTEMPTS):
-                variant = variants.make_variants(assignment, given, seed=variants.attempt_seed(seed, attempt))[slot]
-                job = build_job(assignment, cells, infos, assignment.solution, hints=False, skip=set(), variant=variant)
-                run = self.executor.run(replace(job, files=tuple(f for f in job.files if f[0] != assignment.solution)))
-                if run.status != RunStatus.OK or run.errors:
-                    continue  # a draw the solution itself cannot run: another
-                changed = changed_answers(ref.captures, run.captures)
-                if changed >= ref.changed[slot]:
-                    out.variants.append(variant)
-                    out.captures.append(run.captures)
-                    out.changed.append(changed)
-                    break
-            else:
-                stood_in.append(course_variant.number)
-                out.variants.append(course_variant)
-                out.captures.append(ref.variant_captures[slot])
-                out.changed.append(ref.changed[slot])
+        with self.executor.session() as session:  # the solution's runs share one sandbox, as a submission's do
+            for slot, course_variant in enumerate(ref.variants):
+                for attempt in range(ATTEMPTS):
+                    variant = variants.make_variants(assignment, given, seed=variants.attempt_seed(seed, attempt))[slot]
+                    job = build_job(assignment, cells, infos, assignment.solution, hints=False, skip=set(),
+                                    variant=variant)
+                    run = session.run(replace(job, files=tuple(f for f in job.files if f[0] != assignment.solution)))
+                    if run.status != RunStatus.OK or run.errors:
+                        continue  # a draw the solution itself cannot run: another
+                    changed = changed_answers(ref.captures, run.captures)
+                    if changed >= ref.changed[slot]:
+                        out.variants.append(variant)
+                        out.captures.append(run.captures)
+                        out.changed.append(changed)
+                        break
+                else:
+                    stood_in.append(course_variant.number)
+                    out.variants.append(course_variant)
+                    out.captures.append(ref.variant_captures[slot])
+                    out.changed.append(ref.changed[slot])
         if stood_in:
             which = ", ".join(str(n) for n in stood_in)
             return replace(out, note=f"the course's variant {which}: no draw of this submission's own changed "
@@ -327,7 +329,11 @@ class References:
                           note=str(data.get("note", "")))
 
     def _compute(self, assignment: Assignment, key: str) -> Reference:
-        run, _ = run_notebook(assignment, assignment.solution, self.executor, hints=True)
+        with self.executor.session() as session:  # the solution's runs share one sandbox
+            return self._compute_in(assignment, key, session)
+
+    def _compute_in(self, assignment: Assignment, key: str, session: Session) -> Reference:
+        run, _ = run_notebook(assignment, assignment.solution, session, hints=True)
         if isinstance(run, NotebookError):
             raise SolutionError(f"The solution notebook {assignment.solution} cannot be read: {run}")
         where = f"solution of {assignment.name} ({assignment.solution.name})"
@@ -346,7 +352,7 @@ class References:
         ref = Reference(captures=run.captures, key=key)
         ref.variants = variants.make_variants(assignment, ref.given())
         for variant in ref.variants:
-            vrun, _ = run_notebook(assignment, assignment.solution, self.executor, hints=False, variant=variant)
+            vrun, _ = run_notebook(assignment, assignment.solution, session, hints=False, variant=variant)
             if isinstance(vrun, NotebookError) or vrun.status != RunStatus.OK or vrun.errors:
                 why = vrun.reason if not isinstance(vrun, NotebookError) and vrun.reason else ""
                 if not why and not isinstance(vrun, NotebookError) and vrun.errors:
