@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from grader.errors import SandboxError
 from grader.run.sandbox import cgroup
 from grader.run.sandbox.host import remove_workdir, send_signal, stop_tree
-from grader.run.sandbox.linux import PR_SET_CHILD_SUBREAPER, forget_keys_of, prctl
+from grader.run.sandbox.linux import PR_SET_CHILD_SUBREAPER, forget_keys_of, prctl, set_name
 
 if TYPE_CHECKING:  # the job's shape, for the type checker only: the student process never imports grader.run.job
     from grader.run.job import JobWire
@@ -39,6 +39,7 @@ def fork_keeper(channel: int | None, workdir: str, *, subreaper: bool, view: str
     pid = os.fork()
     if pid == 0:
         return
+    set_name("grader-keeper")
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     close_fds(channel)
@@ -114,7 +115,9 @@ def fork_init() -> None:
     """In pid 1 of the new namespace: fork the student, then reap until it has ended."""
     pid = os.fork()
     if pid == 0:
+        set_name("grader-run")
         return
+    set_name("grader-init")
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # pid 1 ignores whatever it has no handler for
     close_fds(None)
     while True:
@@ -138,9 +141,11 @@ def serve_runs(control: int, workdir: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # pid 1 ignores whatever it has no handler for
     close_fds(control)
     places = [(p, os.stat(p)) for p in (workdir, "/tmp", "/dev/shm") if os.path.isdir(p)]
+    set_name("grader-init")
     while True:
         pid = os.fork()
         if pid == 0:
+            set_name("grader-run")
             return
         code = 0
         while True:  # until the run's process ends, collecting orphans on the way
