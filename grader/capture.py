@@ -21,11 +21,12 @@ import contextlib
 import math
 import sys
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from grader.errors import ProtocolError
+
+if TYPE_CHECKING:  # numpy is imported where it is used: reading config.yaml needs none of it
+    import numpy as np
 
 DTYPES = {
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -48,6 +49,7 @@ class CaptureFailed(Exception):
 
 def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
     """Plain data for ``value``; ``budget`` is a one-element list of bytes still allowed."""
+    import numpy as np
     if depth > MAX_DEPTH:
         raise CaptureFailed(f"is nested more than {MAX_DEPTH} levels deep")
     if value is None:
@@ -96,6 +98,7 @@ def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
 
 
 def _array(arr: np.ndarray, origin: str, budget: list[int], **meta: Any) -> dict[str, Any]:
+    import numpy as np
     if arr.dtype.kind == "O":
         raise CaptureFailed("holds Python objects (dtype object), not numbers")
     if arr.dtype.kind not in "biufc" or arr.dtype.name not in DTYPES:
@@ -120,6 +123,7 @@ def _array(arr: np.ndarray, origin: str, budget: list[int], **meta: Any) -> dict
 
 
 def _tensor(t: Any, torch: Any, budget: list[int]) -> dict[str, Any]:
+    import numpy as np
     origin = f"{type(t).__module__}.{type(t).__name__}".replace("torch.nn.parameter.", "torch.nn.")
     guard = getattr(torch._C, "DisableTorchFunctionSubclass", None)
     with guard() if guard else contextlib.nullcontext():
@@ -141,6 +145,7 @@ def _tensor(t: Any, torch: Any, budget: list[int]) -> dict[str, Any]:
 
 
 def _label(x: Any) -> Any:
+    import numpy as np
     if isinstance(x, (np.generic,)):
         x = x.item()
     if type(x) in (str, int, float, bool):
@@ -149,6 +154,7 @@ def _label(x: Any) -> Any:
 
 
 def _frame(df: Any, pandas: Any, budget: list[int]) -> dict[str, Any]:
+    import numpy as np
     kind = "frame" if isinstance(df, pandas.DataFrame) else "series"
     values = df.to_numpy()
     if values.dtype.kind == "O":
@@ -275,6 +281,7 @@ def _labels(obj: Any) -> tuple[Label, ...]:
 
 
 def _decode_array(obj: dict[str, Any]) -> Value:
+    import numpy as np
     dtype, shape, b64 = obj.get("dtype"), obj.get("shape"), obj.get("b64")
     if dtype not in DTYPES:
         raise ProtocolError(f"a captured array has an unsupported dtype {str(dtype)[:20]!r}")
@@ -308,6 +315,7 @@ def to_python(value: Value) -> Any:
     """A decoded value as an ordinary Python object of the kind it came from: a Python number for
     a Python number, a NumPy scalar or array, a torch tensor (when torch can be imported), lists,
     tuples, dicts, pandas frames. Used where code runs on captured data (``test`` checks)."""
+    import numpy as np
     if value.kind in ("none", "bool", "str"):
         return value.data
     if value.kind in ("list", "tuple"):
@@ -344,6 +352,7 @@ def to_python(value: Value) -> Any:
 
 def to_wire(value: Value) -> dict[str, Any]:
     """The encoded form of a decoded value (for caches and for values sent into a notebook)."""
+    import numpy as np
     if value.kind == "none":
         return {"t": "none"}
     if value.kind in ("bool", "str"):
@@ -404,6 +413,7 @@ def number_kind(dtype: np.dtype) -> NumberKind | None:
 
 def numeric(v: Value) -> np.ndarray | None:
     """The value as a numeric array, if it is numbers (an array, a scalar, or a list of numbers)."""
+    import numpy as np
     if v.kind == "array":
         arr: np.ndarray = v.data
         return arr
@@ -435,6 +445,7 @@ def indices_text(where: np.ndarray) -> str:
 
 def number_text(x: object, digits: int = 8) -> str:
     """A number as feedback shows it: integers whole, others to ``digits`` significant digits."""
+    import numpy as np
     if isinstance(x, bool):
         return str(x)
     if isinstance(x, complex):

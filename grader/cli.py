@@ -63,22 +63,29 @@ def course_and_assignment(args: argparse.Namespace) -> tuple[config.Course, conf
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from grader import batch, outputs
-    from grader.batch import shards
     from grader.course.locate import pick_assignment
-    from grader.judge.grading import Grader
 
-    course = load_course(args.config)
-    formats = outputs.parse_formats(args.formats) if args.formats is not None else course.scorecard.formats
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise UsageError(f"--fail-under must be a percentage from 0 to 100, got {args.fail_under:g}.")
-    given = [Path(p) for p in args.paths]
-    assignment = pick_assignment(course, args.assignment, [*given, *batch.collect(given)])
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}.")
     if args.cluster is not None and args.jobs is not None:
         raise UsageError("--jobs is for this machine; on a cluster each worker's --nthreads says how many "
                          "notebooks it grades at once.")
+    course = load_course(args.config)
+    given = [Path(p) for p in args.paths]
+    executor = executors.make_executor(args.executor)
+    if args.cluster is None:
+        try:  # the server starts first, while the grading code loads: a CI job grading one notebook waits for both
+            warm_up(executor, pick_assignment(course, args.assignment, given))
+        except UsageError:
+            pass  # the notebooks found below say which assignment it is, or the question is asked there
+    from grader import batch, outputs
+    from grader.batch import shards
+    from grader.judge.grading import Grader
+
+    formats = outputs.parse_formats(args.formats) if args.formats is not None else course.scorecard.formats
+    assignment = pick_assignment(course, args.assignment, [*given, *batch.collect(given)])
     if args.cluster is not None:
         from grader.batch.cluster import distributed_module
 
@@ -87,9 +94,6 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if args.formats is None and "gradebook" not in formats:
         formats = (*formats, Format.GRADEBOOK)  # a batch always gets its gradebook.csv unless --formats says otherwise
     out = Path(args.out)
-    executor = executors.make_executor(args.executor)
-    if args.cluster is None:
-        warm_up(executor, assignment)
     with batch.intake(given, assignment) as found:
         if not found.submissions:
             raise UsageError("No notebooks found in the given paths.")
@@ -136,7 +140,7 @@ def warm_up(executor: Executor, assignment: config.Assignment) -> None:
     submissions and the reference: a CI job grading one notebook waits for it otherwise."""
     import threading
 
-    from grader.judge.jobs import preload_for
+    from grader.course.imports import preload_for
 
     start = getattr(executor, "start", None)
     if start is None:  # an executor without a server

@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from grader import capture, notebook
-from grader.authoring.assign import PUBLIC_CHECKS
-from grader.authoring.public import PublicCheck, PublicChecks, locate
+from grader.authoring.public import PUBLIC_CHECKS, PublicCheck, PublicChecks, locate
 from grader.authoring.public import load as load  # selfcheck.load: what tests and notebooks call
 from grader.capture import Value
 from grader.course.kinds import KINDS

@@ -260,8 +260,8 @@ def test_each_assignment_gets_a_server_with_what_it_imports(course, tmp_path):
     assignments importing the same libraries share a server; the course's preload: list adds to it."""
     import dataclasses
 
+    from grader.course.imports import preload_for
     from grader.judge.grading import Grader
-    from grader.judge.jobs import preload_for
 
     numpy_a, torch_a, french = (course.assignment(n) for n in ("attention_numpy", "attention_from_scratch",
                                                                 "attention_french"))

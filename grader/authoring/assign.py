@@ -25,6 +25,7 @@ from typing import Any
 
 import nbformat
 
+from grader.authoring.public import PUBLIC_CHECKS
 from grader.course.model import Assignment
 from grader.errors import UsageError
 
@@ -37,7 +38,6 @@ INSTRUCTOR_TAG = "instructor"
 ANSWER_TAG = "answer"
 ANSWER_PROMPT = "YOUR ANSWER HERE"
 KEPT_TAGS = ("skip-grading",)
-PUBLIC_CHECKS = "public_checks.json"
 STUDENT_INSTALL = "pip install notebook-grader"  # the light install: no torch, none of the instructor's tooling
 CHECK_NOTE = ("**Check your work before you submit.** Install the checker once with `{install}` (it is light: "
               "no PyTorch, none of the instructor's tools), then run `from grader import check; check()` in a cell, "

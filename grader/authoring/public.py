@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 
 from grader import capture
-from grader.authoring.assign import PUBLIC_CHECKS
 from grader.capture import Value
 from grader.course.kinds import KINDS
 from grader.course.model import Assignment, Check
 from grader.errors import ProtocolError, UsageError
 from grader.run.job import Captured
+
+PUBLIC_CHECKS = "public_checks.json"  # written next to the skeleton by ``grader assign``
 
 
 def public_checks(assignment: Assignment, reference: dict[str, Captured]) -> dict[str, Any]:

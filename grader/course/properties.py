@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from grader.capture import Value, indices_text, number_kind, number_text, numeric, shape_text
 
+if TYPE_CHECKING:  # numpy is imported where it is used: reading config.yaml needs none of it
+    import numpy as np
+
 # (student-facing label, the value as numbers, the reference as numbers or None, tolerance, the value) -> problem
-Test = Callable[[str, np.ndarray, "np.ndarray | None", float, Value], "str | None"]
+Test = Callable[[str, "np.ndarray", "np.ndarray | None", float, Value], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ def prop(name: str, help: str, *, numbers_only: bool = True) -> Callable[[Test],
 
 def check_property(name: str, label: str, actual: Value, expected: Value | None, *, atol: float) -> str | None:
     """None when the property ``name`` holds for ``actual``, else a message for the student."""
+    import numpy as np
     arr = numeric(actual) if actual.kind not in ("frame", "series") else actual.data.data
     if arr is None:
         return f"{label} is {actual.describe()}; expected numbers"
@@ -75,6 +78,7 @@ def _dtype_kind(label: str, arr: np.ndarray, exp: np.ndarray | None, tol: float,
 
 @prop("finite", "no NaN or infinite values")
 def _finite(label: str, arr: np.ndarray, exp: np.ndarray | None, tol: float, actual: Value) -> str | None:
+    import numpy as np
     bad = ~np.isfinite(arr)
     if bad.any():
         return f"{label} has {int(bad.sum())} NaN or infinite value(s), first at {indices_text(np.argwhere(bad))}."
@@ -83,6 +87,7 @@ def _finite(label: str, arr: np.ndarray, exp: np.ndarray | None, tol: float, act
 
 @prop("rows_sum_to_one", "each row (the last axis) sums to 1, as softmax weights do")
 def _rows_sum_to_one(label: str, arr: np.ndarray, exp: np.ndarray | None, tol: float, actual: Value) -> str | None:
+    import numpy as np
     if arr.ndim == 0:
         return f"{label} is a single number; expected rows of weights."
     sums = arr.astype(np.float64).sum(axis=-1)
@@ -97,6 +102,7 @@ def _rows_sum_to_one(label: str, arr: np.ndarray, exp: np.ndarray | None, tol: f
 
 @prop("causal", "no weight above the diagonal of the last two axes (a causal mask)")
 def _causal(label: str, arr: np.ndarray, exp: np.ndarray | None, tol: float, actual: Value) -> str | None:
+    import numpy as np
     if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]:
         return f"{label} has shape {shape_text(arr.shape)}; expected square matrices for a causal mask."
     upper = np.triu(np.ones(arr.shape[-2:], dtype=bool), k=1)

@@ -8,12 +8,11 @@ answered in *this* notebook (at the end, or just before the first statement that
 
 from __future__ import annotations
 
-import functools
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 from grader import capture, notebook
+from grader.course.imports import preload_for
 from grader.course.model import Assignment
 from grader.errors import NotebookError
 from grader.judge import carry, testcheck, variants
@@ -39,31 +38,6 @@ def answer_cells(assignment: Assignment, cells: list[notebook.Cell]) -> list[not
     """The cells to run, cut where a question with ``before: NAME`` is answered in the middle of a
     cell: its value is captured just before the statement that first binds NAME."""
     return notebook.split_before_binds(cells, {c.before for c in assignment.checks if c.before}, assignment.given)
-
-
-def preload_for(assignment: Assignment) -> tuple[str, ...]:
-    """What the forking server should import for this assignment: the modules its solution and
-    skeleton import, and its ``preload:`` list, without the standard library's (cheap to import,
-    and leaving them out lets assignments that use the same libraries share one server)."""
-    stamps = []
-    for path in (assignment.solution, assignment.skeleton):
-        try:
-            stamps.append((path, path.stat().st_mtime_ns))
-        except OSError:
-            stamps.append((path, 0))
-    return _preload(tuple(stamps), assignment.preload)
-
-
-@functools.lru_cache(maxsize=64)
-def _preload(notebooks: tuple[tuple[Path, int], ...], listed: tuple[str, ...]) -> tuple[str, ...]:
-    sources: list[str] = []
-    for path, _ in notebooks:
-        try:
-            sources += [c.source for c in notebook.read(path)]
-        except NotebookError:
-            continue
-    wanted = set(notebook.imported_modules(sources)) | set(listed)
-    return tuple(sorted(m for m in wanted if m.partition(".")[0] not in sys.stdlib_module_names))
 
 
 def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool) -> tuple[CaptureSpec, ...]:

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
 from grader.errors import NotebookError
 
 MAX_NOTEBOOK_BYTES = 20_000_000  # 20 MB, as the message says (outputs and images count; they are not analysed)
@@ -67,6 +65,8 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
     major = data.get("nbformat")
     if not isinstance(major, int) or major < 4:
         if major in (1, 2, 3):
+            import nbformat  # only to upgrade an old format: a version-4 notebook is read as the JSON it is
+
             try:
                 nb = nbformat.reads(text, as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
             except Exception as exc:  # noqa: BLE001 - nbformat fails many ways on a student's file; never a crash
@@ -81,7 +81,7 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
         problem = _unusable(data)
         if problem:
             raise NotebookError(f"The notebook structure is invalid: {problem}.")
-        nb = nbformat.from_dict(data)  # type: ignore[no-untyped-call]  # nbformat has no annotations
+        nb = data
     cells: list[Cell] = []
     total = 0
     for number, cell in enumerate(nb.get("cells", []), 1):

@@ -69,7 +69,7 @@ class Job:
     files: tuple[tuple[Path, str], ...] = ()  # (source, name in the working directory)
     injections: tuple[Injection, ...] = ()
     traceback_lines: int = 8
-    # What the forking executor's server should have imported for this job (``judge.jobs.preload_for``);
+    # What the forking executor's server should have imported for this job (``course.imports.preload_for``);
     # None: the executor's own list. Never sent to the student process.
     preload: tuple[str, ...] | None = None
 

@@ -3,7 +3,7 @@
 Starting Python and importing torch costs seconds; the student's code in these exercises costs
 milliseconds. So a server process is started once (``python -m grader.run.forking.server``, a fresh
 interpreter, never a fork of the grader), imports what the assignment's notebooks import (its
-*preload set*: ``Job.preload``, from ``grader.judge.jobs.preload_for``; ``PRELOAD`` for a job
+*preload set*: ``Job.preload``, from ``grader.course.imports.preload_for``; ``PRELOAD`` for a job
 that names none) and builds an IPython shell, warms both up on made-up values, then forks
 children ahead of time, one per submission. The executor keeps one server per preload set, started
 on demand, so a NumPy assignment's children never map torch and assignments that import the same

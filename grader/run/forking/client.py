@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from grader import PACKAGE_DIR
@@ -30,7 +31,11 @@ class ForkServer:
     """One running server process and the socket to it. Not thread-safe: the executor locks."""
 
     def __init__(self, python: str, modules: tuple[str, ...], start_timeout: float = START_TIMEOUT,
-                 pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT, plan: dict[str, bool] | None = None):
+                 pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT,
+                 plan: dict[str, bool] | None | Callable[[], dict[str, bool] | None] = None):
+        """Start the server. ``plan``: the sandbox its children set up for sessions
+        (``sandbox.Features.to_wire()``), None for none; or a function that says, called once the
+        server process is started, so that probing the platform overlaps the server's imports."""
         self.home = tempfile.mkdtemp(prefix="grader-forkserver-")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
@@ -38,8 +43,7 @@ class ForkServer:
         env = {**sandbox.environment(self.home), "PYTHONPATH": os.path.dirname(PACKAGE_DIR)}
         try:
             self.proc = subprocess.Popen(
-                [python, "-m", "grader.run.forking.server", str(theirs.fileno()), ",".join(modules), str(pool),
-                 json.dumps(plan) if plan is not None else ""],
+                [python, "-m", "grader.run.forking.server", str(theirs.fileno()), ",".join(modules), str(pool)],
                 stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, cwd=self.home, env=env,
                 pass_fds=(theirs.fileno(),), start_new_session=True,
             )
@@ -50,6 +54,12 @@ class ForkServer:
             theirs.close()
         self.sock.settimeout(start_timeout)
         try:
+            wire = plan() if callable(plan) else plan
+        except BaseException:
+            self.close(wait=False)  # the server reads end-of-file and exits
+            raise
+        try:
+            self._send({"op": "plan", "plan": wire})  # the server reads it once its imports are done
             hello = self._receive()
         except ServerGone:
             tail = self._log_tail()
@@ -102,10 +112,13 @@ class ForkServer:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def close(self) -> None:
-        """Stop the server; it ends its remaining children before it exits."""
+    def close(self, wait: bool = True) -> None:
+        """Stop the server; it ends its remaining children before it exits. ``wait=False`` (the
+        grader is exiting) leaves that to the server, which goes on without the grader."""
         try:
             self.sock.close()  # the server reads end-of-file, kills its children and exits
+            if not wait:
+                return
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:

@@ -48,6 +48,8 @@ def preload(modules: tuple[str, ...]) -> tuple[Any, list[str]]:
         if torch is not None:
             torch.set_num_threads(1)  # no intra-op pool; never torch.cuda.*
         loaded.append(name)
+    import numpy  # noqa: F401 - capture's encoder reads every value's type with it, in every child
+
     from grader import capture  # noqa: F401 - the child needs them; import once, here
     from grader.run import frames, worker  # noqa: F401
 
@@ -373,9 +375,14 @@ def main(argv: list[str] | None = None) -> None:
     sock = socket.socket(fileno=int(argv[0]))
     modules = tuple(m for m in (argv[1] if len(argv) > 1 else "").split(",") if m)
     pool = int(argv[2]) if len(argv) > 2 else POOL
-    # sandbox.Features.to_wire(): the children serve sessions
-    plan: dict[str, bool] | None = json.loads(argv[3]) if len(argv) > 3 and argv[3] else None
+    sandbox.linux.set_name("grader-server")
     _, loaded = preload(modules)
+    # The grader's first message: the sandbox children set up (sandbox.Features.to_wire(), for
+    # sessions) or None. It probes the platform while this process imports.
+    try:
+        plan: dict[str, bool] | None = json.loads(sock.recv(MAX_MESSAGE))["plan"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # the grader is gone, or said nothing it could mean: nothing to serve
     if plan is not None and plan.get("memory_cgroup"):
         sandbox.cgroup.sweep()  # found once here, not again in every child; what a killed grader left, gone
     if plan is not None and plan.get("seccomp"):

@@ -95,13 +95,17 @@ class Cleaner:
                 child = self.queue.pop(0)
             self.clean(child)
 
-    def stop(self) -> None:
-        self.drain()
+    def stop(self, drain: bool = True) -> None:
+        """No more children; ``drain``: clean the waiting ones first (else the server ends them)."""
+        if drain:
+            self.drain()
         with self.cond:
             self.stopped = True
+            if not drain:
+                self.queue.clear()
             self.cond.notify_all()
             thread, self.thread = self.thread, None
-        if thread is not None:
+        if thread is not None and drain:  # else a clean under way finishes on its own (a daemon thread)
             thread.join()
 
 

@@ -35,14 +35,36 @@ from types import ModuleType
 from grader.errors import SandboxError
 from grader.run.sandbox.linux import libc
 
-
 # Imported with this module, not in the student process: finding libseccomp.so runs ldconfig, a
 # process of its own, which a run should neither pay for nor count against its pids.
+# The binding looks both libraries up with ``ctypes.util.find_library``, which runs ``ldconfig -p``
+# twice (about 10 ms each, on the way to the first notebook); where the loader finds them by their
+# usual names, those names are given straight away.
+_KNOWN = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
+
+
 def _binding() -> ModuleType | None:
+    import ctypes.util
+
+    search = ctypes.util.find_library
+
+    def find(name: str) -> str | None:
+        known = _KNOWN.get(name)
+        if known is not None:
+            try:
+                ctypes.CDLL(known)
+                return known
+            except OSError:
+                pass
+        return search(name)
+
+    ctypes.util.find_library = find
     try:
         import pyseccomp
     except (ImportError, RuntimeError, OSError):  # not installed, or libseccomp.so.2 missing
         return None
+    finally:
+        ctypes.util.find_library = search
     module: ModuleType = pyseccomp
     return module
 
