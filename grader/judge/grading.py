@@ -117,6 +117,7 @@ class Grader:
                 for variant, vref, changed in zip(vset.variants, vset.captures, vset.changed, strict=True):
                     vjob = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
                                      traceback_lines=self.course.scorecard.traceback_lines, variant=variant)
+                    vjob = replace(vjob, last=variant is vset.variants[-1])  # its sandbox prepares no further run
                     if budget.left() <= 0:
                         vrun = RunResult(status=RunStatus.TIMEOUT, reason=budget.reason())
                     else:

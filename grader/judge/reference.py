@@ -296,7 +296,8 @@ class References:
                     variant = variants.make_variants(assignment, given, seed=variants.attempt_seed(seed, attempt))[slot]
                     job = build_job(assignment, cells, infos, assignment.solution, hints=False, skip=set(),
                                     variant=variant)
-                    run = session.run(replace(job, files=tuple(f for f in job.files if f[0] != assignment.solution)))
+                    run = session.run(replace(job, files=tuple(f for f in job.files if f[0] != assignment.solution),
+                                              last=slot == len(ref.variants) - 1))
                     if run.status != RunStatus.OK or run.errors:
                         continue  # a draw the solution itself cannot run: another
                     changed = changed_answers(ref.captures, run.captures)

@@ -72,6 +72,9 @@ class Job:
     # What the forking executor's server should have imported for this job (``course.imports.preload_for``);
     # None: the executor's own list. Never sent to the student process.
     preload: tuple[str, ...] | None = None
+    # The last run of its session (``execute.Session``): the sandbox prepares no process for another.
+    # Only a hint: a run sent after it starts a new session.
+    last: bool = False
 
     def to_wire(self, workdir: str, sandbox: dict[str, bool] | None = None) -> JobWire:
         return {
@@ -85,6 +88,7 @@ class Job:
             "workdir": workdir,
             "traceback_lines": self.traceback_lines,
             "sandbox": sandbox,
+            "last": self.last,
         }
 
 
@@ -161,6 +165,7 @@ class JobWire(TypedDict):
     workdir: str
     traceback_lines: int
     sandbox: dict[str, bool] | None  # ``sandbox.Features.to_wire()``: the protections to apply; None: probe
+    last: NotRequired[bool]  # the session's last run (``Job.last``)
 
 
 class SessionSetup(TypedDict):

@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import weakref
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from grader.errors import ExecutorError
@@ -134,7 +135,7 @@ class ForkingExecutor:
 
         if self.sessions:  # the server's children are sandboxed ahead, for sessions: a session of one run
             with Session(self) as session:
-                return session.run(job)
+                return session.run(replace(job, last=True))
         return run_with_retries(_Lone(self, self.preload_for(job)), job)
 
     # -- the server's life ---------------------------------------------------------------------

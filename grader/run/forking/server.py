@@ -291,8 +291,7 @@ def _child(chan: socket.socket, path0: str, plan: dict[str, bool] | None) -> Non
         if null > 2:
             os.close(null)
         if plan is not None:
-            _session_child(chan.detach(), path0, plan)
-            code = 0
+            code = _session_child(chan.detach(), path0, plan)
             return
         _, fds, _, _ = socket.recv_fds(chan, 16, 2)
         chan.close()
@@ -316,10 +315,11 @@ def _child(chan: socket.socket, path0: str, plan: dict[str, bool] | None) -> Non
         os._exit(code)
 
 
-def _session_child(channel: int, path0: str, plan: dict[str, bool]) -> None:
+def _session_child(channel: int, path0: str, plan: dict[str, bool]) -> int:
     """Set up a session's sandbox now, before a submission is handed over on ``channel``
     (``sandbox.enter_session``); returns in each run's process once the run is over, or in the
-    process where the setup failed, once the first run has been told why."""
+    process where the setup failed, once the first run has been told why: the exit code, which
+    tells the session's init whether to prepare a process for another run."""
     from grader.run import worker
 
     try:
@@ -335,12 +335,13 @@ def _session_child(channel: int, path0: str, plan: dict[str, bool]) -> None:
 
                 with os.fdopen(first_run, "wb", buffering=0) as out:
                     frames.write_frame(out, {"ev": "fatal", "reason": str(exc)[:300]})
-        return
+        return 0
     if sys.path and sys.path[0] == path0:
         sys.path[0] = run["workdir"]  # as for `python -m` started in the working directory
     _reseed()
     with os.fdopen(event_fd, "wb", buffering=0) as out:
         worker.run_isolated(run, out, applied)
+    return sandbox.LAST_RUN if run.get("last") else 0
 
 
 def _take(fd: int, keep: int) -> int | None:
@@ -375,7 +376,7 @@ def main(argv: list[str] | None = None) -> None:
     sock = socket.socket(fileno=int(argv[0]))
     modules = tuple(m for m in (argv[1] if len(argv) > 1 else "").split(",") if m)
     pool = int(argv[2]) if len(argv) > 2 else POOL
-    sandbox.linux.set_name("grader-server")
+    sandbox.set_name("grader-server")
     _, loaded = preload(modules)
     # The grader's first message: the sandbox children set up (sandbox.Features.to_wire(), for
     # sessions) or None. It probes the platform while this process imports.

@@ -79,6 +79,7 @@ from grader.run.sandbox import cgroup
 from grader.run.sandbox.cgroup import oom_kills
 from grader.run.sandbox.enter import enter, enter_session
 from grader.run.sandbox.host import environment, prepare_workdir, remove_workdir, terminate
+from grader.run.sandbox.linux import set_name
 from grader.run.sandbox.probe import (
     FEATURES,
     UID_BASE,
@@ -89,9 +90,11 @@ from grader.run.sandbox.probe import (
     sessions_possible,
 )
 from grader.run.sandbox.seccomp import prepare as prepare_seccomp
+from grader.run.sandbox.tree import LAST_RUN
 
 __all__ = [
     "FEATURES",
+    "LAST_RUN",
     "UID_BASE",
     "cgroup",
     "Features",
@@ -108,5 +111,6 @@ __all__ = [
     "prepare_workdir",
     "remove_workdir",
     "sessions_possible",
+    "set_name",
     "terminate",
 ]

@@ -132,6 +132,7 @@ def fork_init() -> None:
 
 
 NO_MORE_RUNS = 3  # exit code of a run's process that found the session over before its job came
+LAST_RUN = 4  # exit code of a run's process whose job said it was the session's last (``Job.last``)
 
 
 def serve_runs(control: int, workdir: str) -> None:
@@ -158,8 +159,8 @@ def serve_runs(control: int, workdir: str) -> None:
             if done == pid:
                 code = _exit_code(status)
                 break
-        if code == NO_MORE_RUNS:  # the grader closed the session
-            os._exit(0)
+        if code in (NO_MORE_RUNS, LAST_RUN):  # the grader closed the session, or will: no process ahead
+            os._exit(0)  # and the kernel ends everything left in the namespace
         _end_others()
         _empty_places(places)
         try:  # the grader may send the next run; the process forked next takes it
