@@ -96,17 +96,20 @@ class Cleaner:
             self.clean(child)
 
     def stop(self, drain: bool = True) -> None:
-        """No more children; ``drain``: clean the waiting ones first (else the server ends them)."""
+        """No more children. ``drain``: end the waiting ones first; else (the grader is exiting)
+        the server ends their processes, and only their working directories are removed here."""
         if drain:
             self.drain()
         with self.cond:
             self.stopped = True
-            if not drain:
-                self.queue.clear()
+            left, self.queue = self.queue, []
             self.cond.notify_all()
             thread, self.thread = self.thread, None
-        if thread is not None and drain:  # else a clean under way finishes on its own (a daemon thread)
-            thread.join()
+        for child in left:
+            if os.path.isdir(child.workdir):
+                sandbox.remove_workdir(child.workdir)
+        if thread is not None:
+            thread.join(timeout=None if drain else 2.0)  # the clean under way, if any
 
 
 def write_all(fd: int, data: JobWire | SessionSetup) -> None:
@@ -226,10 +229,13 @@ class Session:
             self.control.close()
             self.control = None
         if self.child is not None:
-            self.executor.finish(self.child)  # the cleaner ends its processes in the background
+            # The cleaner ends its processes in the background, then removes the working directory
+            # (``Child.workdir``): removing it here would wait on the namespace's teardown.
+            self.executor.finish(self.child)
             self.child = None
+            self.workdir = None
         self.waiting = False
-        self._drop_workdir()  # what the grader prepared; the session's own view of it is gone with it
+        self._drop_workdir()  # what the grader prepared for a session that never opened
 
     def _drop_workdir(self) -> None:
         if self.workdir is not None:
