@@ -326,7 +326,9 @@ def seed_everything(seed: int) -> None:
         numpy.random.seed(seed)
     torch = sys.modules.get("torch")
     if torch is not None:
-        torch.manual_seed(seed)
+        # The CPU generator, the only one a run has: torch.manual_seed also queues a seed for CUDA,
+        # formatting the whole stack (reading every frame's source line) each time.
+        torch.default_generator.manual_seed(seed)
 
 
 def _safe_str(exc: BaseException) -> str:
