@@ -499,7 +499,8 @@ def long_batch(n: int, jobs: int, seed: int) -> int:
         print(f"{n} attention_numpy submissions, --jobs {jobs}, load average {os.getloadavg()[0]:.2f}", flush=True)
         grader.references.get(assignment)
         step = max(1, n // 10)
-        print(f"{'graded':>8}{'wall':>9}{'per sub':>9}{'peak PSS':>10}{'fds':>6}{'server fds':>12}{'processes':>11}")
+        print(f"{'graded':>8}{'wall':>9}{'per sub':>9}{'peak PSS':>10}{'grader PSS':>12}{'fds':>6}{'server fds':>12}"
+              f"{'processes':>11}")
         started = time.perf_counter()
         samples = []
         for k in range(0, n, step):
@@ -509,12 +510,15 @@ def long_batch(n: int, jobs: int, seed: int) -> int:
             memory.stop()
             wall = time.perf_counter() - started
             servers = sum(_open_fds(s.pid) for s in executor.servers.values())
-            samples.append((memory.peak_pss / 1024, _open_fds(os.getpid()), servers))
+            own = _memory(os.getpid())[0] / 1024  # this process alone: the grader's side of the batch
+            samples.append((memory.peak_pss / 1024, _open_fds(os.getpid()), servers, own))
             print(f"{k + len(items[k:k + step]):>8}{wall:>8.1f}s{1000 * wall / (k + step):>7.1f}ms"
-                  f"{memory.peak_pss / 1024:>8.0f}MB{samples[-1][1]:>6}{servers:>12}{memory.peak_procs:>11}", flush=True)
+                  f"{memory.peak_pss / 1024:>8.0f}MB{own:>10.0f}MB{samples[-1][1]:>6}{servers:>12}"
+                  f"{memory.peak_procs:>11}", flush=True)
     executor.close()
     first, last = samples[0], samples[-1]
-    print(f"first tenth against last: peak PSS {first[0]:.0f} -> {last[0]:.0f} MB, descriptors {first[1]} -> {last[1]} "
+    print(f"first tenth against last: peak PSS {first[0]:.0f} -> {last[0]:.0f} MB (the grader's own {first[3]:.0f} -> "
+          f"{last[3]:.0f} MB), descriptors {first[1]} -> {last[1]} "
           f"(servers {first[2]} -> {last[2]}); load average {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -23,6 +23,8 @@ import functools
 import hashlib
 import json
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,7 @@ from grader.vocab import RunStatus
 
 BUNDLE_FORMAT = 1
 ATTEMPTS = 8  # draws per variant of a submission's own, before the course's variant stands in for it
+OWN_VARIANT_SETS = 64  # submissions whose own variants stay in memory (``References.variants_for``)
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,10 @@ class References:
         # (config digest, limits, variants, (path, mtime, size) per file) -> key
         self._keys: dict[tuple[str, str, str, tuple[tuple[str, int, int], ...]], str] = {}
         self._bundles: dict[str, tuple[Reference, list[str]]] = {}  # path -> (references, skip sources)
-        self._own: dict[tuple[str, int], VariantSet] = {}  # (reference key, seed) -> a submission's variants
+        # (reference key, seed) -> a submission's variants, the latest few only: a class of 10,000 would
+        # otherwise keep 10,000 sets of captured values; the cache on disk serves the rest.
+        self._own: OrderedDict[tuple[str, int], VariantSet] = OrderedDict()
+        self._own_lock = threading.Lock()  # grading threads draw for their submissions at once
         self._steps: dict[str, tuple[list[notebook.Cell], list[notebook.CellInfo]]] = {}
         self.secret: bytes | None = None  # the variant secret (``variant_secret``), once read or given
 
@@ -252,8 +258,10 @@ class References:
             return ref.course_set(f"the course's variants: the variant secret cannot be read ({exc})")
         seed = variants.submission_seed(secret, sha256, assignment.name)
         memo = (ref.key, seed)
-        if memo in self._own:
-            return self._own[memo]
+        with self._own_lock:
+            if memo in self._own:
+                self._own.move_to_end(memo)
+                return self._own[memo]
         path = (self.course.cache_dir / "references" / "variants" /
                 f"{assignment.name}-{ref.key[:12]}-{hashlib.sha256(str(seed).encode()).hexdigest()[:20]}.json")
         found = self._load_set(path, ref)
@@ -269,7 +277,10 @@ class References:
                                                             for v in found.variants],
                                                "variant_captures": [self._encode(c) for c in found.captures],
                                                "note": found.note}))
-        self._own[memo] = found
+        with self._own_lock:
+            self._own[memo] = found
+            while len(self._own) > OWN_VARIANT_SETS:
+                self._own.popitem(last=False)
         return found
 
     def variant_secret(self) -> bytes:
