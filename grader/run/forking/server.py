@@ -1,10 +1,12 @@
-"""The forking server: ``python -m grader.run.forking.server FD MODULES POOL PLAN``.
+"""The forking server: ``python -m grader.run.forking.server FD MODULES POOL``.
 
 A fresh interpreter that imports the libraries a notebook uses (``preload``), runs a few cells
-once so that every child starts warm, then forks children ahead of time (``_Pool``) and hands
-each one a job when the grader asks (``serve_forever``). What a child does is ``_child``: with a
-PLAN (``sandbox.Features``), it sets up a session's sandbox at once (``_session_child``);
-without, it waits for one job and runs it as the subprocess executor's worker would.
+once so that every child starts warm, reads the grader's first message on FD (the plan: the
+sandbox its children set up, which the grader probes for while this process imports), then
+forks children ahead of time (``_Pool``) and hands each one a job when the grader asks
+(``serve_forever``). What a child does is ``_child``: with a plan (``sandbox.Features``), it sets
+up a session's sandbox at once (``_session_child``); without, it waits for one job and runs it as
+the subprocess executor's worker would.
 
 This module imports only what the server needs: its children inherit all of it, and nothing of
 the grader's side (grading, references, the executor) may be in a process that runs student code.
