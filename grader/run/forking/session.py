@@ -229,13 +229,10 @@ class Session:
             self.control.close()
             self.control = None
         if self.child is not None:
-            # The cleaner ends its processes in the background, then removes the working directory
-            # (``Child.workdir``): removing it here would wait on the namespace's teardown.
-            self.executor.finish(self.child)
+            self.executor.finish(self.child)  # the cleaner ends its processes in the background
             self.child = None
-            self.workdir = None
         self.waiting = False
-        self._drop_workdir()  # what the grader prepared for a session that never opened
+        self._drop_workdir()  # what the grader prepared: gone when grade() returns (the view of it with the session)
 
     def _drop_workdir(self) -> None:
         if self.workdir is not None:
