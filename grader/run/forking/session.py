@@ -232,7 +232,7 @@ class Session:
             self.executor.finish(self.child)  # the cleaner ends its processes in the background
             self.child = None
         self.waiting = False
-        self._drop_workdir()  # what the grader prepared: gone when grade() returns (the view of it with the session)
+        self._drop_workdir()  # what the grader prepared; the session's own view of it is gone with it
 
     def _drop_workdir(self) -> None:
         if self.workdir is not None:
