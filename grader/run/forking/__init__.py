@@ -60,6 +60,7 @@ PRELOAD = ("numpy", "torch", "pandas", "matplotlib.pyplot")  # for jobs that do 
 REPLY_TIMEOUT = 15.0  # seconds the server may take to fork; longer means it is stopped or stuck
 START_TIMEOUT = 120.0  # seconds for the server to import everything and say it is ready
 MAX_MESSAGE = 4096
+HOME_PREFIX = "grader-forkserver-"  # a server's temporary folder, its working directory
 SPAWN_TRIES = 3  # a server found dead is replaced, then the request is sent again
 POOL = 2  # children forked ahead of time, waiting for a notebook
 
@@ -73,7 +74,7 @@ _LAZY = {
     "default_executor": "grader.run.forking.executor",
 }
 
-__all__ = ["MAX_MESSAGE", "POOL", "PRELOAD", "REPLY_TIMEOUT", "SPAWN_TRIES", "START_TIMEOUT",
+__all__ = ["HOME_PREFIX", "MAX_MESSAGE", "POOL", "PRELOAD", "REPLY_TIMEOUT", "SPAWN_TRIES", "START_TIMEOUT",
            "ForkServer", "ForkingExecutor", "default_executor"]
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from grader import PACKAGE_DIR
 from grader.errors import ExecutorError
 from grader.run import sandbox
-from grader.run.forking import MAX_MESSAGE, POOL, REPLY_TIMEOUT, START_TIMEOUT
+from grader.run.forking import HOME_PREFIX, MAX_MESSAGE, POOL, REPLY_TIMEOUT, START_TIMEOUT
 
 
 class ServerGone(Exception):
@@ -36,7 +36,7 @@ class ForkServer:
         """Start the server. ``plan``: the sandbox its children set up for sessions
         (``sandbox.Features.to_wire()``), None for none; or a function that says, called once the
         server process is started, so that probing the platform overlaps the server's imports."""
-        self.home = tempfile.mkdtemp(prefix="grader-forkserver-")
+        self.home = tempfile.mkdtemp(prefix=HOME_PREFIX)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
         self.log = open(os.path.join(self.home, "server.log"), "w+b")

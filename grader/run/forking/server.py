@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader.errors import SandboxError
 from grader.run import sandbox
-from grader.run.forking import MAX_MESSAGE, POOL, REPLY_TIMEOUT
+from grader.run.forking import HOME_PREFIX, MAX_MESSAGE, POOL, REPLY_TIMEOUT
 
 if TYPE_CHECKING:  # the job's shape, for the type checker only: every child inherits what the server imports
     from grader.run.job import CaptureWire, JobWire
@@ -392,6 +393,12 @@ def main(argv: list[str] | None = None) -> None:
         sandbox.prepare_seccomp(sandbox.Features.from_wire(plan).seccomp_sockets)  # built once, loaded per run
     sock.sendall(json.dumps({"ev": "ready", "pid": os.getpid(), "preloaded": loaded, "threads": _threads()}).encode())
     serve_forever(sock, pool, plan)
+    # Its home (the grader's temporary folder for it, its working directory) goes last, once every
+    # child has ended: the grader may not wait for that (``ForkServer.close(wait=False)``), and a
+    # child set up ahead can still be making its view in there when the grader removes the folder.
+    home = os.getcwd()
+    if os.path.basename(home).startswith(HOME_PREFIX):
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def _kill_group(pid: int) -> None:
