@@ -32,10 +32,10 @@ class ForkServer:
 
     def __init__(self, python: str, modules: tuple[str, ...], start_timeout: float = START_TIMEOUT,
                  pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT,
-                 plan: dict[str, bool] | None | Callable[[], dict[str, bool] | None] = None):
-        """Start the server. ``plan``: the sandbox its children set up for sessions
-        (``sandbox.Features.to_wire()``), None for none; or a function that says, called once the
-        server process is started, so that probing the platform overlaps the server's imports."""
+                 plan: Callable[[], dict[str, bool] | None] | None = None):
+        """Start the server. ``plan`` says, once the server process is started (so that probing the
+        platform overlaps the server's imports), the sandbox its children set up for sessions
+        (``sandbox.Features.to_wire()``), or None for none."""
         self.home = tempfile.mkdtemp(prefix=HOME_PREFIX)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
@@ -54,7 +54,7 @@ class ForkServer:
             theirs.close()
         self.sock.settimeout(start_timeout)
         try:
-            wire = plan() if callable(plan) else plan
+            wire = plan() if plan is not None else None
         except BaseException:
             self.close(wait=False)  # the server reads end-of-file and exits
             raise
