@@ -183,8 +183,8 @@ class TimedExecutor:
         finally:
             self.runs.append(time.perf_counter() - started)
 
-    def session(self):
-        return TimedExecutor(self.inner.session(), self.runs)
+    def session(self, reuse=None):
+        return TimedExecutor(self.inner.session(reuse=reuse), self.runs)
 
     def __enter__(self):
         return self

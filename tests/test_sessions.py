@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import pytest
 
@@ -136,3 +137,23 @@ def test_a_sandbox_that_cannot_be_finished_says_why_on_the_first_run(grader, lim
                                  "mounting "), run.reason
     assert "Invalid argument" in run.reason
     assert probe(after)["cwd"] == ["data.txt"], "the next run gets a sandbox of its own"
+
+
+def test_a_session_given_back_is_taken_again_under_its_key_and_its_runs_still_start_clean(limits, data):
+    with ForkingExecutor(preload=("numpy",)) as executor:
+        with executor.session(reuse="draws") as runner:
+            first = probe(runner.run(job(limits, data, LOOK + LITTER + REPORT)))
+            assert isinstance(runner, Session)
+            keeper, workdir = runner.child.pid, runner.workdir
+        with executor.session(reuse="draws") as runner:
+            again = probe(runner.run(job(limits, data, LOOK + REPORT)))
+        with executor.session(reuse="other") as runner:
+            other = probe(runner.run(job(limits, data, LOOK + REPORT)))
+        with executor.session() as runner:
+            plain = probe(runner.run(job(limits, data, LOOK + REPORT)))
+        assert os.path.isdir(workdir), "the given-back session stays open between its users"
+    assert again["pid"] > first["pid"], "taken again: a later process of the same sandbox"
+    assert again["cwd"] == ["data.txt"] and again["tmp"] == first["tmp"] and again["others"] == []
+    assert other["pid"] == plain["pid"] == first["pid"], "another key, or none: a sandbox of its own"
+    assert not os.path.exists(workdir), "closing the executor ends the sessions it kept"
+    assert not os.path.exists(f"/proc/{keeper}")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -61,7 +62,11 @@ class Executor(Protocol):
 
     def run(self, job: Job) -> RunResult: ...
 
-    def session(self) -> Session: ...
+    def session(self, reuse: Hashable | None = None) -> Session:
+        """The runs of one submission. ``reuse``: for the trusted solution's runs only, a key; the
+        session goes back to the executor on exit and the next ``session(reuse=key)`` may get it
+        again, its runs each still a fresh process (an executor without sessions ignores it)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -101,7 +106,7 @@ class SpawningExecutor:
     def run(self, job: Job) -> RunResult:
         return run_with_retries(self, job)
 
-    def session(self) -> Session:
+    def session(self, reuse: Hashable | None = None) -> Session:
         return Separate(self)
 
     def workdir_for(self, job: Job) -> str | None:

@@ -63,6 +63,7 @@ MAX_MESSAGE = 4096
 HOME_PREFIX = "grader-forkserver-"  # a server's temporary folder, its working directory
 SPAWN_TRIES = 3  # a server found dead is replaced, then the request is sent again
 POOL = 2  # children forked ahead of time, waiting for a notebook
+STANDING = 4  # open sessions kept for the solution's runs (``ForkingExecutor.session(reuse=...)``)
 
 if TYPE_CHECKING:
     from grader.run.forking.client import ForkServer
@@ -74,7 +75,7 @@ _LAZY = {
     "default_executor": "grader.run.forking.executor",
 }
 
-__all__ = ["HOME_PREFIX", "MAX_MESSAGE", "POOL", "PRELOAD", "REPLY_TIMEOUT", "SPAWN_TRIES", "START_TIMEOUT",
+__all__ = ["HOME_PREFIX", "MAX_MESSAGE", "POOL", "PRELOAD", "REPLY_TIMEOUT", "SPAWN_TRIES", "STANDING", "START_TIMEOUT",
            "ForkServer", "ForkingExecutor", "default_executor"]
 
 

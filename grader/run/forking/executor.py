@@ -13,12 +13,13 @@ import os
 import sys
 import threading
 import weakref
+from collections.abc import Hashable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from grader.errors import ExecutorError
 from grader.run import sandbox
-from grader.run.forking import POOL, PRELOAD, REPLY_TIMEOUT, SPAWN_TRIES, START_TIMEOUT
+from grader.run.forking import POOL, PRELOAD, REPLY_TIMEOUT, SPAWN_TRIES, STANDING, START_TIMEOUT
 from grader.run.forking.client import ForkServer, ServerGone
 from grader.run.forking.session import Child, Cleaner, Session, write_all
 
@@ -50,6 +51,7 @@ class ForkingExecutor:
         self.closed = False
         self.features = features  # None: whatever sandbox.features() finds on this platform
         self._cleaner = Cleaner(self._release)
+        self._standing: list[Session] = []  # sessions given back (``session(reuse=...)``), oldest first
         _LIVE.add(self)
 
     def preload_for(self, job: Job | None) -> tuple[str, ...]:
@@ -116,14 +118,37 @@ class ForkingExecutor:
         """Each run outside a session prepares its own working directory."""
         return None
 
-    def session(self) -> execute.Session:
+    def session(self, reuse: Hashable | None = None) -> execute.Session:
         """Runs of one submission (its data, then variants) in one sandbox when the platform allows
-        (``sandbox.sessions_possible``); otherwise each run is started on its own, as by ``run``."""
-        if self.sessions:
-            return Session(self)
-        from grader.run.execute import Separate
+        (``sandbox.sessions_possible``); otherwise each run is started on its own, as by ``run``.
 
-        return Separate(self)
+        ``reuse`` (a key; for the trusted solution's runs, never a student's): an open session
+        given back under the same key is taken again, and this one is given back on exit instead
+        of ending. The solution's draws for each submission then cost no new sandbox; each of their
+        runs is still a fresh process, after init has cleaned up the one before."""
+        if not self.sessions:
+            from grader.run.execute import Separate
+
+            return Separate(self)
+        if reuse is not None:
+            with self._lock:
+                for i in range(len(self._standing) - 1, -1, -1):
+                    if self._standing[i].reuse == reuse:
+                        return self._standing.pop(i)
+        session = Session(self)
+        session.reuse = reuse
+        return session
+
+    def _give_back(self, session: Session) -> None:
+        """Keep a session that ended its runs for ``session(reuse=...)``; the oldest beyond ``STANDING`` end."""
+        ended = [session]
+        if session.child is not None:
+            with self._lock:
+                if not self.closed:
+                    self._standing.append(session)
+                    ended, self._standing = self._standing[:-STANDING], self._standing[-STANDING:]
+        for old in ended:
+            old.end()
 
     def _release(self, handle: Child) -> None:
         with self._lock:
@@ -190,9 +215,13 @@ class ForkingExecutor:
         """Stop the server and every notebook still running; later notebooks are refused.
         ``wait=False`` (at the grader's exit): the servers end what is left (they kill their
         children when their socket closes) without the grader waiting for them."""
-        self._cleaner.stop(drain=wait)
         with self._lock:
             self.closed = True
+            standing, self._standing = self._standing, []
+        for session in standing:
+            session.end()
+        self._cleaner.stop(drain=wait)
+        with self._lock:
             servers, self._servers, self._server = list(self._servers.values()), {}, None
         for server in servers:
             server.close(wait=wait)

@@ -8,7 +8,7 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -146,6 +146,7 @@ class Session:
         self.waiting = False  # a run finished; init has not said ready yet
         self.files: tuple[tuple[Path, str], ...] = ()
         self.preload: tuple[str, ...] = executor.modules  # the server the session's child comes from
+        self.reuse: Hashable | None = None  # given back to the executor under this key on close
 
     def workdir_for(self, job: Job) -> str:
         """The session's working directory (made for the first run, or after a session ended)."""
@@ -245,6 +246,13 @@ class Session:
         return run_with_retries(self, job)
 
     def close(self) -> None:
+        """The caller's runs are over: the session ends, or goes back to the executor (``reuse``)."""
+        if self.reuse is not None:
+            self.executor._give_back(self)
+        else:
+            self._end()
+
+    def end(self) -> None:
         self._end()
 
     def __enter__(self) -> Session:
