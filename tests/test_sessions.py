@@ -157,3 +157,46 @@ def test_a_session_given_back_is_taken_again_under_its_key_and_its_runs_still_st
     assert other["pid"] == plain["pid"] == first["pid"], "another key, or none: a sandbox of its own"
     assert not os.path.exists(workdir), "closing the executor ends the sessions it kept"
     assert not os.path.exists(f"/proc/{keeper}")
+
+
+# A run that leaves state behind in its process: a name, a module of its own, a file, a figure.
+LEAVE = '''
+import json, os, sys
+seen = {"pid": os.getpid(), "names": sorted(k for k in globals() if k.startswith("left_")),
+        "cwd": sorted(os.listdir(".")), "helper": "helper" in sys.modules, "path": sys.path[-1],
+        "env": os.environ.get("LEFT")}
+left_name = 1
+open("helper.py", "w").write("x = 1\\n")
+import helper
+sys.path.append("/left")
+os.environ["LEFT"] = "1"
+'''
+
+
+def stay_job(limits, data) -> Job:
+    return dataclasses.replace(job(limits, data, LEAVE + REPORT), stay=True)
+
+
+def test_a_kept_sessions_run_process_stays_for_the_next_run_and_is_put_back_as_it_was(limits, data):
+    with ForkingExecutor(preload=("numpy",)) as executor, executor.session(reuse="draws") as runner:
+        seen = [probe(runner.run(stay_job(limits, data))) for _ in range(3)]
+    assert seen[0]["pid"] == seen[1]["pid"] == seen[2]["pid"], "one process took the three runs"
+    for later in seen[1:]:
+        assert later == {**seen[0], "pid": later["pid"]}, "each run finds the process as the first did"
+    assert seen[0]["names"] == [] and seen[0]["cwd"] == ["data.txt"] and not seen[0]["helper"]
+    assert seen[0]["path"] != "/left" and seen[0]["env"] is None
+
+
+def test_a_students_session_never_keeps_a_run_process(grader, limits, data):
+    with grader.executor.session() as runner:
+        seen = [probe(runner.run(stay_job(limits, data))) for _ in range(2)]
+    assert seen[1]["pid"] > seen[0]["pid"], "Job.stay is ignored outside a session kept for the solution"
+
+
+def test_a_kept_process_is_replaced_after_stay_runs_in_a_row(limits, data, monkeypatch):
+    from grader.run.forking import session as session_module
+
+    monkeypatch.setattr(session_module, "STAY_RUNS", 3)
+    with ForkingExecutor(preload=("numpy",)) as executor, executor.session(reuse="draws") as runner:
+        pids = [probe(runner.run(stay_job(limits, data)))["pid"] for _ in range(5)]
+    assert pids[0] == pids[1] == pids[2] < pids[3] == pids[4], pids

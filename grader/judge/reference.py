@@ -301,15 +301,16 @@ class References:
         out = VariantSet([], [], [], own=True)
         stood_in = []
         given = ref.given()
-        # The solution's runs share one sandbox, kept open from one submission's draws to the next:
-        # trusted code, each run still a fresh process in a cleaned sandbox.
+        # The solution's runs share one sandbox, kept open from one submission's draws to the next,
+        # and one warm process (``Job.stay``): trusted code, put back as it was after each run.
         with self.executor.session(reuse=("draws", assignment.name, ref.key)) as session:
             for slot, course_variant in enumerate(ref.variants):
                 for attempt in range(ATTEMPTS):
                     variant = variants.make_variants(assignment, given, seed=variants.attempt_seed(seed, attempt))[slot]
                     job = build_job(assignment, cells, infos, assignment.solution, hints=False, skip=set(),
                                     variant=variant)
-                    run = session.run(replace(job, files=tuple(f for f in job.files if f[0] != assignment.solution)))
+                    run = session.run(replace(job, files=tuple(f for f in job.files if f[0] != assignment.solution),
+                                              stay=True))
                     if run.status != RunStatus.OK or run.errors:
                         continue  # a draw the solution itself cannot run: another
                     changed = changed_answers(ref.captures, run.captures)

@@ -75,6 +75,10 @@ class Job:
     # The last run of its session (``execute.Session``): the sandbox prepares no process for another.
     # Only a hint: a run sent after it starts a new session.
     last: bool = False
+    # The run's process stays, warm, to take the session's next run itself (its state put back as
+    # it was before this one). For the trusted solution's runs only: a session opened for a
+    # student's runs never keeps a process (``forking.session.Session``).
+    stay: bool = False
 
     def to_wire(self, workdir: str, sandbox: dict[str, bool] | None = None) -> JobWire:
         return {
@@ -89,6 +93,7 @@ class Job:
             "traceback_lines": self.traceback_lines,
             "sandbox": sandbox,
             "last": self.last,
+            "stay": self.stay,
         }
 
 
@@ -166,6 +171,7 @@ class JobWire(TypedDict):
     traceback_lines: int
     sandbox: dict[str, bool] | None  # ``sandbox.Features.to_wire()``: the protections to apply; None: probe
     last: NotRequired[bool]  # the session's last run (``Job.last``)
+    stay: NotRequired[bool]  # the run's process takes the session's next run (``Job.stay``)
 
 
 class SessionSetup(TypedDict):

@@ -29,6 +29,7 @@ import re
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from grader import capture
@@ -95,6 +96,66 @@ def make_shell() -> Any:
         shell._tee = lambda channel: contextlib.nullcontext()
     shell._grader_shell = True
     return shell
+
+
+@contextlib.contextmanager
+def state_kept(shell: Any, workdir: str | None = None) -> Iterator[None]:
+    """Put the process back as it was once the block has run cells in it: the shell's namespace
+    (``In``, ``Out`` and the displayhook's last values included), sys.path, the environment and
+    the working directory; open figures are closed, and modules imported from ``workdir`` (a
+    notebook's own helpers) are forgotten, so they are imported afresh next time. What libraries
+    imported lazily stays loaded, as it does in the server after its warm-up."""
+    namespace = dict(shell.user_ns)
+    contents = {id(v): (v, v.copy()) for v in namespace.values() if type(v) in (dict, list)}  # In, Out
+    code_name = shell.compile.__dict__.get("get_code_name")
+    # The displayhook's own copy of the last three shown values: it sets `_` only while the
+    # namespace's `_` is still the value it showed last, so a value left here would make the next
+    # notebook treat `_` as its own and never update it. The same for user_ns_hidden.
+    hook = shell.displayhook
+    shown = {k: getattr(hook, k) for k in ("_", "__", "___")}
+    hidden = dict(shell.user_ns_hidden)
+    count = shell.execution_count
+    path, environ, modules = list(sys.path), dict(os.environ), set(sys.modules)
+    try:
+        yield
+    finally:
+        for k, v in shown.items():
+            setattr(hook, k, v)
+        shell.user_ns_hidden.clear()
+        shell.user_ns_hidden.update(hidden)
+        shell.user_ns.clear()
+        shell.user_ns.update(namespace)
+        for v, saved in contents.values():
+            if type(v) is list:
+                v[:] = saved
+            else:
+                v.clear()
+                v.update(saved)
+        if code_name is None:
+            shell.compile.__dict__.pop("get_code_name", None)
+        else:
+            shell.compile.get_code_name = code_name
+        shell.execution_count = count
+        sys.path[:] = path
+        if os.environ != environ:
+            os.environ.clear()
+            os.environ.update(environ)
+        if workdir is not None:
+            _forget_modules_from(workdir, set(sys.modules) - modules)
+            with contextlib.suppress(OSError):
+                os.chdir(workdir)
+        pyplot = sys.modules.get("matplotlib.pyplot")
+        if pyplot is not None:
+            with contextlib.suppress(Exception):
+                pyplot.close("all")
+
+
+def _forget_modules_from(workdir: str, names: set[str]) -> None:
+    bases = tuple(os.path.realpath(p) + os.sep for p in (workdir, "/tmp", "/dev/shm"))
+    for name in names:
+        origin = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(origin, str) and os.path.realpath(origin).startswith(bases):
+            sys.modules.pop(name, None)
 
 
 class Runner:

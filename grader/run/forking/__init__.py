@@ -64,6 +64,7 @@ HOME_PREFIX = "grader-forkserver-"  # a server's temporary folder, its working d
 SPAWN_TRIES = 3  # a server found dead is replaced, then the request is sent again
 POOL = 2  # children forked ahead of time, waiting for a notebook
 STANDING = 4  # open sessions kept for the solution's runs (``ForkingExecutor.session(reuse=...)``)
+STAY_RUNS = 32  # runs in a row one process of such a session takes (``Job.stay``) before a fresh one
 
 if TYPE_CHECKING:
     from grader.run.forking.client import ForkServer
@@ -75,7 +76,8 @@ _LAZY = {
     "default_executor": "grader.run.forking.executor",
 }
 
-__all__ = ["HOME_PREFIX", "MAX_MESSAGE", "POOL", "PRELOAD", "REPLY_TIMEOUT", "SPAWN_TRIES", "STANDING", "START_TIMEOUT",
+__all__ = ["HOME_PREFIX", "MAX_MESSAGE", "POOL", "PRELOAD", "REPLY_TIMEOUT", "SPAWN_TRIES", "STANDING", "STAY_RUNS",
+           "START_TIMEOUT",
            "ForkServer", "ForkingExecutor", "default_executor"]
 
 

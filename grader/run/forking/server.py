@@ -129,35 +129,8 @@ def _warm_up(shell: Any, loaded: list[str]) -> None:
                    "grader_cpu": 0.0, "memfd": False},
         "workdir": "", "traceback_lines": 8, "sandbox": None,
     }
-    namespace = dict(shell.user_ns)
-    contents = {id(v): (v, v.copy()) for v in namespace.values() if type(v) in (dict, list)}  # In, Out
-    code_name = shell.compile.__dict__.get("get_code_name")
-    # The displayhook's own copy of the last three shown values: it sets `_` only while the
-    # namespace's `_` is still the value it showed last, so a warm-up value left here would make
-    # every child treat `_` as the student's own and never update it.
-    # The same for user_ns_hidden, where it keeps them too.
-    hook = shell.displayhook
-    shown = {k: getattr(hook, k) for k in ("_", "__", "___")}
-    hidden = dict(shell.user_ns_hidden)
-    try:
+    with worker.state_kept(shell):
         worker.Runner(job, io.BytesIO(), shell).run()
-    finally:
-        for k, v in shown.items():
-            setattr(hook, k, v)
-        shell.user_ns_hidden.clear()
-        shell.user_ns_hidden.update(hidden)
-        shell.user_ns.clear()
-        shell.user_ns.update(namespace)
-        for v, saved in contents.values():
-            if type(v) is list:
-                v[:] = saved
-            else:
-                v.clear()
-                v.update(saved)
-        if code_name is None:
-            shell.compile.__dict__.pop("get_code_name", None)
-        else:
-            shell.compile.get_code_name = code_name
 
 
 class _Pool:
@@ -326,7 +299,7 @@ def _session_child(channel: int, path0: str, plan: dict[str, bool]) -> int:
     from grader.run import worker
 
     try:
-        applied, run, event_fd = sandbox.enter_session(plan, channel)
+        applied, run, event_fd, control = sandbox.enter_session(plan, channel)
     except SandboxError as exc:
         control = getattr(exc, "control", None)
         if control is None:  # it failed before the job came: wait for it, to answer its first run
@@ -341,10 +314,20 @@ def _session_child(channel: int, path0: str, plan: dict[str, bool]) -> int:
         return 0
     if sys.path and sys.path[0] == path0:
         sys.path[0] = run["workdir"]  # as for `python -m` started in the working directory
-    _reseed()
-    with os.fdopen(event_fd, "wb", buffering=0) as out:
-        worker.run_isolated(run, out, applied)
-    return sandbox.LAST_RUN if run.get("last") else 0
+    places = sandbox.writable_places(run["workdir"])
+    while True:
+        _reseed()
+        if control is None:
+            with os.fdopen(event_fd, "wb", buffering=0) as out:
+                worker.run_isolated(run, out, applied)
+            return sandbox.LAST_RUN if run.get("last") else 0
+        # A run that stays (the trusted solution's, ``Job.stay``): put back as it was, then take
+        # the session's next run here, as init's next process would.
+        with worker.state_kept(worker.make_shell(), run["workdir"]):
+            with os.fdopen(event_fd, "wb", buffering=0) as out:
+                worker.run_isolated(run, out, applied)
+        sandbox.empty_places(places)
+        run, event_fd, control = sandbox.await_run(control)
 
 
 def _take(fd: int, keep: int) -> int | None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from grader.errors import ExecutorError
 from grader.run import sandbox
+from grader.run.forking import STAY_RUNS
 
 if TYPE_CHECKING:
     from grader.run.forking.client import ForkServer
@@ -147,6 +148,7 @@ class Session:
         self.files: tuple[tuple[Path, str], ...] = ()
         self.preload: tuple[str, ...] = executor.modules  # the server the session's child comes from
         self.reuse: Hashable | None = None  # given back to the executor under this key on close
+        self.stayed = 0  # runs in a row the same process took (``Job.stay``); 0: the last one's process ended
 
     def workdir_for(self, job: Job) -> str:
         """The session's working directory (made for the first run, or after a session ended)."""
@@ -175,7 +177,10 @@ class Session:
         if self.child is None and self.workdir is None:  # the session it was made for has just ended
             self.workdir = sandbox.prepare_workdir(self.files)
         assert self.workdir is not None  # an open session keeps its directory (both end in _end)
-        run: JobWire = {**wire, "workdir": self.workdir}
+        # Only a session kept for the trusted solution's runs keeps a run's process for the next
+        # run, and not for more than STAY_RUNS in a row: its CPU-time limit counts them all.
+        stay = self.reuse is not None and bool(wire.get("stay")) and (self.stayed + 1) % STAY_RUNS != 0
+        run: JobWire = {**wire, "workdir": self.workdir, "stay": stay}
         if self.child is None:
             self._open(run)
         child, control = self.child, self.control
@@ -193,6 +198,7 @@ class Session:
             os.close(job_r)
             os.close(event_w)
         write_all(job_w, run)
+        self.stayed = self.stayed + 1 if stay else 0
         return child, event_r
 
     def _open(self, wire: JobWire) -> None:
@@ -220,7 +226,7 @@ class Session:
 
     def finish(self, handle: Child, complete: bool = True) -> None:
         if complete and handle is self.child:
-            self.waiting = True  # init cleans up while the grader reads the results
+            self.waiting = not self.stayed  # init cleans up while the grader reads the results
         else:
             self._end()
 
@@ -233,6 +239,7 @@ class Session:
             self.executor.finish(self.child)  # the cleaner ends its processes in the background
             self.child = None
         self.waiting = False
+        self.stayed = 0
         self._drop_workdir()  # what the grader prepared; the session's own view of it is gone with it
 
     def _drop_workdir(self) -> None:

@@ -90,7 +90,7 @@ from grader.run.sandbox.probe import (
     sessions_possible,
 )
 from grader.run.sandbox.seccomp import prepare as prepare_seccomp
-from grader.run.sandbox.tree import LAST_RUN
+from grader.run.sandbox.tree import LAST_RUN, await_run, empty_places, writable_places
 
 __all__ = [
     "FEATURES",
@@ -100,6 +100,8 @@ __all__ = [
     "Features",
     "SandboxError",
     "SessionSetupError",
+    "await_run",
+    "empty_places",
     "enter",
     "enter_session",
     "environment",
@@ -113,4 +115,5 @@ __all__ = [
     "sessions_possible",
     "set_name",
     "terminate",
+    "writable_places",
 ]

@@ -65,7 +65,7 @@ def enter(job: JobWire, channel: int | None = None) -> tuple[str, ...]:
         raise SandboxError(f"{exc.strerror or exc} ({type(exc).__name__})") from None
 
 
-def enter_session(plan_wire: dict[str, bool], channel: int) -> tuple[tuple[str, ...], JobWire, int]:
+def enter_session(plan_wire: dict[str, bool], channel: int) -> tuple[tuple[str, ...], JobWire, int, int | None]:
     """Isolate this fresh process for the runs of one submission, as far as possible before the
     submission is even known; returns in each run's process.
 
@@ -91,7 +91,7 @@ def enter_session(plan_wire: dict[str, bool], channel: int) -> tuple[tuple[str, 
     except OSError as exc:
         raise SandboxError(f"{exc.strerror or exc} ({type(exc).__name__})") from None
     assert run is not None  # with ``ahead``, _isolate returns in a run's process, with the run
-    return applied, run[0], run[1]
+    return applied, *run
 
 
 def _await_session(channel: int, plan: Features) -> tuple[SessionSetup, int]:
@@ -114,10 +114,10 @@ def _await_session(channel: int, plan: Features) -> tuple[SessionSetup, int]:
 
 
 def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: int | None,
-             ahead: tuple[int, str] | None = None) -> tuple[tuple[str, ...], tuple[JobWire, int] | None]:
+             ahead: tuple[int, str] | None = None) -> tuple[tuple[str, ...], tuple[JobWire, int, int | None] | None]:
     """The protections in force, and for a session (``ahead``: the server's channel and the
     directory to build the view on; ``limits``: None, they come with the session's setup) the
-    run's job and event fd; else None."""
+    run's job, event fd and, if its process stays for the next run, the control socket; else None."""
     control: int | None = None  # a session's control socket, once the grader has handed it over
     _own_session()
     keeper = os.getpid()

@@ -141,7 +141,7 @@ def serve_runs(control: int, workdir: str) -> None:
     job from ``control`` with ``await_run``); never returns here."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # pid 1 ignores whatever it has no handler for
     close_fds(control)
-    places = [(p, os.stat(p)) for p in (workdir, "/tmp", "/dev/shm") if os.path.isdir(p)]
+    places = writable_places(workdir)
     set_name("grader-init")
     while True:
         pid = os.fork()
@@ -162,27 +162,36 @@ def serve_runs(control: int, workdir: str) -> None:
         if code in (NO_MORE_RUNS, LAST_RUN):  # the grader closed the session, or will: no process ahead
             os._exit(0)  # and the kernel ends everything left in the namespace
         _end_others()
-        _empty_places(places)
+        empty_places(places)
         try:  # the grader may send the next run; the process forked next takes it
             os.write(control, b"ready")
         except OSError:
             os._exit(0)
 
 
-def await_run(control: int) -> tuple[JobWire, int]:
-    """In a run's process, set up already: its job and event fd, from the session's control socket."""
+def await_run(control: int) -> tuple[JobWire, int, int | None]:
+    """In a run's process, set up already: its job, its event fd and, for a job that says it
+    stays (``Job.stay``: the trusted solution's), the session's control socket to take the next
+    run from; any other job's process keeps no way to the session's later runs."""
     sock = socket.socket(fileno=control)
     try:
         _, fds, _, _ = socket.recv_fds(sock, 64, 2)
     except (OSError, ValueError):
         fds = []
-    sock.close()
     if len(fds) != 2:  # end of the session (the grader closed its end), or nonsense
         os._exit(NO_MORE_RUNS)
     job_fd, event_fd = fds
-    with os.fdopen(job_fd, "rb") as f:
-        job: JobWire = json.loads(f.read())
-    return job, event_fd
+    try:
+        with os.fdopen(job_fd, "rb") as f:
+            job: JobWire = json.loads(f.read())
+        stays = job.get("stay") is True
+    except BaseException:
+        sock.close()
+        raise
+    if not stays:
+        sock.close()
+        return job, event_fd, None
+    return job, event_fd, sock.detach()
 
 
 def _end_others() -> None:
@@ -200,7 +209,12 @@ def _end_others() -> None:
             pass
 
 
-def _empty_places(places: list[tuple[str, os.stat_result]]) -> None:
+def writable_places(workdir: str) -> list[tuple[str, os.stat_result]]:
+    """Where a run may write (the working directory, /tmp, /dev/shm), with their owner and mode now."""
+    return [(p, os.stat(p)) for p in (workdir, "/tmp", "/dev/shm") if os.path.isdir(p)]
+
+
+def empty_places(places: list[tuple[str, os.stat_result]]) -> None:
     """Remove what a run wrote (in the working directory, /tmp and /dev/shm), keeping the mounted
     submission and data files, and give each place back its owner and mode."""
     for place, st in places:
