@@ -63,7 +63,7 @@ MAX_MESSAGE = 4096
 HOME_PREFIX = "grader-forkserver-"  # a server's temporary folder, its working directory
 SPAWN_TRIES = 3  # a server found dead is replaced, then the request is sent again
 POOL = 2  # children forked ahead of time, waiting for a notebook
-STANDING = 4  # open sessions kept for the solution's runs (``ForkingExecutor.session(reuse=...)``)
+STANDING = 2  # open sessions kept for the solution's runs at least (``ForkingExecutor.session(reuse=...)``)
 STAY_RUNS = 32  # runs in a row one process of such a session takes (``Job.stay``) before a fresh one
 
 if TYPE_CHECKING:

@@ -52,6 +52,7 @@ class ForkingExecutor:
         self.features = features  # None: whatever sandbox.features() finds on this platform
         self._cleaner = Cleaner(self._release)
         self._standing: list[Session] = []  # sessions given back (``session(reuse=...)``), oldest first
+        self._lent = self._most_lent = 0  # such sessions in use now, and at most so far
         _LIVE.add(self)
 
     def preload_for(self, job: Job | None) -> tuple[str, ...]:
@@ -130,23 +131,30 @@ class ForkingExecutor:
             from grader.run.execute import Separate
 
             return Separate(self)
+        session = None
         if reuse is not None:
             with self._lock:
+                self._lent += 1
+                self._most_lent = max(self._most_lent, self._lent)
                 for i in range(len(self._standing) - 1, -1, -1):
                     if self._standing[i].reuse == reuse:
-                        return self._standing.pop(i)
-        session = Session(self)
-        session.reuse = reuse
+                        session = self._standing.pop(i)
+                        break
+        if session is None:
+            session = Session(self)
+            session.reuse = reuse
         return session
 
     def _give_back(self, session: Session) -> None:
-        """Keep a session that ended its runs for ``session(reuse=...)``; the oldest beyond ``STANDING`` end."""
+        """Keep a session that ended its runs for ``session(reuse=...)``. As many are kept as were
+        ever in use at once (``STANDING`` at least); beyond that the one given back longest ago ends."""
         ended = [session]
-        if session.child is not None:
-            with self._lock:
-                if not self.closed:
-                    self._standing.append(session)
-                    ended, self._standing = self._standing[:-STANDING], self._standing[-STANDING:]
+        with self._lock:
+            self._lent -= 1
+            if session.child is not None and not self.closed:
+                self._standing.append(session)
+                keep = max(STANDING, self._most_lent)
+                ended, self._standing = self._standing[:-keep], self._standing[-keep:]
         for old in ended:
             old.end()
 
