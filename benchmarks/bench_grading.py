@@ -486,8 +486,9 @@ def _open_fds(pid: int) -> int:
 
 
 def long_batch(n: int, jobs: int, seed: int) -> int:
-    """One batch of n attention_numpy submissions through grade_all, sampled every n/10: the peak
-    PSS of the whole tree and the open descriptors of this process and of every forking server."""
+    """One batch of n attention_numpy submissions through one grade_all call with a result store,
+    as ``grader grade`` makes it, sampled every n/10: the peak PSS of the whole tree, this
+    process's own PSS, and the open descriptors of this process and of every forking server."""
     course = config.load(ROOT / "config.yaml")
     course = dataclasses.replace(course, cache_dir=Path(tempfile.mkdtemp(prefix="bench-long-")))
     assignment = course.assignment("attention_numpy")
@@ -498,30 +499,40 @@ def long_batch(n: int, jobs: int, seed: int) -> int:
         items = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p)) for p, _ in subs]
         print(f"{n} attention_numpy submissions, --jobs {jobs}, load average {os.getloadavg()[0]:.2f}", flush=True)
         grader.references.get(assignment)
+        store = batch.ResultStore(course.cache_dir, assignment, batch.fingerprint(grader, assignment))
         step = max(1, n // 10)
         print(f"{'graded':>8}{'wall':>9}{'per sub':>9}{'peak PSS':>10}{'grader PSS':>12}{'fds':>6}{'server fds':>12}"
               f"{'processes':>11}")
+        samples: list[tuple[float, int, int, float]] = []
+        memory = [TreeMemory()]
+        done = [0]
         started = time.perf_counter()
-        samples = []
-        for k in range(0, n, step):
-            memory = TreeMemory()
-            memory.start()
-            batch.grade_all(grader, assignment, items[k:k + step], jobs=jobs)
-            memory.stop()
+
+        def sample(_sub: batch.Submission, _card: object) -> None:
+            done[0] += 1
+            if done[0] % step and done[0] != n:
+                return
+            memory[0].stop()
             wall = time.perf_counter() - started
             servers = sum(_open_fds(s.pid) for s in executor.servers.values())
             own = _memory(os.getpid())[0] / 1024  # this process alone: the grader's side of the batch
-            samples.append((memory.peak_pss / 1024, _open_fds(os.getpid()), servers, own))
-            print(f"{k + len(items[k:k + step]):>8}{wall:>8.1f}s{1000 * wall / (k + step):>7.1f}ms"
-                  f"{memory.peak_pss / 1024:>8.0f}MB{own:>10.0f}MB{samples[-1][1]:>6}{servers:>12}"
-                  f"{memory.peak_procs:>11}", flush=True)
+            samples.append((memory[0].peak_pss / 1024, _open_fds(os.getpid()), servers, own))
+            print(f"{done[0]:>8}{wall:>8.1f}s{1000 * wall / done[0]:>7.1f}ms"
+                  f"{memory[0].peak_pss / 1024:>8.0f}MB{own:>10.0f}MB{samples[-1][1]:>6}{servers:>12}"
+                  f"{memory[0].peak_procs:>11}", flush=True)
+            memory[0] = TreeMemory()
+            memory[0].start()
+
+        memory[0].start()
+        outcome = batch.grade_all(grader, assignment, items, jobs=jobs, store=store, on_card=sample)
+        memory[0].stop()
+        assert len(outcome.cards) == n
     executor.close()
     first, last = samples[0], samples[-1]
     print(f"first tenth against last: peak PSS {first[0]:.0f} -> {last[0]:.0f} MB (the grader's own {first[3]:.0f} -> "
           f"{last[3]:.0f} MB), descriptors {first[1]} -> {last[1]} "
           f"(servers {first[2]} -> {last[2]}); load average {os.getloadavg()[0]:.2f}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -39,6 +39,8 @@ from grader.run import executors
 from grader.vocab import Format
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from grader.course import config
     from grader.judge.scorecard import Scorecard
     from grader.run.execute import Executor
@@ -117,7 +119,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
                                       cluster=args.cluster, say=lambda line: print(line, file=sys.stderr, flush=True))
         finally:
             progress.close()
-        done = [(s.path, s.name, card) for s, card in zip(subs, outcome.cards, strict=True)]
+        done = batch.Graded(subs, outcome.cards)  # each card read back from the results when written out
         if shard is not None:
             shards.write_manifest(out, shard=shard[0], count=shard[1], assignment=assignment.name,
                                   fingerprint=store.key, total=len(found.submissions), formats=formats,
@@ -125,14 +127,14 @@ def cmd_grade(args: argparse.Namespace) -> int:
                                   notes=found.notes)
         outputs.write_run(done, course=course, assignment=assignment, out=out, formats=formats,
                          executor_name=grader.executor.name)
-        rows = [(name, card) for _, name, card in done]
-        print_table(assignment, rows, course.scorecard.rounding)
+        names = done.names
+        print_table(assignment, names, outcome.cards, course.scorecard.rounding)
         notes = batch.summary_lines(found, outcome)
     if notes:
         print()
         print("\n".join(notes))
     print(f"\nScorecards written to {out}/ ({', '.join(formats)})")
-    return fail_under(rows, args.fail_under)
+    return fail_under(names, outcome.cards, args.fail_under)
 
 
 def warm_up(executor: Executor, assignment: config.Assignment) -> None:
@@ -169,14 +171,14 @@ def cmd_merge(args: argparse.Namespace) -> int:
     executor = next((str(c.execution.get("executor")) for _, _, c in done if c.execution.get("executor")), "forking")
     outputs.write_run(done, course=course, assignment=assignment, out=out, formats=merged.formats,
                       executor_name=executor)
-    rows = [(name, card) for _, name, card in done]
-    print_table(assignment, rows, course.scorecard.rounding)
+    names, cards = [name for _, name, _ in done], [card for _, _, card in done]
+    print_table(assignment, names, cards, course.scorecard.rounding)
     if merged.notes:
         print()
         print("\n".join(f"note: {n}" for n in merged.notes))
-    print(f"\nScorecards of {len(rows)} submission(s) from {len(args.dirs)} folder(s) merged into {out}/ "
+    print(f"\nScorecards of {len(names)} submission(s) from {len(args.dirs)} folder(s) merged into {out}/ "
           f"({', '.join(merged.formats)})")
-    return fail_under(rows, args.fail_under)
+    return fail_under(names, cards, args.fail_under)
 
 
 def cmd_ci_workflow(args: argparse.Namespace) -> int:
@@ -189,22 +191,24 @@ def cmd_ci_workflow(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def fail_under(rows: list[tuple[str, Scorecard]], threshold: float | None) -> int:
+def fail_under(names: list[str], cards: Iterable[Scorecard], threshold: float | None) -> int:
     """Exit status for --fail-under: 1 when a submission scored below the threshold (in %)."""
     if threshold is None:
         return EXIT_OK
-    below = [(name, card) for name, card in rows if card.percent < threshold - 1e-9]
-    for name, card in below:
-        print(f"grader: {name} scored {card.percent:.1f}%, below --fail-under {threshold:g}%", file=sys.stderr)
+    below = False
+    for name, card in zip(names, cards, strict=True):
+        if card.percent < threshold - 1e-9:
+            below = True
+            print(f"grader: {name} scored {card.percent:.1f}%, below --fail-under {threshold:g}%", file=sys.stderr)
     return EXIT_PROBLEMS if below else EXIT_OK
 
 
-def print_table(assignment: config.Assignment, rows: list[tuple[str, Scorecard]], rounding: int) -> None:
+def print_table(assignment: config.Assignment, names: list[str], cards: Iterable[Scorecard], rounding: int) -> None:
     from grader.judge.scorecard import points_text
-    width = max([len("submission")] + [len(n) for n, _ in rows])
+    width = max([len("submission")] + [len(n) for n in names])
     print(f"{assignment.name}: {assignment.title}")
     print(f"{'submission':<{width}}  {'score':>13}  status")
-    for name, card in rows:
+    for name, card in zip(names, cards, strict=True):
         score = f"{points_text(card.score, rounding)}/{points_text(card.max_score, rounding)}"
         # Names and reasons come from students (a scorecard read back may be older than this grader):
         # escaped, so none can start a row of its own or send the terminal a command.

@@ -18,6 +18,7 @@ import yaml
 from conftest import NUMPY_CORRECT, ROOT, notebook_with
 
 from grader import batch
+from grader.errors import GraderError
 from grader.testing import fill, write
 
 SKELETON = ROOT / "assignments/attention_numpy/attention_numpy.ipynb"
@@ -159,6 +160,30 @@ def test_grade_all_grades_identical_contents_once_and_reuses_stored_results(tmp_
         assert [c.to_dict() for c in again.cards] == [c.to_dict() for c in first.cards]
         forced = batch.grade_all(grader, numpy_assignment, found.submissions, jobs=2, store=store, force=True)
         assert (forced.ran, forced.cached) == (4, 0)
+
+
+def test_a_batch_with_a_result_store_holds_keys_not_cards_and_reads_each_back_as_delivered(
+        tmp_path, grader, numpy_assignment):
+    c = tmp_path / "class"
+    same = submission(c / "alice.ipynb", tag="same")
+    (c / "bob.ipynb").write_bytes(same.read_bytes())
+    submission(c / "carol.ipynb", tag="carol", answers={"scaled_scores": "scores"})
+    store = batch.ResultStore(tmp_path / "cache", numpy_assignment, batch.fingerprint(grader, numpy_assignment))
+    delivered = []
+    with batch.intake([c], numpy_assignment) as found:
+        outcome = batch.grade_all(grader, numpy_assignment, found.submissions, jobs=2, store=store,
+                                  on_card=lambda s, card: delivered.append(card))
+        graded = batch.Graded(found.submissions, outcome.cards)
+    assert isinstance(outcome.cards, batch.Cards)
+    assert all(type(item) is tuple for item in outcome.cards.items), "only keys, student and name kept"
+    by_name = {card.submission: card.to_dict() for card in delivered}
+    assert [card.to_dict() for card in outcome.cards] == [by_name[n] for n in ("alice.ipynb", "bob.ipynb", "carol.ipynb")]
+    assert [(p.name, name, card.student) for p, name, card in graded] == [
+        ("alice.ipynb", "alice", "alice"), ("bob.ipynb", "bob", "bob"), ("carol.ipynb", "carol", "carol")]
+    for f in store.dir.iterdir():
+        f.unlink()
+    with pytest.raises(GraderError, match="can no longer be read from the results in .*grade again"):
+        outcome.cards[0]
 
 
 def test_results_are_keyed_by_what_grading_depends_on(grader, numpy_assignment):

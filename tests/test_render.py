@@ -219,9 +219,9 @@ def test_formats_and_fail_under_on_the_command_line(tmp_path):
 
 def test_fail_under_passes_when_every_score_reaches_the_threshold():
     card = Scorecard(assignment="a", submission="s", sha256="", status="graded", score=5, max_score=10)
-    assert fail_under([("s", card)], 50) == 0
-    assert fail_under([("s", card)], 50.1) == 1
-    assert fail_under([("s", card)], None) == 0
+    assert fail_under(["s"], [card], 50) == 0
+    assert fail_under(["s"], [card], 50.1) == 1
+    assert fail_under(["s"], [card], None) == 0
 
 
 # --------------------------------------------------------------------------------------------

@@ -8,9 +8,11 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
+from typing import overload
 
 from grader.batch.intake import Intake, Submission
 from grader.batch.progress import Progress
@@ -32,9 +34,87 @@ def default_jobs() -> int:
 
 
 
+class Cards(Sequence[Scorecard]):
+    """A batch's scorecards in intake order. Those the result store holds are read back from it
+    when asked for, so a batch of 10,000 keeps their keys in memory, not the cards (about 11 KB
+    each); the others (no store, or an internal error, which is not stored) are kept as they are."""
+
+    def __init__(self, size: int, store: ResultStore | None):
+        self.store = store
+        self.items: list[Scorecard | tuple[str, str, str] | None] = [None] * size
+
+    def keep(self, i: int, card: Scorecard, key: str, stored: bool) -> None:
+        self.items[i] = (key, card.student, card.submission) if stored and self.store is not None else card
+
+    def done(self) -> Cards:
+        """The cards delivered, in order (a submission without one, left out)."""
+        self.items = [item for item in self.items if item is not None]
+        return self
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, i: int) -> Scorecard: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Scorecard]: ...
+
+    def __getitem__(self, i: int | slice) -> Scorecard | list[Scorecard]:
+        if isinstance(i, slice):
+            return [self._card(item) for item in self.items[i]]
+        return self._card(self.items[i])
+
+    def __iter__(self) -> Iterator[Scorecard]:
+        return (self._card(item) for item in self.items)
+
+    def _card(self, item: Scorecard | tuple[str, str, str] | None) -> Scorecard:
+        if item is None:
+            raise IndexError("this submission has no scorecard yet")
+        if isinstance(item, Scorecard):
+            return item
+        key, student, submission = item
+        assert self.store is not None  # keep() stores keys only with a store
+        card = self.store.get(key)
+        if card is None:
+            raise GraderError(f"The scorecard of {submission} can no longer be read from the results in "
+                              f"{self.store.dir}; grade again (the others are read from there).")
+        return dataclasses.replace(card, student=student, submission=submission)
+
+
+class Graded(Sequence[tuple[Path, str, Scorecard]]):
+    """(notebook path, output name, scorecard) of each submission; a card is read when asked for
+    (``Cards``), so writing the run's outputs holds one card at a time, not the class's."""
+
+    def __init__(self, submissions: Sequence[Submission], cards: Sequence[Scorecard]):
+        self.where = [(s.path, s.name) for s in submissions]
+        self.cards = cards
+        if len(self.where) != len(cards):
+            raise ValueError(f"{len(self.where)} submissions but {len(cards)} scorecards")
+
+    @property
+    def names(self) -> list[str]:
+        return [name for _, name in self.where]
+
+    def __len__(self) -> int:
+        return len(self.where)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[Path, str, Scorecard]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[Path, str, Scorecard]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[Path, str, Scorecard] | list[tuple[Path, str, Scorecard]]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        path, name = self.where[i]
+        return path, name, self.cards[i]
+
+
 @dataclass
 class Outcome:
-    cards: list[Scorecard]  # one per submission, in intake order
+    cards: Sequence[Scorecard]  # one per submission, in intake order (``Cards``)
     ran: int  # distinct contents graded in this run
     cached: int  # distinct contents whose result came from the store
     elapsed: float
@@ -64,13 +144,13 @@ def grade_all(grader: Grader, assignment: Assignment, submissions: list[Submissi
             groups[key] = []
             order.append(key)
         groups[key].append(i)
-    cards: list[Scorecard | None] = [None] * len(submissions)
+    cards = Cards(len(submissions), store)
 
-    def deliver(key: str, card: Scorecard) -> None:
+    def deliver(key: str, card: Scorecard, stored: bool) -> None:
         for i in groups[key]:
             s = submissions[i]
             own = dataclasses.replace(card, student=s.student, submission=printable(s.path.name))
-            cards[i] = own
+            cards.keep(i, own, key, stored)
             if on_card is not None:
                 on_card(s, own)
         if progress is not None:
@@ -82,14 +162,13 @@ def grade_all(grader: Grader, assignment: Assignment, submissions: list[Submissi
         hit = None if force or store is None else store.get(key)
         if hit is not None:
             cached += 1
-            deliver(key, hit)
+            deliver(key, hit, stored=True)
         else:
             todo.append(key)
 
     def finish(key: str, card: Scorecard) -> None:
-        if store is not None and not card.execution.get("internal_error"):
-            store.put(key, card)
-        deliver(key, card)
+        stored = store is not None and not card.execution.get("internal_error") and store.put(key, card)
+        deliver(key, card, stored)
 
     if cluster is not None and todo:
         from grader.batch.cluster import grade_on_cluster
@@ -101,8 +180,7 @@ def grade_all(grader: Grader, assignment: Assignment, submissions: list[Submissi
             grade_on_cluster(grader, assignment, [(k, submissions[groups[k][0]]) for k in todo], address=cluster,
                              fingerprint=store.key if store is not None else fingerprint(grader, assignment), finish=finish, crashed=crashed,
                              say=say)
-        return Outcome(cards=[c for c in cards if c is not None], ran=len(todo), cached=cached,
-                       elapsed=time.monotonic() - started)
+        return Outcome(cards=cards.done(), ran=len(todo), cached=cached, elapsed=time.monotonic() - started)
 
     def work(key: str) -> Scorecard:
         s = submissions[groups[key][0]]
@@ -131,8 +209,7 @@ def grade_all(grader: Grader, assignment: Assignment, submissions: list[Submissi
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-    return Outcome(cards=[c for c in cards if c is not None], ran=len(todo), cached=cached,
-                   elapsed=time.monotonic() - started)
+    return Outcome(cards=cards.done(), ran=len(todo), cached=cached, elapsed=time.monotonic() - started)
 
 
 def _take(it: Iterator[str], n: int) -> list[str]:

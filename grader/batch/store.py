@@ -79,8 +79,10 @@ class ResultStore:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def put(self, sha: str, card: Scorecard) -> None:
+    def put(self, sha: str, card: Scorecard) -> bool:
+        """Store the card; whether it is there to be read back (not without a content hash)."""
         if not sha:
-            return
+            return False
         write_atomic(self._file(sha), json.dumps(card_to_data(card)))
+        return True
 

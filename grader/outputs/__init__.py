@@ -17,6 +17,7 @@ No renderer reaches into grading logic. Per submission, ``OUT/<name><suffix>``; 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def write_submission(path: Path, name: str, card: Scorecard, *, course: Course, 
     return written
 
 
-def write_run(submissions: list[Submission], *, course: Course, assignment: Assignment, out: Path,
+def write_run(submissions: Sequence[Submission], *, course: Course, assignment: Assignment, out: Path,
               formats: tuple[str, ...], executor_name: str = "subprocess") -> list[Path]:
     """Write the files about the whole run (``junit.xml``, ``gradebook.csv``, ``report.html``)."""
     if not submissions:

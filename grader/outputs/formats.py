@@ -10,11 +10,11 @@ module beside this one and see only finished scorecards. Adding a format: a memb
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from grader.course.model import Assignment, Course
 from grader.judge.scorecard import Scorecard
@@ -51,7 +51,7 @@ class PerRun:
     format: Format
     filename: str
     help: str
-    write: Callable[[list[Submission], Output, Path], Path]  # writes the file; returns its path
+    write: Callable[[Sequence[Submission], Output, Path], Path]  # writes the file; returns its path
 
 
 def _yaml(path: Path, card: Scorecard, out: Output) -> str:
@@ -119,23 +119,48 @@ def _classroom50_body(path: Path, card: Scorecard, out: Output) -> str:
                                                             now=out.now))
 
 
-def _junit(submissions: list[Submission], out: Output, path: Path) -> Path:
+# A batch's submissions may be a ``grader.batch.Graded``, whose cards are read back one at a time:
+# each writer goes through them in order and keeps what it writes, not the cards.
+
+
+class _CardsOf(Sequence[Scorecard]):
+    """The scorecards of these submissions, each taken when asked for."""
+
+    def __init__(self, submissions: Sequence[Submission]):
+        self.submissions = submissions
+
+    def __len__(self) -> int:
+        return len(self.submissions)
+
+    @overload
+    def __getitem__(self, i: int) -> Scorecard: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Scorecard]: ...
+
+    def __getitem__(self, i: int | slice) -> Scorecard | list[Scorecard]:
+        if isinstance(i, slice):
+            return [s[2] for s in self.submissions[i]]
+        return self.submissions[i][2]
+
+
+def _junit(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
     from grader.outputs.junit import write_junit
 
-    return write_junit([(p, c) for p, _, c in submissions], out.course, out.assignment, path,
+    return write_junit(((p, c) for p, _, c in submissions), out.course, out.assignment, path,
                        executor_name=out.executor_name)
 
 
-def _gradebook(submissions: list[Submission], out: Output, path: Path) -> Path:
+def _gradebook(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
     from grader.outputs.gradebook import write_gradebook
 
-    return write_gradebook([c for _, _, c in submissions], path, rounding=out.course.scorecard.rounding)
+    return write_gradebook(_CardsOf(submissions), path, rounding=out.course.scorecard.rounding)
 
 
-def _report(submissions: list[Submission], out: Output, path: Path) -> Path:
-    from grader.outputs.report import write_report
+def _report(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
+    from grader.outputs.report import row_from_card, write_report
 
-    return write_report([c for _, _, c in submissions], path, course=out.course)
+    return write_report([row_from_card(c) for _, _, c in submissions], path, course=out.course)
 
 
 FORMATS: dict[Format, PerSubmission | PerRun] = {f.format: f for f in (

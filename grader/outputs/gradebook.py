@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from grader.files import write_atomic
@@ -32,7 +32,8 @@ def question_ids(cards: Iterable[Scorecard]) -> list[str]:
     return list(seen)
 
 
-def gradebook_csv(cards: list[Scorecard], *, rounding: int = 2) -> str:
+def gradebook_csv(cards: Sequence[Scorecard], *, rounding: int = 2) -> str:
+    """The CSV text: the question columns are those of every card, so the cards are gone through twice."""
     qids = question_ids(cards)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -53,6 +54,6 @@ def gradebook_csv(cards: list[Scorecard], *, rounding: int = 2) -> str:
     return buf.getvalue()
 
 
-def write_gradebook(cards: list[Scorecard], path: Path, *, rounding: int = 2) -> Path:
+def write_gradebook(cards: Sequence[Scorecard], path: Path, *, rounding: int = 2) -> Path:
     """Write ``gradebook.csv`` for these scorecards (in the order given) atomically; returns the path."""
-    return write_atomic(path, gradebook_csv(list(cards), rounding=rounding))
+    return write_atomic(path, gradebook_csv(cards, rounding=rounding))

@@ -24,6 +24,7 @@ import os
 import platform
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,7 +40,7 @@ MESSAGE_BUDGET = 500
 _ILLEGAL = re.compile("[^\u0009\u000a\u000d\u0020-\u007e\u0080-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def write_junit(cards: list[tuple[Path, Scorecard]], course: Course, assignment: Assignment, path: Path, *,
+def write_junit(cards: Iterable[tuple[Path, Scorecard]], course: Course, assignment: Assignment, path: Path, *,
                 executor_name: str = "subprocess") -> Path:
     """Write the JUnit XML for these (submission path, scorecard) pairs to ``path``.
 
@@ -51,7 +52,7 @@ def write_junit(cards: list[tuple[Path, Scorecard]], course: Course, assignment:
     return write_atomic(path, text)
 
 
-def to_xml(cards: list[tuple[Path, Scorecard]], assignment: Assignment, *,
+def to_xml(cards: Iterable[tuple[Path, Scorecard]], assignment: Assignment, *,
            now: datetime | None = None) -> ET.Element:
     """The ``<testsuites>`` element for these (submission path, scorecard) pairs."""
     started = now or datetime.now(UTC)
