@@ -149,8 +149,8 @@ class Grader:
 
     def _carry_forward(self, assignment: Assignment, ctx: Context, variants: list[Variant]) -> Context:
         """The solution's values computed from the student's own upstream values (``carry``): one
-        sandboxed run of the solution for the notebook's data and one per variant, in a sandbox of
-        their own (never the student's), only for a submission with a wrong step after a wrong step."""
+        sandboxed run of the solution for the notebook's data and one per variant, in the solution's
+        own sandbox (never the student's), only for a submission with a wrong step after a wrong step."""
         if assignment.name not in self._solution:
             try:
                 cells = self.references.solution_cells(assignment)  # the notebook, or the reference bundle's steps
@@ -163,11 +163,14 @@ class Grader:
         cells, infos = self._solution[assignment.name]
         skip = self._skip[assignment.name]
         by_number = {v.number: v for v in variants}
-        with self.executor.session() as runner:
-            carried = runner.run(build_carry_job(assignment, cells, infos, ctx.student, skip=skip)).captures
-            runs = tuple(replace(v, carried=runner.run(build_carry_job(assignment, cells, infos, v.student, skip=skip,
-                                                                       variant=by_number[v.number])).captures)
-                         for v in ctx.variants)
+        # The solution's sandbox and warm process, as for its draws (``References._draw``): the
+        # student's values come in as plain data, and no student code runs there.
+        with self.executor.session(reuse=("solution", assignment.name)) as runner:
+            carried = runner.run(replace(build_carry_job(assignment, cells, infos, ctx.student, skip=skip),
+                                         stay=True)).captures
+            runs = tuple(replace(v, carried=runner.run(replace(build_carry_job(
+                assignment, cells, infos, v.student, skip=skip, variant=by_number[v.number]), stay=True)).captures)
+                for v in ctx.variants)
         return replace(ctx, carried=carried, variants=runs)
 
     def _invalid(self, card: Scorecard, assignment: Assignment, reason: str) -> Scorecard:

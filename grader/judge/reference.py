@@ -303,7 +303,7 @@ class References:
         given = ref.given()
         # The solution's runs share one sandbox, kept open from one submission's draws to the next,
         # and one warm process (``Job.stay``): trusted code, put back as it was after each run.
-        with self.executor.session(reuse=("draws", assignment.name, ref.key)) as session:
+        with self.executor.session(reuse=("solution", assignment.name)) as session:
             for slot, course_variant in enumerate(ref.variants):
                 for attempt in range(ATTEMPTS):
                     variant = variants.make_variants(assignment, given, seed=variants.attempt_seed(seed, attempt))[slot]
