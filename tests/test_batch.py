@@ -218,9 +218,11 @@ def test_many_notebooks_leave_no_descriptor_or_thread_behind(tmp_path, grader, n
         submission(c / f"s{i:02d}.ipynb", tag=f"s{i}", answers={"Q": "X @ W_q"} if i % 4 else {})
     with batch.intake([c], numpy_assignment) as found:
         batch.grade_all(grader, numpy_assignment, found.submissions[:2], jobs=3)  # warm up
+        grader.executor.end_kept()  # the solution's sandboxes kept for reuse: as many as ran at once
         grader.executor.settle()
         fds, threads = len(os.listdir("/proc/self/fd")), threading.active_count()
         outcome = batch.grade_all(grader, numpy_assignment, found.submissions, jobs=3)
+        grader.executor.end_kept()
         grader.executor.settle()  # finished notebooks are ended in the background
     assert [card.score for card in outcome.cards].count(11) == 4
     assert len(os.listdir("/proc/self/fd")) == fds

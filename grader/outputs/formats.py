@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 from grader.course.model import Assignment, Course
 from grader.judge.scorecard import Scorecard
@@ -123,27 +123,6 @@ def _classroom50_body(path: Path, card: Scorecard, out: Output) -> str:
 # each writer goes through them in order and keeps what it writes, not the cards.
 
 
-class _CardsOf(Sequence[Scorecard]):
-    """The scorecards of these submissions, each taken when asked for."""
-
-    def __init__(self, submissions: Sequence[Submission]):
-        self.submissions = submissions
-
-    def __len__(self) -> int:
-        return len(self.submissions)
-
-    @overload
-    def __getitem__(self, i: int) -> Scorecard: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[Scorecard]: ...
-
-    def __getitem__(self, i: int | slice) -> Scorecard | list[Scorecard]:
-        if isinstance(i, slice):
-            return [s[2] for s in self.submissions[i]]
-        return self.submissions[i][2]
-
-
 def _junit(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
     from grader.outputs.junit import write_junit
 
@@ -154,7 +133,7 @@ def _junit(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
 def _gradebook(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
     from grader.outputs.gradebook import write_gradebook
 
-    return write_gradebook(_CardsOf(submissions), path, rounding=out.course.scorecard.rounding)
+    return write_gradebook((c for _, _, c in submissions), path, rounding=out.course.scorecard.rounding)
 
 
 def _report(submissions: Sequence[Submission], out: Output, path: Path) -> Path:

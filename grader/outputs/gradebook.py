@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from grader.files import write_atomic
@@ -23,37 +23,27 @@ def _text(value: str) -> str:
     return "'" + value if value.startswith(FORMULA_START) else value
 
 
-def question_ids(cards: Iterable[Scorecard]) -> list[str]:
-    """Question ids in the order they first appear across the cards."""
-    seen: dict[str, None] = {}
+def gradebook_csv(cards: Iterable[Scorecard], *, rounding: int = 2) -> str:
+    """The CSV text. One pass over the cards (a batch's are read back one at a time): each card
+    leaves only its row's cells, and the question columns are known at the end."""
+    qids: dict[str, None] = {}
+    rows = []
     for card in cards:
+        scores = {}
         for q in card.questions:
-            seen.setdefault(q.id, None)
-    return list(seen)
-
-
-def gradebook_csv(cards: Sequence[Scorecard], *, rounding: int = 2) -> str:
-    """The CSV text: the question columns are those of every card, so the cards are gone through twice."""
-    qids = question_ids(cards)
+            qids.setdefault(q.id, None)
+            scores[q.id] = points_text(q.score, rounding)
+        rows.append(([_text(card.student), _text(card.submission), card.status, points_text(card.score, rounding),
+                      points_text(card.max_score, rounding), points_text(card.percent, 1)], scores,
+                     [_text(card.reason), card.sha256]))
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["student", "submission", "status", "score", "max_score", "percent", *qids, "reason", "sha256"])
-    for card in cards:
-        by_id = {q.id: q for q in card.questions}
-        w.writerow([
-            _text(card.student),
-            _text(card.submission),
-            card.status,
-            points_text(card.score, rounding),
-            points_text(card.max_score, rounding),
-            points_text(card.percent, 1),
-            *[points_text(by_id[q].score, rounding) if q in by_id else "" for q in qids],
-            _text(card.reason),
-            card.sha256,
-        ])
+    for head, scores, tail in rows:
+        w.writerow([*head, *[scores.get(q, "") for q in qids], *tail])
     return buf.getvalue()
 
 
-def write_gradebook(cards: Sequence[Scorecard], path: Path, *, rounding: int = 2) -> Path:
+def write_gradebook(cards: Iterable[Scorecard], path: Path, *, rounding: int = 2) -> Path:
     """Write ``gradebook.csv`` for these scorecards (in the order given) atomically; returns the path."""
     return write_atomic(path, gradebook_csv(cards, rounding=rounding))

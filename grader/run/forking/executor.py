@@ -145,6 +145,14 @@ class ForkingExecutor:
             session.reuse = reuse
         return session
 
+    def end_kept(self) -> None:
+        """End the sessions kept for ``session(reuse=...)`` (each holds a sandbox: a keeper, its
+        init and a warm process, and one descriptor here); the next such session opens a new one."""
+        with self._lock:
+            kept, self._standing = self._standing, []
+        for session in kept:
+            session.end()
+
     def _give_back(self, session: Session) -> None:
         """Keep a session that ended its runs for ``session(reuse=...)``. As many are kept as were
         ever in use at once (``STANDING`` at least); beyond that the one given back longest ago ends."""
@@ -225,9 +233,7 @@ class ForkingExecutor:
         children when their socket closes) without the grader waiting for them."""
         with self._lock:
             self.closed = True
-            standing, self._standing = self._standing, []
-        for session in standing:
-            session.end()
+        self.end_kept()
         self._cleaner.stop(drain=wait)
         with self._lock:
             servers, self._servers, self._server = list(self._servers.values()), {}, None
