@@ -65,7 +65,8 @@ class Executor(Protocol):
     def session(self, reuse: Hashable | None = None) -> Session:
         """The runs of one submission. ``reuse``: for the trusted solution's runs only, a key; the
         session goes back to the executor on exit and the next ``session(reuse=key)`` may get it
-        again, its runs each still a fresh process (an executor without sessions ignores it)."""
+        again, with the process of a run whose job said ``stay`` (``Job.stay``). An executor
+        without sessions ignores both."""
         ...
 
     def close(self) -> None: ...

@@ -125,8 +125,9 @@ class ForkingExecutor:
 
         ``reuse`` (a key; for the trusted solution's runs, never a student's): an open session
         given back under the same key is taken again, and this one is given back on exit instead
-        of ending. The solution's draws for each submission then cost no new sandbox; each of their
-        runs is still a fresh process, after init has cleaned up the one before."""
+        of ending. The solution's runs for each submission then cost no new sandbox, and a run
+        whose job says ``stay`` leaves its process, put back as it was, to take the next one
+        (``Job.stay``); any other run is a fresh process, after init has cleaned up the one before."""
         if not self.sessions:
             from grader.run.execute import Separate
 

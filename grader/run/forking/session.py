@@ -133,6 +133,10 @@ class Session:
     one; any other ending (a timeout, a crash, a broken protocol) ends the whole session, and the
     next run (the re-run without the bad cell, say) starts a fresh one. So a misbehaving run is
     handled exactly as a lone run would be.
+
+    The one exception is a session kept for the trusted solution (``reuse``, set by
+    ``ForkingExecutor.session``): there a run whose job says ``stay`` leaves its process, put back
+    as it was, to take the next run (``Job.stay``). Any other session sends ``stay`` as false.
     """
 
     READY_TIMEOUT = 5.0  # seconds for init to clean up after a finished run
