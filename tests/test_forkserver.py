@@ -3,10 +3,12 @@ and that a server which dies or stops answering is replaced without losing a not
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -216,8 +218,11 @@ def _script(body: str) -> list[str]:
 
 
 def test_server_and_children_end_when_the_grader_process_is_killed(tmp_path):
+    marker = tmp_path / f"marker-{os.getpid()}-{time.monotonic_ns()}.txt"
+    marker.write_text("x")
     proc = subprocess.Popen(_script(f"""
         import sys, threading
+        from pathlib import Path
         sys.path.insert(0, {str(ROOT)!r})
         from grader.course.model import Limits
         from grader.run.forking import ForkingExecutor
@@ -225,7 +230,8 @@ def test_server_and_children_end_when_the_grader_process_is_killed(tmp_path):
         ex = ForkingExecutor(preload=("numpy",))
         print(ex.start().pid, flush=True)
         job = Job(cells=(JobCell(1, "import time\\nopen('started', 'w').close()\\ntime.sleep(120)"),),
-                  captures=(), limits=Limits(cell_timeout=200, notebook_timeout=300))
+                  captures=(), limits=Limits(cell_timeout=200, notebook_timeout=300),
+                  files=((Path({str(marker)!r}), {marker.name!r}),))
         threading.Thread(target=ex.run, args=(job,), daemon=True).start()
         threading.Event().wait()
         """), stdout=subprocess.PIPE, text=True, cwd=tmp_path)
@@ -236,10 +242,13 @@ def test_server_and_children_end_when_the_grader_process_is_killed(tmp_path):
         tree = descendants(server)
         time.sleep(0.1)
     assert len(tree) >= 3, tree
+    workdirs = glob.glob(os.path.join(tempfile.gettempdir(), f"{sandbox.WORKDIR_PREFIX}*", marker.name))
+    assert len(workdirs) == 1, workdirs
     proc.kill()
     proc.wait()
     assert wait_gone(server)
     assert all(wait_gone(p) for p in tree)  # the notebook's whole process tree, not only the child
+    assert not os.path.exists(os.path.dirname(workdirs[0])), "the server removes what the grader could not"
 
 
 def test_exit_without_close_does_not_hang_or_leave_a_server(tmp_path):

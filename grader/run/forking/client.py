@@ -92,8 +92,10 @@ class ForkServer:
         except (OSError, ValueError):
             raise ServerGone from None
 
-    def fork(self, job_fd: int, event_fd: int) -> int:
-        self._send({"op": "fork"}, (job_fd, event_fd))
+    def fork(self, job_fd: int, event_fd: int, workdir: str = "") -> int:
+        """A child for this job (``workdir``: the directory prepared for it, which the server
+        removes if the grader is gone before it could)."""
+        self._send({"op": "fork", "workdir": workdir}, (job_fd, event_fd))
         pid = self._receive().get("pid")
         if type(pid) is not int:
             raise ServerGone

@@ -89,7 +89,7 @@ class ForkingExecutor:
                 for _ in range(SPAWN_TRIES):
                     server = self._ensure(preload)
                     try:
-                        pid = server.fork(job_r, second_fd)
+                        pid = server.fork(job_r, second_fd, workdir)
                         break
                     except ServerGone:
                         self._replace(server)

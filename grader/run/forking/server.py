@@ -146,6 +146,9 @@ class _Pool:
         self.children: set[int] = set()  # every child not yet reaped, idle or running
         self.released: set[int] = set()  # killed by the grader, to be reaped
         self.cgroups: set[int] = set()  # memory cgroups of reaped children, to be removed once empty
+        # The working directory the grader prepared for each child it has not released: if the
+        # grader dies (SIGKILL, the OOM killer), nobody else would remove it.
+        self.workdirs: dict[int, str] = {}
 
     def fill(self) -> None:
         while len(self.idle) < self.size:
@@ -174,6 +177,7 @@ class _Pool:
         return None
 
     def release(self, pid: int) -> None:
+        self.workdirs.pop(pid, None)  # the grader's to remove now
         if pid in self.children:
             _kill_group(pid)
             self.released.add(pid)
@@ -202,6 +206,10 @@ class _Pool:
         while (self.released or self.cgroups) and time.monotonic() < deadline:
             self.reap()
             time.sleep(0.02)
+        for workdir in self.workdirs.values():  # what the grader had no time to remove
+            if os.path.basename(workdir).startswith(sandbox.WORKDIR_PREFIX) and os.path.isdir(workdir):
+                sandbox.remove_workdir(workdir)
+        self.workdirs.clear()
 
 
 def serve_forever(sock: socket.socket, pool_size: int = POOL, plan: dict[str, bool] | None = None) -> None:
@@ -229,6 +237,8 @@ def serve_forever(sock: socket.socket, pool_size: int = POOL, plan: dict[str, bo
                 op = None
             if op == "fork" and len(fds) == 2:
                 pid = pool.hand_over(fds)
+                if pid is not None and isinstance(req.get("workdir"), str) and req["workdir"]:
+                    pool.workdirs[pid] = req["workdir"]
                 sock.sendall(json.dumps({"pid": pid}).encode())
             elif op == "release" and type(req.get("pid")) is int:
                 pool.release(req["pid"])

@@ -78,7 +78,7 @@ from grader.errors import SandboxError, SessionSetupError
 from grader.run.sandbox import cgroup
 from grader.run.sandbox.cgroup import oom_kills
 from grader.run.sandbox.enter import enter, enter_session
-from grader.run.sandbox.host import environment, prepare_workdir, remove_workdir, terminate
+from grader.run.sandbox.host import WORKDIR_PREFIX, environment, prepare_workdir, remove_workdir, terminate
 from grader.run.sandbox.linux import set_name
 from grader.run.sandbox.probe import (
     FEATURES,
@@ -96,6 +96,7 @@ __all__ = [
     "FEATURES",
     "LAST_RUN",
     "UID_BASE",
+    "WORKDIR_PREFIX",
     "cgroup",
     "Features",
     "SandboxError",

@@ -20,6 +20,7 @@ from grader.run.sandbox import cgroup
 from grader.run.sandbox.probe import job_uid
 
 ALLOWED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+WORKDIR_PREFIX = "grader-run-"  # a run's working directory in the temporary folder (``prepare_workdir``)
 
 
 def environment(workdir: str) -> dict[str, str]:
@@ -47,7 +48,7 @@ def environment(workdir: str) -> dict[str, str]:
 
 def prepare_workdir(files: Iterable[tuple[Path, str]]) -> str:
     """A fresh private directory holding only these files: (source, name inside)."""
-    workdir = tempfile.mkdtemp(prefix="grader-run-")
+    workdir = tempfile.mkdtemp(prefix=WORKDIR_PREFIX)
     try:
         for src, name in files:
             dest = Path(workdir) / name
