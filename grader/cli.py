@@ -140,6 +140,12 @@ def cmd_grade(args: argparse.Namespace) -> int:
 def warm_up(executor: Executor, assignment: config.Assignment) -> None:
     """Start the forking server the assignment needs in the background, while the grader reads the
     submissions and the reference: a CI job grading one notebook waits for it otherwise."""
+    # concurrent.futures.thread and logging register fork handlers (before: take a lock; after, in
+    # the parent: release it). Imported here, before the thread below forks (the sandbox probe):
+    # imported by this thread during that fork, the parent's handler would release a lock never
+    # taken ("Exception ignored in _releaseLock: cannot release un-acquired lock" on stderr).
+    import concurrent.futures.thread  # noqa: F401
+    import logging  # noqa: F401
     import threading
 
     from grader.course.imports import preload_for
