@@ -324,7 +324,7 @@ def _session_child(channel: int, path0: str, plan: dict[str, bool]) -> int:
         return 0
     if sys.path and sys.path[0] == path0:
         sys.path[0] = run["workdir"]  # as for `python -m` started in the working directory
-    places = sandbox.writable_places(run["workdir"])
+    places = None  # a staying process's writable places, as they were before its first run
     while True:
         _reseed()
         if control is None:
@@ -333,6 +333,8 @@ def _session_child(channel: int, path0: str, plan: dict[str, bool]) -> int:
             return sandbox.LAST_RUN if run.get("last") else 0
         # A run that stays (the trusted solution's, ``Job.stay``): put back as it was, then take
         # the session's next run here, as init's next process would.
+        if places is None:
+            places = sandbox.writable_places(run["workdir"])
         with worker.state_kept(worker.make_shell(), run["workdir"]):
             with os.fdopen(event_fd, "wb", buffering=0) as out:
                 worker.run_isolated(run, out, applied)
