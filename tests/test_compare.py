@@ -52,10 +52,16 @@ def test_value_message_counts_and_locates_without_revealing():
     actual[2, 2] = 0.0
     text = msg(actual, expected)
     assert text == ("`x`: 2 / 9 elements (22.2%) differ beyond tolerance (rtol=1e-05, atol=1e-08); first: [0, 1] is 10; "
-                    "[2, 2] is 0. Largest absolute difference 9, largest relative difference 9.")
+                    "[2, 2] is 0. The largest relative difference is over 100%.")
     assert "expected" not in text.split(";")[1]
+    # A difference as a number next to the student's value at [0, 1] would give the reference away.
+    assert "difference 9" not in text
     revealed = compare("`x`", V(actual), V(expected), rtol=1e-5, atol=1e-8, reveal=True).messages[0]
     assert "[0, 1] is 10 (expected 1)" in revealed
+    assert revealed.endswith("Largest absolute difference 9, largest relative difference 9.")
+    close = expected.copy()
+    close[1, 1] = 6.0
+    assert msg(close, expected).endswith("[1, 1] is 6. The largest relative difference is between 10% and 100%.")
 
 
 def test_nan_positions_come_before_values():

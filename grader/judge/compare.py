@@ -186,7 +186,13 @@ def _value_failure(name: str, act: np.ndarray, exp: np.ndarray, bad: np.ndarray,
             rels = np.where(bad, diff / np.abs(exp.astype(np.float64) if not np.iscomplexobj(exp) else exp), 0)
         max_abs = float(np.max(np.where(bad, diff, 0)))
         max_rel = float(np.nanmax(np.abs(rels))) if rels.size else 0.0
-        msg += f" Largest absolute difference {number_text(max_abs, 2)}, largest relative difference {number_text(max_rel, 2)}."
+        if ctx.reveal:
+            msg += (f" Largest absolute difference {number_text(max_abs, 2)}, largest relative difference "
+                    f"{number_text(max_rel, 2)}.")
+        else:
+            # In words only: a difference as a number, next to the student's own value at the same
+            # position, would give the hidden reference away.
+            msg += f" The largest relative difference is {_band(max_rel)}."
     return Comparison(False, Reason.VALUES, (msg,), n_bad, total)
 
 
@@ -201,6 +207,11 @@ def _error_in_words(actual: float, expected: float) -> str:
         return direction
     rel = abs(actual - expected) / abs(expected)
     return f"slightly {direction}" if rel <= 0.1 else direction if rel <= 1.0 else f"much {direction}"
+
+
+def _band(rel: float) -> str:
+    """A relative difference as a band a student can act on but not invert."""
+    return "under 10%" if rel <= 0.1 else "between 10% and 100%" if rel <= 1.0 else "over 100%"
 
 
 def _compare_frame(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison:
