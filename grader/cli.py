@@ -174,7 +174,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     out = Path(args.out)
     shards.copy_outputs(merged, out)
     done = [(path, name, card) for path, name, card, _ in merged.rows]
-    executor = next((str(c.execution.get("executor")) for _, _, c in done if c.execution.get("executor")), "forking")
+    executor = next((c.execution.executor for _, _, c in done if c.execution.executor), "forking")
     outputs.write_run(done, course=course, assignment=assignment, out=out, formats=merged.formats,
                       executor_name=executor)
     names, cards = [name for _, name, _ in done], [card for _, _, card in done]

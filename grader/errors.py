@@ -62,3 +62,26 @@ class SessionSetupError(SandboxError):
     def __init__(self, message: str, control: int):
         super().__init__(message)
         self.control = control  # the first run can still be told why on it
+
+
+class TestSiteError(Exception):
+    """A site of an instructor's test cannot answer with the student's value; the test's verdict
+    says so (``grader.judge.testcheck``), so this never reaches a person as an error."""
+
+    def __init__(self, site: str, why: str):
+        super().__init__(site)
+        self.site, self.why = site, why
+
+
+class SiteUnusable(TestSiteError):
+    """The student's value stayed in the student's process (``why``: what it is) and the test used it as data."""
+
+
+class SiteUnplanned(TestSiteError):
+    """A site was reached with inputs planning could not prepare (``why``: a ``vocab.Unprepared``)."""
+
+
+class StudentException(Exception):
+    """Base of a student's exception raised again in the grader, for an instructor's test, when its
+    type is not a builtin one (``pytest.raises`` sees the student's exception by its name)."""
+

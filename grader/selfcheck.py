@@ -38,11 +38,12 @@ from grader.course.kinds import KINDS
 from grader.course.model import Limits
 from grader.course.properties import check_property
 from grader.errors import NotebookError, UsageError
+from grader.judge import wording
 from grader.judge.checks import Context, grade_check
 from grader.judge.compare import compare
 from grader.run.execute import Executor
-from grader.run.job import Captured, CaptureSpec, Job, JobCell
-from grader.vocab import CaptureKind, Reason, SkipReason
+from grader.run.job import Captured, CaptureSpec, ErrorWire, Job, JobCell, RunError
+from grader.vocab import CaptureKind, Reason, SkipReason, Uncapturable
 
 if TYPE_CHECKING:
     from grader.run.worker_process import Started
@@ -78,7 +79,7 @@ def judge_check(pc: PublicCheck, ctx: Context) -> tuple[str, list[str]]:
     base = replace(pc.as_check(), compare=False, properties=())
     res = grade_check(base, replace(ctx, reference={pc.id: Captured(value=stand_in)}), 0.0)
     if res.status != "passed":
-        return res.status, res.messages
+        return res.status, wording.check_lines(res)
     got = ctx.student[pc.id].value
     assert got is not None, "a check passes only on a value that exists"
     if pc.value is not None:
@@ -229,7 +230,8 @@ def _rng_kept() -> Iterator[None]:
 
 def capture_live(ns: dict[str, Any], pc: PublicCheck) -> Captured:
     """What the worker would capture, taken from a live namespace (the student's own session)."""
-    from grader.run.worker import describe_error, seed_everything
+    from grader.run.student_values import describe_error
+    from grader.seeding import seed_everything
 
     try:
         if KINDS[pc.kind].capture == CaptureKind.VALUE:
@@ -243,14 +245,17 @@ def capture_live(ns: dict[str, Any], pc: PublicCheck) -> Captured:
                 value = eval(compile(pc.target, "<check>", "eval"), ns)  # noqa: S307 - the student's own session
         return Captured(value=capture.decode(capture.encode(value, budget=[Limits().capture_mb * 1024 * 1024])))
     except capture.CaptureFailed as exc:
-        return Captured(error=f"{pc.target} {exc}", uncapturable=True)
+        return Captured(uncapturable=Uncapturable.FORM, detail=str(exc))
     except NameError as exc:
-        return Captured(missing=True, error=str(exc))
+        return Captured(missing=True, name=exc.name or "", error=_error(describe_error(exc, 8)))
     except RecursionError:
-        return Captured(error=f"{pc.target} is nested too deeply to compare (recursion)", uncapturable=True)
+        return Captured(uncapturable=Uncapturable.RECURSION)
     except Exception as exc:  # noqa: BLE001 - the student's code raised while the check ran: a verdict, not a crash
-        info = describe_error(exc, 8)
-        return Captured(error=f"{type(exc).__name__}: {info['evalue']}", traceback=tuple(info["traceback"]))
+        return Captured(error=_error(describe_error(exc, 8)))
+
+
+def _error(info: ErrorWire) -> RunError:
+    return RunError(info["ename"], info["evalue"], tuple(info["traceback"]), info["name"], info["source"])
 
 
 def check_namespace(ns: dict[str, Any], public: PublicChecks, *, only: str | None = None) -> list[Verdict]:

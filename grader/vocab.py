@@ -41,6 +41,42 @@ class CheckStatus(StrEnum):
     ERROR = "error"
 
 
+class FeedbackKind(StrEnum):
+    """What a line of a question's feedback is (``Feedback.kind``): renderers choose lines by it."""
+
+    CORRECT = "correct"
+    UNANSWERED = "unanswered"  # a blank is still there
+    MISSING = "missing"  # no value: not defined, raised, blocked by an earlier error
+    DIFFERS = "differs"  # the value differs from what was expected, or breaks a property
+    HINT = "hint"  # the typical mistake the value matches
+    CARRIED = "carried"  # right given an earlier mistake: says where that mistake is
+    VARIANT = "variant"  # right on the notebook's data only
+    TEST = "test"  # a finding of an instructor's test
+    HIDDEN = "hidden"  # a hidden check did not pass
+    GIVEN_CHANGED = "given_changed"  # the student changed the data the notebook gives
+    BLOCKS = "blocks"  # the same error leaves later questions without a value
+    MANUAL = "manual"  # waiting for a person
+    CONFIG = "config"  # the instructor's configuration cannot judge it
+    WITHHELD = "withheld"  # the rest comes with a result not shown yet
+    NOTE = "note"  # anything else a renderer shows as it is (a whole-notebook reason)
+
+
+class Unprepared(StrEnum):
+    """Why a test's site could not be answered from what the student's process computed."""
+
+    FROM_VALUES = "from_values"  # its inputs are computed from the student's values
+    UNFORESEEN = "unforeseen"  # reached with inputs planning did not foresee
+    NOT_REACHED = "not_reached"  # the notebook stopped before the test's sites ran
+
+
+class Uncapturable(StrEnum):
+    """Why a value that was computed cannot be judged (``Captured.uncapturable``)."""
+
+    FORM = "form"  # not plain data the grader can carry (a generator, a file handle, too large)
+    INAPPLICABLE = "inapplicable"  # the check's own expression fails on the student's values
+    RECURSION = "recursion"  # nested too deeply to compare
+
+
 class CellStatus(StrEnum):
     """What happened to one cell in one run (``CellRun.status``)."""
 

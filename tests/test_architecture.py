@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "grader"
 
 # Lowest first. A module belongs to the longest prefix that names it.
 LAYERS: list[tuple[str, ...]] = [
-    ("grader", "grader.errors", "grader.vocab", "grader.files", "grader.capture"),
+    ("grader", "grader.errors", "grader.vocab", "grader.names", "grader.seeding", "grader.files", "grader.capture"),
     ("grader.notebook", "grader.testing"),
     ("grader.course",),
     ("grader.run",),
@@ -133,11 +133,20 @@ def test_long_modules_say_why(module: str):
     assert "Why one module" in doc, f"{path.relative_to(PACKAGE.parent)} has {lines} lines and does not say why at its top"
 
 
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_is_past_500_lines(module: str):
+    lines = MODULES[module].read_text(encoding="utf-8").count("\n")
+    assert lines <= 500, f"{MODULES[module].relative_to(PACKAGE.parent)} has {lines} lines: split it by what it does"
+
+
 def test_the_student_side_imports_nothing_of_the_graders():
-    """The worker runs in the sandboxed student process: it may import values, errors and frames only."""
+    """The worker runs in the sandboxed student process: it may import values, errors, frames and
+    the vocabulary (names shared across the boundary, statuses, the seeding rule) only."""
     allowed = {"grader", "grader.capture", "grader.errors", "grader.run", "grader.run.frames", "grader.run.sandbox",
-               "grader.run.worker", "grader.run.fast_cells"}
-    for module in ("grader.run.worker", "grader.run.frames", "grader.capture", "grader.run.jupyter_kernel"):
+               "grader.run.worker", "grader.run.fast_cells", "grader.run.student_values", "grader.names",
+               "grader.vocab", "grader.seeding"}
+    for module in ("grader.run.worker", "grader.run.student_values", "grader.run.frames", "grader.capture",
+                   "grader.run.jupyter_kernel"):
         reached = {t for t, _, top in imports(module, MODULES[module]) if top}
         assert reached <= allowed | {module}, f"{module} imports {sorted(reached - allowed)}"
 

@@ -19,6 +19,7 @@ import pytest
 from conftest import NUMPY_CORRECT, question
 
 from grader.authoring.validate import validate
+from grader.judge import wording
 from grader.judge.grading import Grader
 from grader.testing import fill_source
 
@@ -168,11 +169,11 @@ def test_solution_scores_full_marks_on_every_variant(shared, configured, name):
     assert (card.status, card.score) == ("graded", a.max_score)
     assert failures(card) == {}
     # Every cell ran without an error (the Colab Drive cell included), except the one tagged skip-grading.
-    assert (card.execution["errors"], card.execution["cells_skipped"]) == ([], SKIPPED.get(name, 0))
+    assert (card.execution.to_dict()["errors"], card.execution.to_dict()["cells_skipped"]) == ([], SKIPPED.get(name, 0))
     assert {q.id: q.variants for q in card.questions} == {
         q.id: 0 if q.id in UNVARIED[name] else 2 for q in a.questions}
     # on variants drawn for this notebook, which test every answer the course's variants test
-    assert card.execution["variant_inputs"] == "this submission's own"
+    assert card.execution.to_dict()["variant_inputs"] == "this submission's own"
 
 
 # The first question's first line in each skeleton's scorecard.
@@ -194,14 +195,14 @@ def test_skeleton_scores_zero_with_every_question_unanswered(shared, course, nam
     card = shared.grade(a, a.skeleton)
     assert card.score == 0
     assert {q.id: q.status for q in card.questions} == {q.id: "unanswered" for q in a.questions}
-    assert card.questions[0].feedback[0] == FIRST_BLANK[name]
+    assert card.questions[0].lines[0] == FIRST_BLANK[name]
 
 
 def test_a_later_blank_rebinding_a_name_does_not_cost_the_question_answered_earlier(submit):
     # attn_scores_2 is graded twice: as the cell-4 block leaves it (before query_2), and as cell 20 rebinds it.
     card = submit({k: v for k, v in SCRATCH.items() if k != "attn_scores_2"}, assignment="attention_from_scratch")
     assert failures(card) == {"trainable_weights": "unanswered"}
-    assert question(card, "trainable_weights").feedback == [
+    assert question(card, "trainable_weights").lines == [
         "`attn_scores_2` is not answered yet: fill in the blank `?` at cell 20, line 2: `attn_scores_2 = ?`.",
         "`attn_weights_2` is not answered yet: fill in the blank `?` at cell 20, line 2: `attn_scores_2 = ?`.",
         "`context_vector_2` is not answered yet: fill in the blank `?` at cell 20, line 2: `attn_scores_2 = ?`."]
@@ -343,12 +344,12 @@ def test_typical_mistake_loses_its_questions_with_its_hint(submit, name, change,
     checks = {c.id: c for q in card.questions for c in q.checks}
     assert {cid: checks[cid].hint for cid in hints} == hints
     for cid, hint in hints.items():
-        lines = question(card, cid.split("/")[0]).feedback
+        lines = question(card, cid.split("/")[0]).lines
         if hint:
             assert f"Likely mistake: {hint}" in lines
         else:  # a value explained by the student's own upstream mistake: no hint at all
             assert not any(line.startswith("Likely mistake:") for line in lines), lines
-    assert {qid: question(card, qid).feedback for qid in feedback} == feedback
+    assert {qid: question(card, qid).lines for qid in feedback} == feedback
 
 
 # --------------------------------------------------------------------------------------------
@@ -452,10 +453,10 @@ def test_answers_typed_in_from_the_printouts_lose_every_question_they_typed(grad
     card = submit(TYPED[name](printout), assignment=a)
     checks = {c.id: c for q in card.questions for c in q.checks}
     typed = set(printout.typed)
-    assert {cid: checks[cid].messages for cid in typed} == {
+    assert {cid: wording.check_lines(checks[cid]) for cid in typed} == {
         cid: [f"`{checks[cid].target}` {VARIANT_MESSAGE[name]}"] for cid in typed}
     typed_questions = {cid.split("/")[0] for cid in typed}
-    assert card.execution["variant_inputs"] == "this submission's own"
+    assert card.execution.to_dict()["variant_inputs"] == "this submission's own"
     assert {q.id for q in card.questions if q.status != "passed"} == typed_questions
     assert all(q.status in ("failed", "partial") for q in card.questions if q.id in typed_questions)
 

@@ -154,7 +154,7 @@ def test_grade_all_grades_identical_contents_once_and_reuses_stored_results(tmp_
                         # carol loses only `scaled`: the later steps are right given it (error carried forward)
                         ("carol", "carol.ipynb", "graded", 9), ("dave", "dave.ipynb", "graded", 11),
                         ("erin", "erin.ipynb", "invalid_notebook", 0)]
-        assert first.cards[3].execution["errors"][0]["error"] == "RuntimeError: not done"
+        assert first.cards[3].execution.to_dict()["errors"][0]["error"] == "RuntimeError: not done"
         again = batch.grade_all(grader, numpy_assignment, found.submissions, jobs=2, store=store)
         assert (again.ran, again.cached) == (0, 4)
         assert [c.to_dict() for c in again.cards] == [c.to_dict() for c in first.cards]

@@ -19,6 +19,7 @@ from test_assignments import CORRECT, NO_LOWER_CASE, Printout
 
 from grader.course import config
 from grader.errors import ConfigError
+from grader.judge import wording
 from grader.judge.grading import Grader
 from grader.judge.jobs import run_notebook
 from grader.outputs import gradescope
@@ -77,10 +78,10 @@ def test_one_upstream_mistake_costs_only_its_own_question(course, grader, tmp_pa
     title = a.question(own).title
     for qid in later:
         q = question(card, qid)
-        assert q.status == "passed" and q.carried_forward == [own]
+        assert q.status == "passed" and q.carried_forward == (own,)
         # Named once, where it was made: the feedback points there, and no hint fires for the knock-on value.
-        assert any("the mistake is upstream, in *" + title + "*" in line for line in q.feedback), q.feedback
-        assert not any(line.startswith("Likely mistake:") for line in q.feedback), q.feedback
+        assert any("the mistake is upstream, in *" + title + "*" in line for line in q.lines), q.lines
+        assert not any(line.startswith("Likely mistake:") for line in q.lines), q.lines
         assert all(not c.hint for c in q.checks)
         assert q.variants == 2 or name == "tokens_to_multihead"  # re-checked on the variants as well
 
@@ -115,12 +116,12 @@ def test_a_value_typed_in_after_an_upstream_mistake_still_loses_on_the_variants(
         card = submit({**CORRECT[name], **change, blank: f"None, {literal}" if blank.startswith("_,") else literal},
                       assignment=name)
         q = question(card, qid)
-        assert q.score < q.max_score and not q.carried_forward, q.feedback
+        assert q.score < q.max_score and not q.carried_forward, q.lines
         assert question(card, own).score < question(card, own).max_score
         check = next(c for c in q.checks if c.id == check_id)
-        assert not check.hint, check.messages
+        assert not check.hint, wording.check_lines(check)
         if literal != typed:  # "correct for the notebook's data but not when `X` ... change": the variants' verdict
-            assert any("is correct for the notebook's data" in m for m in check.messages), check.messages
+            assert any("is correct for the notebook's data" in m for m in wording.check_lines(check)), check
 
 
 def _with_policy(course, assignment: str, share: float) -> config.Course:
@@ -136,9 +137,9 @@ def test_carol_loses_only_scaled_and_the_sqrt_hint_is_where_the_mistake_is(grade
     assert (card.score, card.max_score) == (9, 11)
     scaled, weights = question(card, "scaled"), question(card, "weights")
     assert (scaled.score, scaled.status) == (0, "failed")
-    assert "Likely mistake: The scores are not divided by sqrt(d_k)." in scaled.feedback
-    assert weights.carried_forward == ["scaled"] and weights.score == 2
-    assert weights.feedback == ["`attention_weights` is correct given your `scaled_scores`; the mistake is upstream, "
+    assert "Likely mistake: The scores are not divided by sqrt(d_k)." in scaled.lines
+    assert weights.carried_forward == ("scaled",) and weights.score == 2
+    assert weights.lines == ["`attention_weights` is correct given your `scaled_scores`; the mistake is upstream, "
                                 "in *Scaled scores*: this step keeps its points (error carried forward)."]
 
 
@@ -151,9 +152,9 @@ def test_the_carry_forward_policy_sets_the_credit_and_never_brings_the_hint_back
     assert card.score == score  # with `none`, 5/11 as before carry-forward; with 0.5, half of weights and output
     for qid in ("weights", "output"):
         q = question(card, qid)
-        assert q.status == status and q.carried_forward == ["scaled"]
-        assert not any(line.startswith("Likely mistake:") for line in q.feedback), q.feedback
-    assert "Likely mistake: The scores are not divided by sqrt(d_k)." in question(card, "scaled").feedback
+        assert q.status == status and q.carried_forward == ("scaled",)
+        assert not any(line.startswith("Likely mistake:") for line in q.lines), q.lines
+    assert "Likely mistake: The scores are not divided by sqrt(d_k)." in question(card, "scaled").lines
 
 
 def test_carry_forward_is_read_at_every_level_and_a_bad_value_is_named(tmp_path):
@@ -179,16 +180,16 @@ def test_carry_forward_is_read_at_every_level_and_a_bad_value_is_named(tmp_path)
 
 def test_frank_gets_his_first_error_once_with_the_questions_it_blocked(grader, numpy_assignment):
     card = grader.grade(numpy_assignment, EXAMPLES / "frank_raises.ipynb")
-    [error] = card.execution["errors"]  # one ValueError; the eight NameErrors after it follow from it
+    [error] = card.execution.to_dict()["errors"]  # one ValueError; the eight NameErrors after it follow from it
     assert error["cell"] == 12 and error["error"].startswith("ValueError")
     assert error["blocked_cells"] == [13, 15, 16, 18, 19, 21, 23, 24]  # every cell counted, as students see them
     assert error["blocked_questions"] == ["scores", "scaled", "weights", "output"]
     scores = question(card, "scores")
-    assert scores.feedback[0].startswith("`scores` has no value because cell 12 raised ValueError")
-    assert scores.feedback[-1] == ("The same error in cell 12 leaves *Scaled scores*, *Attention weights* and "
+    assert scores.lines[0].startswith("`scores` has no value because cell 12 raised ValueError")
+    assert scores.lines[-1] == ("The same error in cell 12 leaves *Scaled scores*, *Attention weights* and "
                                    "*Self-attention output* without a value too.")
     for qid in ("scaled", "weights", "output"):
-        [line] = question(card, qid).feedback
+        [line] = question(card, qid).lines
         assert "NameError" not in line and "cell 12 raised ValueError, reported under *Attention scores*" in line
     results = gradescope.results(card, numpy_assignment, grader.course.scorecard)
     text = json.dumps(results)
@@ -221,11 +222,11 @@ def test_a_value_behind_a_wrong_answer_that_breaks_on_every_variant_is_not_carri
     card = submit({**answers, "scores": f"{typed} + 0 * Q.sum()"})
     assert question(card, "qkv").score < question(card, "qkv").max_score
     scores = question(card, "scores")
-    assert scores.score == 0 and not scores.carried_forward, scores.feedback
-    assert any("could not be checked on other data" in line and "`Q`" in line for line in scores.feedback), \
-        scores.feedback
+    assert scores.score == 0 and not scores.carried_forward, scores.lines
+    assert any("could not be checked on other data" in line and "`Q`" in line for line in scores.lines), \
+        scores.lines
     # Computed from the same Q, scores is right given Q on the notebook's data, but no variant can
     # test it either: it waits for Q's code to be fixed, and says so.
     honest = submit(answers)
     assert question(honest, "scores").score == 0
-    assert any("could not be checked on other data" in line for line in question(honest, "scores").feedback)
+    assert any("could not be checked on other data" in line for line in question(honest, "scores").lines)

@@ -20,11 +20,11 @@ def test_a_runtime_message_and_the_html_page_name_the_same_cell(grader, numpy_as
     nb = fill(numpy_assignment.skeleton, {**NUMPY_CORRECT, "scores": "Q @ K.T @ np.ones((4, 4))"})
     path = write(nb, tmp_path / "sub.ipynb")
     card = grader.grade(numpy_assignment, path)
-    line = " ".join(question(card, "scores").feedback)
+    line = " ".join(question(card, "scores").lines)
     number = int(re.search(r"cell (\d+) raised ValueError", line).group(1))
     # "cell N" counts every cell from the top: it is the Nth cell of the file, the one computing scores.
     assert nb.cells[number - 1].cell_type == "code" and nb.cells[number - 1].source.startswith("scores =")
-    assert [e["cell"] for e in card.execution["errors"]][0] == number
+    assert [e["cell"] for e in card.execution.to_dict()["errors"]][0] == number
 
     page = to_html(student_view(card, numpy_assignment, ScorecardSettings()), numpy_assignment, path)
     assert "In&nbsp;[&nbsp;]" not in page and "In [ ]" not in page

@@ -48,7 +48,7 @@ def test_examples_cover_every_kind_of_outcome():
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_forking_and_jupyter_executors_give_the_same_scorecard(both, path):
     forking, jupyter = both["forking"][path], both["jupyter"][path]
-    assert (forking.execution["executor"], jupyter.execution["executor"]) == ("forking", "jupyter")
+    assert (forking.execution.to_dict()["executor"], jupyter.execution.to_dict()["executor"]) == ("forking", "jupyter")
     assert comparable(forking) == comparable(jupyter)
 
 

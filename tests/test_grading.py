@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import nbformat
 import pytest
 from conftest import NUMPY_CORRECT, question
+
+from grader.testing import write
 
 
 def test_solution_scores_full_marks(grader, numpy_assignment):
@@ -18,8 +21,8 @@ def test_skeleton_scores_zero_with_every_question_unanswered(grader, numpy_assig
     assert card.score == 0
     assert [q.status for q in card.questions] == ["unanswered"] * len(numpy_assignment.questions)
     qkv = question(card, "qkv")
-    assert qkv.feedback[0] == "`Q` is not answered yet: fill in the blank `?` at cell 8, line 1: `Q = ?`."
-    assert qkv.feedback[1] == "`K` is not answered yet: fill in the blank `?` at cell 8, line 2: `K = ?`."
+    assert qkv.lines[0] == "`Q` is not answered yet: fill in the blank `?` at cell 8, line 1: `Q = ?`."
+    assert qkv.lines[1] == "`K` is not answered yet: fill in the blank `?` at cell 8, line 2: `K = ?`."
 
 
 def test_one_blank_left_only_costs_the_questions_that_depend_on_it(submit):
@@ -31,7 +34,7 @@ def test_one_blank_left_only_costs_the_questions_that_depend_on_it(submit):
     for qid in ("scaled", "weights", "output"):
         q = question(card, qid)
         assert q.status == "unanswered", qid
-        assert "cell 15, line 2: `scaled_scores = ?`" in q.feedback[0]
+        assert "cell 15, line 2: `scaled_scores = ?`" in q.lines[0]
     assert card.score == 5  # qkv 3 + scores 1 + softmax 1
 
 
@@ -52,7 +55,7 @@ def test_each_hint_fires_on_the_mistake_it_names(submit, change, qid, hint):
     card = submit({**NUMPY_CORRECT, **change})
     q = question(card, qid)
     assert q.status in ("failed", "partial")
-    assert any(line.startswith("Likely mistake:") and hint in line for line in q.feedback), q.feedback
+    assert any(line.startswith("Likely mistake:") and hint in line for line in q.lines), q.lines
 
 
 @pytest.mark.parametrize(
@@ -79,7 +82,7 @@ def test_each_hint_fires_on_the_mistake_it_names(submit, change, qid, hint):
 )
 def test_equivalent_rewrites_pass(submit, change):
     card = submit({**NUMPY_CORRECT, **change}, edit={1: "import numpy as np\nimport torch"})
-    failing = {q.id: q.feedback for q in card.questions if q.status != "passed"}
+    failing = {q.id: q.lines for q in card.questions if q.status != "passed"}
     assert not failing, failing
 
 
@@ -87,7 +90,7 @@ def test_torch_needs_importing_by_the_student(submit):
     card = submit({**NUMPY_CORRECT, "Q": "torch.tensor(X) @ torch.tensor(W_q).T"})
     q = question(card, "qkv")
     assert q.status == "error"
-    assert "NameError: name 'torch' is not defined" in q.feedback[0]
+    assert "NameError: name 'torch' is not defined" in q.lines[0]
 
 
 def test_a_raising_cell_is_recorded_and_later_questions_still_graded(submit):
@@ -97,13 +100,13 @@ def test_a_raising_cell_is_recorded_and_later_questions_still_graded(submit):
     assert question(card, "softmax").status == "passed"
     scores = question(card, "scores")
     assert scores.status == "error"
-    assert scores.feedback[0].startswith("`scores` has no value because cell 12 raised ValueError: matmul")
-    assert "(cell 12, line 1: scores = Q @ K)" in scores.feedback[0]
+    assert scores.lines[0].startswith("`scores` has no value because cell 12 raised ValueError: matmul")
+    assert "(cell 12, line 1: scores = Q @ K)" in scores.lines[0]
     scaled = question(card, "scaled")
     # The follow-on NameError in cell 15 is not repeated: the feedback points to the first error (issue 13).
-    assert scaled.feedback == ["`scaled_scores` has no value: it needs `scores`, which is missing because cell 12 "
+    assert scaled.lines == ["`scaled_scores` has no value: it needs `scores`, which is missing because cell 12 "
                                "raised ValueError, reported under *Attention scores*."]
-    errors = card.execution["errors"]
+    errors = card.execution.to_dict()["errors"]
     assert len(errors) == 1 and errors[0]["cell"] == 12 and errors[0]["error"].startswith("ValueError")
     assert errors[0]["traceback"] == ["cell 12, line 1: scores = Q @ K"]
 
@@ -111,7 +114,7 @@ def test_a_raising_cell_is_recorded_and_later_questions_still_graded(submit):
 def test_warnings_on_stderr_cost_nothing(submit):
     card = submit(NUMPY_CORRECT, append=["import warnings, sys\nwarnings.warn('careful')\nprint('noise', file=sys.stderr)"])
     assert card.score == card.max_score
-    assert card.execution["errors"] == []
+    assert card.execution.to_dict()["errors"] == []
 
 
 def test_monkeypatched_allclose_and_fake_scores_earn_nothing(submit):
@@ -137,7 +140,7 @@ def test_always_equal_object_earns_nothing(submit):
     })
     q = question(card, "output")
     assert q.status == "failed"
-    assert q.feedback[0] == ("`output` cannot be graded: output is a __main__.AlwaysEqual, which cannot be "
+    assert q.lines[0] == ("`output` cannot be graded: output is a __main__.AlwaysEqual, which cannot be "
                              "compared as data.")
 
 
@@ -155,7 +158,7 @@ def test_renamed_variable_is_reported_as_missing(submit):
     card = submit(nb_answers)
     q = question(card, "output")
     assert q.status == "failed"
-    assert q.feedback == ["`output` is not defined when the notebook finishes."]
+    assert q.lines == ["`output` is not defined when the notebook finishes."]
 
 
 def test_expected_values_are_revealed_only_as_configured(course):
@@ -173,3 +176,26 @@ def test_expected_values_are_revealed_only_as_configured(course):
     assert reveal("always", None) is True
     assert reveal("after_due", "2026-11-01") is True
     assert reveal("after_due", "2026-12-01T23:59") is False
+
+
+def test_a_function_the_question_calls_and_the_notebook_never_defines_is_named(tmp_path, grader, numpy_assignment):
+    # Written freely, in one cell: the weights come from torch.softmax, and no `softmax` of the
+    # student's own exists. The question that calls `softmax(...)` says so, and sends no one to the
+    # instructor: the student's values are right and the check itself is fine.
+    solution = nbformat.read(str(numpy_assignment.solution), as_version=4)
+    given = [c.source for c in solution.cells if c.cell_type == "code" and c.source.startswith(("tokens", "W_q"))]
+    work = ("import numpy as np\nimport torch\n" + "\n".join(given) + "\n"
+            "Q, K, V = X @ W_q.T, X @ W_k.T, X @ W_v.T\n"
+            "scores = Q @ K.T\n"
+            "d_k = Q.shape[1]\n"
+            "scaled_scores = scores / np.sqrt(d_k)\n"
+            "attention_weights = torch.softmax(torch.tensor(scaled_scores), dim=1).numpy()\n"
+            "output = attention_weights @ V\n")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(work)])
+    card = grader.grade(numpy_assignment, write(nb, tmp_path / "torch_softmax.ipynb"))
+    softmax = question(card, "softmax")
+    assert softmax.status == "failed" and softmax.score == 0
+    assert softmax.lines == ["`softmax` is never defined in your notebook, and this question calls it: define a "
+                             "function with that exact name (was it renamed or deleted?)."]
+    assert all(question(card, q).status == "passed" for q in ("qkv", "scores", "scaled", "weights", "output"))
+    assert not any("instructor" in line for q in card.questions for line in q.lines)

@@ -127,7 +127,7 @@ def test_a_capture_too_costly_to_decode_ends_that_submission_after_its_run(grade
     assert (costly.status, costly.score) == ("over_budget", 0)
     assert "of its own CPU time on this submission (reading the values its run sent), more than the 0.3 s" \
         in costly.reason
-    assert costly.execution["grader_cpu"] > 0.3
+    assert costly.execution.to_dict()["grader_cpu"] > 0.3
 
 
 def write_notebook(nb, path: Path) -> Path:

@@ -88,7 +88,7 @@ def test_lean_runner_and_jupyter_give_the_same_scorecards(cards):
               if comparable(lean[(name, path)]) != comparable(jupyter[(name, path)])]
     assert differ == []
     fidelity = next(card for (_, path), card in lean.items() if path.name == "fidelity.ipynb")
-    errors = {e["cell"]: e["error"].partition(":")[0] for e in fidelity.execution["errors"]}
+    errors = {e["cell"]: e["error"].partition(":")[0] for e in fidelity.execution.to_dict()["errors"]}
     # `_`, the magics, `?`, `!` (on a terminal too) and top-level await worked (nothing before
     # cell 8 failed), and the cells that fail did so the same way in both
     assert [(cell, name) for cell, name in sorted(errors.items()) if cell <= 12] == [

@@ -15,9 +15,9 @@ def test_a_wrong_scalar_is_told_the_direction_of_its_error_never_a_relative_diff
     card = submit({**SIMILARITY, "sim_swam_bank": "torch.dot(X[1], X[-1]) * 1.5"}, assignment="attention_similarity")
     q = question(card, "dot_similarities")
     assert q.status == "partial"
-    line = next(m for m in q.feedback if m.startswith("`sim_swam_bank` is "))
+    line = next(m for m in q.lines if m.startswith("`sim_swam_bank` is "))
     assert line.endswith(": it is too large." if expected > 0 else ": it is too small."), line
-    text = " ".join(q.feedback)
+    text = " ".join(q.lines)
     assert "relative" not in text and "difference" not in text
     assert number_text(expected) not in text
 
@@ -32,8 +32,8 @@ def test_the_q5_hint_does_not_name_the_two_words(grader, course, submit):
                                        "top2_weights = top2.values.tolist()"}, assignment="attention_similarity")
     q = question(card, "q5_top2")
     assert q.status != "passed"
-    assert any("its weight on its own column counts too" in m for m in q.feedback), q.feedback
-    for message in q.feedback:
+    assert any("its weight on its own column counts too" in m for m in q.lines), q.lines
+    for message in q.lines:
         assert not all(w in message for w in answer if w != "bank"), message
 
 
@@ -42,8 +42,8 @@ def test_the_reading_hint_does_not_say_which_token_bank_attends_to_most(grader, 
                   assignment="tokens_to_multihead")
     q = question(card, "reading")
     assert q.status == "failed"
-    assert any("its weight on its own column counts too" in m for m in q.feedback), q.feedback
-    assert not any("attends most to" in m for m in q.feedback), q.feedback
+    assert any("its weight on its own column counts too" in m for m in q.lines), q.lines
+    assert not any("attends most to" in m for m in q.lines), q.lines
 
 
 def test_no_hint_message_states_a_word_answer(grader, course):

@@ -586,7 +586,7 @@ def _all_formats(card, course, assignment, tmp_path) -> dict[str, str]:
 
 def test_a_hidden_check_is_pass_fail_only_in_every_format(course, numpy_assignment, tmp_path):
     card, c, a = _carol_with(course, numpy_assignment, hidden=True)
-    assert question(card, "scaled").feedback == ["A hidden check on scaled scores did not pass."]
+    assert question(card, "scaled").lines == ["A hidden check on scaled scores did not pass."]
     for fmt, text in _all_formats(card, c, a, tmp_path).items():
         assert "A hidden check on scaled scores did not pass." in text, fmt
         assert "sqrt(d_k)" not in text and "4 / 9 elements" not in text, fmt
@@ -595,8 +595,8 @@ def test_a_hidden_check_is_pass_fail_only_in_every_format(course, numpy_assignme
 def test_expected_values_appear_only_when_the_config_allows(course, numpy_assignment, tmp_path):
     never, c, a = _carol_with(course, numpy_assignment)
     shown, c2, _ = _carol_with(course, numpy_assignment, show_expected="always")
-    assert "(expected" not in " ".join(question(never, "scaled").feedback)
-    assert "[0, 0] is 5 (expected " in question(shown, "scaled").feedback[0]
+    assert "(expected" not in " ".join(question(never, "scaled").lines)
+    assert "[0, 0] is 5 (expected " in question(shown, "scaled").lines[0]
     for fmt, text in _all_formats(never, c, a, tmp_path).items():
         assert "(expected " not in text, fmt
     for fmt, text in _all_formats(shown, c2, a, tmp_path).items():

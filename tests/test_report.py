@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 from conftest import ROOT
 
-from grader.judge.scorecard import QuestionResult, Scorecard
+from grader.judge.scorecard import CellError, Execution, QuestionResult, Scorecard
 from grader.outputs.report import load_scorecards, render, row_from_card, row_from_dict, write_report
 from grader.outputs.yaml import write_yaml
 
@@ -30,7 +30,7 @@ def cards(grader, numpy_assignment):
         max_score=11, student="ivan", reason="cell 7 ran past the 30 s limit and was stopped",
         questions=[QuestionResult(q.id, q.title, 3 if q.id == "qkv" else 0, q.points,
                                   "passed" if q.id == "qkv" else "error") for q in numpy_assignment.questions],
-        execution={"errors": [{"cell": 7, "status": "timeout", "error": "TimeoutError"}]},
+        execution=Execution(executor="forking", errors=(CellError(cell=7, status="timeout", error="TimeoutError"),)),
     ))
     return out
 
@@ -105,7 +105,7 @@ def test_crashed_timed_out_raising_and_unreadable_submissions_are_listed(report,
     assert rows == [("frank", "frank_raises.ipynb", "graded"), ("henry", "henry_not_a_notebook.ipynb", "invalid_notebook"),
                     ("ivan", "ivan_loops.ipynb", "timeout")]
     frank = next(c for c in cards if c.student == "frank")
-    raised = [e for e in frank.execution["errors"] if e["status"] == "error"]
+    raised = [e for e in frank.execution.to_dict()["errors"] if e["status"] == "error"]
     assert raised and all(html.escape(f"cell {e['cell']}: {e['error']}") in table for e in raised)
     assert "None: every notebook" not in report
     assert "cell 7 ran past the 30 s limit and was stopped" in table

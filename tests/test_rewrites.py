@@ -81,7 +81,7 @@ def test_a_rewritten_solution_keeps_full_marks(grader, course, tmp_path, name, r
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes((a.solution_dir / rel).read_bytes())
     card = grader.grade(a, path)
-    lost = {q.id: q.feedback for q in card.questions if q.status != "passed"}
+    lost = {q.id: q.lines for q in card.questions if q.status != "passed"}
     assert lost == {}
     assert card.score == card.max_score
 
@@ -99,7 +99,7 @@ def test_a_cell_cut_where_a_question_is_answered_still_stops_at_its_first_error(
     for rel in a.data:
         (tmp_path / rel).write_bytes((a.solution_dir / rel).read_bytes())
     card = grader.grade(a, path)
-    assert [(e["cell"], e["error"].split(":")[0]) for e in card.execution["errors"]] == [(1, "ValueError")]
+    assert [(e["cell"], e["error"].split(":")[0]) for e in card.execution.to_dict()["errors"]] == [(1, "ValueError")]
     status = {q.id: q.status for q in card.questions}
     assert status["similarity_matrix"] == "passed"  # S, before `bank`, was computed before the error
     assert status["q2_qkv"] != "passed"  # the next part's data never ran

@@ -101,7 +101,7 @@ def hand_in(tmp_path, grader, small):
 
 
 def probe(card) -> dict:
-    execution = card if isinstance(card, dict) else card.execution
+    execution = card if isinstance(card, dict) else card.execution.to_dict()
     for e in execution["errors"]:
         if e["error"].startswith("RuntimeError: probe "):
             return json.loads(e["error"][len("RuntimeError: probe "):])
@@ -142,8 +142,8 @@ def running_with(marker: str) -> list[int]:
 def test_scorecard_names_the_protections_the_run_had(hand_in):
     card = hand_in("x = 1")
     assert card.status == "graded"
-    assert card.execution["sandbox"] == list(FEATURES.active())
-    assert {"session", "env", "limits", "cleanup"} <= set(card.execution["sandbox"])
+    assert card.execution.to_dict()["sandbox"] == list(FEATURES.active())
+    assert {"session", "env", "limits", "cleanup"} <= set(card.execution.to_dict()["sandbox"])
 
 
 def test_report_header_shows_the_sandbox(pytester):
@@ -168,7 +168,7 @@ def test_as_root_student_code_gets_a_user_and_a_process_limit_of_its_own(hand_in
     uid = found["ids"][0]
     assert uid >= sandbox.UID_BASE and found["ids"] == [uid] * 6
     assert found["groups"] == [] and found["nproc"] == [32, 32]
-    assert {"user", "processes"} <= set(card.execution["sandbox"])
+    assert {"user", "processes"} <= set(card.execution.to_dict()["sandbox"])
 
 
 # --------------------------------------------------------------------------------------------
@@ -185,14 +185,14 @@ def test_infinite_loop_ignoring_alarms_times_out_and_earlier_questions_are_grade
     )
     assert card.status == "timeout"
     assert card.reason == f"cell {HOSTILE} ran past the 3 s limit and was stopped"
-    assert card.execution["errors"][0]["status"] == "timeout"
+    assert card.execution.to_dict()["errors"][0]["status"] == "timeout"
     assert_all_questions_passed(card)
 
 
 def test_memory_bomb_is_a_memory_error_in_that_cell(hand_in):
     card = hand_in("s = 'x'\nwhile True:\n    s = s + s  # doubles until the memory limit")
     assert card.status == "graded"
-    [error] = card.execution["errors"]
+    [error] = card.execution.to_dict()["errors"]
     assert (error["cell"], error["status"]) == (HOSTILE, "error")
     assert error["error"].startswith("MemoryError")
     assert_all_questions_passed(card)
@@ -232,8 +232,8 @@ def test_a_fresh_process_per_notebook_gets_the_same_sandbox(course, small, tmp_p
         "raise RuntimeError('probe ' + json.dumps(found))"
     ]), tmp_path / "fresh.ipynb")
     card = grader.grade(small, path)
-    assert card.execution["executor"] == "subprocess"
-    assert card.execution["sandbox"] == list(FEATURES.active())
+    assert card.execution.to_dict()["executor"] == "subprocess"
+    assert card.execution.to_dict()["sandbox"] == list(FEATURES.active())
     found = probe(card)
     if "filesystem" in ACTIVE:
         assert found["solutions"] == "FileNotFoundError"
@@ -288,7 +288,7 @@ def test_exits_and_kills_end_at_most_the_notebook(hand_in, code, status, error):
         assert card.status == "graded" or card.status == "crashed" and card.reason
         return
     assert_all_questions_passed(card)  # graded up to that point, and past it
-    [item] = card.execution["errors"]
+    [item] = card.execution.to_dict()["errors"]
     assert item["cell"] == HOSTILE
     assert card.status == status
     assert item["error"].startswith(error.format(n=HOSTILE))
@@ -303,8 +303,8 @@ def test_100_mb_of_output_is_truncated_with_a_note(hand_in):
         "for _ in range(50):\n    print(line)\n    print(line, file=sys.stderr)"
     )
     assert card.status == "graded"
-    assert card.execution["output_truncated_in_cells"] == [HOSTILE]
-    assert card.execution["notes"] == [
+    assert card.execution.to_dict()["output_truncated_in_cells"] == [HOSTILE]
+    assert card.execution.to_dict()["notes"] == [
         f"cell {HOSTILE} printed 100 MB of output, more than the 256 KB limit; the rest was discarded"
     ]
     assert_all_questions_passed(card)
@@ -332,7 +332,7 @@ def test_patched_libraries_and_lying_objects_earn_nothing(hand_in):
     assert question(card, "output").status == "failed"
     assert question(card, "weights").status == "failed"
     assert card.score == card.max_score - 4
-    assert card.execution["errors"] == []
+    assert card.execution.to_dict()["errors"] == []
 
 
 @private_files
@@ -463,7 +463,7 @@ def test_loopback_server_of_the_host_is_refused(hand_in):
         card = hand_in(f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1)")
         with pytest.raises(BlockingIOError):
             server.accept()  # nobody knocked
-    [error] = card.execution["errors"]
+    [error] = card.execution.to_dict()["errors"]
     assert error["cell"] == HOSTILE
     assert error["error"] == NET_REFUSED
     assert_all_questions_passed(card)
@@ -491,7 +491,7 @@ def test_secret_in_the_graders_environment_is_absent(tmp_path, course):
         "a = course.assignment('attention_numpy')\n"
         "a = dataclasses.replace(a, variants=dataclasses.replace(a.variants, count=0))\n"
         f"card = Grader(course).grade(a, Path({str(path)!r}))\n"
-        "print(json.dumps(card.execution))\n"
+        "print(json.dumps(card.execution.to_dict()))\n"
     )
     env = {**os.environ, "GRADER_TEST_SECRET": secret, "GITHUB_TOKEN": secret, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
@@ -514,7 +514,7 @@ def test_values_that_cannot_be_captured_fail_their_check_with_a_reason(hand_in, 
     card = hand_in(answers={**NUMPY_CORRECT, "output": value})
     q = question(card, "output")
     assert q.status == "failed"
-    assert q.feedback[0] == f"`output` cannot be graded: output {message}."
+    assert q.lines[0] == f"`output` cannot be graded: output {message}."
     assert card.score == card.max_score - 2
 
 
@@ -727,7 +727,7 @@ def bare(course):
 def stopped_for_memory(card, megabytes: int) -> bool:
     """Whether the appended cell was ended by the run's memory cgroup, and the rest graded all the same."""
     words = f"cell {HOSTILE} used more memory than the run may hold ({megabytes} MB for all its processes and files"
-    return any(e["cell"] == HOSTILE and words in e["error"] for e in card.execution["errors"])
+    return any(e["cell"] == HOSTILE and words in e["error"] for e in card.execution.to_dict()["errors"])
 
 
 @needs["seccomp"]
@@ -738,24 +738,24 @@ def test_memfd_files_are_refused_so_they_hold_no_memory_beyond_the_limit(grader,
     # limit, and the scorecard says that neither memfd nor the run's memory was bounded.
     card = bare.grade(hoard_limits, path)
     assert probe(card) == {"held_mb": 1152, "stop": "done"}
-    assert "seccomp" not in card.execution["sandbox"]
-    assert any(n.startswith("memfd: no seccomp filter") for n in card.execution["sandbox_not_enforced"])
-    assert any(n.startswith("memory: bounded per process") for n in card.execution["sandbox_not_enforced"])
+    assert "seccomp" not in card.execution.to_dict()["sandbox"]
+    assert any(n.startswith("memfd: no seccomp filter") for n in card.execution.to_dict()["sandbox_not_enforced"])
+    assert any(n.startswith("memory: bounded per process") for n in card.execution.to_dict()["sandbox_not_enforced"])
     # A memory cgroup without the filter: the files count, and the cell is ended at the run's limit.
     if "memory" in ACTIVE:
         card = unfiltered.grade(hoard_limits, path)
-        assert stopped_for_memory(card, 1024), card.execution["errors"]
+        assert stopped_for_memory(card, 1024), card.execution.to_dict()["errors"]
         assert_all_questions_passed(card)
-        assert card.execution["sandbox_not_enforced"] == []
+        assert card.execution.to_dict()["sandbox_not_enforced"] == []
     # With the filter: the first memfd_create fails with EPERM in the student's cell, nothing is
     # held, and the notebook is graded as usual.
     card = grader.grade(hoard_limits, path)
     assert probe(card) == {"held_mb": 0, "stop": "PermissionError"}
     assert card.status == "graded" and card.score == card.max_score
     assert_all_questions_passed(card)
-    assert "seccomp" in card.execution["sandbox"]
-    assert not any(n.startswith("memfd") for n in card.execution["sandbox_not_enforced"])
-    memory_line = any(n.startswith("memory: bounded per process") for n in card.execution["sandbox_not_enforced"])
+    assert "seccomp" in card.execution.to_dict()["sandbox"]
+    assert not any(n.startswith("memfd") for n in card.execution.to_dict()["sandbox_not_enforced"])
+    memory_line = any(n.startswith("memory: bounded per process") for n in card.execution.to_dict()["sandbox_not_enforced"])
     assert memory_line == ("memory" not in ACTIVE)
 
 
@@ -792,13 +792,13 @@ def test_all_processes_of_a_run_share_one_memory_limit(grader, bare, small, tmp_
     path = write(fill(limited.skeleton, NUMPY_CORRECT, append=[spread(8, 40, 256)]), tmp_path / "spread.ipynb")
     card = bare.grade(limited, path)
     assert probe(card) == {"held_mb": 256, "children": 8}
-    assert any(n.startswith("memory: bounded per process") for n in card.execution["sandbox_not_enforced"])
+    assert any(n.startswith("memory: bounded per process") for n in card.execution.to_dict()["sandbox_not_enforced"])
     # One limit for the whole run: the cell's process, by then the largest, is ended at 512 MB;
     # the scorecard says why, and the notebook is graded without that cell.
     card = grader.grade(limited, path)
-    assert stopped_for_memory(card, 512), card.execution["errors"]
+    assert stopped_for_memory(card, 512), card.execution.to_dict()["errors"]
     assert_all_questions_passed(card)
-    assert "memory" in card.execution["sandbox"] and card.execution["sandbox_not_enforced"] == []
+    assert "memory" in card.execution.to_dict()["sandbox"] and card.execution.to_dict()["sandbox_not_enforced"] == []
     # Six children of 96 MB: the kernel ends the largest processes (children) until the rest fit,
     # and the cell, still under the limit, goes on.
     path = write(fill(limited.skeleton, NUMPY_CORRECT, append=[spread(6, 96, 0)]), tmp_path / "children.ipynb")
@@ -925,8 +925,8 @@ def test_without_namespaces_limits_cleanup_and_environment_still_hold(course, qu
         "while True:\n    pass",
     ]), tmp_path / "weak.ipynb")
     card = grader.grade(quick, path)
-    assert card.execution["sandbox"] == list(weak.active())
-    assert "network" not in card.execution["sandbox"] and "filesystem" not in card.execution["sandbox"]
+    assert card.execution.to_dict()["sandbox"] == list(weak.active())
+    assert "network" not in card.execution.to_dict()["sandbox"] and "filesystem" not in card.execution.to_dict()["sandbox"]
     assert "GRADER_TEST_SECRET" not in probe(card)["env"]
     assert card.status == "timeout"
     assert card.reason == f"cell {HOSTILE + 1} ran past the 3 s limit and was stopped"
@@ -946,7 +946,7 @@ def test_without_namespaces_or_landlock_the_theft_works_and_the_scorecard_says_s
     card = Grader(course, executor=SubprocessExecutor(features=bare)).grade(
         small, write(theft(small.skeleton), tmp_path / "theft.ipynb"))
     assert card.score == card.max_score
-    assert not {"filesystem", "landlock"} & set(card.execution["sandbox"])
+    assert not {"filesystem", "landlock"} & set(card.execution.to_dict()["sandbox"])
     assert any(line.startswith("filesystem: no mount namespace or Landlock") for line in bare.missing())
 
 
@@ -984,8 +984,8 @@ def test_as_root_without_namespaces_the_unprivileged_layers_hold(course, small, 
         with pytest.raises(BlockingIOError):
             server.accept()  # nobody knocked
     found = probe(card)
-    assert card.execution["sandbox"] == list(docker.active())
-    assert {"no_caps", "landlock", "landlock_net", "scoped", "seccomp", "no_sockets"} <= set(card.execution["sandbox"])
+    assert card.execution.to_dict()["sandbox"] == list(docker.active())
+    assert {"no_caps", "landlock", "landlock_net", "scoped", "seccomp", "no_sockets"} <= set(card.execution.to_dict()["sandbox"])
     assert card.score == 0, f"the solution was found and run: {found}"
     assert found["found"] == [] or found["refused"]
     assert found["uid"] == 0 and found["caps"] == "0000000000000000"
@@ -1005,7 +1005,7 @@ def test_unprivileged_grader_uses_a_user_namespace(hand_in):
     found = probe(card)
     assert found["uid"] == os.getuid()
     assert found["caps"] == ["CapEff:\t0000000000000000\n"]
-    assert {"userns", "network", "filesystem", "processes"} <= set(card.execution["sandbox"])
+    assert {"userns", "network", "filesystem", "processes"} <= set(card.execution.to_dict()["sandbox"])
 
 
 def test_a_grader_installed_under_tmp_stays_visible_to_the_student(tmp_path):
@@ -1029,7 +1029,7 @@ def test_a_grader_installed_under_tmp_stays_visible_to_the_student(tmp_path):
         "a = course.assignment('attention_numpy')\n"
         "a = dataclasses.replace(a, variants=dataclasses.replace(a.variants, count=0))\n"
         f"card = Grader(course, executor=SubprocessExecutor()).grade(a, pathlib.Path({str(submission)!r}))\n"
-        "print(json.dumps([card.score, card.max_score, card.execution['errors'], card.execution.get('sandbox')]))\n"
+        "print(json.dumps([card.score, card.max_score, card.execution.to_dict()['errors'], card.execution.to_dict().get('sandbox')]))\n"
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

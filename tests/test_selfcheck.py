@@ -92,10 +92,10 @@ def test_messages_are_the_real_graders(tmp_path, grader, numpy_assignment):
             if v.status in ("unanswered", "error"):
                 # The grader also says, once and under the question whose cell raised, which later
                 # questions the same error left without a value: the whole notebook's view, not one question's.
-                feedback = [m for m in real.feedback if not m.startswith("The same error in cell ")]
+                feedback = [m for m in real.lines if not m.startswith("The same error in cell ")]
                 assert v.status == real.status and v.messages == feedback, (path.name, v.id)
             for m in v.messages:
-                assert m in real.feedback, (path.name, v.id, m)
+                assert m in real.lines, (path.name, v.id, m)
     k = {v.id: v for v in selfcheck.check_notebook(tmp_path / "k_transposed.ipynb", public)}["qkv"]
     assert k.messages == ["`K` has shape (2, 3); expected shape (3, 2) (the transpose of the expected shape)."]
 
@@ -122,7 +122,7 @@ def test_public_values_are_compared_with_the_graders_message(tmp_path, grader, n
     sub = write(fill(SKELETON, {**NUMPY_CORRECT, "scores": "K @ Q.T"}), tmp_path / "sub.ipynb")
     v = {v.id: v for v in selfcheck.check_notebook(sub, selfcheck.load(path))}["scores"]
     real = question(grader.grade(numpy_assignment, sub), "scores")
-    assert v.status == "failed" and v.messages == real.feedback[:1]
+    assert v.status == "failed" and v.messages == real.lines[:1]
     assert v.messages[0].startswith("`scores`: 2 / 9 elements (22.2%) differ beyond tolerance")
 
 

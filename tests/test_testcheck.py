@@ -22,6 +22,8 @@ SOLUTION = [
     "    return np.maximum(x, 0)",
     "W = np.tril(np.ones((4, 4)))\nW = W / W.sum(axis=1, keepdims=True)",
     "class Counter:\n    def __init__(self):\n        self.n = 0\n    def step(self):\n        self.n += 1\n        return self.n",
+    "A = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])\nb = np.array([1.0, 0.0, 2.0])\nw = np.array([0.5, -0.5])\n"
+    "def gradient(A, b, w):\n    return 2 / len(b) * A.T @ (A @ w - b)\ng = gradient(A, b, w)",
 ]
 
 CONFIG = """
@@ -62,6 +64,13 @@ assignments:
           - test: |
               assert W[1, 0] == 0.5
             hidden: true
+      - id: grad
+        points: 2
+        checks:
+          - test: |
+              assert np.allclose(g, 2 / 3 * A.T @ (A @ w - b))
+              assert g[0] == 2 / 3 * (A.T @ (A @ w - b))[0]
+            partial: true
 """
 
 
@@ -90,28 +99,46 @@ def grade(setup, name, cells):
 
 def test_solution_passes_every_test(setup):
     qs = grade(setup, "solution", SOLUTION)
-    assert {k: q.score for k, q in qs.items()} == {"relu": 2, "causal": 1, "counter": 1, "secret": 1}
+    assert {k: q.score for k, q in qs.items()} == {"relu": 2, "causal": 1, "counter": 1, "secret": 1, "grad": 2}
 
 
 def test_failures_name_what_differs_without_the_hidden_values(setup):
     cells = [SOLUTION[0], "def relu(x):\n    return np.abs(x)", "W = np.ones((4, 4)) / 4", SOLUTION[3]]
     qs = grade(setup, "wrong", cells)
     assert qs["relu"].score == 0
-    # All or nothing: the first failing assert ends the test and names itself.
-    assert qs["relu"].feedback == ["`np.allclose(out, np.maximum(x, 0))` does not hold."]
+    # All or nothing: the first failing assert ends the test and names itself, and says how the
+    # student's value differs (the grader's own comparison, with np.allclose's tolerance).
+    assert qs["relu"].lines == ["`np.allclose(out, np.maximum(x, 0))` does not hold: `out`: 1 / 2 elements (50.0%) "
+                                "differ beyond tolerance (rtol=1e-05, atol=1e-08); first: [0] is 1. The largest "
+                                "relative difference is over 100%."]
     # Partial credit by the share of asserts that pass; the generated message shows a literal of the test.
     assert qs["causal"].score == 0.5 and qs["causal"].status == "partial"
-    assert "`W[0, 3]` should be 0; it is 0.25." in qs["causal"].feedback
+    assert "`W[0, 3]` should be 0; it is 0.25." in qs["causal"].lines
     # A hidden test says only that it failed.
-    assert qs["secret"].feedback == ["A hidden check on secret did not pass."]
-    assert not any("0.5" in f for f in qs["secret"].feedback)
+    assert qs["secret"].lines == ["A hidden check on secret did not pass."]
+    assert not any("0.5" in f for f in qs["secret"].lines)
+
+
+def test_a_failing_test_names_the_students_value_and_never_quotes_the_reference_formula(setup):
+    # The test's expected side is the reference formula, in names the student cannot see: the
+    # message says how `g` differs, by the test's own tolerance, and quotes neither assert.
+    cells = [*SOLUTION[:4], SOLUTION[4].replace("return 2 / len(b)", "return 1 / len(b)")]
+    grad = grade(setup, "no_factor_2", cells)["grad"]
+    assert grad.score == 0 and grad.status == "failed"
+    assert grad.lines == [
+        "the test's comparison of `g` does not hold: `g`: 2 / 2 elements (100.0%) differ beyond tolerance "
+        "(rtol=1e-05, atol=1e-08); first: [0] is -5.1666667; [1] is -6.6666667. The largest relative difference is between "
+        "10% and 100%.",
+        "`g[0]` is -5.16667, which is not what the test expects.",
+    ]
+    assert not any("A.T @" in line or "2 / 3" in line for line in grad.lines)
 
 
 def test_expected_exceptions_cross_the_boundary_as_data(setup):
     cells = [SOLUTION[0], "def relu(x):\n    raise TypeError('not today')", SOLUTION[2], SOLUTION[3]]
     qs = grade(setup, "raises", cells)
     assert qs["relu"].score == 0
-    assert any("`relu(__grader_in0__)`" not in f and "raised TypeError: not today" in f for f in qs["relu"].feedback)
+    assert any("`relu(__grader_in0__)`" not in f and "raised TypeError: not today" in f for f in qs["relu"].lines)
 
 
 def test_results_kept_between_sites_stay_in_the_students_process(setup):

@@ -11,7 +11,7 @@ import nbformat
 from conftest import NUMPY_CORRECT, question
 
 from grader.authoring.validate import validate
-from grader.judge import variants
+from grader.judge import variants, wording
 from grader.judge.grading import Grader
 from grader.testing import fill, write
 
@@ -36,14 +36,14 @@ def test_a_given_input_without_a_rule_is_varied_when_other_inputs_have_rules(gra
     qkv = question(card, "qkv")
     assert qkv.status == "partial"
     assert [c.status for c in qkv.checks] == ["passed", "passed", "failed"]
-    assert any("`V` is correct for the notebook's data but not when" in line for line in qkv.feedback), qkv.feedback
+    assert any("`V` is correct for the notebook's data but not when" in line for line in qkv.lines), qkv.lines
 
 
 def test_keep_leaves_a_given_input_as_the_notebook_defines_it(grader, numpy_assignment, tmp_path):
     kept = with_rules(numpy_assignment, (("X", "rng.uniform(-1, 1, size=(3 + variant, 2))"), ("W_v", "keep")))
     assert variants.varied_names(kept) == ("X", "W_q", "W_k")
     card = grade(grader, kept, W_V_TYPED, tmp_path)
-    assert card.score == card.max_score, [q.feedback for q in card.questions if q.status != "passed"]
+    assert card.score == card.max_score, [q.lines for q in card.questions if q.status != "passed"]
 
 
 def test_validate_reports_a_given_input_the_solution_never_defines(course, numpy_assignment, tmp_path):
@@ -89,8 +89,8 @@ def test_a_students_own_variable_named_like_a_later_given_input_is_left_alone(su
 
     card = submit({**SIMILARITY, "sim_swam_bank": "torch.dot(X[1], X[11])",
                    "sim_river_bank": "torch.dot(X[5], X[11]); bank = X[11]"}, assignment="attention_similarity")
-    assert {q.id: q.feedback for q in card.questions if q.status != "passed"} == {}
-    assert not any("is not the data the notebook gives" in line for q in card.questions for line in q.feedback)
+    assert {q.id: q.lines for q in card.questions if q.status != "passed"} == {}
+    assert not any("is not the data the notebook gives" in line for q in card.questions for line in q.lines)
 
 
 def test_a_check_expression_of_the_grader_accepts_equivalent_values_and_never_blames_the_student(submit):
@@ -101,7 +101,7 @@ def test_a_check_expression_of_the_grader_accepts_equivalent_values_and_never_bl
     numpy_heads = {**FRENCH, "heads": "[self_attention(embeddings, W_q, W_k, W_v).numpy() for W_q, W_k, W_v in head_params]",
                    "multihead_output": "torch.cat([torch.from_numpy(h) for h in heads], dim=-1) @ W_O"}
     card = submit(numpy_heads, assignment="attention_french")
-    assert {q.id: q.feedback for q in card.questions if q.status != "passed"} == {}
+    assert {q.id: q.lines for q in card.questions if q.status != "passed"} == {}
 
     # heads in a form no conversion fits: the student is not told that their code raised.
     odd = {**FRENCH, "heads": "{i: h for i, h in enumerate([self_attention(embeddings, W_q, W_k, W_v) "
@@ -110,7 +110,7 @@ def test_a_check_expression_of_the_grader_accepts_equivalent_values_and_never_bl
     card = submit(odd, assignment="attention_french")
     q = question(card, "multihead")
     assert q.status == "partial"
-    text = " ".join(q.feedback)
+    text = " ".join(q.lines)
     assert "the grader's own expression `torch.stack(heads)` cannot be applied" in text
     assert "your code itself did not raise" in text and "calling your code raised" not in text
 
@@ -121,7 +121,7 @@ def test_an_error_inside_the_students_function_is_still_theirs(submit):
     card = submit({**FRENCH, "?1": "raise ValueError('not done yet')"}, assignment="attention_french")
     q = question(card, "self_attention_fn")
     assert q.status == "error"
-    assert any("raised ValueError: not done yet" in line for line in q.feedback), q.feedback
+    assert any("raised ValueError: not done yet" in line for line in q.lines), q.lines
 
 
 def test_no_typed_in_question_for_an_answer_computed_from_a_wrong_one(submit):
@@ -134,12 +134,12 @@ def test_no_typed_in_question_for_an_answer_computed_from_a_wrong_one(submit):
                   assignment="attention_similarity")
     assert question(card, "q3_learned").status == "failed"
     q5 = question(card, "q5_top2")
-    assert "typed in" not in " ".join(q5.feedback)
+    assert "typed in" not in " ".join(q5.lines)
     words = next(c for c in q5.checks if c.target == "top2_words")
     # With error carried forward (issue 13), the top-2 words are right given the student's own
     # S_learned on the notebook's data and on every variant: they keep their points, and the
     # feedback names the wrong input's question instead of asking about typed-in values.
-    assert words.status == "passed" and words.carried_from == ["q3_learned/0"]
-    assert words.messages == [
+    assert words.status == "passed" and words.carried_from == ("q3_learned/0",)
+    assert wording.check_lines(words) == [
         "`top2_words` is correct given your `S_learned`; the mistake is upstream, in *Q3: scaled similarities with "
         "learning*: this step keeps its points (error carried forward)."]

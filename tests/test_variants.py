@@ -40,8 +40,8 @@ def test_typed_in_answers_lose_every_typed_question(grader, numpy_assignment, su
     card = submit(typed)
     for qid in ("qkv", "scores", "scaled", "weights", "output"):
         q = question(card, qid)
-        assert q.status == "failed", (qid, q.feedback)
-        assert any(TYPED_MESSAGE in line and "is a value typed in" in line for line in q.feedback), q.feedback
+        assert q.status == "failed", (qid, q.lines)
+        assert any(TYPED_MESSAGE in line and "is a value typed in" in line for line in q.lines), q.lines
     assert question(card, "softmax").status == "passed"
     assert card.score == 1
 
@@ -51,7 +51,7 @@ def test_fixed_d_k_loses_scaled_scores_on_the_variant_that_changes_d_out(submit)
     scaled = question(card, "scaled")
     assert scaled.status == "failed"
     # named: only the inputs scaled_scores is computed from in this notebook (not W_v)
-    assert scaled.feedback[0] == ("`scaled_scores` is correct for the notebook's data but not when `X`, `W_q` and "
+    assert scaled.lines[0] == ("`scaled_scores` is correct for the notebook's data but not when `X`, `W_q` and "
                                   "`W_k` change (its values do not follow): is a value typed in, or a size or "
                                   "constant fixed, rather than computed?")
     assert question(card, "scores").status == "passed"
@@ -74,7 +74,7 @@ def test_shape_bound_code_that_raises_only_under_a_variant(submit):
     assert q.status == "failed"
     # The error is named by kind and place, never by its message: "cannot reshape array of size 8"
     # would tell the student the variant's sizes.
-    assert q.feedback == ["`output` is correct for the notebook's data, but the code fails when `X`, `W_q`, `W_k` "
+    assert q.lines == ["`output` is correct for the notebook's data, but the code fails when `X`, `W_q`, `W_k` "
                           "and `W_v` change: cell 21 raised ValueError (cell 21, line 1: output = attention_weights "
                           "@ V.reshape(3, 2))."]
 
@@ -85,9 +85,9 @@ def test_redefined_given_input_is_graded_on_what_it_computed(submit):
     # right given them, so the one mistake is not charged again (error carried forward, issue 13).
     q = question(card, "qkv")
     assert q.status == "failed"
-    assert q.feedback[-1] == ("Note: `X` in your notebook is not the data the notebook gives, so answers computed "
+    assert q.lines[-1] == ("Note: `X` in your notebook is not the data the notebook gives, so answers computed "
                               "from it cannot match; the grade is for what your notebook computed.")
-    assert question(card, "output").carried_forward == ["qkv"]
+    assert question(card, "output").carried_forward == ("qkv",)
 
 
 def test_repeating_the_data_cell_still_gets_the_variant(submit):
@@ -145,10 +145,10 @@ def test_a_variant_failure_excuses_no_answer_whose_own_value_was_not_computed(su
     card = submit({**NUMPY_CORRECT, "Q": "X @ W_q.reshape(2, 2).T"})
     qkv = question(card, "qkv")
     assert (qkv.status, qkv.score) == ("failed", 0)
-    assert qkv.feedback[0] == (
+    assert qkv.lines[0] == (
         "`Q` is correct for the notebook's data, but the code fails when `X` and `W_q` change: cell 8 raised "
         "ValueError (cell 8, line 1: Q = X @ W_q.reshape(2, 2).T).")
-    assert not any("typed in" in line for line in qkv.feedback)
+    assert not any("typed in" in line for line in qkv.lines)
     assert card.score < card.max_score - 1
 
 def typed_answers(grader, assignment) -> dict[str, str]:
@@ -174,7 +174,7 @@ def test_typed_in_answers_lose_even_when_the_run_does_not_end_cleanly(grader, nu
     card = submit(typed_answers(grader, numpy_assignment), append=[last_cell])
     assert card.status == status, card.reason
     for qid in ("qkv", "scores", "scaled", "weights", "output"):
-        assert question(card, qid).status == "failed", (qid, question(card, qid).feedback)
+        assert question(card, qid).status == "failed", (qid, question(card, qid).lines)
     assert card.score == 1
 
 
@@ -190,7 +190,7 @@ def test_typed_in_answers_lose_when_a_capture_hangs(grader, numpy_assignment, co
     answers["output"] = ("type('Spin', (), {'__getattribute__': lambda self, name: [0 for _ in iter(int, 1)]})()")
     card = grader.grade(a, write(fill(a.skeleton, answers), tmp_path / "spin.ipynb"))
     for qid in ("qkv", "scores", "scaled", "weights", "output"):
-        assert question(card, qid).status != "passed", (qid, question(card, qid).feedback)
+        assert question(card, qid).status != "passed", (qid, question(card, qid).lines)
     assert card.score == 1
 
 
@@ -211,9 +211,9 @@ def test_a_guard_that_fails_only_on_variants_hides_no_typed_in_answer(grader, nu
     assert card.status == "graded"
     for qid in ("qkv", "scores", "scaled", "weights", "output"):
         q = question(card, qid)
-        assert q.status == "failed", (qid, q.feedback)
-        assert not any("typed in" in line for line in q.feedback), q.feedback
-        assert any(" raised ZeroDivisionError" in line or " raised NameError" in line for line in q.feedback), q.feedback
+        assert q.status == "failed", (qid, q.lines)
+        assert not any("typed in" in line for line in q.lines), q.lines
+        assert any(" raised ZeroDivisionError" in line or " raised NameError" in line for line in q.lines), q.lines
     assert card.score == 1
 
 
@@ -232,8 +232,8 @@ def test_code_slow_only_on_variants_runs_out_of_the_submissions_time(numpy_assig
     assert card.status == "graded"
     for qid in ("qkv", "scores", "scaled", "weights", "output"):
         q = question(card, qid)
-        assert q.status == "failed", (qid, q.feedback)
-        assert any(line.endswith("change: the run did not finish in time.") for line in q.feedback), q.feedback
+        assert q.status == "failed", (qid, q.lines)
+        assert any(line.endswith("change: the run did not finish in time.") for line in q.lines), q.lines
     assert card.score == 1
 
 
@@ -282,7 +282,7 @@ def test_each_submission_is_checked_on_variants_of_its_own(own_course, monkeypat
     two = grader.grade(a, write(fill(a.skeleton, NUMPY_CORRECT, append=["# two"]), tmp_path / "two.ipynb"))
     for card in (one, two):
         assert card.score == card.max_score
-        assert card.execution["variant_inputs"] == "this submission's own"
+        assert card.execution.to_dict()["variant_inputs"] == "this submission's own"
         assert {q.id: q.variants for q in card.questions} == {
             "qkv": 2, "scores": 2, "scaled": 2, "softmax": 0, "weights": 2, "output": 2}
     # The secret was made once, for the grader's uid alone.
@@ -309,7 +309,7 @@ def test_each_submission_is_checked_on_variants_of_its_own(own_course, monkeypat
     assert str(seed) not in text and secret.read_text() not in text
     # ``grader validate`` checks the course's variants, not a submission's own.
     validated = grader.grade(a, a.solution, course_variants=True)
-    assert "variant_inputs" not in validated.execution
+    assert validated.execution.variant_inputs is None
     assert dataclasses.replace(a.variants, per_submission=False) != a.variants
 
 
@@ -339,10 +339,10 @@ def test_inputs_leaked_from_one_submission_serve_no_other(own_course, tmp_path, 
     classmate_leak = lookup_output(known_runs(ref.captures, grader.references.variants_for(a, honest.sha256)))
     for name, answer in (("course-leak", course_leak), ("classmate-leak", classmate_leak)):
         card = hand_in(answer, name)
-        assert card.execution["variant_inputs"] == "this submission's own"
+        assert card.execution.to_dict()["variant_inputs"] == "this submission's own"
         assert question(card, "output").status == "failed", name
-        assert question(card, "output").feedback[0].startswith(
-            "`output` is correct for the notebook's data, but the code fails when `X`"), question(card, "output").feedback
+        assert question(card, "output").lines[0].startswith(
+            "`output` is correct for the notebook's data, but the code fails when `X`"), question(card, "output").lines
         assert card.score == a.max_score - question(card, "output").max_score
 
 
@@ -360,7 +360,7 @@ def test_without_solution_steps_the_course_variants_stand_in_and_the_scorecard_s
     card = graded_there.grade(dataclasses.replace(a, bundle=bundle),
                               write(fill(a.skeleton, NUMPY_CORRECT), tmp_path / "sub.ipynb"))
     assert card.score == card.max_score
-    assert card.execution["variant_inputs"] == ("the course's variants: this grader has no solution steps to "
+    assert card.execution.to_dict()["variant_inputs"] == ("the course's variants: this grader has no solution steps to "
                                                 "compute a submission's own variants with")
     typed = graded_there.grade(dataclasses.replace(a, bundle=bundle), write(fill(a.skeleton, {
         **NUMPY_CORRECT, "output": literal(grader.references.get(a).captures["output/0"].value)}), tmp_path / "t.ipynb"))
@@ -399,5 +399,5 @@ def test_a_draw_that_tests_less_than_the_course_variant_gives_way_to_it(own_cour
     assert all("reading/0" in changed for changed in found.changed)
     card = grader.grade(a, path)
     assert card.score == card.max_score
-    assert card.execution["variant_inputs"] == found.note
+    assert card.execution.to_dict()["variant_inputs"] == found.note
     assert question(card, "reading").variants == 2

@@ -15,11 +15,12 @@ from grader import notebook
 from grader.authoring.assign import skeleton_text
 from grader.course.model import Assignment, Course
 from grader.errors import GraderError, NotebookError, UsageError
-from grader.judge import testcheck, variants
-from grader.judge.checks import Context, grade_check, hint_id
+from grader.judge import testcheck, variants, wording
+from grader.judge.checks import Context, grade_check
 from grader.judge.compare import compare
 from grader.judge.grading import Grader
 from grader.judge.reference import Reference
+from grader.names import hint_id
 from grader.notebook import BlankReport
 from grader.run.job import Captured
 from grader.vocab import QuestionStatus, SubmissionStatus
@@ -39,7 +40,7 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
     if card is not None and (card.score != assignment.max_score or card.status != SubmissionStatus.GRADED):
         for q in card.questions:
             if q.status not in (QuestionStatus.PASSED, QuestionStatus.MANUAL):
-                problems.append(f"the solution does not pass question {q.id}: {' '.join(q.feedback)}")
+                problems.append(f"the solution does not pass question {q.id}: {' '.join(q.lines)}")
         if card.status != SubmissionStatus.GRADED:
             problems.append(f"the solution's run ended {card.status}: {card.reason}")
     assign_cmd = f"run `grader assign {assignment.name}`"
@@ -67,10 +68,10 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
         expected = ref.captures[check.id].value
         assert expected is not None, "References.get fails for a solution that does not produce a check's value"
         for i, hint in enumerate(check.hints):
-            got = ref.captures.get(hint_id(check, i))
+            got = ref.captures.get(hint_id(check.id, i))
             where = f"question {check.question_id}, hint {hint.expr!r}"
             if got is None or got.value is None:
-                problems.append(f"{where}: cannot be evaluated in the solution: {got.error if got else 'missing'}")
+                problems.append(f"{where}: cannot be evaluated in the solution: {wording.capture_problem(got)}")
                 continue
             if compare("", got.value, expected, rtol=check.rtol, atol=check.atol).ok:
                 problems.append(f"{where}: equals the reference value, so it can never fire")

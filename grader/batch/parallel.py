@@ -20,8 +20,9 @@ from grader.batch.store import ResultStore, fingerprint
 from grader.course.model import Assignment
 from grader.errors import GraderError, SolutionError, UsageError
 from grader.files import printable
+from grader.judge import wording
 from grader.judge.grading import Grader
-from grader.judge.scorecard import QuestionResult, Scorecard
+from grader.judge.scorecard import Execution, QuestionResult, Scorecard
 from grader.vocab import QuestionStatus, SubmissionStatus
 
 
@@ -167,7 +168,7 @@ def grade_all(grader: Grader, assignment: Assignment, submissions: list[Submissi
             todo.append(key)
 
     def finish(key: str, card: Scorecard) -> None:
-        stored = store is not None and not card.execution.get("internal_error") and store.put(key, card)
+        stored = store is not None and not card.execution.internal_error and store.put(key, card)
         deliver(key, card, stored)
 
     if cluster is not None and todo:
@@ -243,10 +244,10 @@ def crashed_card(sub: Submission, assignment: Assignment, executor: str, reason:
                      status=SubmissionStatus.CRASHED, score=0.0, max_score=assignment.max_score, student=sub.student,
                      reason=reason)
     card.questions = [QuestionResult(id=q.id, title=q.title, score=0.0, max_score=q.points, status=QuestionStatus.ERROR,
-                                     feedback=["Not graded: " + (reason if not internal else
-                                                                 "the grader failed on this submission.")])
+                                     feedback=wording.not_graded(reason if not internal else
+                                                                 "the grader failed on this submission."))
                       for q in assignment.questions]
-    card.execution = {"executor": executor, **({"internal_error": True} if internal else {})}
+    card.execution = Execution(executor=executor, internal_error=internal)
     return card
 
 

@@ -16,7 +16,8 @@ from grader import PACKAGE_DIR, __version__
 from grader.course.model import Assignment
 from grader.files import write_atomic
 from grader.judge.grading import Grader
-from grader.judge.scorecard import CheckResult, QuestionResult, Scorecard
+from grader.judge.scorecard import CheckResult, Execution, Feedback, QuestionResult, Scorecard
+from grader.vocab import FeedbackKind
 
 
 def fingerprint(grader: Grader, assignment: Assignment) -> str:
@@ -49,16 +50,25 @@ def code_digest() -> str:
 
 
 def card_to_data(card: Scorecard) -> dict[str, Any]:
-    return dataclasses.asdict(card)
+    """The card as plain data. A check's reasons are left out: what outputs read of them is in
+    the feedback already (each line with its kind)."""
+    data = dataclasses.asdict(card)
+    data["execution"] = card.execution.to_dict()
+    for q in data["questions"]:
+        for c in q["checks"]:
+            del c["reasons"]
+    return data
 
 
 def card_from_data(data: dict[str, Any]) -> Scorecard:
-    """The inverse of card_to_data; raises (KeyError, TypeError) on anything else."""
+    """The inverse of card_to_data; raises (KeyError, TypeError, ValueError) on anything else."""
     questions = []
     for q in data["questions"]:
-        checks = [CheckResult(**c) for c in q.get("checks", [])]
-        questions.append(QuestionResult(**{**q, "checks": checks}))
-    return Scorecard(**{**data, "questions": questions})
+        checks = tuple(CheckResult(**{**c, "carried_from": tuple(c["carried_from"])}) for c in q.get("checks", []))
+        feedback = tuple(Feedback(FeedbackKind(f["kind"]), str(f["text"])) for f in q["feedback"])
+        questions.append(QuestionResult(**{**q, "checks": checks, "feedback": feedback,
+                                           "carried_forward": tuple(q.get("carried_forward", ()))}))
+    return Scorecard(**{**data, "questions": questions, "execution": Execution.from_dict(data["execution"])})
 
 
 class ResultStore:

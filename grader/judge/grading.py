@@ -14,17 +14,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from grader import notebook
 from grader.course.model import Assignment, Course, Limits
 from grader.errors import NotebookError, SolutionError
 from grader.files import printable, sha256_file
-from grader.judge import carry
+from grader.judge import carry, wording
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
 from grader.judge.jobs import answer_cells, build_carry_job, build_job
 from grader.judge.reference import Reference, References, VariantSet
-from grader.judge.scorecard import Scorecard
+from grader.judge.scorecard import CellError, Execution, Scorecard
 from grader.judge.variants import Variant
 from grader.run.execute import Executor
 from grader.run.forking import default_executor
@@ -143,8 +142,8 @@ class Grader:
         if vset is not None and own_variants:
             # Whether its variants were its own (never which values or seed): the course's stand in
             # where the solution's steps or the secret are not here, or no draw tested as much.
-            card.execution["variant_inputs"] = ("this submission's own" if vset.own and not vset.note
-                                                else vset.note)
+            card.execution = replace(card.execution, variant_inputs=("this submission's own" if vset.own
+                                                                     and not vset.note else vset.note))
         return card
 
     def _carry_forward(self, assignment: Assignment, ctx: Context, variants: list[Variant]) -> Context:
@@ -179,10 +178,10 @@ class Grader:
         card.status, card.reason = SubmissionStatus.INVALID_NOTEBOOK, reason
         card.questions = [
             QuestionResult(id=q.id, title=q.title, score=0.0, max_score=q.points, status=QuestionStatus.UNANSWERED,
-                           feedback=["Not graded: the submission is not a readable notebook."])
+                           feedback=wording.not_graded("the submission is not a readable notebook."))
             for q in assignment.questions
         ]
-        card.execution = {"executor": self.executor.name, "cells_run": 0, "errors": [], "time": 0.0}
+        card.execution = Execution(executor=self.executor.name, cells_run=0, errors=(), time=0.0)
         return card
 
     def _over_budget(self, card: Scorecard, assignment: Assignment, reason: str, cpu: CpuBudget,
@@ -192,11 +191,11 @@ class Grader:
         card.status, card.reason, card.score = SubmissionStatus.OVER_BUDGET, reason, 0.0
         card.questions = [
             QuestionResult(id=q.id, title=q.title, score=0.0, max_score=q.points, status=QuestionStatus.ERROR,
-                           feedback=[f"Not graded: {reason}"])
+                           feedback=wording.not_graded(reason))
             for q in assignment.questions
         ]
-        card.execution = {"executor": self.executor.name, "errors": [], "time": round(time.monotonic() - started, 3),
-                          "grader_cpu": round(cpu.spent(), 3)}
+        card.execution = Execution(executor=self.executor.name, errors=(), time=round(time.monotonic() - started, 3),
+                                   grader_cpu=round(cpu.spent(), 3))
         return card
 
 
@@ -274,47 +273,42 @@ def _anything_passes(assignment: Assignment, ctx: Context) -> bool:
 
 def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: Limits | None = None,
                       infos: list[notebook.CellInfo] | None = None,
-                      blocked: dict[int, list[str]] | None = None) -> dict[str, Any]:
+                      blocked: dict[int, list[str]] | None = None) -> Execution:
     """The run as the scorecard reports it. Errors are listed by their first cause: a ``NameError``
     that only follows from an earlier failed cell (the data flow says so) is folded into that
     cell's entry (``blocked_cells``), with the questions the error left without a value."""
-    errors: list[dict[str, Any]] = []
-    by_cell: dict[int, dict[str, Any]] = {}
+    first: dict[int, CellError] = {}  # by cell, in the order the errors came
     for c in run.errors:
         root = root_failure(c, infos, run.cells)[0] if infos is not None and len(infos) == len(run.cells) else c
-        if root is not c and root.index in by_cell:
-            by_cell[root.index].setdefault("blocked_cells", []).append(c.index)
+        if root is not c and root.index in first:
+            entry = first[root.index]
+            first[root.index] = replace(entry, blocked_cells=entry.blocked_cells + (c.index,))
             continue
-        item: dict[str, Any] = {"cell": c.index, "status": str(c.status), "error": f"{c.ename}: {c.evalue}".strip(": ")}
-        if notebook.BLANK_NAME in c.evalue:
-            item["status"], item["error"] = "blank", "the cell still has an unfilled blank `?`"
-        if c.traceback:
-            item["traceback"] = [t.replace(notebook.BLANK_NAME, "?") for t in c.traceback]
-        errors.append(item)
-        by_cell[c.index] = item
+        blank = c.name == notebook.BLANK_NAME
+        first[c.index] = CellError(
+            cell=c.index, status="blank" if blank else str(c.status),
+            error=wording.UNFILLED_BLANK if blank else f"{c.ename}: {c.evalue}".strip(": "),
+            traceback=tuple(t.replace(notebook.BLANK_NAME, "?") for t in c.traceback))
     for cell, questions in (blocked or {}).items():
-        if cell in by_cell:
-            by_cell[cell]["blocked_questions"] = list(questions)
-    truncated = [c.index for c in run.cells if c.output_truncated]
-    out = {
-        "executor": executor,
+        if cell in first:
+            first[cell] = replace(first[cell], blocked_questions=tuple(questions))
+    truncated = [c for c in run.cells if c.output_truncated]
+    limit = f"the {_size(limits.output_kb * 1024)} limit" if limits is not None else "the limit"
+    return Execution(
+        executor=executor,
         # by the student's cell numbers: a cell cut where a question is answered is still one cell
-        "cells_run": len({c.index for c in run.cells if c.status in (CellStatus.OK, CellStatus.ERROR)}),
-        "cells_skipped": len({c.index for c in run.cells if c.status == CellStatus.SKIPPED}),
-        "errors": errors,
-        "time": round(elapsed, 3),
-    }
-    if truncated:
-        out["output_truncated_in_cells"] = truncated
-        limit = f"the {_size(limits.output_kb * 1024)} limit" if limits is not None else "the limit"
-        out["notes"] = [f"cell {c.index} printed {_size(c.output_bytes)} of output, more than {limit}; "
-                        "the rest was discarded" for c in run.cells if c.output_truncated]
-    if run.attempts > 1:
-        out["attempts"] = run.attempts
-    out["sandbox"] = list(run.sandbox)  # the protections the student process had (sandbox.FEATURES)
-    if "session" in run.sandbox:  # a sandboxed process reported them (a Jupyter kernel reports none yet)
-        out["sandbox_not_enforced"] = not_enforced(run.sandbox)
-    return out
+        cells_run=len({c.index for c in run.cells if c.status in (CellStatus.OK, CellStatus.ERROR)}),
+        cells_skipped=len({c.index for c in run.cells if c.status == CellStatus.SKIPPED}),
+        errors=tuple(first.values()),
+        time=round(elapsed, 3),
+        output_truncated_in_cells=tuple(c.index for c in truncated),
+        notes=tuple(f"cell {c.index} printed {_size(c.output_bytes)} of output, more than {limit}; "
+                    "the rest was discarded" for c in truncated),
+        attempts=run.attempts if run.attempts > 1 else None,
+        sandbox=tuple(run.sandbox),
+        # a sandboxed process reported its protections (a Jupyter kernel reports none yet)
+        sandbox_not_enforced=tuple(not_enforced(run.sandbox)) if "session" in run.sandbox else None,
+    )
 
 
 def _size(n: int) -> str:

@@ -16,7 +16,7 @@ from grader.course.imports import preload_for
 from grader.course.model import Assignment
 from grader.errors import NotebookError
 from grader.judge import carry, testcheck, variants
-from grader.judge.checks import hint_id
+from grader.names import hint_id
 from grader.run.execute import Executor, Session
 from grader.run.job import Captured, CaptureSpec, Injection, Job, JobCell, RunResult
 from grader.vocab import CaptureKind, SkipReason
@@ -57,7 +57,7 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
         specs.append(CaptureSpec(check.id, check.spec.capture, check.target, point, check.seed))
         if hints:
             for i, h in enumerate(check.hints):
-                specs.append(CaptureSpec(hint_id(check, i), CaptureKind.EXPR, h.expr, point, check.seed))
+                specs.append(CaptureSpec(hint_id(check.id, i), CaptureKind.EXPR, h.expr, point, check.seed))
     return tuple(specs)
 
 

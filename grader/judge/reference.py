@@ -33,11 +33,11 @@ from grader import __version__, capture, notebook
 from grader.course.model import Assignment, Course
 from grader.errors import NotebookError, ProtocolError, SolutionError
 from grader.files import write_atomic
-from grader.judge import variants
+from grader.judge import variants, wording
 from grader.judge.checks import changed_answers
 from grader.judge.jobs import answer_cells, build_job, run_notebook, skip_sources
 from grader.run.execute import Executor, Session
-from grader.run.job import Captured
+from grader.run.job import Captured, RunError
 from grader.vocab import RunStatus
 
 BUNDLE_FORMAT = 1
@@ -203,13 +203,17 @@ class References:
             if "value" in item:
                 captures[cid] = Captured(value=capture.decode(item["value"]))
             else:
-                captures[cid] = Captured(missing=item.get("missing", False), error=item.get("error", ""))
+                error = RunError(str(item["ename"]), str(item.get("evalue", ""))) if item.get("ename") else None
+                captures[cid] = Captured(missing=bool(item.get("missing", False)), name=str(item.get("name", "")),
+                                         error=error)
         return captures
 
     @staticmethod
     def _encode(captures: dict[str, Captured]) -> dict[str, Any]:
         return {
-            cid: ({"value": capture.to_wire(c.value)} if c.value is not None else {"missing": c.missing, "error": c.error})
+            cid: ({"value": capture.to_wire(c.value)} if c.value is not None else
+                  {"missing": c.missing, "name": c.name,
+                   **({"ename": c.error.ename, "evalue": c.error.evalue} if c.error is not None else {})})
             for cid, c in captures.items()
         }
 
@@ -360,7 +364,7 @@ class References:
                 continue  # judged by its asserts; ``grader validate`` runs it against the solution
             got = run.captures.get(check.id)
             if got is None or got.value is None:
-                why = got.error if got is not None and got.error else "it is not defined"
+                why = wording.capture_problem(got)
                 raise SolutionError(f"The {where} does not produce {check.label} for question "
                                     f"{check.question_id}: {why}.")
         ref = Reference(captures=run.captures, key=key)

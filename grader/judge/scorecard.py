@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader import __version__
-from grader.vocab import CheckStatus, QuestionStatus, SubmissionStatus
+from grader.judge.verdicts import CheckReason
+from grader.vocab import CheckStatus, FeedbackKind, QuestionStatus, SubmissionStatus
 
 
 def rounded(points: float, rounding: int = 2) -> int | float:
@@ -27,35 +28,150 @@ def points_text(points: float, rounding: int = 2) -> str:
     return f"{v:.{rounding}f}".rstrip("0").rstrip(".")
 
 
-@dataclass
+@dataclass(frozen=True)
+class Feedback:
+    """One line of a question's feedback: its kind (what renderers choose by) and its text
+    (``grader.judge.wording`` writes it)."""
+
+    kind: FeedbackKind
+    text: str
+
+
+@dataclass(frozen=True)
 class CheckResult:
+    """One check's verdict. ``reasons`` say why it did not simply pass, as records
+    (``grader.judge.verdicts``); ``grader.judge.wording`` turns them into feedback."""
+
     id: str
     target: str
     status: CheckStatus
     score: float
     max_score: float
-    messages: list[str] = field(default_factory=list)
+    reasons: tuple[CheckReason, ...] = ()
     hint: str = ""
     hidden: bool = False
     variants: int = 0  # how many variants the check was also run on
-    carried_from: list[str] = field(default_factory=list)  # wrong upstream checks its value is right given
+    carried_from: tuple[str, ...] = ()  # wrong upstream checks its value is right given
     blocked_by: int = 0  # the cell of the first error that left it without a value (0: none)
     follow_on: bool = False  # that error is in an earlier cell, not in the cell computing this value
 
 
-@dataclass
+@dataclass(frozen=True)
 class QuestionResult:
     id: str
     title: str
     score: float
     max_score: float
     status: QuestionStatus
-    feedback: list[str] = field(default_factory=list)
-    checks: list[CheckResult] = field(default_factory=list)
+    feedback: tuple[Feedback, ...] = ()
+    checks: tuple[CheckResult, ...] = ()
     variants: int = 0
     # Error carried forward: the questions where the mistake is that this question's value is
     # right given (the root mistakes first); empty when it is not carried forward.
-    carried_forward: list[str] = field(default_factory=list)
+    carried_forward: tuple[str, ...] = ()
+
+    @property
+    def lines(self) -> list[str]:
+        """The feedback as students read it, line by line."""
+        return [f.text for f in self.feedback]
+
+
+@dataclass(frozen=True)
+class CellError:
+    """A notebook error as the scorecard lists it: by its first cause, with the cells and
+    questions that only failed because of it."""
+
+    cell: int
+    status: str  # a ``CellStatus`` value, or "blank" for a cell that still has a blank
+    error: str = ""  # ``ValueError: ...`` as Python prints it, or the blank's note
+    traceback: tuple[str, ...] = ()
+    blocked_cells: tuple[int, ...] = ()
+    blocked_questions: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"cell": self.cell, "status": self.status, "error": self.error}
+        if self.traceback:
+            out["traceback"] = list(self.traceback)
+        if self.blocked_cells:
+            out["blocked_cells"] = list(self.blocked_cells)
+        if self.blocked_questions:
+            out["blocked_questions"] = list(self.blocked_questions)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CellError:
+        return cls(cell=int(data["cell"]), status=str(data.get("status", "")), error=str(data.get("error", "")),
+                   traceback=tuple(map(str, data.get("traceback") or ())),
+                   blocked_cells=tuple(map(int, data.get("blocked_cells") or ())),
+                   blocked_questions=tuple(map(str, data.get("blocked_questions") or ())))
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How the notebook ran, as the scorecard reports it. A field left None is not reported (a
+    notebook that could not be read ran no cells; a crashed grading has no time)."""
+
+    executor: str
+    cells_run: int | None = None
+    cells_skipped: int | None = None
+    errors: tuple[CellError, ...] | None = None
+    time: float | None = None
+    grader_cpu: float | None = None
+    output_truncated_in_cells: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+    attempts: int | None = None
+    sandbox: tuple[str, ...] | None = None  # the protections the student process had
+    sandbox_not_enforced: tuple[str, ...] | None = None
+    variant_inputs: str | None = None  # whose variants the submission was checked on
+    internal_error: bool = False  # the grader failed on it (such a card is not stored)
+
+    @property
+    def cell_errors(self) -> tuple[CellError, ...]:
+        return self.errors or ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"executor": self.executor}
+        for name in ("cells_run", "cells_skipped"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.errors is not None:
+            out["errors"] = [e.to_dict() for e in self.errors]
+        for name in ("time", "grader_cpu"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.output_truncated_in_cells:
+            out["output_truncated_in_cells"] = list(self.output_truncated_in_cells)
+        if self.notes:
+            out["notes"] = list(self.notes)
+        if self.attempts is not None:
+            out["attempts"] = self.attempts
+        for name in ("sandbox", "sandbox_not_enforced"):
+            if getattr(self, name) is not None:
+                out[name] = list(getattr(self, name))
+        if self.variant_inputs is not None:
+            out["variant_inputs"] = self.variant_inputs
+        if self.internal_error:
+            out["internal_error"] = True
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Execution:
+        """The record of a scorecard read back (``to_dict``'s inverse); unknown keys are ignored."""
+        def opt(name: str, kind: Any) -> Any:
+            return kind(data[name]) if data.get(name) is not None else None
+
+        def items(name: str, kind: Any) -> Any:
+            return tuple(map(kind, data[name])) if data.get(name) is not None else None
+
+        return cls(executor=str(data.get("executor", "")), cells_run=opt("cells_run", int),
+                   cells_skipped=opt("cells_skipped", int),
+                   errors=tuple(CellError.from_dict(e) for e in data["errors"]) if data.get("errors") is not None
+                   else None,
+                   time=opt("time", float), grader_cpu=opt("grader_cpu", float),
+                   output_truncated_in_cells=items("output_truncated_in_cells", int) or (),
+                   notes=items("notes", str) or (), attempts=opt("attempts", int), sandbox=items("sandbox", str),
+                   sandbox_not_enforced=items("sandbox_not_enforced", str), variant_inputs=opt("variant_inputs", str),
+                   internal_error=bool(data.get("internal_error")))
 
 
 @dataclass
@@ -68,7 +184,7 @@ class Scorecard:
     max_score: float
     reason: str = ""
     questions: list[QuestionResult] = field(default_factory=list)
-    execution: dict[str, Any] = field(default_factory=dict)
+    execution: Execution = field(default_factory=lambda: Execution(executor=""))
     student: str = ""
     grader_version: str = __version__
 
@@ -102,11 +218,11 @@ class Scorecard:
                         "status": str(q.status),
                         **({"variants": q.variants} if q.variants else {}),
                         **({"carried_forward": list(q.carried_forward)} if q.carried_forward else {}),
-                        "feedback": list(q.feedback),
+                        "feedback": list(q.lines),
                     }
                     for q in self.questions
                 ],
-                "execution": self.execution,
+                "execution": self.execution.to_dict(),
                 "grader_version": self.grader_version,
             }
         )

@@ -28,7 +28,7 @@ def result(card: Scorecard, view: View) -> dict[str, Any]:
         tests.append({
             "name": f"{q.id}: {q.title}",
             "status": "pass" if q.status == "passed" else ("error" if q.status == "error" else "fail"),
-            "message": "\n".join(s.feedback if s is not None else q.feedback),
+            "message": "\n".join(s.feedback if s is not None else q.lines),
             "score": rounded(q.score, r),
             "max_score": rounded(q.max_score, r),
             "filename": card.submission,

@@ -126,7 +126,7 @@ def result(card: Scorecard, view: View, identity: Identity, *, now: datetime | N
             "passed": q.status == "passed",
             "score": score,
             "max-score": top,
-            "message": "\n".join(s.feedback if s is not None else q.feedback),
+            "message": "\n".join(s.feedback if s is not None else q.lines),
             "points": rounded(q.score, r),
             "max-points": rounded(q.max_score, r),
         })

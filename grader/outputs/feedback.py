@@ -26,4 +26,4 @@ def failure_text(result: QuestionResult, card: Scorecard) -> str:
     head = f"{result.title}: {status}, {result.score:g}/{result.max_score:g} points"
     if card.status != "graded":
         head += f" (notebook {card.status}: {card.reason})"
-    return "\n".join([head] + [f"  - {line}" for line in result.feedback])
+    return "\n".join([head] + [f"  - {line}" for line in result.lines])

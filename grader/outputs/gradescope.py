@@ -36,7 +36,7 @@ def results(card: Scorecard, assignment: Assignment | None, settings: ScorecardS
             "score": float(rounded(q.score, r)),
             "max_score": float(rounded(q.max_score, r)),
             "status": "passed" if q.status == "passed" else "failed",
-            "output": "\n".join([head, ""] + [f"- {line}" for line in q.feedback]),
+            "output": "\n".join([head, ""] + [f"- {line}" for line in q.lines]),
             "output_format": "md",
             "visibility": VISIBILITY[level],
         })
@@ -49,7 +49,7 @@ def results(card: Scorecard, assignment: Assignment | None, settings: ScorecardS
         lines += ["", "Errors in the notebook:"] + [f"- {e}" for e in errors]
     return {
         "score": float(rounded(card.score, r)),
-        "execution_time": float(card.execution.get("time", 0.0) or 0.0),
+        "execution_time": float(card.execution.time or 0.0),
         "output": "\n".join(lines),
         "output_format": "md",
         "visibility": "visible",

@@ -65,7 +65,7 @@ def to_xml(cards: Iterable[tuple[Path, Scorecard]], assignment: Assignment, *,
     total = 0.0
     for p, card in seen.items():
         classname = re.sub(r"\.py$", "", p.relative_to(root).as_posix().replace("/", "."))
-        elapsed = float(card.execution.get("time", 0.0) or 0.0)
+        elapsed = float(card.execution.time or 0.0)
         total += elapsed
         for i, q in enumerate(card.questions):
             case = ET.Element("testcase", classname=classname, name=_escape(q.id),

@@ -33,7 +33,9 @@ import yaml
 from grader.course.model import Course
 from grader.errors import UsageError
 from grader.files import write_atomic
-from grader.judge.scorecard import Scorecard, points_text
+from grader.judge import wording
+from grader.judge.scorecard import Execution, Scorecard, points_text
+from grader.vocab import CellStatus, FeedbackKind
 
 if TYPE_CHECKING:
     from matplotlib.axis import Axis
@@ -41,7 +43,6 @@ if TYPE_CHECKING:
 STATUS_ORDER = ("passed", "partial", "failed", "error", "unanswered", "manual")
 COLOURS = {"passed": "#2e7d32", "partial": "#f9a825", "failed": "#c62828", "error": "#6a1b9a",
            "unanswered": "#9e9e9e", "manual": "#1565c0"}
-HINT_PREFIX = "Likely mistake: "
 TOP_HINTS = 10
 BROKEN = ("crashed", "timeout", "invalid_notebook", "over_budget")
 
@@ -70,8 +71,9 @@ class Row:
 
 def row_from_card(card: Scorecard) -> Row:
     hints = [(q.id, c.hint) for q in card.questions for c in q.checks if c.hint]
-    if not any(q.checks for q in card.questions):  # a card read back without its checks
-        hints = _hints_from_feedback((q.id, q.feedback) for q in card.questions)
+    if not any(q.checks for q in card.questions):  # a card built without its checks
+        hints = [(q.id, f.text.removeprefix(wording.HINT_PREFIX)) for q in card.questions for f in q.feedback
+                 if f.kind == FeedbackKind.HINT]
     return Row(card.assignment, card.submission, card.student, card.status, card.reason, card.score,
                card.max_score, [(q.id, q.title, q.status) for q in card.questions], hints,
                _timeouts(card.execution), [q.id for q in card.questions if q.carried_forward],
@@ -90,24 +92,33 @@ def row_from_dict(data: dict[str, Any]) -> Row:
         max_score=float(data.get("max_score", 0) or 0),
         questions=[(str(q.get("id")), str(q.get("title", q.get("id"))), str(q.get("status"))) for q in qs],
         hints=_hints_from_feedback((str(q.get("id")), q.get("feedback") or []) for q in qs),
-        timed_out_cells=_timeouts(data.get("execution") or {}),
+        timed_out_cells=_timeouts(_execution(data)),
         carried=[str(q.get("id")) for q in qs if q.get("carried_forward")],
-        raised=_raised(data.get("execution") or {}),
+        raised=_raised(_execution(data)),
     )
 
 
 def _hints_from_feedback(items: Iterable[tuple[str, list[str]]]) -> list[tuple[str, str]]:
-    return [(qid, line[len(HINT_PREFIX):]) for qid, lines in items for line in lines
-            if isinstance(line, str) and line.startswith(HINT_PREFIX)]
+    """The typical mistakes named in a scorecard read back from a file, where only the text is kept."""
+    found = ((qid, wording.hint_of(line)) for qid, lines in items for line in lines if isinstance(line, str))
+    return [(qid, hint) for qid, hint in found if hint is not None]
 
 
-def _timeouts(execution: dict[str, Any]) -> list[int]:
-    return [e.get("cell") for e in execution.get("errors", []) or [] if e.get("status") == "timeout"]
+def _execution(data: dict[str, Any]) -> Execution:
+    """A scorecard file's execution section; an unreadable one reports no errors."""
+    try:
+        return Execution.from_dict(data.get("execution") or {})
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return Execution(executor="")
 
 
-def _raised(execution: dict[str, Any]) -> list[str]:
-    return [f"cell {e.get('cell')}: {e.get('error') or e.get('status')}" for e in execution.get("errors", []) or []
-            if e.get("status") == "error"]  # not a timeout (listed as such), nor a blank left unfilled
+def _timeouts(execution: Execution) -> list[int]:
+    return [e.cell for e in execution.cell_errors if e.status == CellStatus.TIMEOUT]
+
+
+def _raised(execution: Execution) -> list[str]:
+    return [f"cell {e.cell}: {e.error or e.status}" for e in execution.cell_errors
+            if e.status == CellStatus.ERROR]  # not a timeout (listed as such), nor a blank left unfilled
 
 
 def load_scorecards(paths: list[Path]) -> list[Row]:

@@ -18,7 +18,9 @@ from datetime import datetime
 from pathlib import Path
 
 from grader.course.model import Assignment, ScorecardSettings
+from grader.judge import wording
 from grader.judge.scorecard import Scorecard, points_text
+from grader.vocab import FeedbackKind
 
 STATUS_WORDS = {
     "passed": "passed",
@@ -29,7 +31,6 @@ STATUS_WORDS = {
     "withheld": "result not shown yet",
     "manual": "waiting for a person to grade it",
 }
-CARRIED_LINE = "; the mistake is upstream, in "  # grader.judge.checks words every carried-forward verdict so
 SUBMISSION_WORDS = {
     "graded": "graded",
     "invalid_notebook": "not a readable notebook",
@@ -123,13 +124,13 @@ def student_view(card: Scorecard, assignment: Assignment | None, settings: Score
         except KeyError:
             question = None
         if question is None or settings.shown(card.assignment, question, now):
-            feedback, carried = tuple(q.feedback), tuple(q.carried_forward)
+            lines, carried = q.feedback, tuple(q.carried_forward)
             if withheld & set(carried):
                 # Carried forward from a question whose result is not shown yet: saying where the
                 # mistake is would show that result.
-                feedback = tuple(line for line in feedback if CARRIED_LINE not in line) or (
-                    "Points as shown; the rest of this question's feedback comes with a result not shown yet.",)
+                lines = tuple(f for f in lines if f.kind != FeedbackKind.CARRIED) or (wording.withheld_carried(),)
                 carried = ()
+            feedback = tuple(f.text for f in lines)
             questions.append(ShownQuestion(q.id, q.title, q.status, q.score, q.max_score, feedback, carried))
         else:
             level = settings.question_visibility(card.assignment, question)
@@ -155,14 +156,14 @@ def student_view(card: Scorecard, assignment: Assignment | None, settings: Score
 def error_lines(card: Scorecard) -> list[str]:
     """The notebook's own errors, one line each, with the trimmed traceback's last frame."""
     out = []
-    for e in card.execution.get("errors", []) or []:
-        where = f" ({e['traceback'][-1]})" if e.get("traceback") else ""
-        line = f"cell {e.get('cell')}: {e.get('error', e.get('status', ''))}{where}"
+    for e in card.execution.cell_errors:
+        where = f" ({e.traceback[-1]})" if e.traceback else ""
+        line = f"cell {e.cell}: {e.error or e.status}{where}"
         # Errors that only follow from this one are not listed one by one: what they stopped is.
-        blocked_cells = e.get("blocked_cells") or []
+        blocked_cells = list(e.blocked_cells)
         if blocked_cells:
             line += f"; cell{'s' if len(blocked_cells) > 1 else ''} {_numbers(blocked_cells)} then failed because of it"
-        questions = e.get("blocked_questions") or []
+        questions = e.blocked_questions
         if questions:
             line += f"; it leaves question{'s' if len(questions) > 1 else ''} {', '.join(questions)} without a value"
         out.append(line)

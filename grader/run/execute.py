@@ -36,8 +36,8 @@ from grader.errors import ProtocolError
 from grader.files import printable
 from grader.run import sandbox
 from grader.run.frames import FrameReader
-from grader.run.job import Captured, CellRun, Job, JobWire, RunResult
-from grader.vocab import CellStatus, RunStatus, SkipReason
+from grader.run.job import Captured, CellRun, Job, JobWire, RunError, RunResult
+from grader.vocab import CellStatus, RunStatus, SkipReason, Uncapturable
 
 MAX_ATTEMPTS = 4  # a first run plus re-runs that skip cells which hung or crashed
 
@@ -298,6 +298,21 @@ def _handle(msg: dict[str, Any], job: Job, out: _Attempt, running: int | None, c
         raise ProtocolError(f"the student process sent a malformed message ({type(exc).__name__})") from None
 
 
+def _captured_without_value(msg: dict[str, Any], tb: list[Any]) -> Captured:
+    """Why a capture came back without a value, as the record the judges read."""
+    why = msg.get("uncapturable")
+    if why is not None and why not in set(Uncapturable):
+        raise ProtocolError("the student process sent an unknown reason for a value it could not send")
+    error = None
+    if msg.get("ename"):
+        error = RunError(ename=str(msg["ename"])[:100], evalue=str(msg.get("evalue", ""))[:500],
+                         frames=tuple(str(t)[:300] for t in tb[:20]), name=str(msg.get("name", ""))[:100],
+                         source=str(msg.get("source", ""))[:300])
+    return Captured(missing=bool(msg.get("missing")), name=str(msg.get("name", ""))[:100], error=error,
+                    uncapturable=Uncapturable(why) if why is not None else None,
+                    detail=str(msg.get("detail", ""))[:500])
+
+
 def _handle_one(msg: dict[str, Any], job: Job, out: _Attempt, running: int | None, cell_deadline: float
                 ) -> tuple[int | None, float]:
     ev = msg.get("ev")
@@ -322,6 +337,8 @@ def _handle_one(msg: dict[str, Any], job: Job, out: _Attempt, running: int | Non
             ename=str(msg.get("ename", ""))[:100],
             evalue=str(msg.get("evalue", ""))[:500],
             traceback=tuple(t[:300] for t in tb[:20]),
+            name=str(msg.get("name", ""))[:100],
+            source=str(msg.get("source", ""))[:300],
             duration=float(msg.get("duration", 0.0)) if isinstance(msg.get("duration"), (int, float)) else 0.0,
             output_bytes=total,
             output_truncated=total > job.limits.output_kb * 1024,
@@ -337,12 +354,7 @@ def _handle_one(msg: dict[str, Any], job: Job, out: _Attempt, running: int | Non
         if "value" in msg:
             out.captures[cid] = Captured(value=capture.decode(msg["value"]))
         else:
-            out.captures[cid] = Captured(
-                missing=bool(msg.get("missing")),
-                error=str(msg.get("error", ""))[:500],
-                traceback=tuple(str(t)[:300] for t in tb[:20]),
-                uncapturable=bool(msg.get("uncapturable")),
-            )
+            out.captures[cid] = _captured_without_value(msg, tb)
         return running, cell_deadline
     if ev == "start":
         if out.sandbox is not None:

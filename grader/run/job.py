@@ -19,7 +19,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from grader.capture import Value
 from grader.course.model import Limits
-from grader.vocab import CaptureKind, CellStatus, RunStatus, SkipReason
+from grader.vocab import CaptureKind, CellStatus, RunStatus, SkipReason, Uncapturable
 
 # --------------------------------------------------------------------------------------------
 # The job, as the grader builds it
@@ -193,6 +193,8 @@ class ErrorWire(TypedDict):
     ename: str
     evalue: str
     traceback: list[str]  # frames in the student's cells only
+    name: str  # a NameError's undefined name (``NameError.name``), else ""
+    source: str  # the code of the innermost frame in the student's cells, else ""
 
 
 class StartMessage(TypedDict):
@@ -217,18 +219,22 @@ class CellEndMessage(TypedDict, total=False):
     ename: str
     evalue: str
     traceback: list[str]
+    name: str
+    source: str
 
 
 class CaptureMessage(TypedDict, total=False):
     ev: Literal["capture"]
     id: str
     value: dict[str, Any]  # encoded plain data
-    missing: bool
-    error: str
-    uncapturable: bool
-    ename: str
+    missing: bool  # a name the capture reads is not defined (``name``)
+    uncapturable: str  # why a computed value cannot be judged (``vocab.Uncapturable``)
+    detail: str  # for ``uncapturable: form``: what the value is, in ``capture``'s words
+    ename: str  # the exception, when one was raised (``describe_error``)
     evalue: str
     traceback: list[str]
+    name: str
+    source: str
 
 
 class DoneMessage(TypedDict):
@@ -248,6 +254,24 @@ Message = StartMessage | CellStartMessage | CellEndMessage | CaptureMessage | Do
 
 
 @dataclass(frozen=True)
+class RunError:
+    """An exception raised in the student process, as data: its type, its message, the frames in
+    the student's cells (``"cell 3, line 2: code"``), and for a ``NameError`` the name that was not
+    defined. Nothing reads these fields back out of a sentence."""
+
+    ename: str
+    evalue: str
+    frames: tuple[str, ...] = ()
+    name: str = ""
+    source: str = ""  # the code of the innermost frame, as the student wrote it
+
+    @property
+    def where(self) -> str:
+        """The innermost frame in the student's code, or ""."""
+        return self.frames[-1] if self.frames else ""
+
+
+@dataclass(frozen=True)
 class CellRun:
     pos: int
     index: int
@@ -258,9 +282,18 @@ class CellRun:
     duration: float = 0.0
     output_bytes: int = 0
     output_truncated: bool = False
+    name: str = ""  # a NameError's undefined name
+    source: str = ""  # the code of the innermost frame in the student's cells
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", CellStatus(self.status))
+
+    @property
+    def error(self) -> RunError | None:
+        """The cell's exception as a record, when it raised one."""
+        if not self.ename:
+            return None
+        return RunError(self.ename, self.evalue, self.traceback, self.name, self.source)
 
 
 @dataclass(frozen=True)
@@ -268,10 +301,16 @@ class Captured:
     """What came back for one capture: a value, or why there is none."""
 
     value: Value | None = None
-    missing: bool = False  # the name does not exist at that point
-    error: str = ""  # the value could not be computed or carried
-    traceback: tuple[str, ...] = ()
-    uncapturable: bool = False
+    missing: bool = False  # a name it reads does not exist at that point (``name``)
+    name: str = ""
+    error: RunError | None = None  # computing it raised (with ``uncapturable``: the check's own expression did)
+    uncapturable: Uncapturable | None = None  # computed, but not in a form the grader can judge
+    detail: str = ""  # for ``Uncapturable.FORM``: what the value is, in ``grader.capture``'s words
+
+    @property
+    def raised(self) -> bool:
+        """The student's code raised while the value was computed."""
+        return self.error is not None and not self.missing and self.uncapturable is None
 
 
 @dataclass

@@ -16,7 +16,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from grader.run import sandbox, worker
+from grader.run import sandbox, student_values, worker
 
 if TYPE_CHECKING:  # the job's shape, for the type checker only: the kernel imports nothing of the grader's side
     from grader.run.job import CaptureWire, CellEndMessage, JobWire, StartMessage
@@ -80,7 +80,7 @@ class KernelSide:
                                    "status": "ok" if self.error is None else "error",
                                    "duration": time.perf_counter() - self.started}
         if self.error is not None:
-            worker.add_error(message, self.error, self.runner.traceback_lines)
+            student_values.add_error(message, self.error, self.runner.traceback_lines)
         self.error = None
         return _Json(message)
 

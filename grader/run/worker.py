@@ -20,29 +20,24 @@ importing the grader's side.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import io
 import os
-import random
-import re
 import sys
 import time
-import traceback
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from grader import capture
+from grader.names import CARRIED, CELL_FILE, CHECK_FILE, INJECT
 from grader.run import fast_cells, frames
+from grader.run.student_values import CheckFailed, add_error, evaluate_check
+from grader.seeding import seed_everything
+from grader.vocab import Uncapturable
 
 if TYPE_CHECKING:  # the job's shape, for the type checker only: this process imports nothing of the grader's side
-    from grader.run.job import CaptureMessage, CaptureWire, CellEndMessage, CellWire, ErrorWire, JobWire, Message
+    from grader.run.job import CaptureMessage, CaptureWire, CellEndMessage, CellWire, JobWire, Message
 
-CELL_FILE = "<cell {}>"
-INJECT = "__grader_inject__"
-CARRIED = "__grader_carried__"
-INJECT_RE = re.compile(r";\s*__grader_inject__\([^)]*\)")
-CHECK_FILE = "<check>"
 
 
 class BoundedText(io.TextIOBase):
@@ -289,22 +284,19 @@ class Runner:
                 value = evaluate_check(code, item["target"], ns, seed)
             message["value"] = capture.encode(value, budget=self.budget)
         except CheckFailed as exc:
-            message["error"] = (f"the grader's own expression `{item['target']}` cannot be applied to the values "
-                                f"your notebook computed ({exc}); your code itself did not raise. If they are the "
-                                "right values in another form, tell your instructor: the check should accept them")
-            message["uncapturable"] = True
+            # The check's own expression, not the student's code: what it raised, as data.
+            add_error(message, exc.first, self.traceback_lines)
+            message["uncapturable"] = Uncapturable.INAPPLICABLE.value
         except capture.CaptureFailed as exc:
-            message["error"] = f"{item['target']} {exc}"
-            message["uncapturable"] = True
+            message["uncapturable"] = Uncapturable.FORM.value
+            message["detail"] = str(exc)
         except NameError as exc:
             message["missing"] = True
-            message["error"] = str(exc)
+            add_error(message, exc, self.traceback_lines)
         except RecursionError:
-            message["error"] = f"{item['target']} is nested too deeply to compare (recursion)"
-            message["uncapturable"] = True
+            message["uncapturable"] = Uncapturable.RECURSION.value
         except BaseException as exc:  # noqa: BLE001 - the student's code raised while the check ran, whatever it raised
             add_error(message, exc, self.traceback_lines)
-            message["error"] = f"{type(exc).__name__}: {_safe_str(exc)}"
         finally:
             sys.stdout, sys.stderr = saved
         return message
@@ -316,115 +308,6 @@ def continued_error(previous: CellEndMessage | None, cells: list[CellWire], pos:
     if previous is None or previous["status"] != "error" or pos == 0 or cells[pos - 1]["index"] != cells[pos]["index"]:
         return None
     return {**previous, "pos": pos, "duration": 0.0, "output_bytes": 0}
-
-
-class CheckFailed(Exception):
-    """A check's own expression (not the student's code it calls) raised on every form of the
-    student's values it was tried on."""
-
-
-def evaluate_check(code: Any, target: str, ns: dict[str, Any], seed: Any) -> Any:
-    """The value of a check's expression in the student's namespace. When the expression itself
-    fails (``torch.stack(heads)`` on a list of NumPy arrays, an equivalent value of another library),
-    it is tried again with the values it reads converted between NumPy and torch; an exception
-    raised inside the student's own code is the student's, and is raised as it is."""
-    try:
-        return eval(code, ns)  # noqa: S307 - student process, student namespace
-    except BaseException as exc:  # noqa: BLE001 - decided below: the student's error, or the check's
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)) or _raised_in_student_code(exc):
-            raise
-        first = exc
-    names = {n.id for n in ast.walk(ast.parse(target, mode="eval")) if isinstance(n, ast.Name)}
-    for form in ("torch", "float32", "numpy"):
-        changed = {n: _converted(ns[n], form) for n in names if n in ns}
-        changed = {n: v for n, v in changed.items() if v is not ns[n]}
-        if not changed:
-            continue
-        if seed is not None:
-            seed_everything(int(seed))
-        try:
-            return eval(code, {**ns, **changed})  # noqa: S307 - student process, student namespace
-        except Exception:  # noqa: BLE001 - another form to try, else the first failure is reported
-            continue
-    raise CheckFailed(f"{type(first).__name__}: {_safe_str(first)}") from None
-
-
-def _raised_in_student_code(exc: BaseException) -> bool:
-    """Whether the traceback goes through a student's cell after the check's expression."""
-    try:
-        files = [fr.filename for fr in traceback.extract_tb(exc.__traceback__)]
-    except BaseException:  # noqa: BLE001 - unreadable frames: treat it as the student's, as before
-        return True
-    after = files[files.index(CHECK_FILE) + 1:] if CHECK_FILE in files else files
-    return any(f.startswith("<cell ") for f in after)
-
-
-def _converted(value: Any, form: str) -> Any:
-    """``value`` as NumPy arrays (form ``numpy``) or torch tensors (``torch``; ``float32`` also
-    makes floating arrays single precision), inside lists and tuples too; ``value`` itself
-    (the same object) when there is nothing to convert."""
-    np, torch = sys.modules.get("numpy"), sys.modules.get("torch")
-    if isinstance(value, (list, tuple)):
-        items = [_converted(v, form) for v in value]
-        if all(a is b for a, b in zip(items, value, strict=True)):
-            return value
-        return items if isinstance(value, list) else tuple(items)
-    if form in ("torch", "float32") and torch is not None and np is not None and isinstance(value, np.ndarray) \
-            and value.dtype.kind in "biufc":
-        t = torch.as_tensor(value)
-        return t.float() if form == "float32" and t.is_floating_point() else t
-    if form == "float32" and torch is not None and isinstance(value, torch.Tensor) and value.dtype == torch.float64:
-        return value.float()
-    if form == "numpy" and torch is not None and isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy()
-    return value
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed(seed)
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        # The CPU generator, the only one a run has: torch.manual_seed also queues a seed for CUDA,
-        # formatting the whole stack (reading every frame's source line) each time.
-        torch.default_generator.manual_seed(seed)
-
-
-def _safe_str(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except BaseException:  # noqa: BLE001 - the student's exception class decides what str() does
-        text = "<unprintable message>"
-    return text[:500]
-
-
-def describe_error(exc: BaseException, max_lines: int) -> ErrorWire:
-    """The exception as data, its traceback trimmed to frames in the student's cells."""
-    frames: list[str] = []
-    try:
-        for fr in traceback.extract_tb(exc.__traceback__):
-            if fr.filename.startswith("<cell ") or fr.filename == CHECK_FILE:
-                where = fr.filename.strip("<>")
-                line = INJECT_RE.sub("", fr.line or "").strip()
-                frames.append(f"{where}, line {fr.lineno}" + (f": {line}" if line else ""))
-    except BaseException:  # noqa: BLE001 - reading the frames and their source can raise anything: report none
-        frames = []
-    if isinstance(exc, SyntaxError) and exc.lineno:
-        text = exc.text
-        if text is None and str(exc.filename).startswith("<cell "):  # compiled from the parsed cell:
-            import linecache  # the line is in the text IPython's compiler cached for the cell
-
-            text = linecache.getline(str(exc.filename), exc.lineno)
-        frames.append(f"line {exc.lineno}: {(text or '').strip()}")
-    return {"ename": type(exc).__name__[:100], "evalue": _safe_str(exc), "traceback": frames[-max_lines:]}
-
-
-def add_error(message: CellEndMessage | CaptureMessage, exc: BaseException, max_lines: int) -> None:
-    """Put the exception (``describe_error``) into a cell's or a capture's message."""
-    error = describe_error(exc, max_lines)
-    message["ename"], message["evalue"], message["traceback"] = error["ename"], error["evalue"], error["traceback"]
 
 
 def install_injections(ns: dict[str, Any], job: JobWire) -> None:

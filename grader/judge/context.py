@@ -1,0 +1,185 @@
+"""What every verdict on one submission reads: the run's cells and values, the reference, the
+variants, and the error carried forward from the student's own upstream values.
+
+The helpers here answer questions of fact that several verdicts ask (does a value hold on this
+run; which wrong upstream steps is it right given; where is the first error a failed cell follows
+from); they return data and write no sentence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.capture import Value
+from grader.course.model import Check
+from grader.course.properties import check_property
+from grader.judge import carry
+from grader.judge.compare import compare, matches
+from grader.names import given_name
+from grader.notebook import BlankReport, CellInfo, dependencies, first_binds
+from grader.run.job import Captured, CellRun
+from grader.vocab import RunStatus
+
+
+@dataclass(frozen=True)
+class VariantRun:
+    """The submission and the solution run again with the given inputs replaced."""
+
+    number: int
+    names: tuple[str, ...]  # the inputs this variant replaces
+    student: dict[str, Captured]
+    reference: dict[str, Captured]
+    cells: list[CellRun]
+    status: RunStatus = RunStatus.OK
+    reason: str = ""
+    # The ids whose reference value this variant changes (``changed_answers``), when the caller
+    # worked them out once for the reference; None: each check works it out for itself.
+    changed: frozenset[str] | None = None
+    # The solution's values computed from the student's own values of this run (``grader.judge.carry``).
+    carried: dict[str, Captured] = field(default_factory=dict)
+
+
+def changes(variant: Captured | None, base: Captured | None) -> bool:
+    """Whether a variant's reference value differs from the original one: only then can the
+    variant tell a computed answer from a typed-in one."""
+    return (variant is not None and variant.value is not None and base is not None and base.value is not None
+            and not matches(variant.value, base.value, rtol=0, atol=0))
+
+
+def changed_answers(reference: dict[str, Captured], variant: dict[str, Captured]) -> frozenset[str]:
+    """The ids whose reference value a variant changes. It depends on the solution's runs alone, so
+    a grader can work it out once per variant instead of once per submission (``VariantRun.changed``)."""
+    return frozenset(cid for cid, captured in variant.items() if changes(captured, reference.get(cid)))
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything about one submission's run that verdicts depend on."""
+
+    infos: list[CellInfo]
+    blanks: BlankReport
+    cells: list[CellRun]
+    student: dict[str, Captured]
+    reference: dict[str, Captured]
+    reveal: bool = False
+    variants: tuple[VariantRun, ...] = ()
+    answers: frozenset[str] = frozenset()  # names graded by value checks: the student's work, not given data
+    given: tuple[str, ...] = ()  # the assignment's given inputs, where ``before:`` points are found
+    wrong: frozenset[str] = frozenset()  # answers whose value does not match on the notebook's data
+    # Error carried forward (``grader.judge.carry``): the solution's values (and hints) computed from
+    # the student's own upstream values, when they were needed; each step's upstream steps; and
+    # question titles, to name where a mistake is.
+    carried: dict[str, Captured] = field(default_factory=dict)
+    upstream: dict[str, tuple[Check, ...]] = field(default_factory=dict)
+    titles: dict[str, str] = field(default_factory=dict)
+    checks: tuple[Check, ...] = ()  # every check of the assignment: who owns a failing statement
+    # Results that depend on this context alone, asked for by many checks; ``replace`` starts afresh.
+    _memo: dict[object, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def changed_givens(self) -> list[str]:
+        """Given inputs whose values in the submission differ from the notebook's own data. A given
+        input that the student computes (``embeddings = ?``, graded by its own check) is not data
+        the student changed, so it is left out: its check already says what is wrong."""
+        if "changed_givens" not in self._memo:
+            out = []
+            for cid, ref in self.reference.items():
+                name = given_name(cid)
+                if name is None or ref.value is None or name in self.answers:
+                    continue
+                got = self.student.get(cid)
+                if got is not None and got.value is not None and not matches(got.value, ref.value, rtol=1e-7, atol=0):
+                    out.append(name)
+            self._memo["changed_givens"] = out
+        return list(self._memo["changed_givens"])
+
+    def dependencies(self, names: tuple[str, ...]) -> dict[str, set[str]]:
+        """``notebook.dependencies`` of the submission, once per context (every check and variant asks)."""
+        key = ("dependencies", names)
+        if key not in self._memo:
+            self._memo[key] = dependencies(self.infos, names)
+        deps: dict[str, set[str]] = self._memo[key]
+        return deps
+
+    def first_binds(self) -> dict[str, int]:
+        """``notebook.first_binds`` of the submission, once per context."""
+        if "first_binds" not in self._memo:
+            self._memo["first_binds"] = first_binds(self.infos, self.given)
+        binds: dict[str, int] = self._memo["first_binds"]
+        return binds
+
+    def bound_anywhere(self, name: str) -> bool:
+        return any(name in info.binds for info in self.infos)
+
+    def failed_binder(self, name: str) -> CellRun | None:
+        """The first cell that should have bound ``name`` but raised, hung or crashed."""
+        for info, run in zip(self.infos, self.cells, strict=True):
+            if name in info.binds and run.status.failed:
+                return run
+        return None
+
+
+def holds_on(check: Check, captures: dict[str, Captured], reference: dict[str, Captured]) -> bool:
+    got, ref = captures.get(check.id), reference.get(check.id)
+    if got is None or got.value is None or ref is None or ref.value is None:
+        return False
+    if check.compare and not matches(got.value, ref.value, rtol=check.rtol, atol=check.atol):
+        return False
+    return not any(check_property(p, check.label, got.value, ref.value, atol=check.atol) for p in check.properties)
+
+
+def carried_from_steps(check: Check, value: Value, ref: Value, carried: Captured | None, ctx: Context,
+                  student: dict[str, Captured], reference: dict[str, Captured]) -> list[Check] | None:
+    """The wrong upstream steps when the value is right given them (it matches the reference the
+    solution computes from the student's own upstream values, and not the plain one); else None."""
+    if not explains(check, value, carried) or carried is None or carried.value is None:
+        return None
+    if matches(carried.value, ref, rtol=check.rtol, atol=check.atol):
+        return None
+    wrong = [u for u in ctx.upstream.get(check.id, ()) if carry.wrong(u, student, reference)]
+    return wrong or None
+
+
+def explains(check: Check, value: Value, carried: Captured | None) -> bool:
+    """Whether the value is what the solution computes from the student's own upstream values."""
+    if carried is None or carried.value is None:
+        return False
+    if not compare(check.label, value, carried.value, rtol=check.rtol, atol=check.atol,
+                   strict_types=check.strict_types).ok:
+        return False
+    return not any(check_property(p, check.label, value, carried.value, atol=check.atol) for p in check.properties)
+
+
+def roots(check: Check, ctx: Context, seen: frozenset[str] = frozenset()) -> list[str]:
+    """The questions where the mistakes behind a carried-forward value are: its wrong upstream
+    steps, or theirs when those are right given their own inputs."""
+    out: list[str] = []
+    for u in ctx.upstream.get(check.id, ()):
+        if u.id in seen or not carry.wrong(u, ctx.student, ctx.reference):
+            continue
+        got, up_ref, up_carried = ctx.student.get(u.id), ctx.reference.get(u.id), ctx.carried.get(u.id)
+        explained = (got is not None and got.value is not None and up_ref is not None and up_ref.value is not None
+                     and carried_from_steps(u, got.value, up_ref.value, up_carried, ctx, ctx.student, ctx.reference))
+        deeper = roots(u, ctx, seen | {check.id}) if explained else []
+        for qid in deeper or [u.question_id]:
+            if qid not in out:
+                out.append(qid)
+    return out
+
+
+def root_failure(run: CellRun, infos: list[CellInfo], cells: list[CellRun]) -> tuple[CellRun, str]:
+    """The first error a failed cell follows from, and the name that error left undefined: a
+    ``NameError`` for a name an earlier cell should have bound but failed to (it raised, hung or
+    still has a blank) follows from that cell, back to the first. A cell that failed on its own is
+    its own root."""
+    name = ""
+    for _ in range(len(cells)):
+        undefined = run.name if run.ename == "NameError" else ""
+        if not undefined:
+            break
+        earlier = next((c for info, c in zip(infos, cells, strict=True)
+                        if undefined in info.binds and c.status.failed), None)
+        if earlier is None or earlier.pos >= run.pos:
+            break
+        run, name = earlier, undefined
+    return run, name

@@ -1,0 +1,193 @@
+"""What an instructor's test runs with in the grader: its modules (numpy, pytest, torch when it uses
+them), nose's ``assert_*`` helpers that many nbgrader courses import, and the stand-ins for the
+student's values while planning (``Pending``) or when they stayed in the student's process (``Handle``).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+import types
+from typing import Any
+
+import numpy as np
+
+from grader.capture import number_text, shape_text, trim
+from grader.course import testcode
+from grader.errors import SiteUnusable
+
+
+class Pending:
+    """What a site answers while planning: absorbs every use, false, empty."""
+
+    def __getattr__(self, name: str) -> Pending:
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Pending:
+        return self
+
+    def __getitem__(self, key: Any) -> Pending:
+        return self
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __len__(self) -> int:
+        raise TypeError("no length while planning")  # a length of the student's value is no input to plan with
+
+    def _op(self, *args: Any) -> Pending:
+        return self
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _op
+    __matmul__ = __rmatmul__ = __pow__ = __neg__ = __abs__ = __floordiv__ = __mod__ = _op
+    __lt__ = __le__ = __gt__ = __ge__ = _op
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    __hash__ = object.__hash__
+
+
+class Handle:
+    """The grader's stand-in for a student's value that stayed in the student's process (a module,
+    a function): later sites may use it there; here, any use of it fails (``SiteUnusable``)."""
+
+    def __init__(self, source: str, why: str):
+        self._source, self._why = source, why
+
+    def _fail(self, *args: Any, **kwargs: Any) -> Any:
+        raise SiteUnusable(self._source, self._why)
+
+    __getattr__ = __call__ = __getitem__ = __bool__ = __iter__ = __len__ = __eq__ = __ne__ = _fail
+    __lt__ = __le__ = __gt__ = __ge__ = __add__ = __radd__ = __sub__ = __mul__ = __float__ = __array__ = _fail
+    __hash__ = object.__hash__
+
+
+def show(value: Any) -> str:
+    """The student's value, briefly (their own value: always fine to show them)."""
+    if isinstance(value, Handle):
+        return "a value that cannot be shown"
+    if isinstance(value, (bool, type(None), str)):
+        return trim(repr(value), 60)
+    if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+        return number_text(value, 6)
+    if hasattr(value, "shape") and hasattr(value, "tolist"):
+        arr = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value)
+        if arr.size <= 6:
+            return trim(np.array2string(arr, precision=4, separator=", "), 80)
+        return f"an array of shape {shape_text(tuple(arr.shape))}"
+    if isinstance(value, (list, tuple, dict)):
+        return trim(repr(value), 60)
+    return f"a {type(value).__name__}"
+
+
+def _module(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+class _PlanRaises:
+    """``pytest.raises`` while planning: nothing is raised yet, so nothing is expected."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        pass
+
+    def __enter__(self) -> Pending:
+        return Pending()
+
+    def __exit__(self, *exc: object) -> bool:
+        return True
+
+
+def _assert_equal(first: Any, second: Any, msg: str | None = None) -> None:
+    if not first == second:
+        raise AssertionError(msg or f"got {show(first)}, which is not the expected value")
+
+
+def _assert_not_equal(first: Any, second: Any, msg: str | None = None) -> None:
+    if first == second:
+        raise AssertionError(msg or f"got {show(first)}, which should differ")
+
+
+def _assert_true(value: Any, msg: str | None = None) -> None:
+    if not value:
+        raise AssertionError(msg or f"got {show(value)}, which is not true")
+
+
+def _assert_false(value: Any, msg: str | None = None) -> None:
+    if value:
+        raise AssertionError(msg or f"got {show(value)}, which is not false")
+
+
+def _assert_almost_equal(first: Any, second: Any, places: int = 7, msg: str | None = None, delta: Any = None) -> None:
+    ok = abs(first - second) <= delta if delta is not None else round(abs(first - second), places) == 0
+    if not ok:
+        raise AssertionError(msg or f"got {show(first)}, which is not close enough to the expected value")
+
+
+class _Raises:
+    """nose's ``assert_raises`` as a context manager: an AssertionError when nothing is raised."""
+
+    def __init__(self, exc: Any):
+        self.exc = exc
+
+    def __enter__(self) -> _Raises:
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+        if kind is None:
+            raise AssertionError(f"{getattr(self.exc, '__name__', self.exc)} was not raised")
+        return issubclass(kind, self.exc)
+
+
+def _assert_raises(exc: Any, func: Any = None, *args: Any, **kwargs: Any) -> Any:
+    if func is None:
+        return _Raises(exc)
+    with _Raises(exc):
+        func(*args, **kwargs)
+    return None
+
+
+# nose.tools, which many nbgrader courses import in their test cells; nose itself no longer installs.
+_NOSE_TOOLS = types.ModuleType("nose.tools")
+_NOSE_TOOLS.__dict__.update(
+    assert_equal=_assert_equal, assert_equals=_assert_equal, assert_not_equal=_assert_not_equal,
+    assert_true=_assert_true, assert_false=_assert_false, assert_almost_equal=_assert_almost_equal,
+    assert_raises=_assert_raises, ok_=_assert_true, eq_=_assert_equal,
+    assert_in=lambda a, b, msg=None: _assert_true(a in b, msg), assert_not_in=lambda a, b, msg=None: _assert_true(
+        a not in b, msg), assert_is_none=lambda a, msg=None: _assert_true(a is None, msg),
+    assert_is_instance=lambda a, t, msg=None: _assert_true(isinstance(a, t), msg),
+)
+_NOSE = types.ModuleType("nose")
+_NOSE.__dict__["tools"] = _NOSE_TOOLS
+
+
+def _import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+    if name == "nose.tools" or name == "nose":
+        return _NOSE_TOOLS if fromlist and name == "nose.tools" else _NOSE
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+def namespace(source: str, planning: bool) -> dict[str, Any]:
+    grader_builtins = dict(vars(builtins))
+    grader_builtins["__import__"] = _import
+    ns: dict[str, Any] = {"__builtins__": grader_builtins}
+    used = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+    for alias, name in testcode.GRADER_MODULES.items():
+        if alias not in used:
+            continue  # torch and pandas are imported only for a test that uses them
+        module = _module(name)
+        if module is not None:
+            ns[alias] = module
+    ns.update({name: getattr(_NOSE_TOOLS, name) for name in testcode.GRADER_HELPERS})
+    if planning and "pytest" in ns:
+        ns["pytest"] = types.SimpleNamespace(**{k: getattr(ns["pytest"], k) for k in dir(ns["pytest"])
+                                                if not k.startswith("__")})
+        ns["pytest"].raises = _PlanRaises
+    return ns

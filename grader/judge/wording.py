@@ -1,0 +1,293 @@
+"""Every sentence a verdict becomes, written in one place.
+
+The judges return records (``grader.judge.verdicts``); this module alone turns them into what
+students and instructors read, and gives each line of feedback its kind (``FeedbackKind``), so a
+renderer chooses lines by kind and never by their text. Rewording a sentence here changes what
+people read and nothing else.
+
+What a sentence may say is decided here too: a student's own values and what was expected *in
+kind* (a type, a shape, a property), never a hidden reference value, a variant's inputs, or an
+instructor's test source that holds the reference formula.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from grader.judge import verdicts as v
+from grader.judge.scorecard import CheckResult, Feedback
+from grader.run.job import Captured, CellRun, RunError
+from grader.vocab import CellStatus, FeedbackKind, RunStatus, Uncapturable, Unprepared
+
+HINT_PREFIX = "Likely mistake: "
+MANUAL = "Graded by a person: waiting for a grader (the autograder gives it 0 points for now)."
+# Shown in place of a question's feedback that would name a mistake in a question not shown yet.
+WITHHELD_CARRIED = "Points as shown; the rest of this question's feedback comes with a result not shown yet."
+
+_COMPARISONS = {
+    "Eq": "equal", "NotEq": "differ from", "Lt": "be less than", "LtE": "be at most", "Gt": "be greater than",
+    "GtE": "be at least", "Is": "be", "IsNot": "not be", "In": "be in", "NotIn": "not be in",
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Small pieces
+
+
+def names_list(names: Sequence[str], mark: str = "`") -> str:
+    """```a```, ```a`` and ``b```, ```a``, ``b`` and ``c```: names as a sentence lists them."""
+    quoted = [f"{mark}{n}{mark}" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 variant``, ``2 variants``: a number and its noun, as a person writes them."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def _is_are(items: Sequence[object]) -> str:
+    return "is" if len(items) == 1 else "are"
+
+
+def error_text(error: RunError) -> str:
+    """``ValueError: bad shape``: an exception as Python prints its last line."""
+    return f"{error.ename}: {error.evalue}"
+
+
+def _where(error: RunError | CellRun | None) -> str:
+    frames = error.frames if isinstance(error, RunError) else error.traceback if error is not None else ()
+    return f" ({frames[-1]})" if frames else ""
+
+
+def cell_error(run: CellRun) -> str:
+    """What went wrong in a cell: ``cell 4 raised ValueError: ... (cell 4, line 2: ...)``."""
+    if run.status == CellStatus.TIMEOUT:
+        return f"cell {run.index} did not finish: {run.evalue}"
+    if run.status == CellStatus.CRASHED:
+        return f"cell {run.index} stopped the notebook: {run.evalue}"
+    return f"cell {run.index} raised {run.ename}: {run.evalue}{_where(run)}"
+
+
+def capture_problem(got: Captured | None) -> str:
+    """Why a capture has no value, for an instructor (the solution's own run)."""
+    if got is None:
+        return "it is not defined"
+    if got.uncapturable is not None:
+        return _cannot_be_judged(v.CannotBeJudged("it", got.uncapturable, got.detail, got.error))
+    if got.error is not None:
+        return error_text(got.error)
+    return "it is not defined"
+
+
+# --------------------------------------------------------------------------------------------
+# A check's reasons
+
+
+def _cannot_be_judged(why: v.CannotBeJudged) -> str:
+    if why.why == Uncapturable.FORM:
+        return f"{why.target} {why.detail}"
+    if why.why == Uncapturable.RECURSION:
+        return f"{why.target} is nested too deeply to compare (recursion)"
+    raised = f" ({error_text(why.error)})" if why.error is not None else ""
+    return (f"the grader's own expression `{why.target}` cannot be applied to the values your notebook "
+            f"computed{raised}; your code itself did not raise. If they are the right values in another form, "
+            "tell your instructor: the check should accept them")
+
+
+def _absence(label: str, why: v.Absence) -> str:
+    if isinstance(why, v.CannotBeJudged):
+        return f"{label} cannot be graded: {_cannot_be_judged(why)}."
+    if isinstance(why, v.Raised):
+        return f"{label}: {why.computing} raised {error_text(why.error)}{_where(why.error)}."
+    if isinstance(why, v.CellFailed):
+        return f"{label} has no value because {cell_error(why.cell)}."
+    if isinstance(why, v.NeedsBlank):
+        return f"{label} has no value: it needs `{why.needed}`, which comes from cell {why.cell}, which still has a blank `?`."
+    if isinstance(why, v.NeedsFailed):
+        cause = (f"cell {why.root.index} raised {why.root.ename}, reported under *{why.owner}*" if why.owner
+                 else cell_error(why.root))
+        return f"{label} has no value: it needs `{why.needed}`, which is missing because {cause}."
+    if isinstance(why, v.NotReached):
+        return f"{label} was not reached: the notebook stopped before this check could run."
+    if isinstance(why, v.NeverDefined):
+        if why.called:
+            return (f"`{why.name}` is never defined in your notebook, and this question calls it: define a function "
+                    "with that exact name (was it renamed or deleted?).")
+        return (f"`{why.name}` is never defined in the notebook; the question expects a variable with that exact "
+                "name (was it renamed or deleted?).")
+    if isinstance(why, v.NotYetDefined):
+        return f"{label} is not defined yet at the point where this question is answered (before `{why.before}`)."
+    return f"{label} is not defined when the notebook finishes."
+
+
+def _changed(names: tuple[str, ...]) -> str:
+    return f"{names_list(names)} {'changes' if len(names) == 1 else 'change'}"
+
+
+def variant_cause(cause: v.VariantCause) -> str:
+    """Why a variant run has no value: the kind of error and where, never its message, output or
+    values (they could show the variant's inputs, which students never see)."""
+    cell = cause.cell
+    if cell is not None:
+        if cell.status == CellStatus.TIMEOUT:
+            return f"cell {cell.index} did not finish in time"
+        if cell.status == CellStatus.CRASHED:
+            return f"cell {cell.index} stopped the notebook"
+        return f"cell {cell.index} raised {cell.ename or 'an error'}{_where(cell)}"
+    if cause.error is not None and not cause.uncapturable:
+        return f"computing it raised {cause.error.ename}"
+    if cause.uncapturable:
+        return "it could not be captured"
+    if cause.run == RunStatus.TIMEOUT:
+        return "the run did not finish in time"
+    if cause.run == RunStatus.CRASHED:
+        return "the notebook stopped before this point"
+    return "it was not defined at this point"
+
+
+def _lost(lost: str) -> str:
+    return f"it loses the property {lost.replace('_', ' ')}" if lost else "its values do not follow"
+
+
+def _carried(reason: v.CarriedForward) -> str:
+    where = ", ".join(f"*{t}*" for t in reason.roots)
+    if reason.share >= 1:
+        credit = "this step keeps its points (error carried forward)"
+    elif reason.share > 0:
+        credit = f"this step earns {reason.share:.0%} of its points (error carried forward)"
+    else:
+        credit = "this step earns no points while the mistake before it stands"
+    return f"{reason.label} is correct given your {names_list(reason.inputs)}; the mistake is upstream, in {where}: {credit}."
+
+
+def check_feedback(reason: v.CheckReason) -> list[Feedback]:
+    """The lines of feedback a check's reason becomes, each with its kind."""
+    if isinstance(reason, v.NotProduced):
+        return [Feedback(FeedbackKind.CONFIG, f"{reason.label} could not be checked: the solution does not produce it "
+                         "(an instructor's configuration problem, not yours).")]
+    if isinstance(reason, v.Unanswered):
+        return [Feedback(FeedbackKind.UNANSWERED,
+                         f"{reason.label} is not answered yet: fill in the blank `?` at {reason.where}.")]
+    if isinstance(reason, v.Missing):
+        return [Feedback(FeedbackKind.MISSING, _absence(reason.label, reason.why))]
+    if isinstance(reason, v.Differs):
+        lines = [Feedback(FeedbackKind.DIFFERS, line) for line in reason.report]
+        if reason.hint:
+            lines.append(Feedback(FeedbackKind.HINT, HINT_PREFIX + reason.hint))
+        return lines
+    if isinstance(reason, v.CarriedForward):
+        return [Feedback(FeedbackKind.CARRIED, _carried(reason))]
+    if isinstance(reason, v.VariantFails):
+        return [Feedback(FeedbackKind.VARIANT, f"{reason.label} is correct for the notebook's data, but the code fails "
+                         f"when {_changed(reason.changed)}: {variant_cause(reason.cause)}.")]
+    if isinstance(reason, v.VariantUpstream):
+        return [Feedback(FeedbackKind.VARIANT, f"{reason.label} matches for the notebook's data but not when "
+                         f"{_changed(reason.changed)} ({_lost(reason.lost)}): it is computed from "
+                         f"{names_list(reason.upstream)}, which {_is_are(reason.upstream)} not right yet; fix that first.")]
+    if isinstance(reason, v.VariantTypedIn):
+        what = "a size fixed" if reason.shape else "a size or constant fixed"
+        return [Feedback(FeedbackKind.VARIANT, f"{reason.label} is correct for the notebook's data but not when "
+                         f"{_changed(reason.changed)} ({_lost(reason.lost)}): is a value typed in, or {what}, rather "
+                         "than computed?")]
+    if isinstance(reason, v.VariantUntestable):
+        return [Feedback(FeedbackKind.VARIANT, f"{reason.label} could not be checked on other data: on every variant "
+                         f"the code of {names_list(reason.blocking)}, which {_is_are(reason.blocking)} not right yet, "
+                         "fails before it; fix that first.")]
+    return [Feedback(FeedbackKind.TEST, finding(f)) for f in reason.findings]
+
+
+def check_lines(result: CheckResult) -> list[str]:
+    """A check's feedback as text, line by line (``grader check`` prints it; tests read it)."""
+    return [line.text for reason in result.reasons for line in check_feedback(reason)]
+
+
+def hint_of(line: str) -> str | None:
+    """The typical mistake a feedback line names (a ``HINT`` line's text), or None: for a scorecard
+    read back from a file, where only the text is kept."""
+    return line[len(HINT_PREFIX):] if line.startswith(HINT_PREFIX) else None
+
+
+# ``test`` checks --------------------------------------------------------------------------
+
+
+def finding(f: v.TestFinding) -> str:
+    """One finding of an instructor's test, as the student reads it."""
+    if isinstance(f, v.Compared):
+        if f.right:
+            if f.op == "Eq":
+                return f"`{f.left}` should be {f.right}; it is {f.shown}."
+            return f"`{f.left}` should {_COMPARISONS[f.op]} {f.right}; it is {f.shown}."
+        if f.source:
+            return f"`{f.left}` is {f.shown}, which does not pass `{f.source}`."
+        return f"`{f.left}` is {f.shown}, which is not what the test expects."
+    if isinstance(f, v.DoesNotHold):
+        if f.shows_source:
+            return f"`{f.source}` does not hold."
+        if f.values:
+            yours = "; ".join(f"`{name}` is {shown}" for name, shown in f.values)
+            return f"a check of the test does not hold for your values ({yours})."
+        return "a check of the test does not hold for your values."
+    if isinstance(f, v.AssertionSaid):
+        if f.where and f.text:
+            return f"`{f.where}`: {f.text}"
+        return f.text or f"`{f.where}` failed."
+    if isinstance(f, v.SiteRaised):
+        return f"`{f.site}` raised {f.ename}: {f.evalue}" if f.evalue else f"`{f.site}` raised {f.ename}"
+    if isinstance(f, v.TestRaised):
+        where = f" while checking `{f.where}`" if f.where else ""
+        return f"the test raised {f.ename}{where}: {f.evalue}"
+    if isinstance(f, v.DidNotRaise):
+        return f"`{f.where}` should raise {f.expected}; it did not."
+    if isinstance(f, v.NotClose):
+        head = f"`{f.source}` does not hold" if f.source else f"the test's comparison of `{f.left}` does not hold"
+        return f"{head}: " + " ".join(f.report)
+    if isinstance(f, v.SiteUnusable):
+        return f"`{f.site}` cannot be checked: it {f.detail}."
+    if isinstance(f, v.SiteUnprepared):
+        if f.why == Unprepared.FROM_VALUES:
+            return f"`{f.site}` is used with inputs computed from your values."
+        if f.why == Unprepared.UNFORESEEN:
+            return (f"`{f.site}` is reached with inputs the test could not prepare ahead (they come from the "
+                    "notebook's own values).")
+        return f"`{f.site}` was not reached: the notebook stopped before the test could run."
+    return f.text
+
+
+# --------------------------------------------------------------------------------------------
+# A question's lines
+
+
+def hidden_failed(title: str) -> Feedback:
+    return Feedback(FeedbackKind.HIDDEN, f"A hidden check on {title.lower()} did not pass.")
+
+
+def given_changed(names: Sequence[str]) -> Feedback:
+    return Feedback(FeedbackKind.GIVEN_CHANGED,
+                    f"Note: {names_list(names)} in your notebook {_is_are(names)} not the data the notebook gives, so "
+                    "answers computed from it cannot match; the grade is for what your notebook computed.")
+
+
+def correct(variants: int) -> Feedback:
+    if not variants:
+        return Feedback(FeedbackKind.CORRECT, "Correct.")
+    return Feedback(FeedbackKind.CORRECT, f"Correct, also on {count(variants, 'variant')} of the given inputs.")
+
+
+def manual() -> Feedback:
+    return Feedback(FeedbackKind.MANUAL, MANUAL)
+
+
+def leaves_without_value(cell: int, titles: Sequence[str]) -> Feedback:
+    return Feedback(FeedbackKind.BLOCKS, f"The same error in cell {cell} leaves {names_list(titles, '*')} without a value too.")
+
+
+UNFILLED_BLANK = "the cell still has an unfilled blank `?`"
+
+
+def not_graded(reason: str) -> tuple[Feedback, ...]:
+    """A question's feedback when the submission as a whole could not be graded."""
+    return (Feedback(FeedbackKind.NOTE, f"Not graded: {reason}"),)
+
+
+def withheld_carried() -> Feedback:
+    return Feedback(FeedbackKind.WITHHELD, WITHHELD_CARRIED)

@@ -1,0 +1,49 @@
+"""Names shared by both sides of the process boundary, and the ids of what a job captures.
+
+The grader rewrites cells and builds captures; the student process runs them. Both must spell the
+injected helpers the same way, so they are defined here once, with no imports, and read by
+``grader.run.worker`` (the student side) as much as by ``grader.judge`` (the grader's side).
+
+Capture ids are built by the functions below and never taken apart by splitting a string: a
+caller that needs a check's question asks the ``Check`` (``Check.question_id``), and a given
+input's name is read back by ``given_name``, the inverse of ``given_id`` kept next to it.
+"""
+
+from __future__ import annotations
+
+# Called by a rewritten cell after the statement that binds a varied input: ``__grader_inject__(key)``.
+INJECT = "__grader_inject__"
+# Where the student process keeps the value a carried step held before the solution's replaced it.
+CARRIED = "__grader_carried__"
+# The file name a check's expression is compiled under in the student process (frames in it are
+# the check's, not the student's).
+CHECK_FILE = "<check>"
+# A cell's file name in the student process's tracebacks: ``<cell 3>``.
+CELL_FILE = "<cell {}>"
+
+_GIVEN = "__given__/"
+
+
+def check_id(question_id: str, index: int) -> str:
+    """The id of a question's ``index``-th check, as scorecards and jobs carry it."""
+    return f"{question_id}/{index}"
+
+
+def hint_id(check: str, index: int) -> str:
+    """The capture id of a check's ``index``-th hint expression."""
+    return f"{check}#h{index}"
+
+
+def site_id(check: str, index: int) -> str:
+    """The capture id of a ``test`` check's ``index``-th site evaluation."""
+    return f"{check}@{index}"
+
+
+def given_id(name: str) -> str:
+    """The capture id of a given input's value (to see whether the student changed the data)."""
+    return _GIVEN + name
+
+
+def given_name(capture: str) -> str | None:
+    """The given input a capture id names (``given_id``'s inverse), or None for any other capture."""
+    return capture[len(_GIVEN):] if capture.startswith(_GIVEN) else None
