@@ -117,6 +117,13 @@ def test_bad_config_exits_2_with_one_line_and_grades_nothing(course_dir, tmp_pat
     assert not out.exists()
 
 
+def test_a_value_check_is_of_the_value_kind(course_dir):
+    from grader.course import kinds
+
+    check = config.load(write(course_dir, MINIMAL)).assignment("a1").checks[0]
+    assert (check.kind, type(check.spec), check.variable) == ("value", kinds.ValueKind, "x")
+
+
 def test_a_registered_check_kind_is_accepted_by_the_loader(course_dir, monkeypatch):
     """The loader, the capture plan and the feedback take a check's kind from ``kinds.KINDS`` alone."""
     from grader.course import kinds

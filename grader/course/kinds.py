@@ -60,7 +60,7 @@ class CheckKind:
         return f"`{target}`"
 
 
-class Value(CheckKind):
+class ValueKind(CheckKind):
     """A variable of the notebook, as it is at the point the question is answered (the end of the
     notebook, or just before the first statement that binds the check's ``before`` name)."""
 
@@ -113,7 +113,7 @@ class Test(CheckKind):
         return f"the test `{first[:60]}`" if first else "the test"
 
 
-KINDS: dict[str, CheckKind] = {kind.key: kind for kind in (Value(), Expr(), Test())}
+KINDS: dict[str, CheckKind] = {kind.key: kind for kind in (ValueKind(), Expr(), Test())}
 
 
 def choices() -> str:
