@@ -117,6 +117,13 @@ def test_bad_config_exits_2_with_one_line_and_grades_nothing(course_dir, tmp_pat
     assert not out.exists()
 
 
+def test_a_value_check_is_of_the_value_kind(course_dir):
+    from grader.course import kinds
+
+    check = config.load(write(course_dir, MINIMAL)).assignment("a1").checks[0]
+    assert (check.kind, type(check.spec), check.variable) == ("value", kinds.ValueKind, "x")
+
+
 def test_a_registered_check_kind_is_accepted_by_the_loader(course_dir, monkeypatch):
     """The loader, the capture plan and the feedback take a check's kind from ``kinds.KINDS`` alone."""
     from grader.course import kinds
@@ -185,3 +192,69 @@ def test_the_switches_among_limits_and_variants_are_true_or_false(course_dir):
         f"{course_dir / 'config.yaml'}:7: assignments.a1.limits.memfd must be true or false, got 'yes'")
     bad = MINIMAL.replace("    questions:\n", "    variants:\n      per_submission: 1\n    questions:\n")
     assert error_of(course_dir, bad).endswith("assignments.a1.variants.per_submission must be true or false, got 1")
+
+
+LAYERED = """\
+course:
+  defaults:
+    rtol: 0.1
+    atol: 0.1
+    strict_types: true
+    carry_forward: 0.1
+assignments:
+  a1:
+    solution: sol.ipynb
+    rtol: 0.2
+    atol: 0.2
+    carry_forward: 0.2
+    questions:
+      - id: q1
+        points: 2
+        carry_forward: 0.3
+        checks:
+          - value: x
+            rtol: 0.4
+          - value: y
+            strict_types: false
+            carry_forward: none
+      - id: q2
+        points: 1
+        checks:
+          - value: z
+"""
+
+
+def test_inherited_settings_come_from_the_innermost_level_that_sets_them(course_dir):
+    """check -> question (carry_forward only) -> assignment -> course defaults -> built-in default."""
+    a = config.load(write(course_dir, LAYERED)).assignment("a1")
+    settings = [(c.rtol, c.atol, c.strict_types, c.carry_forward) for c in a.checks]
+    assert settings == [(0.4, 0.2, True, 0.3), (0.2, 0.2, False, 0.0), (0.2, 0.2, True, 0.2)]
+    assert (a.rtol, a.atol, a.strict_types) == (0.2, 0.2, True)
+    plain = config.load(write(course_dir, MINIMAL)).assignment("a1")
+    assert (plain.rtol, plain.atol, plain.strict_types) == (1e-5, 1e-8, False)
+    assert [(c.rtol, c.atol, c.strict_types, c.carry_forward) for c in plain.checks] == [(1e-5, 1e-8, False, 1.0)]
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("    rtol: 0.1\n", "    rtol: tight\n", "3: course.defaults.rtol must be a number, got 'tight'"),
+    ("    atol: 0.2\n", "    atol: -1\n", "11: assignments.a1.atol must be at least 0, got -1"),
+    ("    strict_types: true\n", "    strict_types: 1\n", "5: course.defaults.strict_types must be true or false, got 1"),
+    ("        carry_forward: 0.3\n", "        carry_forward: 2\n",
+     "16: assignments.a1.questions[0].carry_forward must be full, none or a share of the points from 0 to 1, got 2"),
+    ("            rtol: 0.4\n", "            rtol: [1]\n", "19: assignments.a1.questions[0].checks[0].rtol must be a number, got a list"),
+    ("            strict_types: false\n", "            strict_types: 'no'\n",
+     "21: assignments.a1.questions[0].checks[1].strict_types must be true or false, got 'no'"),
+])
+def test_a_bad_inherited_setting_is_named_with_its_level(course_dir, old, new, message):
+    assert error_of(course_dir, LAYERED.replace(old, new, 1)) == f"{course_dir / 'config.yaml'}:{message}"
+
+
+def test_tolerances_are_not_set_per_question(course_dir):
+    text = LAYERED.replace("        carry_forward: 0.3\n", "        carry_forward: 0.3\n        rtol: 0.5\n")
+    assert error_of(course_dir, text).endswith(
+        "assignments.a1.questions[0].rtol is not a known key here (known: carry_forward, checks, id, manual, points, "
+        "title, visible)")
+    text = LAYERED.replace("    atol: 0.1\n", "    atol: 0.1\n    tolerance: 0.5\n")
+    assert error_of(course_dir, text).endswith(
+        "course.defaults.tolerance is not a known key here (known: atol, carry_forward, limits, rtol, strict_types, "
+        "variants)")

@@ -4,7 +4,10 @@ Every error names the file, the key path and the line, e.g.
 ``config.yaml:14: assignments.attention_numpy.questions[2].points must be a number, got 'two'``.
 Unknown keys are errors too, so a typo never silently changes how a course is graded.
 
-Settings are looked up in one order: check -> assignment -> course defaults -> built-in default.
+The settings a check inherits (tolerances and error carried forward) are declared once, in
+``Inherited``, and looked up by ``inherit`` in one order: the check, its question, its assignment,
+the course's ``defaults``, the built-in default. Limits and the number of variants are looked up
+the same way, from the assignment to the course's ``defaults`` to the built-in default.
 The objects are defined in ``grader.course.model``; the YAML reader is ``grader.course.reader``.
 """
 
@@ -15,9 +18,11 @@ import hashlib
 import json
 import re
 import textwrap
+from collections.abc import Callable
 from datetime import date, datetime
+from enum import StrEnum
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypeVar
 
 import yaml
 
@@ -29,22 +34,95 @@ from grader.vocab import Format, QuestionVisibility, ShowExpected, names
 
 ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
-__all__ = ["Assignment", "Check", "Course", "Hint", "Limits", "Question", "ScorecardSettings", "VariantSpec", "load"]
+__all__ = [
+    "Assignment", "Check", "Course", "Hint", "Inherited", "Level", "Limits", "Question", "ScorecardSettings",
+    "VariantSpec", "inherit", "load",
+]
 
 
-class Inherited(TypedDict):
-    """Settings a check takes from its assignment unless it sets them itself."""
-
-    rtol: float
-    atol: float
-    strict_types: bool
-    carry_forward: float
+# --------------------------------------------------------------------------------------------
+# The settings a check inherits
 
 
-class Defaults(Inherited):
-    """The course's ``defaults``: what an assignment takes unless it sets it itself."""
+class Level(StrEnum):
+    """The levels of config.yaml that may set an inherited setting, outermost first."""
 
-    variants: int
+    COURSE = "course.defaults"
+    ASSIGNMENT = "assignment"
+    QUESTION = "question"
+    CHECK = "check"
+
+
+def _tolerance(r: Reader, key: str, default: float) -> float:
+    return float(r.number(key, default))
+
+
+def _flag(r: Reader, key: str, default: bool) -> bool:
+    return r.flag(key, default)
+
+
+CARRY_FORWARD = {"full": 1.0, "none": 0.0}
+
+
+def _carry_forward(r: Reader, key: str, default: float) -> float:
+    """``carry_forward``: full, none, or the share of the points (0 to 1) for a value that is right
+    given the student's own upstream answers."""
+    raw = r.get(key, default)
+    if isinstance(raw, str) and raw in CARRY_FORWARD:
+        return CARRY_FORWARD[raw]
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 1:
+        raise r.error(r.sub(key), f"must be full, none or a share of the points from 0 to 1, got {describe(raw)}")
+    return float(raw)
+
+
+T = TypeVar("T", float, bool)
+
+
+def _setting(default: T, read: Callable[[Reader, str, T], T], levels: tuple[Level, ...], help: str) -> T:
+    """One inherited setting: its built-in default, how a value of config.yaml is read and checked
+    (raising ConfigError), the levels that may set it, and what it means."""
+    return dataclasses.field(default=default, metadata={"read": read, "levels": levels, "help": help})
+
+
+EVERY_LEVEL = tuple(Level)
+NOT_PER_QUESTION = (Level.COURSE, Level.ASSIGNMENT, Level.CHECK)
+
+
+@dataclasses.dataclass(frozen=True)
+class Inherited:
+    """The settings a check inherits, each declared once, here. ``Inherited()`` holds the built-in
+    defaults; ``inherit`` reads a level's own values over its outer level's."""
+
+    rtol: float = _setting(1e-5, _tolerance, NOT_PER_QUESTION,
+                           "relative tolerance: values match when |actual - expected| <= atol + rtol * |expected|")
+    atol: float = _setting(1e-8, _tolerance, NOT_PER_QUESTION, "absolute tolerance, in the same rule")
+    strict_types: bool = _setting(False, _flag, NOT_PER_QUESTION,
+                                  "true: numpy vs torch and float32 vs float64 are mismatches")
+    carry_forward: float = _setting(1.0, _carry_forward, EVERY_LEVEL,
+                                    "full, none or a share of the points from 0 to 1: the credit for a step that is "
+                                    "right given the student's own wrong upstream values")
+
+    @classmethod
+    def keys(cls, level: Level) -> tuple[str, ...]:
+        """The keys of the inherited settings that config.yaml may give at ``level``."""
+        return tuple(f.name for f in dataclasses.fields(cls) if level in f.metadata["levels"])
+
+    def fields_of(self, model: type[Any]) -> dict[str, Any]:
+        """The settings ``model`` (a dataclass of ``grader.course.model``) holds, as its keyword
+        arguments: a Check holds all of them, an Assignment its tolerances."""
+        held = {f.name for f in dataclasses.fields(model)}
+        return {k: v for k, v in dataclasses.asdict(self).items() if k in held}
+
+
+def inherit(r: Reader, level: Level, outer: Inherited) -> Inherited:
+    """The inherited settings in force at ``r``, a mapping of config.yaml at ``level``: those it may
+    set and sets (read and checked in the order they are declared), the others as ``outer`` has them.
+    Each level starts from the one around it: ``Inherited()`` (the built-in defaults) -> the course's
+    defaults -> the assignment -> the question -> the check, so a check holds the innermost value given."""
+    return dataclasses.replace(outer, **{
+        f.name: f.metadata["read"](r, f.name, getattr(outer, f.name))
+        for f in dataclasses.fields(Inherited) if level in f.metadata["levels"]
+    })
 
 
 # --------------------------------------------------------------------------------------------
@@ -109,10 +187,10 @@ def _test_in_file(r: Reader, ref: re.Match[str], base: Path) -> str:
     return "\n".join([*prelude, body]) + "\n"
 
 
-def _check(r: Reader, qid: str, index: int, inherit: Inherited, base: Path | None = None) -> Check:
+def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None = None) -> Check:
     r.only(
-        *kinds.KINDS, "points", "rtol", "atol", "strict_types", "seed", "before",
-        "properties", "compare", "hints", "hidden", "public", "carry_forward", "partial",
+        *kinds.KINDS, "points", "seed", "before", "properties", "compare", "hints", "hidden", "public", "partial",
+        *Inherited.keys(Level.CHECK),
     )
     given = [key for key in kinds.KINDS if r.has(key)]
     if len(given) != 1:
@@ -140,14 +218,12 @@ def _check(r: Reader, qid: str, index: int, inherit: Inherited, base: Path | Non
         raise r.error(r.sub("before"), f"must be a variable name, got {describe(before)}")
     hints = tuple(_hint(Reader(r.doc, h, p)) for p, h in r.items("hints"))
     points = r.number("points", None)
+    settings = inherit(r, Level.CHECK, outer)
     return Check(
         id=f"{qid}/{index}",
         kind=kind,
         target=target,
         points=None if points is None else float(points),
-        rtol=float(r.number("rtol", inherit["rtol"])),
-        atol=float(r.number("atol", inherit["atol"])),
-        strict_types=r.flag("strict_types", inherit["strict_types"]),
         seed=seed,
         before=before,
         properties=props,
@@ -155,29 +231,14 @@ def _check(r: Reader, qid: str, index: int, inherit: Inherited, base: Path | Non
         hints=hints,
         hidden=r.flag("hidden", False),
         public=r.flag("public", False),
-        carry_forward=_carry_forward(r, inherit["carry_forward"]),
         partial=r.flag("partial", False),
+        **settings.fields_of(Check),
     )
 
 
-CARRY_FORWARD = {"full": 1.0, "none": 0.0}
-
-
-def _carry_forward(r: Reader, default: float) -> float:
-    """``carry_forward``: full, none, or the share of the points (0 to 1) for a value that is right
-    given the student's own upstream answers."""
-    raw = r.get("carry_forward", default)
-    if isinstance(raw, str) and raw in CARRY_FORWARD:
-        return CARRY_FORWARD[raw]
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 1:
-        raise r.error(r.sub("carry_forward"), f"must be full, none or a share of the points from 0 to 1, got {describe(raw)}")
-    return float(raw)
-
-
-def _question(r: Reader, inherit: Inherited, base: Path | None = None) -> Question:
-    r.only("id", "title", "points", "checks", "visible", "carry_forward", "manual")
-    inherit = Inherited(rtol=inherit["rtol"], atol=inherit["atol"], strict_types=inherit["strict_types"],
-                        carry_forward=_carry_forward(r, inherit["carry_forward"]))
+def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question:
+    r.only("id", "title", "points", "checks", "visible", "manual", *Inherited.keys(Level.QUESTION))
+    settings = inherit(r, Level.QUESTION, outer)
     qid = r.string("id", pattern=ID_RE)
     title = r.string("title", qid)
     points = float(r.number("points"))
@@ -189,7 +250,7 @@ def _question(r: Reader, inherit: Inherited, base: Path | None = None) -> Questi
         return Question(id=qid, title=title, points=points, checks=(), visible=r.flag("visible", True), manual=True)
     if not items:
         raise r.error(r.sub("checks"), "must list at least one check")
-    checks = tuple(_check(Reader(r.doc, c, p), qid, i, inherit, base) for i, (p, c) in enumerate(items))
+    checks = tuple(_check(Reader(r.doc, c, p), qid, i, settings, base) for i, (p, c) in enumerate(items))
     if any(c.points is not None for c in checks):
         if any(c.points is None for c in checks):
             raise r.error(r.sub("checks"), "give 'points' to every check or to none of them")
@@ -224,10 +285,11 @@ def _variants(r: Reader, default_count: int) -> VariantSpec:
                        per_submission=r.flag("per_submission", VariantSpec.per_submission))
 
 
-def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limits: Limits) -> Assignment:
+def _assignment(r: Reader, name: str, root: Path, defaults: Inherited, default_variants: int,
+                base_limits: Limits) -> Assignment:
     r.only(
-        "title", "solution", "skeleton", "data", "given", "questions", "limits", "rtol", "atol",
-        "strict_types", "variants", "reference_bundle", "carry_forward", "preload",
+        "title", "solution", "skeleton", "data", "given", "questions", "limits", "variants", "reference_bundle",
+        "preload", *Inherited.keys(Level.ASSIGNMENT),
     )
     if not ID_RE.match(name):
         raise r.error(r.path, f"assignment names must be simple identifiers, got {name!r}")
@@ -246,13 +308,8 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limit
             raise r.error(f"{r.sub('data')}[{i}]", f"must be a path inside the folder of {beside}")
         if not ((bundle or solution).parent / rel).is_file():
             raise r.error(f"{r.sub('data')}[{i}]", f"names {rel}, which is not a file next to {beside}")
-    inherit: Inherited = {
-        "rtol": float(r.number("rtol", defaults["rtol"])),
-        "atol": float(r.number("atol", defaults["atol"])),
-        "strict_types": r.flag("strict_types", defaults["strict_types"]),
-        "carry_forward": _carry_forward(r, defaults["carry_forward"]),
-    }
-    questions = tuple(_question(Reader(r.doc, q, p), inherit, (bundle or solution).parent) for p, q in r.items("questions"))
+    settings = inherit(r, Level.ASSIGNMENT, defaults)
+    questions = tuple(_question(Reader(r.doc, q, p), settings, (bundle or solution).parent) for p, q in r.items("questions"))
     if not questions:
         raise r.error(r.sub("questions"), "must list at least one question")
     seen: set[str] = set()
@@ -265,7 +322,7 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limit
     for i, module in enumerate(preload):
         if not all(part.isidentifier() for part in module.split(".")):
             raise r.error(f"{r.sub('preload')}[{i}]", f"must be a module name such as scipy.linalg, got {module!r}")
-    variants = _variants(r.reader("variants"), defaults["variants"])
+    variants = _variants(r.reader("variants"), default_variants)
     for varied, _ in variants.inputs:
         if varied not in given:
             # A rule for a name outside `given` would be silently ignored: the variants would test less.
@@ -291,13 +348,11 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Defaults, base_limit
         given=given,
         questions=questions,
         limits=_limits(r.reader("limits"), base_limits),
-        rtol=inherit["rtol"],
-        atol=inherit["atol"],
-        strict_types=inherit["strict_types"],
         variants=variants,
         config_digest=digest,
         bundle=bundle,
         preload=tuple(preload),
+        **settings.fields_of(Assignment),
     )
 
 
@@ -372,21 +427,16 @@ def load(path: str | Path) -> Course:
     course = top.reader("course")
     course.only("name", "defaults", "cache_dir")
     d = course.reader("defaults")
-    d.only("rtol", "atol", "strict_types", "limits", "variants", "carry_forward")
-    defaults: Defaults = {
-        "rtol": float(d.number("rtol", 1e-5)),
-        "atol": float(d.number("atol", 1e-8)),
-        "strict_types": d.flag("strict_types", False),
-        "variants": d.whole("variants", 2),
-        "carry_forward": _carry_forward(d, 1.0),
-    }
+    d.only("limits", "variants", *Inherited.keys(Level.COURSE))
+    defaults = inherit(d, Level.COURSE, Inherited())
+    default_variants = d.whole("variants", 2)
     base_limits = _limits(d.reader("limits"), Limits())
     root = path.resolve().parent
     raw = top.get("assignments")
     if not isinstance(raw, dict) or not raw:
         raise top.error("assignments", "must map assignment names to their settings")
     assignments = {
-        str(name): _assignment(Reader(doc, a, f"assignments.{name}"), str(name), root, defaults, base_limits)
+        str(name): _assignment(Reader(doc, a, f"assignments.{name}"), str(name), root, defaults, default_variants, base_limits)
         for name, a in raw.items()
     }
     return Course(

@@ -3,14 +3,20 @@
 A check is written with exactly one kind key::
 
     - value: S_scaled            # a variable of the notebook
-    - expr: softmax(X + 1)       # an expression evaluated in the notebook (the student's function
-                                 # or module run on inputs the student never saw)
+    - expr: softmax(X + 1)       # an expression evaluated in the notebook's namespace (the
+                                 # student's function run on inputs the notebook never had)
+    - test: |                    # Python with asserts on the notebook's names
+        assert attention_weights.shape == (3, 3)
 
 Each kind is one class here, registered in ``KINDS`` under its key: the loader validates the
 target with it, the grader asks it which captures to plan and which notebook names the target
 reads (for blanks, dependencies and error causes), and the feedback takes its words from it.
-Verdicts are the same for every kind (compare with the reference, then the properties,
-``grader.judge.checks``). Adding a kind: a class here, registered in ``KINDS``, and its test.
+A ``value`` or ``expr`` check is judged by comparing with the reference, then the properties
+(``grader.judge.checks``); a ``test`` check by its asserts (``grader.judge.testcheck``). Only a
+kind that looks a variable up (``variable``) is a step of the data flow, whose student value error
+carried forward puts into the solution's run (``grader.judge.carry``). Adding a kind: a class here,
+registered in ``KINDS``, its verdict in ``grader.judge.checks`` if it is not the comparison, and
+its test.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ BUILTINS = frozenset(dir(builtins))
 class CheckKind:
     """The behaviour shared by every check of one kind; instances hold no state."""
 
-    key: ClassVar[str]  # the key in config.yaml, and the kind's name in public_checks.json
+    key: ClassVar[str]  # the key in config.yaml, and the kind's name in public_checks.json (which leaves tests out)
     what: ClassVar[str]  # what the key names, for config errors ("a variable")
     capture: ClassVar[CaptureKind]  # how the student process obtains the value
     computing: ClassVar[str]  # what failed when obtaining it raised, for the student ("calling your code")
@@ -54,8 +60,9 @@ class CheckKind:
         return f"`{target}`"
 
 
-class Value(CheckKind):
-    """A variable of the notebook, as it is at the point the question is answered."""
+class ValueKind(CheckKind):
+    """A variable of the notebook, as it is at the point the question is answered (the end of the
+    notebook, or just before the first statement that binds the check's ``before`` name)."""
 
     key = "value"
     what = "a variable"
@@ -75,7 +82,8 @@ class Value(CheckKind):
 
 
 class Expr(CheckKind):
-    """An expression evaluated in the notebook's namespace, optionally after a fixed seed."""
+    """An expression evaluated in the notebook's namespace at the point the question is answered,
+    after seeding random, NumPy and torch when the check gives a ``seed``."""
 
     key = "expr"
     what = "an expression"
@@ -105,10 +113,11 @@ class Test(CheckKind):
         return f"the test `{first[:60]}`" if first else "the test"
 
 
-KINDS: dict[str, CheckKind] = {kind.key: kind for kind in (Value(), Expr(), Test())}
+KINDS: dict[str, CheckKind] = {kind.key: kind for kind in (ValueKind(), Expr(), Test())}
 
 
 def choices() -> str:
-    """The kinds as a config error lists them: "'value' (a variable) or 'expr' (an expression)"."""
+    """The kinds as a config error lists them: "'value' (a variable), 'expr' (an expression) or
+    'test' (Python code with asserts)"."""
     parts = [f"'{k.key}' ({k.what})" for k in KINDS.values()]
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]

@@ -1,7 +1,8 @@
 """The course as typed, frozen objects: what config.yaml declares, once validated (``grader.course.config``).
 
-Settings are looked up in one order: check -> assignment -> course defaults -> built-in default;
-the loader resolves that order, so every object here holds its own final values.
+Settings are looked up in one order: check -> question -> assignment -> course defaults -> built-in
+default (a question sets only ``carry_forward``; ``grader.course.config.Inherited`` says which level
+may set what); the loader resolves that order, so every object here holds its own final values.
 """
 
 from __future__ import annotations
@@ -43,17 +44,18 @@ class Hint:
 
 @dataclass(frozen=True)
 class Check:
-    """One comparison: a variable or expression of the student's against the solution's."""
+    """One check of a question: a variable or expression of the student's compared with the
+    solution's, or a test's asserts on the student's values (its ``kind``)."""
 
     id: str  # stable, e.g. "qkv/0"
-    kind: str  # a key of ``grader.course.kinds.KINDS``: "value" | "expr"
-    target: str  # a variable name or an expression
+    kind: str  # a key of ``grader.course.kinds.KINDS``: "value" | "expr" | "test"
+    target: str  # a variable name, an expression, or a test's Python code
     points: float | None
     rtol: float
     atol: float
     strict_types: bool
-    seed: int | None = None
-    before: str | None = None  # capture just before the first cell that assigns this name
+    seed: int | None = None  # seeds random, NumPy and torch before an ``expr`` (or a test's student-side code) runs
+    before: str | None = None  # capture just before the first statement that binds this name
     properties: tuple[str, ...] = ()
     compare: bool = True
     hints: tuple[Hint, ...] = ()
@@ -99,7 +101,7 @@ class Question:
     title: str
     points: float
     checks: tuple[Check, ...]
-    visible: bool = True  # shown in student-facing feedback at all
+    visible: bool = True  # shown in student-facing feedback, unless ``scorecard.visibility`` says otherwise
     manual: bool = False  # graded by a person: the autograder scores it 0 and lists it as waiting
 
     @property
@@ -131,7 +133,7 @@ class Assignment:
     title: str
     solution: Path  # the solution notebook
     skeleton: Path  # the generated student notebook
-    data: tuple[str, ...]  # files relative to the solution folder, copied for students
+    data: tuple[str, ...]  # files relative to ``solution_dir``, copied for students
     given: tuple[str, ...]
     questions: tuple[Question, ...]
     limits: Limits
