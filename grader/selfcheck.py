@@ -72,11 +72,11 @@ class Verdict:
     messages: list[str] = field(default_factory=list)
 
 
-def judge_check(pc: PublicCheck, ctx: Context) -> tuple[str, list[str]]:
+def judge_check(pc: PublicCheck, question_id: str, ctx: Context) -> tuple[str, list[str]]:
     """(status, messages) for one check, with the real grader's messages."""
     expected = pc.expected()
     stand_in = expected if expected is not None else Value("none", None)
-    base = replace(pc.as_check(), compare=False, properties=())
+    base = replace(pc.as_check(question_id), compare=False, properties=())
     res = grade_check(base, replace(ctx, reference={pc.id: Captured(value=stand_in)}), 0.0)
     if res.status != "passed":
         return res.status, wording.check_lines(res)
@@ -131,7 +131,7 @@ def judge(public: PublicChecks, ctx: Context, *, only: str | None = None,
             if live_ns is not None and got is not None and got.missing:
                 results.append(("unanswered", [LIVE_MISSING.format(label=pc.label)]))
                 continue
-            results.append(judge_check(pc, ctx))
+            results.append(judge_check(pc, q.id, ctx))
         statuses = [s for s, _ in results]
         if all(s == "passed" for s in statuses):
             status = "passed"
@@ -208,7 +208,7 @@ def check_notebook(path: Path, public: PublicChecks, *, only: str | None = None,
     # Titles and checks, so a value missing because of an earlier error points where the grader does.
     ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
                   reference={}, titles={q.id: q.title for q in public.questions},
-                  checks=tuple(pc.as_check() for q in public.questions for pc in q.checks))
+                  checks=tuple(pc.as_check(q.id) for q in public.questions for pc in q.checks))
     return judge(public, ctx, only=only)
 
 

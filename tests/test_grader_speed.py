@@ -159,7 +159,7 @@ def test_changed_givens_is_computed_once_and_handed_out_as_a_copy():
 
 
 def test_names_of_checks_that_differ_only_in_their_target():
-    base = Check(id="q/0", kind="expr", target="softmax(x) + len(y)", points=None, rtol=1e-5, atol=1e-8,
+    base = Check(id="q/0", question_id="q", kind="expr", target="softmax(x) + len(y)", points=None, rtol=1e-5, atol=1e-8,
                  strict_types=False)
     assert base.names == {"softmax", "x", "y"}
     assert dataclasses.replace(base, target="f(z)").names == {"f", "z"}

@@ -74,8 +74,8 @@ class PublicCheck:
     def label(self) -> str:
         return f"`{self.target}`"
 
-    def as_check(self) -> Check:
-        return Check(id=self.id, kind=self.kind, target=self.target, points=None, rtol=self.rtol, atol=self.atol,
+    def as_check(self, question_id: str) -> Check:
+        return Check(id=self.id, question_id=question_id, kind=self.kind, target=self.target, points=None, rtol=self.rtol, atol=self.atol,
                      strict_types=False, seed=self.seed, before=self.before, properties=self.properties,
                      compare=self.value is not None)
 

@@ -30,6 +30,7 @@ from grader.course import kinds, properties
 from grader.course.model import KEEP, Assignment, Check, Course, Hint, Limits, Question, ScorecardSettings, VariantSpec
 from grader.course.reader import Document, Reader, describe
 from grader.errors import ConfigError
+from grader.names import check_id
 from grader.vocab import Format, QuestionVisibility, ShowExpected, names
 
 ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -220,7 +221,8 @@ def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None 
     points = r.number("points", None)
     settings = inherit(r, Level.CHECK, outer)
     return Check(
-        id=f"{qid}/{index}",
+        id=check_id(qid, index),
+        question_id=qid,
         kind=kind,
         target=target,
         points=None if points is None else float(points),

@@ -47,7 +47,8 @@ class Check:
     """One check of a question: a variable or expression of the student's compared with the
     solution's, or a test's asserts on the student's values (its ``kind``)."""
 
-    id: str  # stable, e.g. "qkv/0"
+    id: str  # stable, e.g. "qkv/0" (``grader.names.check_id``)
+    question_id: str  # the question it belongs to
     kind: str  # a key of ``grader.course.kinds.KINDS``: "value" | "expr" | "test"
     target: str  # a variable name, an expression, or a test's Python code
     points: float | None
@@ -89,10 +90,6 @@ class Check:
     def is_test(self) -> bool:
         """A ``test`` check: judged by the instructor's asserts, not compared with a reference value."""
         return self.kind == "test"
-
-    @property
-    def question_id(self) -> str:
-        return self.id.split("/")[0]
 
 
 @dataclass(frozen=True)
