@@ -199,3 +199,20 @@ def test_a_function_the_question_calls_and_the_notebook_never_defines_is_named(t
                              "function with that exact name (was it renamed or deleted?)."]
     assert all(question(card, q).status == "passed" for q in ("qkv", "scores", "scaled", "weights", "output"))
     assert not any("instructor" in line for q in card.questions for line in q.lines)
+
+
+def test_a_function_whose_helper_was_never_computed_points_at_the_helpers_cell(tmp_path, grader, numpy_assignment):
+    # The student's softmax calls a helper whose cell raised before defining it: the question that
+    # calls softmax(...) names that cell's error, not "softmax is not defined".
+    solution = nbformat.read(str(numpy_assignment.solution), as_version=4)
+    given = [c.source for c in solution.cells if c.cell_type == "code" and c.source.startswith(("tokens", "W_q"))]
+    cells = ["import numpy as np\n" + "\n".join(given),
+             "shift = np.max(X, axis=-1)[5]\ndef stable_exp(x):\n    return np.exp(x - np.max(x))",
+             "def softmax(x):\n    e_x = stable_exp(x)\n    return e_x / np.sum(e_x, axis=-1, keepdims=True)"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    card = grader.grade(numpy_assignment, write(nb, tmp_path / "helper_failed.ipynb"))
+    softmax = question(card, "softmax")
+    assert softmax.status == "error" and softmax.score == 0
+    assert softmax.lines[0] == ("`softmax(np.array([2.0, -1.0, 0.5, 3.0]))` has no value because cell 2 raised "
+                                "IndexError: index 5 is out of bounds for axis 0 with size 3 "
+                                "(cell 2, line 1: shift = np.max(X, axis=-1)[5]).")

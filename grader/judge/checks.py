@@ -135,20 +135,17 @@ def _why_missing(check: Check, got: Captured | None, ctx: Context) -> tuple[v.Ab
     that error is in an earlier cell than the one computing the value."""
     if got is not None and got.uncapturable is not None:
         return v.CannotBeJudged(check.target, got.uncapturable, got.detail, got.error), 0, False
+    # A name the student's code reads (inside a function the check calls) that a failed cell should
+    # have bound: the mistake is in that cell, as for a name the check reads itself.
+    read = got.error.name if got is not None and got.error is not None else ""
+    failed = _failed_before(check, (read,) if read else (), ctx)
+    if failed is not None:
+        return failed
     if got is not None and got.raised and got.error is not None:
         return v.Raised(check.spec.computing, got.error), 0, False
-    for name in sorted(check.names):
-        run = ctx.failed_binder(name)
-        if run is not None:
-            root, needed = root_failure(run, ctx.infos, ctx.cells)
-            blocked = root.index, root is not run
-            if root is run:
-                return v.CellFailed(run), *blocked
-            if root.name == BLANK_NAME:
-                return v.NeedsBlank(needed, root.index), *blocked
-            owner = next((ctx.titles.get(c.question_id, c.question_id) for c in ctx.checks
-                          if c.names & ctx.infos[root.pos].binds), "")
-            return v.NeedsFailed(needed, root, owner), *blocked
+    failed = _failed_before(check, tuple(sorted(check.names)), ctx)
+    if failed is not None:
+        return failed
     if got is None:
         return v.NotReached(), 0, False
     if got.name and not ctx.bound_anywhere(got.name):
@@ -159,6 +156,24 @@ def _why_missing(check: Check, got: Captured | None, ctx: Context) -> tuple[v.Ab
     if check.before:
         return v.NotYetDefined(check.before), 0, False
     return v.NotDefinedAtEnd(), 0, False
+
+
+def _failed_before(check: Check, names: tuple[str, ...], ctx: Context) -> tuple[v.Absence, int, bool] | None:
+    """The first failed cell that should have bound one of ``names``, traced back to the error it
+    follows from: why the value is missing, that error's cell, and whether it is an earlier one."""
+    for name in names:
+        run = ctx.failed_binder(name)
+        if run is None:
+            continue
+        root, needed = root_failure(run, ctx.infos, ctx.cells)
+        if root is run:
+            return v.CellFailed(run), root.index, False
+        if root.name == BLANK_NAME:
+            return v.NeedsBlank(needed, root.index), root.index, True
+        owner = next((ctx.titles.get(c.question_id, c.question_id) for c in ctx.checks
+                      if c.names & ctx.infos[root.pos].binds), "")
+        return v.NeedsFailed(needed, root, owner), root.index, True
+    return None
 
 
 def _calls(target: str, name: str) -> bool:

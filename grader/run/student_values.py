@@ -40,7 +40,7 @@ def evaluate_check(code: Any, target: str, ns: dict[str, Any], seed: Any) -> Any
     try:
         return eval(code, ns)  # noqa: S307 - student process, student namespace
     except BaseException as exc:  # noqa: BLE001 - decided below: the student's error, or the check's
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)) or _raised_in_student_code(exc):
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)) or raised_in_student_code(exc):
             raise
         if isinstance(exc, NameError) and exc.name is not None and exc.name not in ns:
             raise  # a name the expression reads that the notebook never defined: no other form has it
@@ -60,7 +60,7 @@ def evaluate_check(code: Any, target: str, ns: dict[str, Any], seed: Any) -> Any
     raise CheckFailed(first) from None
 
 
-def _raised_in_student_code(exc: BaseException) -> bool:
+def raised_in_student_code(exc: BaseException) -> bool:
     """Whether the traceback goes through a student's cell after the check's expression."""
     try:
         files = [fr.filename for fr in traceback.extract_tb(exc.__traceback__)]

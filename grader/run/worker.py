@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from grader import capture
 from grader.names import CARRIED, CELL_FILE, CHECK_FILE, INJECT
 from grader.run import fast_cells, frames
-from grader.run.student_values import CheckFailed, add_error, evaluate_check
+from grader.run.student_values import CheckFailed, add_error, evaluate_check, raised_in_student_code
 from grader.seeding import seed_everything
 from grader.vocab import Uncapturable
 
@@ -291,7 +291,9 @@ class Runner:
             message["uncapturable"] = Uncapturable.FORM.value
             message["detail"] = str(exc)
         except NameError as exc:
-            message["missing"] = True
+            # A name the check itself reads is missing; one the student's own code reads is an
+            # error of that code, like any other it raises.
+            message["missing"] = not raised_in_student_code(exc)
             add_error(message, exc, self.traceback_lines)
         except RecursionError:
             message["uncapturable"] = Uncapturable.RECURSION.value
