@@ -1,7 +1,7 @@
 """The worker side of cluster grading: a Dask worker plugin holding one grader per worker process.
 
 ``GraderPlugin`` reaches every worker of the cluster (and every worker that joins later) through
-the scheduler, carrying the ``Bundle`` the client made (``grader.batch.cluster``). On a worker it
+the scheduler, carrying the ``Bundle`` the client made (``grader.batch.bundle``). On a worker it
 makes one ``WorkerGrader``: the executor named by the client, started on the first submission and
 kept alive across tasks and runs (for the forking executor: its warm server and sandboxes set up
 ahead, until the worker process ends), and the assignment graded from its reference bundle as
@@ -20,17 +20,15 @@ import tempfile
 import threading
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from distributed import WorkerPlugin, get_client, get_worker
 
+from grader.batch.bundle import Bundle
 from grader.batch.store import card_to_data, code_digest
 from grader.errors import GraderError, UsageError
 from grader.judge.grading import Grader
 from grader.run import executors
-
-if TYPE_CHECKING:
-    from grader.batch.cluster import Bundle
 
 MAX_STARTS = 2  # a task started this many times has killed as many workers: its next start gives up
 
