@@ -138,8 +138,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 
 def warm_up(executor: Executor, assignment: config.Assignment) -> None:
-    """Start the forking server the assignment needs in the background, while the grader reads the
-    submissions and the reference: a CI job grading one notebook waits for it otherwise."""
+    """Start what the executor starts ahead (the forking server the assignment needs) in the
+    background, while the grader reads the submissions and the reference: a CI job grading one
+    notebook waits for it otherwise."""
+    if not executor.capabilities.starts_ahead:  # an executor without a server
+        return
     # concurrent.futures.thread and logging register fork handlers (before: take a lock; after, in
     # the parent: release it). Imported here, before the thread below forks (the sandbox probe):
     # imported by this thread during that fork, the parent's handler would release a lock never
@@ -150,13 +153,9 @@ def warm_up(executor: Executor, assignment: config.Assignment) -> None:
 
     from grader.course.imports import preload_for
 
-    start = getattr(executor, "start", None)
-    if start is None:  # an executor without a server
-        return
-
     def run() -> None:
         try:
-            start(preload_for(assignment))
+            executor.start(preload_for(assignment))
         except Exception:  # noqa: BLE001 - the first notebook starts it again, and says what failed
             pass
 

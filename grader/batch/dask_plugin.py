@@ -87,10 +87,11 @@ class WorkerGrader:
     def close(self) -> None:
         with self.lock:
             if self.grader is not None:
-                # The forking executor is the process's own warm server, shared by every grader in
-                # it: it stays for the next run and ends with the worker process (at exit, or when
-                # the process is killed and the server reads end-of-file). Others are closed here.
-                if self.grader.executor.name != "forking":
+                # An executor that lives with the process (the forking executor's warm server, the
+                # process's own, shared by every grader in it) stays for the next run and ends with
+                # the worker process (at exit, or when the process is killed and the server reads
+                # end-of-file). Others are closed here.
+                if not self.grader.executor.capabilities.lives_with_process:
                     self.grader.executor.close()
                 self.grader = None
             if self.root is not None:

@@ -15,7 +15,8 @@ Two protocols, declared here and nowhere else:
 * ``Executor``: what the grader uses. ``run(job)`` for one run; ``session()`` for the runs of
   one submission (its own data, then variants), in one sandbox where the executor can share one
   (the forking executor) and one ``run`` each otherwise (``Separate``); ``features``, the
-  protections its runs get; ``close()``.
+  protections its runs get; ``capabilities``, what it offers beyond runs (``Capabilities``:
+  ``start`` ahead of the first run, ended with the process); ``close()``.
 * ``Spawner``: what ``run_with_retries`` needs to drive attempts: ``spawn`` a student process
   for a wire job and return its event pipe, ``finish`` it, and the working directory to use (``workdir_for``).
 
@@ -55,11 +56,25 @@ class Session(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What an executor offers beyond running jobs, declared so that no caller probes for it."""
+
+    # ``start(preload)`` starts ahead of the first run what runs then take (a warm server), so
+    # a caller can overlap that with its own work; otherwise ``start`` does nothing.
+    starts_ahead: bool = False
+    # Ended when the process exits, so a holder done with it leaves it open for the next one
+    # rather than ``close`` it (the forking executor's ``default_executor()`` serves every grader
+    # of the process).
+    lives_with_process: bool = False
+
+
 class Executor(Protocol):
     """Runs jobs in student processes; every executor of ``grader.run.executors`` is one."""
 
     name: str
     features: sandbox.Features | None  # the protections runs get; None: whatever ``sandbox.features()`` finds
+    capabilities: Capabilities
 
     def run(self, job: Job) -> RunResult: ...
 
@@ -68,6 +83,12 @@ class Executor(Protocol):
         session goes back to the executor on exit and the next ``session(reuse=key)`` may get it
         again, with the process of a run whose job said ``stay`` (``Job.stay``). An executor
         without sessions ignores both."""
+        ...
+
+    def start(self, preload: tuple[str, ...] | None = None) -> object:
+        """Start now what the runs of notebooks importing ``preload`` (None: the default set) will
+        take, instead of at the first run (``capabilities.starts_ahead``); may take seconds, so a
+        caller runs it beside its own work. Does nothing for an executor with nothing to start."""
         ...
 
     def close(self) -> None: ...
@@ -98,6 +119,7 @@ class SpawningExecutor:
 
     name = "spawning"
     features: sandbox.Features | None = None
+    capabilities = Capabilities()  # a process per attempt: nothing to start ahead, nothing to keep
 
     def spawn(self, wire: JobWire, workdir: str) -> tuple[Any, int]:
         raise NotImplementedError
@@ -113,6 +135,9 @@ class SpawningExecutor:
 
     def workdir_for(self, job: Job) -> str | None:
         return None
+
+    def start(self, preload: tuple[str, ...] | None = None) -> None:
+        pass
 
     def close(self) -> None:
         pass

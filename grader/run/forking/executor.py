@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from grader.errors import ExecutorError
 from grader.run import sandbox
-from grader.run.execute import Separate, run_with_retries
+from grader.run.execute import Capabilities, Separate, run_with_retries
 from grader.run.forking import POOL, PRELOAD, REPLY_TIMEOUT, SPAWN_TRIES, STANDING, START_TIMEOUT
 from grader.run.forking.client import ForkServer, ServerGone
 from grader.run.forking.session import Child, Cleaner, Session, write_all
@@ -35,6 +35,8 @@ class ForkingExecutor:
     """Runs each notebook in a child forked from a warm server (the default executor)."""
 
     name = "forking"
+    # A warm server to start ahead; every forking executor is ended at the process's exit (``_close_all``).
+    capabilities = Capabilities(starts_ahead=True, lives_with_process=True)
 
     def __init__(self, preload: tuple[str, ...] | None = None, python: str = sys.executable,
                  start_timeout: float = START_TIMEOUT, pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT,
