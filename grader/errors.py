@@ -7,8 +7,11 @@
     ├── ProtocolError           the student process sent a malformed or oversized payload (-> crashed)
     ├── SolutionError           the solution notebook fails, so nothing can be graded against it
     ├── ExecutorError           an executor cannot run notebooks at all (its server does not start)
-    └── SandboxError            a planned protection cannot be put in place; the notebook is not run
-        └── SessionSetupError   a session's sandbox cannot take its submission; carries the control socket
+    │   └── ServerGone          a forking server did not answer; the executor replaces it and asks again
+    ├── SandboxError            a planned protection cannot be put in place; the notebook is not run
+    │   └── SessionSetupError   a session's sandbox cannot take its submission; carries the control socket
+    ├── GradingFailed           pytest plugin: a submission could not be graded; its items fail with the message
+    └── QuestionNotEarned       pytest plugin: a question did not earn full marks; its item reports the feedback
 
 Nothing here is shown to users as a traceback: the command line and the pytest plugin turn these
 into one-line messages and exit statuses. The sandbox raises its errors in the student process
@@ -52,6 +55,10 @@ class ExecutorError(GraderError):
     """The executor itself cannot run notebooks (its server does not start); no submission's fault."""
 
 
+class ServerGone(ExecutorError):
+    """A forking server did not answer: it died, was stopped, or closed its socket."""
+
+
 class SandboxError(GraderError):
     """The sandbox could not be set up as planned; the notebook is not run without it."""
 
@@ -62,3 +69,11 @@ class SessionSetupError(SandboxError):
     def __init__(self, message: str, control: int):
         super().__init__(message)
         self.control = control  # the first run can still be told why on it
+
+
+class GradingFailed(GraderError):
+    """A submission could not be graded under the pytest plugin; the message is each of its items' failure."""
+
+
+class QuestionNotEarned(GraderError):
+    """A question did not earn full marks under the pytest plugin; its item reports the student's feedback."""

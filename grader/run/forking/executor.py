@@ -17,11 +17,11 @@ from collections.abc import Hashable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from grader.errors import ExecutorError
+from grader.errors import ExecutorError, ServerGone
 from grader.run import sandbox
 from grader.run.execute import Capabilities, Separate, run_with_retries
 from grader.run.forking import POOL, PRELOAD, REPLY_TIMEOUT, SPAWN_TRIES, STANDING, START_TIMEOUT
-from grader.run.forking.client import ForkServer, ServerGone
+from grader.run.forking.client import ForkServer
 from grader.run.forking.session import Child, Cleaner, Session, write_all
 
 if TYPE_CHECKING:
