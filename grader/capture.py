@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from grader.errors import ProtocolError
+from grader.errors import CaptureFailed, ProtocolError
 
 if TYPE_CHECKING:  # numpy is imported where it is used: reading config.yaml needs none of it
     import numpy as np
@@ -37,10 +37,6 @@ MAX_ITEMS = 100_000
 MAX_STR = 100_000
 
 Label = str | int | float | bool  # a frame's index or column label, or a dict key
-
-
-class CaptureFailed(Exception):
-    """A value exists but cannot be carried as plain data; the message says why, for a student."""
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,9 +19,10 @@ Exit status: 0 when the command did its job (every submission got a scorecard), 
 question not pass; 2 on a usage or configuration error. Never a traceback.
 
 Why one module: each command is a few lines over code that lives elsewhere, and its arguments are
-declared in ``parser()`` beside the others; a reader sees the whole command line in one place. It
-imports only light modules at the top (each command imports what it uses when it runs), so that
-``grader check`` can start the student's process before the grader's own modules load.
+declared in ``parser()`` beside the others (an argument several commands take, once, by a helper
+above it); a reader sees the whole command line in one place. It imports only light modules at
+the top (each command imports what it uses when it runs), so that ``grader check`` can start the
+student's process before the grader's own modules load.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader import __version__
+from grader import cli_parser
 from grader.errors import GraderError, UsageError
 from grader.files import printable
 from grader.run import executors
@@ -138,8 +139,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 
 def warm_up(executor: Executor, assignment: config.Assignment) -> None:
-    """Start the forking server the assignment needs in the background, while the grader reads the
-    submissions and the reference: a CI job grading one notebook waits for it otherwise."""
+    """Start what the executor starts ahead (the forking server the assignment needs) in the
+    background, while the grader reads the submissions and the reference: a CI job grading one
+    notebook waits for it otherwise."""
+    if not executor.capabilities.starts_ahead:  # an executor without a server
+        return
     # concurrent.futures.thread and logging register fork handlers (before: take a lock; after, in
     # the parent: release it). Imported here, before the thread below forks (the sandbox probe):
     # imported by this thread during that fork, the parent's handler would release a lock never
@@ -150,13 +154,9 @@ def warm_up(executor: Executor, assignment: config.Assignment) -> None:
 
     from grader.course.imports import preload_for
 
-    start = getattr(executor, "start", None)
-    if start is None:  # an executor without a server
-        return
-
     def run() -> None:
         try:
-            start(preload_for(assignment))
+            executor.start(preload_for(assignment))
         except Exception:  # noqa: BLE001 - the first notebook starts it again, and says what failed
             pass
 
@@ -353,113 +353,21 @@ def cmd_classroom_workflow(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="grader", description="Grade numerical Python notebooks against a solution.")
-    ap.add_argument("--version", action="version", version=f"grader {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True)
-
-    g = sub.add_parser("grade", help="grade notebooks and write a scorecard for each")
-    g.add_argument("paths", nargs="+", help="notebooks, or folders of notebooks")
-    g.add_argument("--assignment", "-a", help="assignment name from config.yaml")
-    g.add_argument("--out", "-o", default="scorecards", help="folder for scorecards (default: scorecards)")
-    g.add_argument("--config", "-c", help="course file (default: config.yaml here or above)")
-    g.add_argument("--formats", "-f", help="comma-separated outputs, overriding config.yaml's scorecard.formats: "
-                   + ",".join(Format))
-    g.add_argument("--fail-under", type=float, metavar="PCT",
-                   help="exit with status 1 when a submission scores below PCT percent (for a student's own CI)")
-    g.add_argument("--executor", "-e", choices=list(executors.EXECUTORS), default=executors.DEFAULT,
-                   help=executors.help_text())
-    g.add_argument("--jobs", "-j", type=int, metavar="N",
-                   help="notebooks graded at the same time (default: the number of CPU cores)")
-    g.add_argument("--force", action="store_true",
-                   help="grade again submissions whose results are cached from an earlier run")
-    g.add_argument("--cluster", metavar="ADDRESS",
-                   help="grade on the workers of a Dask cluster (tcp://HOST:8786); this machine keeps the "
-                        "results cache and writes every output")
-    g.add_argument("--shard", metavar="K/N",
-                   help="grade only share K of N of the class (by content hash) and write OUT/shard-K-of-N.json "
-                        "for `grader merge`")
-    g.set_defaults(func=cmd_grade)
-
-    m = sub.add_parser("merge", help="combine the --out folders of `grader grade --shard K/N` into one run's outputs")
-    m.add_argument("dirs", nargs="+", metavar="DIR", help="the shards' --out folders (or a folder holding them)")
-    m.add_argument("--out", "-o", default="scorecards", help="folder for the merged outputs (default: scorecards)")
-    m.add_argument("--config", "-c", help="course file (default: config.yaml here or above)")
-    m.add_argument("--fail-under", type=float, metavar="PCT", help="exit with status 1 when a submission scores below PCT")
-    m.set_defaults(func=cmd_merge)
-
-    ci = sub.add_parser("ci-workflow", help="write a GitHub Actions workflow grading a class in N shards, then merging")
-    ci.add_argument("name", nargs="?", help="assignment (default: the only one)")
-    ci.add_argument("--shards", type=int, default=4, help="number of shard jobs (default: 4)")
-    ci.add_argument("--submissions", default="submissions",
-                    help="the class's notebooks in the repository (folder or zip; default: submissions)")
-    ci.add_argument("--out", "-o", default=".", help="the repository to write .github/workflows/ into (default: here)")
-    ci.add_argument("--config", "-c")
-    ci.set_defaults(func=cmd_ci_workflow)
-
-    a = sub.add_parser("assign", help="generate student skeletons from solution notebooks")
-    a.add_argument("names", nargs="*", help="assignments (default: all)")
-    a.add_argument("--config", "-c")
-    a.set_defaults(func=cmd_assign)
-
-    im = sub.add_parser("import", help="import an nbgrader or otter-grader course (notebooks, tests, points)")
-    im.add_argument("tool", choices=["nbgrader", "otter"], help="the tool the course was written for")
-    im.add_argument("source", help="nbgrader: the source folder (source/ or source/ASSIGNMENT); "
-                    "otter: the master notebook")
-    im.add_argument("--name", help="the assignment's name (default: the folder's or notebook's)")
-    im.add_argument("--config", "-c", help="course file to add to (default: ./config.yaml, created if missing)")
-    im.add_argument("--course", help="the course's name, for a new config.yaml")
-    im.add_argument("--force", action="store_true", help="replace assignments of the same name")
-    im.set_defaults(func=cmd_import)
-
-    v = sub.add_parser("validate", help="check that solutions score full marks and skeletons zero")
-    v.add_argument("names", nargs="*", help="assignments (default: all)")
-    v.add_argument("--config", "-c")
-    v.set_defaults(func=cmd_validate)
-
-    c = sub.add_parser("check", help="run the public checks on your notebook before you submit it")
-    c.add_argument("notebook", help="your notebook")
-    c.add_argument("question", nargs="?", help="one question id (default: all)")
-    c.add_argument("--assignment", "-a", help="assignment name (default: from public_checks.json or the file name)")
-    c.add_argument("--checks", help="the public_checks.json to use (default: next to the notebook, or "
-                   "assignments/NAME/ here or above)")
-    c.set_defaults(func=cmd_check)
-
-    r = sub.add_parser("report", help="class report (HTML with plots) from the scorecards of a run")
-    r.add_argument("paths", nargs="+", help="scorecard files (.yaml, .json) or folders of them")
-    r.add_argument("--out", "-o", default="report", help="folder for report.html (default: report)")
-    r.add_argument("--config", "-c", help="course file, for titles (optional)")
-    r.set_defaults(func=cmd_report)
-
-    z = sub.add_parser("gradescope-zip", help="build the Gradescope autograder zip for an assignment")
-    z.add_argument("name", nargs="?", help="assignment (default: the only one)")
-    z.add_argument("--out", "-o", default=".", help="folder for NAME-gradescope.zip (default: here)")
-    z.add_argument("--config", "-c")
-    z.set_defaults(func=cmd_gradescope_zip)
-
-    b = sub.add_parser("grading-bundle", help="the grading materials of an assignment without its solution "
-                       "(the grader, a reduced config.yaml, the reference bundle, the data files)")
-    b.add_argument("name", nargs="?", help="assignment (default: the only one)")
-    b.add_argument("--out", "-o", required=True, help="a new folder (e.g. the private grading repository)")
-    b.add_argument("--config", "-c")
-    b.set_defaults(func=cmd_grading_bundle)
-
-    c5 = sub.add_parser("classroom50-autograder", help="write the Classroom 50 autograder folder for an assignment")
-    c5.add_argument("name", nargs="?", help="assignment (default: the only one)")
-    c5.add_argument("--slug", help="the assignment's Classroom 50 slug (default: NAME in lower case, _ as -)")
-    c5.add_argument("--out", "-o", default=".", help="the classroom's folder; writes OUT/autograders/SLUG/ "
-                    "(default: here)")
-    c5.add_argument("--config", "-c")
-    c5.set_defaults(func=cmd_classroom50_autograder)
-
-    w = sub.add_parser("classroom-workflow", help="write the (legacy) GitHub Classroom workflow for an assignment")
-    w.add_argument("name", nargs="?", help="assignment (default: the only one)")
-    w.add_argument("--grading-repo", required=True, help="OWNER/NAME of the private course repository "
-                   "(the output of grader grading-bundle: the grader, config.yaml and the reference bundle)")
-    w.add_argument("--notebook", help="path of the notebook in the student's repository (default: NAME.ipynb)")
-    w.add_argument("--out", "-o", default=".", help="the starter repository (default: here)")
-    w.add_argument("--config", "-c")
-    w.set_defaults(func=cmd_classroom_workflow)
-    return ap
+    """The ``grader`` command's parser (``grader.cli_parser``), each subcommand run by its ``cmd_`` function."""
+    return cli_parser.build({
+        "grade": cmd_grade,
+        "merge": cmd_merge,
+        "ci-workflow": cmd_ci_workflow,
+        "assign": cmd_assign,
+        "import": cmd_import,
+        "validate": cmd_validate,
+        "check": cmd_check,
+        "report": cmd_report,
+        "gradescope-zip": cmd_gradescope_zip,
+        "grading-bundle": cmd_grading_bundle,
+        "classroom50-autograder": cmd_classroom50_autograder,
+        "classroom-workflow": cmd_classroom_workflow,
+    })
 
 
 def main(argv: list[str] | None = None) -> int:

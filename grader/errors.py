@@ -7,8 +7,22 @@
     ├── ProtocolError           the student process sent a malformed or oversized payload (-> crashed)
     ├── SolutionError           the solution notebook fails, so nothing can be graded against it
     ├── ExecutorError           an executor cannot run notebooks at all (its server does not start)
-    └── SandboxError            a planned protection cannot be put in place; the notebook is not run
-        └── SessionSetupError   a session's sandbox cannot take its submission; carries the control socket
+    │   └── ServerGone          a forking server did not answer; the executor replaces it and asks again
+    ├── SandboxError            a planned protection cannot be put in place; the notebook is not run
+    │   └── SessionSetupError   a session's sandbox cannot take its submission; carries the control socket
+    ├── GradingFailed           pytest plugin: a submission could not be graded; its items fail with the message
+    └── QuestionNotEarned       pytest plugin: a question did not earn full marks; its item reports the feedback
+
+Signals that end one step of grading and become a verdict, never an error a person sees:
+
+    OverBudget                  the grader's own work on a submission passed ``limits.grader_cpu``
+    CaptureFailed               a student's value exists but cannot be carried as plain data (why, for a student)
+    CheckFailed                 a check's own expression fails on the student's values (student process)
+    TestSiteError               an instructor's test cannot use a student's value at one of its sites
+    ├── SiteUnusable            the value stayed in the student's process and was used as data
+    └── SiteUnplanned           the site was reached with inputs planning could not prepare
+    TestStopped                 the first failed assert ends an all-or-nothing test
+    StudentException            base of a student's exception of a non-builtin type, raised again for a test
 
 Nothing here is shown to users as a traceback: the command line and the pytest plugin turn these
 into one-line messages and exit statuses. The sandbox raises its errors in the student process
@@ -52,6 +66,10 @@ class ExecutorError(GraderError):
     """The executor itself cannot run notebooks (its server does not start); no submission's fault."""
 
 
+class ServerGone(ExecutorError):
+    """A forking server did not answer: it died, was stopped, or closed its socket."""
+
+
 class SandboxError(GraderError):
     """The sandbox could not be set up as planned; the notebook is not run without it."""
 
@@ -84,4 +102,33 @@ class SiteUnplanned(TestSiteError):
 class StudentException(Exception):
     """Base of a student's exception raised again in the grader, for an instructor's test, when its
     type is not a builtin one (``pytest.raises`` sees the student's exception by its name)."""
+
+
+class GradingFailed(GraderError):
+    """A submission could not be graded under the pytest plugin; the message is each of its items' failure."""
+
+
+class QuestionNotEarned(GraderError):
+    """A question did not earn full marks under the pytest plugin; its item reports the student's feedback."""
+
+
+class OverBudget(Exception):
+    """The grader's own work on a submission passed ``limits.grader_cpu``; the message is the reason."""
+
+
+class CaptureFailed(Exception):
+    """A value exists but cannot be carried as plain data; the message says why, for a student."""
+
+
+class CheckFailed(Exception):
+    """A check's own expression (not the student's code it calls) raised on every form of the
+    student's values it was tried on; ``first`` is what it raised on the values as they are."""
+
+    def __init__(self, first: BaseException):
+        super().__init__(type(first).__name__)
+        self.first = first
+
+
+class TestStopped(Exception):
+    """The first failed assert ends an all-or-nothing test."""
 

@@ -26,7 +26,7 @@ import pytest
 from grader.batch.intake import collect, output_names
 from grader.course import config as course_config
 from grader.course.locate import find_config, pick_assignment
-from grader.errors import GraderError
+from grader.errors import GraderError, GradingFailed, QuestionNotEarned
 from grader.judge.scorecard import QuestionResult, Scorecard
 from grader.outputs.feedback import failure_text, question_passed, waiting_for_person
 from grader.outputs.yaml import write_yaml
@@ -45,18 +45,6 @@ HELP = {
 
 # pytest-xdist distributions that keep all items of one file (one submission) on one worker.
 WHOLE_FILE = ("loadfile", "loadscope")
-
-
-class GradingFailed(Exception):
-    """Grading a submission raised a GraderError; the message is reported as the item's failure."""
-
-
-class QuestionNotEarned(Exception):
-    """A question did not earn full marks; carries its result and scorecard for the report."""
-
-    def __init__(self, result: QuestionResult, card: Scorecard):
-        super().__init__(result.id)
-        self.result, self.card = result, card
 
 
 class GradingState:
@@ -229,12 +217,12 @@ class QuestionItem(pytest.Item):
         if waiting_for_person(result):
             pytest.skip(f"{result.title}: graded by a person, waiting for one")
         if not question_passed(result):
-            raise QuestionNotEarned(result, card)
+            raise QuestionNotEarned(result.id)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: TracebackStyle | None = None) -> str | TerminalRepr:
-        if isinstance(excinfo.value, QuestionNotEarned):
-            return failure_text(excinfo.value.result, excinfo.value.card)
+        if isinstance(excinfo.value, QuestionNotEarned) and self.result is not None and self.card is not None:
+            return failure_text(self.result, self.card)  # set by runtest before it raised
         if isinstance(excinfo.value, GradingFailed):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style)

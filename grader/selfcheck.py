@@ -37,7 +37,7 @@ from grader.capture import Value
 from grader.course.kinds import KINDS
 from grader.course.model import Limits
 from grader.course.properties import check_property
-from grader.errors import NotebookError, UsageError
+from grader.errors import CaptureFailed, NotebookError, UsageError
 from grader.judge import wording
 from grader.judge.checks import Context, grade_check
 from grader.judge.compare import compare
@@ -244,7 +244,7 @@ def capture_live(ns: dict[str, Any], pc: PublicCheck) -> Captured:
                     seed_everything(int(pc.seed))
                 value = eval(compile(pc.target, "<check>", "eval"), ns)  # noqa: S307 - the student's own session
         return Captured(value=capture.decode(capture.encode(value, budget=[Limits().capture_mb * 1024 * 1024])))
-    except capture.CaptureFailed as exc:
+    except CaptureFailed as exc:
         return Captured(uncapturable=Uncapturable.FORM, detail=str(exc))
     except NameError as exc:
         return Captured(missing=True, name=exc.name or "", error=_error(describe_error(exc, 8)))

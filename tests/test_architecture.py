@@ -1,12 +1,14 @@
 """The layout docs/architecture.md describes, held against the code: imports point down, no cycles.
 
-Every import in the package is read (module level and inside functions), resolved to a module of
-the package, and placed in its layer. A module may import from its own layer or a lower one.
+Every import in the package is read (at module level, inside functions and under ``if
+TYPE_CHECKING:``), resolved to a module of the package, and placed in its layer. A module may
+import from its own layer or a lower one, and no imports close a circle.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("grader.judge",),
     ("grader.outputs",),
     ("grader.authoring", "grader.batch", "grader.packaging"),
-    ("grader.cli", "grader.plugin", "grader.selfcheck"),
+    ("grader.cli", "grader.cli_parser", "grader.plugin", "grader.selfcheck"),
 ]
 # ``grader.check()``, the notebook-side entry point, lives in the package's __init__ and imports the
 # self-check when it is called: the one import allowed to point up.
@@ -48,18 +50,13 @@ def layer(module: str) -> int:
     return rank
 
 
-def imports(module: str, path: Path, *, typing: bool = True) -> list[tuple[str, int, bool]]:
-    """(imported module of the package, line, at module level) for every import in the file;
-    ``typing=False`` leaves out the imports under ``if TYPE_CHECKING:``, which never run."""
+def imports(module: str, path: Path) -> list[tuple[str, int, bool]]:
+    """(imported module of the package, line, at module level) for every import in the file,
+    those inside functions and under ``if TYPE_CHECKING:`` included."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     top = {id(node) for node in tree.body}
-    type_only = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.If)
-                 and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
-                 for inner in ast.walk(node)}
     out = []
     for node in ast.walk(tree):
-        if not typing and id(node) in type_only:
-            continue
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -94,18 +91,24 @@ def test_imports_only_point_down():
     assert not upward, "imports that point up a layer:\n" + "\n".join(upward)
 
 
-def test_no_import_cycles():
-    """Imports that run form no cycle (an ``if TYPE_CHECKING:`` import for an annotation may point back)."""
-    graph = {m: {t for t, _, _ in imports(m, p, typing=False)} for m, p in MODULES.items()}
-    graph = {m: {t for t in ts if (m, t) not in ALLOWED_UP} for m, ts in graph.items()}
+def import_graph() -> dict[str, set[str]]:
+    """Every module's imports of the package: at module level, inside functions and under ``if
+    TYPE_CHECKING:`` alike (a circle is a circle wherever its import sits). A package's imports of its
+    own submodules, which re-export them, are left out."""
+    graph = {m: {t for t, _, _ in imports(m, p)} for m, p in MODULES.items()}
+    return {m: {t for t in ts if (m, t) not in ALLOWED_UP and not t.startswith(m + ".")} for m, ts in graph.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[str]:
+    """One line per import cycle found (``a -> b -> a``)."""
     seen: dict[str, int] = {}  # 1: on the current path, 2: done
-    cycles = []
+    found = []
 
     def visit(m: str, path: list[str]) -> None:
         seen[m] = 1
         for t in sorted(graph.get(m, ())):
             if seen.get(t) == 1:
-                cycles.append(" -> ".join(path[path.index(t):] + [m, t]) if t in path else f"{m} -> {t}")
+                found.append(" -> ".join(path[path.index(t):] + [m, t]) if t in path else f"{m} -> {t}")
             elif t not in seen:
                 visit(t, path + [m])
         seen[m] = 2
@@ -113,14 +116,31 @@ def test_no_import_cycles():
     for m in sorted(graph):
         if m not in seen:
             visit(m, [])
-    # a package importing its own submodules (to re-export them) is not a cycle of meaning
-    cycles = [c for c in cycles if not _package_and_child(c)]
-    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+    return found
 
 
-def _package_and_child(cycle: str) -> bool:
-    parts = cycle.split(" -> ")
-    return all(b.startswith(a + ".") or a.startswith(b + ".") for a, b in zip(parts, parts[1:], strict=False))  # neighbours
+def test_no_import_cycles():
+    found = cycles(import_graph())
+    assert not found, "import cycles:\n" + "\n".join(found)
+
+
+def test_imports_for_annotations_and_inside_functions_count(tmp_path: Path):
+    """A cycle closed by an ``if TYPE_CHECKING:`` import or by an import inside a function is still a
+    cycle: the session and its executor once imported each other that way."""
+    source = tmp_path / "session.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from grader.run.forking.executor import ForkingExecutor\n"
+        "def run():\n"
+        "    from grader.run.execute import run_with_retries\n",
+        encoding="utf-8",
+    )
+    found = {target for target, _, _ in imports("grader.run.forking.session", source)}
+    assert found == {"grader.run.forking.executor", "grader.run.execute"}
+    graph = import_graph()
+    graph["grader.run.forking.session"] = graph["grader.run.forking.session"] | found
+    assert "grader.run.forking.executor -> grader.run.forking.session -> grader.run.forking.executor" in cycles(graph)
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -137,6 +157,36 @@ def test_long_modules_say_why(module: str):
 def test_no_module_is_past_500_lines(module: str):
     lines = MODULES[module].read_text(encoding="utf-8").count("\n")
     assert lines <= 500, f"{MODULES[module].relative_to(PACKAGE.parent)} has {lines} lines: split it by what it does"
+
+
+def exception_classes(tree: ast.Module, known: set[str]) -> list[ast.ClassDef]:
+    """The classes of a module that derive from an exception: a builtin one, or one of ``known``."""
+    def is_exception(base: ast.expr) -> bool:
+        name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else ""
+        builtin = getattr(builtins, name, None)
+        return name in known or (isinstance(builtin, type) and issubclass(builtin, BaseException))
+
+    found: list[ast.ClassDef] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and any(is_exception(b) for b in node.bases):
+            found.append(node)
+            known.add(node.name)
+    return found
+
+
+def test_every_exception_class_is_in_the_tree_of_errors_py():
+    """errors.py holds every exception class, each with a docstring and drawn in the module's tree."""
+    tree = ast.parse(MODULES["grader.errors"].read_text(encoding="utf-8"))
+    ours = exception_classes(tree, set())
+    drawn = {line.strip(" │├└─").split()[0] for line in (ast.get_docstring(tree) or "").splitlines()
+             if line.startswith("    ") and line.strip()}
+    for cls in ours:
+        assert ast.get_docstring(cls), f"grader.errors.{cls.name} has no docstring"
+        assert cls.name in drawn, f"grader.errors.{cls.name} is not drawn in the module's tree"
+    known = {cls.name for cls in ours}
+    outside = {f"{module}.{cls.name}" for module, path in MODULES.items() if module != "grader.errors"
+               for cls in exception_classes(ast.parse(path.read_text(encoding="utf-8")), set(known))}
+    assert not outside, f"exception classes outside grader/errors.py: {sorted(outside)}"
 
 
 def test_the_student_side_imports_nothing_of_the_graders():

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import torch
 
-from grader.capture import CaptureFailed, decode, encode, to_wire
-from grader.errors import ProtocolError
+from grader.capture import decode, encode, to_wire
+from grader.errors import CaptureFailed, ProtocolError
 from grader.run import frames
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
@@ -49,3 +50,18 @@ def test_assignment_is_inferred_from_the_file_name(tmp_path):
     proc = grader("grade", str(sub), "--out", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
     assert "0/11" in proc.stdout
+
+
+def test_every_option_of_every_command_has_help():
+    """``grader X --help`` says what each of X's arguments is for (common ones are declared once, in cli.py)."""
+    from grader import cli
+
+    commands = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert len(commands) == 12
+    for name, command in commands.items():
+        proc = grader(name, "--help")
+        assert proc.returncode == 0, proc.stderr
+        shown = "".join(proc.stdout.split())  # argparse wraps lines, at hyphens too
+        for action in command._actions:
+            assert action.help, f"grader {name}: {action.option_strings or action.dest} has no help"
+            assert "".join(action.help.split()) in shown, f"grader {name} --help does not show {action.help!r}"

@@ -324,7 +324,7 @@ def test_workers_draw_a_submissions_own_variants_as_the_client_does(tmp_path, mo
     (another machine) still checks a submission on the variants the client would draw for it."""
     import dataclasses
 
-    from grader.batch.cluster import bundle_for_workers
+    from grader.batch.bundle import bundle_for_workers
     from grader.batch.dask_plugin import WorkerGrader
     from grader.judge.grading import Grader
 

@@ -75,3 +75,13 @@ def test_a_hanging_and_a_crashing_cell_end_the_same_way_in_both(grader, jupyter_
         assert run.captures["b"].value.data == 2, name
     assert runs["jupyter"].captures["kernel"].value.data is True  # a real Jupyter kernel ran the cells
     assert runs["forking"].captures["kernel"].value.data is False
+
+
+def test_executors_declare_what_they_offer_beyond_runs():
+    """Callers read ``capabilities`` (cli's warm-up, the Dask worker plugin) instead of probing."""
+    from grader.run.execute import Capabilities
+    from grader.run.forking import ForkingExecutor
+    from grader.run.subprocess_executor import SubprocessExecutor
+
+    assert ForkingExecutor.capabilities == Capabilities(starts_ahead=True, lives_with_process=True)
+    assert SubprocessExecutor.capabilities == JupyterExecutor.capabilities == Capabilities()

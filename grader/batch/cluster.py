@@ -7,7 +7,7 @@ and writes every output, exactly as on one machine. Workers (``dask worker`` pro
 only grade: a submission goes to a worker as its file name and bytes, and comes back as a
 scorecard in plain data.
 
-- **What workers get** (``bundle_for_workers``): the course settings, the assignment, its
+- **What workers get** (``grader.batch.bundle``): the course settings, the assignment, its
   reference bundle (``References.save_bundle``: the reference values the client computed, the
   skipped cells' sources and the solution's steps the carry-forward runs execute) and the data
   files students' notebooks read, and the variant secret submissions' own variants are drawn
@@ -29,17 +29,16 @@ this module imports it only when a cluster is used.
 
 from __future__ import annotations
 
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.batch.bundle import bundle_for_workers
 from grader.batch.intake import Submission
-from grader.batch.store import card_from_data, code_digest
-from grader.course.model import Assignment, Course
+from grader.batch.store import card_from_data
+from grader.course.model import Assignment
 from grader.errors import GraderError, UsageError
 from grader.files import printable
 from grader.judge.grading import Grader
@@ -60,44 +59,6 @@ def distributed_module() -> Any:
         raise UsageError("--cluster needs Dask's distributed package, which is not installed: "
                          "pip install 'notebook-grader[cluster]'.") from None
     return distributed
-
-
-# -- what workers get ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Bundle:
-    """Everything a worker needs to grade one assignment's submissions, as plain data."""
-
-    course: Course
-    assignment: Assignment
-    references: bytes  # the assignment's reference bundle (``References.save_bundle``), with the carry-forward steps
-    data: tuple[tuple[str, bytes], ...]  # (path relative to the solution folder, content)
-    executor: str
-    code: str  # the client's code digest: a worker running other grader code refuses
-    # The client's variant secret, so every worker draws a submission's own variants as the client
-    # would (``References.variants_for``); empty when the client has none to give.
-    variant_secret: bytes
-    fingerprint: str
-
-
-def bundle_for_workers(grader: Grader, assignment: Assignment, fingerprint: str) -> Bundle:
-    """The one place that decides what workers receive: the reference bundle of the references
-    this client computed (or was given), the data files, and the settings. The solution notebook
-    itself never travels; its cells do, inside the bundle, as the steps the carry-forward runs
-    execute (as in a Gradescope zip, which only the grader's container reads), so a worker grades
-    a submission exactly as this machine would."""
-    data = tuple((rel, (assignment.solution_dir / rel).read_bytes()) for rel in assignment.data)
-    with tempfile.TemporaryDirectory(prefix="grader-bundle-") as tmp:
-        path = grader.references.save_bundle(assignment, Path(tmp) / "references.json", solution_steps=True)
-        references = path.read_bytes()
-    try:
-        secret = grader.references.variant_secret() if assignment.variants.per_submission else b""
-    except OSError:
-        secret = b""  # each worker then uses its own, or falls back to the course's variants
-    return Bundle(course=grader.course, assignment=assignment, references=references, data=data,
-                  executor=grader.executor.name, code=code_digest(), fingerprint=fingerprint,
-                  variant_secret=secret)
 
 
 # -- the client ----------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The worker side of cluster grading: a Dask worker plugin holding one grader per worker process.
 
 ``GraderPlugin`` reaches every worker of the cluster (and every worker that joins later) through
-the scheduler, carrying the ``Bundle`` the client made (``grader.batch.cluster``). On a worker it
+the scheduler, carrying the ``Bundle`` the client made (``grader.batch.bundle``). On a worker it
 makes one ``WorkerGrader``: the executor named by the client, started on the first submission and
 kept alive across tasks and runs (for the forking executor: its warm server and sandboxes set up
 ahead, until the worker process ends), and the assignment graded from its reference bundle as
@@ -20,17 +20,15 @@ import tempfile
 import threading
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from distributed import WorkerPlugin, get_client, get_worker
 
+from grader.batch.bundle import Bundle
 from grader.batch.store import card_to_data, code_digest
 from grader.errors import GraderError, UsageError
 from grader.judge.grading import Grader
 from grader.run import executors
-
-if TYPE_CHECKING:
-    from grader.batch.cluster import Bundle
 
 MAX_STARTS = 2  # a task started this many times has killed as many workers: its next start gives up
 
@@ -89,10 +87,11 @@ class WorkerGrader:
     def close(self) -> None:
         with self.lock:
             if self.grader is not None:
-                # The forking executor is the process's own warm server, shared by every grader in
-                # it: it stays for the next run and ends with the worker process (at exit, or when
-                # the process is killed and the server reads end-of-file). Others are closed here.
-                if self.grader.executor.name != "forking":
+                # An executor that lives with the process (the forking executor's warm server, the
+                # process's own, shared by every grader in it) stays for the next run and ends with
+                # the worker process (at exit, or when the process is killed and the server reads
+                # end-of-file). Others are closed here.
+                if not self.grader.executor.capabilities.lives_with_process:
                     self.grader.executor.close()
                 self.grader = None
             if self.root is not None:

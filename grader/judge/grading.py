@@ -17,7 +17,7 @@ from pathlib import Path
 
 from grader import notebook
 from grader.course.model import Assignment, Course, Limits
-from grader.errors import NotebookError, SolutionError
+from grader.errors import NotebookError, OverBudget, SolutionError
 from grader.files import printable, sha256_file
 from grader.judge import carry, wording
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
@@ -197,10 +197,6 @@ class Grader:
         card.execution = Execution(executor=self.executor.name, errors=(), time=round(time.monotonic() - started, 3),
                                    grader_cpu=round(cpu.spent(), 3))
         return card
-
-
-class OverBudget(Exception):
-    """The grader's own work on a submission passed ``limits.grader_cpu``; the message is the reason."""
 
 
 class CpuBudget:

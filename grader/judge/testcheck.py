@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from grader.capture import CaptureFailed, Value, decode, encode, to_python, trim
+from grader.capture import Value, decode, encode, to_python, trim
 from grader.course.model import Check
-from grader.errors import SiteUnplanned, SiteUnusable, StudentException, TestSiteError
+from grader.errors import CaptureFailed, SiteUnplanned, SiteUnusable, StudentException, TestSiteError, TestStopped
 from grader.judge import verdicts as v
 from grader.judge.compare import compare
 from grader.judge.scorecard import CheckResult
@@ -66,10 +66,6 @@ BUDGET = 64 * 1024 * 1024
 
 # --------------------------------------------------------------------------------------------
 # Running it in the grader
-
-
-class _Stop(Exception):
-    """The first failed assert ends an all-or-nothing test."""
 
 
 def _raise_again(site: Site, got: Captured) -> Any:
@@ -279,7 +275,7 @@ class _Judging:
         if finding not in self.findings:
             self.findings.append(finding)
         if not self.check.partial:
-            raise _Stop
+            raise TestStopped
 
     # Findings -------------------------------------------------------------------------------
 
@@ -316,7 +312,7 @@ class _Judging:
         try:
             exec(self.prog.judge_code, ns)  # noqa: S102 - the instructor's test, in the grader
             ns[ENTRY]()
-        except _Stop:
+        except TestStopped:
             pass
         except AssertionError as exc:  # np.testing.assert_*, nose's assert_*, a bare raise
             self.run += 1

@@ -15,7 +15,8 @@ Two protocols, declared here and nowhere else:
 * ``Executor``: what the grader uses. ``run(job)`` for one run; ``session()`` for the runs of
   one submission (its own data, then variants), in one sandbox where the executor can share one
   (the forking executor) and one ``run`` each otherwise (``Separate``); ``features``, the
-  protections its runs get; ``close()``.
+  protections its runs get; ``capabilities``, what it offers beyond runs (``Capabilities``:
+  ``start`` ahead of the first run, ended with the process); ``close()``.
 * ``Spawner``: what ``run_with_retries`` needs to drive attempts: ``spawn`` a student process
   for a wire job and return its event pipe, ``finish`` it, and the working directory to use (``workdir_for``).
 
@@ -29,6 +30,7 @@ import os
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Any, Protocol
 
 from grader import capture
@@ -54,11 +56,25 @@ class Session(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What an executor offers beyond running jobs, declared so that no caller probes for it."""
+
+    # ``start(preload)`` starts ahead of the first run what runs then take (a warm server), so
+    # a caller can overlap that with its own work; otherwise ``start`` does nothing.
+    starts_ahead: bool = False
+    # Ended when the process exits, so a holder done with it leaves it open for the next one
+    # rather than ``close`` it (the forking executor's ``default_executor()`` serves every grader
+    # of the process).
+    lives_with_process: bool = False
+
+
 class Executor(Protocol):
     """Runs jobs in student processes; every executor of ``grader.run.executors`` is one."""
 
     name: str
     features: sandbox.Features | None  # the protections runs get; None: whatever ``sandbox.features()`` finds
+    capabilities: Capabilities
 
     def run(self, job: Job) -> RunResult: ...
 
@@ -67,6 +83,12 @@ class Executor(Protocol):
         session goes back to the executor on exit and the next ``session(reuse=key)`` may get it
         again, with the process of a run whose job said ``stay`` (``Job.stay``). An executor
         without sessions ignores both."""
+        ...
+
+    def start(self, preload: tuple[str, ...] | None = None) -> object:
+        """Start now what the runs of notebooks importing ``preload`` (None: the default set) will
+        take, instead of at the first run (``capabilities.starts_ahead``); may take seconds, so a
+        caller runs it beside its own work. Does nothing for an executor with nothing to start."""
         ...
 
     def close(self) -> None: ...
@@ -97,6 +119,7 @@ class SpawningExecutor:
 
     name = "spawning"
     features: sandbox.Features | None = None
+    capabilities = Capabilities()  # a process per attempt: nothing to start ahead, nothing to keep
 
     def spawn(self, wire: JobWire, workdir: str) -> tuple[Any, int]:
         raise NotImplementedError
@@ -112,6 +135,9 @@ class SpawningExecutor:
 
     def workdir_for(self, job: Job) -> str | None:
         return None
+
+    def start(self, preload: tuple[str, ...] | None = None) -> None:
+        pass
 
     def close(self) -> None:
         pass
@@ -137,21 +163,23 @@ class Separate:
         self.close()
 
 
-class _Ending:
+class _Ending(Enum):
     """How one attempt ended (internal to this module)."""
 
-    OK = "ok"
+    DONE = "done"  # the process sent its last frame: the notebook ran to its end
     CELL_TIMEOUT = "cell_timeout"  # a cell ran past its limit: run again without it
     NOTEBOOK_TIMEOUT = "notebook_timeout"
-    CRASHED = "crashed"  # the process ended during a cell: run again without it
+    CRASHED = "crashed"  # the process ended during a cell (run again without it), or before its last frame
     PROTOCOL = "protocol"  # the channel carried something malformed
 
 
 @dataclass
 class _Attempt:
-    status: str = _Ending.OK
+    """One attempt: one student process, what it reported, and how it ended."""
+
+    ending: _Ending | None = None  # None while the process runs
     reason: str = ""
-    bad_pos: int | None = None
+    bad_pos: int | None = None  # the cell to run the notebook again without (a timeout, a crash)
     cells: dict[int, CellRun] = field(default_factory=dict)
     captures: dict[str, Captured] = field(default_factory=dict)
     sandbox: tuple[str, ...] | None = None  # from the start message; None until it arrives
@@ -168,7 +196,7 @@ def run_with_retries(executor: Spawner, job: Job) -> RunResult:
     while attempts < MAX_ATTEMPTS:
         attempts += 1
         attempt = _one_attempt(executor, current, deadline)
-        if attempt.status not in (_Ending.CELL_TIMEOUT, _Ending.CRASHED) or attempt.bad_pos is None:
+        if attempt.ending not in (_Ending.CELL_TIMEOUT, _Ending.CRASHED) or attempt.bad_pos is None:
             break
         pos = attempt.bad_pos
         lost[pos] = attempt.cells[pos]
@@ -184,11 +212,11 @@ def run_with_retries(executor: Spawner, job: Job) -> RunResult:
     result.captures = attempt.captures
     result.sandbox = attempt.sandbox or ()
     crashed = [c for c in result.cells if c.status == CellStatus.CRASHED]
-    if attempt.status == _Ending.NOTEBOOK_TIMEOUT:
+    if attempt.ending is _Ending.NOTEBOOK_TIMEOUT:
         result.status, result.reason = RunStatus.TIMEOUT, attempt.reason
-    elif attempt.status in (_Ending.CRASHED, _Ending.PROTOCOL):
+    elif attempt.ending in (_Ending.CRASHED, _Ending.PROTOCOL):
         result.status, result.reason = RunStatus.CRASHED, attempt.reason
-    elif attempt.status == _Ending.CELL_TIMEOUT:  # ran out of attempts
+    elif attempt.ending is _Ending.CELL_TIMEOUT:  # ran out of attempts
         result.status, result.reason = RunStatus.TIMEOUT, attempt.reason
     elif any(c.status == CellStatus.TIMEOUT for c in result.cells):
         first = next(c for c in result.cells if c.status == CellStatus.TIMEOUT)
@@ -209,84 +237,97 @@ def _out_of_memory(handle: Any, job: Job) -> str:
 
 
 def _one_attempt(executor: Spawner, job: Job, deadline: float) -> _Attempt:
+    """One student process's whole life: start it on the job, follow its frames until the run
+    ends, then end it and all it started, and remove the working directory it was given (unless
+    a session keeps that). How the run ended is ``_Attempt.ending``."""
     out = _Attempt()
     shared = executor.workdir_for(job)  # a session's, kept from run to run
     workdir = shared if shared is not None else sandbox.prepare_workdir(job.files)
-    handle = None
+    handle: Any = None
+    fd: int | None = None
     try:
         wire = job.to_wire(workdir, (executor.features or sandbox.features()).to_wire())
         handle, fd = executor.spawn(wire, workdir)
         frames = FrameReader(fd, max_frame=job.limits.capture_mb * 1024 * 1024 * 2 + (1 << 20))
-        running: int | None = None
-        cell_deadline = deadline
-        try:
-            while True:
-                try:
-                    msg = frames.next(min(deadline, cell_deadline))
-                except TimeoutError:
-                    if running is not None and cell_deadline <= deadline:
-                        cell = job.cells[running]
-                        out.cells[running] = CellRun(
-                            pos=running, index=cell.index, status=CellStatus.TIMEOUT, ename="TimeoutError",
-                            evalue=f"cell {cell.index} ran past the {job.limits.cell_timeout:g} s limit and was stopped",
-                            duration=job.limits.cell_timeout,
-                        )
-                        out.status, out.bad_pos = _Ending.CELL_TIMEOUT, running
-                        out.reason = out.cells[running].evalue
-                    elif cell_deadline <= deadline:
-                        out.status = _Ending.NOTEBOOK_TIMEOUT
-                        out.reason = f"evaluating a check ran past the {job.limits.cell_timeout:g} s limit"
-                    else:
-                        out.status = _Ending.NOTEBOOK_TIMEOUT
-                        where = f" (in cell {job.cells[running].index})" if running is not None else ""
-                        out.reason = f"the notebook ran past its {job.limits.notebook_timeout:g} s limit{where}"
-                        if running is not None:
-                            cell = job.cells[running]
-                            out.cells[running] = CellRun(pos=running, index=cell.index, status=CellStatus.TIMEOUT,
-                                                         ename="TimeoutError", evalue=out.reason)
-                    return out
-                if msg is None:
-                    memory = _out_of_memory(handle, job)
-                    if running is not None:
-                        cell = job.cells[running]
-                        why = (f"used more memory than {memory}" if memory else
-                               "ended the Python process (sys.exit, os._exit, a kill signal or running out of memory)")
-                        out.cells[running] = CellRun(
-                            pos=running, index=cell.index, status=CellStatus.CRASHED, ename="ProcessExit",
-                            evalue=f"cell {cell.index} {why}",
-                        )
-                        out.status, out.bad_pos, out.reason = _Ending.CRASHED, running, out.cells[running].evalue
-                    elif out.status == _Ending.OK and not _done(out):
-                        out.status = _Ending.CRASHED
-                        out.reason = (f"the notebook used more memory than {memory}" if memory else
-                                      "the notebook's process ended before grading could finish")
-                    return out
-                running, cell_deadline = _handle(msg, job, out, running, cell_deadline)
-                if msg.get("ev") == "done":
-                    out.captures["__done__"] = Captured()
-                    return out
-        except ProtocolError as exc:
-            out.status, out.reason = _Ending.PROTOCOL, str(exc)
-            if running is not None:  # the cell wrote on the channel itself: run again without it
-                cell = job.cells[running]
-                out.cells[running] = CellRun(
-                    pos=running, index=cell.index, status=CellStatus.CRASHED, ename="ProtocolError",
-                    evalue=f"cell {cell.index} interfered with the grader's channel ({exc}); it was not graded",
-                )
-                out.status, out.bad_pos, out.reason = _Ending.CRASHED, running, out.cells[running].evalue
-            return out
-        finally:
-            os.close(fd)
+        _follow(frames, handle, job, deadline, out)
     finally:
+        if fd is not None:
+            os.close(fd)
         if handle is not None:
-            executor.finish(handle, complete=_done(out))
+            executor.finish(handle, complete=out.ending is _Ending.DONE)
         if shared is None:
             sandbox.remove_workdir(workdir)
-        out.captures.pop("__done__", None)
+    return out
 
 
-def _done(out: _Attempt) -> bool:
-    return "__done__" in out.captures
+def _follow(frames: FrameReader, handle: Any, job: Job, deadline: float, out: _Attempt) -> None:
+    """Read the process's frames into ``out`` until the run ends: its last frame, a deadline (the
+    notebook's, or the running cell's), its channel closing, or the channel carrying something
+    malformed. Sets ``out.ending``."""
+    running: int | None = None  # the cell the process is in, if any
+    cell_deadline = deadline
+    try:
+        while (msg := frames.next(min(deadline, cell_deadline))) is not None:
+            running, cell_deadline = _handle(msg, job, out, running, cell_deadline)
+            if msg.get("ev") == "done":
+                out.ending = _Ending.DONE
+                return
+    except TimeoutError:
+        _timed_out(out, job, running, cell=cell_deadline <= deadline)
+        return
+    except ProtocolError as exc:
+        _channel_broken(out, job, running, exc)
+        return
+    _channel_closed(out, job, running, _out_of_memory(handle, job))
+
+
+def _timed_out(out: _Attempt, job: Job, running: int | None, *, cell: bool) -> None:
+    """A deadline passed: the running cell's (``cell``), else the notebook's."""
+    if running is not None and cell:
+        index = job.cells[running].index
+        out.cells[running] = CellRun(
+            pos=running, index=index, status=CellStatus.TIMEOUT, ename="TimeoutError",
+            evalue=f"cell {index} ran past the {job.limits.cell_timeout:g} s limit and was stopped",
+            duration=job.limits.cell_timeout,
+        )
+        out.ending, out.bad_pos, out.reason = _Ending.CELL_TIMEOUT, running, out.cells[running].evalue
+    elif cell:
+        out.ending = _Ending.NOTEBOOK_TIMEOUT
+        out.reason = f"evaluating a check ran past the {job.limits.cell_timeout:g} s limit"
+    else:
+        out.ending = _Ending.NOTEBOOK_TIMEOUT
+        where = f" (in cell {job.cells[running].index})" if running is not None else ""
+        out.reason = f"the notebook ran past its {job.limits.notebook_timeout:g} s limit{where}"
+        if running is not None:
+            out.cells[running] = CellRun(pos=running, index=job.cells[running].index, status=CellStatus.TIMEOUT,
+                                         ename="TimeoutError", evalue=out.reason)
+
+
+def _channel_closed(out: _Attempt, job: Job, running: int | None, memory: str) -> None:
+    """The process ended before its last frame (``memory``: the limit it ran out of, if it did)."""
+    out.ending = _Ending.CRASHED
+    if running is not None:
+        index = job.cells[running].index
+        why = (f"used more memory than {memory}" if memory else
+               "ended the Python process (sys.exit, os._exit, a kill signal or running out of memory)")
+        out.cells[running] = CellRun(pos=running, index=index, status=CellStatus.CRASHED, ename="ProcessExit",
+                                     evalue=f"cell {index} {why}")
+        out.bad_pos, out.reason = running, out.cells[running].evalue
+    else:
+        out.reason = (f"the notebook used more memory than {memory}" if memory else
+                      "the notebook's process ended before grading could finish")
+
+
+def _channel_broken(out: _Attempt, job: Job, running: int | None, exc: ProtocolError) -> None:
+    """The channel carried something malformed; during a cell, the cell wrote on it itself: run again without it."""
+    out.ending, out.reason = _Ending.PROTOCOL, str(exc)
+    if running is not None:
+        index = job.cells[running].index
+        out.cells[running] = CellRun(
+            pos=running, index=index, status=CellStatus.CRASHED, ename="ProtocolError",
+            evalue=f"cell {index} interfered with the grader's channel ({exc}); it was not graded",
+        )
+        out.ending, out.bad_pos, out.reason = _Ending.CRASHED, running, out.cells[running].evalue
 
 
 def _handle(msg: dict[str, Any], job: Job, out: _Attempt, running: int | None, cell_deadline: float) -> tuple[int | None, float]:

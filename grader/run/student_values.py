@@ -13,6 +13,7 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from grader.errors import CheckFailed
 from grader.names import CHECK_FILE, INJECT
 from grader.seeding import seed_everything
 
@@ -21,15 +22,6 @@ if TYPE_CHECKING:  # the message shapes, for the type checker only
 
 # The injection call a rewritten cell carries, left out of the lines of a traceback the student reads.
 INJECT_RE = re.compile(r";\s*" + INJECT + r"\([^)]*\)")
-
-
-class CheckFailed(Exception):
-    """A check's own expression (not the student's code it calls) raised on every form of the
-    student's values it was tried on; ``first`` is what it raised on the values as they are."""
-
-    def __init__(self, first: BaseException):
-        super().__init__(type(first).__name__)
-        self.first = first
 
 
 def evaluate_check(code: Any, target: str, ns: dict[str, Any], seed: Any) -> Any:

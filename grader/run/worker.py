@@ -29,9 +29,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from grader import capture
+from grader.errors import CaptureFailed, CheckFailed
 from grader.names import CARRIED, CELL_FILE, CHECK_FILE, INJECT
 from grader.run import fast_cells, frames
-from grader.run.student_values import CheckFailed, add_error, evaluate_check, raised_in_student_code
+from grader.run.student_values import add_error, evaluate_check, raised_in_student_code
 from grader.seeding import seed_everything
 from grader.vocab import Uncapturable
 
@@ -287,7 +288,7 @@ class Runner:
             # The check's own expression, not the student's code: what it raised, as data.
             add_error(message, exc.first, self.traceback_lines)
             message["uncapturable"] = Uncapturable.INAPPLICABLE.value
-        except capture.CaptureFailed as exc:
+        except CaptureFailed as exc:
             message["uncapturable"] = Uncapturable.FORM.value
             message["detail"] = str(exc)
         except NameError as exc:

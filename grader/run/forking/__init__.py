@@ -43,7 +43,8 @@ The package:
 
     server    the server process: preload, warm-up, the pool of children, and what a child does
     client    ``ForkServer``, the grader's handle on one server process and the socket to it
-    session   the grader's side of a session (``Session``), and the cleaner that ends finished children
+    session   the grader's side of a session (``Session``), what it needs of the executor (``SessionHost``),
+              and the cleaner that ends finished children
     executor  ``ForkingExecutor``, the executor itself: starts, replaces and stops the server
 
 The settings both sides use are here. The classes are imported on first use, not with the

@@ -17,14 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from grader import PACKAGE_DIR
-from grader.errors import ExecutorError
+from grader.errors import ExecutorError, ServerGone
 from grader.run import sandbox
 from grader.run.forking import HOME_PREFIX, MAX_MESSAGE, POOL, REPLY_TIMEOUT, START_TIMEOUT
-
-
-class ServerGone(Exception):
-    """The server did not answer: it died, was stopped, or closed the socket."""
-
 
 
 class ForkServer:

@@ -17,10 +17,11 @@ from collections.abc import Hashable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from grader.errors import ExecutorError
+from grader.errors import ExecutorError, ServerGone
 from grader.run import sandbox
+from grader.run.execute import Capabilities, Separate, run_with_retries
 from grader.run.forking import POOL, PRELOAD, REPLY_TIMEOUT, SPAWN_TRIES, STANDING, START_TIMEOUT
-from grader.run.forking.client import ForkServer, ServerGone
+from grader.run.forking.client import ForkServer
 from grader.run.forking.session import Child, Cleaner, Session, write_all
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ class ForkingExecutor:
     """Runs each notebook in a child forked from a warm server (the default executor)."""
 
     name = "forking"
+    # A warm server to start ahead; every forking executor is ended at the process's exit (``_close_all``).
+    capabilities = Capabilities(starts_ahead=True, lives_with_process=True)
 
     def __init__(self, preload: tuple[str, ...] | None = None, python: str = sys.executable,
                  start_timeout: float = START_TIMEOUT, pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT,
@@ -61,7 +64,7 @@ class ForkingExecutor:
             return self.modules
         return self.preload_for_set(job.preload)
 
-    # -- the two calls run_with_retries needs --------------------------------------------------
+    # -- children: run_with_retries' calls (spawn, finish) and a session's (session.SessionHost) --
 
     def spawn(self, wire: JobWire, workdir: str, preload: tuple[str, ...] | None = None) -> tuple[Child, int]:
         """Fork a child for this job, from the server of ``preload`` (the default set if None);
@@ -71,7 +74,7 @@ class ForkingExecutor:
             raise ExecutorError("This forking executor runs notebooks in sessions; use run() or session().")
         event_r, event_w = os.pipe()
         try:
-            child = self._start_child(wire, workdir, event_w, preload if preload is not None else self.modules)
+            child = self.start_child(wire, workdir, event_w, preload if preload is not None else self.modules)
         except BaseException:
             os.close(event_r)
             raise
@@ -79,17 +82,18 @@ class ForkingExecutor:
             os.close(event_w)
         return child, event_r
 
-    def _start_child(self, wire: JobWire | SessionSetup, workdir: str, second_fd: int,
-                     preload: tuple[str, ...]) -> Child:
-        """Hand a child of ``preload``'s server the job (or a session's setup, written to a pipe)
-        and ``second_fd`` (its channel)."""
+    def start_child(self, wire: JobWire | SessionSetup, workdir: str, channel: int,
+                    preload: tuple[str, ...]) -> Child:
+        """A child of ``preload``'s server, handed ``wire`` (a job, or a session's setup) through a
+        pipe and ``channel`` (a descriptor: its event pipe, or a session's control socket).
+        ``session.SessionHost``'s call, and ``spawn``'s."""
         job_r, job_w = os.pipe()
         try:
             with self._lock:
                 for _ in range(SPAWN_TRIES):
                     server = self._ensure(preload)
                     try:
-                        pid = server.fork(job_r, second_fd, workdir)
+                        pid = server.fork(job_r, channel, workdir)
                         break
                     except ServerGone:
                         self._replace(server)
@@ -129,8 +133,6 @@ class ForkingExecutor:
         whose job says ``stay`` leaves its process, put back as it was, to take the next one
         (``Job.stay``); any other run is a fresh process, after init has cleaned up the one before."""
         if not self.sessions:
-            from grader.run.execute import Separate
-
             return Separate(self)
         session = None
         if reuse is not None:
@@ -142,8 +144,7 @@ class ForkingExecutor:
                         session = self._standing.pop(i)
                         break
         if session is None:
-            session = Session(self)
-            session.reuse = reuse
+            session = Session(self, reuse=reuse)
         return session
 
     def end_kept(self) -> None:
@@ -154,8 +155,9 @@ class ForkingExecutor:
         for session in kept:
             session.end()
 
-    def _give_back(self, session: Session) -> None:
-        """Keep a session that ended its runs for ``session(reuse=...)``. As many are kept as were
+    def give_back(self, session: Session) -> None:
+        """Keep a session made by ``session(reuse=...)`` whose caller's runs are over, for the next
+        such call (``session.SessionHost``'s call, from ``Session.close``). As many are kept as were
         ever in use at once (``STANDING`` at least); beyond that the one given back longest ago ends."""
         ended = [session]
         with self._lock:
@@ -173,8 +175,6 @@ class ForkingExecutor:
                 handle.server.release(handle.pid)  # now the server may reap it
 
     def run(self, job: Job) -> RunResult:
-        from grader.run.execute import run_with_retries
-
         if self.sessions:  # the server's children are sandboxed ahead, for sessions: a session of one run
             with Session(self) as session:
                 return session.run(replace(job, last=True))

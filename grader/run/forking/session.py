@@ -1,5 +1,10 @@
 """The grader's side of the server's children once they run: the runs of one submission in one
 sandbox (``Session``), and ending a finished child's process tree off the critical path (``Cleaner``).
+
+A session needs four things of the executor it belongs to, declared here as ``SessionHost``:
+which server a job's runs come from (``preload_for``), a child of that server to set the sandbox
+up in (``start_child``), ending a child (``finish``), and taking back a session kept for reuse
+(``give_back``). ``ForkingExecutor`` is such a host; this module does not import it.
 """
 
 from __future__ import annotations
@@ -11,15 +16,15 @@ import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from grader.errors import ExecutorError
 from grader.run import sandbox
+from grader.run.execute import run_with_retries
 from grader.run.forking import STAY_RUNS
 
 if TYPE_CHECKING:
     from grader.run.forking.client import ForkServer
-    from grader.run.forking.executor import ForkingExecutor
     from grader.run.job import Job, JobWire, RunResult, SessionSetup
 
 
@@ -113,6 +118,33 @@ class Cleaner:
             thread.join(timeout=None if drain else 2.0)  # the clean under way, if any
 
 
+class SessionHost(Protocol):
+    """What a ``Session`` needs from its executor (``ForkingExecutor`` is one)."""
+
+    name: str
+    features: sandbox.Features | None  # the protections runs get; None: whatever ``sandbox.features()`` finds
+    modules: tuple[str, ...]  # the preload set of a job that names none
+
+    def preload_for(self, job: Job | None) -> tuple[str, ...]:
+        """The preload set (the key of its server) ``job`` runs with."""
+        ...
+
+    def start_child(self, wire: JobWire | SessionSetup, workdir: str, channel: int,
+                    preload: tuple[str, ...]) -> Child:
+        """A child of ``preload``'s server, handed ``wire`` (a job, or a session's setup) through a
+        pipe and ``channel`` (a descriptor: its event pipe, or a session's control socket)."""
+        ...
+
+    def finish(self, handle: Child, complete: bool = True) -> None:
+        """The child is done with: its process tree is ended (now, or soon in the background)."""
+        ...
+
+    def give_back(self, session: Session) -> None:
+        """Take back a session made with ``reuse`` whose caller's runs are over: it is kept open for
+        the next ``session(reuse=...)`` of the same key, or ended."""
+        ...
+
+
 def write_all(fd: int, data: JobWire | SessionSetup) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
@@ -134,14 +166,14 @@ class Session:
     next run (the re-run without the bad cell, say) starts a fresh one. So a misbehaving run is
     handled exactly as a lone run would be.
 
-    The one exception is a session kept for the trusted solution (``reuse``, set by
+    The one exception is a session kept for the trusted solution (``reuse``, a key given by
     ``ForkingExecutor.session``): there a run whose job says ``stay`` leaves its process, put back
     as it was, to take the next run (``Job.stay``). Any other session sends ``stay`` as false.
     """
 
     READY_TIMEOUT = 5.0  # seconds for init to clean up after a finished run
 
-    def __init__(self, executor: ForkingExecutor):
+    def __init__(self, executor: SessionHost, reuse: Hashable | None = None):
         self.executor = executor
         self.name = executor.name
         self.features = executor.features
@@ -151,7 +183,7 @@ class Session:
         self.waiting = False  # a run finished; init has not said ready yet
         self.files: tuple[tuple[Path, str], ...] = ()
         self.preload: tuple[str, ...] = executor.modules  # the server the session's child comes from
-        self.reuse: Hashable | None = None  # given back to the executor under this key on close
+        self.reuse = reuse  # None, or the key it is given back to the executor under on close
         self.stayed = 0  # runs in a row the same process took (``Job.stay``); 0: the last one's process ended
 
     def workdir_for(self, job: Job) -> str:
@@ -210,7 +242,7 @@ class Session:
         setup: SessionSetup = {"session": True, "workdir": wire["workdir"], "limits": wire["limits"],
                                "sandbox": wire.get("sandbox")}
         try:
-            self.child = self.executor._start_child(setup, wire["workdir"], theirs.fileno(), self.preload)
+            self.child = self.executor.start_child(setup, wire["workdir"], theirs.fileno(), self.preload)
         except BaseException:
             ours.close()
             raise
@@ -252,14 +284,12 @@ class Session:
             self.workdir = None
 
     def run(self, job: Job) -> RunResult:
-        from grader.run.execute import run_with_retries
-
         return run_with_retries(self, job)
 
     def close(self) -> None:
         """The caller's runs are over: the session ends, or goes back to the executor (``reuse``)."""
         if self.reuse is not None:
-            self.executor._give_back(self)
+            self.executor.give_back(self)
         else:
             self._end()
 

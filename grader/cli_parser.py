@@ -1,0 +1,160 @@
+"""The ``grader`` command's arguments: every subcommand and option, each declared once with its help.
+
+``grader.cli`` runs the commands; this module only says what they take, so the help texts and
+the options shared by several commands stay in one place.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+
+from grader import __version__
+from grader.run import executors
+from grader.vocab import Format
+
+Command = Callable[[argparse.Namespace], int]
+
+# Arguments more than one command takes are declared once each, with their help, by the helpers
+# below; a command whose use of one differs says how in its own help text.
+
+COURSE_FILE_HELP = "course file (default: config.yaml here or above)"
+
+
+def course_file(p: argparse.ArgumentParser, help: str = COURSE_FILE_HELP) -> None:
+    p.add_argument("--config", "-c", help=help)
+
+
+def assignment_name(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", nargs="?", help="assignment (default: the only one)")
+
+
+def assignment_names(p: argparse.ArgumentParser) -> None:
+    p.add_argument("names", nargs="*", help="assignments (default: all)")
+
+
+def assignment_option(p: argparse.ArgumentParser, default: str) -> None:
+    p.add_argument("--assignment", "-a", help=f"the assignment's name (default: {default})")
+
+
+def out_folder(p: argparse.ArgumentParser, what: str, default: str | None = ".") -> None:
+    """``--out``: ``what`` the folder is; ``default`` None makes the option required."""
+    if default is None:
+        p.add_argument("--out", "-o", required=True, help=what)
+    else:
+        shown = "here" if default == "." else default
+        p.add_argument("--out", "-o", default=default, help=f"{what} (default: {shown})")
+
+
+def fail_under_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fail-under", type=float, metavar="PCT",
+                   help="exit with status 1 when a submission scores below PCT percent (for a CI job)")
+
+
+def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
+    """The ``grader`` command's parser; ``commands`` maps each subcommand to the function that runs it."""
+    ap = argparse.ArgumentParser(prog="grader", description="Grade numerical Python notebooks against a solution.")
+    ap.add_argument("--version", action="version", version=f"grader {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("grade", help="grade notebooks and write a scorecard for each")
+    g.add_argument("paths", nargs="+", help="notebooks, or folders of notebooks")
+    assignment_option(g, "the course's only one, or the one the notebooks or their folders are named after")
+    out_folder(g, "folder for scorecards", "scorecards")
+    course_file(g)
+    g.add_argument("--formats", "-f", help="comma-separated outputs, overriding config.yaml's scorecard.formats: "
+                   + ",".join(Format))
+    fail_under_option(g)
+    g.add_argument("--executor", "-e", choices=list(executors.EXECUTORS), default=executors.DEFAULT,
+                   help=executors.help_text())
+    g.add_argument("--jobs", "-j", type=int, metavar="N",
+                   help="notebooks graded at the same time (default: the number of CPU cores)")
+    g.add_argument("--force", action="store_true",
+                   help="grade again submissions whose results are cached from an earlier run")
+    g.add_argument("--cluster", metavar="ADDRESS",
+                   help="grade on the workers of a Dask cluster (tcp://HOST:8786); this machine keeps the "
+                        "results cache and writes every output")
+    g.add_argument("--shard", metavar="K/N",
+                   help="grade only share K of N of the class (by content hash) and write OUT/shard-K-of-N.json "
+                        "for `grader merge`")
+    g.set_defaults(func=commands["grade"])
+
+    m = sub.add_parser("merge", help="combine the --out folders of `grader grade --shard K/N` into one run's outputs")
+    m.add_argument("dirs", nargs="+", metavar="DIR", help="the shards' --out folders (or a folder holding them)")
+    out_folder(m, "folder for the merged outputs", "scorecards")
+    course_file(m)
+    fail_under_option(m)
+    m.set_defaults(func=commands["merge"])
+
+    ci = sub.add_parser("ci-workflow", help="write a GitHub Actions workflow grading a class in N shards, then merging")
+    assignment_name(ci)
+    ci.add_argument("--shards", type=int, default=4, help="number of shard jobs (default: 4)")
+    ci.add_argument("--submissions", default="submissions",
+                    help="the class's notebooks in the repository (folder or zip; default: submissions)")
+    out_folder(ci, "the repository to write .github/workflows/ into")
+    course_file(ci)
+    ci.set_defaults(func=commands["ci-workflow"])
+
+    a = sub.add_parser("assign", help="generate student skeletons from solution notebooks")
+    assignment_names(a)
+    course_file(a)
+    a.set_defaults(func=commands["assign"])
+
+    im = sub.add_parser("import", help="import an nbgrader or otter-grader course (notebooks, tests, points)")
+    im.add_argument("tool", choices=["nbgrader", "otter"], help="the tool the course was written for")
+    im.add_argument("source", help="nbgrader: the source folder (source/ or source/ASSIGNMENT); "
+                    "otter: the master notebook")
+    im.add_argument("--name", help="the assignment's name (default: the folder's or notebook's)")
+    course_file(im, "course file to add to (default: ./config.yaml, created if missing)")
+    im.add_argument("--course", help="the course's name, for a new config.yaml")
+    im.add_argument("--force", action="store_true", help="replace assignments of the same name")
+    im.set_defaults(func=commands["import"])
+
+    v = sub.add_parser("validate", help="check that solutions score full marks and skeletons zero")
+    assignment_names(v)
+    course_file(v)
+    v.set_defaults(func=commands["validate"])
+
+    c = sub.add_parser("check", help="run the public checks on your notebook before you submit it")
+    c.add_argument("notebook", help="your notebook")
+    c.add_argument("question", nargs="?", help="one question id (default: all)")
+    assignment_option(c, "from public_checks.json or the file name")
+    c.add_argument("--checks", help="the public_checks.json to use (default: next to the notebook, or "
+                   "assignments/NAME/ here or above)")
+    c.set_defaults(func=commands["check"])
+
+    r = sub.add_parser("report", help="class report (HTML with plots) from the scorecards of a run")
+    r.add_argument("paths", nargs="+", help="scorecard files (.yaml, .json) or folders of them")
+    out_folder(r, "folder for report.html", "report")
+    course_file(r, "course file, for titles (optional)")
+    r.set_defaults(func=commands["report"])
+
+    z = sub.add_parser("gradescope-zip", help="build the Gradescope autograder zip for an assignment")
+    assignment_name(z)
+    out_folder(z, "folder for NAME-gradescope.zip")
+    course_file(z)
+    z.set_defaults(func=commands["gradescope-zip"])
+
+    b = sub.add_parser("grading-bundle", help="the grading materials of an assignment without its solution "
+                       "(the grader, a reduced config.yaml, the reference bundle, the data files)")
+    assignment_name(b)
+    out_folder(b, "a new folder (e.g. the private grading repository)", None)
+    course_file(b)
+    b.set_defaults(func=commands["grading-bundle"])
+
+    c5 = sub.add_parser("classroom50-autograder", help="write the Classroom 50 autograder folder for an assignment")
+    assignment_name(c5)
+    c5.add_argument("--slug", help="the assignment's Classroom 50 slug (default: NAME in lower case, _ as -)")
+    out_folder(c5, "the classroom's folder; writes OUT/autograders/SLUG/")
+    course_file(c5)
+    c5.set_defaults(func=commands["classroom50-autograder"])
+
+    w = sub.add_parser("classroom-workflow", help="write the (legacy) GitHub Classroom workflow for an assignment")
+    assignment_name(w)
+    w.add_argument("--grading-repo", required=True, help="OWNER/NAME of the private course repository "
+                   "(the output of grader grading-bundle: the grader, config.yaml and the reference bundle)")
+    w.add_argument("--notebook", help="path of the notebook in the student's repository (default: NAME.ipynb)")
+    out_folder(w, "the starter repository")
+    course_file(w)
+    w.set_defaults(func=commands["classroom-workflow"])
+    return ap
