@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from grader.errors import SandboxError
 from grader.run import sandbox
 from grader.run.forking import HOME_PREFIX, MAX_MESSAGE, POOL, REPLY_TIMEOUT
+from grader.seeding import seed_everything
 
 if TYPE_CHECKING:  # the job's shape, for the type checker only: every child inherits what the server imports
     from grader.run.job import CaptureWire, JobWire
@@ -291,7 +292,7 @@ def _child(chan: socket.socket, path0: str, plan: dict[str, bool] | None) -> Non
             sys.path[0] = job["workdir"]  # as for `python -m` started in the working directory
         from grader.run import worker
 
-        _reseed()
+        seed_everything(None)  # random state as a fresh process would have it, not a copy of the server's
         with os.fdopen(event_fd, "wb", buffering=0) as out:
             worker.serve(job, out)
         code = 0
@@ -326,7 +327,7 @@ def _session_child(channel: int, path0: str, plan: dict[str, bool]) -> int:
         sys.path[0] = run["workdir"]  # as for `python -m` started in the working directory
     places = None  # a staying process's writable places, as they were before its first run
     while True:
-        _reseed()
+        seed_everything(None)  # random state as a fresh process would have it, not a copy of the server's
         if control is None:
             with os.fdopen(event_fd, "wb", buffering=0) as out:
                 worker.run_isolated(run, out, applied)
@@ -354,19 +355,6 @@ def _take(fd: int, keep: int) -> int | None:
         return None
     os.close(fds[1 - keep])
     return fds[keep]
-
-
-def _reseed() -> None:
-    """Random state as a fresh process would have it, not a copy of the server's."""
-    import random
-
-    random.seed()
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed()
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.default_generator.seed()  # the CPU generator only: nothing here may touch CUDA
 
 
 def main(argv: list[str] | None = None) -> None:
