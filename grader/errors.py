@@ -22,6 +22,7 @@ Signals that end one step of grading and become a verdict, never an error a pers
     ├── SiteUnusable            the value stayed in the student's process and was used as data
     └── SiteUnplanned           the site was reached with inputs planning could not prepare
     TestStopped                 the first failed assert ends an all-or-nothing test
+    TestDidNotRaise             a test's ``pytest.raises`` block raised nothing (the exception it expected)
     StudentException            base of a student's exception of a non-builtin type, raised again for a test
 
 Nothing here is shown to users as a traceback: the command line and the pytest plugin turn these
@@ -131,4 +132,12 @@ class CheckFailed(Exception):
 
 class TestStopped(Exception):
     """The first failed assert ends an all-or-nothing test."""
+
+
+class TestDidNotRaise(Exception):
+    """A test's ``pytest.raises`` block raised nothing; ``expected`` names the exception it expected."""
+
+    def __init__(self, expected: str):
+        super().__init__(expected)
+        self.expected = expected
 

@@ -141,6 +141,15 @@ def test_expected_exceptions_cross_the_boundary_as_data(setup):
     assert any("`relu(__grader_in0__)`" not in f and "raised TypeError: not today" in f for f in qs["relu"].lines)
 
 
+def test_an_exception_the_test_expects_and_the_code_never_raises_is_named(setup):
+    # relu is right on arrays but accepts a scalar: the test's `pytest.raises(ValueError)` block
+    # raises nothing, and the message names the statement and the exception by its name.
+    cells = [SOLUTION[0], "def relu(x):\n    return np.maximum(np.asarray(x, dtype=float), 0)", *SOLUTION[2:]]
+    relu = grade(setup, "never_raises", cells)["relu"]
+    assert relu.score == 0
+    assert relu.lines == ["`relu(np.float64(3.0))` should raise ValueError; it did not."]
+
+
 def test_results_kept_between_sites_stay_in_the_students_process(setup):
     cells = [*SOLUTION[:3], "class Counter:\n    def __init__(self):\n        self.n = 0\n    def step(self):\n"
              "        self.n += 2\n        return self.n"]

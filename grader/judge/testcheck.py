@@ -39,7 +39,15 @@ import numpy as np
 
 from grader.capture import Value, decode, encode, to_python, trim
 from grader.course.model import Check
-from grader.errors import CaptureFailed, SiteUnplanned, SiteUnusable, StudentException, TestSiteError, TestStopped
+from grader.errors import (
+    CaptureFailed,
+    SiteUnplanned,
+    SiteUnusable,
+    StudentException,
+    TestDidNotRaise,
+    TestSiteError,
+    TestStopped,
+)
 from grader.judge import verdicts as v
 from grader.judge.compare import compare
 from grader.judge.scorecard import CheckResult
@@ -320,14 +328,13 @@ class _Judging:
         except (SiteUnusable, SiteUnplanned) as exc:
             self.run += 1
             self.findings.append(_site_finding(exc))
+        except TestDidNotRaise as exc:
+            self.run += 1
+            self.findings.append(v.DidNotRaise(self.where(), exc.expected))
         except BaseException as exc:  # noqa: BLE001 - pytest's Failed is a BaseException
             self.run += 1
             self.error = _from_student(exc)
-            text = str(exc)
-            if type(exc).__name__ == "Failed" and text.startswith("DID NOT RAISE"):
-                self.findings.append(v.DidNotRaise(self.where(), text.removeprefix("DID NOT RAISE").strip()))
-            else:
-                self.findings.append(_raised(exc, self.where()))
+            self.findings.append(_raised(exc, self.where()))
         return Outcome(self.passed, self.run, tuple(self.findings), self.error)
 
     def _mark(self, n: int) -> None:

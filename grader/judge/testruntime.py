@@ -15,7 +15,7 @@ import numpy as np
 
 from grader.capture import number_text, shape_text, trim
 from grader.course import testcode
-from grader.errors import SiteUnusable
+from grader.errors import SiteUnusable, TestDidNotRaise
 
 
 class Pending:
@@ -174,9 +174,61 @@ def _import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = 
     return builtins.__import__(name, globals, locals, fromlist, level)
 
 
+class _Expecting:
+    """``with pytest.raises(E):`` while judging: pytest's own context, except that a block that
+    raised nothing ends the test with ``TestDidNotRaise`` (the expected exception as data), not
+    with pytest's sentence."""
+
+    def __init__(self, real: Any, expected: Any):
+        self.real, self.expected = real, expected
+
+    def __enter__(self) -> Any:
+        return self.real.__enter__()
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+        if kind is None:
+            raise TestDidNotRaise(_exception_names(self.expected))
+        return bool(self.real.__exit__(kind, value, tb))
+
+
+def _exception_names(expected: Any) -> str:
+    kinds = expected if isinstance(expected, tuple) else (expected,)
+    return " or ".join(getattr(k, "__name__", str(k)) for k in kinds)
+
+
+def _judging_pytest(real: Any) -> Any:
+    """pytest as a test sees it while judging: ``raises`` says structurally that nothing was raised."""
+    def raises(expected: Any, *args: Any, **kwargs: Any) -> Any:
+        if not args:
+            return _Expecting(real.raises(expected, **kwargs), expected)
+        func, rest = args[0], args[1:]
+        with _Expecting(real.raises(expected, **kwargs), expected) as info:
+            func(*rest)
+        return info
+
+    return _module_with(real, raises=raises)
+
+
+def _planning_pytest(real: Any) -> Any:
+    return _module_with(real, raises=_PlanRaises)
+
+
+def _module_with(real: Any, **replaced: Any) -> Any:
+    return types.SimpleNamespace(**{**{k: getattr(real, k) for k in dir(real) if not k.startswith("__")}, **replaced})
+
+
 def namespace(source: str, planning: bool) -> dict[str, Any]:
+    """The test's globals: the grader's own modules it uses, nose's helpers, and pytest with a
+    ``raises`` for planning (nothing is raised yet) or for judging."""
     grader_builtins = dict(vars(builtins))
-    grader_builtins["__import__"] = _import
+    wrapped: dict[str, Any] = {}
+
+    def import_(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        if name == "pytest" and "pytest" in wrapped:
+            return wrapped["pytest"]
+        return _import(name, globals, locals, fromlist, level)
+
+    grader_builtins["__import__"] = import_
     ns: dict[str, Any] = {"__builtins__": grader_builtins}
     used = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
     for alias, name in testcode.GRADER_MODULES.items():
@@ -186,8 +238,9 @@ def namespace(source: str, planning: bool) -> dict[str, Any]:
         if module is not None:
             ns[alias] = module
     ns.update({name: getattr(_NOSE_TOOLS, name) for name in testcode.GRADER_HELPERS})
-    if planning and "pytest" in ns:
-        ns["pytest"] = types.SimpleNamespace(**{k: getattr(ns["pytest"], k) for k in dir(ns["pytest"])
-                                                if not k.startswith("__")})
-        ns["pytest"].raises = _PlanRaises
+    real = ns.get("pytest") or (_module("pytest") if "pytest" in source else None)
+    if real is not None:
+        wrapped["pytest"] = _planning_pytest(real) if planning else _judging_pytest(real)
+        if "pytest" in ns:
+            ns["pytest"] = wrapped["pytest"]
     return ns
