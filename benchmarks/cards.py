@@ -22,8 +22,10 @@ each time a test writes a notebook), and the paths of this checkout and of tempo
 messages (``<root>``, ``<tmp>``). Everything else counts, the checks of each question included
 (the HTML and report outputs print them). ``compare`` prints ``identical on N of N`` or, for each
 card that differs, a unified diff of its feedback lines (question by question, then the checks'
-messages and hints, then the execution summary), so a reviewer can list the messages that changed.
-It exits with 1 when anything differs.
+messages and hints, then the execution summary), then each distinct changed line once with the
+number of cards it is in, so a reviewer can list the messages that changed. ``--fixed FILE`` names
+messages allowed to change (one a line): a card whose changed lines all contain one of them is
+shown but not counted. It exits with 1 when anything else differs.
 """
 
 from __future__ import annotations
@@ -235,9 +237,15 @@ def report(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], 
               canonical(after.get(k, {}).get("card") or {})]
     changed_nb = [k for k in keys if k in before and k in after and before[k].get("notebook") != after[k].get("notebook")]
     accepted = []
+    removed: dict[str, int] = {}
+    added: dict[str, int] = {}
     for k in differ:
         b, a = before.get(k, {}).get("card"), after.get(k, {}).get("card")
         diff = card_diff(b, a, k)
+        for ln in diff:
+            if ln[:1] in "+-" and not ln.startswith(("+++ ", "--- ")):
+                seen = removed if ln[0] == "-" else added
+                seen[ln[1:].strip()] = seen.get(ln[1:].strip(), 0) + 1
         if only_fixed(diff, fixed or []):
             accepted.append(k)
         where = "only before" if a is None else "only after" if b is None else "differs"
@@ -246,6 +254,11 @@ def report(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], 
     for k in changed_nb:
         print(f"note: {k}: the notebook itself changed since the saved run")
     rejected = [k for k in differ if k not in accepted]
+    if differ:  # each changed line once, for the list of messages that changed
+        print(f"\n{what}: the distinct lines that changed, with the number of cards each is in")
+        for sign, seen in (("-", removed), ("+", added)):
+            for ln, n in sorted(seen.items()):
+                print(f"{sign} ({n}) {ln}")
     if accepted:
         print(f"\n{what}: {len(accepted)} of {len(keys)} scorecards differ in messages listed as fixed only")
     if rejected:
@@ -370,10 +383,11 @@ def suite_cards(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
     more than one distinct scorecard in that one run (a test that changes the grading around it
     grades the same notebook differently; otherwise a card that is not deterministic).
 
-    A key is the test, the assignment and the notebook's hash (its name as well, as the same
-    content may be handed in under several names); a key with several distinct cards is
-    compared as the sorted list of them."""
+    A key is the test, the assignment, the submission's name and the notebook's hash; a key with
+    several distinct cards is compared as the sorted list of them. ``notebook`` is the key without
+    the test, to match a card that another test made in the other run (``compare_suite``)."""
     grouped: dict[str, dict[str, Any]] = {}
+    notebook_of: dict[str, str] = {}
     for line in path.read_text().splitlines():
         if not line.strip():
             continue
@@ -381,44 +395,69 @@ def suite_cards(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
         if "record_error" in r:
             print(f"warning: {path}: {r['test']}: the plugin could not record a card: {r['record_error']}")
             continue
-        key = f"{r['test']} :: {r['assignment']}/{r['submission']} #{r['notebook'][:12]}"
+        nb = f"{r['assignment']}/{r['submission']} #{r['notebook'][:12]}"
+        key = f"{r['test']} :: {nb}"
+        notebook_of[key] = nb
         grouped.setdefault(key, {}).setdefault(canonical(r["card"]), r["card"])
     out, several = {}, []
     for key, cards in grouped.items():
         if len(cards) == 1:
-            out[key] = {"card": next(iter(cards.values()))}
+            out[key] = {"card": next(iter(cards.values())), "notebook": notebook_of[key]}
         else:
             several.append(key)
-            out[key] = {"card": {"several cards": [cards[c] for c in sorted(cards)]}}
+            out[key] = {"card": {"several cards": [cards[c] for c in sorted(cards)]}, "notebook": notebook_of[key]}
     return out, several
 
 
+def _cards_of(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    card: dict[str, Any] = entry["card"]
+    several: list[dict[str, Any]] = card.get("several cards", [card])
+    return several
+
+
 def compare_suite(saved: Path, records: Path | None, pytest_args: list[str], fixed: list[str]) -> int:
+    """Compares by test; a notebook graded by one test in one run and by another in the other
+    (a cache shared by the tests of one process, filled by whichever runs first) is matched by
+    its content when the other run has an equal card for it."""
     if records is None:
         records = Path(tempfile.mkdtemp(prefix="cards-suite-")) / "suite-cards.jsonl"
         run_suite(records, pytest_args)
     before, several_before = suite_cards(saved)
     after, several_after = suite_cards(records)
-    only_before = sorted(set(before) - set(after))
-    only_after = sorted(set(after) - set(before))
-    both = set(before) & set(after)
-    if only_before or only_after:
-        print(f"{len(only_before)} notebooks only in {saved}, {len(only_after)} only in {records} "
-              "(tests not run, or a notebook built differently); compared on the other "
-              f"{len(both)}:")
-        for k in only_before[:20]:
-            print(f"  only before: {k}")
-        for k in only_after[:20]:
-            print(f"  only after:  {k}")
-    for which, keys in (("before", several_before), ("after", several_after)):
-        if keys:
-            print(f"{len(keys)} notebooks had several distinct scorecards in one run ({which}), compared as sets")
-    return report({k: before[k] for k in both}, {k: after[k] for k in both},
-                  f"the test suite's scorecards against {saved}", fixed)
+    both = sorted(set(before) & set(after))
+    by_notebook: dict[str, dict[str, set[str]]] = {"before": {}, "after": {}}
+    for side, entries in (("before", before), ("after", after)):
+        for entry in entries.values():
+            by_notebook[side].setdefault(entry["notebook"], set()).update(canonical(c) for c in _cards_of(entry))
+    moved, missing = 0, []
+    changed: dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]] = {}
+    for side, other, entries, keys in (("before", "after", before, set(before) - set(after)),
+                                       ("after", "before", after, set(after) - set(before))):
+        for k in sorted(keys):
+            entry = entries[k]
+            there = by_notebook[other].get(entry["notebook"])
+            if there is None:
+                missing.append(f"only {side}: {k}")
+            elif all(canonical(c) in there for c in _cards_of(entry)):
+                moved += 1
+            else:  # the notebook was graded in both runs, but not to this card
+                others = {"several cards": [json.loads(c) for c in sorted(there)]}
+                changed[k] = (entry["card"], others) if side == "before" else (others, entry["card"])
+    print(f"compared by test: {len(both)}; graded by another test in the other run, to an equal card: {moved}; "
+          f"in one run only (tests not run, notebooks built anew each run, results taken from a cache): {len(missing)}")
+    for line in missing[:40]:
+        print(f"  {line}")
+    for which, several in (("before", several_before), ("after", several_after)):
+        if several:
+            print(f"{len(several)} notebooks had several distinct scorecards in one test ({which}), compared as sets")
+    b = {k: before[k] for k in both} | {k: {"card": v[0]} for k, v in changed.items()}
+    a = {k: after[k] for k in both} | {k: {"card": v[1]} for k, v in changed.items()}
+    return report(b, a, f"the test suite's scorecards against {saved}", fixed)
 
 
-FIXED_HELP = ("a file of messages listed as fixed, one a line (a part of the line is enough): a card whose "
-              "removed and added lines all contain one of them is shown but does not count as differing")
+FIXED_HELP = ("a file of messages listed as fixed, one a line (a part of the line is enough; list the old "
+              "wording and the new): a card whose removed and added lines all contain one of them is shown but "
+              "does not count as differing")
 
 
 def main(argv: Iterable[str] | None = None) -> int:
