@@ -105,7 +105,7 @@ def run(label: str, grader: Grader, assignment: config.Assignment, subs: list[ba
     arrivals: list[tuple[float, float]] = []  # (when the card came back, its Grader.grade time), in arrival order
     started = time.monotonic()
     outcome = batch.grade_all(grader, assignment, subs, jobs=jobs, cluster=cluster,
-                              on_card=lambda s, c: arrivals.append((time.monotonic(), float(c.execution["time"]))))
+                              on_card=lambda s, c: arrivals.append((time.monotonic(), float(c.execution.time or 0.0))))
     wall = time.monotonic() - started
     warm = min(2 * threads, len(arrivals) - 2)  # by then every worker has started its server
     steady = (len(arrivals) - 1 - warm) / (arrivals[-1][0] - arrivals[warm][0])

@@ -102,8 +102,20 @@ def card_data(card: Any, root: Path = ROOT) -> dict[str, Any]:
     for key in MORE_RUN_FIELDS:
         data.get("execution", {}).pop(key, None)
     for q, out in zip(card.questions, data.get("questions", []), strict=False):
-        out["checks"] = [dataclasses.asdict(c) for c in q.checks]
+        out["checks"] = [check_data(c) for c in q.checks]
     return plain(json.loads(json.dumps(data, default=str)), root)
+
+
+def check_data(check: Any) -> dict[str, Any]:
+    """A check's result as compared: its fields, with its reasons as the lines they are worded as
+    (``messages``), so cards from before and after verdicts became records compare alike."""
+    data = {f.name: getattr(check, f.name) for f in dataclasses.fields(check) if f.name != "reasons"}
+    if hasattr(check, "reasons"):
+        from grader.judge import wording
+
+        data["messages"] = wording.check_lines(check)
+    data["carried_from"] = list(data.get("carried_from") or ())
+    return data
 
 
 def notebook_hash(path: Path, root: Path = ROOT) -> str:
