@@ -1,8 +1,8 @@
 """The course as typed, frozen objects: what config.yaml declares, once validated (``grader.course.config``).
 
 Settings are looked up in one order: check -> question -> assignment -> course defaults -> built-in
-default (a question sets only ``carry_forward``; ``grader.course.config.Inherited`` says which level
-may set what); the loader resolves that order, so every object here holds its own final values.
+default (a question sets only ``carry_forward``; ``grader.course.inherited`` says which level may set
+what); the loader resolves that order, so every object here holds its own final values.
 """
 
 from __future__ import annotations
