@@ -51,6 +51,15 @@ def numpy_assignment(course) -> config.Assignment:
     return course.assignment("attention_numpy")
 
 
+@pytest.fixture(scope="session")
+def numpy_with_torch(numpy_assignment) -> config.Assignment:
+    """attention_numpy with torch on its ``preload:`` list, as a course whose students write torch
+    would have it: for the tests of answers in torch, whose every run (the notebook's data, each
+    variant) would otherwise import torch afresh. The student still has to import it (the forking
+    server's modules are not in the notebook's namespace), and the reference values are the same."""
+    return dataclasses.replace(numpy_assignment, preload=(*numpy_assignment.preload, "torch"))
+
+
 NUMPY_CORRECT = {
     "Q": "X @ W_q.T", "K": "X @ W_k.T", "V": "X @ W_v.T",
     "scores": "Q @ K.T",
