@@ -86,6 +86,24 @@ def submit(tmp_path, grader, course):
     return _submit
 
 
+# The modules that take longest, longest first (`pytest --durations=0`, summed per module). Under
+# `-n 2` each module goes to one worker whole (``--dist loadfile`` in pyproject.toml: its module
+# fixtures, such as the Jupyter runs of test_executors and test_lean_runner, are set up once), in
+# this order, so the long ones start at once on both workers and the short ones fill in after them
+# instead of a long one starting last.
+LONGEST_FIRST = (
+    "test_plugin", "test_lean_runner", "test_executors", "test_grading", "test_render", "test_sandbox",
+    "test_assignments", "test_cluster", "test_variants", "test_settings", "test_hostile_inputs", "test_rewrites",
+    "test_forkserver", "test_carry_forward", "test_import", "test_batch", "test_solution_numbers",
+    "test_grader_speed", "test_selfcheck", "test_consumers", "test_sessions", "test_report", "test_classroom50",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: each module keeps its order
+
+
 def shared_variants(assignment: config.Assignment) -> config.Assignment:
     """The assignment with the course's variants for every submission (``per_submission: false``):
     for tests about something else, it spares the solution's runs on each notebook's own variants."""
