@@ -51,6 +51,15 @@ def numpy_assignment(course) -> config.Assignment:
     return course.assignment("attention_numpy")
 
 
+@pytest.fixture(scope="session")
+def numpy_with_torch(numpy_assignment) -> config.Assignment:
+    """attention_numpy with torch on its ``preload:`` list, as a course whose students write torch
+    would have it: for the tests of answers in torch, whose every run (the notebook's data, each
+    variant) would otherwise import torch afresh. The student still has to import it (the forking
+    server's modules are not in the notebook's namespace), and the reference values are the same."""
+    return dataclasses.replace(numpy_assignment, preload=(*numpy_assignment.preload, "torch"))
+
+
 NUMPY_CORRECT = {
     "Q": "X @ W_q.T", "K": "X @ W_k.T", "V": "X @ W_v.T",
     "scores": "Q @ K.T",
@@ -75,6 +84,24 @@ def submit(tmp_path, grader, course):
         return grader.grade(a, path)
 
     return _submit
+
+
+# The modules that take longest, longest first (`pytest --durations=0`, summed per module). Under
+# `-n 2` each module goes to one worker whole (``--dist loadfile`` in pyproject.toml: its module
+# fixtures, such as the Jupyter runs of test_executors and test_lean_runner, are set up once), in
+# this order, so the long ones start at once on both workers and the short ones fill in after them
+# instead of a long one starting last.
+LONGEST_FIRST = (
+    "test_plugin", "test_lean_runner", "test_executors", "test_grading", "test_render", "test_sandbox",
+    "test_assignments", "test_cluster", "test_variants", "test_settings", "test_hostile_inputs", "test_rewrites",
+    "test_forkserver", "test_carry_forward", "test_import", "test_batch", "test_solution_numbers",
+    "test_grader_speed", "test_selfcheck", "test_consumers", "test_sessions", "test_report", "test_classroom50",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: each module keeps its order
 
 
 def shared_variants(assignment: config.Assignment) -> config.Assignment:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from conftest import ROOT, shared_variants
 
@@ -65,7 +67,11 @@ def test_a_hanging_and_a_crashing_cell_end_the_same_way_in_both(grader, jupyter_
               # A cell limit that a loaded machine's kernel start and matplotlib import stay well within,
               # so only cell 3 ever runs past it.
               limits=Limits(cell_timeout=6, notebook_timeout=90))
-    runs = {g.executor.name: g.executor.run(job) for g in (grader, jupyter_grader)}
+    # Both executors at once: each attempt mostly waits (the cell limit, a kernel's start), and
+    # the executors share nothing.
+    with ThreadPoolExecutor(2) as pool:
+        started = {g.executor.name: pool.submit(g.executor.run, job) for g in (grader, jupyter_grader)}
+        runs = {name: future.result() for name, future in started.items()}
     for name, run in runs.items():
         assert (run.status, run.attempts) == ("timeout", 3), name
         assert run.reason == "cell 3 ran past the 6 s limit and was stopped", name

@@ -80,8 +80,8 @@ def test_each_hint_fires_on_the_mistake_it_names(submit, change, qid, hint):
     ],
     ids=["torch-float32", "numpy-float32", "softmax-without-max", "loops"],
 )
-def test_equivalent_rewrites_pass(submit, change):
-    card = submit({**NUMPY_CORRECT, **change}, edit={1: "import numpy as np\nimport torch"})
+def test_equivalent_rewrites_pass(submit, numpy_with_torch, change):
+    card = submit({**NUMPY_CORRECT, **change}, edit={1: "import numpy as np\nimport torch"}, assignment=numpy_with_torch)
     failing = {q.id: q.lines for q in card.questions if q.status != "passed"}
     assert not failing, failing
 
@@ -117,7 +117,7 @@ def test_warnings_on_stderr_cost_nothing(submit):
     assert card.execution.to_dict()["errors"] == []
 
 
-def test_monkeypatched_allclose_and_fake_scores_earn_nothing(submit):
+def test_monkeypatched_allclose_and_fake_scores_earn_nothing(submit, numpy_with_torch):
     cheat = {
         **NUMPY_CORRECT,
         "output": "np.zeros((3, 2))",
@@ -128,7 +128,7 @@ def test_monkeypatched_allclose_and_fake_scores_earn_nothing(submit):
         "torch.allclose = lambda *a, **k: True\nnumpy.array_equal = lambda *a, **k: True\n"
         "builtins.abs = lambda x: 0\n"
         "print('score: 11/11')\nprint('status: passed')",
-    ])
+    ], assignment=numpy_with_torch)
     assert question(card, "output").status == "failed"
     assert card.score == card.max_score - 2
 

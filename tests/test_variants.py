@@ -63,8 +63,8 @@ def test_fixed_d_k_loses_scaled_scores_on_the_variant_that_changes_d_out(submit)
     {"scores": "np.array([[sum(q[i] * k[i] for i in range(len(q))) for k in K] for q in Q])"},
     {"attention_weights": "np.exp(scaled_scores) / np.exp(scaled_scores).sum(axis=1, keepdims=True)"},
 ], ids=["torch-F.softmax", "loops", "vectorised-softmax"])
-def test_equivalent_rewrites_pass_every_variant(submit, change):
-    card = submit({**NUMPY_CORRECT, **change}, edit={1: "import numpy as np\nimport torch"})
+def test_equivalent_rewrites_pass_every_variant(submit, numpy_with_torch, change):
+    card = submit({**NUMPY_CORRECT, **change}, edit={1: "import numpy as np\nimport torch"}, assignment=numpy_with_torch)
     assert {q.id: q.status for q in card.questions if q.status != "passed"} == {}
 
 
