@@ -18,7 +18,6 @@ import ast
 from dataclasses import replace
 
 from grader.capture import Value
-from grader.course.kinds import Test
 from grader.course.model import Assignment, Check, Question
 from grader.course.properties import check_property
 from grader.judge import carry, rechecks, testcheck, wording
@@ -81,12 +80,12 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
                        hidden=check.hidden)
     label = check.label
     ref = ctx.reference.get(check.id)
-    if check.kind != Test.key and (ref is None or ref.value is None):
+    if not check.is_test and (ref is None or ref.value is None):
         return replace(base, status=CheckStatus.ERROR, reasons=(v.NotProduced(label),))
     blank = _blank(check, ctx)
     if blank is not None:
         return replace(base, status=CheckStatus.UNANSWERED, reasons=(v.Unanswered(label, blank.where()),))
-    if check.kind == Test.key:
+    if check.is_test:
         return testcheck.grade(check, ctx.student, base, reveal=ctx.reveal)
     assert ref is not None and ref.value is not None  # every other kind has a reference value (above)
     got = ctx.student.get(check.id)

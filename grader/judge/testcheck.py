@@ -371,7 +371,7 @@ def _raised(exc: BaseException, source: str) -> v.TestFinding:
     if site:
         return v.SiteRaised(site, name, text)
     if name == "Failed":  # pytest.raises(...) whose block raised nothing
-        return v.Said(f"{text}." if text else "the test failed.")
+        return v.TestFailedItself(text)
     return v.TestRaised(name, text, source)
 
 

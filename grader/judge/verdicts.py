@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grader.run.job import CellRun, RunError
-from grader.vocab import CellStatus, RunStatus, Uncapturable, Unprepared
+from grader.vocab import RunStatus, Uncapturable, Unprepared
 
 # --------------------------------------------------------------------------------------------
 # Why a value is missing
@@ -115,10 +115,6 @@ class VariantCause:
     error: RunError | None = None  # raised while the value itself was computed
     uncapturable: bool = False
     run: RunStatus = RunStatus.OK
-
-    @property
-    def cell_status(self) -> CellStatus | None:
-        return self.cell.status if self.cell is not None else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,8 +271,15 @@ class SiteUnprepared:
     why: Unprepared
 
 
+@dataclass(frozen=True)
+class TestFailedItself:
+    """The test called ``pytest.fail`` (or a block it expected to raise ended it that way)."""
+
+    text: str  # the test's own message, or ""
+
+
 TestFinding = (AssertionSaid | Compared | DoesNotHold | NotClose | SiteRaised | TestRaised | DidNotRaise | Said
-               | SiteUnusable | SiteUnprepared)
+               | SiteUnusable | SiteUnprepared | TestFailedItself)
 
 
 @dataclass(frozen=True)

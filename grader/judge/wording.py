@@ -241,6 +241,8 @@ def finding(f: v.TestFinding) -> str:
     if isinstance(f, v.NotClose):
         head = f"`{f.source}` does not hold" if f.source else f"the test's comparison of `{f.left}` does not hold"
         return f"{head}: " + " ".join(f.report)
+    if isinstance(f, v.TestFailedItself):
+        return f"{f.text}." if f.text else "the test failed."
     if isinstance(f, v.SiteUnusable):
         return f"`{f.site}` cannot be checked: it {f.detail}."
     if isinstance(f, v.SiteUnprepared):
