@@ -247,7 +247,7 @@ def capture_live(ns: dict[str, Any], pc: PublicCheck) -> Captured:
     except CaptureFailed as exc:
         return Captured(uncapturable=Uncapturable.FORM, detail=str(exc))
     except NameError as exc:
-        return Captured(missing=True, name=exc.name or "", error=_error(describe_error(exc, 8)))
+        return Captured(missing=True, error=_error(describe_error(exc, 8)))
     except RecursionError:
         return Captured(uncapturable=Uncapturable.RECURSION)
     except Exception as exc:  # noqa: BLE001 - the student's code raised while the check ran: a verdict, not a crash

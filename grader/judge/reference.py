@@ -203,9 +203,9 @@ class References:
             if "value" in item:
                 captures[cid] = Captured(value=capture.decode(item["value"]))
             else:
-                error = RunError(str(item["ename"]), str(item.get("evalue", ""))) if item.get("ename") else None
-                captures[cid] = Captured(missing=bool(item.get("missing", False)), name=str(item.get("name", "")),
-                                         error=error)
+                error = (RunError(str(item["ename"]), str(item.get("evalue", "")), name=str(item.get("name", "")))
+                         if item.get("ename") else None)
+                captures[cid] = Captured(missing=bool(item.get("missing", False)), error=error)
         return captures
 
     @staticmethod

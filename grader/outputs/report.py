@@ -35,7 +35,7 @@ from grader.errors import UsageError
 from grader.files import write_atomic
 from grader.judge import wording
 from grader.judge.scorecard import Execution, Scorecard, points_text
-from grader.vocab import CellStatus, FeedbackKind
+from grader.vocab import CellStatus
 
 if TYPE_CHECKING:
     from matplotlib.axis import Axis
@@ -72,8 +72,7 @@ class Row:
 def row_from_card(card: Scorecard) -> Row:
     hints = [(q.id, c.hint) for q in card.questions for c in q.checks if c.hint]
     if not any(q.checks for q in card.questions):  # a card built without its checks
-        hints = [(q.id, f.text.removeprefix(wording.HINT_PREFIX)) for q in card.questions for f in q.feedback
-                 if f.kind == FeedbackKind.HINT]
+        hints = _hints_from_feedback((q.id, q.lines) for q in card.questions)
     return Row(card.assignment, card.submission, card.student, card.status, card.reason, card.score,
                card.max_score, [(q.id, q.title, q.status) for q in card.questions], hints,
                _timeouts(card.execution), [q.id for q in card.questions if q.carried_forward],

@@ -339,17 +339,20 @@ def _handle(msg: dict[str, Any], job: Job, out: _Attempt, running: int | None, c
         raise ProtocolError(f"the student process sent a malformed message ({type(exc).__name__})") from None
 
 
+def _run_error(msg: dict[str, Any], tb: list[Any]) -> RunError:
+    """The exception a cell's or a capture's message describes (``worker.describe_error``), its
+    fields cut to what a scorecard shows."""
+    return RunError(ename=str(msg.get("ename", ""))[:100], evalue=str(msg.get("evalue", ""))[:500],
+                    frames=tuple(str(t)[:300] for t in tb[:20]), name=str(msg.get("name", ""))[:100],
+                    source=str(msg.get("source", ""))[:300])
+
+
 def _captured_without_value(msg: dict[str, Any], tb: list[Any]) -> Captured:
     """Why a capture came back without a value, as the record the judges read."""
     why = msg.get("uncapturable")
     if why is not None and why not in set(Uncapturable):
         raise ProtocolError("the student process sent an unknown reason for a value it could not send")
-    error = None
-    if msg.get("ename"):
-        error = RunError(ename=str(msg["ename"])[:100], evalue=str(msg.get("evalue", ""))[:500],
-                         frames=tuple(str(t)[:300] for t in tb[:20]), name=str(msg.get("name", ""))[:100],
-                         source=str(msg.get("source", ""))[:300])
-    return Captured(missing=bool(msg.get("missing")), name=str(msg.get("name", ""))[:100], error=error,
+    return Captured(missing=bool(msg.get("missing")), error=_run_error(msg, tb) if msg.get("ename") else None,
                     uncapturable=Uncapturable(why) if why is not None else None,
                     detail=str(msg.get("detail", ""))[:500])
 
@@ -371,15 +374,16 @@ def _handle_one(msg: dict[str, Any], job: Job, out: _Attempt, running: int | Non
             raise ProtocolError("the student process sent a malformed traceback")
         total = msg.get("output_bytes", 0)
         total = total if type(total) is int else 0
+        error = _run_error(msg, tb)
         out.cells[pos] = CellRun(
             pos=pos,
             index=job.cells[pos].index,
             status=status,
-            ename=str(msg.get("ename", ""))[:100],
-            evalue=str(msg.get("evalue", ""))[:500],
-            traceback=tuple(t[:300] for t in tb[:20]),
-            name=str(msg.get("name", ""))[:100],
-            source=str(msg.get("source", ""))[:300],
+            ename=error.ename,
+            evalue=error.evalue,
+            traceback=error.frames,
+            name=error.name,
+            source=error.source,
             duration=float(msg.get("duration", 0.0)) if isinstance(msg.get("duration"), (int, float)) else 0.0,
             output_bytes=total,
             output_truncated=total > job.limits.output_kb * 1024,

@@ -302,10 +302,14 @@ class Captured:
 
     value: Value | None = None
     missing: bool = False  # a name it reads does not exist at that point (``name``)
-    name: str = ""
     error: RunError | None = None  # computing it raised (with ``uncapturable``: the check's own expression did)
     uncapturable: Uncapturable | None = None  # computed, but not in a form the grader can judge
     detail: str = ""  # for ``Uncapturable.FORM``: what the value is, in ``grader.capture``'s words
+
+    @property
+    def name(self) -> str:
+        """The name that was not defined, when a NameError says which."""
+        return self.error.name if self.error is not None else ""
 
     @property
     def raised(self) -> bool:
