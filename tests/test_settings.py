@@ -29,7 +29,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-from grader.run.sandbox.probe import _world_readable
+from grader.run.sandbox.probe import usable_by_another_user
 from grader.run.sandbox.root import python_paths
 
 # Docker's default capability set (moby's defaults); capsh drops every other one from the bounding set.
@@ -92,7 +92,7 @@ def test_hostile_suite_in_a_container_with_dockers_default_capabilities():
 
 def _user() -> pwd.struct_passwd:
     """The unprivileged user the rows below run as, made where the tests run as root."""
-    if not _world_readable(python_paths()):
+    if not usable_by_another_user(python_paths(), sys.executable):
         pytest.skip(f"the Python installation ({sys.base_prefix}) is not readable by another user on this "
                     "machine, so a non-root grader cannot start here")
     try:
@@ -109,7 +109,7 @@ def test_hostile_suite_as_a_non_root_user(userns, tmp_path):
     if os.geteuid() != 0:
         pytest.skip("the suite already runs as a non-root user here")
     user = _user()
-    if not _world_readable([str(ROOT)]):
+    if not usable_by_another_user([str(ROOT)]):
         pytest.skip(f"the project ({ROOT}) is not readable by another user here")
     prefix = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", "--"]
     if not userns:

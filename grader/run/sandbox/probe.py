@@ -214,7 +214,8 @@ def features() -> Features:
     return Features(
         linux=True, root=root, user_ns=got.get("user_ns", False), mount_ns=mount_ns,
         net_ns=got.get("net_ns", False), pid_ns=got.get("pid_ns", False), ipc_ns=got.get("ipc_ns", False),
-        drop_user=root and (mount_ns or _world_readable(python_paths())),
+        drop_user=root and (mount_ns or usable_by_another_user(python_paths(), sys.executable,
+                                                               search=[tempfile.gettempdir()])),
         landlock=landlock.abi(), seccomp=seccomp.available(),
         memory_cgroup=cgroup.available(),
     )
@@ -253,17 +254,64 @@ def _attempt(step: Callable[[], object]) -> bool:
         return False
 
 
-def _world_readable(paths: Iterable[str]) -> bool:
-    """Whether another user could use these directories (every parent traversable, each readable)."""
-    for path in paths:
-        p = Path(path)
-        for part in [*reversed(p.parents), p]:
+def usable_by_another_user(paths: Iterable[str], executable: str | None = None, search: Iterable[str] = ()) -> bool:
+    """Whether a uid other than the grader's could run Python from these paths: every directory
+    on the way to each of them searchable, each directory readable and searchable, each file
+    readable, ``executable`` executable and each of ``search`` searchable (the temporary folder
+    that holds the run's working directory), along the paths as given and along their real paths
+    (a virtual environment's ``bin/python`` is a link into the base installation).
+
+    As root this asks the kernel itself: a forked child takes a uid no user has and no group, and
+    tries ``access(2)`` on each (so ACLs and every parent directory count, as when the student's
+    process starts). Otherwise the mode bits for others are read the same way."""
+    wanted = [(p, _need(p)) for p in paths] + [(p, os.X_OK) for p in search]
+    if executable:
+        wanted.append((executable, os.R_OK | os.X_OK))
+    if os.geteuid() == 0:
+        return _access_as(UID_BASE, wanted)
+    return all(_others_may(path, need) for path, need in wanted)
+
+
+def _need(path: str) -> int:
+    return os.R_OK | os.X_OK if os.path.isdir(path) else os.R_OK
+
+
+def _access_as(uid: int, wanted: list[tuple[str, int]]) -> bool:
+    """Whether ``uid`` (with no groups) may do ``need`` with each path, as the kernel answers it."""
+    try:
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid == 0:  # pragma: no cover - runs in the forked child
+        code = 1
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            code = 0 if all(os.access(path, need) for path, need in wanted) else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def _others_may(path: str, need: int) -> bool:
+    """Whether the permission bits for others allow ``need`` on ``path``, and a search of every
+    directory on the way to it, through the path as written and through its real path."""
+    bits = {os.R_OK: stat.S_IROTH, os.W_OK: stat.S_IWOTH, os.X_OK: stat.S_IXOTH}
+    for chain in (Path(os.path.abspath(path)), Path(os.path.realpath(path))):
+        for parent in reversed(chain.parents):
             try:
-                mode = part.stat().st_mode
+                if not os.stat(parent).st_mode & stat.S_IXOTH:  # a link is searched where it leads
+                    return False
             except OSError:
                 return False
-            if not mode & stat.S_IXOTH or (part == p and not mode & stat.S_IROTH):
-                return False
+        try:
+            mode = os.stat(chain).st_mode
+        except OSError:
+            return False
+        if any(need & flag and not mode & bit for flag, bit in bits.items()):
+            return False
     return True
 
 
