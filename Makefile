@@ -37,9 +37,11 @@ $(STAMP): pyproject.toml
 	  $(BIN)/pip install --quiet $(TORCH) $$args
 	$(BIN)/pip install --quiet -e '.[instructor,dev]'
 	# capsh runs the hostile suite with Docker's default capabilities (tests/test_settings.py);
-	# libseccomp2 is what the seccomp filter loads. Installed where the build runs as root.
-	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v capsh && ldconfig -p | grep -q libseccomp.so.2; } >/dev/null; then \
-		{ timeout 120 apt-get update -qq && timeout 300 apt-get install -y -qq libcap2-bin libseccomp2; } >/dev/null || true; fi
+	# libseccomp2 is what the seccomp filter loads; Debian's python3.11 (with venv) is a Python an
+	# ordinary user can run, for the settings that grade as one. Installed where the build runs as root.
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v capsh && ldconfig -p | grep -q libseccomp.so.2 \
+	    && /usr/bin/python3.11 -c 'import ensurepip, venv'; } >/dev/null 2>&1; then \
+		{ timeout 120 apt-get update -qq && timeout 300 apt-get install -y -qq libcap2-bin libseccomp2 python3.11 python3.11-venv; } >/dev/null || true; fi
 	touch $(STAMP)
 
 demo: setup

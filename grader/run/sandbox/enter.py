@@ -149,7 +149,7 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
         unshare(rest)
     if plan.net_ns:
         loopback_up()
-    owner = uid if uid is not None else real_uid
+    owner, group = (uid, uid) if uid is not None else (real_uid, real_gid)
     disk_mb = int(limits.get("disk_mb", 256)) if limits is not None else 256
     if ahead is not None:  # pid 1 of a session: the view now, the submission when it comes
         build_view(ahead[1], disk_mb, fresh_proc=True)
@@ -158,7 +158,7 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
             limits, workdir = setup["limits"], setup["workdir"]
             if memory is not None:  # through descriptors opened before the view hid /sys/fs/cgroup
                 memory.set_limit(int(limits["memory_mb"]))
-            finish_view(ahead[1], workdir, int(limits.get("disk_mb", 256)), owner)
+            finish_view(ahead[1], workdir, int(limits.get("disk_mb", 256)), owner, group=group)
         except (OSError, SandboxError, KeyError, TypeError, ValueError) as exc:
             raise SessionSetupError(f"the working directory cannot be set up: {exc}", control) from None
         serve_runs(control, workdir)
@@ -168,11 +168,11 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
         _die_with_parent()
     elif plan.pid_ns:  # this is pid 1: it mounts the namespace's /proc, then stays as its init
         if plan.mount_ns:
-            build_root(workdir, disk_mb, owner, fresh_proc=True)
+            build_root(workdir, disk_mb, owner, fresh_proc=True, group=group)
         fork_init()
         _die_with_parent()
     elif plan.mount_ns:
-        build_root(workdir, disk_mb, owner, fresh_proc=False)
+        build_root(workdir, disk_mb, owner, fresh_proc=False, group=group)
     elif uid is not None:
         _chown_tree(workdir, uid)
     assert limits is not None  # the job's, or the session's from its setup (above)

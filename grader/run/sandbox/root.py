@@ -81,12 +81,12 @@ def _make_point(root: str, path: str, *, directory: bool) -> str:
     return target
 
 
-def build_root(workdir: str, disk_mb: int, owner: int, *, fresh_proc: bool) -> None:
+def build_root(workdir: str, disk_mb: int, owner: int, *, fresh_proc: bool, group: int | None = None) -> None:
     """A new root holding only what the student may see; pivot into it; drop the old one."""
     root = os.path.join(workdir, ROOT_NAME)
     os.mkdir(root, 0o755)
     build_view(root, disk_mb, fresh_proc=fresh_proc)
-    finish_view(root, workdir, disk_mb, owner, resize=False)
+    finish_view(root, workdir, disk_mb, owner, resize=False, group=group)
 
 
 # Files a run may create on each of its tmpfs (the working directory, /tmp, /dev/shm): every inode
@@ -142,15 +142,19 @@ def build_view(root: str, disk_mb: int, *, fresh_proc: bool) -> None:
         bind("/sys", _make_point(root, "/sys", directory=True))
 
 
-def finish_view(root: str, workdir: str, disk_mb: int, owner: int, *, resize: bool = True) -> None:
+def finish_view(root: str, workdir: str, disk_mb: int, owner: int, *, resize: bool = True,
+                group: int | None = None) -> None:
     """Add the working directory to the view on ``root``, then pivot into it and make it read-only.
-    ``resize``: the view was built ahead of the job, so /tmp and /dev/shm take the job's size now."""
+    ``resize``: the view was built ahead of the job, so /tmp and /dev/shm take the job's size now.
+    ``owner`` and ``group`` (the same as ``owner`` if None) own the working directory: in a user
+    namespace the grader's own uid and gid, which differ as a rule (and only they are mapped)."""
+    group = owner if group is None else group
     size = _sized(disk_mb)
     for place in ("/tmp", "/dev/shm") if resize else ():
         mount(None, root + place, None, MS_REMOUNT | MS_NOSUID | MS_NODEV, size)
     # The working directory: a tmpfs of the student's own, the prepared files bound in read-only.
     home = _make_point(root, workdir, directory=True)
-    mount("tmpfs", home, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=700,uid={owner},gid={owner},{size}")
+    mount("tmpfs", home, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=700,uid={owner},gid={group},{size}")
     for base, dirs, files in os.walk(workdir):
         rel = os.path.relpath(base, workdir)
         if rel == ROOT_NAME or rel.startswith(ROOT_NAME + os.sep):
@@ -160,7 +164,7 @@ def finish_view(root: str, workdir: str, disk_mb: int, owner: int, *, resize: bo
         for d in dirs:
             inner = os.path.normpath(os.path.join(home, rel, d))
             os.mkdir(inner, 0o755)
-            os.chown(inner, owner, owner)
+            os.chown(inner, owner, group)
         for name in files:
             src = os.path.join(base, name)
             inner = os.path.normpath(os.path.join(home, rel, name))
