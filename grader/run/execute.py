@@ -249,7 +249,7 @@ def _one_attempt(executor: Spawner, job: Job, deadline: float) -> _Attempt:
         wire = job.to_wire(workdir, (executor.features or sandbox.features()).to_wire())
         handle, fd = executor.spawn(wire, workdir)
         frames = FrameReader(fd, max_frame=job.limits.capture_mb * 1024 * 1024 * 2 + (1 << 20))
-        _follow(frames, handle, job, deadline, out)
+        _follow(frames, handle, job, deadline, out, workdir)
     finally:
         if fd is not None:
             os.close(fd)
@@ -260,7 +260,7 @@ def _one_attempt(executor: Spawner, job: Job, deadline: float) -> _Attempt:
     return out
 
 
-def _follow(frames: FrameReader, handle: Any, job: Job, deadline: float, out: _Attempt) -> None:
+def _follow(frames: FrameReader, handle: Any, job: Job, deadline: float, out: _Attempt, workdir: str) -> None:
     """Read the process's frames into ``out`` until the run ends: its last frame, a deadline (the
     notebook's, or the running cell's), its channel closing, or the channel carrying something
     malformed. Sets ``out.ending``."""
@@ -278,7 +278,7 @@ def _follow(frames: FrameReader, handle: Any, job: Job, deadline: float, out: _A
     except ProtocolError as exc:
         _channel_broken(out, job, running, exc)
         return
-    _channel_closed(out, job, running, _out_of_memory(handle, job))
+    _channel_closed(out, job, running, _out_of_memory(handle, job), sandbox.disk_overran(workdir))
 
 
 def _timed_out(out: _Attempt, job: Job, running: int | None, *, cell: bool) -> None:
@@ -303,19 +303,21 @@ def _timed_out(out: _Attempt, job: Job, running: int | None, *, cell: bool) -> N
                                          ename="TimeoutError", evalue=out.reason)
 
 
-def _channel_closed(out: _Attempt, job: Job, running: int | None, memory: str) -> None:
-    """The process ended before its last frame (``memory``: the limit it ran out of, if it did)."""
+def _channel_closed(out: _Attempt, job: Job, running: int | None, memory: str, disk: bool = False) -> None:
+    """The process ended before its last frame (``memory``: the limit it ran out of, if it did;
+    ``disk``: the run was ended for writing more than ``disk_mb``)."""
     out.ending = _Ending.CRASHED
+    written = f"wrote more than the {job.limits.disk_mb} MB the run may keep on disk and was stopped"
     if running is not None:
         index = job.cells[running].index
-        why = (f"used more memory than {memory}" if memory else
+        why = (f"used more memory than {memory}" if memory else written if disk else
                "ended the Python process (sys.exit, os._exit, a kill signal or running out of memory)")
         out.cells[running] = CellRun(pos=running, index=index, status=CellStatus.CRASHED, ename="ProcessExit",
                                      evalue=f"cell {index} {why}")
         out.bad_pos, out.reason = running, out.cells[running].evalue
     else:
-        out.reason = (f"the notebook used more memory than {memory}" if memory else
-                      "the notebook's process ended before grading could finish")
+        out.reason = (f"the notebook used more memory than {memory}" if memory else f"the notebook {written}"
+                      if disk else "the notebook's process ended before grading could finish")
 
 
 def _channel_broken(out: _Attempt, job: Job, running: int | None, exc: ProtocolError) -> None:

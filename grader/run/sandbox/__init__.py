@@ -7,6 +7,7 @@ Any executor uses the same few calls. On the grader's side:
     environment(workdir)   the whole environment of a student process (an allow-list)
     terminate(pid)         end a student process and everything it started, wherever it went
     oom_kills(pid)         how many of the run's processes its memory cgroup ended (0: none, or no cgroup)
+    disk_overran(workdir)  whether the run was ended for writing more than disk_mb (no tmpfs of its own)
     cgroup.remove(pid)     remove a run's memory cgroup (the forking server, for children it ended)
     prepare_seccomp(...)   build the seccomp filters before forking the processes that load them
     remove_workdir(path)
@@ -61,6 +62,7 @@ The package, in the order a run meets it:
 
     probe   what the platform allows (``Features``, ``features()``, ``job_uid``)
     cgroup  the run's memory cgroup: made by the keeper, joined by the run, read and removed by the grader
+    disk    without a tmpfs of its own, the keeper's watch on what the run writes (``disk_mb``)
     host    the grader's side: working directory, environment, ``terminate`` and its /proc helpers
     enter   the student's side: ``enter``, ``enter_session``, the limits, the in-place fallback
     tree    the keeper, the namespace's init and a session's runs, as processes
@@ -77,6 +79,7 @@ from __future__ import annotations
 from grader.errors import SandboxError, SessionSetupError
 from grader.run.sandbox import cgroup
 from grader.run.sandbox.cgroup import oom_kills
+from grader.run.sandbox.disk import overran as disk_overran
 from grader.run.sandbox.enter import enter, enter_session
 from grader.run.sandbox.host import WORKDIR_PREFIX, environment, prepare_workdir, remove_workdir, terminate
 from grader.run.sandbox.linux import set_name
@@ -98,6 +101,7 @@ __all__ = [
     "UID_BASE",
     "WORKDIR_PREFIX",
     "cgroup",
+    "disk_overran",
     "Features",
     "SandboxError",
     "SessionSetupError",

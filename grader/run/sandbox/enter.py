@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 from grader.errors import SandboxError, SessionSetupError
 from grader.run.sandbox import cgroup
+from grader.run.sandbox.disk import Watch
+from grader.run.sandbox.disk import watched as disk_watched
 from grader.run.sandbox.harden import harden
 from grader.run.sandbox.host import environment, processes_of
 from grader.run.sandbox.linux import (
@@ -137,8 +139,9 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
         map_ids(real_uid, real_gid)
     if uid is not None:
         forget_keys_of(uid)  # a uid used before (pids wrap around) starts with no key of an earlier run
+    watch = Watch(workdir, int(limits["disk_mb"])) if disk_watched(plan) and limits is not None else None
     fork_keeper(channel, workdir, subreaper=not plan.pid_ns, view=ahead[1] if ahead else None, uid=uid,
-                memory=memory is not None)
+                memory=memory is not None, disk=watch)
     if memory is not None:
         memory.join()  # before anything else: every process of the run is born in it
     if plan.pid_ns:
@@ -224,7 +227,7 @@ def _apply_limits(limits: LimitsWire, nproc: int | None) -> None:
     mb = 1024 * 1024
     _set(resource.RLIMIT_CPU, int(limits["cpu_time"]))
     _set(resource.RLIMIT_AS, int(limits["memory_mb"]) * mb)
-    _set(resource.RLIMIT_FSIZE, int(limits["file_size_mb"]) * mb)
+    _set(resource.RLIMIT_FSIZE, min(int(limits["file_size_mb"]), int(limits.get("disk_mb", 256))) * mb)
     _set(resource.RLIMIT_NOFILE, int(limits["open_files"]))
     _set(resource.RLIMIT_CORE, 0)
     if nproc is not None:

@@ -48,6 +48,7 @@ FEATURES = {
     "cleanup": "every process it starts is ended with it",
     "network": "no network (own network namespace)",
     "filesystem": "private filesystem view (solutions, caches, other submissions and scorecards absent)",
+    "disk": "what it writes bounded by disk_mb (its writes kept to its working directory, which the grader watches)",
     "user": "unprivileged user of its own",
     "userns": "user namespace, no capabilities",
     "no_caps": "root without any capability",
@@ -96,6 +97,12 @@ class Features:
         namespace, Unix ones (a host's daemon socket) without a private view as well."""
         return self.seccomp and not (self.net_ns and self.mount_ns)
 
+    @property
+    def disk_watched(self) -> bool:
+        """Whether a run's disk is bounded by a watch on its working directory (``sandbox.disk``): no
+        tmpfs of its own (no mount namespace), but Landlock keeps every write it makes in that folder."""
+        return self.linux and not self.mount_ns and self.landlock >= 1
+
     def active(self) -> tuple[str, ...]:
         """The ids (keys of FEATURES) a run gets on this platform."""
         if not self.linux:
@@ -110,6 +117,8 @@ class Features:
             out.append("network")
         if self.mount_ns:
             out.append("filesystem")
+        elif self.disk_watched:
+            out.append("disk")
         if self.drop_user:
             out.append("user")
         elif self.root:
@@ -138,10 +147,10 @@ class Features:
         if not self.private_files:
             out.append("filesystem: no mount namespace or Landlock here, so student code can read whatever "
                        "its user can read")
+            out.append(DISK_UNBOUNDED)
         if self.root and not self.drop_user:
-            out.append("user: runs as root without capabilities (Python is not readable by another user and "
-                       "no mount namespace)")
-            out.append("processes: not limited (the kernel does not apply the limit to root)")
+            out.append(NO_UID)
+            out.append(NO_NPROC)
             if self.landlock < 6 and not self.pid_ns:
                 out.append("signals: as root without a pid namespace or Landlock scopes, student code can "
                            "signal the grader's processes")
@@ -162,11 +171,28 @@ class Features:
         return "; ".join(FEATURES[f] for f in self.active())
 
 
+DISK_UNBOUNDED = ("disk: no mount namespace for a tmpfs of disk_mb and no Landlock to keep its writes in one "
+                  "folder, so nothing but the file size limit bounds what student code writes")
+NO_UID = "user: runs as root without capabilities (Python is not readable by another user and no mount namespace)"
+NO_NPROC = "processes: not limited (the kernel does not apply the limit to root)"
+
+
 def not_enforced(active: Iterable[str]) -> list[str]:
     """What a run that reported ``active`` (its protections, keys of FEATURES) did not have, among
     the limits a scorecard should own up to: the words for its ``execution.sandbox_not_enforced``."""
     have = set(active)
     out: list[str] = []
+    if not have & {"network", "landlock_net", "no_sockets"}:
+        out.append("network: no network namespace, seccomp filter or Landlock network rules, so student code "
+                   "could reach the network")
+    if not have & {"filesystem", "landlock"}:
+        out.append("filesystem: no mount namespace or Landlock, so student code could read whatever its user can")
+    if not have & {"filesystem", "disk"}:
+        out.append(DISK_UNBOUNDED)
+    if "no_caps" in have:
+        out.append(NO_UID)
+    if "processes" not in have:
+        out.append(NO_NPROC)
     if "memory" in have:  # the cgroup counts memfd files and shared memory with the rest
         return out
     if "seccomp" not in have:

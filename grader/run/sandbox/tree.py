@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from grader.errors import SandboxError
 from grader.run.sandbox import cgroup
+from grader.run.sandbox.disk import Watch
 from grader.run.sandbox.host import remove_workdir, send_signal, stop_tree
 from grader.run.sandbox.linux import PR_SET_CHILD_SUBREAPER, forget_keys_of, prctl, set_name
 
@@ -29,11 +30,12 @@ if TYPE_CHECKING:  # the job's shape, for the type checker only: the student pro
 
 
 def fork_keeper(channel: int | None, workdir: str, *, subreaper: bool, view: str | None = None,
-                uid: int | None = None, memory: bool = False) -> None:
+                uid: int | None = None, memory: bool = False, disk: Watch | None = None) -> None:
     """Fork; the parent stays behind as the keeper and never returns. It removes ``view`` (the
     empty directory a session's root was mounted on, in the child's namespace) at the end, and
     when the run had a ``uid`` of its own, every key that uid left in the kernel's keyrings. The
-    run's ``memory`` cgroup is the grader's to read and remove, unless the grader has gone."""
+    run's ``memory`` cgroup is the grader's to read and remove, unless the grader has gone. With a
+    ``disk`` watch, it ends the whole run once the working directory holds more than its limit."""
     if subreaper:
         prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the student come back to the keeper
     pid = os.fork()
@@ -43,7 +45,7 @@ def fork_keeper(channel: int | None, workdir: str, *, subreaper: bool, view: str
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     close_fds(channel)
-    code, abandoned = _wait_watching(pid, channel)
+    code, abandoned = _wait_watching(pid, channel, disk)
     if subreaper:
         for p in stop_tree(os.getpid()):
             send_signal(p, signal.SIGKILL)
@@ -80,8 +82,9 @@ def _reap_all(timeout: float = 5.0) -> None:
             time.sleep(0.005)
 
 
-def _wait_watching(pid: int, channel: int | None) -> tuple[int, bool]:
-    """Wait for the child; kill it if nobody reads the channel any more (the grader has gone).
+def _wait_watching(pid: int, channel: int | None, disk: Watch | None = None) -> tuple[int, bool]:
+    """Wait for the child; kill it if nobody reads the channel any more (the grader has gone), and
+    the whole run once it writes more than ``disk`` allows.
 
     Returns the child's exit code, and whether the channel was abandoned."""
     abandoned = False
@@ -100,8 +103,16 @@ def _wait_watching(pid: int, channel: int | None) -> tuple[int, bool]:
             return 1, abandoned
         if done:
             return _exit_code(status), abandoned
+        if disk is not None and disk.over():
+            disk.mark()
+            for p in stop_tree(os.getpid()):  # stopped first: nothing of it writes on meanwhile
+                send_signal(p, signal.SIGKILL)
+            disk = None
+        wait = 200 if pidfd is None else None
+        if disk is not None:
+            wait = int(disk.interval * 1000)
         try:
-            events = poller.poll(None if pidfd is not None else 200)
+            events = poller.poll(wait)
         except InterruptedError:
             continue
         for fd, ev in events:
