@@ -1,8 +1,11 @@
 """The limits that must hold wherever the grader runs: whether another uid can run this Python
-(the question that decides whether a root grader gives student code a uid of its own)."""
+(the question that decides whether a root grader gives student code a uid of its own), and one
+student's processes never counting against another's. ``tests/test_settings.py`` runs these in
+every setting it reproduces."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -11,9 +14,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import NUMPY_CORRECT, ROOT
 
+from grader import batch
 from grader.run.sandbox import probe
+from grader.testing import fill, write
 
 DEBIAN_PYTHON = "/usr/bin/python3.11"  # `make setup` installs it where it runs as root
 
@@ -80,3 +85,58 @@ def test_a_python_under_a_private_home_is_not_usable_by_another_uid(tmp_path):
         assert not probe.usable_by_another_user([str(public)], None, search=[str(home)])
     finally:
         shutil.rmtree(public)
+
+
+# --------------------------------------------------------------------------------------------
+# One student's processes never count against another's
+
+
+# Fills the run's process limit at once and holds it for 3 s (children that sleep), then goes on.
+BOMB = """import numpy as np, os, time
+held = []
+try:
+    while True:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(3)
+            os._exit(0)
+        held.append(pid)
+except BlockingIOError:
+    pass
+time.sleep(3)
+"""
+# An honest notebook that starts a process in every answer (a tool it calls on the way), after
+# waiting a moment so that a fork bomb graded beside it is at its height.
+HONEST = """import numpy as np, subprocess, time
+time.sleep(1)
+def checked(value):
+    subprocess.run(['true'], check=True)
+    return value
+"""
+
+
+@pytest.fixture(scope="module")
+def bounded(course):
+    """attention_numpy with 32 processes a run and no variant re-runs."""
+    a = course.assignment("attention_numpy")
+    return dataclasses.replace(a, limits=dataclasses.replace(a.limits, processes=32, cell_timeout=20.0),
+                               variants=dataclasses.replace(a.variants, count=0))
+
+
+def test_a_fork_bomb_beside_an_honest_notebook_costs_it_no_point(grader, bounded, tmp_path):
+    folder = tmp_path / "class"
+    answers = {k: v if k.startswith("?") else f"checked({v})" for k, v in NUMPY_CORRECT.items()}
+    write(fill(bounded.skeleton, NUMPY_CORRECT, edit={1: BOMB}), folder / "bomb.ipynb")
+    write(fill(bounded.skeleton, answers, edit={1: HONEST}), folder / "honest.ipynb")
+    with batch.intake([folder], bounded) as found:
+        cards = {c.student: c for c in batch.grade_all(grader, bounded, found.submissions, jobs=2).cards}
+    honest = cards["honest"]
+    assert honest.execution.to_dict()["errors"] == []
+    assert (honest.status, honest.score) == ("graded", honest.max_score)
+    assert cards["bomb"].score == cards["bomb"].max_score
+    run = honest.execution.to_dict()
+    # Which layer kept them apart, in the scorecard: a uid of each run's own, a user namespace's
+    # own count, or runs that take turns on a shared uid's limit.
+    assert {"user", "userns", "turns"} & set(run["sandbox"]), run["sandbox"]
+    if "turns" in run["sandbox"]:
+        assert any(line.startswith("user: runs as the grader's own user") for line in run["sandbox_not_enforced"])

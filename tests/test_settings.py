@@ -54,6 +54,7 @@ ROW = [
     "tests/test_sandbox.py::test_kernel_interfaces_numerical_code_never_needs_are_refused",
     "tests/test_sandbox.py::test_loopback_server_of_the_host_is_refused",
     "tests/test_sandbox.py::test_file_size_disk_and_open_files_are_limited",
+    "tests/test_limits.py::test_a_fork_bomb_beside_an_honest_notebook_costs_it_no_point",
 ]
 STUDENT_USER = "grader-ci"
 # Run before the row's pytest: what an Ubuntu 24.04 runner does to unprivileged user namespaces.

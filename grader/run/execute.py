@@ -186,7 +186,14 @@ class _Attempt:
 
 
 def run_with_retries(executor: Spawner, job: Job) -> RunResult:
-    """Run the job; re-run without any cell that hung or crashed the process."""
+    """Run the job; re-run without any cell that hung or crashed the process. Where student runs
+    take turns (``sandbox.turn``: they share one uid's process limit), the clock starts once it is
+    this run's turn."""
+    with sandbox.turn(executor.features or sandbox.features()) as turn:
+        return _run_with_retries(executor, job, turn)
+
+
+def _run_with_retries(executor: Spawner, job: Job, turn: sandbox.Turn) -> RunResult:
     started = time.monotonic()
     deadline = started + job.limits.notebook_timeout
     lost: dict[int, CellRun] = {}
@@ -195,7 +202,7 @@ def run_with_retries(executor: Spawner, job: Job) -> RunResult:
     current = job
     while attempts < MAX_ATTEMPTS:
         attempts += 1
-        attempt = _one_attempt(executor, current, deadline)
+        attempt = _one_attempt(executor, current, deadline, turn)
         if attempt.ending not in (_Ending.CELL_TIMEOUT, _Ending.CRASHED) or attempt.bad_pos is None:
             break
         pos = attempt.bad_pos
@@ -236,7 +243,7 @@ def _out_of_memory(handle: Any, job: Job) -> str:
     return f"the run may hold ({job.limits.memory_mb} MB for all its processes and files together) and was stopped"
 
 
-def _one_attempt(executor: Spawner, job: Job, deadline: float) -> _Attempt:
+def _one_attempt(executor: Spawner, job: Job, deadline: float, turn: sandbox.Turn) -> _Attempt:
     """One student process's whole life: start it on the job, follow its frames until the run
     ends, then end it and all it started, and remove the working directory it was given (unless
     a session keeps that). How the run ended is ``_Attempt.ending``."""
@@ -248,6 +255,7 @@ def _one_attempt(executor: Spawner, job: Job, deadline: float) -> _Attempt:
     try:
         wire = job.to_wire(workdir, (executor.features or sandbox.features()).to_wire())
         handle, fd = executor.spawn(wire, workdir)
+        turn.started(getattr(handle, "pid", None))
         frames = FrameReader(fd, max_frame=job.limits.capture_mb * 1024 * 1024 * 2 + (1 << 20))
         _follow(frames, handle, job, deadline, out, workdir)
     finally:

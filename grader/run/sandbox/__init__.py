@@ -6,6 +6,7 @@ Any executor uses the same few calls. On the grader's side:
     prepare_workdir(files) a fresh private directory with the submission and the data files
     environment(workdir)   the whole environment of a student process (an allow-list)
     terminate(pid)         end a student process and everything it started, wherever it went
+    turn(plan)             where runs share one uid's process limit, the run's turn (a context)
     oom_kills(pid)         how many of the run's processes its memory cgroup ended (0: none, or no cgroup)
     disk_overran(workdir)  whether the run was ended for writing more than disk_mb (no tmpfs of its own)
     cgroup.remove(pid)     remove a run's memory cgroup (the forking server, for children it ended)
@@ -81,7 +82,15 @@ from grader.run.sandbox import cgroup
 from grader.run.sandbox.cgroup import oom_kills
 from grader.run.sandbox.disk import overran as disk_overran
 from grader.run.sandbox.enter import enter, enter_session
-from grader.run.sandbox.host import WORKDIR_PREFIX, environment, prepare_workdir, remove_workdir, terminate
+from grader.run.sandbox.host import (
+    WORKDIR_PREFIX,
+    Turn,
+    environment,
+    prepare_workdir,
+    remove_workdir,
+    terminate,
+    turn,
+)
 from grader.run.sandbox.linux import set_name
 from grader.run.sandbox.probe import (
     FEATURES,
@@ -120,5 +129,7 @@ __all__ = [
     "sessions_possible",
     "set_name",
     "terminate",
+    "Turn",
+    "turn",
     "writable_places",
 ]

@@ -6,18 +6,21 @@ gets, and ending that process with everything it started, wherever it went.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from grader.errors import SandboxError
 from grader.run.sandbox import cgroup
-from grader.run.sandbox.probe import job_uid
+from grader.run.sandbox.probe import Features, job_uid
 
 ALLOWED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 WORKDIR_PREFIX = "grader-run-"  # a run's working directory in the temporary folder (``prepare_workdir``)
@@ -106,6 +109,72 @@ def terminate(pid: int) -> None:
         time.sleep(0.002)
     if cgroup.place() is not None:
         cgroup.remove(pid)
+
+
+class Turn:
+    """A run's turn (``turn``): the keepers it started, which must be gone before the next run's."""
+
+    def __init__(self) -> None:
+        self.keepers: list[int] = []
+
+    def started(self, pid: object) -> None:
+        """The process ``enter()`` ran in (the keeper) for one attempt of the run."""
+        if isinstance(pid, int):
+            self.keepers.append(pid)
+
+    def wait_gone(self, timeout: float = 10.0) -> None:
+        """Until every keeper has ended: a keeper ends once its whole tree is gone (it is the
+        tree's subreaper, and kills what is left), or the grader's ``terminate`` ended them all."""
+        end = time.monotonic() + timeout
+        while any(_alive(p) for p in self.keepers) and time.monotonic() < end:
+            time.sleep(0.005)
+
+
+_TURN_FALLBACK = threading.Lock()  # where no lock file can be had: the runs of this grader take turns
+
+
+@contextlib.contextmanager
+def turn(plan: Features) -> Iterator[Turn]:
+    """Hold the turn of this uid's student runs, where they take turns (``Features.takes_turns``:
+    not root and no user namespace, so every run's processes count against the one per-user limit,
+    ``RLIMIT_NPROC``). A run's limit is then the uid's processes when it starts plus ``processes``,
+    and no other student's run is there to use it up (a fork bomb beside an honest notebook costs
+    the honest one nothing). The turn is a lock on a file of the uid's own in the temporary folder,
+    so the graders of one user on a machine take turns too; it is let go once the run's processes
+    are gone. Elsewhere (a uid of each run's own, or a user namespace's own count) it holds nothing."""
+    out = Turn()
+    if not plan.takes_turns:
+        yield out
+        return
+    fd = _turn_file()
+    if fd is None:
+        with _TURN_FALLBACK:
+            try:
+                yield out
+            finally:
+                out.wait_gone()
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield out
+        finally:
+            out.wait_gone()
+            fcntl.flock(fd, fcntl.LOCK_UN)  # for every copy a fork may have made of the descriptor too
+    finally:
+        os.close(fd)
+
+
+def _turn_file() -> int | None:
+    path = os.path.join(tempfile.gettempdir(), f"grader-turns-{os.getuid()}")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    if os.fstat(fd).st_uid != os.getuid():  # someone else's file: no turn of ours can be trusted to it
+        os.close(fd)
+        return None
+    return fd
 
 
 def send_signal(pid: int, sig: int) -> None:

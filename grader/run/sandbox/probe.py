@@ -45,6 +45,7 @@ FEATURES = {
     "limits": "limits on CPU time, memory, open files and file size",
     "memory": "one memory limit for all its processes and the files, memfd and shared memory they hold (cgroup)",
     "processes": "process limit",
+    "turns": "a process limit no other student's run counts against (runs that share its uid take turns)",
     "cleanup": "every process it starts is ended with it",
     "network": "no network (own network namespace)",
     "filesystem": "private filesystem view (solutions, caches, other submissions and scorecards absent)",
@@ -103,6 +104,12 @@ class Features:
         tmpfs of its own (no mount namespace), but Landlock keeps every write it makes in that folder."""
         return self.linux and not self.mount_ns and self.landlock >= 1
 
+    @property
+    def takes_turns(self) -> bool:
+        """Whether runs take turns (``host.turn``): student code runs as the grader's own uid with no
+        user namespace, so every run's processes count against one per-user limit."""
+        return self.linux and not self.root and not self.user_ns
+
     def active(self) -> tuple[str, ...]:
         """The ids (keys of FEATURES) a run gets on this platform."""
         if not self.linux:
@@ -112,6 +119,8 @@ class Features:
             out.append("memory")
         if self.drop_user or self.user_ns or not self.root:
             out.append("processes")
+        if self.takes_turns:
+            out.append("turns")
         out.append("cleanup")
         if self.net_ns:
             out.append("network")
@@ -158,8 +167,8 @@ class Features:
             out.append("seccomp: no filter (pyseccomp or libseccomp.so.2 missing), so ptrace of its own "
                        "processes, the kernel keyrings, System V IPC and memfd files (memory that no limit but "
                        "the file size counts) are open to student code")
-        if not self.root and not self.user_ns:
-            out.append("processes: limited per user, counting the grader's own processes")
+        if self.takes_turns:
+            out.append(TURNS)
         if not self.pid_ns:
             out.append("cleanup: by process tree and group, not by namespace")
         if not self.memory_cgroup:
@@ -173,6 +182,8 @@ class Features:
 
 DISK_UNBOUNDED = ("disk: no mount namespace for a tmpfs of disk_mb and no Landlock to keep its writes in one "
                   "folder, so nothing but the file size limit bounds what student code writes")
+TURNS = ("user: runs as the grader's own user (not root, no user namespace), whose process limit all runs share, "
+         "so student runs take turns (one at a time) and one run's processes never count against another's")
 NO_UID = "user: runs as root without capabilities (Python is not readable by another user and no mount namespace)"
 NO_NPROC = "processes: not limited (the kernel does not apply the limit to root)"
 
@@ -193,6 +204,8 @@ def not_enforced(active: Iterable[str]) -> list[str]:
         out.append(NO_UID)
     if "processes" not in have:
         out.append(NO_NPROC)
+    elif "turns" in have:
+        out.append(TURNS)
     if "memory" in have:  # the cgroup counts memfd files and shared memory with the rest
         return out
     if "seccomp" not in have:
