@@ -68,10 +68,14 @@ def prepare_workdir(files: Iterable[tuple[Path, str]]) -> str:
 def remove_workdir(workdir: str) -> None:
     """Remove a working directory, whatever permissions the student left on it."""
 
+    top = os.path.abspath(workdir)
+
     def unlock(func: Callable[[str], object], path: str, _exc: object) -> None:
-        # a directory the student made unreadable or unwritable
+        # a directory the student made unreadable or unwritable (never the temporary folder holding
+        # the working directory: another uid's runs must still reach theirs through it)
         try:
-            os.chmod(os.path.dirname(path), 0o700)
+            if os.path.abspath(path) != top:
+                os.chmod(os.path.dirname(path), 0o700)
             os.chmod(path, 0o700)
             func(path)
         except OSError:
