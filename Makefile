@@ -9,6 +9,8 @@ TORCH := torch==2.13.0
 # machine that reaches PyPI alone (a mirror, a CPU wheel of its own) installs as before, without
 # waiting on retries.
 TORCH_INDEX := https://download.pytorch.org/whl/cpu
+# Docker's default seccomp profile (make setup puts it there; tests/docker_seccomp.py reads it)
+DOCKER_SECCOMP := /usr/local/share/grader-tests/docker-default-seccomp.json
 
 .PHONY: setup demo test bench bench-long bench-cluster clean python-version torch-index-args
 
@@ -42,6 +44,12 @@ $(STAMP): pyproject.toml
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v capsh && ldconfig -p | grep -q libseccomp.so.2 \
 	    && /usr/bin/python3.11 -c 'import ensurepip, venv'; } >/dev/null 2>&1; then \
 		{ timeout 120 apt-get update -qq && timeout 300 apt-get install -y -qq libcap2-bin libseccomp2 python3.11 python3.11-venv; } >/dev/null || true; fi
+	# Docker's default seccomp profile, for the setting of tests/test_settings.py that grades under it:
+	# the one JSON file of Debian's package of Docker's sources, taken without installing the package.
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && [ ! -s $(DOCKER_SECCOMP) ]; then \
+		d=$$(mktemp -d) && mkdir -p $$(dirname $(DOCKER_SECCOMP)) && (cd $$d && timeout 120 apt-get download -qq golang-github-docker-docker-dev) >/dev/null 2>&1 \
+		&& dpkg-deb --fsys-tarfile $$d/*.deb | tar -xO --wildcards '*/docker/docker/profiles/seccomp/default.json' > $$d/p.json \
+		&& mv $$d/p.json $(DOCKER_SECCOMP); rm -rf $$d; fi
 	touch $(STAMP)
 
 demo: setup

@@ -7,7 +7,8 @@ says) runs again, in a fresh pytest, as the grader would run in
 
 * a Docker container with the default capabilities: root, but only Docker's 14 capabilities
   (no ``CAP_SYS_ADMIN``, so no namespaces), through ``capsh --drop``;
-* the same container under Docker's default seccomp profile as well (``tests/docker_seccomp.py``);
+* the same container under Docker's default seccomp profile as well, loaded before the grader
+  starts (``tests/docker_seccomp.py``);
 * an ordinary user (a user made for the purpose), with user namespaces where the kernel allows
   them, and without them (a GitHub Actions runner on Ubuntu 24.04 forbids them: reproduced by a
   seccomp filter on ``unshare``/``clone`` that the row starts under).
@@ -32,6 +33,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+import docker_seccomp
 import pytest
 from conftest import ROOT
 
@@ -135,15 +137,21 @@ def docker_prefix() -> list[str]:
     return ["capsh", f"--drop={drop}", "--", "-c", 'exec "$0" "$@"']
 
 
-def test_hostile_suite_in_a_container_with_dockers_default_capabilities(user_python, place):
-    prefix, env = docker_prefix(), row_env(place, "docker")
+@pytest.mark.parametrize("profile", [False, True], ids=["capabilities", "capabilities and seccomp profile"])
+def test_hostile_suite_in_a_container_with_dockers_defaults(profile, user_python, place):
+    prefix, env = docker_prefix(), row_env(place, f"docker-{profile}")
+    if profile:
+        if not os.path.exists(docker_seccomp.PROFILE):
+            pytest.skip(f"{docker_seccomp.PROFILE} is missing: `make setup` takes it from Debian's package of Docker")
+        prefix = [str(user_python), str(ROOT / "tests/docker_seccomp.py"), docker_seccomp.PROFILE, *prefix]
     found = found_there(user_python, prefix, env)
     _, counts = run_row(user_python, prefix, env)
-    # No namespaces there: the unprivileged layers carry the protections instead, and student code
-    # has a uid of its own (Python is readable by every user), so its process limit holds.
+    # No namespaces there: the unprivileged layers carry the protections instead (Docker's profile
+    # allows Landlock and seccomp), the keeper bounds the disk, and student code has a uid of its own
+    # (Python and the temporary folder are open to every user), so its process limit holds.
     assert not {"network", "filesystem"} & found
-    assert {"landlock", "landlock_net", "scoped", "seccomp", "no_sockets", "no_new_privs", "user",
-            "processes"} <= found
+    assert {"landlock", "landlock_net", "scoped", "seccomp", "no_sockets", "no_new_privs", "user", "processes",
+            "disk"} <= found
     assert counts["passed"] >= 8 and counts.get("failed", 0) == 0
 
 
