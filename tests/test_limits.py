@@ -17,7 +17,7 @@ import pytest
 from conftest import NUMPY_CORRECT, ROOT
 
 from grader import batch
-from grader.run.sandbox import probe
+from grader.run.sandbox import disk, probe
 from grader.testing import fill, write
 
 DEBIAN_PYTHON = "/usr/bin/python3.11"  # `make setup` installs it where it runs as root
@@ -140,3 +140,26 @@ def test_a_fork_bomb_beside_an_honest_notebook_costs_it_no_point(grader, bounded
     assert {"user", "userns", "turns"} & set(run["sandbox"]), run["sandbox"]
     if "turns" in run["sandbox"]:
         assert any(line.startswith("user: runs as the grader's own user") for line in run["sandbox_not_enforced"])
+
+
+def test_the_disk_watch_counts_what_a_run_tucks_away(tmp_path):
+    """What the keeper adds up without a tmpfs: nested folders, a folder closed to its owner (opened
+    again, or counted as over), and folders nested deeper than a path can name (counted as over)."""
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "data.bin").write_bytes(b"x" * 3_000_000)
+    (tmp_path / "a").chmod(0)
+    size, files = disk.usage(str(tmp_path), 10**9)
+    assert 3_000_000 <= size < 3_200_000 and files == 3
+    (tmp_path / "a").chmod(0o700)
+    assert disk.usage(str(tmp_path), 2_000_000)[0] > 2_000_000  # past the bound: counting stops there
+    here = os.open(tmp_path, os.O_RDONLY)
+    try:
+        for _ in range(30):  # 30 x 200 characters: past PATH_MAX
+            os.mkdir("d" * 200, dir_fd=here)
+            inner = os.open("d" * 200, os.O_RDONLY, dir_fd=here)
+            os.close(here)
+            here = inner
+    finally:
+        os.close(here)
+    assert disk.usage(str(tmp_path), 10**9)[0] > 10**9
+    shutil.rmtree(tmp_path / ("d" * 200), ignore_errors=True)

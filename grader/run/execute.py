@@ -186,14 +186,13 @@ class _Attempt:
 
 
 def run_with_retries(executor: Spawner, job: Job) -> RunResult:
-    """Run the job; re-run without any cell that hung or crashed the process. Where student runs
-    take turns (``sandbox.turn``: they share one uid's process limit), the clock starts once it is
-    this run's turn."""
+    """Run the job (its clock starts when its turn comes: ``sandbox.turn``); re-run without any cell
+    that hung or crashed the process."""
     with sandbox.turn(executor.features or sandbox.features()) as turn:
-        return _run_with_retries(executor, job, turn)
+        return _retries(executor, job, turn)
 
 
-def _run_with_retries(executor: Spawner, job: Job, turn: sandbox.Turn) -> RunResult:
+def _retries(executor: Spawner, job: Job, turn: sandbox.Turn) -> RunResult:
     started = time.monotonic()
     deadline = started + job.limits.notebook_timeout
     lost: dict[int, CellRun] = {}
@@ -233,14 +232,6 @@ def _run_with_retries(executor: Spawner, job: Job, turn: sandbox.Turn) -> RunRes
         result.status, result.reason = RunStatus.CRASHED, crashed[0].evalue
     result.reason = printable(result.reason)  # parts of it can come from the student process: a forged `fatal`
     return result
-
-
-def _out_of_memory(handle: Any, job: Job) -> str:
-    """The run's memory limit in words, if its cgroup ended one of its processes for lack of memory; else ""."""
-    pid = getattr(handle, "pid", None)
-    if not isinstance(pid, int) or not sandbox.oom_kills(pid):
-        return ""
-    return f"the run may hold ({job.limits.memory_mb} MB for all its processes and files together) and was stopped"
 
 
 def _one_attempt(executor: Spawner, job: Job, deadline: float, turn: sandbox.Turn) -> _Attempt:
@@ -286,7 +277,9 @@ def _follow(frames: FrameReader, handle: Any, job: Job, deadline: float, out: _A
     except ProtocolError as exc:
         _channel_broken(out, job, running, exc)
         return
-    _channel_closed(out, job, running, _out_of_memory(handle, job), sandbox.disk_overran(workdir))
+    limits = job.limits
+    _channel_closed(out, job, running, sandbox.limit_reached(getattr(handle, "pid", None), workdir, limits.memory_mb,
+                                                             limits.disk_mb))
 
 
 def _timed_out(out: _Attempt, job: Job, running: int | None, *, cell: bool) -> None:
@@ -311,21 +304,17 @@ def _timed_out(out: _Attempt, job: Job, running: int | None, *, cell: bool) -> N
                                          ename="TimeoutError", evalue=out.reason)
 
 
-def _channel_closed(out: _Attempt, job: Job, running: int | None, memory: str, disk: bool = False) -> None:
-    """The process ended before its last frame (``memory``: the limit it ran out of, if it did;
-    ``disk``: the run was ended for writing more than ``disk_mb``)."""
+def _channel_closed(out: _Attempt, job: Job, running: int | None, stopped: str) -> None:
+    """The process ended before its last frame (``stopped``: the run's limit that ended it, if one did)."""
     out.ending = _Ending.CRASHED
-    written = f"wrote more than the {job.limits.disk_mb} MB the run may keep on disk and was stopped"
     if running is not None:
         index = job.cells[running].index
-        why = (f"used more memory than {memory}" if memory else written if disk else
-               "ended the Python process (sys.exit, os._exit, a kill signal or running out of memory)")
+        why = stopped or "ended the Python process (sys.exit, os._exit, a kill signal or running out of memory)"
         out.cells[running] = CellRun(pos=running, index=index, status=CellStatus.CRASHED, ename="ProcessExit",
                                      evalue=f"cell {index} {why}")
         out.bad_pos, out.reason = running, out.cells[running].evalue
     else:
-        out.reason = (f"the notebook used more memory than {memory}" if memory else f"the notebook {written}"
-                      if disk else "the notebook's process ended before grading could finish")
+        out.reason = f"the notebook {stopped}" if stopped else "the notebook's process ended before grading could finish"
 
 
 def _channel_broken(out: _Attempt, job: Job, running: int | None, exc: ProtocolError) -> None:

@@ -8,7 +8,7 @@ Any executor uses the same few calls. On the grader's side:
     terminate(pid)         end a student process and everything it started, wherever it went
     turn(plan)             where runs share one uid's process limit, the run's turn (a context)
     oom_kills(pid)         how many of the run's processes its memory cgroup ended (0: none, or no cgroup)
-    disk_overran(workdir)  whether the run was ended for writing more than disk_mb (no tmpfs of its own)
+    limit_reached(...)     which limit of the whole run ended it, if one did (its memory cgroup, the disk watch)
     cgroup.remove(pid)     remove a run's memory cgroup (the forking server, for children it ended)
     prepare_seccomp(...)   build the seccomp filters before forking the processes that load them
     remove_workdir(path)
@@ -80,12 +80,12 @@ from __future__ import annotations
 from grader.errors import SandboxError, SessionSetupError
 from grader.run.sandbox import cgroup
 from grader.run.sandbox.cgroup import oom_kills
-from grader.run.sandbox.disk import overran as disk_overran
 from grader.run.sandbox.enter import enter, enter_session
 from grader.run.sandbox.host import (
     WORKDIR_PREFIX,
     Turn,
     environment,
+    limit_reached,
     prepare_workdir,
     remove_workdir,
     terminate,
@@ -110,7 +110,6 @@ __all__ = [
     "UID_BASE",
     "WORKDIR_PREFIX",
     "cgroup",
-    "disk_overran",
     "Features",
     "SandboxError",
     "SessionSetupError",
@@ -129,6 +128,7 @@ __all__ = [
     "sessions_possible",
     "set_name",
     "terminate",
+    "limit_reached",
     "Turn",
     "turn",
     "writable_places",

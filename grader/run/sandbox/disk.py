@@ -35,7 +35,9 @@ def watched(plan: Features) -> bool:
 
 def usage(path: str, stop_at: int, max_files: int = MAX_FILES) -> tuple[int, int]:
     """The bytes (allocated blocks) and entries under ``path``; counting stops once either passes
-    its bound, so a folder of a million files costs no more than one just over the bound."""
+    its bound, so a folder of a million files costs no more than one just over the bound. What
+    cannot be looked at (a folder closed to its owner that stays closed, paths nested past what
+    the kernel resolves) counts as over the bound: nothing may be hidden from the count."""
     total, files, todo = 0, 0, [path]
     while todo and total <= stop_at and files <= max_files:
         folder = todo.pop()
@@ -47,15 +49,19 @@ def usage(path: str, stop_at: int, max_files: int = MAX_FILES) -> tuple[int, int
                 entries = os.scandir(folder)
             except OSError:  # nothing it holds may hide there: count it as over
                 return stop_at + 1, files
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):  # removed or replaced since it was listed
             continue
+        except OSError:  # a path too long to open, say: what is down there cannot be counted, so it is over
+            return stop_at + 1, files
         with entries:
             for entry in entries:
                 files += 1
                 try:
                     st = entry.stat(follow_symlinks=False)
-                except OSError:
+                except FileNotFoundError:
                     continue
+                except OSError:  # a path too long to look at, say: what it holds cannot be counted
+                    return stop_at + 1, files
                 total += st.st_blocks * 512
                 if entry.is_dir(follow_symlinks=False):
                     todo.append(entry.path)

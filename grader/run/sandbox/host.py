@@ -20,6 +20,7 @@ from pathlib import Path
 
 from grader.errors import SandboxError
 from grader.run.sandbox import cgroup
+from grader.run.sandbox.disk import overran as disk_overran
 from grader.run.sandbox.probe import Features, job_uid
 
 ALLOWED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
@@ -113,6 +114,18 @@ def terminate(pid: int) -> None:
         time.sleep(0.002)
     if cgroup.place() is not None:
         cgroup.remove(pid)
+
+
+def limit_reached(keeper: object, workdir: str, memory_mb: int, disk_mb: int) -> str:
+    """Which limit of the whole run ended it, in words after "cell 14 " or "the notebook ", if one
+    did: its memory cgroup ended one of its processes for lack of memory, or the keeper ended it for
+    writing more than ``disk_mb`` (``disk``); else ""."""
+    if isinstance(keeper, int) and cgroup.oom_kills(keeper):
+        return (f"used more memory than the run may hold ({memory_mb} MB for all its processes and files together) "
+                "and was stopped")
+    if disk_overran(workdir):
+        return f"wrote more than the {disk_mb} MB the run may keep on disk and was stopped"
+    return ""
 
 
 class Turn:
