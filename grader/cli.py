@@ -101,6 +101,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
         if not found.submissions:
             raise UsageError("No notebooks found in the given paths.")
         grader = Grader(course, executor)
+        if args.cluster is None:  # on a cluster, each worker's own sandbox: its scorecards say what it lacked
+            from grader.run.sandbox import header
+
+            for line in header(executor.features):
+                print(line, file=sys.stderr)
         store = batch.ResultStore(course.cache_dir, assignment, batch.fingerprint(grader, assignment))
 
         def write(sub: batch.Submission, card: Scorecard) -> None:  # as soon as it is graded: nothing is lost

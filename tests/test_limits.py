@@ -18,6 +18,7 @@ from conftest import NUMPY_CORRECT, ROOT
 
 from grader import batch
 from grader.run.sandbox import disk, probe
+from grader.run.sandbox.probe import Features
 from grader.testing import fill, write
 
 DEBIAN_PYTHON = "/usr/bin/python3.11"  # `make setup` installs it where it runs as root
@@ -140,6 +141,45 @@ def test_a_fork_bomb_beside_an_honest_notebook_costs_it_no_point(grader, bounded
     assert {"user", "userns", "turns"} & set(run["sandbox"]), run["sandbox"]
     if "turns" in run["sandbox"]:
         assert any(line.startswith("user: runs as the grader's own user") for line in run["sandbox_not_enforced"])
+
+
+# --------------------------------------------------------------------------------------------
+# Every limit a setting lacks is named, in the scorecard and in the header of a grading run
+
+SETTINGS = {
+    "privileged": Features(linux=True, root=True, mount_ns=True, net_ns=True, pid_ns=True, ipc_ns=True,
+                           drop_user=True, landlock=7, seccomp=True, memory_cgroup=True),
+    "docker, Python open to all": Features(linux=True, root=True, drop_user=True, landlock=7, seccomp=True),
+    "docker, Python under /root": Features(linux=True, root=True, landlock=7, seccomp=True),
+    "ordinary user": Features(linux=True, user_ns=True, mount_ns=True, net_ns=True, pid_ns=True, ipc_ns=True,
+                              landlock=7, seccomp=True),
+    "ordinary user, no user namespaces": Features(linux=True, landlock=7, seccomp=True),
+    "old kernel in a container": Features(linux=True, root=True),
+}
+# The subject of each line that must be there (in the scorecard's sandbox_not_enforced and the header).
+LACKS = {
+    "privileged": set(),
+    "docker, Python open to all": {"memory"},
+    "docker, Python under /root": {"memory", "user", "processes"},
+    "ordinary user": {"memory"},
+    "ordinary user, no user namespaces": {"memory", "user"},
+    "old kernel in a container": {"memory", "memfd", "network", "filesystem", "disk", "user", "processes"},
+}
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_every_limit_a_setting_lacks_is_named_in_the_scorecard_and_the_header(setting):
+    plan = SETTINGS[setting]
+    card = {line.split(":")[0] for line in probe.not_enforced(plan.active())}
+    head = {line.removeprefix("grader sandbox, not enforced here: ").split(":")[0] for line in probe.header(plan)}
+    assert card == LACKS[setting]
+    if "seccomp" in head:  # the header's line on the missing filter names memfd files among what it leaves open
+        head.add("memfd")
+    assert card <= head  # the header says more (cleanup, signals), never less
+    if "disk" not in card:
+        assert {"filesystem", "disk"} & set(plan.active())
+    if plan.takes_turns:
+        assert "turns" in plan.active() and "processes" in plan.active()
 
 
 def test_the_disk_watch_counts_what_a_run_tucks_away(tmp_path):

@@ -293,6 +293,12 @@ def _attempt(step: Callable[[], object]) -> bool:
         return False
 
 
+def header(plan: Features | None = None) -> list[str]:
+    """The lines a grading run prints before it starts (``grader grade``, the pytest report
+    header): what every run here will lack, one line each."""
+    return [f"grader sandbox, not enforced here: {m}" for m in (plan or features()).missing()]
+
+
 def usable_by_another_user(paths: Iterable[str], executable: str | None = None, search: Iterable[str] = ()) -> bool:
     """Whether a uid other than the grader's could run Python from these paths: every directory
     on the way to each of them searchable, each directory readable and searchable, each file
