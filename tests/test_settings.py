@@ -58,7 +58,7 @@ ROW = [
     "tests/test_sandbox.py::test_file_size_disk_and_open_files_are_limited",
     "tests/test_limits.py::test_a_fork_bomb_beside_an_honest_notebook_costs_it_no_point",
 ]
-STUDENT_USER = "grader-ci"
+STUDENT_USERS = ("grader-ci", "grader-ci-2")  # one for each ordinary-user row
 # Run before the row's pytest: what an Ubuntu 24.04 runner does to unprivileged user namespaces.
 NO_USERNS = (
     "import errno, os, sys, pyseccomp as sc\n"
@@ -98,16 +98,6 @@ def user_python(place) -> Path:
     return venv / "bin/python"
 
 
-def run_row(python: Path, prefix: list[str], env: dict[str, str]) -> tuple[str, dict[str, int]]:
-    """Run ``ROW`` under ``prefix``; its output and its counts (passed, failed, skipped...)."""
-    cmd = [*prefix, str(python), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *ROW]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=540, env=env)
-    out = proc.stdout + proc.stderr
-    counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|error|errors)", out.splitlines()[-1])}
-    assert proc.returncode == 0, out[-6000:]
-    return out, counts
-
-
 def found_there(python: Path, prefix: list[str], env: dict[str, str]) -> set[str]:
     """The protections ``sandbox.features()`` finds in that setting (what its scorecards list)."""
     code = "import json; from grader.run import sandbox; print(json.dumps(sandbox.features().active()))"
@@ -125,27 +115,96 @@ def row_env(place: Path, name: str, owner: int | None = None) -> dict[str, str]:
     return {**os.environ, "HOME": str(home), "TMPDIR": str(home), "PYTHONPATH": str(ROOT)}
 
 
-def docker_prefix() -> list[str]:
+class Skip(Exception):
+    """A setting this machine cannot reproduce, and why."""
+
+
+def docker_prefix(python: Path, profile: bool) -> list[str]:
     if os.geteuid() != 0:
-        pytest.skip("only root can drop to Docker's capability set")
+        raise Skip("only root can drop to Docker's capability set")
     if shutil.which("capsh") is None:
-        pytest.skip("capsh is missing: `make setup` installs libcap2-bin where it runs as root")
+        raise Skip("capsh is missing: `make setup` installs libcap2-bin where it runs as root")
+    if profile and not os.path.exists(docker_seccomp.PROFILE):
+        raise Skip(f"{docker_seccomp.PROFILE} is missing: `make setup` takes it from Debian's package of Docker")
     found = subprocess.run(["capsh", "--print"], capture_output=True, text=True, check=True).stdout
     bounding = next(line for line in found.splitlines() if line.startswith("Bounding set ="))
     caps = bounding.split("=", 1)[1].strip().split(",")
     drop = ",".join(c for c in caps if c and c not in DOCKER_CAPS)
-    return ["capsh", f"--drop={drop}", "--", "-c", 'exec "$0" "$@"']
+    prefix = ["capsh", f"--drop={drop}", "--", "-c", 'exec "$0" "$@"']
+    return [str(python), str(ROOT / "tests/docker_seccomp.py"), docker_seccomp.PROFILE, *prefix] if profile else prefix
 
 
-@pytest.mark.parametrize("profile", [False, True], ids=["capabilities", "capabilities and seccomp profile"])
-def test_hostile_suite_in_a_container_with_dockers_defaults(profile, user_python, place):
-    prefix, env = docker_prefix(), row_env(place, f"docker-{profile}")
-    if profile:
-        if not os.path.exists(docker_seccomp.PROFILE):
-            pytest.skip(f"{docker_seccomp.PROFILE} is missing: `make setup` takes it from Debian's package of Docker")
-        prefix = [str(user_python), str(ROOT / "tests/docker_seccomp.py"), docker_seccomp.PROFILE, *prefix]
-    found = found_there(user_python, prefix, env)
-    _, counts = run_row(user_python, prefix, env)
+def user(name: str) -> pwd.struct_passwd:
+    """An ordinary user for a row, made where the tests run as root. Each row that runs as one has
+    a user of its own: rows run at once, and two graders of one user share its process count."""
+    if os.geteuid() != 0:
+        raise Skip("the suite already runs as an ordinary user here")
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        if shutil.which("useradd") is None:
+            raise Skip("no useradd: cannot make a user for the ordinary-user rows") from None
+        subprocess.run(["useradd", "--system", "--no-create-home", name], check=True)
+        return pwd.getpwnam(name)
+
+
+def user_prefix(python: Path, who: pwd.struct_passwd, userns: bool) -> list[str]:
+    prefix = ["setpriv", f"--reuid={who.pw_uid}", f"--regid={who.pw_gid}", "--clear-groups", "--"]
+    return prefix if userns else [*prefix, str(python), "-c", NO_USERNS]
+
+
+class Rows:
+    """Every setting's row, started at once: a row mostly waits (on forks, sleeps, a fork bomb's
+    hold), so together they take about as long as the longest. ``result`` waits for one."""
+
+    def __init__(self, python: Path, place: Path):
+        self.python, self.skipped, self.running = python, {}, {}
+        settings = {}
+        for name, profile in (("docker", False), ("docker-seccomp", True)):
+            settings[name] = lambda profile=profile, name=name: (docker_prefix(python, profile), row_env(place, name))
+        for name, userns, login in (("user", True, STUDENT_USERS[0]), ("user-no-userns", False, STUDENT_USERS[1])):
+            def make(userns: bool = userns, login: str = login, name: str = name) -> tuple[list[str], dict[str, str]]:
+                who = user(login)
+                return user_prefix(python, who, userns), row_env(place, name, who.pw_uid)
+            settings[name] = make
+        for name, make in settings.items():
+            try:
+                prefix, env = make()
+            except Skip as why:
+                self.skipped[name] = str(why)
+                continue
+            found = found_there(python, prefix, env)
+            cmd = [*prefix, str(python), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *ROW]
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            self.running[name] = (found, proc)
+
+    def result(self, name: str) -> tuple[set[str], dict[str, int]]:
+        """What the probe found in that setting, and the counts of its row (passed, failed, skipped...)."""
+        if name in self.skipped:
+            pytest.skip(self.skipped[name])
+        found, proc = self.running[name]
+        out, _ = proc.communicate(timeout=540)
+        counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|error|errors)", out.splitlines()[-1])}
+        assert proc.returncode == 0, out[-6000:]
+        return found, counts
+
+    def close(self) -> None:
+        for _, proc in self.running.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+
+@pytest.fixture(scope="module")
+def rows(user_python, place):
+    started = Rows(user_python, place)
+    yield started
+    started.close()
+
+
+@pytest.mark.parametrize("name", ["docker", "docker-seccomp"], ids=["capabilities", "capabilities and seccomp profile"])
+def test_hostile_suite_in_a_container_with_dockers_defaults(name, rows):
+    found, counts = rows.result(name)
     # No namespaces there: the unprivileged layers carry the protections instead (Docker's profile
     # allows Landlock and seccomp), the keeper bounds the disk, and student code has a uid of its own
     # (Python and the temporary folder are open to every user), so its process limit holds.
@@ -155,32 +214,13 @@ def test_hostile_suite_in_a_container_with_dockers_defaults(profile, user_python
     assert counts["passed"] >= 8 and counts.get("failed", 0) == 0
 
 
-def _user() -> pwd.struct_passwd:
-    """The unprivileged user the rows below run as, made where the tests run as root."""
-    try:
-        return pwd.getpwnam(STUDENT_USER)
-    except KeyError:
-        if os.geteuid() != 0 or shutil.which("useradd") is None:
-            pytest.skip("not root (or no useradd): cannot make a user for the non-root rows")
-        subprocess.run(["useradd", "--system", "--no-create-home", STUDENT_USER], check=True)
-        return pwd.getpwnam(STUDENT_USER)
-
-
-@pytest.mark.parametrize("userns", [True, False], ids=["with user namespaces", "without user namespaces"])
-def test_hostile_suite_as_an_ordinary_user(userns, user_python, place):
-    if os.geteuid() != 0:
-        pytest.skip("the suite already runs as an ordinary user here")
-    user = _user()
-    prefix = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", "--"]
-    if not userns:
-        prefix += [str(user_python), "-c", NO_USERNS]
-    env = row_env(place, f"user-{userns}", user.pw_uid)
-    found = found_there(user_python, prefix, env)
-    _, counts = run_row(user_python, prefix, env)
+@pytest.mark.parametrize("name", ["user", "user-no-userns"], ids=["with user namespaces", "without user namespaces"])
+def test_hostile_suite_as_an_ordinary_user(name, rows):
+    found, counts = rows.result(name)
     assert "user" not in found and "no_caps" not in found
     assert {"landlock", "seccomp", "processes"} <= found
-    if userns:
+    if name == "user":
         assert {"userns", "network", "filesystem"} <= found
-    else:
-        assert "userns" not in found
+    else:  # the turns keep one run's processes from another's; the keeper bounds the disk
+        assert "userns" not in found and {"turns", "disk"} <= found
     assert counts["passed"] >= 8 and counts.get("failed", 0) == 0
