@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,32 @@ def test_the_disk_watch_counts_what_a_run_tucks_away(tmp_path):
         os.close(here)
     assert disk.usage(str(tmp_path), 10**9)[0] > 10**9
     shutil.rmtree(tmp_path / ("d" * 200), ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root grader runs student code as uid 0")
+def test_as_uid_0_a_fork_loop_is_ended_by_the_keepers_count(course, bounded, tmp_path):
+    """Where no other uid can run Python and there is no mount namespace (Docker, Python under
+    /root), student code stays uid 0, which the kernel's process limit exempts: the keeper counts
+    the run's processes and threads and ends the run past ``processes``."""
+    from grader.judge.grading import Grader
+    from grader.run.sandbox import features
+    from grader.run.subprocess_executor import SubprocessExecutor
+
+    found = features()
+    uid0 = Features(linux=True, root=True, landlock=found.landlock, seccomp=found.seccomp)
+    assert "processes_watched" in uid0.active() and "processes" not in uid0.active()
+    marker = f"{os.getpid() % 1000 + 1000}.75"
+    path = write(fill(bounded.skeleton, NUMPY_CORRECT, append=[
+        "import os, time\nfor _ in range(200):\n    if os.fork() == 0:\n"
+        f"        os.execvp('sleep', ['sleep', '{marker}'])\n    time.sleep(0.002)"]), tmp_path / "loop.ipynb")
+    card = Grader(course, executor=SubprocessExecutor(features=uid0)).grade(bounded, path)
+    [error] = card.execution.to_dict()["errors"]
+    assert error["status"] == "crashed"
+    assert error["error"].endswith("started more than the 32 processes and threads the run may hold and was stopped")
+    assert card.score == card.max_score
+    assert any(n.startswith("processes: the kernel does not limit uid 0") for n in
+               card.execution.to_dict()["sandbox_not_enforced"])
+    deadline = time.monotonic() + 5
+    while subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True).returncode == 0:
+        assert time.monotonic() < deadline, "processes of the loop were left running"
+        time.sleep(0.05)

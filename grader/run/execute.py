@@ -279,7 +279,7 @@ def _follow(frames: FrameReader, handle: Any, job: Job, deadline: float, out: _A
         return
     limits = job.limits
     _channel_closed(out, job, running, sandbox.limit_reached(getattr(handle, "pid", None), workdir, limits.memory_mb,
-                                                             limits.disk_mb))
+                                                             limits.disk_mb, limits.processes))
 
 
 def _timed_out(out: _Attempt, job: Job, running: int | None, *, cell: bool) -> None:

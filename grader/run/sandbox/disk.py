@@ -23,7 +23,8 @@ import time
 
 from grader.run.sandbox.probe import Features
 
-MARK_SUFFIX = ".disk"  # beside the working directory: out of the run's reach (Landlock)
+MARKS = ("disk", "processes")  # why the keeper ended a run: ``<workdir>.disk``, beside the working directory (out of
+# the run's reach, Landlock), or ``<workdir>.processes`` (as uid 0, past its process limit: ``tree``)
 MAX_FILES = 16384  # as many inodes as a run's tmpfs has (``root.TMPFS_INODES``)
 
 
@@ -84,22 +85,25 @@ class Watch:
         self.interval = min(0.25, max(0.02, 5 * (time.monotonic() - started)))
         return size > self.limit or files > self.max_files
 
-    def mark(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(os.open(self.workdir.rstrip("/") + MARK_SUFFIX, os.O_WRONLY | os.O_CREAT, 0o600))
+def mark(workdir: str, why: str) -> None:
+    """The keeper's note that it ended the run in ``workdir`` for ``why`` (one of ``MARKS``)."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(f"{workdir.rstrip('/')}.{why}", os.O_WRONLY | os.O_CREAT, 0o600))
 
 
 def clear(workdir: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(workdir.rstrip("/") + MARK_SUFFIX)
+    for why in MARKS:
+        with contextlib.suppress(OSError):
+            os.unlink(f"{workdir.rstrip('/')}.{why}")
 
 
-def overran(workdir: str) -> bool:
-    """Whether the keeper ended the run in ``workdir`` for writing more than ``disk_mb`` (the
-    grader asks once the run has ended; the mark is removed)."""
-    mark = workdir.rstrip("/") + MARK_SUFFIX
-    try:
-        os.unlink(mark)
-        return True
-    except OSError:
-        return False
+def overran(workdir: str) -> str:
+    """Which of its limits (``MARKS``) the keeper ended the run in ``workdir`` for, if any; else
+    "" (the grader asks once the run has ended; the mark is removed)."""
+    for why in MARKS:
+        try:
+            os.unlink(f"{workdir.rstrip('/')}.{why}")
+            return why
+        except OSError:
+            pass
+    return ""

@@ -140,8 +140,9 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
     if uid is not None:
         forget_keys_of(uid)  # a uid used before (pids wrap around) starts with no key of an earlier run
     watch = Watch(workdir, int(limits["disk_mb"])) if disk_watched(plan) and limits is not None else None
+    counted = int(limits["processes"]) if plan.processes_watched and limits is not None else None
     fork_keeper(channel, workdir, subreaper=not plan.pid_ns, view=ahead[1] if ahead else None, uid=uid,
-                memory=memory is not None, disk=watch)
+                memory=memory is not None, disk=watch, processes=counted)
     if memory is not None:
         memory.join()  # before anything else: every process of the run is born in it
     if plan.pid_ns:

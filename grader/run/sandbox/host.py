@@ -116,15 +116,18 @@ def terminate(pid: int) -> None:
         cgroup.remove(pid)
 
 
-def limit_reached(keeper: object, workdir: str, memory_mb: int, disk_mb: int) -> str:
+def limit_reached(keeper: object, workdir: str, memory_mb: int, disk_mb: int, processes: int) -> str:
     """Which limit of the whole run ended it, in words after "cell 14 " or "the notebook ", if one
     did: its memory cgroup ended one of its processes for lack of memory, or the keeper ended it for
-    writing more than ``disk_mb`` (``disk``); else ""."""
+    writing more than ``disk_mb`` (``disk``) or, as uid 0, for holding more than ``processes``; else ""."""
     if isinstance(keeper, int) and cgroup.oom_kills(keeper):
         return (f"used more memory than the run may hold ({memory_mb} MB for all its processes and files together) "
                 "and was stopped")
-    if disk_overran(workdir):
+    why = disk_overran(workdir)
+    if why == "disk":
         return f"wrote more than the {disk_mb} MB the run may keep on disk and was stopped"
+    if why == "processes":
+        return f"started more than the {processes} processes and threads the run may hold and was stopped"
     return ""
 
 
@@ -249,6 +252,18 @@ def _descendants(pid: int) -> set[int]:
                 out.add(c)
                 todo.append(c)
     return out
+
+
+def tasks_in_tree(pid: int) -> int:
+    """The processes and threads below ``pid`` (what ``RLIMIT_NPROC`` would count, for uid 0, which it
+    does not limit)."""
+    count = 0
+    for p in _descendants(pid):
+        try:
+            count += len(os.listdir(f"/proc/{p}/task"))
+        except OSError:
+            pass
+    return count
 
 
 def stop_tree(pid: int) -> set[int]:

@@ -45,6 +45,8 @@ FEATURES = {
     "limits": "limits on CPU time, memory, open files and file size",
     "memory": "one memory limit for all its processes and the files, memfd and shared memory they hold (cgroup)",
     "processes": "process limit",
+    "processes_watched": "processes and threads counted in its tree, the run ended past the limit (uid 0, which the "
+                         "kernel's limit exempts)",
     "turns": "a process limit no other student's run counts against (runs that share its uid take turns)",
     "cleanup": "every process it starts is ended with it",
     "network": "no network (own network namespace)",
@@ -105,6 +107,12 @@ class Features:
         return self.linux and not self.mount_ns and self.landlock >= 1
 
     @property
+    def processes_watched(self) -> bool:
+        """Whether the keeper counts the run's processes and threads itself: uid 0 without a uid of its
+        own, which the kernel's process limit exempts."""
+        return self.linux and self.root and not self.drop_user and not self.user_ns
+
+    @property
     def takes_turns(self) -> bool:
         """Whether runs take turns (``host.turn``): student code runs as the grader's own uid with no
         user namespace, so every run's processes count against one per-user limit."""
@@ -119,6 +127,8 @@ class Features:
             out.append("memory")
         if self.drop_user or self.user_ns or not self.root:
             out.append("processes")
+        elif self.processes_watched:
+            out.append("processes_watched")
         if self.takes_turns:
             out.append("turns")
         out.append("cleanup")
@@ -159,7 +169,7 @@ class Features:
             out.append(DISK_UNBOUNDED)
         if self.root and not self.drop_user:
             out.append(NO_UID)
-            out.append(NO_NPROC)
+            out.append(NPROC_WATCHED)
             if self.landlock < 6 and not self.pid_ns:
                 out.append("signals: as root without a pid namespace or Landlock scopes, student code can "
                            "signal the grader's processes")
@@ -186,6 +196,8 @@ TURNS = ("user: runs as the grader's own user (not root, no user namespace), who
          "so student runs take turns (one at a time) and one run's processes never count against another's")
 NO_UID = "user: runs as root without capabilities (Python is not readable by another user and no mount namespace)"
 NO_NPROC = "processes: not limited (the kernel does not apply the limit to root)"
+NPROC_WATCHED = ("processes: the kernel does not limit uid 0, so the keeper counts the run's processes and threads "
+                 "every 20 ms and ends the run past the limit (a fork loop gets past it by what it starts in between)")
 
 
 def not_enforced(active: Iterable[str]) -> list[str]:
@@ -203,7 +215,7 @@ def not_enforced(active: Iterable[str]) -> list[str]:
     if "no_caps" in have:
         out.append(NO_UID)
     if "processes" not in have:
-        out.append(NO_NPROC)
+        out.append(NPROC_WATCHED if "processes_watched" in have else NO_NPROC)
     elif "turns" in have:
         out.append(TURNS)
     if "memory" in have:  # the cgroup counts memfd files and shared memory with the rest

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from grader.errors import SandboxError
 from grader.run.sandbox import cgroup
-from grader.run.sandbox.disk import Watch
-from grader.run.sandbox.host import remove_workdir, send_signal, stop_tree
+from grader.run.sandbox.disk import Watch, mark
+from grader.run.sandbox.host import remove_workdir, send_signal, stop_tree, tasks_in_tree
 from grader.run.sandbox.linux import PR_SET_CHILD_SUBREAPER, forget_keys_of, prctl, set_name
 
 if TYPE_CHECKING:  # the job's shape, for the type checker only: the student process never imports grader.run.job
@@ -30,12 +30,15 @@ if TYPE_CHECKING:  # the job's shape, for the type checker only: the student pro
 
 
 def fork_keeper(channel: int | None, workdir: str, *, subreaper: bool, view: str | None = None,
-                uid: int | None = None, memory: bool = False, disk: Watch | None = None) -> None:
+                uid: int | None = None, memory: bool = False, disk: Watch | None = None,
+                processes: int | None = None) -> None:
     """Fork; the parent stays behind as the keeper and never returns. It removes ``view`` (the
     empty directory a session's root was mounted on, in the child's namespace) at the end, and
     when the run had a ``uid`` of its own, every key that uid left in the kernel's keyrings. The
     run's ``memory`` cgroup is the grader's to read and remove, unless the grader has gone. With a
-    ``disk`` watch, it ends the whole run once the working directory holds more than its limit."""
+    ``disk`` watch, it ends the whole run once the working directory holds more than its limit; with
+    ``processes`` (uid 0, which the kernel's process limit exempts), once the run's tree holds more
+    processes and threads than that."""
     if subreaper:
         prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the student come back to the keeper
     pid = os.fork()
@@ -45,7 +48,7 @@ def fork_keeper(channel: int | None, workdir: str, *, subreaper: bool, view: str
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     close_fds(channel)
-    code, abandoned = _wait_watching(pid, channel, disk)
+    code, abandoned = _wait_watching(pid, channel, disk, processes, workdir)
     if subreaper:
         for p in stop_tree(os.getpid()):
             send_signal(p, signal.SIGKILL)
@@ -82,9 +85,10 @@ def _reap_all(timeout: float = 5.0) -> None:
             time.sleep(0.005)
 
 
-def _wait_watching(pid: int, channel: int | None, disk: Watch | None = None) -> tuple[int, bool]:
+def _wait_watching(pid: int, channel: int | None, disk: Watch | None = None, processes: int | None = None,
+                   workdir: str = "") -> tuple[int, bool]:
     """Wait for the child; kill it if nobody reads the channel any more (the grader has gone), and
-    the whole run once it writes more than ``disk`` allows.
+    the whole run once it writes more than ``disk`` allows or holds more than ``processes`` tasks.
 
     Returns the child's exit code, and whether the channel was abandoned."""
     abandoned = False
@@ -103,14 +107,17 @@ def _wait_watching(pid: int, channel: int | None, disk: Watch | None = None) -> 
             return 1, abandoned
         if done:
             return _exit_code(status), abandoned
-        if disk is not None and disk.over():
-            disk.mark()
-            for p in stop_tree(os.getpid()):  # stopped first: nothing of it writes on meanwhile
+        why = "disk" if disk is not None and disk.over() else ""
+        if not why and processes is not None and tasks_in_tree(os.getpid()) > processes:
+            why = "processes"
+        if why:
+            mark(workdir, why)
+            for p in stop_tree(os.getpid()):  # stopped first: nothing of it writes or forks meanwhile
                 send_signal(p, signal.SIGKILL)
-            disk = None
+            disk = processes = None
         wait = 200 if pidfd is None else None
-        if disk is not None:
-            wait = int(disk.interval * 1000)
+        if disk is not None or processes is not None:
+            wait = int(disk.interval * 1000) if disk is not None else 20
         try:
             events = poller.poll(wait)
         except InterruptedError:
