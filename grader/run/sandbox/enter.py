@@ -22,7 +22,7 @@ from grader.run.sandbox import cgroup
 from grader.run.sandbox.disk import Watch
 from grader.run.sandbox.disk import watched as disk_watched
 from grader.run.sandbox.harden import harden
-from grader.run.sandbox.host import environment, processes_of
+from grader.run.sandbox.host import environment, tasks_of
 from grader.run.sandbox.linux import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -198,7 +198,9 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
     if uid is not None or plan.user_ns:
         nproc = int(limits["processes"]) + (0 if uid is not None else 1 + plan.pid_ns)
     elif not plan.root:
-        nproc = len(processes_of(real_uid)) + int(limits["processes"])  # counts the user's other processes
+        # The user's other processes and threads count too, zombies included; where runs take turns
+        # (host.turn) no other student's are among them.
+        nproc = tasks_of(real_uid) + int(limits["processes"])
     else:
         nproc = None
     _apply_limits(limits, nproc)

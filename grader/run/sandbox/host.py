@@ -279,6 +279,19 @@ def stop_tree(pid: int) -> set[int]:
     return stopped
 
 
+def tasks_of(uid: int) -> int:
+    """What the kernel counts against ``uid``'s process limit (``RLIMIT_NPROC``): every thread of
+    its processes, zombies included (a process counts until its parent has collected it)."""
+    count = 0
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.stat(f"/proc/{name}").st_uid == uid:
+                count += max(1, len(os.listdir(f"/proc/{name}/task")))
+        except OSError:
+            pass
+    return count
+
+
 def processes_of(uid: int) -> list[int]:
     """Live processes whose real uid is ``uid``."""
     out = []
