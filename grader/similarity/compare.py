@@ -22,7 +22,8 @@ from grader.similarity.documents import NO_QUESTION, Document, Expected
 from grader.similarity.tokens import K, W, kgram_hashes, winnow
 
 MIN_TOKENS = 40  # a notebook with less distinctive code than this is scored as if it had this much
-MIN_SHARED = 2  # winnowed fingerprints two notebooks must share to be compared in full
+MIN_SHARED = 2  # winnowed fingerprints two notebooks must share to be compared in full ...
+CANDIDATE_SHARE = 0.1  # ... and at least this share of the smaller one's (a pair below it scores about as little)
 COMMON_SHARE = 0.1  # a k-gram in more than this share of the notebooks is common ...
 COMMON_MIN = 10  # ... and in more than this many (a small class has no "common")
 
@@ -116,7 +117,8 @@ class Index:
             chosen = np.unique(p.grams[at[p.evidence[at]]])
             keys.append(chosen)
             owners.append(np.full(len(chosen), i, dtype=np.int64))
-        pairs = self._pairs(keys, owners, MIN_SHARED)
+        sizes = np.array([len(k) for k in keys], dtype=np.int64)
+        pairs = self._pairs(keys, owners, MIN_SHARED, sizes)
         md_keys: list[npt.NDArray[np.uint64]] = [
             np.array(sorted(set().union(*d.shingles.values()) - self.markdown_common) if d.shingles else [],
                      dtype=np.uint64) for d in self.docs]
@@ -125,7 +127,9 @@ class Index:
         return sorted((i, j) for i, j in pairs if not (self.docs[i].past and self.docs[j].past))
 
     def _pairs(self, keys: list[npt.NDArray[np.uint64]], owners: list[npt.NDArray[np.int64]],
-               least: int) -> set[tuple[int, int]]:
+               least: int, prints: npt.NDArray[np.int64] | None = None) -> set[tuple[int, int]]:
+        """Pairs of owners sharing at least ``least`` keys (and, given each owner's number of
+        ``prints``, at least CANDIDATE_SHARE of the smaller one's)."""
         if not keys:
             return set()
         k, o = np.concatenate(keys), np.concatenate(owners)
@@ -144,7 +148,11 @@ class Index:
         if not codes:
             return set()
         found, counts = np.unique(np.concatenate(codes), return_counts=True)
-        return {(int(c // n), int(c % n)) for c in found[counts >= least]}
+        keep = counts >= least
+        if prints is not None:
+            smaller = np.minimum(prints[found // n], prints[found % n])
+            keep &= counts >= CANDIDATE_SHARE * smaller
+        return {(int(c // n), int(c % n)) for c in found[keep]}
 
     def compare(self, i: int, j: int) -> Pair:
         """The full comparison of two notebooks: every shared k-gram, by position."""
@@ -192,25 +200,22 @@ class Index:
 
 def _regions(doc: Document, covered: npt.NDArray[np.bool_]) -> dict[int, tuple[tuple[Region, ...], int]]:
     """The covered tokens as line ranges per cell, grouped by question, with a token count."""
-    out: dict[int, tuple[list[Region], int]] = {}
     idx = np.flatnonzero(covered)
     if len(idx) == 0:
         return {}
-    run_start = idx[0]
-    for pos, nxt in zip(idx, [*idx[1:].tolist(), -1], strict=True):
-        same = nxt == pos + 1 and doc.cells[nxt] == doc.cells[pos] and doc.questions[nxt] == doc.questions[pos]
-        if same:
-            continue
-        q = int(doc.questions[pos])
+    cells, questions = doc.cells[idx], doc.questions[idx]
+    breaks = np.flatnonzero((np.diff(idx) != 1) | (np.diff(cells) != 0) | (np.diff(questions) != 0)) + 1
+    starts, ends = np.r_[0, breaks], np.r_[breaks, len(idx)] - 1
+    out: dict[int, tuple[list[Region], int]] = {}
+    for first, last in zip(starts.tolist(), ends.tolist(), strict=True):
+        q = int(questions[first])
         regions, count = out.get(q, ([], 0))
-        region = Region(int(doc.cells[run_start]), int(doc.lines[run_start]), int(doc.lines[pos]))
+        region = Region(int(cells[first]), int(doc.lines[idx[first]]), int(doc.lines[idx[last]]))
         if regions and regions[-1].cell == region.cell and regions[-1].last_line >= region.first_line - 1:
             regions[-1] = Region(region.cell, regions[-1].first_line, max(region.last_line, regions[-1].last_line))
         else:
             regions.append(region)
-        out[q] = (regions, count + int(pos - run_start + 1))
-        if nxt != -1:
-            run_start = nxt
+        out[q] = (regions, count + last - first + 1)
     return {q: (tuple(r), n) for q, (r, n) in out.items()}
 
 

@@ -7,8 +7,10 @@ A score is a lead for a person to look at, never proof, and nothing here changes
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
-from dataclasses import asdict
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grader.batch.intake import intake
@@ -23,49 +25,86 @@ from grader.similarity.result import DEFAULT_THRESHOLD, NOTICE, Similarity, Skip
 from grader.similarity.tokens import K, W
 
 
-def _read(paths: list[Path], assignment: Assignment, known: Expected, *, past: bool, prefix: str,
-          docs: list[Document], skipped: list[Skipped], notes: list[str], progress: Progress | None) -> None:
-    with intake(paths, assignment) as found:
-        if progress is not None:
-            progress.total += len(found.submissions)
-            if progress.bar is not None:
-                progress.bar.total = progress.total
-        notes.extend(found.notes)
-        for sub in found.submissions:
-            key = prefix + sub.name
-            try:
-                docs.append(document(sub.path, key=key, student=sub.student, origin=sub.origin, past=past,
-                                     known=known))
-            except NotebookError as exc:
-                skipped.append(Skipped(key, sub.origin, str(exc)))
-            except (OSError, UnicodeError, ValueError, RecursionError) as exc:  # a file that changed under us
-                skipped.append(Skipped(key, sub.origin, f"The file cannot be read: {exc}."))
-            if progress is not None:
-                progress.advance()
+@dataclass(frozen=True)
+class _Task:
+    key: str
+    path: Path
+    student: str
+    origin: str
+    past: bool
+
+
+_KNOWN: Expected | None = None  # what a reading process compares against, set once per process
+
+
+def _remember(known: Expected) -> None:
+    global _KNOWN
+    _KNOWN = known
+
+
+def _read_one(task: _Task) -> Document | Skipped:
+    assert _KNOWN is not None
+    try:
+        return document(task.path, key=task.key, student=task.student, origin=task.origin, past=task.past,
+                        known=_KNOWN)
+    except NotebookError as exc:
+        return Skipped(task.key, task.origin, str(exc))
+    except (OSError, UnicodeError, ValueError, RecursionError) as exc:  # a file that changed under us
+        return Skipped(task.key, task.origin, f"The file cannot be read: {exc}.")
+
+
+def _read_all(tasks: list[_Task], known: Expected, jobs: int, bar: Progress | None) -> list[Document | Skipped]:
+    """Every notebook read, in order: in ``jobs`` processes when there are enough to be worth it."""
+    _remember(known)
+    if jobs <= 1 or len(tasks) < 50:
+        out = []
+        for task in tasks:
+            out.append(_read_one(task))
+            if bar is not None:
+                bar.advance()
+        return out
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_remember, initargs=(known,)) as pool:
+        out = []
+        for found in pool.map(_read_one, tasks, chunksize=16):
+            out.append(found)
+            if bar is not None:
+                bar.advance()
+        return out
 
 
 def find_similar(paths: list[Path], assignment: Assignment, *, past: Sequence[Path] = (),
-                 threshold: float = DEFAULT_THRESHOLD, progress: bool | None = None) -> Similarity:
+                 threshold: float = DEFAULT_THRESHOLD, progress: bool | None = None,
+                 jobs: int | None = None) -> Similarity:
     """Read the class in ``paths`` and the earlier terms in ``past``; compare. ``progress`` None
-    shows a bar on a terminal and plain lines elsewhere; False shows nothing."""
+    shows a bar on a terminal and plain lines elsewhere; False shows nothing. ``jobs`` processes
+    read the notebooks (default: one per core)."""
     if not 0 < threshold <= 1:
         raise UsageError(f"--threshold must be a score above 0 and at most 1, got {threshold:g}.")
     known = expected(assignment)
-    docs: list[Document] = []
-    skipped: list[Skipped] = []
     notes: list[str] = []
-    bar = Progress(0, f"{assignment.name}: reading", done_word="read") if progress is not False else None
-    try:
-        _read(paths, assignment, known, past=False, prefix="", docs=docs, skipped=skipped, notes=notes, progress=bar)
-        for n, folder in enumerate(past, 1):
-            label = folder.name or f"past{n}"
-            _read([folder], assignment, known, past=True, prefix=f"past:{label}/", docs=docs, skipped=skipped,
-                  notes=notes, progress=bar)
-    finally:
-        if bar is not None:
-            bar.close()
-    if not any(not d.past for d in docs) and not any(not s.key.startswith("past:") for s in skipped):
-        raise UsageError("No notebooks found in the given paths.")
+    tasks: list[_Task] = []
+    with ExitStack() as stack:
+        sources = [("", list(paths), False)]
+        sources += [(f"past:{folder.name or f'past{n}'}/", [folder], True) for n, folder in enumerate(past, 1)]
+        for prefix, where, is_past in sources:
+            found = stack.enter_context(intake(where, assignment))
+            notes.extend(found.notes)
+            tasks.extend(_Task(prefix + sub.name, sub.path, sub.student, sub.origin, is_past)
+                         for sub in found.submissions)
+        if not any(not t.past for t in tasks):
+            raise UsageError("No notebooks found in the given paths.")
+        bar = Progress(len(tasks), f"{assignment.name}: reading", done_word="read") if progress is not False else None
+        try:
+            read = _read_all(tasks, known, jobs if jobs is not None else (os.cpu_count() or 1), bar)
+        finally:
+            if bar is not None:
+                bar.close()
+    docs = [r for r in read if isinstance(r, Document)]
+    skipped = [r for r in read if isinstance(r, Skipped)]
     index = Index(docs, known)
     pairs = compare_all(index)
     return Similarity(assignment=assignment, documents=docs, pairs=pairs, clusters=clusters(pairs, threshold),

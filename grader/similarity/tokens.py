@@ -64,6 +64,7 @@ def cell_tokens(source: str) -> tuple[Token, ...]:
             raw.append(tok)
     except (tokenize.TokenError, SyntaxError):  # IndentationError is a SyntaxError
         pass
+    raw = [t for t in raw if t.type not in _SKIP or t.type == _FSTRING_START or t.type == _FSTRING_END]
     out: list[Token] = []
     depth = 0
     in_fstring = 0
@@ -77,7 +78,7 @@ def cell_tokens(source: str) -> tuple[Token, ...]:
         if kind == _FSTRING_END:
             in_fstring -= 1
             continue
-        if in_fstring or kind in _SKIP:
+        if in_fstring:
             continue
         if kind == tokenize.NEWLINE or (kind == tokenize.OP and text == ";"):
             if out and out[-1].norm != ";":
@@ -101,13 +102,12 @@ def cell_tokens(source: str) -> tuple[Token, ...]:
 
 
 def _name(text: str, raw: list[tokenize.TokenInfo], i: int, depth: int) -> str:
+    """``raw`` holds the significant tokens only, so the neighbours are at i - 1 and i + 1."""
     if keyword.iskeyword(text) or text in _BUILTINS:
         return text
-    before = next((t for t in reversed(raw[:i]) if t.type not in _SKIP), None)
-    if before is not None and before.string == ".":
+    if i > 0 and raw[i - 1].string == ".":
         return text  # an attribute: the library's name, not the student's
-    after = next((t for t in raw[i + 1:] if t.type not in _SKIP), None)
-    if depth > 0 and after is not None and after.string == "=":
+    if depth > 0 and i + 1 < len(raw) and raw[i + 1].string == "=":
         return text  # a keyword argument (axis=, dim=, keepdims=)
     return "V"
 
