@@ -62,7 +62,7 @@ NUMPY = {
 # ---- attention_french: one word's attention, all words, a function, two heads -------------------
 FRENCH = {
     "eli": {
-        9: "W_Q = W_Q.float()\nW_K = W_K.float()\nW_V = W_V.float()\n\n"
+        9: "import math\n\nW_Q = W_Q.float()\nW_K = W_K.float()\nW_V = W_V.float()\n\n"
            "Q = embeddings @ W_Q\nK = embeddings @ W_K\nV = embeddings @ W_V",
         12: 'attention_scores = K @ Q[0]\nprint("Attention Scores for \'Le\':\\n", attention_scores)',
         14: "d_k = K.shape[-1]\nscaled = attention_scores / math.sqrt(d_k)\nexps = torch.exp(scaled - scaled.max())\n"
@@ -74,7 +74,7 @@ FRENCH = {
             "all_outputs = all_attention_weights @ V\n"
             'print("Attention weights (rows: queries, columns: keys):\\n", all_attention_weights)\n'
             'print("Outputs:\\n", all_outputs)',
-        20: "import math\n\ndef self_attention(x, W_Q, W_K, W_V):\n    q, k, v = x @ W_Q, x @ W_K, x @ W_V\n"
+        20: "def self_attention(x, W_Q, W_K, W_V):\n    q, k, v = x @ W_Q, x @ W_K, x @ W_V\n"
             "    s = q @ k.T / math.sqrt(k.shape[1])\n    return torch.softmax(s, dim=1) @ v",
         24: "heads = []\nfor params in head_params:\n    heads.append(self_attention(embeddings, *params))\n"
             'print("Head outputs:", [tuple(h.shape) for h in heads])',
@@ -193,7 +193,8 @@ MULTIHEAD = {
         12: "output, attention_weights = multihead_attn(embeddings, embeddings, embeddings, need_weights=True)",
         14: "attention_df = pd.DataFrame(attention_weights.detach().numpy()[0])\n"
             "attention_df.index = tokens\nattention_df.columns = tokens\n\nattention_df",
-        16: "bank_most_attended = max(tokens, key=lambda t: attention_df.at['bank', t])\nprint(bank_most_attended)",
+        16: "ranked = attention_df.T['bank'].sort_values(ascending=False)\n"
+            "bank_most_attended = ranked.index[0]\nprint(bank_most_attended)",
         18: "_, head_weights = multihead_attn(embeddings, embeddings, embeddings,\n"
             "                                average_attn_weights=False)\n"
             'print("Per-head weights shape:", head_weights.shape)',
@@ -262,7 +263,8 @@ def recomment(fills: dict[int, str]) -> dict[int, str]:
             line = re.sub(r"\s+#.*$", "", line) if "'" not in line and '"' not in line else line
             if line.lstrip().startswith("#"):
                 continue
-            line = re.sub(r"\s*([=@*/+])\s*(?=[^=])", r"  \1  ", line) if "'" not in line and '"' not in line else line
+            if "'" not in line and '"' not in line:  # one operator between two operands: spaced out
+                line = re.sub(r"(?<=[\w)\]])\s*([=@+/-])\s*(?=[\w(\[])", r"  \1  ", line)
             indent = line[:len(line) - len(line.lstrip())]
             lines.append(f"{indent}# my own step\n{line}\n" if line.strip() else "")
         out[cell] = "\n".join(lines)

@@ -20,7 +20,7 @@ body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1400px;padding:
 h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ccd}
 .notice{background:#fff6d6;border:1px solid #e5c453;border-radius:6px;padding:.7rem 1rem;margin:1rem 0}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.25rem .5rem;border-bottom:1px solid #e3e6ea;vertical-align:top}
-th{background:#f3f5f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f3f5f7}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .high td{background:#fdecea}.muted{color:#68707a}
 .bar{display:inline-block;height:.6rem;background:#c0392b;border-radius:2px;vertical-align:middle;margin-right:.4rem}
 .pair{border:1px solid #d6dade;border-radius:6px;margin:1rem 0;padding:.5rem 1rem}
