@@ -272,20 +272,33 @@ def recomment(fills: dict[int, str]) -> dict[int, str]:
 
 
 def reorder(fills: dict[int, str]) -> dict[int, str]:
-    """Cells merged (each blank cell's code moved into the one before it, where the data flow allows:
-    every question's code ends up in the first blank cell) and the statements of each line group in a
-    different order where they are independent: ``Q = ...; K = ...; V = ...`` become ``V, K, Q``."""
-    first = min(fills)
-    merged_lines: list[str] = []
+    """Cells merged (all the student's code moved into the last blank cell, the others left
+    empty, as a student who pastes a classmate's code in one piece does; the skeleton's display
+    cells in between then fail, but the code compared is the same) and independent statements
+    swapped: every function and class definition moved to the top, ahead of the computations
+    before it, and runs of assignments that do not read each other (``Q = ...``, ``K = ...``,
+    ``V = ...``) reversed."""
+    definitions: list[str] = []
+    statements: list[str] = []
     for cell in sorted(fills):
-        code = fills[cell]
-        lines = code.splitlines()
-        simple = [ln for ln in lines if re.match(r"^[QKV] = ", ln) or re.match(r"^[QKV] = ", ln.lstrip())]
-        if len(simple) == len(lines) == 3:  # three independent projections
-            lines = list(reversed(lines))
-        merged_lines.append("\n".join(lines))
+        blocks = re.split(r"\n(?=\S)", fills[cell].strip("\n"))  # top-level statements with their bodies
+        for block in blocks:
+            (definitions if re.match(r"(def|class)\s", block) else statements).append(block)
+    out_statements: list[str] = []
+    run: list[str] = []
+    for block in [*statements, ""]:
+        target = re.match(r"([A-Za-z_]\w*) = ", block)
+        if target and not any(re.search(rf"\b{re.escape(t)}\b", block.split("=", 1)[1])
+                              for t in (re.match(r"(\w+)", r).group(1) for r in run)):  # type: ignore[union-attr]
+            run.append(block)
+            continue
+        out_statements.extend(reversed(run))
+        run = [block] if target else []
+        if not target and block:
+            out_statements.append(block)
+    out_statements.extend(reversed(run))
     out = {cell: "" for cell in fills}
-    out[first] = "\n\n".join(merged_lines)
+    out[max(fills)] = "\n".join([*definitions, *out_statements])
     return out
 
 
@@ -311,7 +324,7 @@ def write_class(folder: Path) -> dict[str, dict[str, set[str]]]:
         fills = dict(styles)
         fills["copy-renamed"] = rename(styles[names[-1]], keep)
         fills["copy-recommented"] = recomment(styles[names[1]])
-        fills["copy-reordered"] = reorder(recomment(styles[names[2]]))
+        fills["copy-reordered"] = recomment(reorder(styles[names[2]]))
         fills["copy-spliced"] = splice(styles[names[1]], styles[names[-1]])
         for student, f in fills.items():
             (out / f"{student}.ipynb").write_text(json.dumps(notebook(assignment, f), indent=1), encoding="utf-8")
