@@ -247,6 +247,8 @@ def cmd_similarity(args: argparse.Namespace) -> int:
         print(f"  {pair.score:.2f}  {printable(pair.a)}  {printable(pair.b)}")
     for s in result.skipped:
         print(f"skipped {printable(s.origin)}: {printable(s.reason)}")
+    for note in result.notes:
+        print(f"note: {note}")
     print(f"\nWrote {json_path} and {html_path}. A score is a lead for a person to look at, never proof; "
           "no grade was changed.")
     return EXIT_OK
