@@ -239,10 +239,11 @@ def clusters(pairs: Sequence[Pair], threshold: float) -> list[list[str]]:
     return sorted((sorted(g) for g in groups.values() if len(g) >= 3), key=lambda g: (-len(g), g))
 
 
-def compare_all(index: Index, tick: Callable[[int], None] | None = None) -> list[Pair]:
-    """Every candidate pair compared, best first."""
+def compare_all(index: Index, candidates: Sequence[tuple[int, int]] | None = None,
+                tick: Callable[[int], None] | None = None) -> list[Pair]:
+    """Every candidate pair (default: the index's) compared, best first."""
     out = []
-    for i, j in index.candidates():
+    for i, j in index.candidates() if candidates is None else candidates:
         out.append(index.compare(i, j))
         if tick is not None:
             tick(1)

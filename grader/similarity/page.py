@@ -30,11 +30,11 @@ th{background:#f3f5f7}td.num{text-align:right;font-variant-numeric:tabular-nums;
 .cell{margin:.4rem 0;border:1px solid #e3e6ea;border-radius:4px;overflow-x:auto}
 .cell .label{font-size:.8rem;color:#68707a;padding:.1rem .4rem;background:#f7f8f9}
 pre{margin:0;font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}
-.ln{display:block;white-space:pre;padding:0 .4rem}
-.ln i{font-style:normal;color:#9aa1a9;display:inline-block;width:2.5rem;user-select:none}
+.ln{display:grid;grid-template-columns:2.2rem 1fr auto;white-space:pre;padding:0 .4rem}
+.ln i{font-style:normal;color:#9aa1a9;user-select:none}
 .given{color:#9aa1a9}
 .hit{background:#ffe08a}
-.hit b{font-weight:normal;float:right;color:#7a5c00;font-size:.75rem;padding-left:1rem}
+.hit b{font-weight:normal;color:#7a5c00;font-size:.75rem;padding-left:1rem;font-family:system-ui,sans-serif}
 .legend span{padding:0 .4rem;margin-right:.6rem}
 """
 _STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode("utf-8")).digest()).decode("ascii")
@@ -145,11 +145,12 @@ def _side(doc: Document, marks: dict[int, dict[int, str]], md_cells: set[int]) -
             title = hits.get(n)
             tag = f"<b>{_e(title)}</b>" if title is not None and title != last_title else ""
             last_title = title
-            parts.append(f'<span class="ln {cls}"><i>{n}</i>{tag}{_e(text)}</span>')
+            parts.append(f'<span class="ln {cls}"><i>{n}</i><span>{_e(text)}</span>{tag or "<b></b>"}</span>')
         parts.append("</pre></div>")
     for cell in sorted(md_cells):
         parts.append(f'<div class="cell"><div class="label">cell {cell} (markdown, shared wording)</div>'
-                     f'<pre><span class="ln hit">{_e(doc.markdown.get(cell, ""))}</span></pre></div>')
+                     f'<pre><span class="ln hit"><i></i><span>{_e(doc.markdown.get(cell, ""))}</span><b></b></span>'
+                     '</pre></div>')
     parts.append("</div>")
     return "".join(parts)
 

@@ -106,7 +106,14 @@ def find_similar(paths: list[Path], assignment: Assignment, *, past: Sequence[Pa
     docs = [r for r in read if isinstance(r, Document)]
     skipped = [r for r in read if isinstance(r, Skipped)]
     index = Index(docs, known)
-    pairs = compare_all(index)
+    candidates = index.candidates()
+    bar = Progress(len(candidates), f"{assignment.name}: comparing", done_word="pairs compared") \
+        if progress is not False else None
+    try:
+        pairs = compare_all(index, candidates, tick=bar.advance if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
     return Similarity(assignment=assignment, documents=docs, pairs=pairs, clusters=clusters(pairs, threshold),
                       skipped=skipped, notes=notes, threshold=threshold, common_limit=index.common_limit)
 
