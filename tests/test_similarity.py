@@ -16,7 +16,7 @@ import pytest
 
 from grader.cli import main
 from grader.course import config
-from grader.similarity import NOTICE, Similarity, find_similar
+from grader.similarity import NOTICE, Region, Similarity, find_similar
 from grader.similarity.compare import Index
 from grader.similarity.documents import expected
 from grader.similarity.tokens import cell_tokens, winnow
@@ -91,6 +91,20 @@ def test_a_splice_scores_against_both_classmates_and_names_the_questions(results
     assert tokens(second, late) > 5 * tokens(second, early)
     weights = next(m for m in second.matches if m.question == "weights")
     assert weights.title == "Attention weights"
+
+
+def test_code_belongs_to_the_question_whose_value_it_computes(results: dict[str, Similarity]):
+    pairs = {frozenset((p.a, p.b)): p for p in results["attention_numpy"].pairs}
+    # chen fills `scores` in place in a double loop (cell 12, lines 1-5); bo appends softmax rows to
+    # a list and stacks them into the weights (cell 18, lines 7-10), after defining softmax (1-5).
+    chen = {m.question: m.a if pairs[frozenset(("chen", "copy-reordered"))].a == "chen" else m.b
+            for m in pairs[frozenset(("chen", "copy-reordered"))].matches}
+    assert chen["scores"] == (Region(cell=12, first_line=1, last_line=5),)
+    bo_pair = pairs[frozenset(("bo", "copy-recommented"))]
+    bo = {m.question: m.a if bo_pair.a == "bo" else m.b for m in bo_pair.matches}
+    assert bo["softmax"] == (Region(cell=18, first_line=1, last_line=5),)
+    assert bo["weights"] == (Region(cell=18, first_line=7, last_line=10),)
+    assert None not in bo and {m.title for m in bo_pair.matches} >= {"Attention weights", "Softmax of a vector"}
 
 
 def test_only_the_students_own_code_counts(results: dict[str, Similarity], course: config.Course, tmp_path: Path):

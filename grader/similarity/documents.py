@@ -16,6 +16,7 @@ it, directly or through other names.
 
 from __future__ import annotations
 
+import ast
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,8 @@ import numpy.typing as npt
 from grader.course.model import Assignment
 from grader.errors import NotebookError
 from grader.notebook import fill_blanks, parse_cell, read
+from grader.notebook.flow import parse_quietly
+from grader.notebook.textcache import cached_by_text
 from grader.similarity.tokens import Hashes, Token, cell_tokens, kgram_hashes, token_hash, without_magics, word_shingles
 
 NO_QUESTION = -1
@@ -125,6 +128,36 @@ def expected(assignment: Assignment) -> Expected:
     return Expected(frozenset(statements), frozenset(markdown), frozenset(grams), questions)
 
 
+_MUTATORS = frozenset({"append", "extend", "insert", "update", "add", "setdefault", "fill_", "copy_", "add_",
+                       "mul_", "div_", "sub_", "zero_", "masked_fill_", "sort", "reverse"})
+
+
+@cached_by_text
+def changed_in_place(code: str) -> tuple[frozenset[str], ...]:
+    """For each top-level statement, the names it changes without binding them: ``rows.append(r)``,
+    ``scores[i, j] = ...``, ``W.data += ...``. The data flow the grader reads follows bindings; a
+    value built up in place is computed by these statements too."""
+    try:
+        tree = parse_quietly(code)
+    except SyntaxError:
+        return ()
+    out = []
+    for stmt in tree.body:
+        names: set[str] = set()
+        for node in ast.walk(stmt):
+            target = None
+            if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+                target = node.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
+                target = node.func.value
+            while isinstance(target, (ast.Subscript, ast.Attribute)):
+                target = target.value
+            if isinstance(target, ast.Name):
+                names.add(target.id)
+        out.append(frozenset(names))
+    return tuple(out)
+
+
 def owners(flow: list[tuple[frozenset[str], frozenset[str]]], questions: tuple[frozenset[str], ...]) -> list[int]:
     """For each statement (its binds and reads), the first question whose checked names it feeds,
     or NO_QUESTION: a backward slice from every statement that binds a checked name."""
@@ -158,7 +191,8 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
         parsed = parse_cell(code)
         statements = _statement_forms(cell.source)
         if parsed.syntax_error is None and len(parsed.statements) == len(statements):
-            flow.extend((s.binds, s.reads) for s in parsed.statements)
+            changed = changed_in_place(code)
+            flow.extend((s.binds | more, s.reads | more) for s, more in zip(parsed.statements, changed, strict=False))
         else:
             flow.extend((frozenset(), frozenset()) for _ in statements)
         for first, last, toks in statements:
