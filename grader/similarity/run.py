@@ -89,7 +89,11 @@ def find_similar(paths: list[Path], assignment: Assignment, *, past: Sequence[Pa
     tasks: list[_Task] = []
     with ExitStack() as stack:
         sources = [("", list(paths), False)]
-        sources += [(f"past:{folder.name or f'past{n}'}/", [folder], True) for n, folder in enumerate(past, 1)]
+        labels: list[str] = []
+        for n, folder in enumerate(past, 1):  # each earlier term by its folder's name, made distinct
+            label = folder.name or f"past{n}"
+            labels.append(label if label not in labels else f"{label}-{n}")
+            sources.append((f"past:{labels[-1]}/", [folder], True))
         for prefix, where, is_past in sources:
             found = stack.enter_context(intake(where, assignment))
             notes.extend(found.notes)
