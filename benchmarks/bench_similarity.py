@@ -10,7 +10,8 @@ and eight lines of the student's own added (random expressions over Q, K, V and 
 checks, prints and experiments), so that no two notebooks are alike; 2% are copies of a
 classmate with names and comments changed. The
 whole command runs as an instructor runs it (``grader similarity DIR -a NAME --out OUT``), in a
-fresh process, and the script prints the wall time, the pairs found and the machine's load.
+fresh process, and the script prints the wall time, the CPU time of all its processes (less
+sensitive to other jobs on the machine), the pairs found and the machine's load.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -96,11 +98,14 @@ def run(n: int) -> None:
         folder.mkdir()
         copies = write_class(folder, n)
         load = os.getloadavg()[0]
+        cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "grader.cli", "similarity", str(folder), "-a", ASSIGNMENT,
                                "--out", str(out), "--config", str(ROOT / "config.yaml")],
                               capture_output=True, text=True, cwd=ROOT, check=False)
         wall = time.perf_counter() - started
+        cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
         if proc.returncode != 0:
             print(proc.stdout, proc.stderr)
             raise SystemExit(f"grader similarity failed with status {proc.returncode}")
@@ -113,7 +118,8 @@ def run(n: int) -> None:
         top = data["pairs"][:len(planted)]
         found = sum(1 for p in top if frozenset((p["a"], p["b"])) in planted)
         size = (out / "similarity.html").stat().st_size
-        print(f"{n:>6} notebooks: {wall:6.1f} s wall, {n / wall:6.1f} notebooks/s; {len(data['pairs'])} pairs listed, "
+        print(f"{n:>6} notebooks: {wall:6.1f} s wall ({cpu:.1f} s CPU in all processes), {n / wall:6.1f} notebooks/s; "
+              f"{len(data['pairs'])} pairs listed, "
               f"{len(high)} at or above {data['settings']['threshold']}; of the {len(planted)} pairs holding the "
               f"same work (planted copies), {found} are among the top {len(planted)} pairs; html {size / 1e6:.1f} MB; load before {load:.2f}")
 

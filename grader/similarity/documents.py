@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,11 +133,17 @@ _MUTATORS = frozenset({"append", "extend", "insert", "update", "add", "setdefaul
                        "mul_", "div_", "sub_", "zero_", "masked_fill_", "sort", "reverse"})
 
 
+_OP_ASSIGN = r"\s*(?:[-+*/@%&|^]|//|\*\*|<<|>>)?=(?!=)"
+_IN_PLACE = re.compile(r"\]" + _OP_ASSIGN + r"|\.\w+" + _OP_ASSIGN + r"|\.(?:" + "|".join(sorted(_MUTATORS)) + r")\s*\(")
+
+
 @cached_by_text
 def changed_in_place(code: str) -> tuple[frozenset[str], ...]:
     """For each top-level statement, the names it changes without binding them: ``rows.append(r)``,
     ``scores[i, j] = ...``, ``W.data += ...``. The data flow the grader reads follows bindings; a
     value built up in place is computed by these statements too."""
+    if not _IN_PLACE.search(code):  # most cells: nothing to parse again
+        return ()
     try:
         tree = parse_quietly(code)
     except SyntaxError:
@@ -191,8 +198,8 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
         parsed = parse_cell(code)
         statements = _statement_forms(cell.source)
         if parsed.syntax_error is None and len(parsed.statements) == len(statements):
-            changed = changed_in_place(code)
-            flow.extend((s.binds | more, s.reads | more) for s, more in zip(parsed.statements, changed, strict=False))
+            changed = changed_in_place(code) or (frozenset(),) * len(parsed.statements)
+            flow.extend((s.binds | more, s.reads | more) for s, more in zip(parsed.statements, changed, strict=True))
         else:
             flow.extend((frozenset(), frozenset()) for _ in statements)
         for first, last, toks in statements:
