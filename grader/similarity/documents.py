@@ -30,7 +30,7 @@ from grader.errors import NotebookError
 from grader.notebook import fill_blanks, parse_cell, read
 from grader.notebook.flow import parse_quietly
 from grader.notebook.textcache import cached_by_text
-from grader.similarity.tokens import Hashes, Token, cell_tokens, kgram_hashes, token_hash, without_magics, word_shingles
+from grader.similarity.tokens import Hashes, cell_tokens, kgram_hashes, token_hash, without_magics, word_shingles
 
 NO_QUESTION = -1
 MIN_MARKDOWN_WORDS = 8  # a markdown cell shorter than this is a heading or a note, not an answer
@@ -65,25 +65,37 @@ class Document:
     shingles: dict[int, set[int]] = field(default_factory=dict)  # cell -> its word shingles
 
 
-def _statement_forms(source: str) -> list[tuple[int, int, tuple[Token, ...]]]:
-    """(first line, last line, tokens) of each top-level statement of a cell; a cell that is not
-    valid Python is one statement."""
+@dataclass(frozen=True)
+class _Unit:
+    """One top-level statement of a cell, ready to fingerprint."""
+
+    first: int
+    last: int
+    exact: tuple[str, ...]  # its tokens as written, for telling the skeleton's statements apart
+    hashes: tuple[int, ...]  # its normalised tokens' hashes
+    lines: tuple[int, ...]  # each token's line
+
+
+@cached_by_text
+def _statement_forms(source: str) -> tuple[_Unit, ...]:
+    """Each top-level statement of a cell; a cell that is not valid Python is one statement."""
     code = fill_blanks(without_magics(source))
     tokens = cell_tokens(code)
     parsed = parse_cell(code)
     if parsed.syntax_error is not None or not parsed.statements:
         last = max((t.line for t in tokens), default=1)
-        return [(1, last, tokens)] if tokens else []
-    out = []
-    bounds = [(s.lineno, s.end_lineno or s.lineno) for s in parsed.statements]
-    k = 0
-    for first, last in bounds:
-        mine = []
-        while k < len(tokens) and tokens[k].line <= last:
-            mine.append(tokens[k])
-            k += 1
-        out.append((first, last, tuple(mine)))
-    return out
+        groups = [(1, last, tokens)] if tokens else []
+    else:
+        groups = []
+        k = 0
+        for stmt in parsed.statements:
+            first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+            start = k
+            while k < len(tokens) and tokens[k].line <= last:
+                k += 1
+            groups.append((first, last, tokens[start:k]))
+    return tuple(_Unit(first, last, tuple(t.exact for t in toks), tuple(token_hash(t.norm) for t in toks),
+                       tuple(t.line for t in toks)) for first, last, toks in groups)
 
 
 def _notebook_json(path: Path) -> list[dict[str, object]]:
@@ -117,10 +129,10 @@ def expected(assignment: Assignment) -> Expected:
             continue
         stream: list[int] = []
         for cell in cells:
-            for _, _, toks in _statement_forms(cell.source):
+            for unit in _statement_forms(cell.source):
                 if is_skeleton:
-                    statements.add(tuple(t.exact for t in toks))
-                stream.extend(token_hash(t.norm) for t in toks)
+                    statements.add(unit.exact)
+                stream.extend(unit.hashes)
         grams.update(kgram_hashes(np.array(stream, dtype=np.uint64)).tolist())
         if is_skeleton:
             markdown.update(_collapse(_text(c)) for c in raw if c.get("cell_type") == "markdown")
@@ -190,7 +202,7 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
     raw = _notebook_json(path)
     names = tuple(q[2] for q in known.questions)
     flow: list[tuple[frozenset[str], frozenset[str]]] = []
-    units: list[tuple[int, int, int, tuple[Token, ...], bool]] = []  # cell, first, last, tokens, own
+    units: list[tuple[int, _Unit, bool]] = []  # cell, statement, the student's own
     for cell in cells:
         if cell.skipped:
             continue
@@ -202,19 +214,23 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
             flow.extend((s.binds | more, s.reads | more) for s, more in zip(parsed.statements, changed, strict=True))
         else:
             flow.extend((frozenset(), frozenset()) for _ in statements)
-        for first, last, toks in statements:
-            own = tuple(t.exact for t in toks) not in known.statements
-            units.append((cell.index, first, last, toks, own))
+        units.extend((cell.index, unit, unit.exact not in known.statements) for unit in statements)
     owner = owners(flow, names)
     tokens: list[int] = []
-    where: list[tuple[int, int, int, int]] = []
+    lines: list[int] = []
+    at_cell: list[int] = []
+    at_question: list[int] = []
+    at_own: list[bool] = []
     own_lines: dict[int, set[int]] = {}
-    for (cell_no, first, last, toks, own), q in zip(units, owner, strict=True):
-        for t in toks:
-            tokens.append(token_hash(t.norm))
-            where.append((cell_no, t.line, q, own))
-        if own and toks:
-            own_lines.setdefault(cell_no, set()).update(range(first, last + 1))
+    for (cell_no, unit, own), q in zip(units, owner, strict=True):
+        n = len(unit.hashes)
+        tokens.extend(unit.hashes)
+        lines.extend(unit.lines)
+        at_cell.extend([cell_no] * n)
+        at_question.extend([q] * n)
+        at_own.extend([own] * n)
+        if own and n:
+            own_lines.setdefault(cell_no, set()).update(range(unit.first, unit.last + 1))
     sources: dict[int, str] = {}
     for cell in cells:
         if cell.index in own_lines:
@@ -229,8 +245,8 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
             continue
         markdown[number] = text
         shingles[number] = word_shingles(text)
-    at = np.array(where, dtype=np.int32).reshape(-1, 4)
     return Document(key=key, student=student, origin=origin, past=past,
-                    tokens=np.array(tokens, dtype=np.uint64), own=at[:, 3].astype(bool), cells=at[:, 0].copy(),
-                    lines=at[:, 1].copy(), questions=at[:, 2].astype(np.int16), sources=sources, own_lines=own_lines,
+                    tokens=np.array(tokens, dtype=np.uint64), own=np.array(at_own, dtype=bool),
+                    cells=np.array(at_cell, dtype=np.int32), lines=np.array(lines, dtype=np.int32),
+                    questions=np.array(at_question, dtype=np.int16), sources=sources, own_lines=own_lines,
                     markdown=markdown, shingles=shingles)
