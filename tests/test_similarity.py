@@ -225,3 +225,19 @@ def test_bad_arguments_get_a_message_and_status_2(argv: list[str], message: str,
     code = main([*argv, "--out", str(tmp_path / "o"), "--config", str(ROOT / "config.yaml")])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_reading_in_several_processes_finds_what_one_finds(klass: tuple[Path, dict[str, dict[str, set[str]]]],
+                                                           course: config.Course, tmp_path: Path):
+    folder, _ = klass
+    for n, nb in enumerate(sorted((folder / "attention_numpy").glob("*.ipynb")) * 7):  # 56: enough for the pool
+        shutil.copy(nb, tmp_path / f"{n:02d}-{nb.name}")
+    (tmp_path / "zz-broken.ipynb").write_text("{", encoding="utf-8")
+    assignment = course.assignment("attention_numpy")
+    one = find_similar([tmp_path], assignment, progress=False, jobs=1)
+    two = find_similar([tmp_path], assignment, progress=False, jobs=2)
+    assert [d.key for d in two.documents] == [d.key for d in one.documents] and len(one.documents) == 56
+    assert all((a.tokens == b.tokens).all() and (a.questions == b.questions).all()
+               for a, b in zip(one.documents, two.documents, strict=True))
+    assert two.skipped == one.skipped and [s.key for s in one.skipped] == ["zz-broken"]
+    assert [(p.a, p.b, p.score) for p in two.pairs] == [(p.a, p.b, p.score) for p in one.pairs]

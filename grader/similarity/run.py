@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -53,27 +53,34 @@ def _read_one(task: _Task) -> Document | Skipped:
         return Skipped(task.key, task.origin, f"The file cannot be read: {exc}.")
 
 
-def _read_all(tasks: list[_Task], known: Expected, jobs: int, bar: Progress | None) -> list[Document | Skipped]:
-    """Every notebook read, in order: in ``jobs`` processes when there are enough to be worth it."""
+def _read_all(tasks: list[_Task], known: Expected, jobs: int,
+              new_bar: Callable[[], Progress | None]) -> list[Document | Skipped]:
+    """Every notebook read, in order: in ``jobs`` processes when there are enough to be worth it.
+    The progress bar is made once the processes are started: forked while the bar's thread runs,
+    a process could inherit a lock that thread holds."""
     _remember(known)
     if jobs <= 1 or len(tasks) < 50:
-        out = []
-        for task in tasks:
-            out.append(_read_one(task))
-            if bar is not None:
-                bar.advance()
-        return out
+        return _reading(map(_read_one, tasks), new_bar())
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_remember, initargs=(known,)) as pool:
-        out = []
-        for found in pool.map(_read_one, tasks, chunksize=16):
+        pool.submit(os.getpid).result()  # every process is started with the first task
+        return _reading(pool.map(_read_one, tasks, chunksize=16), new_bar())
+
+
+def _reading(results: Iterable[Document | Skipped], bar: Progress | None) -> list[Document | Skipped]:
+    out = []
+    try:
+        for found in results:
             out.append(found)
             if bar is not None:
                 bar.advance()
-        return out
+    finally:
+        if bar is not None:
+            bar.close()
+    return out
 
 
 def find_similar(paths: list[Path], assignment: Assignment, *, past: Sequence[Path] = (),
@@ -101,12 +108,11 @@ def find_similar(paths: list[Path], assignment: Assignment, *, past: Sequence[Pa
                          for sub in found.submissions)
         if not any(not t.past for t in tasks):
             raise UsageError("No notebooks found in the given paths.")
-        bar = Progress(len(tasks), f"{assignment.name}: reading", done_word="read") if progress is not False else None
-        try:
-            read = _read_all(tasks, known, jobs if jobs is not None else (os.cpu_count() or 1), bar)
-        finally:
-            if bar is not None:
-                bar.close()
+
+        def new_bar() -> Progress | None:
+            return Progress(len(tasks), f"{assignment.name}: reading", done_word="read") if progress is not False else None
+
+        read = _read_all(tasks, known, jobs if jobs is not None else (os.cpu_count() or 1), new_bar)
     docs = [r for r in read if isinstance(r, Document)]
     skipped = [r for r in read if isinstance(r, Skipped)]
     index = Index(docs, known)
