@@ -93,6 +93,12 @@ def find_similar(paths: list[Path], assignment: Assignment, *, past: Sequence[Pa
         raise UsageError(f"--threshold must be a score above 0 and at most 1, got {threshold:g}.")
     known = expected(assignment)
     notes: list[str] = []
+    if not assignment.skeleton.is_file():
+        notes.append(f"the skeleton {assignment.skeleton} does not exist (grader assign writes it): the given "
+                     "code cannot be told from the students' own, so every notebook shares it")
+    if not assignment.solution.is_file():
+        notes.append(f"the solution {assignment.solution} is not here: code written as the solution writes it "
+                     "counts as evidence unless many students write it")
     tasks: list[_Task] = []
     with ExitStack() as stack:
         sources = [("", list(paths), False)]
