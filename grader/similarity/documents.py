@@ -210,7 +210,9 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
         parsed = parse_cell(code)
         statements = _statement_forms(cell.source)
         if parsed.syntax_error is None and len(parsed.statements) == len(statements):
-            changed = changed_in_place(code) or (frozenset(),) * len(parsed.statements)
+            changed = changed_in_place(code)
+            if len(changed) != len(parsed.statements):  # nothing changed in place (or parsed otherwise)
+                changed = (frozenset(),) * len(parsed.statements)
             flow.extend((s.binds | more, s.reads | more) for s, more in zip(parsed.statements, changed, strict=True))
         else:
             flow.extend((frozenset(), frozenset()) for _ in statements)
