@@ -5,6 +5,7 @@
                          [--cluster ADDRESS] [--shard K/N]    on a Dask cluster, or one share of a class
     grader merge DIR... [--out DIR]                         the shards' outputs as one run's
     grader ci-workflow [NAME] --shards N                    GitHub Actions: N shard jobs and a merge
+    grader similarity PATH... [--past DIR...] [--out DIR]    which notebooks share code (a lead for a person)
     grader assign [NAME...]                                 solution -> student skeleton
     grader validate [NAME...]                               prove each assignment's loop closes
     grader check NOTEBOOK [QUESTION]                        a student's self-check (public checks only)
@@ -227,6 +228,37 @@ def print_table(assignment: config.Assignment, names: list[str], cards: Iterable
         print(f"{printable(name):<{width}}  {score:>13}  {card.status}{extra}")
 
 
+def cmd_similarity(args: argparse.Namespace) -> int:
+    from grader.batch import collect
+    from grader.course.locate import pick_assignment
+    from grader.similarity import find_similar, write
+
+    if not 0 <= args.min_score <= 1:
+        raise UsageError(f"--min-score must be a score from 0 to 1, got {args.min_score:g}.")
+    if not 0 < args.threshold <= 1:
+        raise UsageError(f"--threshold must be a score above 0 and at most 1, got {args.threshold:g}.")
+    given, past = [Path(p) for p in args.paths], [Path(p) for p in args.past]
+    for p in [*given, *past]:
+        if not p.exists():
+            raise UsageError(f"{p} does not exist.")
+    course = load_course(args.config)
+    assignment = pick_assignment(course, args.assignment, [*given, *collect(given)])
+    result = find_similar(given, assignment, past=past, threshold=args.threshold)
+    json_path, html_path = write(result, Path(args.out), min_score=args.min_score)
+    high = [p for p in result.pairs if p.score >= args.threshold]
+    print(f"{assignment.name}: {len(result.documents)} notebook(s) read, {len(result.skipped)} skipped; "
+          f"{len(high)} pair(s) at or above {args.threshold:g}, {len(result.clusters)} cluster(s) of three or more")
+    for pair in high[:10]:
+        print(f"  {pair.score:.2f}  {printable(pair.a)}  {printable(pair.b)}")
+    for s in result.skipped:
+        print(f"skipped {printable(s.origin)}: {printable(s.reason)}")
+    for note in result.notes:
+        print(f"note: {note}")
+    print(f"\nWrote {json_path} and {html_path}. A score is a lead for a person to look at, never proof; "
+          "no grade was changed.")
+    return EXIT_OK
+
+
 def cmd_assign(args: argparse.Namespace) -> int:
     from grader.authoring.assign import write_assignment
     from grader.authoring.public import public_checks
@@ -363,6 +395,7 @@ def parser() -> argparse.ArgumentParser:
         "grade": cmd_grade,
         "merge": cmd_merge,
         "ci-workflow": cmd_ci_workflow,
+        "similarity": cmd_similarity,
         "assign": cmd_assign,
         "import": cmd_import,
         "validate": cmd_validate,

@@ -95,6 +95,20 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     course_file(ci)
     ci.set_defaults(func=commands["ci-workflow"])
 
+    sim = sub.add_parser("similarity", help="which notebooks share code beyond the skeleton, for a person to judge "
+                         "(writes similarity.json and similarity.html; never changes a grade)")
+    sim.add_argument("paths", nargs="+", help="notebooks, folders or zips of this term, as `grader grade` reads them")
+    assignment_option(sim, "the course's only one, or the one the notebooks or their folders are named after")
+    sim.add_argument("--past", nargs="+", default=[], metavar="DIR",
+                     help="earlier terms' submissions (folders or zips), compared with this term's")
+    out_folder(sim, "folder for similarity.json and similarity.html", "similarity")
+    course_file(sim)
+    sim.add_argument("--threshold", type=float, default=0.5, metavar="SCORE",
+                     help="pairs scoring at least this are marked and form clusters (default: 0.5)")
+    sim.add_argument("--min-score", type=float, default=0.1, metavar="SCORE",
+                     help="list pairs scoring at least this (default: 0.1)")
+    sim.set_defaults(func=commands["similarity"])
+
     a = sub.add_parser("assign", help="generate student skeletons from solution notebooks")
     assignment_names(a)
     course_file(a)

@@ -14,8 +14,9 @@ PLAIN_EVERY = 10.0  # seconds between progress lines when there is no terminal
 class Progress:
     """A bar with an ETA on a terminal (tqdm); plain lines every few seconds otherwise (CI logs)."""
 
-    def __init__(self, total: int, label: str, *, stream: Any = None, bar: bool | None = None):
-        self.total, self.label, self.done = total, label, 0
+    def __init__(self, total: int, label: str, *, stream: Any = None, bar: bool | None = None,
+                 done_word: str = "graded"):
+        self.total, self.label, self.done, self.done_word = total, label, 0, done_word
         self.stream = stream if stream is not None else sys.stderr
         if bar is None:
             bar = self.stream.isatty() and not os.environ.get("CI")
@@ -40,7 +41,7 @@ class Progress:
     def line(self, now: float) -> str:
         elapsed = now - self.started
         rate = self.done / elapsed if elapsed > 0 else 0.0
-        text = f"{self.label}: {self.done}/{self.total} graded ({100 * self.done / max(self.total, 1):.0f}%)"
+        text = f"{self.label}: {self.done}/{self.total} {self.done_word} ({100 * self.done / max(self.total, 1):.0f}%)"
         if self.done < self.total and rate > 0:
             text += f", {rate:.1f}/s, about {_duration((self.total - self.done) / rate)} left"
         else:
