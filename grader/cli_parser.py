@@ -149,6 +149,20 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     course_file(c5)
     c5.set_defaults(func=commands["classroom50-autograder"])
 
+    rv = sub.add_parser("review", help="grade the questions a person grades (manual: true) in a local web page, "
+                        "or through a spreadsheet (--export, --import)")
+    assignment_name(rv)
+    out_folder(rv, "the output folder of `grader grade` (its grades.sqlite keeps the grades)", "scorecards")
+    course_file(rv)
+    rv.add_argument("--export", metavar="CSV", help="write the grades to CSV (student, question, points, comment) "
+                    "and exit")
+    rv.add_argument("--import", dest="import_csv", metavar="CSV",
+                    help="read grades from CSV (student, question, points, comment), all rows or none, and exit")
+    rv.add_argument("--grader", help="your name, recorded with each grade (default: the login name)")
+    rv.add_argument("--port", type=int, default=0, help="the page's port on 127.0.0.1 (default: a free one)")
+    rv.add_argument("--anonymous", action="store_true", help="hide students' names while grading")
+    rv.set_defaults(func=commands["review"])
+
     w = sub.add_parser("classroom-workflow", help="write the (legacy) GitHub Classroom workflow for an assignment")
     assignment_name(w)
     w.add_argument("--grading-repo", required=True, help="OWNER/NAME of the private course repository "

@@ -103,3 +103,137 @@ def test_pending_in_every_output(graded):
     assert rows["bob"]["explain"] == "pending" and rows["bob"]["mean"] == "2"
     report = (out / "report.html").read_text()
     assert "full marks: 2 ·" in report and "by a person: 0 of 3 graded" in report
+
+
+@pytest.fixture
+def run(graded, tmp_path):
+    """A copy of the graded class's output folder, to change grades in."""
+    out = tmp_path / "out"
+    shutil.copytree(graded / "out", out)
+    return out
+
+
+def review(graded: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return grader("review", "rv", "--out", str(out), "--grader", "Tess", *args, cwd=graded)
+
+
+def test_grades_come_in_through_a_spreadsheet_and_reach_every_output(graded, run, tmp_path):
+    sheet = tmp_path / "grades.csv"
+    proc = review(graded, run, "--export", str(sheet))
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(io.StringIO(sheet.read_text())))
+    assert [(r["student"], r["question"], r["points"]) for r in rows] == [
+        (s, q, "") for s in ("ada", "bob", "cy") for q in ("explain", "weights")]
+    assert rows[0]["answer"] == "Symmetric values around 2." and rows[0]["max_points"] == "3"
+    rows[0].update(points="2.5", comment="Right idea; say why symmetry gives the mean.")
+    rows[2].update(points="1", comment="")
+    with sheet.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    proc = review(graded, run, "--import", str(sheet))
+    assert proc.returncode == 0, proc.stderr
+    assert "imported 2 grade(s)" in proc.stdout
+    ada = card(run, "ada")
+    explain = question(ada, "explain")
+    assert explain["status"] == "graded" and explain["score"] == 2.5 and ada["score"] == 4.5
+    assert explain["graded_by"]["grader"] == "Tess" and explain["graded_by"]["comment"].startswith("Right idea")
+    assert "Comment: Right idea; say why symmetry gives the mean." in explain["feedback"]
+    assert "| explain: Why the mean is 2 | 🧑‍🏫 graded by a person | 2.5/3 |" in (run / "ada.md").read_text()
+    book = {r["student"]: r for r in csv.DictReader(io.StringIO((run / "gradebook.csv").read_text()))}
+    assert book["ada"]["explain"] == "2.5" and book["ada"]["score"] == "4.5" and book["ada"]["weights"] == "pending"
+    assert book["bob"]["explain"] == "1"
+    test = next(t for t in json.loads((run / "ada.gradescope.json").read_text())["tests"]
+                if t["name"].startswith("explain"))
+    assert test["score"] == 2.5 and test["max_score"] == 3 and test["status"] == "failed"
+    assert "by a person: 2 of 3 graded" in (run / "report.html").read_text()
+
+
+def test_a_bad_sheet_is_refused_row_by_row_and_nothing_is_applied(graded, run, tmp_path):
+    sheet = tmp_path / "bad.csv"
+    sheet.write_text("student,question,points,comment\n"
+                     "ada,explain,3,fine\n"          # good, but not applied: other rows are bad
+                     "zed,explain,1,\n"              # no such student
+                     "ada,mean,1,\n"                 # graded by the autograder
+                     "bob,explain,4,\n"              # over the question's points
+                     "bob,weights,lots,\n"           # not a number
+                     "ada,explain,2,\n")             # twice
+    proc = review(graded, run, "--import", str(sheet))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "nothing imported; 5 row(s) refused" in proc.stderr
+    for expected in ("row 3: no submission or student 'zed' in this run",
+                     "row 4: question 'mean' is graded by the autograder, not by a person",
+                     "row 5: 4 points is outside 0 to 3 for question 'explain'",
+                     "row 6: points 'lots' is not a number",
+                     "row 7: 'ada', question 'explain' is graded already in row 2"):
+        assert expected in proc.stderr
+    assert question(card(run, "ada"), "explain")["status"] == "manual"
+    from grader.review.store import GradeStore
+
+    assert GradeStore.in_folder(run).grade("ada", "explain") is None
+
+
+def test_two_graders_at_once_lose_nothing(run):
+    import threading
+
+    from grader.review.store import GradeStore
+
+    item = GradeStore.in_folder(run).add_item("explain", "Mentions symmetry", 2)
+    errors = []
+
+    def grade(who: str, name: str) -> None:
+        try:
+            store = GradeStore.in_folder(run)  # each its own connection, as two servers would
+            for i in range(20):
+                store.set_comment(name, "explain", f"{who} {i}", grader=who, digest="d")
+                store.mark(name, "explain", item.id, i % 2 == 0, grader=who, digest="d")
+                store.set_adjustment("ada", "weights", 0.5, grader=who, digest="d")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=grade, args=(w, n)) for w, n in (("Tess", "ada"), ("Uma", "bob"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    store = GradeStore.in_folder(run)
+    for who, name in (("Tess", "ada"), ("Uma", "bob")):
+        g = store.grade(name, "explain")
+        assert g is not None and g.comment == f"{who} 19" and g.items == () and g.grader == who
+    # Changing an item's points changes every answer it is applied to.
+    store.mark("ada", "explain", item.id, True, grader="Tess", digest="d")
+    store.mark("bob", "explain", item.id, True, grader="Uma", digest="d")
+    store.update_item(item.id, points=1.5)
+    assert {store.person_grade(store.grade(n, "explain"), 3).points for n in ("ada", "bob")} == {1.5}
+
+
+def test_grading_again_keeps_grades_of_unchanged_answers_and_flags_changed_ones(graded, run, tmp_path):
+    from grader.review.store import GradeStore
+
+    store = GradeStore.in_folder(run)
+    for name in ("ada", "bob"):
+        store.set_many([(name, "explain", 2.0, "ok", _digest(store, name))], grader="Tess")
+    # Points typed into a scorecard by hand, for a question still waiting, are kept as a grade.
+    edited = (run / "cy.yaml").read_text().replace("score: 0\n  max_score: 2\n  status: manual",
+                                                    "score: 1.5\n  max_score: 2\n  status: manual")
+    (run / "cy.yaml").write_text(edited)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(graded / "subs/ada.ipynb", subs)
+    shutil.copy(graded / "subs/cy.ipynb", subs)
+    review_course.student(graded / "assignments/rv/rv.ipynb", subs / "bob.ipynb", mean="2.0",
+                          explain="Because the sum is 10 and there are 5 values.")
+    proc = grader("grade", str(subs), "--out", str(run), "--formats", "yaml,gradebook", cwd=graded)
+    assert proc.returncode == 0, proc.stderr
+    assert question(card(run, "ada"), "explain")["status"] == "graded"
+    assert question(card(run, "ada"), "explain")["score"] == 2
+    bob = question(card(run, "bob"), "explain")
+    assert bob["status"] == "manual" and bob["score"] == 0 and "changed since it was graded" in bob["feedback"][0]
+    cy = question(card(run, "cy"), "weights")
+    assert cy["status"] == "graded" and cy["score"] == 1.5 and cy["graded_by"]["grader"] == "edited in cy.yaml"
+
+
+def _digest(store, name: str) -> str:
+    answer = next(q for q in store.card(name).questions if q.id == "explain").answer
+    return answer.digest
