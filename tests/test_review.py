@@ -237,3 +237,87 @@ def test_grading_again_keeps_grades_of_unchanged_answers_and_flags_changed_ones(
 def _digest(store, name: str) -> str:
     answer = next(q for q in store.card(name).questions if q.id == "explain").answer
     return answer.digest
+
+
+@pytest.fixture
+def client(graded, run):
+    """The review app over HTTP (Flask's test client), on a copy of the class's outputs."""
+    from grader.course import config
+    from grader.review.app import Review, make_app
+    from grader.review.store import GradeStore
+
+    course = config.load(graded / "config.yaml")
+    review = Review(GradeStore.in_folder(run), course, course.assignment("rv"), "Tess", "s3cret-token")
+    app = make_app(review)
+    return app.test_client(), review
+
+
+def test_every_request_without_the_token_is_refused(client):
+    http, _ = client
+    for path in ("/", "/grade/explain/0", "/answer/explain/1", "/reference/explain", "/api/state/explain/0",
+                 "/static/review.js"):
+        assert http.get(path).status_code == 403, path
+        assert http.get(path + "?token=wrong").status_code == 403, path
+    assert http.post("/api/grade/explain/0", json={"adjustment": 1}).status_code == 403
+    assert http.post("/api/grade/explain/0", json={"adjustment": 1}, headers={"X-Review-Token": "nope"}).status_code == 403
+    page = http.get("/?token=s3cret-token")
+    assert page.status_code == 200 and "0 of 3 graded" in page.text
+    assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+
+
+def test_grading_through_the_page_interface(client):
+    http, review = client
+    auth = {"X-Review-Token": "s3cret-token"}
+    items = http.post("/api/rubric/explain", json={"text": "Mentions symmetry", "points": 2}, headers=auth).json
+    items = http.post("/api/rubric/explain", json={"text": "Explains why", "points": 1}, headers=auth).json["items"]
+    first, second = items[0]["id"], items[1]["id"]
+    state = http.post("/api/grade/explain/0", json={"item": first, "on": True}, headers=auth).json
+    assert state["status"] == "graded" and state["points"] == 2 and state["graded"] == 1
+    state = http.post("/api/grade/explain/0", json={"adjustment": -0.5, "comment": "Close."}, headers=auth).json
+    assert state["points"] == 1.5 and state["comment"] == "Close."
+    http.post("/api/grade/explain/1", json={"item": first, "on": True}, headers=auth)
+    http.post("/api/grade/explain/1", json={"item": second, "on": True}, headers=auth)
+    # One item's points changed: every answer it is applied to changes.
+    http.post("/api/rubric/explain", json={"id": first, "text": "Mentions symmetry", "points": 1.5}, headers=auth)
+    assert http.get("/api/state/explain/0", headers=auth).json["points"] == 1.0
+    assert http.get("/api/state/explain/1", headers=auth).json["points"] == 2.5
+    assert http.get("/api/state/explain/1", headers=auth).json["graded"] == 2
+    # Free points within bounds only; a bad body is refused.
+    assert http.post("/api/grade/explain/0", json={"adjustment": 9}, headers=auth).status_code == 400
+    assert http.post("/api/grade/explain/0", json={"adjustment": "x"}, headers=auth).status_code == 400
+    assert http.post("/api/grade/explain/9", json={"adjustment": 1}, headers=auth).status_code == 404
+    assert http.post("/api/grade/mean/0", json={"adjustment": 1}, headers=auth).status_code == 404  # autograded
+    # The scorecards, once written again, say who graded it, with the items and the comment.
+    from grader.review import merge
+
+    store = review.store
+    merge.rewrite(store, review.course, review.assignment, store.path.parent, ("yaml", "md", "html", "gradebook"))
+    explain = question(card(store.path.parent, "ada"), "explain")
+    assert explain["score"] == 1 and explain["graded_by"]["rubric"] == [{"text": "Mentions symmetry", "points": 1.5}]
+    assert explain["feedback"][1:] == ["Mentions symmetry (+1.5)", "Points adjusted by the grader (-0.5)",
+                                       "Comment: Close."]
+    page = (store.path.parent / "ada.html").read_text()
+    assert "Mentions symmetry (+1.5)" in page and 'class="grader-box grader-graded"' in page
+
+
+def test_hostile_answers_are_inert_in_the_page(client):
+    http, _ = client
+    resp = http.get("/answer/explain/1?token=s3cret-token")  # bob's: <script>, onerror=, javascript:
+    assert resp.status_code == 200 and "And a second thought." in resp.text
+    csp = resp.headers["Content-Security-Policy"]
+    assert csp.startswith("default-src 'none'") and "script-src" not in csp
+    assert "<script" not in resp.text and "onerror" not in resp.text and "onmouseover" not in resp.text
+    assert 'href="javascript:' not in resp.text
+    page = http.get("/grade/explain/1?token=s3cret-token").text
+    assert '<iframe id="answer" title="the student\'s answer" sandbox=""' in page
+
+
+def test_anonymous_grading_hides_names(graded, run):
+    from grader.course import config
+    from grader.review.app import Review, make_app
+    from grader.review.store import GradeStore
+
+    course = config.load(graded / "config.yaml")
+    review = Review(GradeStore.in_folder(run), course, course.assignment("rv"), "Tess", "t", anonymous=True)
+    page = make_app(review).test_client().get("/grade/weights/1?token=t").text
+    assert "Submission 2 of 3: <b>Submission 2</b>" in page and "bob" not in page
