@@ -38,10 +38,9 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> str:
     import bleach
     import nbformat
     from nbconvert import HTMLExporter
+    from nbformat.v4.rwbase import rejoin_lines
 
     from grader.outputs.html import ATTRIBUTES, TAGS
-
-    from nbformat.v4.rwbase import rejoin_lines
 
     nb = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]  # nbformat has no annotations
     cells = []
