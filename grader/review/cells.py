@@ -43,7 +43,7 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> str:
     from grader.outputs.html import ATTRIBUTES, TAGS
 
     nb = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]  # nbformat has no annotations
-    cells = []
+    cells: list[Any] = []
     # Sources and outputs saved as lists of lines, joined as nbformat does when it reads a file.
     joined = rejoin_lines(nbformat.from_dict({"cells": [copy.deepcopy(c) for c in raw_cells  # type: ignore[no-untyped-call]
                                                           if isinstance(c, dict)]}))
