@@ -95,6 +95,12 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
         distributed_module()  # a clear message now rather than after reading the class
     shard = shards.parse_shard(args.shard) if args.shard is not None else None
+    roster = Path(args.roster).resolve() if args.roster else None
+    if roster is not None or {Format.CANVAS, Format.MOODLE} & set(formats):
+        from grader.outputs.formats import Output, roster_of
+
+        for fmt in {Format.CANVAS, Format.MOODLE} & set(formats) or {Format.CANVAS}:
+            roster_of(Output(course, assignment, roster=roster), fmt)  # a missing or bad roster: said now, not at the end
     if args.formats is None and "gradebook" not in formats:
         formats = (*formats, Format.GRADEBOOK)  # a batch always gets its gradebook.csv unless --formats says otherwise
     out = Path(args.out)
@@ -109,6 +115,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         if grades is not None:
             grades.set_meta("formats", list(formats))
             grades.set_meta("assignment", assignment.name)
+            grades.set_meta("roster", str(roster) if roster is not None else None)
 
         def write(sub: batch.Submission, card: Scorecard) -> None:  # as soon as it is graded: nothing is lost
             if grades is not None:
@@ -137,7 +144,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
                                   graded=[(i, s, c) for (i, s), c in zip(mine, outcome.cards, strict=True)],
                                   notes=found.notes)
         outputs.write_run(done, course=course, assignment=assignment, out=out, formats=formats,
-                         executor_name=grader.executor.name)
+                         executor_name=grader.executor.name, roster=roster)
         names = done.names
         print_table(assignment, names, cards, course.scorecard.rounding)
         notes = batch.summary_lines(found, outcome)

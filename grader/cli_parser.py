@@ -74,6 +74,8 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     g.add_argument("--cluster", metavar="ADDRESS",
                    help="grade on the workers of a Dask cluster (tcp://HOST:8786); this machine keeps the "
                         "results cache and writes every output")
+    g.add_argument("--roster", metavar="CSV", help="which student each submission is (columns: submission, name, "
+                   "email, github, lms_id, sis_user_id, sis_login_id, section): for --formats canvas,moodle")
     g.add_argument("--shard", metavar="K/N",
                    help="grade only share K of N of the class (by content hash) and write OUT/shard-K-of-N.json "
                         "for `grader merge`")

@@ -166,6 +166,8 @@ class Format(StrEnum):
     JUNIT = "junit"
     GRADEBOOK = "gradebook"
     REPORT = "report"
+    CANVAS = "canvas"
+    MOODLE = "moodle"
 
 
 def names(enum: type[StrEnum]) -> tuple[str, ...]:

@@ -321,3 +321,54 @@ def test_anonymous_grading_hides_names(graded, run):
     review = Review(GradeStore.in_folder(run), course, course.assignment("rv"), "Tess", "t", anonymous=True)
     page = make_app(review).test_client().get("/grade/weights/1?token=t").text
     assert "Submission 2 of 3: <b>Submission 2</b>" in page and "bob" not in page
+
+
+ROSTER = ("name,email,github,lms_id,sis_user_id,sis_login_id,section,submission\n"
+          "Ada Lovelace,ada@uni.edu,ada-l,101,S-1,alove,Tue,ada\n"
+          "Bob Moses,bob@uni.edu,bob,102,S-2,bmoses,Wed,\n"
+          "=Cy Young,cy@uni.edu,cy,103,S-3,cyoung,Wed,\n"
+          "Dee Absent,dee@uni.edu,dee,104,S-4,dabsent,Tue,\n")
+
+
+def test_canvas_and_moodle_gradebooks_follow_their_import_formats(graded, run, tmp_path):
+    from grader.course import config
+    from grader.outputs.canvas import HEADER
+    from grader.review import merge
+    from grader.review.store import GradeStore
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text(ROSTER)
+    store = GradeStore.in_folder(run)
+    store.set_meta("roster", str(roster))
+    store.set_many([("ada", q, 1.0, "Short but right.", _digest_of(store, "ada", q)) for q in ("explain", "weights")],
+                   grader="Tess")
+    course = config.load(graded / "config.yaml")
+    merge.rewrite(store, course, course.assignment("rv"), run, ("canvas", "moodle"))
+    rows = list(csv.reader(io.StringIO((run / "canvas.csv").read_text())))
+    # Canvas: the five student columns, one column per assignment, then the Points Possible row.
+    assert tuple(rows[0][:5]) == HEADER == ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+    assert rows[0][5:] == ["Reading a mean"] and rows[1] == ["Points Possible", "", "", "", "", "7"]
+    body = {r[0]: r for r in rows[2:]}
+    assert body["Ada Lovelace"] == ["Ada Lovelace", "101", "S-1", "alove", "Tue", "4"]  # 2 + 1 + 1
+    assert body["Bob Moses"][5] == ""  # still waiting for a person: no change in Canvas
+    assert "'=Cy Young" in body and body["Dee Absent"][5] == ""
+    # Moodle: an identifier column mapped to the e-mail, the grade item, and its feedback.
+    moodle = list(csv.DictReader(io.StringIO((run / "moodle.csv").read_text())))
+    assert list(moodle[0]) == ["Email address", "Reading a mean", "Reading a mean feedback"]
+    ada = next(r for r in moodle if r["Email address"] == "ada@uni.edu")
+    assert ada["Reading a mean"] == "4"
+    assert ada["Reading a mean feedback"].splitlines() == [
+        "mean: 2/2", "explain: 1/3 (Short but right.)", "weights: 1/2 (Short but right.)"]
+    bob = next(r for r in moodle if r["Email address"] == "bob@uni.edu")
+    assert bob["Reading a mean"] == "" and "explain: waiting for a person (3 points)" in bob["Reading a mean feedback"]
+
+
+def test_an_lms_format_without_a_roster_is_refused_before_grading(graded):
+    proc = grader("grade", "subs/ada.ipynb", "--out", "unused", "--formats", "canvas", cwd=graded)
+    assert proc.returncode == 2 and "--formats canvas needs a roster" in proc.stderr
+    assert not (graded / "unused").exists()
+
+
+def _digest_of(store, name: str, qid: str) -> str:
+    answer = next(q for q in store.card(name).questions if q.id == qid).answer
+    return answer.digest

@@ -17,6 +17,7 @@ from typing import Any
 
 from grader.course.model import Assignment, ScorecardSettings
 from grader.judge.scorecard import Scorecard, points_text, rounded
+from grader.outputs.feedback import question_passed
 from grader.outputs.view import SUBMISSION_WORDS, error_lines, status_words
 from grader.vocab import QuestionStatus
 
@@ -40,14 +41,12 @@ def results(card: Scorecard, assignment: Assignment | None, settings: ScorecardS
                           "output_format": "md", "visibility": VISIBILITY[level]})
             continue
         head = f"**{status_words(q.status, q.carried_forward)}**, {points_text(q.score, r)}/{points_text(q.max_score, r)} points"
-        full = q.score >= q.max_score - 1e-9
         tests.append({
             "name": f"{q.id}: {q.title}",
             "number": str(i),
             "score": float(rounded(q.score, r)),
             "max_score": float(rounded(q.max_score, r)),
-            "status": "passed" if q.status == QuestionStatus.PASSED or (q.status == QuestionStatus.GRADED and full)
-            else "failed",
+            "status": "passed" if question_passed(q) else "failed",
             "output": "\n".join([head, ""] + [f"- {line}" for line in q.lines]),
             "output_format": "md",
             "visibility": VISIBILITY[level],

@@ -91,7 +91,9 @@ def rewrite(store: GradeStore, course: Course, assignment: Assignment, out: Path
             written += outputs.write_submission(path, name, store.apply(name, store.card(name)), course=course,
                                                 assignment=assignment, out=out, formats=tuple(formats))
     run = [(path, name, store.apply(name, store.card(name))) for name, path in subs]
-    return written + outputs.write_run(run, course=course, assignment=assignment, out=out, formats=tuple(formats))
+    roster = store.meta("roster")
+    return written + outputs.write_run(run, course=course, assignment=assignment, out=out, formats=tuple(formats),
+                                       roster=Path(roster) if isinstance(roster, str) else None)
 
 
 def formats_in(store: GradeStore, course: Course) -> tuple[str, ...]:
