@@ -40,6 +40,10 @@ $(STAMP): pyproject.toml
 	# libseccomp2 is what the seccomp filter loads. Installed where the build runs as root.
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v capsh && ldconfig -p | grep -q libseccomp.so.2; } >/dev/null; then \
 		{ timeout 120 apt-get update -qq && timeout 300 apt-get install -y -qq libcap2-bin libseccomp2; } >/dev/null || true; fi
+	# Chromium and chromedriver: tests/test_review.py grades through the review page in a real browser
+	# (skipped, with the reason, where there is none). Installed where the build runs as root.
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! command -v chromedriver >/dev/null; then \
+		{ timeout 120 apt-get update -qq && timeout 600 apt-get install -y -qq chromium chromium-driver; } >/dev/null || true; fi
 	touch $(STAMP)
 
 demo: setup

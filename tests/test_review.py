@@ -1,5 +1,5 @@
 """Questions graded by a person: pending in every output, then graded through the review app's
-store, its HTTP interface, its CSV import and export, and (tests/test_review_browser.py) a browser.
+store, its HTTP interface, its CSV import and export, and in a real browser (Chromium, if here).
 
 One class of three submissions is graded once for the module (``graded``); tests that change
 grades work on a copy of its output folder.
@@ -114,10 +114,27 @@ def run(graded, tmp_path):
 
 
 def review(graded: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return grader("review", "rv", "--out", str(out), "--grader", "Tess", *args, cwd=graded)
+    """``grader review rv --out OUT ARGS`` run in this process (its modules are loaded already)."""
+    import contextlib
+    import os
+
+    from grader.cli import main
+
+    stdout, stderr, here = io.StringIO(), io.StringIO(), os.getcwd()
+    os.chdir(graded)
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            code = main(["review", "rv", "--out", str(out), "--grader", "Tess", *args])
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(["grader", "review"], code, stdout.getvalue(), stderr.getvalue())
 
 
 def test_grades_come_in_through_a_spreadsheet_and_reach_every_output(graded, run, tmp_path):
+    from grader.review.store import GradeStore
+
+    # The outputs the import writes again (the HTML page's are tested with the review page's grades).
+    GradeStore.in_folder(run).set_meta("formats", ["yaml", "md", "gradescope", "gradebook", "report"])
     sheet = tmp_path / "grades.csv"
     proc = review(graded, run, "--export", str(sheet))
     assert proc.returncode == 0, proc.stderr
@@ -184,7 +201,7 @@ def test_two_graders_at_once_lose_nothing(run):
     def grade(who: str, name: str) -> None:
         try:
             store = GradeStore.in_folder(run)  # each its own connection, as two servers would
-            for i in range(20):
+            for i in range(8):
                 store.set_comment(name, "explain", f"{who} {i}", grader=who, digest="d")
                 store.mark(name, "explain", item.id, i % 2 == 0, grader=who, digest="d")
                 store.set_adjustment("ada", "weights", 0.5, grader=who, digest="d")
@@ -200,7 +217,7 @@ def test_two_graders_at_once_lose_nothing(run):
     store = GradeStore.in_folder(run)
     for who, name in (("Tess", "ada"), ("Uma", "bob")):
         g = store.grade(name, "explain")
-        assert g is not None and g.comment == f"{who} 19" and g.items == () and g.grader == who
+        assert g is not None and g.comment == f"{who} 7" and g.items == () and g.grader == who
     # Changing an item's points changes every answer it is applied to.
     store.mark("ada", "explain", item.id, True, grader="Tess", digest="d")
     store.mark("bob", "explain", item.id, True, grader="Uma", digest="d")
@@ -372,3 +389,121 @@ def test_an_lms_format_without_a_roster_is_refused_before_grading(graded):
 def _digest_of(store, name: str, qid: str) -> str:
     answer = next(q for q in store.card(name).questions if q.id == qid).answer
     return answer.digest
+
+
+# --------------------------------------------------------------------------------------------
+# In a real browser: Debian's Chromium driven through chromedriver (Selenium), one session.
+
+CHROMIUM = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+                 if Path(p).exists()), None)
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+def _browser_missing() -> str:
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[dev]')"
+    if CHROMIUM is None:
+        return "no Chromium here (apt-get install chromium)"
+    if CHROMEDRIVER is None:
+        return "no chromedriver here (apt-get install chromium-driver; `make setup` does it as root)"
+    return ""
+
+
+@pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
+def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded, run):
+    import threading
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+    from werkzeug.serving import make_server
+
+    from grader.course import config
+    from grader.review import cells
+    from grader.review.app import Review, Writer, make_app
+    from grader.review.store import GradeStore
+
+    course = config.load(graded / "config.yaml")
+    assignment = course.assignment("rv")
+    store = GradeStore.in_folder(run)
+    store.add_item("explain", "Explains why symmetry gives the mean", 1)
+    store.add_item("weights", "A weighted mean", 2)
+    review = Review(store, course, assignment, "Tess", "browser-token")
+    writer = Writer(store, course, assignment, run, ("yaml", "gradebook"))
+    server = make_server("127.0.0.1", 0, make_app(review, writer), threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_port}"
+    threading.Thread(target=cells.render, args=([],), daemon=True).start()  # nbconvert loads while Chromium starts
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    wait = WebDriverWait(driver, 10, poll_frequency=0.05)
+
+    def text(element_id: str) -> str:
+        return driver.find_element(By.ID, element_id).text
+
+    def loaded(who: str) -> None:
+        wait.until(lambda d: who in text("who") and text("progress"))
+
+    def keys(*pressed: str) -> None:
+        driver.find_element(By.TAG_NAME, "body").send_keys(*pressed)
+
+    def saved(result: str) -> None:
+        wait.until(lambda d: text("saved") == "saved" and result in text("result"))
+
+    try:
+        assert driver.get(base + "/grade/explain/0") is None and "Forbidden" in driver.page_source  # no token
+        driver.get(base + "/grade/explain/0?token=browser-token")
+        loaded("ada")
+        # A rubric item added by the page, then applied by its key.
+        driver.find_element(By.ID, "new-text").send_keys("Mentions symmetry")
+        driver.find_element(By.ID, "new-points").send_keys("2")
+        driver.find_element(By.CSS_SELECTOR, "#new-item button").click()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rubric li")) == 2)
+        keys("2")
+        saved("Graded: 2 / 3 points")
+        keys(Keys.ARROW_RIGHT)
+        loaded("bob")
+        # bob's answer carries <script>, onerror= and a javascript: link: nothing of it ran.
+        assert "pwned" not in driver.title
+        driver.switch_to.frame(driver.find_element(By.ID, "answer"))
+        assert "And a second thought." in driver.find_element(By.TAG_NAME, "body").text
+        assert "pwned" not in driver.execute_script("return document.title")
+        driver.switch_to.default_content()
+        driver.find_elements(By.CSS_SELECTOR, "#rubric li")[0].click()  # by a click this time
+        saved("Graded: 1 / 3 points")
+        keys("c")
+        driver.switch_to.active_element.send_keys("Say why symmetry gives the mean.")
+        driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+        wait.until(lambda d: text("saved") == "saved")
+        keys("j")
+        loaded("cy")
+        keys("0")  # graded as it stands: 0 points
+        saved("Graded: 0 / 3 points")
+        assert text("progress") == "3 of 3 graded"
+        keys("n")
+        loaded("ada")
+        assert "weights" in driver.find_element(By.TAG_NAME, "h1").text
+        keys("1")
+        saved("Graded: 2 / 2 points")
+        for who in ("bob", "cy"):
+            keys(Keys.ARROW_RIGHT)
+            loaded(who)
+            keys("0")
+            saved("Graded: 0 / 2 points")
+        assert "pwned" not in driver.title
+    finally:
+        driver.quit()
+        server.shutdown()
+        writer.stop()
+    book = {r["student"]: r for r in csv.DictReader(io.StringIO((run / "gradebook.csv").read_text()))}
+    assert [(book[s]["explain"], book[s]["weights"], book[s]["score"]) for s in ("ada", "bob", "cy")] == [
+        ("2", "2", "6"), ("1", "0", "3"), ("0", "0", "0")]
+    bob = question(card(run, "bob"), "explain")
+    assert bob["graded_by"]["comment"] == "Say why symmetry gives the mean." and bob["graded_by"]["grader"] == "Tess"

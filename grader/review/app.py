@@ -282,6 +282,8 @@ def serve(store: GradeStore, course: Course, assignment: Assignment, out: Path, 
     if not review.questions:
         raise UsageError(f"{assignment.name} has no question graded by a person (manual: true): nothing to review.")
     writer = Writer(store, course, assignment, out, formats)
+    # nbconvert's templates load once, while the grader opens the page.
+    threading.Thread(target=cells.render, args=([],), name="grader-review-warm-up", daemon=True).start()
     try:
         server = make_server("127.0.0.1", port, make_app(review, writer), threaded=True)
     except OSError as exc:

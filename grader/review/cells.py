@@ -14,6 +14,7 @@ import functools
 import html
 import json
 import re
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from grader.notebook.answers import ANSWER_TAG, NbCell, cells_of
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; base-uri 'none'; "
        "form-action 'none'; frame-ancestors 'self'")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s", re.M)
+_EXPORTER: list[Any] = []  # one exporter, made once (its templates take a while to load), used in turn
+_LOCK = threading.Lock()
 
 
 def notebook_data(path: Path) -> dict[str, Any] | None:
@@ -61,8 +64,10 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> str:
         except Exception:  # noqa: BLE001 - a student's malformed cell: shown as its text
             cells.append(nbformat.v4.new_raw_cell(str(raw.get("source", ""))))  # type: ignore[no-untyped-call]
     nb.cells = cells
-    exporter = HTMLExporter(template_name="lab", sanitize_html=False)  # type: ignore[no-untyped-call]
-    full, _ = exporter.from_notebook_node(nb)
+    with _LOCK:
+        if not _EXPORTER:
+            _EXPORTER.append(HTMLExporter(template_name="lab", sanitize_html=False))  # type: ignore[no-untyped-call]
+        full, _ = _EXPORTER[0].from_notebook_node(nb)
     head, _, body = full.partition("<body")
     body = body[body.index(">") + 1:].replace("</body>", "").replace("</html>", "")
     body = bleach.clean(body, tags=TAGS, attributes=ATTRIBUTES, protocols={"http", "https", "mailto", "data"},
@@ -119,6 +124,15 @@ def question_cells(data: dict[str, Any], answer_start: int) -> list[dict[str, An
 
 def reference_page(solution: Path, answer: tuple[int, ...] | None) -> str:
     """The question's text and the instructor's reference answer, from the solution notebook."""
+    try:
+        mtime = Path(solution).stat().st_mtime_ns
+    except OSError:
+        mtime = 0
+    return _reference_page(Path(solution), mtime, answer)
+
+
+@functools.lru_cache(maxsize=64)
+def _reference_page(solution: Path, mtime: int, answer: tuple[int, ...] | None) -> str:
     data = notebook_data(solution)
     if data is None or not answer:
         return render([], note="The solution notebook is not here: no reference answer to show.")

@@ -97,6 +97,8 @@ class GradeStore:
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
             db.execute("PRAGMA busy_timeout = 30000")
+            # In WAL mode a committed change survives the process being killed at any point.
+            db.execute("PRAGMA synchronous = NORMAL")
             yield db
         finally:
             db.close()
