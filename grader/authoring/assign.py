@@ -115,7 +115,10 @@ def skeleton(solution: Path) -> nbformat.NotebookNode:
         if INSTRUCTOR_TAG in tags:
             continue
         kept = [t for t in tags if t in KEPT_TAGS]
-        meta = {"tags": kept} if kept else {}
+        meta: dict[str, Any] = {"tags": kept} if kept else {}
+        own = cell.get("metadata", {}).get("grader")
+        if ANSWER_TAG in tags and isinstance(own, dict) and isinstance(own.get("question"), str):
+            meta["grader"] = {"question": own["question"]}  # which question the answer cell answers
         where = f"{solution.name}, cell {i + 1}"
         if cell.cell_type == "code":
             new = nbformat.v4.new_code_cell(blank_source(cell.source, where=where), metadata=meta)  # type: ignore[no-untyped-call]  # nbformat has no annotations

@@ -4,7 +4,8 @@ A question marked ``manual: true`` has no value to capture, so its answer is fou
 notebook's cells, markdown included, in the order a person would look:
 
 1. ``tag``: the cell tagged ``answer`` (``grader assign`` keeps the tag on the prompt it puts in the
-   skeleton), the k-th such cell answering the k-th manual question;
+   skeleton), for the question its metadata names (``grader: {question: ID}``, as the importers
+   write it), or else the k-th such cell answering the k-th manual question;
 2. ``skeleton``: students' editors drop tags, so the cell that follows the skeleton's cell before
    the answer (the question's text, as given), up to the next cell the skeleton gives;
 3. ``heading``: the cells after a markdown cell that names the question (its title or id), up to
@@ -50,6 +51,7 @@ class NbCell:
     source: str
     tags: tuple[str, ...] = ()
     outputs: str = ""  # the saved outputs, as JSON text (what a change of plot changes)
+    question: str = ""  # an answer cell's question, where its metadata says (``grader: {question: ID}``)
 
     @property
     def key(self) -> str:
@@ -95,8 +97,11 @@ def cells_of(data: Any) -> list[NbCell]:
         tags = meta.get("tags", []) if isinstance(meta, dict) else []
         tags = tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ()
         outputs = cell.get("outputs") or []
+        own = meta.get("grader") if isinstance(meta, dict) else None
+        question = own.get("question") if isinstance(own, dict) else None
         out.append(NbCell(index=n, kind=str(cell.get("cell_type", "")), source=str(source), tags=tags,
-                          outputs=json.dumps(outputs, sort_keys=True) if outputs else ""))
+                          outputs=json.dumps(outputs, sort_keys=True) if outputs else "",
+                          question=question if isinstance(question, str) else ""))
     return out
 
 
@@ -113,17 +118,18 @@ def locate(cells: Sequence[NbCell], given: Sequence[NbCell], questions: Sequence
     """Question id -> its answer in ``cells``. ``given``: the skeleton's cells (or the solution's:
     the cells a student starts from, answer cells tagged); ``questions``: the manual questions'
     (id, title), in the assignment's order."""
-    prompts = [i for i, c in enumerate(given) if ANSWER_TAG in c.tags]
-    given_keys = {c.key for i, c in enumerate(given) if i not in prompts and c.key}
-    tagged = [i for i, c in enumerate(cells) if ANSWER_TAG in c.tags]
+    ids = [qid for qid, _ in questions]
+    prompts = _answer_cells(given, ids, strict=False)
+    given_keys = {c.key for i, c in enumerate(given) if i not in prompts.values() and c.key}
+    tagged = _answer_cells(cells, ids, strict=True)
     out: dict[str, Answer] = {}
-    for k, (qid, title) in enumerate(questions):
+    for qid, title in questions:
         start: int | None = None
         how = FoundBy.TAG
-        if k < len(tagged) and len(tagged) == (len(prompts) if given else len(questions)):
-            start = tagged[k]
-        elif k < len(prompts) and prompts[k] > 0:
-            before = given[prompts[k] - 1].key
+        if qid in tagged:
+            start = tagged[qid]
+        elif prompts.get(qid, 0) > 0:
+            before = given[prompts[qid] - 1].key
             at = [i for i, c in enumerate(cells) if c.key == before]
             if at and at[-1] + 1 < len(cells) and cells[at[-1] + 1].key not in given_keys:
                 start, how = at[-1] + 1, FoundBy.SKELETON
@@ -136,6 +142,19 @@ def locate(cells: Sequence[NbCell], given: Sequence[NbCell], questions: Sequence
                 and not (how == FoundBy.HEADING and cells[end].kind == "markdown" and _HEADING.search(cells[end].source)):
             end += 1
         out[qid] = answer_of(cells[start:end], how)
+    return out
+
+
+def _answer_cells(cells: Sequence[NbCell], ids: Sequence[str], *, strict: bool) -> dict[str, int]:
+    """Question id -> position of its ``answer`` cell: by the cell's own question where it names
+    one, the others in order. ``strict``: in order only when there are as many of them as questions
+    left (a student's copy, where a tag may have been lost or copied)."""
+    found = [i for i, c in enumerate(cells) if ANSWER_TAG in c.tags]
+    out = {cells[i].question: i for i in found if cells[i].question in ids}
+    rest = [i for i in found if cells[i].question not in ids]
+    free = [q for q in ids if q not in out]
+    if not strict or len(rest) == len(free):
+        out.update(zip(free, rest, strict=False))
     return out
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+import signal
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -291,6 +292,11 @@ def serve(store: GradeStore, course: Course, assignment: Assignment, out: Path, 
     print(f"Grading {assignment.name} as {grader}: open http://127.0.0.1:{server.server_port}/?token={review.token}",
           flush=True)
     print("Every change is saved as you make it. Stop with Ctrl-C.", flush=True)
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # a plain `kill` stops the server as Ctrl-C does: outputs written
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
