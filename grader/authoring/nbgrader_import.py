@@ -102,6 +102,7 @@ def import_notebook(path: Path, name: str, header: list[Any]) -> Imported:
                 item.note(i, f"autograder test {qid!r} ({points:g} points) not converted: {problem}; "
                              "it is listed as a question graded by a person")
                 item.questions.append({"id": qid, "points": points, "manual": True})
+                answer(cell, qid)  # what a person grades: the test cell, with the output it prints
             else:
                 item.questions.append({"id": qid, "points": points, "checks": checks})
             cell.source = visible
