@@ -7,6 +7,7 @@ touches only what it changes (one rubric item on one answer, the free points, th
 every change is also appended to a log.
 
     submissions(name, path, position, card)          the autograder's scorecard of each submission
+    answers(submission, question, digest)             what each answer to a manual question is now
     rubric(id, question, position, text, points)     items shared by every answer to a question
     grades(submission, question, adjustment, comment, grader, at, digest)
     marks(submission, question, item)                 the rubric items applied to an answer
@@ -30,6 +31,7 @@ from pathlib import Path
 from grader.batch import card_from_data, card_to_data
 from grader.judge.scorecard import QuestionResult, Scorecard
 from grader.judge.verdicts import PersonGrade, RubricMark
+from grader.vocab import QuestionStatus
 
 FILENAME = "grades.sqlite"
 SCHEMA = """
@@ -43,6 +45,8 @@ CREATE TABLE IF NOT EXISTS grades (submission TEXT NOT NULL, question TEXT NOT N
                                    digest TEXT NOT NULL DEFAULT '', PRIMARY KEY (submission, question));
 CREATE TABLE IF NOT EXISTS marks (submission TEXT NOT NULL, question TEXT NOT NULL, item INTEGER NOT NULL,
                                   PRIMARY KEY (submission, question, item));
+CREATE TABLE IF NOT EXISTS answers (submission TEXT NOT NULL, question TEXT NOT NULL, digest TEXT NOT NULL,
+                                    PRIMARY KEY (submission, question));
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS log (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, grader TEXT NOT NULL,
                                 submission TEXT NOT NULL, question TEXT NOT NULL, action TEXT NOT NULL,
@@ -124,6 +128,10 @@ class GradeStore:
             position = row[0] if row else db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
             db.execute("INSERT OR REPLACE INTO submissions VALUES (?, ?, ?, ?)",
                        (name, str(path), position, json.dumps(card_to_data(card))))
+            db.execute("DELETE FROM answers WHERE submission = ?", (name,))
+            db.executemany("INSERT INTO answers VALUES (?, ?, ?)",
+                           [(name, q.id, q.answer.digest if q.answer is not None else "") for q in card.questions
+                            if q.status in (QuestionStatus.MANUAL, QuestionStatus.GRADED)])
 
     def set_meta(self, key: str, value: object) -> None:
         with self._write() as db:
@@ -242,11 +250,13 @@ class GradeStore:
         db.execute("INSERT INTO log (at, grader, submission, question, action, data) VALUES (?, ?, ?, ?, ?, ?)",
                    (now(), grader, submission, question, action, json.dumps(data)))
 
-    def graded_count(self, question: str, digests: dict[str, str]) -> int:
-        """How many of these submissions (name -> current answer digest) have a current grade."""
+    def progress(self, question: str) -> tuple[int, int]:
+        """(graded, answers): how many answers to the question have a grade given to them as they are now."""
         with self._db() as db:
-            rows = db.execute("SELECT submission, digest FROM grades WHERE question = ?", (question,)).fetchall()
-        return sum(1 for s, d in rows if s in digests and digests[s] == d)
+            row = db.execute("SELECT COUNT(g.submission), COUNT(*) FROM answers a LEFT JOIN grades g "
+                             "ON g.submission = a.submission AND g.question = a.question AND g.digest = a.digest "
+                             "WHERE a.question = ?", (question,)).fetchone()
+        return int(row[0]), int(row[1])
 
     # ----------------------------------------------------------------------------------------
     # A grade as a verdict
@@ -261,7 +271,6 @@ class GradeStore:
     def apply(self, name: str, card: Scorecard) -> Scorecard:
         """The card with a person's grades in place of the questions waiting for them."""
         from grader.judge import manual
-        from grader.vocab import QuestionStatus
 
         questions: list[QuestionResult] = []
         for q in card.questions:
