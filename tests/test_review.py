@@ -156,7 +156,7 @@ def test_grades_come_in_through_a_spreadsheet_and_reach_every_output(graded, run
     assert explain["status"] == "graded" and explain["score"] == 2.5 and ada["score"] == 4.5
     assert explain["graded_by"]["grader"] == "Tess" and explain["graded_by"]["comment"].startswith("Right idea")
     assert "Comment: Right idea; say why symmetry gives the mean." in explain["feedback"]
-    assert "| explain: Why the mean is 2 | 🧑‍🏫 graded by a person | 2.5/3 |" in (run / "ada.md").read_text()
+    assert "| explain: Why the mean is 2 | ✍ graded by a person | 2.5/3 |" in (run / "ada.md").read_text()
     book = {r["student"]: r for r in csv.DictReader(io.StringIO((run / "gradebook.csv").read_text()))}
     assert book["ada"]["explain"] == "2.5" and book["ada"]["score"] == "4.5" and book["ada"]["weights"] == "pending"
     assert book["bob"]["explain"] == "1"

@@ -303,7 +303,7 @@ def person_grade(grade: v.PersonGrade) -> tuple[Feedback, ...]:
     lines = [Feedback(FeedbackKind.PERSON, f"Graded by {grade.grader or 'a grader'} on {day}: "
                                            f"{grade.points:g}/{grade.max_points:g} points.")]
     lines += [Feedback(FeedbackKind.RUBRIC, f"{m.text} ({pts(m.points)})") for m in grade.marks]
-    if grade.adjustment:
+    if grade.adjustment and grade.marks:  # without rubric items, the points above say it all
         lines.append(Feedback(FeedbackKind.RUBRIC, f"Points adjusted by the grader ({pts(grade.adjustment)})"))
     if grade.comment.strip():
         lines.append(Feedback(FeedbackKind.COMMENT, f"Comment: {grade.comment.strip()}"))

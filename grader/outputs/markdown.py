@@ -11,7 +11,7 @@ from grader.files import printable
 from grader.outputs.view import SUBMISSION_WORDS, ShownQuestion, View
 
 MARKS = {"passed": "✅", "partial": "🟡", "failed": "❌", "error": "❌", "unanswered": "⬜", "withheld": "🔒", "manual": "⏳",
-         "graded": "🧑‍🏫"}
+         "graded": "✍"}
 
 
 def cell(text: str) -> str:
