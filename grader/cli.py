@@ -379,6 +379,11 @@ def cmd_review(args: argparse.Namespace) -> int:
 
     course, assignment = course_and_assignment(args)
     out = Path(args.out)
+    if args.grade:
+        config = ["--config", args.config] if args.config else []
+        code: int = main(["grade", *args.grade, "--assignment", assignment.name, "--out", str(out), *config])
+        if code != EXIT_OK:
+            return code
     if not (out / FILENAME).is_file():
         raise UsageError(f"{out}/ holds no grades.sqlite: grade the class first (grader grade SUBMISSIONS "
                          f"--assignment {assignment.name} --out {out}).")

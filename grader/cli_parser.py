@@ -154,6 +154,8 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     rv = sub.add_parser("review", help="grade the questions a person grades (manual: true) in a local web page, "
                         "or through a spreadsheet (--export, --import)")
     assignment_name(rv)
+    rv.add_argument("--grade", nargs="+", metavar="PATH", help="grade these notebooks or folders into --out first "
+                    "(as `grader grade PATH... --assignment NAME --out DIR`)")
     out_folder(rv, "the output folder of `grader grade` (its grades.sqlite keeps the grades)", "scorecards")
     course_file(rv)
     rv.add_argument("--export", metavar="CSV", help="write the grades to CSV (student, question, points, comment) "
