@@ -40,10 +40,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[instructor,dev]'
 	# capsh runs the hostile suite with Docker's default capabilities (tests/test_settings.py);
 	# libseccomp2 is what the seccomp filter loads; Debian's python3.11 (with venv) is a Python an
-	# ordinary user can run, for the settings that grade as one. Installed where the build runs as root.
+	# ordinary user can run, for the settings that grade as one; Chromium and chromedriver drive the
+	# review page in tests/test_review_browser.py (skipped, with the reason, where there is none).
+	# Installed where the build runs as root, with one `apt-get update` for all of them.
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v capsh && ldconfig -p | grep -q libseccomp.so.2 \
-	    && /usr/bin/python3.11 -c 'import ensurepip, venv'; } >/dev/null 2>&1; then \
-		{ timeout 120 apt-get update -qq && timeout 300 apt-get install -y -qq libcap2-bin libseccomp2 python3.11 python3.11-venv; } >/dev/null || true; fi
+	    && /usr/bin/python3.11 -c 'import ensurepip, venv' && command -v chromedriver; } >/dev/null 2>&1; then \
+		{ timeout 120 apt-get update -qq && timeout 600 apt-get install -y -qq libcap2-bin libseccomp2 python3.11 python3.11-venv \
+		    chromium chromium-driver; } >/dev/null || true; fi
 	# Docker's default seccomp profile, for the setting of tests/test_settings.py that grades under it:
 	# the one JSON file of Debian's package of Docker's sources, taken without installing the package.
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && [ ! -s $(DOCKER_SECCOMP) ]; then \

@@ -14,6 +14,7 @@
     grader grading-bundle [NAME] --out DIR                  the grading materials, without the solution
     grader classroom50-autograder [NAME] [--out DIR]        Classroom 50 autograders/<slug>/ folder
     grader classroom-workflow [NAME] --grading-repo O/R     GitHub Classroom workflow (legacy)
+    grader review [NAME] [--out DIR] [--export/--import CSV] a person grades the manual questions (web page)
 
 Exit status: 0 when the command did its job (every submission got a scorecard), 1 when
 ``validate`` found problems, ``grade --fail-under PCT`` saw a score below PCT, or ``check`` saw a
@@ -95,6 +96,12 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
         distributed_module()  # a clear message now rather than after reading the class
     shard = shards.parse_shard(args.shard) if args.shard is not None else None
+    roster = Path(args.roster).resolve() if args.roster else None
+    if roster is not None or {Format.CANVAS, Format.MOODLE} & set(formats):
+        from grader.outputs.formats import Output, roster_of
+
+        for fmt in {Format.CANVAS, Format.MOODLE} & set(formats) or {Format.CANVAS}:
+            roster_of(Output(course, assignment, roster=roster), fmt)  # a missing or bad roster: said now, not at the end
     if args.formats is None and "gradebook" not in formats:
         formats = (*formats, Format.GRADEBOOK)  # a batch always gets its gradebook.csv unless --formats says otherwise
     out = Path(args.out)
@@ -108,8 +115,17 @@ def cmd_grade(args: argparse.Namespace) -> int:
             for line in header(executor.features):
                 print(line, file=sys.stderr)
         store = batch.ResultStore(course.cache_dir, assignment, batch.fingerprint(grader, assignment))
+        from grader.review import merge as review
+
+        grades = review.store_for(out, assignment)  # a person's grades: kept, and in every output
+        if grades is not None:
+            grades.set_meta("formats", list(formats))
+            grades.set_meta("assignment", assignment.name)
+            grades.set_meta("roster", str(roster) if roster is not None else None)
 
         def write(sub: batch.Submission, card: Scorecard) -> None:  # as soon as it is graded: nothing is lost
+            if grades is not None:
+                card = review.merge(grades, out, sub.name, sub.path, card)
             outputs.write_submission(sub.path, sub.name, card, course=course, assignment=assignment, out=out,
                                     formats=formats)
 
@@ -126,22 +142,25 @@ def cmd_grade(args: argparse.Namespace) -> int:
                                       cluster=args.cluster, say=lambda line: print(line, file=sys.stderr, flush=True))
         finally:
             progress.close()
-        done = batch.Graded(subs, outcome.cards)  # each card read back from the results when written out
+        cards = outcome.cards if grades is None else review.WithGrades(outcome.cards, [s.name for s in subs], grades)
+        done = batch.Graded(subs, cards)  # each card read back from the results when written out
         if shard is not None:
             shards.write_manifest(out, shard=shard[0], count=shard[1], assignment=assignment.name,
                                   fingerprint=store.key, total=len(found.submissions), formats=formats,
                                   graded=[(i, s, c) for (i, s), c in zip(mine, outcome.cards, strict=True)],
                                   notes=found.notes)
         outputs.write_run(done, course=course, assignment=assignment, out=out, formats=formats,
-                         executor_name=grader.executor.name)
+                         executor_name=grader.executor.name, roster=roster)
         names = done.names
-        print_table(assignment, names, outcome.cards, course.scorecard.rounding)
+        print_table(assignment, names, cards, course.scorecard.rounding)
         notes = batch.summary_lines(found, outcome)
     if notes:
         print()
         print("\n".join(notes))
     print(f"\nScorecards written to {out}/ ({', '.join(formats)})")
-    return fail_under(names, outcome.cards, args.fail_under)
+    if grades is not None:
+        print(f"Questions graded by a person: grade them with `grader review {assignment.name} --out {out}`")
+    return fail_under(names, cards, args.fail_under)
 
 
 def warm_up(executor: Executor, assignment: config.Assignment) -> None:
@@ -389,6 +408,42 @@ def cmd_classroom_workflow(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_review(args: argparse.Namespace) -> int:
+    import getpass
+
+    from grader.review import csvio, merge
+    from grader.review.store import FILENAME, GradeStore
+
+    course, assignment = course_and_assignment(args)
+    out = Path(args.out)
+    if args.grade:
+        config = ["--config", args.config] if args.config else []
+        code: int = main(["grade", *args.grade, "--assignment", assignment.name, "--out", str(out), *config])
+        if code != EXIT_OK:
+            return code
+    if not (out / FILENAME).is_file():
+        raise UsageError(f"{out}/ holds no grades.sqlite: grade the class first (grader grade SUBMISSIONS "
+                         f"--assignment {assignment.name} --out {out}).")
+    store = GradeStore.in_folder(out)
+    if store.meta("assignment", assignment.name) != assignment.name:
+        raise UsageError(f"{out}/ holds the grades of {store.meta('assignment')!r}, not of {assignment.name!r}.")
+    who = args.grader or getpass.getuser()
+    formats = merge.formats_in(store, course)
+    if args.export:
+        n = csvio.export_csv(store, Path(args.export))
+        print(f"wrote {args.export}: {n} answer(s) to questions graded by a person")
+        return EXIT_OK
+    if args.import_csv:
+        n = csvio.import_csv(store, Path(args.import_csv), grader=who)
+        merge.rewrite(store, course, assignment, out, formats)
+        print(f"imported {n} grade(s) from {args.import_csv}; outputs in {out}/ written again")
+        return EXIT_OK
+    from grader.review.app import serve
+
+    serve(store, course, assignment, out, formats, grader=who, port=args.port, anonymous=args.anonymous)
+    return EXIT_OK
+
+
 def parser() -> argparse.ArgumentParser:
     """The ``grader`` command's parser (``grader.cli_parser``), each subcommand run by its ``cmd_`` function."""
     return cli_parser.build({
@@ -405,6 +460,7 @@ def parser() -> argparse.ArgumentParser:
         "grading-bundle": cmd_grading_bundle,
         "classroom50-autograder": cmd_classroom50_autograder,
         "classroom-workflow": cmd_classroom_workflow,
+        "review": cmd_review,
     })
 
 

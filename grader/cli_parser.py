@@ -74,6 +74,8 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     g.add_argument("--cluster", metavar="ADDRESS",
                    help="grade on the workers of a Dask cluster (tcp://HOST:8786); this machine keeps the "
                         "results cache and writes every output")
+    g.add_argument("--roster", metavar="CSV", help="which student each submission is (columns: submission, name, "
+                   "email, github, lms_id, sis_user_id, sis_login_id, section): for --formats canvas,moodle")
     g.add_argument("--shard", metavar="K/N",
                    help="grade only share K of N of the class (by content hash) and write OUT/shard-K-of-N.json "
                         "for `grader merge`")
@@ -162,6 +164,22 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     out_folder(c5, "the classroom's folder; writes OUT/autograders/SLUG/")
     course_file(c5)
     c5.set_defaults(func=commands["classroom50-autograder"])
+
+    rv = sub.add_parser("review", help="grade the questions a person grades (manual: true) in a local web page, "
+                        "or through a spreadsheet (--export, --import)")
+    assignment_name(rv)
+    rv.add_argument("--grade", nargs="+", metavar="PATH", help="grade these notebooks or folders into --out first "
+                    "(as `grader grade PATH... --assignment NAME --out DIR`)")
+    out_folder(rv, "the output folder of `grader grade` (its grades.sqlite keeps the grades)", "scorecards")
+    course_file(rv)
+    rv.add_argument("--export", metavar="CSV", help="write the grades to CSV (student, question, points, comment) "
+                    "and exit")
+    rv.add_argument("--import", dest="import_csv", metavar="CSV",
+                    help="read grades from CSV (student, question, points, comment), all rows or none, and exit")
+    rv.add_argument("--grader", help="your name, recorded with each grade (default: the login name)")
+    rv.add_argument("--port", type=int, default=0, help="the page's port on 127.0.0.1 (default: a free one)")
+    rv.add_argument("--anonymous", action="store_true", help="hide students' names while grading")
+    rv.set_defaults(func=commands["review"])
 
     w = sub.add_parser("classroom-workflow", help="write the (legacy) GitHub Classroom workflow for an assignment")
     assignment_name(w)

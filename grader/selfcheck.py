@@ -41,6 +41,9 @@ from grader.errors import CaptureFailed, NotebookError, UsageError
 from grader.judge import wording
 from grader.judge.checks import Context, grade_check
 from grader.judge.compare import compare
+from grader.judge.verdicts import AwaitingPerson
+from grader.notebook import answers
+from grader.notebook.answers import Answer
 from grader.run.execute import Executor
 from grader.run.job import Captured, CaptureSpec, ErrorWire, Job, JobCell, RunError
 from grader.vocab import CaptureKind, Reason, SkipReason, Uncapturable
@@ -55,9 +58,9 @@ LIVE_MISSING = "{label} is not defined in this session yet: run the cell that co
 LIVE_BEFORE = ("{label} is checked at the point just before `{before}` is computed, and `{before}` already exists "
                "in this session, so the value here may not be the one this question asks about; run "
                "`grader check NOTEBOOK` in a terminal to check it at the right point.")
-MARKS = {"passed": "✅", "failed": "❌", "error": "❌", "unanswered": "⬜", "skipped": "➖"}
+MARKS = {"passed": "✅", "failed": "❌", "error": "❌", "unanswered": "⬜", "skipped": "➖", "manual": "⏳"}
 WORDS = {"passed": "passes the public checks", "failed": "does not pass", "error": "raised an error",
-         "unanswered": "not answered", "skipped": "not checked here"}
+         "unanswered": "not answered", "skipped": "not checked here", "manual": "answered; a person grades it"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -68,7 +71,7 @@ WORDS = {"passed": "passes the public checks", "failed": "does not pass", "error
 class Verdict:
     id: str
     title: str
-    status: str  # passed | failed | error | unanswered | skipped
+    status: str  # passed | failed | error | unanswered | skipped | manual (answered, graded by a person)
     messages: list[str] = field(default_factory=list)
 
 
@@ -117,10 +120,19 @@ def _same_kind(expected: str | None, got: Value) -> bool:
 
 
 def judge(public: PublicChecks, ctx: Context, *, only: str | None = None,
-          live_ns: dict[str, Any] | None = None) -> list[Verdict]:
+          live_ns: dict[str, Any] | None = None, written: dict[str, Answer] | None = None) -> list[Verdict]:
+    """The verdict of each question; ``written``: the answers found to questions graded by a
+    person (None where the notebook's cells are not known, as in a live namespace)."""
     out = []
     for q in public.questions:
         if only is not None and q.id != only:
+            continue
+        if q.manual:
+            found = (written or {}).get(q.id)
+            if found is not None and found.untouched:
+                out.append(Verdict(q.id, q.title, "unanswered", [wording.manual(AwaitingPerson(untouched=True)).text]))
+            else:
+                out.append(Verdict(q.id, q.title, "manual", [wording.manual_selfcheck().text]))
             continue
         results = []
         for pc in q.checks:
@@ -209,7 +221,9 @@ def check_notebook(path: Path, public: PublicChecks, *, only: str | None = None,
     ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
                   reference={}, titles={q.id: q.title for q in public.questions},
                   checks=tuple(pc.as_check(q.id) for q in public.questions for pc in q.checks))
-    return judge(public, ctx, only=only)
+    manual = [(q.id, q.title) for q in public.questions if q.manual]
+    written = answers.locate(answers.read_cells(path), (), manual) if manual else {}
+    return judge(public, ctx, only=only, written=written)
 
 
 @contextlib.contextmanager
@@ -280,9 +294,18 @@ def format_report(public: PublicChecks, verdicts: list[Verdict]) -> str:
         lines.append(f"{MARKS.get(v.status, ' ')} {v.id:<{width}}  {v.title}: {WORDS.get(v.status, v.status)}")
         lines += [f"{'':<{width + 4}}- {m}" for m in v.messages]
     n = sum(v.status == "passed" for v in verdicts)
-    verb = "pass" if len(verdicts) != 1 else "passes"
-    lines += ["", f"{n} of {len(verdicts)} question{'s' if len(verdicts) != 1 else ''} {verb} the public checks."]
+    by_person = sum(v.status == "manual" for v in verdicts)
+    auto = len(verdicts) - sum(v.id in manual_ids(public) for v in verdicts)
+    verb = "pass" if auto != 1 else "passes"
+    total = f"{n} of {auto} question{'s' if auto != 1 else ''} {verb} the public checks."
+    if auto < len(verdicts):
+        total += f" {by_person} of {len(verdicts) - auto} graded by a person {'are' if by_person != 1 else 'is'} answered."
+    lines += ["", total]
     return "\n".join(lines)
+
+
+def manual_ids(public: PublicChecks) -> set[str]:
+    return {q.id for q in public.questions if q.manual}
 
 
 def check(question: str | None = None, *, assignment: str | None = None, checks: str | Path | None = None,
@@ -317,4 +340,4 @@ def run_cli(path: Path, *, assignment: str | None, checks: str | None, question:
         print(f"{path.name} cannot be checked: {exc}")
         return 1
     print(format_report(public, verdicts))
-    return 0 if all(v.status == "passed" for v in verdicts) else 1
+    return 0 if all(v.status in ("passed", "manual") for v in verdicts) else 1

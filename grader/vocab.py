@@ -30,6 +30,7 @@ class QuestionStatus(StrEnum):
     UNANSWERED = "unanswered"  # a blank `?` it depends on is still unfilled
     ERROR = "error"  # the student's code raised while computing its value
     MANUAL = "manual"  # graded by a person; waiting for one (0 points from the autograder)
+    GRADED = "graded"  # graded by a person (``PersonGrade``): their points
 
 
 class CheckStatus(StrEnum):
@@ -56,6 +57,9 @@ class FeedbackKind(StrEnum):
     GIVEN_CHANGED = "given_changed"  # the student changed the data the notebook gives
     BLOCKS = "blocks"  # the same error leaves later questions without a value
     MANUAL = "manual"  # waiting for a person
+    PERSON = "person"  # a person's grade: who, when, points
+    RUBRIC = "rubric"  # a rubric item a person applied, or their free points
+    COMMENT = "comment"  # a person's comment
     CONFIG = "config"  # the instructor's configuration cannot judge it
     WITHHELD = "withheld"  # the rest comes with a result not shown yet
     NOTE = "note"  # anything else a renderer shows as it is (a whole-notebook reason)
@@ -162,6 +166,8 @@ class Format(StrEnum):
     JUNIT = "junit"
     GRADEBOOK = "gradebook"
     REPORT = "report"
+    CANVAS = "canvas"
+    MOODLE = "moodle"
 
 
 def names(enum: type[StrEnum]) -> tuple[str, ...]:

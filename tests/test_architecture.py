@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("grader.run",),
     ("grader.judge",),
     ("grader.outputs",),
-    ("grader.authoring", "grader.batch", "grader.packaging", "grader.similarity"),
+    ("grader.authoring", "grader.batch", "grader.packaging", "grader.review", "grader.similarity"),
     ("grader.cli", "grader.cli_parser", "grader.plugin", "grader.selfcheck"),
 ]
 # ``grader.check()``, the notebook-side entry point, lives in the package's __init__ and imports the

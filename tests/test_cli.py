@@ -57,7 +57,7 @@ def test_every_option_of_every_command_has_help():
     from grader import cli
 
     commands = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
-    assert len(commands) == 13
+    assert len(commands) == 14
     for name, command in commands.items():
         proc = grader(name, "--help")
         assert proc.returncode == 0, proc.stderr

@@ -268,3 +268,15 @@ def test_import_refuses_an_existing_assignment_and_bad_sources(otter_course, tmp
     assert proc.returncode == 2 and "is not a folder" in proc.stderr
     proc = grader("import", "otter", str(ROOT / "README.md"), cwd=tmp_path)
     assert proc.returncode == 2 and "is not a notebook" in proc.stderr
+
+
+def test_nbgrader_answers_graded_by_a_person_are_found_for_the_grader(nbgrader_course):
+    # nbgrader's released notebook carries none of this grader's tags: the answers are found by the
+    # skeleton (the written answer after its question, the test whose output a person reads).
+    for card in nbgrader_course["cards"].values():
+        if card["status"] != "graded":
+            continue
+        assert q(card, "explain")["answer"]["found_by"] == "skeleton"
+        assert q(card, "squares_printed")["answer"]["text"] == '"""Look at the output"""\nprint(squares(3))'
+    placeholder = q(nbgrader_course["cards"]["placeholder"], "explain")
+    assert placeholder["answer"]["text"] == "YOUR ANSWER HERE" and "not answered yet" in placeholder["feedback"][0]

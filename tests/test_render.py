@@ -205,7 +205,7 @@ def test_formats_and_fail_under_on_the_command_line(tmp_path):
     proc = grader_cli("grade", str(EXAMPLES / "bob_correct.ipynb"), "--formats", "yaml,pdf", cwd=ROOT)
     assert (proc.returncode, proc.stderr) == (2, "grader: Unknown format 'pdf' in --formats; known: yaml, json, md, "
                                                  "html, gradescope, classroom, classroom50, junit, gradebook, "
-                                                 "report.\n")
+                                                 "report, canvas, moodle.\n")
     proc = grader_cli("grade", str(EXAMPLES / "bob_correct.ipynb"), "--fail-under", "120", cwd=ROOT)
     assert (proc.returncode, proc.stderr) == (2, "grader: --fail-under must be a percentage from 0 to 100, got 120.\n")
     out = tmp_path / "out"
@@ -355,7 +355,7 @@ def _config(tmp_path, scorecard: str):
 
 @pytest.mark.parametrize("scorecard, message", [
     ("  formats: [yaml, pdf]\n", "scorecard.formats[1] must be one of yaml, json, md, html, gradescope, classroom, "
-                                 "classroom50, junit, gradebook, report, got 'pdf'"),
+                                 "classroom50, junit, gradebook, report, canvas, moodle, got 'pdf'"),
     ("  due: next friday\n", "scorecard.due must be an ISO date or date and time (2025-05-01T23:59), got 'next friday'"),
     ("  show_expected: after_due\n", "scorecard.show_expected is after_due, which needs scorecard.due"),
     ("  visibility:\n    attention_numpy:\n      q9: hidden\n", "scorecard.visibility.attention_numpy.q9 names no "

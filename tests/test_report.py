@@ -76,7 +76,7 @@ def test_pass_rate_per_question(report, cards):
         cells = re.findall(r'<td class="n">([^<]*)</td>', row)
         assert cells[0] == f"{100.0 * statuses['passed'] / len(cards):.0f}%"
         assert [int(x) for x in cells[1:]] == [statuses[s] for s in ("passed", "partial", "failed", "error",
-                                                                     "unanswered", "manual")] + [
+                                                                     "unanswered", "manual", "graded")] + [
             sum(1 for c in cards if any(q.id == qid and q.carried_forward for q in c.questions))]
 
 

@@ -9,7 +9,8 @@ Markers, typed in the solution notebook:
     # END SOLUTION
 
 Cells tagged ``instructor`` are dropped; outputs, execution counts and metadata other than the
-kernel and the ``skip-grading`` tag are cleared. The first markdown cell ends with how to check
+kernel and the ``skip-grading`` and ``answer`` tags are cleared. A markdown cell tagged ``answer``
+(a written answer a person grades) becomes the prompt ``YOUR ANSWER HERE``, tagged ``answer``. The first markdown cell ends with how to check
 one's work before submitting (``CHECK_NOTE``: the light student install, ``check()`` and ``grader
 check``); a notebook that starts with code gets that note as a new first cell. The output is a
 pure function of the solution, so running ``assign`` twice gives byte-identical files.
@@ -28,16 +29,17 @@ import nbformat
 from grader.authoring.public import PUBLIC_CHECKS
 from grader.course.model import Assignment
 from grader.errors import UsageError
+from grader.notebook.answers import ANSWER_PROMPT as ANSWER_PROMPT
+from grader.notebook.answers import ANSWER_TAG as ANSWER_TAG
 
 LINE_MARK = re.compile(r"#\s*SOLUTION\s*$")
 BEGIN = re.compile(r"^(\s*)#+\s*BEGIN SOLUTION\s*$")  # "### BEGIN SOLUTION" too, as nbgrader writes it
 END = re.compile(r"^\s*#+\s*END SOLUTION\s*$")
 INSTRUCTOR_TAG = "instructor"
 # A markdown cell tagged ``answer`` is the model answer to a question graded by a person: the
-# skeleton has a prompt in its place (the importers tag nbgrader's and otter's written answers so).
-ANSWER_TAG = "answer"
-ANSWER_PROMPT = "YOUR ANSWER HERE"
-KEPT_TAGS = ("skip-grading",)
+# skeleton has a prompt in its place, still tagged, so the grader, the self-check and the review
+# page find the student's answer there (the importers tag nbgrader's and otter's written answers so).
+KEPT_TAGS = ("skip-grading", ANSWER_TAG)
 STUDENT_INSTALL = "pip install notebook-grader"  # the light install: no torch, none of the instructor's tooling
 CHECK_NOTE = ("**Check your work before you submit.** Install the checker once with `{install}` (it is light: "
               "no PyTorch, none of the instructor's tools), then run `from grader import check; check()` in a cell, "
@@ -113,7 +115,10 @@ def skeleton(solution: Path) -> nbformat.NotebookNode:
         if INSTRUCTOR_TAG in tags:
             continue
         kept = [t for t in tags if t in KEPT_TAGS]
-        meta = {"tags": kept} if kept else {}
+        meta: dict[str, Any] = {"tags": kept} if kept else {}
+        own = cell.get("metadata", {}).get("grader")
+        if ANSWER_TAG in tags and isinstance(own, dict) and isinstance(own.get("question"), str):
+            meta["grader"] = {"question": own["question"]}  # which question the answer cell answers
         where = f"{solution.name}, cell {i + 1}"
         if cell.cell_type == "code":
             new = nbformat.v4.new_code_cell(blank_source(cell.source, where=where), metadata=meta)  # type: ignore[no-untyped-call]  # nbformat has no annotations

@@ -25,12 +25,14 @@ from grader.errors import UsageError
 _ID_BAD = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-def answer(cell: Any) -> None:
-    """Mark a markdown cell as a written answer graded by a person: ``grader assign`` puts a prompt
-    in its place in the skeleton (``assign.ANSWER_TAG``)."""
+def answer(cell: Any, question: str | None = None) -> None:
+    """Mark a cell as the answer to a question graded by a person (``assign.ANSWER_TAG``; a
+    markdown cell becomes a prompt in the skeleton), and name the question it answers."""
     tags = list(cell.get("metadata", {}).get("tags", []))
     if ANSWER_TAG not in tags:
         cell.setdefault("metadata", {})["tags"] = [*tags, ANSWER_TAG]
+    if question is not None:
+        cell.setdefault("metadata", {})["grader"] = {"question": question}
 
 
 def clean_id(text: str, fallback: str) -> str:

@@ -102,6 +102,7 @@ def import_notebook(path: Path, name: str, header: list[Any]) -> Imported:
                 item.note(i, f"autograder test {qid!r} ({points:g} points) not converted: {problem}; "
                              "it is listed as a question graded by a person")
                 item.questions.append({"id": qid, "points": points, "manual": True})
+                answer(cell, qid)  # what a person grades: the test cell, with the output it prints
             else:
                 item.questions.append({"id": qid, "points": points, "checks": checks})
             cell.source = visible
@@ -111,8 +112,8 @@ def import_notebook(path: Path, name: str, header: list[Any]) -> Imported:
             used.add(qid)
             item.questions.append({"id": qid, "title": f"{qid} (graded by a person)", "points": points,
                                    "manual": True})
-            if cell.cell_type == "markdown" and solution:
-                answer(cell)
+            if solution:
+                answer(cell, qid)  # a written answer, or the code that draws a plot: what a person grades
         elif graded and cell.cell_type != "code":
             item.note(i, f"a graded {cell.cell_type} cell that is neither a test nor an answer; left as it is")
         cell.metadata.pop("nbgrader", None)

@@ -51,7 +51,8 @@ def public_checks(assignment: Assignment, reference: dict[str, Captured]) -> dic
                     item["value"] = capture.to_wire(value)
                     item["rtol"], item["atol"] = c.rtol, c.atol
             checks.append(item)
-        questions.append({"id": q.id, "title": q.title, "points": q.points, "checks": checks})
+        questions.append({"id": q.id, "title": q.title, "points": q.points, "checks": checks,
+                          **({"manual": True} if q.manual else {})})
     return {"assignment": assignment.name, "title": assignment.title, "questions": questions}
 
 
@@ -97,6 +98,7 @@ class PublicQuestion:
     title: str
     points: float
     checks: tuple[PublicCheck, ...]
+    manual: bool = False  # graded by a person: the self-check only says whether it is answered
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ def load(path: Path) -> PublicChecks:
                     rtol=float(c.get("rtol", 1e-5)), atol=float(c.get("atol", 1e-8)),
                 ))
             questions.append(PublicQuestion(str(q["id"]), str(q.get("title", q["id"])), float(q.get("points", 0)),
-                                            tuple(checks)))
+                                            tuple(checks), manual=bool(q.get("manual", not checks))))
         return PublicChecks(str(data["assignment"]), str(data.get("title", data["assignment"])), tuple(questions),
                             path)
     except FileNotFoundError:

@@ -17,6 +17,8 @@ from grader.course.model import Assignment
 from grader.files import write_atomic
 from grader.judge.grading import Grader
 from grader.judge.scorecard import CheckResult, Execution, Feedback, QuestionResult, Scorecard
+from grader.judge.verdicts import PersonGrade, RubricMark
+from grader.notebook.answers import Answer, FoundBy
 from grader.vocab import FeedbackKind
 
 
@@ -66,8 +68,13 @@ def card_from_data(data: dict[str, Any]) -> Scorecard:
     for q in data["questions"]:
         checks = tuple(CheckResult(**{**c, "carried_from": tuple(c["carried_from"])}) for c in q.get("checks", []))
         feedback = tuple(Feedback(FeedbackKind(f["kind"]), str(f["text"])) for f in q["feedback"])
+        answer = Answer(**{**q["answer"], "cells": tuple(q["answer"]["cells"]),
+                           "found_by": FoundBy(q["answer"]["found_by"])}) if q.get("answer") else None
+        person = PersonGrade(**{**q["person"], "marks": tuple(RubricMark(**m) for m in q["person"]["marks"])}) \
+            if q.get("person") else None
         questions.append(QuestionResult(**{**q, "checks": checks, "feedback": feedback,
-                                           "carried_forward": tuple(q.get("carried_forward", ()))}))
+                                           "carried_forward": tuple(q.get("carried_forward", ())),
+                                           "answer": answer, "person": person}))
     return Scorecard(**{**data, "questions": questions, "execution": Execution.from_dict(data["execution"])})
 
 

@@ -19,7 +19,7 @@ from grader import notebook
 from grader.course.model import Assignment, Course, Limits
 from grader.errors import NotebookError, OverBudget, SolutionError
 from grader.files import printable, sha256_file
-from grader.judge import carry, wording
+from grader.judge import carry, manual, wording
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
 from grader.judge.jobs import answer_cells, build_carry_job, build_job
 from grader.judge.reference import Reference, References, VariantSet
@@ -132,7 +132,7 @@ class Grader:
         if need_carry:
             ctx = self._carry_forward(assignment, ctx, vset.variants if vset is not None else [])
             cpu.check("reading the values of the error-carried-forward runs")
-        card.questions = grade_assignment(assignment, ctx)
+        card.questions = manual.with_answers(assignment, path, grade_assignment(assignment, ctx))
         card.score = sum(q.score for q in card.questions)
         if run.status != RunStatus.OK:
             card.status, card.reason = (SubmissionStatus.TIMEOUT if run.status == RunStatus.TIMEOUT else SubmissionStatus.CRASHED), run.reason

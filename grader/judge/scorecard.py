@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader import __version__
-from grader.judge.verdicts import CheckReason
+from grader.judge.verdicts import CheckReason, PersonGrade
+from grader.notebook.answers import Answer
 from grader.vocab import CheckStatus, FeedbackKind, QuestionStatus, SubmissionStatus
 
 
@@ -69,11 +70,29 @@ class QuestionResult:
     # Error carried forward: the questions where the mistake is that this question's value is
     # right given (the root mistakes first); empty when it is not carried forward.
     carried_forward: tuple[str, ...] = ()
+    # A question graded by a person: the cells that answer it (what the person reads), and the
+    # person's grade once there is one.
+    answer: Answer | None = None
+    person: PersonGrade | None = None
 
     @property
     def lines(self) -> list[str]:
         """The feedback as students read it, line by line."""
         return [f.text for f in self.feedback]
+
+
+def person_dict(q: QuestionResult) -> dict[str, Any]:
+    """A question graded by a person, in the scorecard: its answer's cells and text, and who
+    graded it, when, with which rubric items and comment."""
+    out: dict[str, Any] = {}
+    if q.answer is not None:
+        out["answer"] = {"cells": list(q.answer.cells), "found_by": str(q.answer.found_by), "text": q.answer.text}
+    if q.person is not None:
+        g = q.person
+        out["graded_by"] = {"grader": g.grader, "at": g.at,
+                            "rubric": [{"text": m.text, "points": m.points} for m in g.marks],
+                            **({"adjustment": g.adjustment} if g.adjustment else {}), "comment": g.comment}
+    return out
 
 
 @dataclass(frozen=True)
@@ -219,6 +238,7 @@ class Scorecard:
                         **({"variants": q.variants} if q.variants else {}),
                         **({"carried_forward": list(q.carried_forward)} if q.carried_forward else {}),
                         "feedback": list(q.lines),
+                        **person_dict(q),
                     }
                     for q in self.questions
                 ],

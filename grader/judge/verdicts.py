@@ -17,6 +17,9 @@ would reveal, a class report counting typical mistakes) reads a field, never a s
     ├── VariantUntestable   every variant broke first in a wrong answer's code
     └── TestFailed          an instructor's ``test`` check did not pass (``TestFinding`` records)
 
+    PersonGrade             a person's grade of a question graded by a person (``RubricMark`` records)
+    AwaitingPerson          such a question before a person graded it (or after its answer changed)
+
 The records hold what the sentence needs as data (labels, question titles, the cell records of
 the run), so wording is a pure function of a record.
 """
@@ -290,3 +293,38 @@ class TestFailed:
 
 CheckReason = (NotProduced | Unanswered | Missing | Differs | CarriedForward | VariantFails | VariantUpstream
                | VariantTypedIn | VariantUntestable | TestFailed)
+
+
+# --------------------------------------------------------------------------------------------
+# A question graded by a person (``manual: true``)
+
+
+@dataclass(frozen=True)
+class RubricMark:
+    """One rubric item a person applied to an answer: its text and points (negative: a deduction)."""
+
+    text: str
+    points: float
+
+
+@dataclass(frozen=True)
+class PersonGrade:
+    """A person's grade of one answer: the rubric items applied, free points, a comment, who and when.
+    Its points are the items' sum plus ``adjustment``, kept within 0 and the question's points."""
+
+    points: float
+    max_points: float
+    grader: str
+    at: str  # ISO 8601, UTC
+    marks: tuple[RubricMark, ...] = ()
+    adjustment: float = 0.0
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class AwaitingPerson:
+    """Not graded by a person yet. ``untouched``: the answer is still the skeleton's prompt;
+    ``review_again``: a person graded an earlier version of the answer, which has changed since."""
+
+    untouched: bool = False
+    review_again: bool = False

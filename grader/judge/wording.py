@@ -21,6 +21,11 @@ from grader.vocab import CellStatus, FeedbackKind, RunStatus, Uncapturable, Unpr
 
 HINT_PREFIX = "Likely mistake: "
 MANUAL = "Graded by a person: waiting for a grader (the autograder gives it 0 points for now)."
+MANUAL_UNTOUCHED = ("Graded by a person, and not answered yet: write your answer in place of \"YOUR ANSWER HERE\" "
+                    "(a person grades it after you submit).")
+MANUAL_SELFCHECK = "Graded by a person after you submit: the self-check does not grade it."
+MANUAL_AGAIN = ("Graded by a person: the answer changed since it was graded, so a grader looks at it again "
+                "(0 points until then).")
 # Shown in place of a question's feedback that would name a mistake in a question not shown yet.
 WITHHELD_CARRIED = "Points as shown; the rest of this question's feedback comes with a result not shown yet."
 
@@ -275,8 +280,34 @@ def correct(variants: int) -> Feedback:
     return Feedback(FeedbackKind.CORRECT, f"Correct, also on {count(variants, 'variant')} of the given inputs.")
 
 
-def manual() -> Feedback:
+def manual(awaiting: v.AwaitingPerson | None = None) -> Feedback:
+    """A question graded by a person, before a person graded it."""
+    if awaiting is not None and awaiting.review_again:
+        return Feedback(FeedbackKind.MANUAL, MANUAL_AGAIN)
+    if awaiting is not None and awaiting.untouched:
+        return Feedback(FeedbackKind.MANUAL, MANUAL_UNTOUCHED)
     return Feedback(FeedbackKind.MANUAL, MANUAL)
+
+
+def manual_selfcheck() -> Feedback:
+    return Feedback(FeedbackKind.MANUAL, MANUAL_SELFCHECK)
+
+
+def person_grade(grade: v.PersonGrade) -> tuple[Feedback, ...]:
+    """A person's grade: who gave it and when, each rubric item applied, free points, the comment."""
+    def pts(x: float) -> str:
+        text = f"{x:+.2f}".rstrip("0").rstrip(".")
+        return text
+
+    day = grade.at[:10]
+    lines = [Feedback(FeedbackKind.PERSON, f"Graded by {grade.grader or 'a grader'} on {day}: "
+                                           f"{grade.points:g}/{grade.max_points:g} points.")]
+    lines += [Feedback(FeedbackKind.RUBRIC, f"{m.text} ({pts(m.points)})") for m in grade.marks]
+    if grade.adjustment and grade.marks:  # without rubric items, the points above say it all
+        lines.append(Feedback(FeedbackKind.RUBRIC, f"Points adjusted by the grader ({pts(grade.adjustment)})"))
+    if grade.comment.strip():
+        lines.append(Feedback(FeedbackKind.COMMENT, f"Comment: {grade.comment.strip()}"))
+    return tuple(lines)
 
 
 def leaves_without_value(cell: int, titles: Sequence[str]) -> Feedback:

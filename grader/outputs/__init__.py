@@ -13,6 +13,8 @@ No renderer reaches into grading logic. Per submission, ``OUT/<name><suffix>``; 
     junit       junit.xml                one test case per (submission, question), as pytest's --junitxml
     gradebook   gradebook.csv            one row per submission
     report      report.html              the class report (grader.outputs.report)
+    canvas      canvas.csv               Canvas's gradebook import, from a roster (grader.outputs.canvas)
+    moodle      moodle.csv               Moodle's grade import, with feedback, from a roster
 """
 
 from __future__ import annotations
@@ -66,11 +68,11 @@ def write_submission(path: Path, name: str, card: Scorecard, *, course: Course, 
 
 
 def write_run(submissions: Sequence[Submission], *, course: Course, assignment: Assignment, out: Path,
-              formats: tuple[str, ...], executor_name: str = "subprocess") -> list[Path]:
-    """Write the files about the whole run (``junit.xml``, ``gradebook.csv``, ``report.html``)."""
+              formats: tuple[str, ...], executor_name: str = "subprocess", roster: Path | None = None) -> list[Path]:
+    """Write the files about the whole run (``junit.xml``, ``gradebook.csv``, ``report.html``, an LMS's)."""
     if not submissions:
         return []
-    settings = Output(course, assignment, executor_name=executor_name)
+    settings = Output(course, assignment, executor_name=executor_name, roster=roster)
     written = []
     for fmt in formats:
         spec = FORMATS[Format(fmt)]
@@ -81,11 +83,11 @@ def write_run(submissions: Sequence[Submission], *, course: Course, assignment: 
 
 def write_outputs(submissions: list[Submission], *, course: Course, assignment: Assignment, out: Path,
                   formats: tuple[str, ...], now: datetime | None = None,
-                  executor_name: str = "subprocess") -> list[Path]:
+                  executor_name: str = "subprocess", roster: Path | None = None) -> list[Path]:
     """Every asked-for format under ``out``; returns the files written."""
     written: list[Path] = []
     for path, name, card in submissions:
         written += write_submission(path, name, card, course=course, assignment=assignment, out=out,
                                     formats=formats, now=now)
     return written + write_run(submissions, course=course, assignment=assignment, out=out, formats=formats,
-                               executor_name=executor_name)
+                               executor_name=executor_name, roster=roster)

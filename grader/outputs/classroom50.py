@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from grader.judge.scorecard import Scorecard, rounded
+from grader.outputs.feedback import question_passed
 from grader.outputs.markdown import to_markdown
 from grader.outputs.view import View
 
@@ -123,7 +124,7 @@ def result(card: Scorecard, view: View, identity: Identity, *, now: datetime | N
         s = shown.get(q.id)
         tests.append({
             "test-name": f"{q.id}: {q.title}",
-            "passed": q.status == "passed",
+            "passed": question_passed(q),
             "score": score,
             "max-score": top,
             "message": "\n".join(s.feedback if s is not None else q.lines),

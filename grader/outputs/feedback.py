@@ -7,11 +7,15 @@ take their wording from here, so a test report and the JUnit file cannot drift a
 from __future__ import annotations
 
 from grader.judge.scorecard import QuestionResult, Scorecard
+from grader.vocab import QuestionStatus
 
 
 def question_passed(result: QuestionResult) -> bool:
-    """A question is a passing test only when it earns full marks; partial credit is a failure."""
-    return result.status == "passed"
+    """A question is a passing test only when it earns full marks; partial credit is a failure.
+    A person's grade passes when it gives every point."""
+    if result.status == QuestionStatus.GRADED:
+        return result.score >= result.max_score - 1e-9
+    return result.status == QuestionStatus.PASSED
 
 
 def waiting_for_person(result: QuestionResult) -> bool:

@@ -21,7 +21,7 @@ from grader.judge.scorecard import Scorecard
 from grader.vocab import Format
 
 if TYPE_CHECKING:
-    from grader.outputs import classroom50
+    from grader.outputs import classroom50, roster
 
 Submission = tuple[Path, str, Scorecard]  # (notebook path, output name, scorecard)
 
@@ -34,6 +34,7 @@ class Output:
     assignment: Assignment
     now: datetime | None = None
     executor_name: str = "subprocess"
+    roster: Path | None = None  # which student each submission is (``grader.outputs.roster``): for an LMS
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,31 @@ def _report(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
     return write_report([row_from_card(c) for _, _, c in submissions], path, course=out.course)
 
 
+def roster_of(out: Output, fmt: str) -> roster.Roster:
+    from grader.errors import UsageError
+    from grader.outputs import roster
+
+    if out.roster is None:
+        raise UsageError(f"--formats {fmt} needs a roster that says which student each submission is: "
+                         "--roster FILE (a CSV file; see grader.outputs.roster for its columns).")
+    return roster.load(out.roster)
+
+
+def _canvas(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
+    from grader.outputs.canvas import write_canvas
+
+    return write_canvas(((n, c) for _, n, c in submissions), roster_of(out, "canvas"), path,
+                        column=out.assignment.title or out.assignment.name, points=out.assignment.max_score,
+                        rounding=out.course.scorecard.rounding)
+
+
+def _moodle(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
+    from grader.outputs.moodle import write_moodle
+
+    return write_moodle(((n, c) for _, n, c in submissions), roster_of(out, "moodle"), path,
+                        item=out.assignment.title or out.assignment.name, rounding=out.course.scorecard.rounding)
+
+
 FORMATS: dict[Format, PerSubmission | PerRun] = {f.format: f for f in (
     PerSubmission(Format.YAML, ".yaml", "the core scorecard", _yaml),
     PerSubmission(Format.JSON, ".json", "the same content as JSON", _json),
@@ -155,4 +181,6 @@ FORMATS: dict[Format, PerSubmission | PerRun] = {f.format: f for f in (
     PerRun(Format.JUNIT, "junit.xml", "JUnit XML, one test case per question", _junit),
     PerRun(Format.GRADEBOOK, "gradebook.csv", "one row per submission, for any gradebook", _gradebook),
     PerRun(Format.REPORT, "report.html", "the class report, with plots", _report),
+    PerRun(Format.CANVAS, "canvas.csv", "Canvas's gradebook import CSV (needs --roster)", _canvas),
+    PerRun(Format.MOODLE, "moodle.csv", "Moodle's grade import CSV, with feedback (needs --roster)", _moodle),
 )}

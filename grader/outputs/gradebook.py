@@ -1,7 +1,7 @@
 """``gradebook.csv``: one row per submission, one column per question, for any LMS import.
 
 Columns: ``student, submission, status, score, max_score, percent``, then one column per
-question (its score), then ``reason`` (why a notebook was not fully graded) and ``sha256``.
+question (its score, or ``pending`` while a person has not graded it), then ``reason`` (why a notebook was not fully graded) and ``sha256``.
 Text cells that a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``) are quoted
 with a leading apostrophe, since student ids and file names come from students.
 """
@@ -15,8 +15,10 @@ from pathlib import Path
 
 from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard, points_text
+from grader.vocab import QuestionStatus
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+PENDING = "pending"  # a question graded by a person, not graded yet: its cell, in place of points
 
 
 def _text(value: str) -> str:
@@ -32,7 +34,7 @@ def gradebook_csv(cards: Iterable[Scorecard], *, rounding: int = 2) -> str:
         scores = {}
         for q in card.questions:
             qids.setdefault(q.id, None)
-            scores[q.id] = points_text(q.score, rounding)
+            scores[q.id] = PENDING if q.status == QuestionStatus.MANUAL else points_text(q.score, rounding)
         rows.append(([_text(card.student), _text(card.submission), card.status, points_text(card.score, rounding),
                       points_text(card.max_score, rounding), points_text(card.percent, 1)], scores,
                      [_text(card.reason), card.sha256]))

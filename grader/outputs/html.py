@@ -50,6 +50,8 @@ STYLE = """
 .grader-partial { border-color: #b58900; background: #fffbea; }
 .grader-failed, .grader-error { border-color: #c62828; background: #fdf1f1; }
 .grader-unanswered, .grader-withheld { border-color: #777; background: #f5f5f5; }
+.grader-manual { border-color: #1565c0; background: #f0f5fc; }
+.grader-graded { border-color: #00838f; background: #eef8f8; }
 .grader-summary table { border-collapse: collapse; margin-top: 0.4em; }
 .grader-summary td, .grader-summary th { border: 1px solid #ccc; padding: 2px 8px; text-align: left; }
 </style>
@@ -165,6 +167,16 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
     for qid in boxes:
         if qid in where:
             after.setdefault(where[qid], []).append(qid)
+    # A question graded by a person sits after the cells that answer it (markdown ones too).
+    after_cell: dict[int, list[str]] = {}
+    if assignment is not None:
+        from grader.judge.manual import given_cells, manual_questions
+        from grader.notebook.answers import cells_of, locate
+
+        for qid, found in locate(cells_of(nb), given_cells(assignment), manual_questions(assignment)).items():
+            if qid in boxes:
+                after_cell.setdefault(found.cells[-1], []).append(qid)
+                where[qid] = -1
     cells = [mark("summary")]
     pos = -1
     for number, cell in enumerate(nb.cells, 1):
@@ -175,6 +187,8 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
                 if "execution_count" in output:
                     output.execution_count = number
         cells.append(cell)
+        for qid in after_cell.get(number, []):
+            cells.append(mark(qid))
         if cell.get("cell_type") == "code":
             pos += 1
             for qid in after.get(pos, []):

@@ -10,7 +10,8 @@ import re
 from grader.files import printable
 from grader.outputs.view import SUBMISSION_WORDS, ShownQuestion, View
 
-MARKS = {"passed": "✅", "partial": "🟡", "failed": "❌", "error": "❌", "unanswered": "⬜", "withheld": "🔒", "manual": "⏳"}
+MARKS = {"passed": "✅", "partial": "🟡", "failed": "❌", "error": "❌", "unanswered": "⬜", "withheld": "🔒", "manual": "⏳",
+         "graded": "✍"}
 
 
 def cell(text: str) -> str:

@@ -40,9 +40,10 @@ from grader.vocab import CellStatus
 if TYPE_CHECKING:
     from matplotlib.axis import Axis
 
-STATUS_ORDER = ("passed", "partial", "failed", "error", "unanswered", "manual")
+STATUS_ORDER = ("passed", "partial", "failed", "error", "unanswered", "manual", "graded")
 COLOURS = {"passed": "#2e7d32", "partial": "#f9a825", "failed": "#c62828", "error": "#6a1b9a",
-           "unanswered": "#9e9e9e", "manual": "#1565c0"}
+           "unanswered": "#9e9e9e", "manual": "#1565c0", "graded": "#00838f"}
+BY_PERSON = ("manual", "graded")  # a question graded by a person: waiting, or graded
 TOP_HINTS = 10
 BROKEN = ("crashed", "timeout", "invalid_notebook", "over_budget")
 
@@ -63,6 +64,12 @@ class Row:
     timed_out_cells: list[int] = field(default_factory=list)
     carried: list[str] = field(default_factory=list)  # questions right given an earlier mistake
     raised: list[str] = field(default_factory=list)  # "cell N: Error ..." for each cell that raised
+    pending: float = 0.0  # the points of the questions still waiting for a person
+
+    @property
+    def full_marks(self) -> bool:
+        """Every point it could have by now: a question waiting for a person is left out."""
+        return self.max_score - self.pending > 0 and self.score >= self.max_score - self.pending - 1e-9
 
     @property
     def percent(self) -> float:
@@ -76,7 +83,7 @@ def row_from_card(card: Scorecard) -> Row:
     return Row(card.assignment, card.submission, card.student, card.status, card.reason, card.score,
                card.max_score, [(q.id, q.title, q.status) for q in card.questions], hints,
                _timeouts(card.execution), [q.id for q in card.questions if q.carried_forward],
-               _raised(card.execution))
+               _raised(card.execution), sum(q.max_score for q in card.questions if q.status == "manual"))
 
 
 def row_from_dict(data: dict[str, Any]) -> Row:
@@ -94,6 +101,7 @@ def row_from_dict(data: dict[str, Any]) -> Row:
         timed_out_cells=_timeouts(_execution(data)),
         carried=[str(q.get("id")) for q in qs if q.get("carried_forward")],
         raised=_raised(_execution(data)),
+        pending=sum(float(q.get("max_score", 0) or 0) for q in qs if q.get("status") == "manual"),
     )
 
 
@@ -254,8 +262,13 @@ def section(name: str, rows: list[Row], title: str = "") -> str:
     pct = [r.percent for r in rows]
     out = [f"<h2>{e(name)}{': ' + e(title) if title and title != name else ''}</h2>"]
     out.append(f"<p>{len(rows)} submission{'s' if len(rows) != 1 else ''} · mean {statistics.mean(pct):.1f}% · "
-               f"median {statistics.median(pct):.1f}% · full marks: {sum(1 for p in pct if p >= 100 - 1e-9)} · "
+               f"median {statistics.median(pct):.1f}% · full marks: {sum(1 for r in rows if r.full_marks)} · "
                f"zero: {sum(1 for p in pct if p <= 1e-9)}</p>")
+    waiting = sum(1 for r in rows if r.pending)
+    if waiting:
+        out.append(f'<p class="muted">{waiting} submission{"s" if waiting != 1 else ""} still wait for a person on '
+                   "questions graded by a person: their scores may still rise, and full marks counts the points "
+                   "graded so far.</p>")
     out.append("<h3>Score distribution</h3>")
     out.append(_img(plot_scores(rows), f"Histogram of scores for {name}"))
 
@@ -268,7 +281,10 @@ def section(name: str, rows: list[Row], title: str = "") -> str:
     for qid, qtitle, c in rates:
         total = sum(c.values()) or 1
         cells = "".join(f'<td class="n">{c.get(s, 0)}</td>' for s in STATUS_ORDER)
-        body += (f"<tr><td>{e(qid)}: {e(qtitle)}</td><td class=\"n\">{100.0 * c.get('passed', 0) / total:.0f}%</td>"
+        rate = f"{100.0 * c.get('passed', 0) / total:.0f}%"
+        if sum(c.get(s, 0) for s in BY_PERSON) == sum(c.values()):  # graded by a person: no pass rate
+            rate = f"by a person: {c.get('graded', 0)} of {sum(c.values())} graded"
+        body += (f"<tr><td>{e(qid)}: {e(qtitle)}</td><td class=\"n\">{rate}</td>"
                  f'{cells}<td class="n">{carried.get(qid, 0)}</td></tr>')
     out.append(f"<table><tr><th>question</th><th>pass rate</th>{head}<th>carried forward</th></tr>{body}</table>")
     out.append('<p class="muted">Carried forward: right given the student\'s own mistake in an earlier question. '

@@ -30,6 +30,7 @@ STATUS_WORDS = {
     "error": "raised an error",
     "withheld": "result not shown yet",
     "manual": "waiting for a person to grade it",
+    "graded": "graded by a person",
 }
 SUBMISSION_WORDS = {
     "graded": "graded",

@@ -1,0 +1,57 @@
+"""``canvas.csv``: Canvas's gradebook import file, from the roster (``grader.outputs.roster``).
+
+The layout of the file Canvas exports and imports (Gradebook → Import): the columns ``Student,
+ID, SIS User ID, SIS Login ID, Section``, then one column per assignment; a second row named
+``Points Possible`` holds each assignment's points. Each submission the roster names is a row; a
+submission still waiting for a person's grade has its cell left blank (Canvas imports a blank
+cell as no change), and a student of the roster without a submission has an empty cell too.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from pathlib import Path
+
+from grader.files import write_atomic
+from grader.judge.scorecard import Scorecard, points_text
+from grader.outputs.roster import Roster
+from grader.vocab import QuestionStatus
+
+HEADER = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _text(value: str) -> str:
+    return "'" + value if value.startswith(FORMULA_START) else value
+
+
+def pending(card: Scorecard) -> bool:
+    return any(q.status == QuestionStatus.MANUAL for q in card.questions)
+
+
+def canvas_csv(submissions: Iterable[tuple[str, Scorecard]], roster: Roster, *, column: str, points: float,
+               rounding: int = 2) -> tuple[str, list[str]]:
+    """The CSV text, and the names of submissions the roster does not name."""
+    scores: dict[int, str] = {}
+    unknown = []
+    for name, card in submissions:
+        student = roster.find(name, card)
+        if student is None:
+            unknown.append(name)
+            continue
+        scores[roster.students.index(student)] = "" if pending(card) else points_text(card.score, rounding)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([*HEADER, column])
+    w.writerow(["Points Possible", "", "", "", "", points_text(points, rounding)])
+    for i, s in enumerate(roster.students):
+        w.writerow([_text(s.name), s.lms_id, s.sis_user_id, s.sis_login_id, _text(s.section), scores.get(i, "")])
+    return buf.getvalue(), unknown
+
+
+def write_canvas(submissions: Iterable[tuple[str, Scorecard]], roster: Roster, path: Path, *, column: str,
+                 points: float, rounding: int = 2) -> Path:
+    text, _ = canvas_csv(submissions, roster, column=column, points=points, rounding=rounding)
+    return write_atomic(path, text)

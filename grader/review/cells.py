@@ -1,0 +1,148 @@
+"""The cells a person reads while grading, as HTML: a student's answer, the question and its reference.
+
+Cells are rendered with nbconvert's HTML exporter (markdown rendered, code highlighted by Pygments,
+outputs with their images), its scripts removed, and the body cleaned with bleach as the feedback
+page is (``grader.outputs.html``). The review app serves this HTML in a sandboxed frame under a
+Content-Security-Policy that allows no script at all, so a student's ``<script>``, ``onerror=``
+or ``javascript:`` link never runs in the grader's page. Formulas show as their LaTeX source.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import html
+import json
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from grader.notebook.answers import ANSWER_TAG, NbCell, cells_of
+
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; base-uri 'none'; "
+       "form-action 'none'; frame-ancestors 'self'")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s", re.M)
+_EXPORTER: list[Any] = []  # one exporter, made once (its templates take a while to load), used in turn
+_LOCK = threading.Lock()
+
+
+def notebook_data(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("cells"), list) else None
+
+
+def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> str:
+    """A standalone, script-free page of these notebook cells."""
+    import bleach
+    import nbformat
+    from nbconvert import HTMLExporter
+    from nbformat.v4.rwbase import rejoin_lines
+
+    from grader.outputs.html import ATTRIBUTES, TAGS
+
+    nb = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    cells: list[Any] = []
+    # Sources and outputs saved as lists of lines, joined as nbformat does when it reads a file.
+    joined = rejoin_lines(nbformat.from_dict({"cells": [copy.deepcopy(c) for c in raw_cells  # type: ignore[no-untyped-call]
+                                                          if isinstance(c, dict)]}))
+    for raw in joined.cells:
+        try:
+            cell = nbformat.from_dict(raw)  # type: ignore[no-untyped-call]  # nbformat has no annotations
+            if cell.get("cell_type") not in ("code", "markdown", "raw"):
+                continue
+            cell.pop("attachments", None)
+            cell["id"] = f"cell-{len(cells)}"  # a student's may be missing or repeated
+            if cell.cell_type == "code":
+                cell.setdefault("outputs", [])
+                cell.setdefault("execution_count", None)
+            cells.append(cell)
+        except Exception:  # noqa: BLE001 - a student's malformed cell: shown as its text
+            cells.append(nbformat.v4.new_raw_cell(str(raw.get("source", ""))))  # type: ignore[no-untyped-call]
+    nb.cells = cells
+    with _LOCK:
+        if not _EXPORTER:
+            _EXPORTER.append(HTMLExporter(template_name="lab", sanitize_html=False))  # type: ignore[no-untyped-call]
+        full, _ = _EXPORTER[0].from_notebook_node(nb)
+    head, _, body = full.partition("<body")
+    body = body[body.index(">") + 1:].replace("</body>", "").replace("</html>", "")
+    body = bleach.clean(body, tags=TAGS, attributes=ATTRIBUTES, protocols={"http", "https", "mailto", "data"},
+                        strip=True, strip_comments=True)
+    styles = "".join(re.findall(r"<style\b.*?</style>", head, flags=re.S))
+    top = f'<p class="review-note">{html.escape(note)}</p>' if note else ""
+    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">{styles}'
+            "<style>body{margin:0.4em 0.8em;font-family:system-ui,sans-serif}"
+            ".jp-InputPrompt,.jp-OutputPrompt{display:none}.review-note{color:#555;font-size:13px}</style>"
+            f"</head><body>{top}{body}</body></html>\n")
+
+
+@functools.lru_cache(maxsize=256)
+def _answer_page(path: Path, mtime: int, cells: tuple[int, ...], fallback: str) -> str:
+    data = notebook_data(path)
+    if data is None:
+        return render([{"cell_type": "markdown", "source": fallback, "metadata": {}}],
+                      note="The notebook is not here any more: the answer's text as the scorecard keeps it.")
+    raw = data["cells"]
+    picked = [raw[i - 1] for i in cells if 0 < i <= len(raw) and isinstance(raw[i - 1], dict)]
+    if not picked:
+        return render([], note="No cell of this notebook answers the question.")
+    return render(picked)
+
+
+def answer_page(path: Path, cells: tuple[int, ...], fallback: str) -> str:
+    """The student's answer cells, rendered (cached while the file is unchanged)."""
+    try:
+        mtime = Path(path).stat().st_mtime_ns
+    except OSError:
+        mtime = 0
+    return _answer_page(Path(path), mtime, tuple(cells), fallback)
+
+
+def question_cells(data: dict[str, Any], answer_start: int) -> list[dict[str, Any]]:
+    """The markdown cells just before an answer (1-based index), back to the heading that opens
+    them: the question's text as the notebook gives it."""
+    raw = data["cells"]
+    found: list[dict[str, Any]] = []
+    i = answer_start - 2
+    while i >= 0 and len(found) < 4:
+        cell = raw[i]
+        if not isinstance(cell, dict) or cell.get("cell_type") != "markdown" or ANSWER_TAG in \
+                (cell.get("metadata") or {}).get("tags", []):
+            break
+        found.insert(0, cell)
+        if _HEADING.search("".join(cell.get("source", "")) if isinstance(cell.get("source"), list)
+                           else str(cell.get("source", ""))):
+            break
+        i -= 1
+    return found
+
+
+def reference_page(solution: Path, answer: tuple[int, ...] | None) -> str:
+    """The question's text and the instructor's reference answer, from the solution notebook."""
+    try:
+        mtime = Path(solution).stat().st_mtime_ns
+    except OSError:
+        mtime = 0
+    return _reference_page(Path(solution), mtime, answer)
+
+
+@functools.lru_cache(maxsize=64)
+def _reference_page(solution: Path, mtime: int, answer: tuple[int, ...] | None) -> str:
+    data = notebook_data(solution)
+    if data is None or not answer:
+        return render([], note="The solution notebook is not here: no reference answer to show.")
+    raw = data["cells"]
+    question = question_cells(data, answer[0])
+    model = [raw[i - 1] for i in answer if 0 < i <= len(raw)]
+    heading = {"cell_type": "markdown", "metadata": {}, "source": "---\n**Reference answer**"}
+    return render([*question, heading, *model])
+
+
+def solution_cells(solution: Path) -> list[NbCell]:
+    data = notebook_data(solution)
+    return cells_of(data) if data is not None else []
