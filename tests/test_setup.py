@@ -99,7 +99,9 @@ def test_the_wheel_builds_without_warnings_and_the_student_install_is_light(tmp_
         names = set(z.namelist())
         meta = Parser().parsestr(z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode())
     assert {"grader/templates/classroom50_autograder", "grader/templates/gradescope_setup.sh",
-            "grader/templates/gradescope_run_autograder", "grader/templates/classroom.yml"} <= names
+            "grader/templates/gradescope_run_autograder", "grader/templates/classroom.yml",
+            "grader/static/katex/katex.min.js", "grader/static/katex/LICENSE",
+            "grader/static/katex/fonts/KaTeX_Main-Regular.woff2"} <= names
     requires = meta.get_all("Requires-Dist")
     base = sorted(r.split(">")[0].split("=")[0] for r in requires if "extra ==" not in r)
     assert base == ["ipykernel", "ipython", "nbclient", "nbformat", "numpy", "pyyaml"]
