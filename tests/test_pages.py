@@ -87,16 +87,21 @@ def test_the_class_report_renders_marks_and_the_math_of_titles():
     assert "<script" not in plain and "default-src 'none'" in plain
 
 
+def dump_dom(path, tmp_path) -> str:
+    """The document as Chromium has it once the page's scripts ran (offline: a file, no network)."""
+    proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", path.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert "</html>" in proc.stdout, proc.stderr[-2000:]
+    return proc.stdout
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (Debian: apt-get install chromium)")
 def test_chromium_renders_the_math_under_the_pages_policy(feedback_page, tmp_path):
     """The page as a browser runs it, offline, under its own CSP: a script the policy refused
     would leave the formulas as text. --dump-dom prints the document after the scripts ran."""
     path, _ = feedback_page
-    proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-                           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", path.as_uri()],
-                          capture_output=True, text=True, timeout=120)
-    dom = proc.stdout
-    assert "</html>" in dom, proc.stderr[-2000:]
+    dom = dump_dom(path, tmp_path)
     markdown = re.search(r'The scaled scores are (.*?)My notes:', dom, flags=re.S)
     assert markdown is not None
     math = markdown.group(1)
@@ -104,3 +109,14 @@ def test_chromium_renders_the_math_under_the_pages_policy(feedback_page, tmp_pat
     assert math.count('<span class="katex">') == 3 and math.count('<span class="katex-display">') == 2
     assert math.count("<math xmlns=") == 3 and 'class="katex-error"' not in dom
     assert "\\frac" not in dom.split("<annotation", 1)[0]  # no formula left as its source before the first
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (Debian: apt-get install chromium)")
+def test_chromium_renders_the_class_reports_math(tmp_path):
+    rows = [report.Row("hw", "a.ipynb", "ann", "graded", "", 1, 2, [("q1", r"Mean $\bar x = \frac{1}{n}\sum_i x_i$", "passed")])]
+    path = tmp_path / "report.html"
+    path.write_text(report.render(rows), encoding="utf-8")
+    dom = dump_dom(path, tmp_path)
+    title = re.search(r'<span class="grader-title">Mean (.*?)</span></td>', dom, flags=re.S)
+    assert title is not None and title.group(1).count('<span class="katex">') == 1
+    assert 'class="katex-error"' not in dom
