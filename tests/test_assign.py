@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import nbformat
@@ -68,7 +69,7 @@ def test_skeleton_has_no_outputs_or_instructor_cells(tmp_path):
     # A solution that starts with code gets the note on checking one's work as a new first cell
     note, *cells = out.cells
     assert note.cell_type == "markdown" and note.source == assign.CHECK_NOTE.format(
-        install=assign.STUDENT_INSTALL, notebook="sol.ipynb")
+        install=assign.install_line(), notebook="sol.ipynb", where=assign.WHEEL_WHERE)
     assert [c.source for c in cells] == ["x = ?", "download()"]
     assert cells[0].outputs == [] and cells[0].execution_count is None
     assert cells[1].metadata == {"tags": ["skip-grading"]}
@@ -80,10 +81,69 @@ def test_every_skeleton_tells_students_how_to_check_their_work(courses):
         first = nbformat.read(str(a.skeleton), as_version=4).cells[0]
         solution_first = nbformat.read(str(a.solution), as_version=4).cells[0]
         assert first.cell_type == "markdown" and first.source.startswith(solution_first.source.rstrip())
-        assert f"`{assign.STUDENT_INSTALL}`" in first.source
+        assert f"`{assign.install_line(a.student_install)}`" in first.source
         assert "from grader import check; check()" in first.source
         assert f"grader check {a.skeleton.name}" in first.source
-    assert f"{assign.STUDENT_INSTALL}\n" in (ROOT / "README.md").read_text()  # the same line for students there
+
+
+def test_the_install_line_follows_the_course(tmp_path):
+    from importlib import metadata
+
+    version = metadata.version("notebook-grader")
+    assert assign.install_line("wheel") == f"pip install notebook_grader-{version}-py3-none-any.whl"
+    assert assign.install_line("notebook-grader==0.2.0") == "pip install notebook-grader==0.2.0"
+    # quoted where a shell would read a character: extras are a glob to zsh, '>' a redirection
+    assert assign.install_line("notebook-grader[plots]>=0.2") == 'pip install "notebook-grader[plots]>=0.2"'
+    url = "git+https://github.com/course-org/notebook-grader@v0.2.0"
+    assert assign.install_line(url) == f"pip install {url}"
+    solution = ROOT / "solutions/attention_numpy/attention_numpy.ipynb"
+    first = assign.skeleton(solution, url).cells[0].source
+    assert f"`pip install {url}` (it is light" in first and "this notebook's folder" not in first
+
+
+def test_assign_places_the_checkers_wheel_beside_the_skeleton_and_nothing_else(tmp_path):
+    import shutil
+    import zipfile
+
+    (tmp_path / "solutions").symlink_to(ROOT / "solutions")
+    shutil.copyfile(ROOT / "config.yaml", tmp_path / "config.yaml")
+    folder = tmp_path / "assignments/attention_numpy"
+    folder.mkdir(parents=True)
+    (folder / "notebook_grader-0.0.1-py3-none-any.whl").write_bytes(b"an older version")
+    course = config.load(tmp_path / "config.yaml")
+    a = course.assignment("attention_numpy")
+    written = assign.write_assignment(a, None)
+    [wheel] = folder.glob("*.whl")  # the older one is gone
+    assert wheel in written and assign.install_line() == f"pip install {wheel.name}"
+    first = wheel.read_bytes()
+    assign.write_assignment(a, None)
+    assert wheel.read_bytes() == first  # byte-identical: assign twice changes nothing
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        record = z.read(next(n for n in names if n.endswith("/RECORD"))).decode()
+    assert "grader/selfcheck.py" in names and "grader/templates/gradescope_setup.sh" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert {line.split(",")[0] for line in record.splitlines()} == set(names)
+    # Another install source: the note says it, and no wheel is written
+    for old in folder.glob("*.whl"):
+        old.unlink()
+    a = dataclasses.replace(a, student_install="notebook-grader==0.2.0")
+    assign.write_assignment(a, None)
+    assert not list(folder.glob("*.whl"))
+    assert "`pip install notebook-grader==0.2.0`" in nbformat.read(str(a.skeleton), as_version=4).cells[0].source
+
+
+@pytest.mark.parametrize("value", ["notebook-grader; rm -rf ~", "pip install x", "https://example.org/x whl",
+                                   "git+https://example.org/$(id)"])
+def test_a_student_install_no_shell_could_run_safely_is_refused(tmp_path, value):
+    from grader.errors import ConfigError
+
+    text = (ROOT / "config.yaml").read_text().replace("  student_install: wheel\n",
+                                                      f"  student_install: {json.dumps(value)}\n")
+    (tmp_path / "config.yaml").write_text(text)
+    (tmp_path / "solutions").symlink_to(ROOT / "solutions")
+    with pytest.raises(ConfigError, match=r"course.student_install must be 'wheel', a package requirement"):
+        config.load(tmp_path / "config.yaml")
 
 
 def test_public_checks_hold_kinds_not_hidden_values():

@@ -442,7 +442,11 @@ def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_bundle_bu
     import pandas
     assert (pins["numpy"], pins["pandas"], pins["nbconvert"]) == (numpy.__version__, pandas.__version__,
                                                                  nbconvert.__version__)
-    assert '-c "$SOURCE/constraints.txt" "$SOURCE/grader-src[instructor]"' in setup
+    assert '-c "$SOURCE/constraints.txt" -r "$SOURCE/requirements.txt"' in setup and "[instructor]" not in setup
+    # and only what this assignment's notebooks import (NumPy), beside the sandbox's seccomp binding
+    with zipfile.ZipFile(zipped) as z:
+        wanted = [line for line in z.read("requirements.txt").decode().splitlines() if not line.startswith("#")]
+    assert wanted == [f"numpy=={numpy.__version__}", "pyseccomp==0.1.2; sys_platform == 'linux'"]
     assert list(reduced["assignments"]) == ["attention_numpy"]
     # No line of the solution's own code is shipped (its answer cells, at least).
     solution = nbformat.read(str(ROOT / "solutions/attention_numpy/attention_numpy.ipynb"), as_version=4)
@@ -453,6 +457,60 @@ def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_bundle_bu
     # 13), which are only in the bundle, readable by the grader's uid alone (0600 above).
     steps = "\n".join(c["source"] for c in bundle["carry_cells"])
     assert all(a in steps for a in answers)
+
+
+def setup_dry_run(root, torch_index):
+    """setup.sh as Gradescope runs it, printing its install commands instead of running them."""
+    env = {"PATH": "/usr/bin:/bin", "AUTOGRADER_ROOT": str(root), "GRADER_SETUP_DRY_RUN": "1",
+           "GRADER_SETUP_PYTHON": sys.executable, "TORCH_INDEX": torch_index}
+    proc = subprocess.run(["bash", str(root / "source/setup.sh")], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+def test_setup_installs_torch_from_its_cpu_index_when_it_answers_else_from_the_configured_one(autograder, tmp_path):
+    import http.server
+    import threading
+
+    from grader.packaging.stage import stage_requirements
+
+    _, root = autograder
+    closed = "http://127.0.0.1:9/whl/cpu"  # nothing listens on port 9 (discard)
+    source = f"{root}/source"
+    pip = f"{root}/venv/bin/pip install --quiet -c {source}/constraints.txt -r {source}/requirements.txt"
+    # A NumPy assignment: no torch, so no index is probed; the root is AUTOGRADER_ROOT throughout
+    assert setup_dry_run(root, closed) == [f"{pip} {source}/grader-src", f"chmod -R go-rwx {source}/course",
+                                           f"{root}/venv/bin/grader validate attention_numpy --config "
+                                           f"{source}/course/config.yaml"]
+    # An assignment that imports torch, with PyTorch's index out of reach: torch from pip's own configuration
+    torch_root = tmp_path / "autograder"
+    shutil.copytree(root / "source", torch_root / "source", ignore=shutil.ignore_patterns("course", "grader-src"))
+    wanted = stage_requirements(torch_root / "source/requirements.txt", "attention_from_scratch", ("numpy", "torch"))
+    assert "torch==2.13.0" in wanted.read_text().splitlines()  # the pin, without the local +cpu
+    out = setup_dry_run(torch_root, closed)
+    assert out[0] == f"setup.sh: {closed} does not answer: torch comes from the configured index"
+    assert out[1].startswith(f"{torch_root}/venv/bin/pip install") and "--extra-index-url" not in out[1]
+    # ... and with it answering (here, a local one): the CPU build from there, beside the configured index
+    (tmp_path / "whl/cpu/torch").mkdir(parents=True)
+    (tmp_path / "whl/cpu/torch/index.html").write_text("<a href='torch-2.13.0+cpu-cp311-none-any.whl'>torch</a>")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(tmp_path), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/whl/cpu"
+        out = setup_dry_run(torch_root, url)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert out[0] == (f"{torch_root}/venv/bin/pip install --quiet -c {torch_root}/source/constraints.txt -r "
+                      f"{torch_root}/source/requirements.txt --extra-index-url {url} {torch_root}/source/grader-src")
 
 
 def test_grading_from_the_bundle_gives_the_scorecards_grading_from_the_solution_gives(autograder):

@@ -72,7 +72,7 @@ def test_pass_rate_per_question(report, cards):
     for qid in ("qkv", "scaled", "weights"):
         statuses = Counter(next(q.status for q in c.questions if q.id == qid) for c in cards)
         title = next(q.title for q in cards[0].questions if q.id == qid)
-        row = re.search(rf"<tr><td>{qid}: {title}</td>(.*?)</tr>", report).group(1)
+        row = re.search(rf'<tr><td>{qid}: <span class="grader-title">{title}</span></td>(.*?)</tr>', report).group(1)
         cells = re.findall(r'<td class="n">([^<]*)</td>', row)
         assert cells[0] == f"{100.0 * statuses['passed'] / len(cards):.0f}%"
         assert [int(x) for x in cells[1:]] == [statuses[s] for s in ("passed", "partial", "failed", "error",
@@ -85,16 +85,16 @@ def test_mistakes_are_counted_once_where_they_were_made(report, cards):
     # one mistake (no sqrt) is the only hint counted for her; no "unscaled scores" hint on weights.
     carol = next(c for c in cards if c.submission.startswith("carol"))
     assert {q.id for q in carol.questions if q.carried_forward} == {"weights", "output"}
-    row = re.search(r"<tr><td>weights: Attention weights</td>(.*?)</tr>", report).group(1)
+    row = re.search(r'<tr><td>weights: <span class="grader-title">Attention weights</span></td>(.*?)</tr>', report).group(1)
     assert int(re.findall(r'<td class="n">([^<]*)</td>', row)[-1]) >= 1
     assert "The softmax is applied to the unscaled scores" not in report
 
 
 def test_most_frequent_hints_are_the_misconceptions(report):
     table = report[report.index("<h3>Most frequent mistakes</h3>"):]
-    assert ('<tr><td class="n">1</td><td>scaled</td><td>The scores are not divided by sqrt(d_k).</td></tr>'
+    assert ('<tr><td class="n">1</td><td>scaled</td><td class="grader-hint">The scores are not divided by sqrt(d_k).</td></tr>'
             in table)
-    assert ("<td>weights</td><td>The softmax is taken over columns (axis 0) instead of rows: each row of attention "
+    assert ('<td>weights</td><td class="grader-hint">The softmax is taken over columns (axis 0) instead of rows: each row of attention '
             "weights must sum to 1.</td>" in table)
 
 
@@ -118,7 +118,7 @@ def test_a_mistake_shared_by_several_submissions_gets_a_chart(cards, tmp_path):
                         tmp_path / "r.html").read_text()
     mistakes = page[page.index("<h3>Most frequent mistakes</h3>"):page.index("<h3>Submissions that")]
     assert len(re.findall(r'src="data:image/png;base64,', mistakes)) == 1
-    assert '<tr><td class="n">2</td><td>scaled</td><td>The scores are not divided by sqrt(d_k).</td></tr>' in mistakes
+    assert '<tr><td class="n">2</td><td>scaled</td><td class="grader-hint">The scores are not divided by sqrt(d_k).</td></tr>' in mistakes
     assert "None: every notebook ran to the end without an error." in page
 
 

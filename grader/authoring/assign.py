@@ -10,10 +10,13 @@ Markers, typed in the solution notebook:
 
 Cells tagged ``instructor`` are dropped; outputs, execution counts and metadata other than the
 kernel and the ``skip-grading`` and ``answer`` tags are cleared. A markdown cell tagged ``answer``
-(a written answer a person grades) becomes the prompt ``YOUR ANSWER HERE``, tagged ``answer``. The first markdown cell ends with how to check
-one's work before submitting (``CHECK_NOTE``: the light student install, ``check()`` and ``grader
-check``); a notebook that starts with code gets that note as a new first cell. The output is a
-pure function of the solution, so running ``assign`` twice gives byte-identical files.
+(a written answer a person grades) becomes the prompt ``YOUR ANSWER HERE``, tagged ``answer``. The
+first markdown cell ends with how to check one's work before submitting (``CHECK_NOTE``: the light
+student install from where the course's ``student_install`` says, ``check()`` and ``grader
+check``); a notebook that starts with code gets that note as a new first cell. With
+``student_install: wheel`` (the default) the checker's wheel (``grader.authoring.wheel``) is
+written beside the skeleton, and the note installs it from there. The output is a pure function of
+the solution and the course's install line, so running ``assign`` twice gives byte-identical files.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 import nbformat
 
 from grader.authoring.public import PUBLIC_CHECKS
+from grader.course.config import WHEEL
 from grader.course.model import Assignment
 from grader.errors import UsageError
 from grader.notebook.answers import ANSWER_PROMPT as ANSWER_PROMPT
@@ -40,11 +44,21 @@ INSTRUCTOR_TAG = "instructor"
 # skeleton has a prompt in its place, still tagged, so the grader, the self-check and the review
 # page find the student's answer there (the importers tag nbgrader's and otter's written answers so).
 KEPT_TAGS = ("skip-grading", ANSWER_TAG)
-STUDENT_INSTALL = "pip install notebook-grader"  # the light install: no torch, none of the instructor's tooling
-CHECK_NOTE = ("**Check your work before you submit.** Install the checker once with `{install}` (it is light: "
-              "no PyTorch, none of the instructor's tools), then run `from grader import check; check()` in a cell, "
-              "or `grader check {notebook}` in a terminal. It runs the public checks; the grader also compares "
+CHECK_NOTE = ("**Check your work before you submit.** Install the checker once with `{install}` ({where}it is "
+              "light: no PyTorch, none of the instructor's tools), then run `from grader import check; check()` in a "
+              "cell, or `grader check {notebook}` in a terminal. It runs the public checks; the grader also compares "
               "values you cannot see.")
+WHEEL_WHERE = "run it in this notebook's folder, where that file is; "
+_SHELL_PLAIN = re.compile(r"^[A-Za-z0-9._=+:/@#%-]+$")
+
+
+def install_line(student_install: str = WHEEL) -> str:
+    """The student's install command for a course's ``student_install`` (the light install: no torch,
+    none of the instructor's tooling), quoted where a shell would read a character of it."""
+    from grader.authoring import wheel
+
+    spec = wheel.filename() if student_install == WHEEL else student_install
+    return f"pip install {spec}" if _SHELL_PLAIN.match(spec) else f'pip install "{spec}"'
 
 
 def _assignment_target(code: str) -> str | None:
@@ -107,7 +121,7 @@ def blank_source(source: str, *, where: str = "") -> str:
     return "\n".join(out)
 
 
-def skeleton(solution: Path) -> nbformat.NotebookNode:
+def skeleton(solution: Path, student_install: str = WHEEL) -> nbformat.NotebookNode:
     nb = nbformat.read(str(solution), as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     cells = []
     for i, cell in enumerate(nb.cells):
@@ -131,7 +145,8 @@ def skeleton(solution: Path) -> nbformat.NotebookNode:
         if cell.cell_type == "markdown" and cell.get("attachments"):
             new.attachments = cell.attachments
         cells.append(new)
-    note = CHECK_NOTE.format(install=STUDENT_INSTALL, notebook=solution.name)
+    note = CHECK_NOTE.format(install=install_line(student_install), notebook=solution.name,
+                             where=WHEEL_WHERE if student_install == WHEEL else "")
     if cells and cells[0].cell_type == "markdown":
         cells[0].source = cells[0].source.rstrip() + "\n\n" + note
     else:
@@ -147,19 +162,28 @@ def skeleton(solution: Path) -> nbformat.NotebookNode:
     return out
 
 
-def skeleton_text(solution: Path) -> str:
+def skeleton_text(solution: Path, student_install: str = WHEEL) -> str:
     """The skeleton file's exact text: what ``grader assign`` writes, and ``validate`` compares."""
-    text: str = nbformat.writes(skeleton(solution))  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    text: str = nbformat.writes(skeleton(solution, student_install))  # type: ignore[no-untyped-call]  # nbformat has no annotations
     return text + "\n"
 
 
 def write_assignment(assignment: Assignment, public_checks: dict[str, Any] | None) -> list[Path]:
-    """Write the skeleton, its data files and the public checks; returns the files written."""
+    """Write the skeleton, its data files, the public checks and (``student_install: wheel``) the
+    checker's wheel; returns the files written."""
     dest = assignment.skeleton.parent
     dest.mkdir(parents=True, exist_ok=True)
     written = []
-    assignment.skeleton.write_text(skeleton_text(assignment.solution), encoding="utf-8")
+    assignment.skeleton.write_text(skeleton_text(assignment.solution, assignment.student_install), encoding="utf-8")
     written.append(assignment.skeleton)
+    if assignment.student_install == WHEEL:
+        from grader.authoring import wheel
+
+        built = wheel.build(dest)
+        for old in dest.glob(wheel.PATTERN):
+            if old != built:
+                old.unlink()  # an earlier version's: the note names this one
+        written.append(built)
     for rel in assignment.data:
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)

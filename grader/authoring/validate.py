@@ -98,7 +98,7 @@ def _given_problems(assignment: Assignment) -> list[str]:
 def _stale(assignment: Assignment) -> bool:
     """Whether the skeleton on disk differs from what ``grader assign`` makes of the solution now."""
     try:
-        fresh = skeleton_text(assignment.solution)
+        fresh = skeleton_text(assignment.solution, assignment.student_install)
         return assignment.skeleton.read_text(encoding="utf-8") != fresh
     except (OSError, UsageError, ValueError):
         return False  # an unreadable skeleton or solution is reported by grading it

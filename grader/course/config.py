@@ -32,6 +32,13 @@ from grader.names import check_id
 from grader.vocab import Format, QuestionVisibility, ShowExpected, names
 
 ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+# course.student_install: "wheel" (built by `grader assign`, placed beside each skeleton), a
+# requirement (notebook-grader, notebook-grader==0.2.0), or a URL pip installs from (git+https://...,
+# https://.../x.whl). Nothing a shell would read as two words, a redirection or a substitution.
+WHEEL = "wheel"
+_REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?"
+                          r"(\s*(==|>=|<=|~=|!=|<|>)\s*[A-Za-z0-9.*+!_-]+(\s*,\s*(==|>=|<=|~=|!=|<|>)\s*[A-Za-z0-9.*+!_-]+)*)?$")
+_URL = re.compile(r"^(git\+)?(https|http|ssh|file)://[^\s`'\"$;&|<>()\\]+$")
 
 __all__ = ["Assignment", "Check", "Course", "Hint", "Limits", "Question", "ScorecardSettings", "VariantSpec", "load"]
 
@@ -197,8 +204,17 @@ def _variants(r: Reader, default_count: int) -> VariantSpec:
                        per_submission=r.flag("per_submission", VariantSpec.per_submission))
 
 
+def _student_install(r: Reader) -> str:
+    source: str = r.string("student_install", WHEEL).strip()
+    if source != WHEEL and not (_REQUIREMENT.match(source) or _URL.match(source)):
+        raise r.error(r.sub("student_install"),
+                      f"must be 'wheel', a package requirement (notebook-grader==0.2.0) or a URL pip installs from "
+                      f"(git+https://github.com/ORG/REPO@TAG), got {source!r}")
+    return source
+
+
 def _assignment(r: Reader, name: str, root: Path, defaults: Inherited, default_variants: int,
-                base_limits: Limits) -> Assignment:
+                base_limits: Limits, student_install: str = WHEEL) -> Assignment:
     r.only(
         "title", "solution", "skeleton", "data", "given", "questions", "limits", "variants", "reference_bundle",
         "preload", *Inherited.keys(Level.ASSIGNMENT),
@@ -264,6 +280,7 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Inherited, default_v
         config_digest=digest,
         bundle=bundle,
         preload=tuple(preload),
+        student_install=student_install,
         **settings.fields_of(Assignment),
     )
 
@@ -337,7 +354,8 @@ def load(path: str | Path) -> Course:
     top = Reader(doc, data, "")
     top.only("course", "assignments", "scorecard")
     course = top.reader("course")
-    course.only("name", "defaults", "cache_dir")
+    course.only("name", "defaults", "cache_dir", "student_install")
+    student_install = _student_install(course)
     d = course.reader("defaults")
     d.only("limits", "variants", *Inherited.keys(Level.COURSE))
     defaults = inherit(d, Level.COURSE, Inherited())
@@ -348,7 +366,8 @@ def load(path: str | Path) -> Course:
     if not isinstance(raw, dict) or not raw:
         raise top.error("assignments", "must map assignment names to their settings")
     assignments = {
-        str(name): _assignment(Reader(doc, a, f"assignments.{name}"), str(name), root, defaults, default_variants, base_limits)
+        str(name): _assignment(Reader(doc, a, f"assignments.{name}"), str(name), root, defaults, default_variants, base_limits,
+                               student_install)
         for name, a in raw.items()
     }
     return Course(

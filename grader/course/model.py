@@ -143,6 +143,9 @@ class Assignment:
     # data files are then next to it. The solution need not exist.
     bundle: Path | None = None
     preload: tuple[str, ...] = ()  # modules to import in the forking server besides what the notebooks import
+    # Where students install the checker from: the course's ``student_install`` (``"wheel"``, a
+    # requirement such as ``notebook-grader==0.2.0``, or a URL such as ``git+https://...``).
+    student_install: str = "wheel"
 
     @property
     def max_score(self) -> float:

@@ -8,8 +8,10 @@ bind the names it reads. Questions whose names no cell binds are listed at the e
 
 The notebook is the student's, so its markdown and outputs are untrusted HTML: the rendered body
 is cleaned with bleach (no scripts, no event handlers, no external loads), and the page carries a
-Content-Security-Policy that forbids scripts and remote resources. MathJax therefore does not run;
-formulas show as their LaTeX source.
+Content-Security-Policy that forbids remote resources and every script but one: when the notebook's
+markdown (or a question's title) has math, the bundled KaTeX renders it, from the page itself
+(grader.outputs.pages). Status marks are inline SVG, the feedback's `code` and *emphasis* marks
+HTML, made after escaping.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from pathlib import Path
 
 from grader.course.model import Assignment
 from grader.notebook import CellInfo, analyse, first_binds
-from grader.outputs.markdown import MARKS, question_points
+from grader.outputs import pages
+from grader.outputs.markdown import question_points
 from grader.outputs.view import SUBMISSION_WORDS, ShownQuestion, View
 
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
-       "base-uri 'none'; form-action 'none'")
+CSP = pages.csp()  # a page without math: no script at all
+# Where math is rendered: the notebook's markdown cells and the questions' titles, never code or outputs.
+MATH_SELECTOR = ".jp-RenderedMarkdown, .grader-title"
 
 TAGS = {
     "a", "abbr", "b", "blockquote", "br", "caption", "cite", "code", "col", "colgroup", "dd", "del", "details",
@@ -54,6 +58,9 @@ STYLE = """
 .grader-graded { border-color: #00838f; background: #eef8f8; }
 .grader-summary table { border-collapse: collapse; margin-top: 0.4em; }
 .grader-summary td, .grader-summary th { border: 1px solid #ccc; padding: 2px 8px; text-align: left; }
+.grader-box code { background: #eceff1; border-radius: 3px; padding: 0 3px; font-size: 13px; }
+.grader-mark { vertical-align: -0.125em; margin-right: 0.3em; }
+.jp-OutputArea-output pre { max-height: 36em; overflow-y: auto; }  /* a long output scrolls, as in Jupyter */
 </style>
 """
 
@@ -80,19 +87,21 @@ def anchors(assignment: Assignment, infos: list[CellInfo]) -> dict[str, int]:
 
 
 # --------------------------------------------------------------------------------------------
-# Fragments (escaped text only; feedback `code` spans become <code>)
+# Fragments (escaped text only; the feedback's `code` and *emphasis* marks become <code> and <em>)
 
 
 def text_html(text: str) -> str:
-    parts = html.escape(text, quote=False).split("`")
-    if len(parts) % 2 == 0:  # an unmatched backtick: show it as it is
-        return html.escape(text, quote=False)
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+    return pages.rich_text(text)
+
+
+def title_html(title: str) -> str:
+    """A question's title, where math is rendered (titles are the instructor's, escaped all the same)."""
+    return f'<span class="grader-title">{html.escape(title)}</span>'
 
 
 def question_box(view: View, q: ShownQuestion) -> str:
     items = "".join(f"<li>{text_html(line)}</li>" for line in q.feedback)
-    head = (f"{MARKS.get(q.status, '')} Question {html.escape(q.id)}: {html.escape(q.title)} — "
+    head = (f"{pages.status_mark(q.status)}Question {html.escape(q.id)}: {title_html(q.title)} — "
             f"{html.escape(q.status_text)}, {question_points(view, q)} points")
     return (f'<div class="grader-box grader-{html.escape(q.status)}" id="question-{html.escape(q.id)}">'
             f"<h3>{head}</h3><ul>{items}</ul></div>")
@@ -101,8 +110,8 @@ def question_box(view: View, q: ShownQuestion) -> str:
 def summary_box(view: View) -> str:
     who = f"{html.escape(view.who)} · " if view.who else ""
     rows = "".join(
-        f'<tr><td><a href="#question-{html.escape(q.id)}">{html.escape(q.id)}: {html.escape(q.title)}</a></td>'
-        f"<td>{MARKS.get(q.status, '')} {html.escape(q.status_text)}</td>"
+        f'<tr><td><a href="#question-{html.escape(q.id)}">{html.escape(q.id)}: {title_html(q.title)}</a></td>'
+        f"<td>{pages.status_mark(q.status)}{html.escape(q.status_text)}</td>"
         f"<td>{question_points(view, q)}</td></tr>"
         for q in view.questions
     )
@@ -121,9 +130,18 @@ def summary_box(view: View) -> str:
 def page(view: View, body: str) -> str:
     """A standalone page for a submission that cannot be rendered as a notebook."""
     title = html.escape(f"{view.assignment}: {view.submission}")
+    head, tail, csp = _math(any(pages.has_math(q.title) for q in view.questions))
     return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}"><title>{title}</title>{STYLE}</head>'
-            f"<body>{body}</body></html>\n")
+            f'<meta http-equiv="Content-Security-Policy" content="{csp}"><title>{title}</title>{STYLE}{head}</head>'
+            f"<body>{body}{tail}</body></html>\n")
+
+
+def _math(wanted: bool) -> tuple[str, str, str]:
+    """(for the head, for the end of the body, the CSP) of a page with math, or without."""
+    if not wanted:
+        return "", "", CSP
+    return (pages.math_head(), pages.math_tail(MATH_SELECTOR),
+            pages.csp(script=pages.katex_script(MATH_SELECTOR)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -219,6 +237,8 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
         inner = re.sub(rf"<p>\s*{mk}\s*</p>|{mk}", _literal(fragments[key]), inner, count=1)
     inner = re.sub(r"\b(In|Out)(?:&nbsp;|\s)*\[(\d+)\]:", r"cell&nbsp;\2", inner)  # "cell 9", not "In [9]:"
     head = re.sub(r"<script\b.*?</script>", "", head, flags=re.S)
-    head = head.replace("<head>", f'<head>\n<meta http-equiv="Content-Security-Policy" content="{CSP}">', 1)
-    head = head.replace("</head>", STYLE + "</head>", 1)
-    return f"{head}<body{body_tag}{inner}</body>\n</html>\n"
+    math = any(pages.has_math(c.get("source", "")) for c in nb.cells if c.get("cell_type") == "markdown")
+    math_head, math_tail, csp = _math(math or any(pages.has_math(q.title) for q in view.questions))
+    head = head.replace("<head>", f'<head>\n<meta http-equiv="Content-Security-Policy" content="{csp}">', 1)
+    head = head.replace("</head>", STYLE + math_head + "</head>", 1)
+    return f"{head}<body{body_tag}{inner}{math_tail}</body>\n</html>\n"

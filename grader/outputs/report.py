@@ -10,7 +10,11 @@ Per assignment:
   the reason.
 
 Plots are drawn with matplotlib (the object-oriented API, no pyplot state) and embedded as
-base64 PNG, so the file can be mailed or attached anywhere. Input is scorecards: the objects of a
+base64 PNG, so the file can be mailed or attached anywhere. Like the feedback pages
+(grader.outputs.pages), the page loads nothing from elsewhere (its Content-Security-Policy says so),
+renders the math of question titles and hints with the bundled KaTeX when they have some, marks
+statuses with inline SVG in the charts' colours, and shows the marks of hints and reasons (`code`,
+*emphasis*) as HTML, made after escaping. Input is scorecards: the objects of a
 grading run, or the YAML/JSON scorecard files a run wrote (``grader report DIR``).
 """
 
@@ -35,6 +39,7 @@ from grader.errors import UsageError
 from grader.files import write_atomic
 from grader.judge import wording
 from grader.judge.scorecard import Execution, Scorecard, points_text
+from grader.outputs import pages
 from grader.vocab import CellStatus
 
 if TYPE_CHECKING:
@@ -250,7 +255,11 @@ th { background: #f3f3f3; }
 td.n { text-align: right; }
 img { max-width: 100%; }
 .muted { color: #666; }
+code { background: #eceff1; border-radius: 3px; padding: 0 3px; }
+.grader-mark { vertical-align: -0.125em; margin-right: 0.3em; }
 </style>"""
+# Where math is rendered: titles, hints and headings, never submission names or reasons (students').
+MATH_SELECTOR = ".grader-title, .grader-hint, h1, h2"
 
 
 def _img(b64: str, alt: str) -> str:
@@ -275,7 +284,7 @@ def section(name: str, rows: list[Row], title: str = "") -> str:
     rates = question_rates(rows)
     out.append("<h3>Pass rate per question</h3>")
     out.append(_img(plot_questions(rates), f"Result per question for {name}"))
-    head = "".join(f"<th>{s}</th>" for s in STATUS_ORDER)
+    head = "".join(f"<th>{pages.status_mark(s, COLOURS[s])}{s}</th>" for s in STATUS_ORDER)
     carried = Counter(q for r in rows for q in r.carried)
     body = ""
     for qid, qtitle, c in rates:
@@ -284,7 +293,7 @@ def section(name: str, rows: list[Row], title: str = "") -> str:
         rate = f"{100.0 * c.get('passed', 0) / total:.0f}%"
         if sum(c.get(s, 0) for s in BY_PERSON) == sum(c.values()):  # graded by a person: no pass rate
             rate = f"by a person: {c.get('graded', 0)} of {sum(c.values())} graded"
-        body += (f"<tr><td>{e(qid)}: {e(qtitle)}</td><td class=\"n\">{rate}</td>"
+        body += (f'<tr><td>{e(qid)}: <span class="grader-title">{e(qtitle)}</span></td><td class="n">{rate}</td>'
                  f'{cells}<td class="n">{carried.get(qid, 0)}</td></tr>')
     out.append(f"<table><tr><th>question</th><th>pass rate</th>{head}<th>carried forward</th></tr>{body}</table>")
     out.append('<p class="muted">Carried forward: right given the student\'s own mistake in an earlier question. '
@@ -298,7 +307,8 @@ def section(name: str, rows: list[Row], title: str = "") -> str:
         if top[0][1] > 1:  # some mistake is shared; otherwise the table says it all
             out.append(_img(plot_hints(top), f"Most frequent hints for {name}"))
         out.append("<table><tr><th>submissions</th><th>question</th><th>hint</th></tr>" + "".join(
-            f'<tr><td class="n">{n}</td><td>{e(qid)}</td><td>{e(msg)}</td></tr>' for (qid, msg), n in top) + "</table>")
+            f'<tr><td class="n">{n}</td><td>{e(qid)}</td><td class="grader-hint">{pages.rich_text(msg)}</td></tr>'
+            for (qid, msg), n in top) + "</table>")
     else:
         out.append('<p class="muted">No submission matched a declared mistake.</p>')
 
@@ -311,7 +321,7 @@ def section(name: str, rows: list[Row], title: str = "") -> str:
             what = r.reason or (f"cell(s) {', '.join(map(str, r.timed_out_cells))} timed out" if r.timed_out_cells
                                 else "; ".join(r.raised))
             trs += (f"<tr><td>{who}</td><td>{e(r.submission)}</td><td>{e(r.status)}</td>"
-                    f"<td class=\"n\">{points_text(r.score)}/{points_text(r.max_score)}</td><td>{e(what)}</td></tr>")
+                    f"<td class=\"n\">{points_text(r.score)}/{points_text(r.max_score)}</td><td>{pages.rich_text(what)}</td></tr>")
         out.append("<table><tr><th>student</th><th>submission</th><th>status</th><th>score</th><th>reason</th></tr>"
                    f"{trs}</table>")
     else:
@@ -332,8 +342,17 @@ def render(rows: list[Row], *, course: Course | None = None) -> str:
         if course is not None and assignment in course.assignments:
             title = course.assignments[assignment].title
         parts.append(section(assignment, group, title))
-    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(name)}: class report</title>'
-            f"{STYLE}</head><body><h1>{html.escape(name)}: class report</h1>\n" + "\n".join(parts) + "</body></html>\n")
+    texts = [name, *(t for r in rows for _, t, _ in r.questions), *(m for r in rows for _, m in r.hints)]
+    if course is not None:
+        texts += [a.title for a in course.assignments.values()]
+    head, tail, csp = "", "", pages.csp()
+    if any(pages.has_math(t) for t in texts):
+        head, tail = pages.math_head(), pages.math_tail(MATH_SELECTOR)
+        csp = pages.csp(script=pages.katex_script(MATH_SELECTOR))
+    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{csp}"><title>{html.escape(name)}: class report</title>'
+            f"{STYLE}{head}</head><body><h1>{html.escape(name)}: class report</h1>\n" + "\n".join(parts)
+            + f"{tail}</body></html>\n")
 
 
 def write_report(cards: list[Scorecard] | list[Row], path: Path, *, course: Course | None = None) -> Path:

@@ -4,13 +4,17 @@ The zip (``grader gradescope-zip NAME``) holds, at its root, ``setup.sh`` and ``
 (from grader/templates/), ``course/`` (a config.yaml reduced to this assignment, the skeleton,
 and ``grading/NAME/``: the data files and the assignment's reference bundle, so Gradescope never
 runs the solution), ``grader-src/`` (this package, installed by setup.sh) and ``constraints.txt``
-(the library versions setup.sh installs: grader.packaging.stage). No solution is
+(the library versions setup.sh installs) and ``requirements.txt`` (what grading this assignment
+installs besides the grader's light dependencies: the libraries its notebooks import, so a NumPy
+assignment never installs torch; grader.packaging.stage). No solution is
 shipped: the bundle holds the reference values (data and every variant), hint values and the
 skipped cells' sources, readable by the grader's uid only; grading from it gives the scorecards
 grading from ``solutions/`` gives.
 
 At grading time ``python -m grader.packaging.gradescope`` finds the student's notebook in
-``/autograder/submission``, grades it, and writes ``/autograder/results/results.json``. Whatever
+``ROOT/submission``, grades it, and writes ``ROOT/results/results.json``. ROOT is Gradescope's
+``/autograder`` unless ``AUTOGRADER_ROOT`` says otherwise, for both scripts and this module alike
+(``ROOT_LINE``, ``DEFAULT_ROOT``). Whatever
 happens (no notebook, a file that is not one, a broken setup) a results file is written that says
 why, in words for the student.
 """
@@ -18,6 +22,7 @@ why, in words for the student.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -30,12 +35,16 @@ import yaml
 
 from grader import PACKAGE_DIR
 from grader.course import config
+from grader.course.imports import preload_for
 from grader.course.model import Assignment, Course
 from grader.errors import GraderError, UsageError
 from grader.files import write_atomic
 from grader.outputs import gradescope
-from grader.packaging.stage import stage_constraints
+from grader.packaging.stage import stage_constraints, stage_requirements
 
+DEFAULT_ROOT = "/autograder"  # where Gradescope unpacks the zip (source/) and the submission
+ROOT_VARIABLE = "AUTOGRADER_ROOT"
+ROOT_LINE = f'ROOT="${{{ROOT_VARIABLE}:-{DEFAULT_ROOT}}}"'  # the scripts' one line for it
 SETUP = "gradescope_setup.sh"
 RUN = "gradescope_run_autograder"
 SKIP_DIRS = {"__pycache__", ".ipynb_checkpoints", "__MACOSX"}
@@ -113,7 +122,7 @@ def _sentence(exc: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m grader.packaging.gradescope")
-    ap.add_argument("--root", default="/autograder")
+    ap.add_argument("--root", default=os.environ.get(ROOT_VARIABLE, DEFAULT_ROOT))
     ap.add_argument("--config", required=True)
     ap.add_argument("--assignment", required=True)
     args = ap.parse_args(argv)
@@ -186,12 +195,13 @@ def build_zip(course: Course, assignment: Assignment, out: Path) -> Path:
         stage_grading(course, assignment, stage / "course", solution_steps=True)  # students never read it there
         stage_grader(stage / "grader-src")
         stage_constraints(stage / "constraints.txt")
+        stage_requirements(stage / "requirements.txt", assignment.name, preload_for(assignment))
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         target = out / f"{assignment.name}-gradescope.zip"
         with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
-            for name, text in (("setup.sh", template(SETUP, assignment=assignment.name)),
-                               ("run_autograder", template(RUN, assignment=assignment.name))):
+            for name, text in (("setup.sh", template(SETUP, assignment=assignment.name, root_line=ROOT_LINE)),
+                               ("run_autograder", template(RUN, assignment=assignment.name, root_line=ROOT_LINE))):
                 info = zipfile.ZipInfo(name)
                 info.external_attr = 0o100755 << 16
                 info.compress_type = zipfile.ZIP_DEFLATED
