@@ -308,7 +308,7 @@ class References:
         if assignment.name not in self._draw_templates:
             jobs = JobTemplate.of(assignment, cells, infos, assignment.solution, hints=False, skip=set())
             jobs.base = replace(jobs.base, files=tuple(f for f in jobs.base.files if f[0] != assignment.solution),
-                                stay=True)
+                                stay=True, trusted=True)
             self._draw_templates[assignment.name] = jobs
         return self._draw_templates[assignment.name]
 

@@ -165,6 +165,8 @@ class Runner:
         self.scratch: dict[str, dict[str, Any]] = {}  # a ``test`` check's own names, one namespace per test
         self.traceback_lines = int(job.get("traceback_lines", 8))
         self.lean = True  # cells through fast_cells.run_lean where it can (False: always IPython's run_cell)
+        # The trusted solution's runs (``Job.trusted``): cells as compiled code, nothing displayed.
+        self.trusted = job.get("trusted") is True
         original = shell.compile.get_code_name
 
         def code_name(raw: str, transformed: str, number: int) -> str:
@@ -206,7 +208,8 @@ class Runner:
         sys.stdout = sys.stderr = stream
         started = time.perf_counter()
         try:
-            done, error = fast_cells.run_lean(self.shell, cell["source"]) if self.lean else (False, None)
+            run = fast_cells.run_trusted if self.trusted else fast_cells.run_lean
+            done, error = run(self.shell, cell["source"]) if self.lean else (False, None)
             if not done:
                 result = self.shell.run_cell(cell["source"], store_history=False, silent=False)
                 error = result.error_before_exec or result.error_in_exec
