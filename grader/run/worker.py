@@ -90,8 +90,23 @@ def make_shell() -> Any:
         # history_manager.outputs, which only `%notebook` reads, from the history disabled above.
         # It made a print several times slower and kept all output in memory, past output_kb.
         shell._tee = lambda channel: contextlib.nullcontext()
+    shell.display_trap.hook = _binding_hook(shell.displayhook)
     shell._grader_shell = True
     return shell
+
+
+def _binding_hook(hook: Any) -> Any:
+    """The displayhook of a cell whose output nobody keeps (the grader keeps none): the value of
+    the cell's last expression is bound to ``_``, ``__``, ``___`` and ``Out`` as IPython's
+    displayhook binds it, and never formatted or written. ``display()`` still formats and writes."""
+
+    def bind(result: Any = None) -> None:
+        hook.check_for_underscore()
+        if result is not None and not hook.quiet():
+            hook.update_user_ns(result)
+            hook.fill_exec_result(result)
+
+    return bind
 
 
 @contextlib.contextmanager
