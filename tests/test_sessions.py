@@ -235,6 +235,13 @@ nxt = []
 while not nxt and time.monotonic() < deadline:  # the next run's process, forked by the zygote meanwhile
     nxt = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, zygote, os.getpid())
            and _parent(int(p)) == zygote]
+for what in ("mem", "environ"):  # the next run's process is dumpable (its own /proc/self), yet out of reach
+    try:
+        with open(f"/proc/{nxt[0] if nxt else 0}/{what}", "rb") as f:
+            f.read(1)
+        seen["next_" + what] = "read"
+    except OSError as exc:
+        seen["next_" + what] = type(exc).__name__
 for name, pid, sig in (("stop_next", nxt[0] if nxt else 0, signal.SIGSTOP), ("kill_zygote", zygote, signal.SIGKILL),
                        ("kill_all", -1, signal.SIGKILL)):
     try:
@@ -258,6 +265,8 @@ def test_runs_are_forks_of_one_zygote_that_no_run_can_reach(grader, limits, data
     assert first["next"] and second["pid"] == first["next"][0], "the next run's process was forked before its job"
     # not dumpable: its memory and environment are closed to a process of the same uid
     assert first["mem"] == first["environ"] == "PermissionError"
+    # a sibling's Landlock domain: the next run's memory and environment are closed to it too
+    assert first["next_mem"] == first["next_environ"] == "PermissionError"
     # a Landlock domain per run: no signal to the zygote or to the next run's process
     assert first["stop_next"] == first["kill_zygote"] == "PermissionError"
     assert first["kill_all"] in ("sent", "ProcessLookupError")  # itself only; the next run ran (below)
