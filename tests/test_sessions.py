@@ -28,7 +28,12 @@ seen = {
     "tmp": sorted(os.listdir("/tmp")),
     "shm": sorted(os.listdir("/dev/shm")),
     "others": sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())),
+    "parent": os.getppid(),
 }
+def _stat(pid):
+    text = open(f"/proc/{pid}/stat").read()
+    return text[text.index("(") + 1:text.rindex(")")], int(text[text.rindex(")") + 2:].split()[1])
+seen["named"] = {p: _stat(p) for p in seen["others"]}
 '''
 REPORT = "raise RuntimeError('probe ' + json.dumps(seen))"
 LITTER = '''
@@ -74,7 +79,14 @@ def test_a_run_starts_clean_after_a_run_that_littered(grader, limits, data):
     assert second["pid"] > first["pid"], "the second run is another process in the same sandbox"
     assert second["cwd"] == ["data.txt"]  # the working directory is writable again and emptied
     assert second["tmp"] == first["tmp"] and second["shm"] == first["shm"] == []
-    assert second["others"] == [], "the sleeper the first run left behind is gone"
+    assert not_the_runs(second) == [], "the sleeper the first run left behind is gone"
+
+
+def not_the_runs(seen: dict) -> list[int]:
+    """The processes a run sees besides itself and init, less the session's zygote (its parent, where
+    runs are forks of one) and the next run's process, forked by the zygote ahead of its job."""
+    zygote = seen["parent"] if seen["parent"] != 1 else None
+    return [p for p in seen["others"] if p != zygote and tuple(seen["named"][str(p)]) != ("grader-run", zygote)]
 
 
 def test_the_submission_files_survive_a_run_that_tries_to_replace_them(grader, limits, data):
@@ -114,7 +126,7 @@ def test_a_run_that_says_done_and_goes_on_does_not_hold_up_the_next(grader, limi
     with grader.executor.session() as runner:
         runner.run(job(limits, data, liar))
         after = probe(runner.run(job(limits, data, LOOK + REPORT)))
-    assert after["others"] == [], "the liar is not running beside the next run"
+    assert not_the_runs(after) == [], "the liar is not running beside the next run"
     assert after["cwd"] == ["data.txt"]
 
 
@@ -153,7 +165,7 @@ def test_a_session_given_back_is_taken_again_under_its_key_and_its_runs_still_st
             plain = probe(runner.run(job(limits, data, LOOK + REPORT)))
         assert os.path.isdir(workdir), "the given-back session stays open between its users"
     assert again["pid"] > first["pid"], "taken again: a later process of the same sandbox"
-    assert again["cwd"] == ["data.txt"] and again["tmp"] == first["tmp"] and again["others"] == []
+    assert again["cwd"] == ["data.txt"] and again["tmp"] == first["tmp"] and not_the_runs(again) == []
     assert other["pid"] == plain["pid"] == first["pid"], "another key, or none: a sandbox of its own"
     assert not os.path.exists(workdir), "closing the executor ends the sessions it kept"
     assert not os.path.exists(f"/proc/{keeper}")
@@ -200,3 +212,62 @@ def test_a_kept_process_is_replaced_after_stay_runs_in_a_row(limits, data, monke
     with ForkingExecutor(preload=("numpy",)) as executor, executor.session(reuse="draws") as runner:
         pids = [probe(runner.run(stay_job(limits, data)))["pid"] for _ in range(5)]
     assert pids[0] == pids[1] == pids[2] < pids[3] == pids[4], pids
+
+
+# -- the session's zygote: each run a fork of one pristine process, which no run can reach -----------
+
+REACH = '''
+import json, os, signal, time
+zygote = os.getppid()
+seen = {"pid": os.getpid(), "zygote": zygote}
+for what in ("mem", "environ"):
+    try:
+        with open(f"/proc/{zygote}/{what}", "rb") as f:
+            f.read(1)
+        seen[what] = "read"
+    except OSError as exc:
+        seen[what] = type(exc).__name__
+def _parent(pid):
+    text = open(f"/proc/{pid}/stat").read()
+    return int(text[text.rindex(")") + 2:].split()[1])
+deadline = time.monotonic() + 5
+nxt = []
+while not nxt and time.monotonic() < deadline:  # the next run's process, forked by the zygote meanwhile
+    nxt = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, zygote, os.getpid())
+           and _parent(int(p)) == zygote]
+for what in ("mem", "environ"):  # the next run's process is dumpable (its own /proc/self), yet out of reach
+    try:
+        with open(f"/proc/{nxt[0] if nxt else 0}/{what}", "rb") as f:
+            f.read(1)
+        seen["next_" + what] = "read"
+    except OSError as exc:
+        seen["next_" + what] = type(exc).__name__
+for name, pid, sig in (("stop_next", nxt[0] if nxt else 0, signal.SIGSTOP), ("kill_zygote", zygote, signal.SIGKILL),
+                       ("kill_all", -1, signal.SIGKILL)):
+    try:
+        os.kill(pid, sig)
+        seen[name] = "sent"
+    except OSError as exc:
+        seen[name] = type(exc).__name__
+seen["next"] = nxt
+'''
+
+
+@pytest.mark.skipif(not sandbox.zygote.possible(FEATURES),
+                    reason="runs are forks of one zygote only with Landlock scopes (ABI 6) and seccomp")
+def test_runs_are_forks_of_one_zygote_that_no_run_can_reach(grader, limits, data):
+    with grader.executor.session() as runner:
+        first = probe(runner.run(job(limits, data, REACH + REPORT)))
+        second = probe(runner.run(job(limits, data, LOOK + REPORT)))
+        third = probe(runner.run(job(limits, data, LOOK + REPORT)))
+    assert first["zygote"] != 1 and second["parent"] == third["parent"] == first["zygote"], \
+        "every run of the session is a child of the same zygote, which outlived the attempts on it"
+    assert first["next"] and second["pid"] == first["next"][0], "the next run's process was forked before its job"
+    # not dumpable: its memory and environment are closed to a process of the same uid
+    assert first["mem"] == first["environ"] == "PermissionError"
+    # a sibling's Landlock domain: the next run's memory and environment are closed to it too
+    assert first["next_mem"] == first["next_environ"] == "PermissionError"
+    # a Landlock domain per run: no signal to the zygote or to the next run's process
+    assert first["stop_next"] == first["kill_zygote"] == "PermissionError"
+    assert first["kill_all"] in ("sent", "ProcessLookupError")  # itself only; the next run ran (below)
+    assert second["cwd"] == ["data.txt"] and not_the_runs(second) == []

@@ -174,6 +174,7 @@ RUN = textwrap.dedent("""
     installed = "transform_cell" in vars(manager) and "_tee" in vars(shell)
     if sys.argv[1] == "ipython":
         del manager.transform_cell, shell._tee  # IPython's own methods again
+    job["trusted"] = sys.argv[1] == "trusted"  # the solution's runs: fast_cells.run_trusted
     out = io.BytesIO()
     runner = worker.Runner(job, out, shell)
     runner.lean = sys.argv[1] != "ipython"  # IPython's run_cell for every cell, or fast_cells.run_lean
@@ -212,9 +213,10 @@ CAPTURES = [("v", "value", "v"), ("ann", "expr", "ann['a'] + ann['return']"),
             ("here", "expr", "here == __import__('os').getcwd()"), ("precision", "expr", "repr(1 / 3)")]
 
 
-def run_notebook(mode: str, tmp_path: Path) -> tuple[dict, list[dict]]:
-    job = {"cells": [{"index": i + 1, "source": s, "skip": ""} for i, s in enumerate(CELLS)],
-           "captures": [{"id": i, "kind": k, "target": t, "point": None, "seed": None} for i, k, t in CAPTURES],
+def run_notebook(mode: str, tmp_path: Path, cells: list[str] = CELLS,
+                 captures: list[tuple[str, str, str]] = CAPTURES) -> tuple[dict, list[dict]]:
+    job = {"cells": [{"index": i + 1, "source": s, "skip": ""} for i, s in enumerate(cells)],
+           "captures": [{"id": i, "kind": k, "target": t, "point": None, "seed": None} for i, k, t in captures],
            "injections": {}, "limits": {"capture_mb": 1, "output_kb": 64}, "traceback_lines": 8}
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", RUN, mode], input=json.dumps(job).encode(), capture_output=True,
@@ -245,11 +247,13 @@ def test_runner_reports_the_same_with_and_without_the_fast_path(tmp_path):
     ends = {f["pos"]: f for f in fast if f["ev"] == "cell" and f["phase"] == "end"}
     assert [ends[i]["status"] for i in range(len(CELLS))] == (
         ["ok"] * 8 + ["error"] * 3 + ["ok"] * 2 + ["error"] * 2 + ["ok"] * 6)
-    assert ends[0]["output_bytes"] == len("Out[0]: 42\n")
-    assert ends[2]["output_bytes"] == len("Out[0]: 0.333\n")
+    # No output is kept: a last expression's value is bound to `_` and Out (cell 2 reads it, the
+    # capture `y` below) but never formatted, so it counts for nothing; display() still writes.
+    assert ends[0]["output_bytes"] == 0
+    assert ends[2]["output_bytes"] == 0
     assert ends[3]["output_bytes"] == 0  # %%capture kept it
     assert ends[5]["output_bytes"] == len("3\n")
-    assert ends[6]["output_bytes"] == len("Out[0]: 3\n")
+    assert ends[6]["output_bytes"] == 0
     assert (ends[8]["ename"], ends[8]["evalue"]) == ("ZeroDivisionError", "division by zero")
     assert (ends[9]["ename"], ends[9]["evalue"]) == (
         "IndentationError", "unindent does not match any outer indentation level (<tokenize>, line 3)")
@@ -263,3 +267,39 @@ def test_runner_reports_the_same_with_and_without_the_fast_path(tmp_path):
     assert captured == {"v": 4, "ann": "UndefinedNone", "ann2": "Undefined2",
                         "y": 43, "m": 3, "s": "why?", "hidden": "hidden\n", "here": True,
                         "precision": "0.3333333333333333"}  # %precision changes the display only
+
+
+# The trusted solution's cells (``Job.trusted``): compiled code, output discarded, ``_`` still bound
+
+TRUSTED_CELLS = [
+    "import numpy as np\nX = np.arange(6.0).reshape(2, 3)\nX",       # compiled; X bound to `_`, not shown
+    "S = X @ X.T\nprint('S:', S)\nS.sum()",                          # print formats nothing
+    "def f(v):\n    return v / 0\nr = f(1)",                          # an error inside a function
+    "import io\nbuf = io.StringIO()\nprint('kept', file=buf)",       # print to a file still writes
+    "u = _ * 2",                                                     # reads `_`: through run_lean
+    "%precision 2",                                                  # IPython syntax: through run_lean
+    "t = 1\nt;",                                                     # a trailing semicolon
+]
+TRUSTED_CAPTURES = [("S", "value", "S"), ("buf", "expr", "buf.getvalue()"), ("u", "value", "u"),
+                    ("out", "expr", "sorted(Out.items())"), ("under", "expr", "_"), ("t", "value", "t")]
+
+
+def test_trusted_runs_report_what_the_lean_runner_reports_but_output(tmp_path):
+    """The captures, statuses, errors and tracebacks of a trusted run are the lean runner's; only
+    the sizes of output differ (nothing printed to the screen or displayed is formatted)."""
+    everything = [c for c in CELLS if "await" not in c]  # every IPython feature run_lean covers
+    _, first = run_notebook("trusted", tmp_path, TRUSTED_CELLS, TRUSTED_CAPTURES)
+    for cells, captures in ((TRUSTED_CELLS, TRUSTED_CAPTURES), (everything, CAPTURES)):
+        _, trusted = run_notebook("trusted", tmp_path, cells, captures) if cells is not TRUSTED_CELLS else (
+            None, [dict(f) for f in first])
+        _, lean = run_notebook("fast", tmp_path, cells, captures)
+        for f in trusted + lean:
+            f.pop("output_bytes", None)
+        assert trusted == lean
+    trusted = first
+    ends = {f["pos"]: f for f in trusted if f["ev"] == "cell" and f["phase"] == "end"}
+    assert [ends[0]["output_bytes"], ends[1]["output_bytes"], ends[3]["output_bytes"]] == [0, 0, 0]
+    assert ends[2]["ename"] == "ZeroDivisionError" and ends[2]["traceback"][-1] == "cell 3, line 2: return v / 0"
+    captured = {f["id"]: capture.decode(f["value"]).data for f in trusted if f["ev"] == "capture"}
+    assert captured["buf"] == "kept\n" and captured["under"] == captured["t"] == 1
+    assert captured["u"] == 2 * captured["S"].sum()  # `_` was S.sum(): bound though never shown

@@ -21,7 +21,7 @@ from grader.errors import NotebookError, OverBudget, SolutionError
 from grader.files import printable, sha256_file
 from grader.judge import carry, manual, wording
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
-from grader.judge.jobs import answer_cells, build_carry_job, build_job
+from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job
 from grader.judge.reference import Reference, References, VariantSet
 from grader.judge.scorecard import CellError, Execution, Scorecard
 from grader.judge.variants import Variant
@@ -92,8 +92,9 @@ class Grader:
         cpu.check("reading and analysing the notebook")
         if assignment.name not in self._skip:
             self._skip[assignment.name] = self.references.skip_sources(assignment)
-        job = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
-                        traceback_lines=self.course.scorecard.traceback_lines)
+        jobs = JobTemplate.of(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
+                              traceback_lines=self.course.scorecard.traceback_lines)  # its run's and its variants'
+        job = jobs.job()
         with self.executor.session() as runner:  # one sandbox for the run and its variants
             run = runner.run(job)
             cpu.check("reading the values its run sent")
@@ -114,9 +115,7 @@ class Grader:
                 runs = []
                 budget = Budget(assignment.limits, run.duration)
                 for variant, vref, changed in zip(vset.variants, vset.captures, vset.changed, strict=True):
-                    vjob = build_job(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
-                                     traceback_lines=self.course.scorecard.traceback_lines, variant=variant)
-                    vjob = replace(vjob, last=variant is vset.variants[-1])  # its sandbox prepares no further run
+                    vjob = replace(jobs.job(variant), last=variant is vset.variants[-1])  # its sandbox prepares no further run
                     if budget.left() <= 0:
                         vrun = RunResult(status=RunStatus.TIMEOUT, reason=budget.reason())
                     else:
@@ -166,9 +165,9 @@ class Grader:
         # student's values come in as plain data, and no student code runs there.
         with self.executor.session(reuse=("solution", assignment.name)) as runner:
             carried = runner.run(replace(build_carry_job(assignment, cells, infos, ctx.student, skip=skip),
-                                         stay=True)).captures
+                                         stay=True, trusted=True)).captures
             runs = tuple(replace(v, carried=runner.run(replace(build_carry_job(
-                assignment, cells, infos, v.student, skip=skip, variant=by_number[v.number]), stay=True)).captures)
+                assignment, cells, infos, v.student, skip=skip, variant=by_number[v.number]), stay=True, trusted=True)).captures)
                 for v in ctx.variants)
         return replace(ctx, carried=carried, variants=runs)
 

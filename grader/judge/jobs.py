@@ -64,24 +64,49 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
 def build_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo],
               submission: Path, *, hints: bool, skip: set[str], traceback_lines: int = 8,
               variant: variants.Variant | None = None) -> Job:
-    job_cells = []
-    for cell, info in zip(cells, infos, strict=True):
-        why = SkipReason.TAGGED if cell.skipped or (skip and cell.source.strip() in skip) else SkipReason.RUN
-        source = notebook.fill_blanks(cell.source) if info.blanks else cell.source
-        source = notebook.without_tool_lines(source)
-        job_cells.append(JobCell(index=cell.index, source=source, skip=why))
-    files = tuple((assignment.solution_dir / rel, rel) for rel in assignment.data)
-    files += ((submission, submission.name),)
-    injections: tuple[Injection, ...] = ()
-    if variant is not None:
-        defined = notebook.input_definitions(infos, variant.names, assignment.given)
-        job_cells = [replace(jc, source=variants.with_injections(
-                         jc.source, variant.names, {n: {k for p, k in defined[n] if p == pos} for n in variant.names}))
-                     for pos, jc in enumerate(job_cells)]
-        injections = tuple(Injection(name=name, value=variant.values[name]) for name in variant.names)
-    return Job(cells=tuple(job_cells), captures=plan(assignment, infos, hints=hints), limits=assignment.limits,
-               files=files, traceback_lines=traceback_lines, injections=injections,
-               preload=preload_for(assignment))
+    return JobTemplate.of(assignment, cells, infos, submission, hints=hints, skip=skip,
+                          traceback_lines=traceback_lines).job(variant)
+
+
+class JobTemplate:
+    """What every job of one notebook shares, worked out once: its cells as they run, the captures
+    at this notebook's points, the files. A submission's own run and each of its variants are
+    jobs of one template; the solution's draws for every submission's own variants are jobs of one
+    template per assignment (``References``). A variant's job differs only in its injection calls
+    (the same for every variant of the same inputs, so kept per set of names) and their values."""
+
+    def __init__(self, assignment: Assignment, infos: list[notebook.CellInfo], base: Job) -> None:
+        self.given, self.infos, self.base = assignment.given, infos, base
+        self._cells: dict[tuple[str, ...], tuple[JobCell, ...]] = {}  # names -> the cells with their injections
+
+    @classmethod
+    def of(cls, assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo],
+           submission: Path, *, hints: bool, skip: set[str], traceback_lines: int = 8) -> JobTemplate:
+        job_cells = []
+        for cell, info in zip(cells, infos, strict=True):
+            why = SkipReason.TAGGED if cell.skipped or (skip and cell.source.strip() in skip) else SkipReason.RUN
+            source = notebook.fill_blanks(cell.source) if info.blanks else cell.source
+            source = notebook.without_tool_lines(source)
+            job_cells.append(JobCell(index=cell.index, source=source, skip=why))
+        files = tuple((assignment.solution_dir / rel, rel) for rel in assignment.data)
+        files += ((submission, submission.name),)
+        base = Job(cells=tuple(job_cells), captures=plan(assignment, infos, hints=hints), limits=assignment.limits,
+                   files=files, traceback_lines=traceback_lines, preload=preload_for(assignment))
+        return cls(assignment, infos, base)
+
+    def job(self, variant: variants.Variant | None = None) -> Job:
+        """The notebook's job on its own data, or with ``variant``'s given inputs swapped in."""
+        if variant is None:
+            return self.base
+        names = variant.names
+        if names not in self._cells:
+            defined = notebook.input_definitions(self.infos, names, self.given)
+            self._cells[names] = tuple(
+                replace(jc, source=variants.with_injections(
+                    jc.source, names, {n: {k for p, k in defined[n] if p == pos} for n in names}))
+                for pos, jc in enumerate(self.base.cells))
+        injections = tuple(Injection(name=name, value=variant.values[name]) for name in names)
+        return replace(self.base, cells=self._cells[names], injections=injections)
 
 
 def run_notebook(assignment: Assignment, path: Path, executor: Executor | Session, *, hints: bool = False,

@@ -35,7 +35,7 @@ from grader.errors import NotebookError, ProtocolError, SolutionError
 from grader.files import write_atomic
 from grader.judge import variants, wording
 from grader.judge.checks import changed_answers
-from grader.judge.jobs import answer_cells, build_job, run_notebook, skip_sources
+from grader.judge.jobs import JobTemplate, answer_cells, run_notebook, skip_sources
 from grader.run.execute import Executor, Session
 from grader.run.job import Captured, RunError
 from grader.vocab import RunStatus
@@ -91,6 +91,7 @@ class References:
         self._own: OrderedDict[tuple[str, int], VariantSet] = OrderedDict()
         self._own_lock = threading.Lock()  # grading threads draw for their submissions at once
         self._steps: dict[str, tuple[list[notebook.Cell], list[notebook.CellInfo]]] = {}
+        self._draw_templates: dict[str, JobTemplate] = {}  # the solution's jobs for draws, per assignment
         self.secret: bytes | None = None  # the variant secret (``variant_secret``), once read or given
 
     def key(self, assignment: Assignment) -> str:
@@ -300,6 +301,17 @@ class References:
             self._steps[assignment.name] = (cells, notebook.analyse(cells))
         return self._steps[assignment.name]
 
+    def _draw_jobs(self, assignment: Assignment, cells: list[notebook.Cell],
+                   infos: list[notebook.CellInfo]) -> JobTemplate:
+        """The solution's job for a draw, once per assignment: its data files only (no notebook file
+        needed), its process kept for the next run (``Job.stay``)."""
+        if assignment.name not in self._draw_templates:
+            jobs = JobTemplate.of(assignment, cells, infos, assignment.solution, hints=False, skip=set())
+            jobs.base = replace(jobs.base, files=tuple(f for f in jobs.base.files if f[0] != assignment.solution),
+                                stay=True, trusted=True)
+            self._draw_templates[assignment.name] = jobs
+        return self._draw_templates[assignment.name]
+
     def _draw(self, assignment: Assignment, ref: Reference, seed: int, cells: list[notebook.Cell],
               infos: list[notebook.CellInfo]) -> VariantSet:
         out = VariantSet([], [], [], own=True)
@@ -311,10 +323,7 @@ class References:
             for slot, course_variant in enumerate(ref.variants):
                 for attempt in range(ATTEMPTS):
                     variant = variants.make_variants(assignment, given, seed=variants.attempt_seed(seed, attempt))[slot]
-                    job = build_job(assignment, cells, infos, assignment.solution, hints=False, skip=set(),
-                                    variant=variant)
-                    run = session.run(replace(job, files=tuple(f for f in job.files if f[0] != assignment.solution),
-                                              stay=True))
+                    run = session.run(self._draw_jobs(assignment, cells, infos).job(variant))
                     if run.status != RunStatus.OK or run.errors:
                         continue  # a draw the solution itself cannot run: another
                     changed = changed_answers(ref.captures, run.captures)

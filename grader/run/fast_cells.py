@@ -117,6 +117,105 @@ def run_lean(shell: Any, source: str) -> tuple[bool, BaseException | None]:
     return True, outcome.error_in_exec
 
 
+# -- the trusted solution's runs: compiled code, nothing displayed ---------------------------------
+
+# Names a cell reads that only IPython's machinery gives meaning to: such a cell goes through run_lean.
+_IPYTHON_NAMES = frozenset({"get_ipython", "display", "exit", "quit", "In", "Out", "_ih", "_oh", "_dh",
+                            "_", "__", "___", "_i", "_ii", "_iii"})
+_PLANS: dict[tuple[str, str], tuple[Any, Any] | None] = {}  # (cell text, file name) -> compiled cell, or None
+_MAX_PLANS = 512
+_PRINT = print  # the real one, while a trusted cell runs with ``_quiet_print`` in its place
+
+
+def run_trusted(shell: Any, source: str) -> tuple[bool, BaseException | None]:
+    """Run a cell of the trusted solution (``Job.trusted``) as compiled code: what ``run_lean``
+    does, less what only shows output. Its statements run as one compiled module (cached by its
+    text, so the solution's next run in the same process compiles nothing); ``print`` to the
+    screen formats nothing (the output is discarded); the value of a last expression is bound to
+    ``_``, ``__``, ``___`` and ``Out`` as the displayhook binds it, but never formatted. A cell
+    that needs more than that (IPython's syntax or names, ``await``, a ``__future__`` import, a
+    shell with AST transformers or cell callbacks, a cell that does not compile) goes through
+    ``run_lean`` instead, before anything has run. Returns as ``run_lean``."""
+    events = shell.events.callbacks
+    if (shell.ast_transformers or shell.trio_runner or shell.ast_node_interactivity != "last_expr"
+            or events.get("pre_run_cell") or events.get("post_run_cell") or not source or source.isspace()):
+        return run_lean(shell, source)
+    try:
+        cell = shell.transform_cell(source)
+    except Exception:  # noqa: BLE001 - IPython reports the transform's error its own way
+        return run_lean(shell, source)
+    compiler = shell.compile
+    name = compiler.cache(cell, shell.execution_count, raw_code=source)  # its lines, for tracebacks
+    key = (cell, name)
+    if key not in _PLANS:
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = _compiled(cell, name, compiler.flags)
+    plan = _PLANS[key]
+    if plan is None:
+        return run_lean(shell, source)
+    body, last = plan
+    import builtins
+
+    hook = shell.displayhook
+    ns, global_ns = shell.user_ns, shell.user_global_ns
+    error: BaseException | None = None
+    printing = builtins.print
+    builtins.print = _quiet_print
+    try:
+        shell.events.trigger("pre_execute")
+        try:
+            if body is not None:
+                exec(body, global_ns, ns)  # noqa: S102 - the instructor's own cell, in the sandbox
+            if last is not None:
+                value = eval(last, global_ns, ns)  # noqa: S307 - the same
+                hook.check_for_underscore()
+                if value is not None and not hook.quiet():
+                    hook.update_user_ns(value)  # `_` and Out, as the displayhook binds them; not formatted
+        except BaseException as exc:  # noqa: BLE001 - the cell's error, as run_code records it
+            error = exc
+        shell.last_execution_succeeded = error is None
+    finally:
+        builtins.print = printing
+        shell.events.trigger("post_execute")
+    return True, error
+
+
+def _compiled(cell: str, name: str, flags: int) -> tuple[Any, Any] | None:
+    """(the cell's statements but a last expression, compiled; that expression, compiled), or None
+    when the cell needs IPython (see ``run_trusted``)."""
+    import ast
+
+    if _ASYNC_WORDS.search(cell) or "__future__" in cell:
+        return None
+    try:
+        tree = ast.parse(cell, filename=name)
+    except (OverflowError, SyntaxError, ValueError, TypeError, MemoryError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and (node.id in _IPYTHON_NAMES or re.fullmatch(r"_i?\d+", node.id)):
+            return None
+    body = tree.body
+    last = body.pop() if body and isinstance(body[-1], ast.Expr) else None
+    assert last is None or isinstance(last, ast.Expr)
+    try:
+        code = compile(ast.Module(body, []), name, "exec", flags=flags, dont_inherit=True) if body else None
+        expr = (compile(ast.Expression(last.value), name, "eval", flags=flags, dont_inherit=True)
+                if last is not None else None)
+    except (OverflowError, SyntaxError, ValueError, TypeError, MemoryError):
+        return None
+    return code, expr
+
+
+def _quiet_print(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None,
+                 flush: bool = False) -> None:
+    """``print`` that formats nothing for the screen (whose output a trusted run discards) and
+    writes to any other file as ``print`` does."""
+    if file is None or file is sys.stdout or file is sys.stderr:
+        return
+    _PRINT(*args, sep=sep, end=end, file=file, flush=flush)
+
+
 _IPYTHON_SYNTAX = re.compile(r"\?|!(?!=)|=[\s\\]*%|^\s*[!?%,;/]", re.M)
 _OTHER_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _LEX = re.compile(r"""('''|\"\"\"|'|")|\#[^\n]*|([(\[{])|([)\]}])|(\\\n?)|(\n)""")

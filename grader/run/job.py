@@ -79,6 +79,10 @@ class Job:
     # it was before this one). For the trusted solution's runs only: a session opened for a
     # student's runs never keeps a process (``forking.session.Session``).
     stay: bool = False
+    # The instructor's solution fed data (its draws, its carry-forward runs): its cells may run as
+    # compiled code with their output discarded (``fast_cells.run_trusted``). Sent only in a session
+    # kept for the solution (``forking.session.Session``); a student's run is never trusted.
+    trusted: bool = False
 
     def to_wire(self, workdir: str, sandbox: dict[str, bool] | None = None) -> JobWire:
         return {
@@ -94,6 +98,7 @@ class Job:
             "sandbox": sandbox,
             "last": self.last,
             "stay": self.stay,
+            "trusted": self.trusted,
         }
 
 
@@ -172,6 +177,7 @@ class JobWire(TypedDict):
     sandbox: dict[str, bool] | None  # ``sandbox.Features.to_wire()``: the protections to apply; None: probe
     last: NotRequired[bool]  # the session's last run (``Job.last``)
     stay: NotRequired[bool]  # the run's process takes the session's next run (``Job.stay``)
+    trusted: NotRequired[bool]  # the solution's run: compiled cells, output discarded (``Job.trusted``)
 
 
 class SessionSetup(TypedDict):

@@ -90,8 +90,23 @@ def make_shell() -> Any:
         # history_manager.outputs, which only `%notebook` reads, from the history disabled above.
         # It made a print several times slower and kept all output in memory, past output_kb.
         shell._tee = lambda channel: contextlib.nullcontext()
+    shell.display_trap.hook = _binding_hook(shell.displayhook)
     shell._grader_shell = True
     return shell
+
+
+def _binding_hook(hook: Any) -> Any:
+    """The displayhook of a cell whose output nobody keeps (the grader keeps none): the value of
+    the cell's last expression is bound to ``_``, ``__``, ``___`` and ``Out`` as IPython's
+    displayhook binds it, and never formatted or written. ``display()`` still formats and writes."""
+
+    def bind(result: Any = None) -> None:
+        hook.check_for_underscore()
+        if result is not None and not hook.quiet():
+            hook.update_user_ns(result)
+            hook.fill_exec_result(result)
+
+    return bind
 
 
 @contextlib.contextmanager
@@ -165,6 +180,8 @@ class Runner:
         self.scratch: dict[str, dict[str, Any]] = {}  # a ``test`` check's own names, one namespace per test
         self.traceback_lines = int(job.get("traceback_lines", 8))
         self.lean = True  # cells through fast_cells.run_lean where it can (False: always IPython's run_cell)
+        # The trusted solution's runs (``Job.trusted``): cells as compiled code, nothing displayed.
+        self.trusted = job.get("trusted") is True
         original = shell.compile.get_code_name
 
         def code_name(raw: str, transformed: str, number: int) -> str:
@@ -206,7 +223,8 @@ class Runner:
         sys.stdout = sys.stderr = stream
         started = time.perf_counter()
         try:
-            done, error = fast_cells.run_lean(self.shell, cell["source"]) if self.lean else (False, None)
+            run = fast_cells.run_trusted if self.trusted else fast_cells.run_lean
+            done, error = run(self.shell, cell["source"]) if self.lean else (False, None)
             if not done:
                 result = self.shell.run_cell(cell["source"], store_history=False, silent=False)
                 error = result.error_before_exec or result.error_in_exec

@@ -216,7 +216,8 @@ class Session:
         # Only a session kept for the trusted solution's runs keeps a run's process for the next
         # run, and not for more than STAY_RUNS in a row: its CPU-time limit counts them all.
         stay = self.reuse is not None and bool(wire.get("stay")) and (self.stayed + 1) % STAY_RUNS != 0
-        run: JobWire = {**wire, "workdir": self.workdir, "stay": stay}
+        run: JobWire = {**wire, "workdir": self.workdir, "stay": stay,
+                        "trusted": self.reuse is not None and wire.get("trusted") is True}
         if self.child is None:
             self._open(run)
         child, control = self.child, self.control

@@ -18,7 +18,7 @@ import tempfile
 from typing import TYPE_CHECKING
 
 from grader.errors import SandboxError, SessionSetupError
-from grader.run.sandbox import cgroup
+from grader.run.sandbox import cgroup, zygote
 from grader.run.sandbox.disk import Watch
 from grader.run.sandbox.disk import watched as disk_watched
 from grader.run.sandbox.harden import harden
@@ -121,6 +121,8 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
     directory to build the view on; ``limits``: None, they come with the session's setup) the
     run's job, event fd and, if its process stays for the next run, the control socket; else None."""
     control: int | None = None  # a session's control socket, once the grader has handed it over
+    ends: int | None = None  # the zygote's pipe to init (``zygote``), in a session's zygote
+    use_zygote = ahead is not None and zygote.possible(plan)
     _own_session()
     keeper = os.getpid()
     uid = job_uid(keeper) if plan.drop_user else None
@@ -165,7 +167,9 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
             finish_view(ahead[1], workdir, int(limits.get("disk_mb", 256)), owner, group=group)
         except (OSError, SandboxError, KeyError, TypeError, ValueError) as exc:
             raise SessionSetupError(f"the working directory cannot be set up: {exc}", control) from None
-        serve_runs(control, workdir)
+        ends = zygote.start(control, workdir) if use_zygote else None  # in the zygote, its pipe to init
+        if ends is None:
+            serve_runs(control, workdir)  # in a run's process, forked by init
         channel = control  # until its job comes (await_run, below)
         if plan.ipc_ns:
             unshare(CLONE_NEWIPC)  # no System V object of an earlier run either
@@ -180,7 +184,10 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
     elif uid is not None:
         _chown_tree(workdir, uid)
     assert limits is not None  # the job's, or the session's from its setup (above)
-    close_fds(channel)
+    if ends is not None and channel is not None:
+        zygote.keep_fds(channel, ends)
+    else:
+        close_fds(channel)
     _quiet_stdio()
     os.environ.clear()
     os.environ.update(environment(workdir))
@@ -196,7 +203,7 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
     new_session_keyring()  # not the grader's session keyring: its keys are not the student's to use
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     if uid is not None or plan.user_ns:
-        nproc = int(limits["processes"]) + (0 if uid is not None else 1 + plan.pid_ns)
+        nproc = int(limits["processes"]) + (0 if uid is not None else 1 + plan.pid_ns) + (2 if ends is not None else 0)
     elif not plan.root:
         # The user's other processes and threads count too, zombies included; where runs take turns
         # (host.turn) no other student's are among them.
@@ -207,6 +214,8 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
     os.chdir(workdir)
     # the layers that need no privilege: capabilities, seccomp, Landlock
     harden(plan, workdir, memfd=bool(limits.get("memfd", False)))
+    if control is not None and ends is not None:  # a session's zygote: each run a fork of it
+        return plan.active(), zygote.serve(control, ends)
     if control is not None:  # a session's run, ready: now wait for its job
         return plan.active(), await_run(control)
     return plan.active(), None

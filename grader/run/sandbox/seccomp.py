@@ -76,6 +76,7 @@ DENIED = (
     "add_key", "request_key", "keyctl",
     "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl",
     "shmget", "shmat", "shmdt", "shmctl",
+    "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
     "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
     "fsmount", "fsconfig", "fspick", "mount_setattr",
     "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
