@@ -283,7 +283,8 @@ MISTAKES = [
         feedback={
             "token_ids": ["`token_ids` is correct given your `tokens`; the mistake is upstream, in *A tiny "
                           "BERT-uncased tokenizer*: this step keeps its points (error carried forward)."],
-            "embeddings": ["`embeddings` is correct given your `token_ids` and `tokens`; the mistake is upstream, "
+            # Computed from token_ids alone: the tokenizer's methods take `tokens` as a parameter of their own.
+            "embeddings": ["`embeddings` is correct given your `token_ids`; the mistake is upstream, "
                            "in *A tiny BERT-uncased tokenizer*: this step keeps its points (error carried forward)."]},
         id="tokens-not-lower-cased"),
     mistake(

@@ -17,6 +17,7 @@ from grader.course.model import Assignment
 from grader.errors import NotebookError
 from grader.judge import carry, testcheck, variants
 from grader.names import hint_id
+from grader.notebook.inject import inject_after
 from grader.run.execute import Executor, Session
 from grader.run.job import Captured, CaptureSpec, Injection, Job, JobCell, RunResult
 from grader.vocab import CaptureKind, SkipReason
@@ -97,25 +98,6 @@ def run_notebook(assignment: Assignment, path: Path, executor: Executor | Sessio
     return executor.run(job), infos
 
 
-def _after_statements(source: str, calls: dict[int, list[str]]) -> str:
-    """The cell with ``__grader_inject__(key)`` appended to the last line of each numbered
-    statement, as variants put their inputs in, so line numbers stay as they are."""
-    parsed = notebook.parse_cell(source)
-    if parsed.syntax_error is not None:
-        return source
-    lines = source.splitlines(keepends=True)
-    edits: dict[tuple[int, int], list[str]] = {}
-    for i, keys in calls.items():
-        stmt = parsed.statements[i]
-        if stmt.end_lineno is not None and stmt.end_col_offset is not None:
-            edits.setdefault((stmt.end_lineno, stmt.end_col_offset), []).extend(keys)
-    for (lineno, col), keys in sorted(edits.items(), reverse=True):  # right to left keeps columns valid
-        line = lines[lineno - 1]
-        at = len(line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))  # ast columns count bytes
-        lines[lineno - 1] = line[:at] + "".join(f"; {variants.INJECT_CALL}({k!r})" for k in keys) + line[at:]
-    return "".join(lines)
-
-
 def build_carry_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo],
                     student: dict[str, Captured], *, skip: set[str], variant: variants.Variant | None = None) -> Job:
     """The solution's run with the student's values of its steps in place of its own (``carry``).
@@ -137,7 +119,7 @@ def build_carry_job(assignment: Assignment, cells: list[notebook.Cell], infos: l
         injections.append(Injection(name=check.id, value=capture.to_wire(got.value), target=check.variable))
         carried.add(check.id)
     job = build_job(assignment, cells, infos, assignment.solution, hints=True, skip=skip)
-    job_cells = [replace(jc, source=_after_statements(jc.source, by_cell[pos])) if pos in by_cell else jc
+    job_cells = [replace(jc, source=inject_after(jc.source, by_cell[pos])) if pos in by_cell else jc
                  for pos, jc in enumerate(job.cells)]
     if variant is not None:  # the variant's inputs go in first, where the solution defines them
         job_cells = [replace(jc, source=variants.with_injections(jc.source, variant.names)) for jc in job_cells]

@@ -1,0 +1,226 @@
+"""Error carried forward on freely written code (issue 29): the student's value of a step goes in
+right after the statement that computes it whatever its shape (a loop, an ``if``, a ``with``, a
+``try``, a function that assigns it), each step's inputs are the bindings it really read (a name
+checked twice), and the root of a knock-on value is found on the run where the difference shows.
+
+The graded notebooks are written as students write them (one big cell, helper functions, loops),
+not only the skeleton filled in; each is graded once per module and shared by its tests.
+"""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from conftest import question
+
+from grader import notebook
+from grader.course.model import Assignment
+from grader.names import INJECT
+from grader.notebook.inject import inject_after
+from grader.testing import write
+
+# --------------------------------------------------------------------------------------------
+# Where the student's value goes in: right after the whole statement, once
+
+
+SHAPES = {
+    "for": ("acc = 0\nfor i in range(3):\n    acc += i\nprint(acc)", 1, 3),
+    "for ending the cell": ("acc = 0\nfor i in range(3):\n    acc += i", 1, 3),
+    "while": ("acc = 0\nwhile acc < 5:\n    acc += 2\n\nshown = acc", 1, 6),
+    "if/else": ("if flag:\n    acc = 1\nelse:\n    acc = 2\n# done\nacc2 = acc", 0, 2),
+    "with": ("import contextlib\nwith contextlib.nullcontext():\n    acc = 7\nfor j in range(2):\n    pass", 1, 7),
+    "try/except": ("try:\n    acc = 1 / 0\nexcept ZeroDivisionError:\n    acc = 9\nelse:\n    acc = 10\nacc2 = acc", 0, 9),
+    "nested loops": ("acc = 0\nfor i in range(2):\n    for j in range(2):\n        acc += 1\nacc2 = acc", 1, 4),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+def test_the_value_goes_in_once_after_the_whole_block(name):
+    source, statement, final = SHAPES[name]
+    seen: list[int] = []
+    ns = {"flag": False, INJECT: lambda key: (seen.append(ns["acc"]), ns.__setitem__("acc", 100))}
+    rewritten = inject_after(source, {statement: ["acc"]})
+    exec(compile(rewritten, "<cell>", "exec"), ns)  # noqa: S102 - the test's own code
+    assert seen == [final], rewritten  # once, with the block's final value (the solution's, kept)
+    assert ns["acc"] == 100  # and what follows reads the value put in
+    if "acc2" in ns:
+        assert ns["acc2"] == 100
+
+
+def test_a_value_put_in_after_a_block_keeps_the_cell_s_line_numbers_where_it_can():
+    # A blank or comment line after the block takes the call; else the next simple statement's line.
+    for source, statement in (SHAPES["while"][:2], SHAPES["if/else"][:2], SHAPES["for"][:2]):
+        assert len(inject_after(source, {statement: ["acc"]}).splitlines()) == len(source.splitlines())
+    assert inject_after("for i in r:\n    x = i\nprint(x)", {0: ["x"]}) == \
+        f"for i in r:\n    x = i\n{INJECT}('x'); print(x)"
+    assert inject_after("x = 1; y = 2", {0: ["x"]}) == f"x = 1; {INJECT}('x'); y = 2"
+
+
+def test_a_function_that_assigns_a_notebook_name_binds_it_where_it_is_called():
+    cells = [notebook.Cell(1, "def compute():\n    global S\n    S = X @ X.T\n"),
+             notebook.Cell(2, "compute()\nS_scaled = S / 2")]
+    infos = notebook.analyse(cells)
+    assert infos[1].statements[0][0] == {"S"}  # the call binds S
+    assert infos[0].statements[0][1] == {"X"}  # the body reads X, not its own locals
+    local = notebook.analyse([notebook.Cell(1, "def f(keys):\n    values = keys * 2\n    return values + W")])
+    assert local[0].statements[0][1] == {"W"}  # a parameter or local variable is no notebook name
+
+
+# --------------------------------------------------------------------------------------------
+# Graded notebooks, written freely
+
+
+SCRATCH_FREE = '''import torch
+import torch.nn as nn
+
+inputs = torch.tensor(
+    [[0.43, 0.15, 0.89],
+     [0.55, 0.87, 0.66],
+     [0.57, 0.85, 0.64],
+     [0.22, 0.58, 0.33],
+     [0.77, 0.25, 0.10],
+     [0.05, 0.80, 0.55]])
+
+
+def dot_scores(q, xs):
+    out = torch.empty(len(xs))
+    for i in range(len(xs)):
+        out[i] = (q * xs[i]).sum()
+    return out
+
+
+query = inputs[1]
+attn_scores_2 = dot_scores(query, inputs)
+nor_attn_2 = {nor_attn_2}
+context_vec_2 = {context_start}
+for w, x in zip(nor_attn_2, inputs):
+    context_vec_2 = context_vec_2 + w * x
+
+attn_scores = torch.stack([dot_scores(q, inputs) for q in inputs])
+nor_attn = attn_scores.softmax(dim=1)
+context_vector = nor_attn @ inputs
+
+d_in, d_out = 3, 2
+x_2 = inputs[1]
+torch.manual_seed(123)
+W_query = nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)
+W_key = nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)
+W_value = nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)
+query_2, key_2, value_2 = [x_2 @ W for W in (W_query, W_key, W_value)]
+keys, values = inputs @ W_key, inputs @ W_value
+attn_scores_2 = query_2 @ keys.T
+d_k = keys.shape[-1]
+attn_weights_2 = torch.softmax(attn_scores_2 / d_k ** 0.5, dim=-1)
+context_vector_2 = attn_weights_2 @ values
+
+
+class SelfAttention_v1(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+
+    def forward(self, x):
+        keys = x @ self.W_key
+        w = torch.softmax(x @ self.W_query @ keys.T / keys.shape[1] ** 0.5, dim=-1)
+        return w @ (x @ self.W_value)
+
+
+torch.manual_seed(123)
+model = SelfAttention_v1(d_in, d_out)
+
+context_length = inputs.shape[0]
+queries = inputs @ W_query
+scores = queries @ keys.T
+mask = torch.ones(context_length, context_length, dtype=torch.bool).triu(1)
+masked_scores = scores.masked_fill(mask, float("-inf"))
+causal_weights = torch.softmax(masked_scores / d_k ** 0.5, dim=-1)
+causal_context = causal_weights @ values
+
+torch.manual_seed(123)
+dropout = nn.Dropout(0.5)
+dropped_weights = dropout(causal_weights)
+
+
+class CausalAttention(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.ones(context_length, context_length, dtype=torch.bool).triu(1))
+
+    def forward(self, x):
+        n = x.shape[1]
+        k, q, v = self.W_key(x), self.W_query(x), self.W_value(x)
+        s = (q @ k.transpose(1, 2)).masked_fill(self.mask[:n, :n], -torch.inf)
+        return self.dropout(torch.softmax(s / k.shape[-1] ** 0.5, dim=-1)) @ v
+
+
+batch = torch.stack((inputs, inputs))
+torch.manual_seed(123)
+ca = CausalAttention(d_in, d_out, batch.shape[1], 0.0)
+context_vecs = ca(batch)
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.heads = nn.ModuleList([CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
+                                    for _ in range(num_heads)])
+
+    def forward(self, x):
+        return torch.cat([h(x) for h in self.heads], dim=-1)
+
+
+torch.manual_seed(123)
+mha = MultiHeadAttentionWrapper(d_in, d_out, batch.shape[1], 0.0, num_heads=2)
+context_vecs_mha = mha(batch)
+'''
+
+RIGHT = {"nor_attn_2": "attn_scores_2 / attn_scores_2.sum()", "context_start": "torch.zeros(3)"}
+# Normalized by the largest score instead of the sum: a mistake in the step, none in the loop after it.
+BY_MAX = {**RIGHT, "nor_attn_2": "attn_scores_2 / attn_scores_2.max()"}
+# ... and a second, independent mistake in the loop: it starts from ones.
+BY_MAX_AND_ONES = {**BY_MAX, "context_start": "torch.ones(3)"}
+
+
+def one_cell(source: str) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]
+    nb.cells = [nbformat.v4.new_code_cell(source)]  # type: ignore[no-untyped-call]
+    return nb
+
+
+@pytest.fixture(scope="module")
+def scratch_cards(grader, course, tmp_path_factory):
+    a: Assignment = course.assignment("attention_from_scratch")
+    folder = tmp_path_factory.mktemp("scratch")
+    return {name: grader.grade(a, write(one_cell(SCRATCH_FREE.format(**answers)), folder / f"{name}.ipynb"))
+            for name, answers in (("right", RIGHT), ("by_max", BY_MAX), ("by_max_and_ones", BY_MAX_AND_ONES))}
+
+
+def lost(card) -> set[str]:
+    return {q.id for q in card.questions if q.score < q.max_score}
+
+
+def test_a_one_cell_notebook_written_freely_scores_full_marks(scratch_cards):
+    card = scratch_cards["right"]
+    assert card.score == card.max_score, {q.id: q.lines for q in card.questions if q.score < q.max_score}
+
+
+def test_a_step_computed_in_a_loop_is_carried_forward_from_a_wrong_step_before_it(scratch_cards, course):
+    card = scratch_cards["by_max"]
+    assert lost(card) == {"simple_scores"}
+    q = question(card, "context_vec_2")
+    assert q.status == "passed" and q.carried_forward == ("simple_scores",)
+    title = course.assignment("attention_from_scratch").question("simple_scores").title
+    assert q.lines == [f"`context_vec_2` is correct given your `nor_attn_2`; the mistake is upstream, in *{title}*: "
+                       "this step keeps its points (error carried forward)."]
+
+
+def test_a_second_mistake_in_the_loop_after_it_is_still_caught(scratch_cards):
+    card = scratch_cards["by_max_and_ones"]
+    assert lost(card) == {"simple_scores", "context_vec_2"}
+    assert not question(card, "context_vec_2").carried_forward
