@@ -12,12 +12,15 @@ from __future__ import annotations
 import nbformat
 import pytest
 from conftest import question
+from test_assignments import SIMILARITY
 
 from grader import notebook
 from grader.course.model import Assignment
+from grader.judge import carry
+from grader.judge.jobs import answer_cells
 from grader.names import INJECT
 from grader.notebook.inject import inject_after
-from grader.testing import write
+from grader.testing import fill, write
 
 # --------------------------------------------------------------------------------------------
 # Where the student's value goes in: right after the whole statement, once
@@ -64,6 +67,19 @@ def test_a_function_that_assigns_a_notebook_name_binds_it_where_it_is_called():
     assert infos[0].statements[0][1] == {"X"}  # the body reads X, not its own locals
     local = notebook.analyse([notebook.Cell(1, "def f(keys):\n    values = keys * 2\n    return values + W")])
     assert local[0].statements[0][1] == {"W"}  # a parameter or local variable is no notebook name
+
+
+# --------------------------------------------------------------------------------------------
+# A name checked twice: each step's input is the binding it read
+
+
+def test_a_step_reads_the_binding_captured_before_the_name_is_used_again(course):
+    a = course.assignment("attention_similarity")
+    infos = notebook.analyse(answer_cells(a, notebook.read(a.solution)))
+    ups = carry.upstream(a, infos)
+    # S_scaled is computed from part 1's S (taken before: bank), not from question 1's S at the end.
+    assert [u.id for u in ups["softmax_scaling/0"]] == ["similarity_matrix/0"]
+    assert [u.id for u in ups["q1_no_learning/1"]] == ["q1_no_learning/0"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -224,3 +240,24 @@ def test_a_second_mistake_in_the_loop_after_it_is_still_caught(scratch_cards):
     card = scratch_cards["by_max_and_ones"]
     assert lost(card) == {"simple_scores", "context_vec_2"}
     assert not question(card, "context_vec_2").carried_forward
+
+
+@pytest.fixture(scope="module")
+def similarity_card(grader, course, tmp_path_factory):
+    a = course.assignment("attention_similarity")
+    # Part 1's S halved; question 1's S (the same name, later) is right.
+    answers = {**SIMILARITY, "S": ["torch.matmul(X, X.T) / 2", SIMILARITY["S"][1]]}
+    path = write(fill(a.skeleton, answers), tmp_path_factory.mktemp("similarity") / "s_halved.ipynb")
+    return grader.grade(a, path, course_variants=True)
+
+
+def test_a_mistake_in_a_name_checked_twice_carries_into_the_step_that_read_it(similarity_card, course):
+    card = similarity_card
+    assert lost(card) == {"similarity_matrix"}
+    title = course.assignment("attention_similarity").question("similarity_matrix").title
+    for qid in ("softmax_scaling", "transformed_embeddings"):
+        q = question(card, qid)
+        assert q.carried_forward == ("similarity_matrix",), q.lines
+        assert any(f"the mistake is upstream, in *{title}*" in line for line in q.lines), q.lines
+    assert not question(card, "q1_no_learning").carried_forward
+

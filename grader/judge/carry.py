@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from grader.course.model import Assignment, Check
 from grader.judge.compare import matches
-from grader.notebook import CellInfo, direct_inputs, first_binds
+from grader.notebook import CellInfo, first_binds
+from grader.notebook.flow import Version, direct_input_versions
 from grader.run.job import Captured
 
 CARRIED = "__grader_carried__"  # the worker keeps the solution's value of each replaced step here
@@ -46,31 +47,50 @@ def upstream(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[C
     A step's inputs are the steps its last binding reads (through names that are not steps); an
     expression check's are the steps it reads, or those behind the names it reads (a table built
     from ``attention_weights``). A name checked twice (``S`` before ``bank`` and ``S`` at the end)
-    is the check taken at the earliest point not before this check's own: the value it read."""
+    is the check that captures the very binding that was read: ``S_scaled`` computed from part 1's
+    ``S`` has the check taken ``before: bank`` as its input, whatever point ``S_scaled`` is taken
+    at. A binding no check captures falls back to the check taken at the earliest point not before
+    this check's own."""
     points = capture_points(assignment, infos)
+    where = places(assignment, infos)
     by_name: dict[str, list[Check]] = {}
     for c in steps(assignment):
         assert c.variable is not None
         by_name.setdefault(c.variable, []).append(c)
     names = frozenset(by_name)
-    cache: dict[int, dict[str, set[str]]] = {}
+    cache: dict[int, dict[str, set[tuple[str, Version | None]]]] = {}
     out: dict[str, tuple[Check, ...]] = {}
     for c in assignment.checks:
         point = points[c.id]
         if point not in cache:
-            cache[point] = direct_inputs(infos[:point], names)
+            cache[point] = direct_input_versions(infos[:point], names)
         flow = cache[point]
         if c.variable is not None:
             inputs = flow.get(c.variable, set())
         else:
-            inputs = set().union(*({n} if n in names else flow.get(n, set()) for n in c.names))
-        found = []
-        for name in sorted(inputs):
+            inputs = set().union(*({(n, _last_binding(infos[:point], n))} if n in names else flow.get(n, set())
+                                   for n in c.names))
+        found: list[Check] = []
+        for name, version in sorted(inputs, key=lambda f: (f[0], f[1] or (-1, -1))):
             candidates = sorted(by_name[name], key=lambda u: points[u.id])
-            later = [u for u in candidates if points[u.id] >= point]
-            found.append(later[0] if later else candidates[-1])
+            exact = [u for u in candidates if version is not None and where.get(u.id) == version]
+            later = [u for u in exact or candidates if points[u.id] >= point]
+            pick = later[0] if later else (exact or candidates)[-1]
+            if pick not in found:
+                found.append(pick)
         out[c.id] = tuple(u for u in found if u.id != c.id)
     return out
+
+
+def _last_binding(infos: list[CellInfo], name: str) -> Version | None:
+    """The statement that last binds ``name`` in these cells: the value an expression check reads."""
+    for pos in range(len(infos) - 1, -1, -1):
+        if infos[pos].cell.skipped:
+            continue
+        hits = [k for k, (binds, _) in enumerate(infos[pos].by_statement()) if name in binds]
+        if hits:
+            return (pos, hits[-1])
+    return None
 
 
 def wrong(check: Check, student: dict[str, Captured], reference: dict[str, Captured]) -> bool:
