@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from conftest import question
+from conftest import NUMPY_CORRECT, question
 from test_assignments import SIMILARITY
 
 from grader import notebook
@@ -261,3 +261,33 @@ def test_a_mistake_in_a_name_checked_twice_carries_into_the_step_that_read_it(si
         assert any(f"the mistake is upstream, in *{title}*" in line for line in q.lines), q.lines
     assert not question(card, "q1_no_learning").carried_forward
 
+
+
+# --------------------------------------------------------------------------------------------
+# The root of a knock-on value, found on the run where the difference shows
+
+
+SHOWS_ON_VARIANTS = {  # a mistake invisible on the notebook's data -> its question, and the steps after it
+    "scores kept in float16": ({"scores": "(Q @ K.T).astype(np.float16)"}, "scores", ("scaled", "weights", "output")),
+    "Q rounded for display": ({"Q": "np.round(X @ W_q.T, 2)"}, "qkv", ("scores", "scaled", "weights", "output")),
+}
+
+
+@pytest.fixture(scope="module")
+def variant_only_cards(grader, numpy_assignment, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("variant_only")
+    return {name: grader.grade(numpy_assignment, write(fill(numpy_assignment.skeleton, {**NUMPY_CORRECT, **change}),
+                                                       folder / f"{i}.ipynb"), course_variants=True)
+            for i, (name, (change, _, _)) in enumerate(SHOWS_ON_VARIANTS.items())}
+
+
+@pytest.mark.parametrize("name", list(SHOWS_ON_VARIANTS))
+def test_a_mistake_that_shows_only_on_the_variants_is_named_where_it_is(variant_only_cards, numpy_assignment, name):
+    _, root, later = SHOWS_ON_VARIANTS[name]
+    card = variant_only_cards[name]
+    assert lost(card) == {root}
+    title = numpy_assignment.question(root).title
+    for qid in later:  # every step after it names the step that is wrong, not the one just before
+        q = question(card, qid)
+        assert q.status == "passed" and q.carried_forward == (root,), q.lines
+        assert any(f"the mistake is upstream, in *{title}*" in line for line in q.lines), q.lines

@@ -150,17 +150,32 @@ def explains(check: Check, value: Value, carried: Captured | None) -> bool:
     return not any(check_property(p, check.label, value, carried.value, atol=check.atol) for p in check.properties)
 
 
-def roots(check: Check, ctx: Context, seen: frozenset[str] = frozenset()) -> list[str]:
+def roots(check: Check, ctx: Context) -> list[str]:
     """The questions where the mistakes behind a carried-forward value are: its wrong upstream
-    steps, or theirs when those are right given their own inputs."""
+    steps, or theirs when those are right given their own inputs. Walked on each run where the
+    value itself differs (the notebook's data first, then the variants), so a mistake that shows
+    only on other data (scores kept in float16) is traced on the run that shows it, to the step
+    that is wrong there, not to the step just before."""
+    out: list[str] = []
+    runs = [(ctx.student, ctx.reference, ctx.carried)] + [(r.student, r.reference, r.carried) for r in ctx.variants]
+    for student, reference, carried in runs:
+        if carry.wrong(check, student, reference):
+            for qid in _roots_on(check, ctx, student, reference, carried, frozenset()):
+                if qid not in out:
+                    out.append(qid)
+    return out
+
+
+def _roots_on(check: Check, ctx: Context, student: dict[str, Captured], reference: dict[str, Captured],
+              carried: dict[str, Captured], seen: frozenset[str]) -> list[str]:
     out: list[str] = []
     for u in ctx.upstream.get(check.id, ()):
-        if u.id in seen or not carry.wrong(u, ctx.student, ctx.reference):
+        if u.id in seen or not carry.wrong(u, student, reference):
             continue
-        got, up_ref, up_carried = ctx.student.get(u.id), ctx.reference.get(u.id), ctx.carried.get(u.id)
+        got, up_ref, up_carried = student.get(u.id), reference.get(u.id), carried.get(u.id)
         explained = (got is not None and got.value is not None and up_ref is not None and up_ref.value is not None
-                     and carried_from_steps(u, got.value, up_ref.value, up_carried, ctx, ctx.student, ctx.reference))
-        deeper = roots(u, ctx, seen | {check.id}) if explained else []
+                     and carried_from_steps(u, got.value, up_ref.value, up_carried, ctx, student, reference))
+        deeper = _roots_on(u, ctx, student, reference, carried, seen | {check.id}) if explained else []
         for qid in deeper or [u.question_id]:
             if qid not in out:
                 out.append(qid)
