@@ -172,7 +172,7 @@ class CausalAttention(nn.Module):
         n = x.shape[1]
         k, q, v = self.W_key(x), self.W_query(x), self.W_value(x)
         s = (q @ k.transpose(1, 2)).masked_fill(self.mask[:n, :n], -torch.inf)
-        return self.dropout(torch.softmax(s / k.shape[-1] ** 0.5, dim=-1)) @ v
+        {causal_return}
 
 
 batch = torch.stack((inputs, inputs))
@@ -196,11 +196,19 @@ mha = MultiHeadAttentionWrapper(d_in, d_out, batch.shape[1], 0.0, num_heads=2)
 context_vecs_mha = mha(batch)
 '''
 
-RIGHT = {"nor_attn_2": "attn_scores_2 / attn_scores_2.sum()", "context_start": "torch.zeros(3)"}
+RIGHT = {"nor_attn_2": "attn_scores_2 / attn_scores_2.sum()", "context_start": "torch.zeros(3)",
+         "causal_return": "return self.dropout(torch.softmax(s / k.shape[-1] ** 0.5, dim=-1)) @ v"}
 # Normalized by the largest score instead of the sum: a mistake in the step, none in the loop after it.
 BY_MAX = {**RIGHT, "nor_attn_2": "attn_scores_2 / attn_scores_2.max()"}
 # ... and a second, independent mistake in the loop: it starts from ones.
 BY_MAX_AND_ONES = {**BY_MAX, "context_start": "torch.ones(3)"}
+
+
+# A CausalAttention with a mistake, which the multi-head wrapper reuses: scores not scaled, or
+# dropout left on in evaluation mode.
+UNSCALED = {**RIGHT, "causal_return": "return self.dropout(torch.softmax(s, dim=-1)) @ v"}
+DROPOUT_ON = {**RIGHT, "causal_return": "return torch.nn.functional.dropout(torch.softmax(s / k.shape[-1] ** 0.5, "
+                                        "dim=-1), self.dropout.p, training=True) @ v"}
 
 
 def one_cell(source: str) -> nbformat.NotebookNode:
@@ -214,7 +222,8 @@ def scratch_cards(grader, course, tmp_path_factory):
     a: Assignment = course.assignment("attention_from_scratch")
     folder = tmp_path_factory.mktemp("scratch")
     return {name: grader.grade(a, write(one_cell(SCRATCH_FREE.format(**answers)), folder / f"{name}.ipynb"))
-            for name, answers in (("right", RIGHT), ("by_max", BY_MAX), ("by_max_and_ones", BY_MAX_AND_ONES))}
+            for name, answers in (("right", RIGHT), ("by_max", BY_MAX), ("by_max_and_ones", BY_MAX_AND_ONES),
+                                  ("unscaled", UNSCALED), ("dropout_on", DROPOUT_ON))}
 
 
 def lost(card) -> set[str]:
@@ -291,3 +300,21 @@ def test_a_mistake_that_shows_only_on_the_variants_is_named_where_it_is(variant_
         q = question(card, qid)
         assert q.status == "passed" and q.carried_forward == (root,), q.lines
         assert any(f"the mistake is upstream, in *{title}*" in line for line in q.lines), q.lines
+
+
+# --------------------------------------------------------------------------------------------
+# A step computed with the student's own function or class that is wrong itself
+
+
+@pytest.mark.parametrize("name", ["unscaled", "dropout_on"])
+def test_a_wrapper_built_from_a_wrong_module_points_at_the_module_s_question(scratch_cards, course, name):
+    card = scratch_cards[name]
+    assert "causal_attention_module" in lost(card)
+    title = course.assignment("attention_from_scratch").question("causal_attention_module").title
+    wrapper = question(card, "multihead_wrapper")
+    said = [line for line in wrapper.lines if "uses your `CausalAttention`" in line]
+    assert said == [f"This step uses your `CausalAttention`, which is not right yet (*{title}* does not pass): the "
+                    "mistake may well be there rather than in this step; fix that first."], wrapper.lines
+    # The module's own question names no other: it is where the mistake is.
+    assert not any("uses your" in line for line in question(card, "causal_attention_module").lines)
+    assert lost(card) <= {"causal_attention_module", "multihead_wrapper"}

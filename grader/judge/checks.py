@@ -20,7 +20,7 @@ from dataclasses import replace
 from grader.capture import Value
 from grader.course.model import Assignment, Check, Question
 from grader.course.properties import check_property
-from grader.judge import carry, rechecks, testcheck, wording
+from grader.judge import callables, carry, rechecks, testcheck, wording
 from grader.judge import verdicts as v
 from grader.judge.compare import compare, matches
 from grader.judge.context import (
@@ -104,7 +104,8 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
             # A hint names a mistake only where the carried-forward reference does not explain the
             # value: the hint's own expression is taken on the student's upstream values too.
             hint = "" if explains(check, value, carried) else _matching_hint(check, value, ctx)
-            return replace(base, reasons=(v.Differs(label, report, hint),), hint=hint)
+            uses = callables.wrong_callables(check, ctx)
+            return replace(base, reasons=(v.Differs(label, report, hint),) + ((uses,) if uses else ()), hint=hint)
         carried_from = tuple(u.id for u in wrong)
     again = rechecks.on_variants(check, ctx)
     if again.reason is not None:

@@ -8,8 +8,9 @@ from); they return data and write no sentence.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from grader.capture import Value
 from grader.course.model import Check
@@ -20,6 +21,8 @@ from grader.names import given_name
 from grader.notebook import BlankReport, CellInfo, dependencies, first_binds
 from grader.run.job import Captured, CellRun
 from grader.vocab import RunStatus
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,13 @@ class Context:
     checks: tuple[Check, ...] = ()  # every check of the assignment: who owns a failing statement
     # Results that depend on this context alone, asked for by many checks; ``replace`` starts afresh.
     _memo: dict[object, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def remember(self, key: object, make: Callable[[], T]) -> T:
+        """``make()``, worked out once per context under ``key`` (a fact every check may ask for)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        found: T = self._memo[key]
+        return found
 
     def changed_givens(self) -> list[str]:
         """Given inputs whose values in the submission differ from the notebook's own data. A given

@@ -35,6 +35,7 @@ class CellInfo:
     blanked: dict[str, Blank] = field(default_factory=dict)  # names a blank keeps from being computed
     statements: list[tuple[frozenset[str], frozenset[str]]] = field(default_factory=list)  # (binds, reads) per statement
     syntax_error: str | None = None
+    defines: dict[str, bool] = field(default_factory=dict)  # functions and classes defined here -> whether a class
 
     def by_statement(self) -> Sequence[tuple[AbstractSet[str], AbstractSet[str]]]:
         """(binds, reads) per statement; the whole cell as one when it was not split."""
@@ -85,6 +86,8 @@ class Statement:
     # A function defined here that binds notebook names when called (``global S``): its name and those names.
     function: str = ""
     sets_globals: frozenset[str] = frozenset()
+    defines: str = ""  # the function or class a ``def`` or ``class`` statement defines
+    defines_class: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ def parse_quietly(text: str, mode: str = "exec") -> ast.Module | ast.Expression:
     return tree
 
 
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try, getattr(ast, "TryStar", ast.Try),
              ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match)
 
@@ -132,7 +136,9 @@ def parse_cell(source: str) -> ParsedCell:
             function = stmt.name if sets else ""
         statements.append(Statement(stmt.lineno, stmt.end_lineno, stmt.end_col_offset,
                                     shared.setdefault(binds, binds), shared.setdefault(reads, reads),
-                                    compound=isinstance(stmt, _COMPOUND), function=function, sets_globals=sets))
+                                    compound=isinstance(stmt, _COMPOUND), function=function, sets_globals=sets,
+                                    defines=stmt.name if isinstance(stmt, _DEFINITIONS) else "",
+                                    defines_class=isinstance(stmt, ast.ClassDef)))
     return ParsedCell(statements=tuple(statements))
 
 
@@ -164,6 +170,8 @@ def analyse(cells: list[Cell]) -> list[CellInfo]:
                 for name in stmt.binds & setters.keys():
                     del setters[name]  # rebound to something else
             info.statements.append((stmt.binds | called, stmt.reads))
+            if stmt.defines:
+                info.defines[stmt.defines] = stmt.defines_class
             info.binds |= called
             info.binds |= stmt.binds
             info.reads |= stmt.reads
