@@ -69,6 +69,22 @@ def test_a_function_that_assigns_a_notebook_name_binds_it_where_it_is_called():
     assert local[0].statements[0][1] == {"W"}  # a parameter or local variable is no notebook name
 
 
+def test_a_value_changed_in_place_is_bound_where_it_changes():
+    [info] = notebook.analyse([notebook.Cell(1, "s = torch.empty(3)\nfor i in range(3):\n    s[i] = i\n"
+                                               "h = []\nh.append(1)\nw.add_(1)\nm.weight = 2\nn = len(h)")])
+    binds = [set(b) for b, _ in info.statements]
+    assert binds == [{"s"}, {"s", "i"}, {"h"}, {"h"}, {"w"}, {"m"}, {"n"}]
+
+
+def test_a_step_filled_in_by_a_loop_takes_the_student_s_value_after_the_loop(scratch_cards):
+    # The solution's attn_scores_2 = torch.empty(6), then a loop fills it: the student's value goes in
+    # after the loop, so nor_attn_2 is judged on the student's own scores.
+    q = question(scratch_cards["query_0"], "simple_scores")
+    assert q.score == 1 and any(line.startswith("`nor_attn_2` is correct given your `attn_scores_2`")
+                                for line in q.lines), q.lines
+    assert question(scratch_cards["query_0"], "context_vec_2").score == 1
+
+
 # --------------------------------------------------------------------------------------------
 # A name checked twice: each step's input is the binding it read
 
@@ -105,7 +121,7 @@ def dot_scores(q, xs):
     return out
 
 
-query = inputs[1]
+query = {query}
 attn_scores_2 = dot_scores(query, inputs)
 nor_attn_2 = {nor_attn_2}
 context_vec_2 = {context_start}
@@ -196,7 +212,7 @@ mha = MultiHeadAttentionWrapper(d_in, d_out, batch.shape[1], 0.0, num_heads=2)
 context_vecs_mha = mha(batch)
 '''
 
-RIGHT = {"nor_attn_2": "attn_scores_2 / attn_scores_2.sum()", "context_start": "torch.zeros(3)",
+RIGHT = {"query": "inputs[1]", "nor_attn_2": "attn_scores_2 / attn_scores_2.sum()", "context_start": "torch.zeros(3)",
          "causal_return": "return self.dropout(torch.softmax(s / k.shape[-1] ** 0.5, dim=-1)) @ v"}
 # Normalized by the largest score instead of the sum: a mistake in the step, none in the loop after it.
 BY_MAX = {**RIGHT, "nor_attn_2": "attn_scores_2 / attn_scores_2.max()"}
@@ -211,6 +227,10 @@ DROPOUT_ON = {**RIGHT, "causal_return": "return torch.nn.functional.dropout(torc
                                         "dim=-1), self.dropout.p, training=True) @ v"}
 
 
+# The wrong query: attn_scores_2 is wrong, and the solution fills its attn_scores_2 element by element.
+QUERY_0 = {**RIGHT, "query": "inputs[0]"}
+
+
 def one_cell(source: str) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]
     nb.cells = [nbformat.v4.new_code_cell(source)]  # type: ignore[no-untyped-call]
@@ -223,7 +243,7 @@ def scratch_cards(grader, course, tmp_path_factory):
     folder = tmp_path_factory.mktemp("scratch")
     return {name: grader.grade(a, write(one_cell(SCRATCH_FREE.format(**answers)), folder / f"{name}.ipynb"))
             for name, answers in (("right", RIGHT), ("by_max", BY_MAX), ("by_max_and_ones", BY_MAX_AND_ONES),
-                                  ("unscaled", UNSCALED), ("dropout_on", DROPOUT_ON))}
+                                  ("unscaled", UNSCALED), ("dropout_on", DROPOUT_ON), ("query_0", QUERY_0))}
 
 
 def lost(card) -> set[str]:

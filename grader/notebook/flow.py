@@ -13,7 +13,7 @@ from typing import Literal, overload
 
 from grader.notebook.blanks import Blank, fill_blanks, find_blanks
 from grader.notebook.read import Cell
-from grader.notebook.scopes import free_reads
+from grader.notebook.scopes import free_reads, module_level_binds
 from grader.notebook.textcache import cached_by_text
 
 _MAGIC_RE = re.compile(r"^(\s*)([%!].*)$", re.M)
@@ -40,37 +40,6 @@ class CellInfo:
     def by_statement(self) -> Sequence[tuple[AbstractSet[str], AbstractSet[str]]]:
         """(binds, reads) per statement; the whole cell as one when it was not split."""
         return self.statements or [(self.binds, self.reads)]
-
-
-def module_level_binds(tree: ast.Module) -> set[str]:
-    """Names a cell binds in the notebook's namespace (not inside functions or classes)."""
-    binds: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                binds.add(child.name)
-                for sub in ast.walk(child):
-                    if isinstance(sub, ast.Global):
-                        binds.update(sub.names)
-                continue
-            if isinstance(child, ast.Lambda):
-                continue
-            if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
-                binds.add(child.id)
-            elif isinstance(child, (ast.Import, ast.ImportFrom)):
-                for alias in child.names:
-                    if alias.name != "*":
-                        binds.add((alias.asname or alias.name).split(".")[0])
-            elif isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                for sub in ast.walk(child):
-                    if isinstance(sub, ast.NamedExpr):
-                        binds.add(sub.target.id)
-                continue
-            visit(child)
-
-    visit(tree)
-    return binds
 
 
 @dataclass(frozen=True, slots=True)  # slots: a cell can hold a thousand of these, and they are cached

@@ -1,5 +1,6 @@
-"""Which notebook names a statement reads: a function's parameters and local variables are its
-own, not the notebook's, so a method's ``keys`` is no read of the notebook's ``keys``."""
+"""Which notebook names a statement binds and reads: a function's parameters and local variables
+are its own, not the notebook's (a method's ``keys`` is no read of the notebook's ``keys``), and a
+change made in place (``x[i] = v``, ``x.append(v)``) binds the name whose value it changes."""
 
 from __future__ import annotations
 
@@ -37,3 +38,54 @@ def free_reads(node: ast.AST) -> set[str]:
         else:
             stack.extend(ast.iter_child_nodes(sub))
     return found
+
+
+# Methods that change their object in place (lists, dicts, NumPy arrays); torch's end in ``_`` (``add_``).
+_IN_PLACE = frozenset({"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "remove", "clear",
+                       "sort", "reverse", "fill", "resize", "put", "itemset"})
+
+
+def _base_name(node: ast.AST) -> str:
+    """``x`` of ``x[i]``, ``x.a[i].b`` and the like; "" when the base is not a name."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def module_level_binds(tree: ast.Module) -> set[str]:
+    """Names a cell binds in the notebook's namespace (not inside functions or classes), or whose
+    value it changes in place: ``x[i] = v``, ``x.a = v``, ``x.append(v)``, ``x.add_(v)`` (such a
+    statement also reads ``x``, so it builds on the value there, as ``x += v`` does)."""
+    binds: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                binds.add(child.name)
+                for sub in ast.walk(child):
+                    if isinstance(sub, ast.Global):
+                        binds.update(sub.names)
+                continue
+            if isinstance(child, ast.Lambda):
+                continue
+            if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
+                binds.add(child.id)
+            elif isinstance(child, (ast.Subscript, ast.Attribute)) and isinstance(child.ctx, (ast.Store, ast.Del)):
+                binds.add(_base_name(child))
+            elif (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
+                  and (child.func.attr in _IN_PLACE or (child.func.attr.endswith("_") and not child.func.attr.startswith("_")))):
+                binds.add(_base_name(child.func.value))
+            elif isinstance(child, (ast.Import, ast.ImportFrom)):
+                for alias in child.names:
+                    if alias.name != "*":
+                        binds.add((alias.asname or alias.name).split(".")[0])
+            elif isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                for sub in ast.walk(child):
+                    if isinstance(sub, ast.NamedExpr):
+                        binds.add(sub.target.id)
+                continue
+            visit(child)
+
+    visit(tree)
+    binds.discard("")
+    return binds
