@@ -12,7 +12,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 from conftest import NUMPY_CORRECT, question
-from test_assignments import SIMILARITY
+from test_assignments import FRENCH, SIMILARITY
 
 from grader import notebook
 from grader.course.model import Assignment
@@ -338,3 +338,19 @@ def test_a_wrapper_built_from_a_wrong_module_points_at_the_module_s_question(scr
     # The module's own question names no other: it is where the mistake is.
     assert not any("uses your" in line for line in question(card, "causal_attention_module").lines)
     assert lost(card) <= {"causal_attention_module", "multihead_wrapper"}
+
+
+@pytest.fixture(scope="module")
+def french_card(grader, course, tmp_path_factory):
+    a = course.assignment("attention_french")
+    unscaled = FRENCH["?1"].replace(" / K.shape[-1] ** 0.5", "")
+    path = write(fill(a.skeleton, {**FRENCH, "?1": unscaled}), tmp_path_factory.mktemp("french") / "unscaled.ipynb")
+    return grader.grade(a, path, course_variants=True)
+
+
+def test_heads_computed_with_a_wrong_function_point_at_the_function_s_question(french_card, course):
+    assert lost(french_card) == {"self_attention_fn", "multihead"}
+    title = course.assignment("attention_french").question("self_attention_fn").title
+    assert f"This step uses your `self_attention()`, which is not right yet (*{title}* does not pass): the mistake " \
+           "may well be there rather than in this step; fix that first." in question(french_card, "multihead").lines
+    assert not any("uses your" in line for line in question(french_card, "self_attention_fn").lines)
