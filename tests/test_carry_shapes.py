@@ -348,9 +348,13 @@ def french_card(grader, course, tmp_path_factory):
     return grader.grade(a, path, course_variants=True)
 
 
-def test_heads_computed_with_a_wrong_function_point_at_the_function_s_question(french_card, course):
-    assert lost(french_card) == {"self_attention_fn", "multihead"}
+def test_heads_computed_with_a_wrong_function_are_right_given_it(french_card, course):
+    # The solution's heads, computed with the student's self_attention() (its recorded answers), are the
+    # student's: the multi-head question keeps its points and names the function's question.
+    assert lost(french_card) == {"self_attention_fn"}
     title = course.assignment("attention_french").question("self_attention_fn").title
-    assert f"This step uses your `self_attention()`, which is not right yet (*{title}* does not pass): the mistake " \
-           "may well be there rather than in this step; fix that first." in question(french_card, "multihead").lines
+    multihead = question(french_card, "multihead")
+    assert multihead.carried_forward == ("self_attention_fn",)
+    assert f"`torch.stack(heads)` is correct given your `self_attention()`; the mistake is upstream, in *{title}*: " \
+           "this step keeps its points (error carried forward)." in multihead.lines, multihead.lines
     assert not any("uses your" in line for line in question(french_card, "self_attention_fn").lines)

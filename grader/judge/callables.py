@@ -12,6 +12,7 @@ place of the solution's, across two sandboxes, which the grader does not do (doc
 from __future__ import annotations
 
 from grader.course.model import Check
+from grader.judge import carry
 from grader.judge import verdicts as v
 from grader.judge.context import Context, changes, holds_on
 from grader.notebook import direct_inputs
@@ -29,20 +30,9 @@ def defined(ctx: Context) -> dict[str, bool]:
 
 
 def _uses(check: Check, ctx: Context, names: tuple[str, ...]) -> set[str]:
-    """The student's functions and classes the check's own step calls (or builds with), and those
-    they call in turn: not those behind another graded step it reads, whose own verdict covers them."""
-    steps = {c.variable for c in ctx.checks if c.variable is not None}
-    flow = ctx.remember(("callable_flow", names), lambda: direct_inputs(ctx.infos, steps | set(names)))
-    found = {n for n in check.names if n in names}
-    for n in check.names:
-        found |= flow.get(n, set()) & set(names)
-    todo = list(found)
-    while todo:
-        for more in flow.get(todo.pop(), set()) & set(names):
-            if more not in found:
-                found.add(more)
-                todo.append(more)
-    return found
+    flow = ctx.remember(("callable_flow", names), lambda: direct_inputs(
+        ctx.infos, {c.variable for c in ctx.checks if c.variable is not None} | set(names)))
+    return carry.uses(check, flow, set(names))
 
 
 def _passes(check: Check, ctx: Context) -> bool:

@@ -122,7 +122,9 @@ def _carried_verdict(check: Check, ctx: Context, res: CheckResult, points: float
     """A value right given the student's own upstream values: the step's points times the
     course's ``carry_forward`` share, and a reason that says where the mistake is."""
     by_id = {u.id: u for u in ctx.upstream.get(check.id, ())}
-    inputs = tuple(by_id[i].target for i in res.carried_from if i in by_id)
+    called = ctx.calls.get(check.id, {})
+    inputs = tuple(dict.fromkeys(f"{called[i]}()" if i in called else by_id[i].target
+                                 for i in res.carried_from if i in by_id))
     where = roots(check, ctx) or [by_id[i].question_id for i in res.carried_from if i in by_id]
     share = check.carry_forward
     reason = v.CarriedForward(check.label, inputs, tuple(ctx.titles.get(q, q) for q in where), share)

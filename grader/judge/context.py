@@ -9,7 +9,7 @@ from); they return data and write no sentence.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from grader.capture import Value
@@ -17,7 +17,7 @@ from grader.course.model import Check
 from grader.course.properties import check_property
 from grader.judge import carry
 from grader.judge.compare import compare, matches
-from grader.names import given_name
+from grader.names import calls_id, given_name
 from grader.notebook import BlankReport, CellInfo, dependencies, first_binds
 from grader.run.job import Captured, CellRun
 from grader.vocab import RunStatus
@@ -77,6 +77,9 @@ class Context:
     upstream: dict[str, tuple[Check, ...]] = field(default_factory=dict)
     titles: dict[str, str] = field(default_factory=dict)
     checks: tuple[Check, ...] = ()  # every check of the assignment: who owns a failing statement
+    # Steps that call the student's functions (``carry.followed_calls``): check id -> {the id of a
+    # check testing the function: the function's name}, to say "correct given your `gradient()`".
+    calls: dict[str, dict[str, str]] = field(default_factory=dict)
     # Results that depend on this context alone, asked for by many checks; ``replace`` starts afresh.
     _memo: dict[object, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -208,3 +211,30 @@ def root_failure(run: CellRun, infos: list[CellInfo], cells: list[CellRun]) -> t
             break
         run, name = earlier, undefined
     return run, name
+
+
+def _differs(captured: Captured | None) -> bool:
+    return captured is not None and captured.value is not None and captured.value.kind == "bool" \
+        and captured.value.data is True
+
+
+def without_right_calls(ctx: Context) -> Context:
+    """The context, with a function a step calls no longer among the step's upstream where the
+    carry-forward runs showed its answers are the solution's own on every call the step makes: a
+    question that tests it fails for another reason (``load_vocab()`` is right, the tokenizer
+    does not lower-case), and the step is not "correct given your ``load_vocab()``"."""
+    if not ctx.calls:
+        return ctx
+    runs = [ctx.carried, *(r.carried for r in ctx.variants)]
+    wrong = {f for by_owner in ctx.calls.values() for f in by_owner.values()
+             if any(_differs(run.get(calls_id(f))) for run in runs)}
+    upstream = dict(ctx.upstream)
+    calls: dict[str, dict[str, str]] = {}
+    for cid, by_owner in ctx.calls.items():
+        drop = {o for o, f in by_owner.items() if f not in wrong}
+        if drop:
+            upstream[cid] = tuple(u for u in upstream.get(cid, ()) if u.id not in drop)
+        kept = {o: f for o, f in by_owner.items() if f in wrong}
+        if kept:
+            calls[cid] = kept
+    return replace(ctx, upstream=upstream, calls=calls)

@@ -16,7 +16,7 @@ from grader.course.imports import preload_for
 from grader.course.model import Assignment
 from grader.errors import NotebookError
 from grader.judge import carry, testcheck, variants
-from grader.names import hint_id
+from grader.names import CALLS, RECORD, REPLAY, calls_id, hint_id
 from grader.notebook.inject import inject_after
 from grader.run.execute import Executor, Session
 from grader.run.job import Captured, CaptureSpec, Injection, Job, JobCell, RunResult
@@ -64,7 +64,7 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
 
 def build_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo],
               submission: Path, *, hints: bool, skip: set[str], traceback_lines: int = 8,
-              variant: variants.Variant | None = None) -> Job:
+              variant: variants.Variant | None = None, record: tuple[str, ...] = ()) -> Job:
     job_cells = []
     for cell, info in zip(cells, infos, strict=True):
         why = SkipReason.TAGGED if cell.skipped or (skip and cell.source.strip() in skip) else SkipReason.RUN
@@ -80,9 +80,27 @@ def build_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[no
                          jc.source, variant.names, {n: {k for p, k in defined[n] if p == pos} for n in variant.names}))
                      for pos, jc in enumerate(job_cells)]
         injections = tuple(Injection(name=name, value=variant.values[name]) for name in variant.names)
-    return Job(cells=tuple(job_cells), captures=plan(assignment, infos, hints=hints), limits=assignment.limits,
+    captures = plan(assignment, infos, hints=hints)
+    if record:  # the calls of the student's functions a later step uses (``grader.run.calls``)
+        job_cells = _after_definitions(job_cells, record, RECORD)
+        injections += tuple(Injection(name=RECORD + f, value=_NOTHING) for f in record)
+        captures += tuple(CaptureSpec(calls_id(f), CaptureKind.EXPR, f"{CALLS}[{f!r}]", None) for f in record)
+    return Job(cells=tuple(job_cells), captures=captures, limits=assignment.limits,
                files=files, traceback_lines=traceback_lines, injections=injections,
                preload=preload_for(assignment))
+
+
+_NOTHING = {"t": "none"}
+
+
+def _after_definitions(job_cells: list[JobCell], functions: tuple[str, ...] | set[str], prefix: str) -> list[JobCell]:
+    """The cells with ``__grader_inject__(prefix + f)`` after each statement defining function ``f``."""
+    out = []
+    for jc in job_cells:
+        statements = notebook.parse_cell(jc.source).statements
+        calls = {k: [prefix + st.defines] for k, st in enumerate(statements) if st.defines in functions}
+        out.append(replace(jc, source=inject_after(jc.source, calls)) if calls else jc)
+    return out
 
 
 def run_notebook(assignment: Assignment, path: Path, executor: Executor | Session, *, hints: bool = False,
@@ -121,6 +139,17 @@ def build_carry_job(assignment: Assignment, cells: list[notebook.Cell], infos: l
     job = build_job(assignment, cells, infos, assignment.solution, hints=True, skip=skip)
     job_cells = [replace(jc, source=inject_after(jc.source, by_cell[pos])) if pos in by_cell else jc
                  for pos, jc in enumerate(job.cells)]
+    # The student's functions a later step calls: the solution's own stand in for them no more,
+    # their recorded answers do (``grader.run.calls``), put in after the solution defines each.
+    defined = {n for info in infos for n in info.defines}
+    replayed = {f: got for f in sorted(defined) if (got := student.get(calls_id(f))) is not None and got.value is not None}
+    if replayed:
+        job_cells = _after_definitions(job_cells, set(replayed), REPLAY)
+        injections += [Injection(name=REPLAY + f, value=capture.to_wire(got.value)) for f, got in replayed.items()
+                       if got.value is not None]
+        # Whether each function's answers differ from the solution's own where its steps call it.
+        job = replace(job, captures=job.captures + tuple(
+            CaptureSpec(calls_id(f), CaptureKind.EXPR, f"{CALLS}.get({f!r}, False)", None) for f in replayed))
     if variant is not None:  # the variant's inputs go in first, where the solution defines them
         job_cells = [replace(jc, source=variants.with_injections(jc.source, variant.names)) for jc in job_cells]
         injections = [Injection(name=n, value=variant.values[n]) for n in variant.names] + injections

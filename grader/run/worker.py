@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from grader import capture
 from grader.errors import CaptureFailed, CheckFailed
-from grader.names import CARRIED, CELL_FILE, CHECK_FILE, INJECT
-from grader.run import fast_cells, frames
+from grader.names import CALLS, CARRIED, CELL_FILE, CHECK_FILE, INJECT, RECORD, REPLAY
+from grader.run import calls, fast_cells, frames
 from grader.run.student_values import add_error, evaluate_check, raised_in_student_code
 from grader.seeding import seed_everything
 from grader.vocab import Uncapturable
@@ -327,6 +327,21 @@ def install_injections(ns: dict[str, Any], job: JobWire) -> None:
     kept: dict[str, Any] = {}
 
     def inject(key: str) -> None:
+        if key.startswith(RECORD):  # the student's function, its calls recorded (``grader.run.calls``)
+            name = key[len(RECORD):]
+            record = ns.get(CALLS)
+            if not isinstance(record, dict):
+                record = ns[CALLS] = {}
+            if callable(ns.get(name)):
+                ns[name] = calls.recorder(ns[name], record.setdefault(name, []))
+            return
+        if key.startswith(REPLAY):  # in the solution's run: the student's recorded answers stand in
+            name = key[len(REPLAY):]
+            record = ns.get(CALLS)
+            if not isinstance(record, dict):
+                record = ns[CALLS] = {}
+            ns[name] = calls.replayer(name, capture.to_python(capture.decode(values[key])), ns.get(name), record)
+            return
         name = carries.get(key, key)
         if key in carries and name in ns:
             kept[key] = ns[name]

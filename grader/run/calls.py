@@ -1,0 +1,122 @@
+"""Calls into a student's function, recorded in the student's process and replayed in the
+solution's: how a later solution step is run "with the student's function in place of its own"
+while the solution's code never runs in the student's process and the student's code never
+anywhere else.
+
+In the student's run, ``recorder`` wraps the student's function where the notebook defines it and
+keeps each call's arguments (copied before the call, so a change made in place later does not
+rewrite them) and its result; the record comes back as plain data like any captured value. In
+the solution's carry-forward run, ``replayer`` stands in for the solution's own function and
+answers each call with the result the student's function gave for the same arguments, looked up
+within a tight tolerance; a call the student's run never made is answered by the solution's own
+function, so a step computed otherwise than the student's (a second mistake) does not come out
+as the student's value. Only functions whose
+arguments and results are plain data (numbers, arrays, tensors, lists, tuples, dicts) can be
+followed; a record that cannot be captured is not replayed.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any
+
+MAX_CALLS = 2000  # calls recorded per function; a call after them is not answered on replay
+RTOL, ATOL = 1e-6, 1e-9  # arguments the solution's code computes from replayed results may differ in the last bits
+
+
+def _snapshot(value: Any) -> Any:
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        items = [_snapshot(v) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        return {k: _snapshot(v) for k, v in value.items()}
+    return copy.copy(value)
+
+
+def recorder(fn: Callable[..., Any], log: list[dict[str, Any]]) -> Callable[..., Any]:
+    """``fn``, recording each call in ``log`` (up to ``MAX_CALLS``)."""
+
+    @functools.wraps(fn)
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        if len(log) >= MAX_CALLS:
+            return fn(*args, **kwargs)
+        entry = {"args": _snapshot(list(args)), "kwargs": _snapshot(kwargs)}
+        result = fn(*args, **kwargs)
+        entry["result"] = _snapshot(result)
+        log.append(entry)
+        return result
+
+    return recorded
+
+
+def _numbers(value: Any) -> Any:
+    """An array for a tensor, an array or a number; None for anything else."""
+    import numpy as np
+
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return value.detach().cpu().double().numpy() if value.is_floating_point() else value.cpu().numpy()
+    if isinstance(value, (np.ndarray, np.generic, int, float)) and not isinstance(value, bool):
+        return np.asarray(value)
+    return None
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether two arguments are the same data: equal in structure, numbers within tolerance."""
+    import numpy as np
+
+    x, y = _numbers(a), _numbers(b)
+    if x is not None or y is not None:
+        if x is None or y is None or x.shape != y.shape:
+            return False
+        if x.dtype.kind in "fc" or y.dtype.kind in "fc":
+            return bool(np.allclose(x, y, rtol=RTOL, atol=ATOL, equal_nan=True))
+        return bool(np.array_equal(x, y))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(p, q) for p, q in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - data that cannot be compared is not the same
+        return False
+
+
+def replayer(name: str, table: list[dict[str, Any]], own: Callable[..., Any] | None = None,
+             differs: dict[str, bool] | None = None) -> Callable[..., Any]:
+    """A stand-in for ``name`` answering from the student's recorded calls. Calls are looked for
+    from the one after the last answered (a loop calls in the same order), then from the start.
+    A call the student's code never made is answered by the solution's ``own`` function: the
+    solution's step then computes what it computes without the student's function there (the
+    softmax of rows where the student took it of columns), so only a step whose calls all match
+    the student's is computed with the student's answers alone. ``differs[name]`` says whether some
+    answer given differs from what ``own`` gives for the same arguments: whether the student's
+    function is wrong where the solution's step calls it."""
+    if differs is not None:
+        differs.setdefault(name, False)
+    at = [0]
+
+    def replayed(*args: Any, **kwargs: Any) -> Any:
+        call: tuple[list[Any], dict[str, Any]] = (list(args), kwargs)
+        n = len(table)
+        for step in range(n):
+            i = (at[0] + step) % n
+            entry = table[i]
+            if same(entry.get("args", []), call[0]) and same(entry.get("kwargs", {}), call[1]):
+                at[0] = i + 1
+                answer = entry.get("result")
+                if differs is not None and own is not None and not differs[name]:
+                    differs[name] = not same(answer, own(*copy.deepcopy(call[0]), **copy.deepcopy(call[1])))
+                return copy.deepcopy(answer)
+        if own is not None:
+            return own(*args, **kwargs)
+        raise LookupError(f"{name}() was not called with these arguments in the student's notebook")
+
+    replayed.__name__ = replayed.__qualname__ = name
+    return replayed

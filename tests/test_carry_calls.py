@@ -1,0 +1,104 @@
+"""Error carried forward through a student's function (issue 29): a descent loop that calls the
+student's ``gradient()`` is judged against the solution's loop run with the student's function in
+place of the solution's. The student's calls are recorded in the student's process and answered
+from that record in the solution's (``grader.run.calls``), so no code crosses either way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from conftest import notebook_with, question
+
+from grader.course import config
+from grader.judge.grading import Grader
+
+CONFIG = """\
+course: {name: descent}
+assignments:
+  descent:
+    solution: descent.ipynb
+    given: [A, b]
+    variants:
+      count: 2
+      seed: 7
+      inputs:
+        A: "rng.uniform(-1, 1, shape)"
+        b: "rng.uniform(-1, 1, shape)"
+    questions:
+      - id: gradient
+        title: Gradient of the MSE
+        points: 2
+        checks:
+          - expr: "gradient(A, b, np.zeros(2))"
+          - expr: "gradient(A, b, np.array([0.5, -1.0]))"
+      - id: descent
+        title: Gradient descent
+        points: 2
+        checks:
+          - value: w_final
+"""
+
+DATA = "import numpy as np\nA = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])\nb = np.array([1.0, 2.0, 2.5])"
+
+SOLUTION = [
+    DATA,
+    "def gradient(A, b, w):\n    return 2 / len(b) * A.T @ (A @ w - b)",
+    "w = np.zeros(2)\nlr = 0.01\nfor step in range(100):\n    w = w - lr * gradient(A, b, w)\nw_final = w",
+]
+
+
+def student(factor: str = "2 / len(b)", lr: str = "0.01") -> list[str]:
+    """Written freely: one cell, the loop updating in place, the data given as it is."""
+    return [DATA + f"""
+
+def gradient(A, b, w):
+    residual = A @ w - b
+    return {factor} * (A.T @ residual)
+
+w = np.zeros(2)
+for _ in range(100):
+    w -= {lr} * gradient(A, b, w)
+w_final = w
+"""]
+
+
+@pytest.fixture(scope="module")
+def cards(tmp_path_factory):
+    root = tmp_path_factory.mktemp("descent")
+    notebook_with(SOLUTION, root / "descent.ipynb")
+    (root / "config.yaml").write_text(CONFIG)
+    course = dataclasses.replace(config.load(root / "config.yaml"), cache_dir=root / "cache")
+    grader = Grader(course)
+    a = course.assignment("descent")
+    notebooks = {
+        "right": student(),
+        "no_factor_2": student(factor="1 / len(b)"),
+        # ... and a second, independent mistake in the loop: the step size.
+        "no_factor_2_and_lr": student(factor="1 / len(b)", lr="0.03"),
+    }
+    return {name: grader.grade(a, notebook_with(cells, root / f"{name}.ipynb")) for name, cells in notebooks.items()}
+
+
+def test_a_loop_calling_a_right_function_scores_full_marks(cards):
+    card = cards["right"]
+    assert card.score == card.max_score, [q.lines for q in card.questions]
+
+
+def test_a_loop_calling_a_wrong_function_keeps_its_points_and_names_the_function(cards):
+    card = cards["no_factor_2"]
+    assert question(card, "gradient").score == 0
+    descent = question(card, "descent")
+    assert descent.status == "passed" and descent.score == 2 and descent.carried_forward == ("gradient",)
+    assert descent.lines == ["`w_final` is correct given your `gradient()`; the mistake is upstream, in *Gradient of "
+                             "the MSE*: this step keeps its points (error carried forward)."]
+    assert descent.variants == 2  # judged again on each variant, with the function's answers there
+
+
+def test_a_second_mistake_in_the_loop_is_still_caught(cards):
+    card = cards["no_factor_2_and_lr"]
+    descent = question(card, "descent")
+    assert descent.score == 0 and not descent.carried_forward
+    assert any("uses your `gradient()`, which is not right yet (*Gradient of the MSE* does not pass)" in line
+               for line in descent.lines), descent.lines
