@@ -64,6 +64,16 @@ w_final = w
 """]
 
 
+def typed_w_final() -> str:
+    import numpy as np
+
+    A, b = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), np.array([1.0, 2.0, 2.5])
+    w = np.zeros(2)
+    for _ in range(100):
+        w -= 0.01 * (1 / len(b) * (A.T @ (A @ w - b)))
+    return f"np.array([{w[0]!r}, {w[1]!r}])"
+
+
 @pytest.fixture(scope="module")
 def cards(tmp_path_factory):
     root = tmp_path_factory.mktemp("descent")
@@ -77,6 +87,8 @@ def cards(tmp_path_factory):
         "no_factor_2": student(factor="1 / len(b)"),
         # ... and a second, independent mistake in the loop: the step size.
         "no_factor_2_and_lr": student(factor="1 / len(b)", lr="0.03"),
+        # The value the student's own loop gives with that gradient, typed in.
+        "typed": [student(factor="1 / len(b)")[0].split("w = np.zeros(2)")[0] + f"w_final = {typed_w_final()}"],
     }
     return {name: grader.grade(a, notebook_with(cells, root / f"{name}.ipynb")) for name, cells in notebooks.items()}
 
@@ -96,9 +108,46 @@ def test_a_loop_calling_a_wrong_function_keeps_its_points_and_names_the_function
     assert descent.variants == 2  # judged again on each variant, with the function's answers there
 
 
+def test_a_value_typed_in_after_a_wrong_function_still_loses_its_points(cards):
+    descent = question(cards["typed"], "descent")
+    assert descent.score == 0 and not descent.carried_forward, descent.lines
+    # The solution's loop asks the student's gradient() at points the notebook never called it at.
+    assert any(line.startswith("`w_final`: ") and "differ" in line for line in descent.lines), descent.lines
+
+
 def test_a_second_mistake_in_the_loop_is_still_caught(cards):
     card = cards["no_factor_2_and_lr"]
     descent = question(card, "descent")
     assert descent.score == 0 and not descent.carried_forward
     assert any("uses your `gradient()`, which is not right yet (*Gradient of the MSE* does not pass)" in line
                for line in descent.lines), descent.lines
+
+
+# --------------------------------------------------------------------------------------------
+# The record and its replay, as each side's process runs them
+
+
+def test_a_record_keeps_the_arguments_as_they_were_and_a_recursive_function_recurses_as_deep():
+    import numpy as np
+
+    from grader.run import calls
+
+    ns: dict = {}
+    exec("def fact(n):\n    return 1 if n <= 1 else n * fact(n - 1)\n"  # noqa: S102 - the test's own code
+         "def step(w):\n    return w * 2", ns)
+    log: list = []
+    ns["fact"] = calls.recorder(ns["fact"], log, ns, "fact")
+    assert ns["fact"](900) > 0 and len(log) == 1  # 900 deep, as without the grader; only the outer call kept
+    steps: list = []
+    ns["step"] = calls.recorder(ns["step"], steps, ns, "step")
+    w = np.ones(2)
+    for _ in range(3):
+        w -= 0.1 * ns["step"](w)  # changed in place after each call: the record keeps each call's w
+    assert [e["args"][0].tolist() for e in steps] == [[1.0, 1.0], [0.8, 0.8], [0.64, 0.64]]
+    differs: dict = {}
+    replay = calls.replayer("step", steps, own=lambda w: w * 3, differs=differs)
+    assert replay(np.array([0.8, 0.8])).tolist() == [1.6, 1.6]  # the student's answer
+    assert differs == {"step": True}  # the solution's own would have said [2.4, 2.4]
+    assert replay(np.array([5.0, 5.0])).tolist() == [15.0, 15.0]  # never called so: the solution's own answers
+    with pytest.raises(LookupError):
+        calls.replayer("step", steps)(np.array([5.0, 5.0]))

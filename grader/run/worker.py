@@ -333,7 +333,7 @@ def install_injections(ns: dict[str, Any], job: JobWire) -> None:
             if not isinstance(record, dict):
                 record = ns[CALLS] = {}
             if callable(ns.get(name)):
-                ns[name] = calls.recorder(ns[name], record.setdefault(name, []))
+                ns[name] = calls.recorder(ns[name], record.setdefault(name, []), ns, name)
             return
         if key.startswith(REPLAY):  # in the solution's run: the student's recorded answers stand in
             name = key[len(REPLAY):]
