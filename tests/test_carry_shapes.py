@@ -204,7 +204,7 @@ class MultiHeadAttentionWrapper(nn.Module):
                                     for _ in range(num_heads)])
 
     def forward(self, x):
-        return torch.cat([h(x) for h in self.heads], dim=-1)
+        return torch.cat([h(x) for h in self.heads], dim={cat_dim})
 
 
 torch.manual_seed(123)
@@ -213,7 +213,7 @@ context_vecs_mha = mha(batch)
 '''
 
 RIGHT = {"query": "inputs[1]", "nor_attn_2": "attn_scores_2 / attn_scores_2.sum()", "context_start": "torch.zeros(3)",
-         "causal_return": "return self.dropout(torch.softmax(s / k.shape[-1] ** 0.5, dim=-1)) @ v"}
+         "causal_return": "return self.dropout(torch.softmax(s / k.shape[-1] ** 0.5, dim=-1)) @ v", "cat_dim": "-1"}
 # Normalized by the largest score instead of the sum: a mistake in the step, none in the loop after it.
 BY_MAX = {**RIGHT, "nor_attn_2": "attn_scores_2 / attn_scores_2.max()"}
 # ... and a second, independent mistake in the loop: it starts from ones.
@@ -227,6 +227,8 @@ DROPOUT_ON = {**RIGHT, "causal_return": "return torch.nn.functional.dropout(torc
                                         "dim=-1), self.dropout.p, training=True) @ v"}
 
 
+# ... and a second, independent mistake in the wrapper: the heads concatenated along the tokens.
+UNSCALED_AND_CAT = {**UNSCALED, "cat_dim": "1"}
 # The wrong query: attn_scores_2 is wrong, and the solution fills its attn_scores_2 element by element.
 QUERY_0 = {**RIGHT, "query": "inputs[0]"}
 
@@ -243,7 +245,8 @@ def scratch_cards(grader, course, tmp_path_factory):
     folder = tmp_path_factory.mktemp("scratch")
     return {name: grader.grade(a, write(one_cell(SCRATCH_FREE.format(**answers)), folder / f"{name}.ipynb"))
             for name, answers in (("right", RIGHT), ("by_max", BY_MAX), ("by_max_and_ones", BY_MAX_AND_ONES),
-                                  ("unscaled", UNSCALED), ("dropout_on", DROPOUT_ON), ("query_0", QUERY_0))}
+                                  ("unscaled", UNSCALED), ("dropout_on", DROPOUT_ON), ("query_0", QUERY_0),
+                                  ("unscaled_and_cat_dim_1", UNSCALED_AND_CAT))}
 
 
 def lost(card) -> set[str]:
@@ -326,18 +329,28 @@ def test_a_mistake_that_shows_only_on_the_variants_is_named_where_it_is(variant_
 # A step computed with the student's own function or class that is wrong itself
 
 
-@pytest.mark.parametrize("name", ["unscaled", "dropout_on"])
-def test_a_wrapper_built_from_a_wrong_module_points_at_the_module_s_question(scratch_cards, course, name):
+@pytest.mark.parametrize("name, checks", [("unscaled", 3), ("dropout_on", 1)])
+def test_a_wrapper_built_from_a_wrong_module_is_right_given_it(scratch_cards, course, name, checks):
+    # The solution's wrapper, run with the student's CausalAttention (its instances and forward calls
+    # recorded in the student's process, replayed in the solution's), gives the student's values.
     card = scratch_cards[name]
-    assert "causal_attention_module" in lost(card)
+    assert lost(card) == {"causal_attention_module"}
     title = course.assignment("attention_from_scratch").question("causal_attention_module").title
     wrapper = question(card, "multihead_wrapper")
-    said = [line for line in wrapper.lines if "uses your `CausalAttention`" in line]
-    assert said == [f"This step uses your `CausalAttention`, which is not right yet (*{title}* does not pass): the "
-                    "mistake may well be there rather than in this step; fix that first."], wrapper.lines
-    # The module's own question names no other: it is where the mistake is.
-    assert not any("uses your" in line for line in question(card, "causal_attention_module").lines)
-    assert lost(card) <= {"causal_attention_module", "multihead_wrapper"}
+    assert wrapper.status == "passed" and wrapper.carried_forward == ("causal_attention_module",)
+    said = [line for line in wrapper.lines if f"is correct given your `CausalAttention`; the mistake is upstream, in "
+            f"*{title}*: this step keeps its points (error carried forward)." in line]
+    assert len(said) == checks == len(wrapper.lines), wrapper.lines  # each check the module changes says so
+    # The module's own question keeps its hint: it is where the mistake is.
+    assert any(line.startswith("Likely mistake:") for line in question(card, "causal_attention_module").lines)
+
+
+def test_a_second_mistake_in_the_wrapper_is_still_caught(scratch_cards):
+    card = scratch_cards["unscaled_and_cat_dim_1"]
+    assert lost(card) == {"causal_attention_module", "multihead_wrapper"}
+    wrapper = question(card, "multihead_wrapper")
+    assert not wrapper.carried_forward
+    assert any("uses your `CausalAttention`, which is not right yet" in line for line in wrapper.lines), wrapper.lines
 
 
 @pytest.fixture(scope="module")

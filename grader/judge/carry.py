@@ -163,10 +163,11 @@ class Calls:
 
 
 def followed_calls(assignment: Assignment, infos: list[CellInfo]) -> Calls:
-    """Which of the student's functions to follow: a function (not a class) the notebook defines,
-    tested first by one question and called directly by a step of a later one. The later step's
+    """Which of the student's functions to follow: a function or a torch module class the notebook
+    defines, tested first by one question and used directly by a step of a later one. The later step's
     carried-forward reference is the solution's step with the student's function's answers."""
-    functions = {n for info in infos if not info.cell.skipped for n, is_class in info.defines.items() if not is_class}
+    functions = {n for info in infos if not info.cell.skipped
+                 for n, is_class in info.defines.items() if not is_class or n in info.modules}
     if not functions:
         return Calls({}, {})
     flow = callable_flow(assignment, infos, functions)

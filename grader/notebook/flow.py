@@ -36,6 +36,7 @@ class CellInfo:
     statements: list[tuple[frozenset[str], frozenset[str]]] = field(default_factory=list)  # (binds, reads) per statement
     syntax_error: str | None = None
     defines: dict[str, bool] = field(default_factory=dict)  # functions and classes defined here -> whether a class
+    modules: set[str] = field(default_factory=set)  # the classes among them that are torch modules
 
     def by_statement(self) -> Sequence[tuple[AbstractSet[str], AbstractSet[str]]]:
         """(binds, reads) per statement; the whole cell as one when it was not split."""
@@ -57,6 +58,7 @@ class Statement:
     sets_globals: frozenset[str] = frozenset()
     defines: str = ""  # the function or class a ``def`` or ``class`` statement defines
     defines_class: bool = False
+    defines_module: bool = False  # a class whose bases include a ``Module`` (``nn.Module``)
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,10 @@ def parse_cell(source: str) -> ParsedCell:
                                     shared.setdefault(binds, binds), shared.setdefault(reads, reads),
                                     compound=isinstance(stmt, _COMPOUND), function=function, sets_globals=sets,
                                     defines=stmt.name if isinstance(stmt, _DEFINITIONS) else "",
-                                    defines_class=isinstance(stmt, ast.ClassDef)))
+                                    defines_class=isinstance(stmt, ast.ClassDef),
+                                    defines_module=isinstance(stmt, ast.ClassDef) and any(
+                                        (b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")) == "Module"
+                                        for b in stmt.bases)))
     return ParsedCell(statements=tuple(statements))
 
 
@@ -141,6 +146,8 @@ def analyse(cells: list[Cell]) -> list[CellInfo]:
             info.statements.append((stmt.binds | called, stmt.reads))
             if stmt.defines:
                 info.defines[stmt.defines] = stmt.defines_class
+                if stmt.defines_module:
+                    info.modules.add(stmt.defines)
             info.binds |= called
             info.binds |= stmt.binds
             info.reads |= stmt.reads

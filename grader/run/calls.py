@@ -144,3 +144,76 @@ def replayer(name: str, table: list[dict[str, Any]], own: Callable[..., Any] | N
 
     replayed.__name__ = replayed.__qualname__ = name
     return replayed
+
+
+# --------------------------------------------------------------------------------------------
+# A student's torch module (``class CausalAttention(nn.Module)``): each instance made and each
+# forward call, with torch's random state before and after, so a dropout or a weight drawn at
+# construction is replayed exactly where the solution's code draws it.
+
+
+def _rng() -> Any:
+    import torch
+
+    return torch.get_rng_state()
+
+
+def module_recorder(cls: type, log: dict[str, list[dict[str, Any]]]) -> type:
+    """A subclass of the student's module class that records its instances and forward calls."""
+    made, calls = log.setdefault("made", []), log.setdefault("calls", [])
+
+    class Recorded(cls):  # type: ignore[misc]  # a class the notebook defines
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            entry = {"args": _snapshot(list(args)), "kwargs": _snapshot(kwargs), "rng": _rng()}
+            super().__init__(*args, **kwargs)
+            entry["after"] = _rng()
+            object.__setattr__(self, "_grader_made", len(made))
+            if len(made) < MAX_CALLS:
+                made.append(entry)
+
+        def forward(self, *args: Any, **kwargs: Any) -> Any:
+            entry = {"made": self._grader_made, "training": bool(self.training), "args": _snapshot(list(args)),
+                     "kwargs": _snapshot(kwargs), "rng": _rng()}
+            result = super().forward(*args, **kwargs)
+            if len(calls) < MAX_CALLS:
+                entry["after"], entry["result"] = _rng(), _snapshot(result)
+                calls.append(entry)
+            return result
+
+    Recorded.__name__, Recorded.__qualname__, Recorded.__module__ = cls.__name__, cls.__qualname__, cls.__module__
+    return Recorded
+
+
+def module_replayer(name: str, log: dict[str, list[dict[str, Any]]], differs: dict[str, bool] | None = None) -> type:
+    """A torch module standing in for the solution's class ``name``: an instance is the student's
+    instance made with the same arguments from the same random state, and its forward answers as
+    the student's did for the same input, mode and random state. Anything else raises LookupError."""
+    import torch
+
+    made, calls = log.get("made", []), log.get("calls", [])
+    if differs is not None:
+        differs[name] = True  # the solution's own module is not built to compare: its question says if it is right
+
+    class Replayed(torch.nn.Module):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__()
+            state = _rng()
+            for i, entry in enumerate(made):
+                if same(entry["rng"], state) and same(entry["args"], list(args)) and same(entry["kwargs"], kwargs):
+                    object.__setattr__(self, "_grader_made", i)
+                    torch.set_rng_state(entry["after"])
+                    return
+            raise LookupError(f"{name} was not made with these arguments in the student's notebook")
+
+        def forward(self, *args: Any, **kwargs: Any) -> Any:
+            state = _rng()
+            for entry in calls:
+                if (entry["made"] == self._grader_made and entry["training"] == self.training
+                        and same(entry["rng"], state) and same(entry["args"], list(args))
+                        and same(entry["kwargs"], kwargs)):
+                    torch.set_rng_state(entry["after"])
+                    return copy.deepcopy(entry["result"])
+            raise LookupError(f"{name} was not called on this input in the student's notebook")
+
+    Replayed.__name__ = Replayed.__qualname__ = name
+    return Replayed

@@ -332,7 +332,10 @@ def install_injections(ns: dict[str, Any], job: JobWire) -> None:
             record = ns.get(CALLS)
             if not isinstance(record, dict):
                 record = ns[CALLS] = {}
-            if callable(ns.get(name)):
+            torch = sys.modules.get("torch")
+            if torch is not None and isinstance(ns.get(name), type) and issubclass(ns[name], torch.nn.Module):
+                ns[name] = calls.module_recorder(ns[name], record.setdefault(name, {}))
+            elif callable(ns.get(name)):
                 ns[name] = calls.recorder(ns[name], record.setdefault(name, []), ns, name)
             return
         if key.startswith(REPLAY):  # in the solution's run: the student's recorded answers stand in
@@ -340,7 +343,9 @@ def install_injections(ns: dict[str, Any], job: JobWire) -> None:
             record = ns.get(CALLS)
             if not isinstance(record, dict):
                 record = ns[CALLS] = {}
-            ns[name] = calls.replayer(name, capture.to_python(capture.decode(values[key])), ns.get(name), record)
+            table = capture.to_python(capture.decode(values[key]))
+            ns[name] = (calls.module_replayer(name, table, record) if isinstance(table, dict)
+                        else calls.replayer(name, table, ns.get(name), record))
             return
         name = carries.get(key, key)
         if key in carries and name in ns:
