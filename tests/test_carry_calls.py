@@ -151,3 +151,30 @@ def test_a_record_keeps_the_arguments_as_they_were_and_a_recursive_function_recu
     assert replay(np.array([5.0, 5.0])).tolist() == [15.0, 15.0]  # never called so: the solution's own answers
     with pytest.raises(LookupError):
         calls.replayer("step", steps)(np.array([5.0, 5.0]))
+
+
+def test_recording_never_changes_what_the_student_s_code_does():
+    import torch
+
+    from grader.run import calls
+
+    ns: dict = {"torch": torch}
+    exec("def first(it):\n    return next(it)\n"  # noqa: S102 - the test's own code
+         "class Head(torch.nn.Module):\n"
+         "    def __init__(self, n):\n        super(Head, self).__init__()\n        self.w = torch.nn.Linear(n, n)\n"
+         "    def forward(self, x):\n        return super(Head, self).forward(x) if False else self.w(x)\n"
+         "class Twice(Head):\n    def forward(self, x):\n        return 2 * super().forward(x)\n", ns)
+    ns["first"] = calls.recorder(ns["first"], log := [], ns, "first")
+    assert ns["first"](x for x in [7]) == 7 and log == []  # a generator cannot be kept: the call goes on, unrecorded
+    record: dict = {}
+    ns["Head"] = calls.module_recorder(ns["Head"], record, ns, "Head")
+    torch.manual_seed(0)
+    head = ns["Head"](3)  # the old-style super(Head, self) still means the student's class
+    out = head(torch.ones(1, 3))
+    assert len(record["made"]) == 1 and len(record["calls"]) == 1 and torch.equal(record["calls"][0]["result"], out)
+    replayed = calls.module_replayer("Head", record)
+    torch.manual_seed(0)
+    again = replayed(3)  # made from the same random state with the same arguments: the student's instance
+    assert torch.equal(again(torch.ones(1, 3)), out)
+    with pytest.raises(LookupError):
+        replayed(3)  # another random state: not an instance the student's notebook made

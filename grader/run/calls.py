@@ -17,15 +17,25 @@ followed; a record that cannot be captured is not replayed.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 MAX_CALLS = 2000  # calls recorded per function; a call after them is answered by the solution's own
 MAX_BYTES = 16 * 2**20  # and the data they hold: a record is captured like any value, within its limits
 RTOL, ATOL = 1e-6, 1e-9  # arguments the solution's code computes from replayed results may differ in the last bits
+
+
+def _keep(*values: Any) -> list[Any] | None:
+    """Copies of the values for the record, or None when one cannot be copied (a generator, a
+    file): that call is not recorded, and recording never changes what the student's code does."""
+    try:
+        return [_snapshot(v) for v in values]
+    except Exception:  # noqa: BLE001 - whatever copying raises, the call itself goes on
+        return None
 
 
 def _snapshot(value: Any) -> Any:
@@ -61,7 +71,9 @@ def recorder(fn: Callable[..., Any], log: list[dict[str, Any]], ns: dict[str, An
     @functools.wraps(fn)
     def recorded(*args: Any, **kwargs: Any) -> Any:
         keep = len(log) < MAX_CALLS and spent[0] < MAX_BYTES
-        entry = {"args": _snapshot(list(args)), "kwargs": _snapshot(kwargs)} if keep else {}
+        kept = _keep(list(args), kwargs) if keep else None
+        keep = kept is not None
+        entry = {"args": kept[0], "kwargs": kept[1]} if kept is not None else {}
         rebound = ns.get(name) is recorded
         if rebound:
             ns[name] = fn
@@ -70,8 +82,9 @@ def recorder(fn: Callable[..., Any], log: list[dict[str, Any]], ns: dict[str, An
         finally:
             if rebound and ns.get(name) is fn:
                 ns[name] = recorded
-        if keep:
-            entry["result"] = _snapshot(result)
+        answer = _keep(result) if keep else None
+        if answer is not None:
+            entry["result"] = answer[0]
             spent[0] += _nbytes(entry)
             log.append(entry)
         return result
@@ -158,25 +171,44 @@ def _rng() -> Any:
     return torch.get_rng_state()
 
 
-def module_recorder(cls: type, log: dict[str, list[dict[str, Any]]]) -> type:
-    """A subclass of the student's module class that records its instances and forward calls."""
+def module_recorder(cls: type, log: dict[str, list[dict[str, Any]]], ns: dict[str, Any], name: str) -> type:
+    """A subclass of the student's module class that records its instances and forward calls.
+    While its own code runs, ``ns[name]`` is the class itself, so ``super(CausalAttention, self)``
+    in it means what it meant without the grader."""
     made, calls = log.setdefault("made", []), log.setdefault("calls", [])
+
+    @contextlib.contextmanager
+    def original() -> Iterator[None]:
+        rebound = ns.get(name) is Recorded
+        if rebound:
+            ns[name] = cls
+        try:
+            yield
+        finally:
+            if rebound and ns.get(name) is cls:
+                ns[name] = Recorded
 
     class Recorded(cls):  # type: ignore[misc]  # a class the notebook defines
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            entry = {"args": _snapshot(list(args)), "kwargs": _snapshot(kwargs), "rng": _rng()}
-            super().__init__(*args, **kwargs)
-            entry["after"] = _rng()
-            object.__setattr__(self, "_grader_made", len(made))
-            if len(made) < MAX_CALLS:
+            # A subclass the student derives from it is another module: not recorded as this one.
+            kept = _keep(list(args), kwargs) if type(self) is Recorded else None
+            entry = {"args": kept[0], "kwargs": kept[1], "rng": _rng()} if kept is not None else None
+            with original():
+                super().__init__(*args, **kwargs)
+            object.__setattr__(self, "_grader_made", len(made) if entry is not None else -1)
+            if entry is not None and len(made) < MAX_CALLS:
+                entry["after"] = _rng()
                 made.append(entry)
 
         def forward(self, *args: Any, **kwargs: Any) -> Any:
-            entry = {"made": self._grader_made, "training": bool(self.training), "args": _snapshot(list(args)),
-                     "kwargs": _snapshot(kwargs), "rng": _rng()}
-            result = super().forward(*args, **kwargs)
-            if len(calls) < MAX_CALLS:
-                entry["after"], entry["result"] = _rng(), _snapshot(result)
+            kept = _keep(list(args), kwargs) if type(self) is Recorded else None
+            entry = ({"made": self._grader_made, "training": bool(self.training), "args": kept[0], "kwargs": kept[1],
+                      "rng": _rng()} if kept is not None else None)
+            with original():
+                result = super().forward(*args, **kwargs)
+            answer = _keep(result) if entry is not None and len(calls) < MAX_CALLS else None
+            if entry is not None and answer is not None:
+                entry["after"], entry["result"] = _rng(), answer[0]
                 calls.append(entry)
             return result
 

@@ -334,7 +334,7 @@ def install_injections(ns: dict[str, Any], job: JobWire) -> None:
                 record = ns[CALLS] = {}
             torch = sys.modules.get("torch")
             if torch is not None and isinstance(ns.get(name), type) and issubclass(ns[name], torch.nn.Module):
-                ns[name] = calls.module_recorder(ns[name], record.setdefault(name, {}))
+                ns[name] = calls.module_recorder(ns[name], record.setdefault(name, {}), ns, name)
             elif callable(ns.get(name)):
                 ns[name] = calls.recorder(ns[name], record.setdefault(name, []), ns, name)
             return
