@@ -21,7 +21,15 @@ CHECK_FILE = "<check>"
 # A cell's file name in the student process's tracebacks: ``<cell 3>``.
 CELL_FILE = "<cell {}>"
 
+# Error carried forward through a function (``grader.run.calls``): an injection key that wraps the
+# student's function so that its calls are recorded under ``__grader_calls__[name]``, or one that
+# puts in the solution's process a stand-in answering from that record.
+RECORD = "__grader_record__:"
+REPLAY = "__grader_replay__:"
+CALLS = "__grader_calls__"
+
 _GIVEN = "__given__/"
+_CALLS = "__calls__/"
 
 
 def check_id(question_id: str, index: int) -> str:
@@ -47,3 +55,8 @@ def given_id(name: str) -> str:
 def given_name(capture: str) -> str | None:
     """The given input a capture id names (``given_id``'s inverse), or None for any other capture."""
     return capture[len(_GIVEN):] if capture.startswith(_GIVEN) else None
+
+
+def calls_id(function: str) -> str:
+    """The capture id of the record of a student's function's calls (``grader.run.calls``)."""
+    return _CALLS + function

@@ -193,8 +193,8 @@ def test_the_student_side_imports_nothing_of_the_graders():
     """The worker runs in the sandboxed student process: it may import values, errors, frames and
     the vocabulary (names shared across the boundary, statuses, the seeding rule) only."""
     allowed = {"grader", "grader.capture", "grader.errors", "grader.run", "grader.run.frames", "grader.run.sandbox",
-               "grader.run.worker", "grader.run.fast_cells", "grader.run.student_values", "grader.names",
-               "grader.vocab", "grader.seeding"}
+               "grader.run.worker", "grader.run.fast_cells", "grader.run.student_values", "grader.run.calls",
+               "grader.names", "grader.vocab", "grader.seeding"}
     for module in ("grader.run.worker", "grader.run.student_values", "grader.run.frames", "grader.capture",
                    "grader.run.jupyter_kernel"):
         reached = {t for t, _, top in imports(module, MODULES[module]) if top}

@@ -283,7 +283,8 @@ MISTAKES = [
         feedback={
             "token_ids": ["`token_ids` is correct given your `tokens`; the mistake is upstream, in *A tiny "
                           "BERT-uncased tokenizer*: this step keeps its points (error carried forward)."],
-            "embeddings": ["`embeddings` is correct given your `token_ids` and `tokens`; the mistake is upstream, "
+            # Computed from token_ids alone: the tokenizer's methods take `tokens` as a parameter of their own.
+            "embeddings": ["`embeddings` is correct given your `token_ids`; the mistake is upstream, "
                            "in *A tiny BERT-uncased tokenizer*: this step keeps its points (error carried forward)."]},
         id="tokens-not-lower-cased"),
     mistake(
@@ -322,7 +323,8 @@ MISTAKES = [
         id="scratch-mask-after-softmax"),
     mistake(
         "attention_from_scratch", {"?5": DROPOUT_ALWAYS_ON},
-        {"causal_attention_module": "partial", "multihead_wrapper": "partial"},
+        # The wrapper is right given the student's CausalAttention (its calls replayed): carried forward.
+        {"causal_attention_module": "partial"},
         {"causal_attention_module/2": "Dropout is still active in evaluation mode: use the nn.Dropout module "
                                       "(self.dropout), which is off after .eval()."},
         id="scratch-dropout-on-at-eval"),

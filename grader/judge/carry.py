@@ -16,9 +16,13 @@ runs at all (``needed``), and where in the solution each student value goes (``p
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+
 from grader.course.model import Assignment, Check
 from grader.judge.compare import matches
 from grader.notebook import CellInfo, direct_inputs, first_binds
+from grader.notebook.flow import Version, direct_input_versions
 from grader.run.job import Captured
 
 CARRIED = "__grader_carried__"  # the worker keeps the solution's value of each replaced step here
@@ -46,31 +50,50 @@ def upstream(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[C
     A step's inputs are the steps its last binding reads (through names that are not steps); an
     expression check's are the steps it reads, or those behind the names it reads (a table built
     from ``attention_weights``). A name checked twice (``S`` before ``bank`` and ``S`` at the end)
-    is the check taken at the earliest point not before this check's own: the value it read."""
+    is the check that captures the very binding that was read: ``S_scaled`` computed from part 1's
+    ``S`` has the check taken ``before: bank`` as its input, whatever point ``S_scaled`` is taken
+    at. A binding no check captures falls back to the check taken at the earliest point not before
+    this check's own."""
     points = capture_points(assignment, infos)
+    where = places(assignment, infos)
     by_name: dict[str, list[Check]] = {}
     for c in steps(assignment):
         assert c.variable is not None
         by_name.setdefault(c.variable, []).append(c)
     names = frozenset(by_name)
-    cache: dict[int, dict[str, set[str]]] = {}
+    cache: dict[int, dict[str, set[tuple[str, Version | None]]]] = {}
     out: dict[str, tuple[Check, ...]] = {}
     for c in assignment.checks:
         point = points[c.id]
         if point not in cache:
-            cache[point] = direct_inputs(infos[:point], names)
+            cache[point] = direct_input_versions(infos[:point], names)
         flow = cache[point]
         if c.variable is not None:
             inputs = flow.get(c.variable, set())
         else:
-            inputs = set().union(*({n} if n in names else flow.get(n, set()) for n in c.names))
-        found = []
-        for name in sorted(inputs):
+            inputs = set().union(*({(n, _last_binding(infos[:point], n))} if n in names else flow.get(n, set())
+                                   for n in c.names))
+        found: list[Check] = []
+        for name, version in sorted(inputs, key=lambda f: (f[0], f[1] or (-1, -1))):
             candidates = sorted(by_name[name], key=lambda u: points[u.id])
-            later = [u for u in candidates if points[u.id] >= point]
-            found.append(later[0] if later else candidates[-1])
+            exact = [u for u in candidates if version is not None and where.get(u.id) == version]
+            later = [u for u in exact or candidates if points[u.id] >= point]
+            pick = later[0] if later else (exact or candidates)[-1]
+            if pick not in found:
+                found.append(pick)
         out[c.id] = tuple(u for u in found if u.id != c.id)
     return out
+
+
+def _last_binding(infos: list[CellInfo], name: str) -> Version | None:
+    """The statement that last binds ``name`` in these cells: the value an expression check reads."""
+    for pos in range(len(infos) - 1, -1, -1):
+        if infos[pos].cell.skipped:
+            continue
+        hits = [k for k, (binds, _) in enumerate(infos[pos].by_statement()) if name in binds]
+        if hits:
+            return (pos, hits[-1])
+    return None
 
 
 def wrong(check: Check, student: dict[str, Captured], reference: dict[str, Captured]) -> bool:
@@ -103,3 +126,83 @@ def places(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[int
                 out[c.id] = (pos, hits[-1])
                 break
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Through the student's functions (``grader.run.calls``)
+
+
+def uses(check: Check, flow: dict[str, set[str]], names: AbstractSet[str]) -> set[str]:
+    """Which of ``names`` (the student's functions and classes) the check's own step calls, and
+    those they call in turn; ``flow`` is ``direct_inputs`` over the steps and ``names``, so a
+    function behind another graded step it reads is not counted: that step's verdict covers it."""
+    found = {n for n in check.names if n in names}
+    for n in check.names:
+        found |= flow.get(n, set()) & names
+    todo = list(found)
+    while todo:
+        for more in flow.get(todo.pop(), set()) & names:
+            if more not in found:
+                found.add(more)
+                todo.append(more)
+    return found
+
+
+def callable_flow(assignment: Assignment, infos: list[CellInfo], names: AbstractSet[str]) -> dict[str, set[str]]:
+    steps_read = {c.variable for c in assignment.checks if c.variable is not None}
+    return direct_inputs(infos, steps_read | set(names))
+
+
+@dataclass(frozen=True)
+class Calls:
+    """The student's functions a later question's step calls: each -> the checks of the question
+    that tests it first (``owners``), and each such later check -> {owner check id: function}."""
+
+    owners: dict[str, tuple[Check, ...]]
+    via: dict[str, dict[str, str]]
+
+
+def followed_calls(assignment: Assignment, infos: list[CellInfo]) -> Calls:
+    """Which of the student's functions to follow: a function or a torch module class the notebook
+    defines, tested first by one question and used directly by a step of a later one. The later step's
+    carried-forward reference is the solution's step with the student's function's answers."""
+    functions = {n for info in infos if not info.cell.skipped
+                 for n, is_class in info.defines.items() if not is_class or n in info.modules}
+    if not functions:
+        return Calls({}, {})
+    flow = callable_flow(assignment, infos, functions)
+    used = {c.id: uses(c, flow, functions) for c in assignment.checks if not c.is_test}
+    owners: dict[str, tuple[Check, ...]] = {}
+    via: dict[str, dict[str, str]] = {}
+    for name in sorted(functions):
+        testing = [c for c in assignment.checks if name in used.get(c.id, set())]
+        if not testing:
+            continue
+        first = testing[0].question_id
+        own = tuple(c for c in testing if c.question_id == first)
+        later = [c for c in testing if c.question_id != first]
+        if not later:
+            continue
+        owners[name] = own
+        for c in later:
+            for o in own:
+                via.setdefault(c.id, {})[o.id] = name
+    return Calls(owners, via)
+
+
+def with_calls(ups: dict[str, tuple[Check, ...]], calls: Calls) -> tuple[dict[str, tuple[Check, ...]],
+                                                                      dict[str, dict[str, str]]]:
+    """The upstream steps, with the checks testing each function a step calls added to its own;
+    and, for each step, those it has only through a call (check id -> function), which its
+    feedback names as the function ("given your `gradient()`") rather than as a value."""
+    out = dict(ups)
+    via: dict[str, dict[str, str]] = {}
+    owners = {o.id: o for checks in calls.owners.values() for o in checks}
+    for cid, by_owner in calls.via.items():
+        direct = {u.id for u in ups.get(cid, ())}
+        only = {o: f for o, f in by_owner.items() if o not in direct}
+        if only:
+            via[cid] = only
+            out[cid] = (*out.get(cid, ()), *(owners[o] for o in only))
+    return out, via
+

@@ -20,7 +20,7 @@ from dataclasses import replace
 from grader.capture import Value
 from grader.course.model import Assignment, Check, Question
 from grader.course.properties import check_property
-from grader.judge import carry, rechecks, testcheck, wording
+from grader.judge import callables, carry, rechecks, testcheck, wording
 from grader.judge import verdicts as v
 from grader.judge.compare import compare, matches
 from grader.judge.context import (
@@ -103,8 +103,9 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
         if wrong is None:
             # A hint names a mistake only where the carried-forward reference does not explain the
             # value: the hint's own expression is taken on the student's upstream values too.
-            hint = "" if explains(check, value, carried) else _matching_hint(check, value, ctx)
-            return replace(base, reasons=(v.Differs(label, report, hint),), hint=hint)
+            hint = "" if explains(check, value, carried) and not _replays_own(check, ctx) else _matching_hint(check, value, ctx)
+            uses = callables.wrong_callables(check, ctx)
+            return replace(base, reasons=(v.Differs(label, report, hint),) + ((uses,) if uses else ()), hint=hint)
         carried_from = tuple(u.id for u in wrong)
     again = rechecks.on_variants(check, ctx)
     if again.reason is not None:
@@ -121,7 +122,11 @@ def _carried_verdict(check: Check, ctx: Context, res: CheckResult, points: float
     """A value right given the student's own upstream values: the step's points times the
     course's ``carry_forward`` share, and a reason that says where the mistake is."""
     by_id = {u.id: u for u in ctx.upstream.get(check.id, ())}
-    inputs = tuple(by_id[i].target for i in res.carried_from if i in by_id)
+    called = ctx.calls.get(check.id, {})
+    classes = callables.defined(ctx)
+    inputs = tuple(dict.fromkeys((called[i] if classes.get(called[i]) else f"{called[i]}()") if i in called
+                                 else by_id[i].target
+                                 for i in res.carried_from if i in by_id))
     where = roots(check, ctx) or [by_id[i].question_id for i in res.carried_from if i in by_id]
     share = check.carry_forward
     reason = v.CarriedForward(check.label, inputs, tuple(ctx.titles.get(q, q) for q in where), share)
@@ -184,10 +189,17 @@ def _calls(target: str, name: str) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name for n in ast.walk(tree))
 
 
+def _replays_own(check: Check, ctx: Context) -> bool:
+    """Whether the check tests a function or module of the student's that carry-forward replays."""
+    return any(check.id in by_owner for by_owner in ctx.calls.values())
+
+
 def _matching_hint(check: Check, value: Value, ctx: Context) -> str:
     # Evaluated on the student's own upstream values when the carry-forward run was made (the
     # plain reference's hints would name a mistake the student did not make, on the wrong inputs).
-    hints = ctx.carried if ctx.carried else ctx.reference
+    # Not for a check of the student's own function or module: the carry-forward run replays the
+    # student's answers in the solution's, so its hints there would be the student's mistake itself.
+    hints = ctx.carried if ctx.carried and not _replays_own(check, ctx) else ctx.reference
     for i, hint in enumerate(check.hints):
         hv = hints.get(hint_id(check.id, i))
         if hv is None or hv.value is None:

@@ -8,18 +8,21 @@ from); they return data and write no sentence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 from grader.capture import Value
 from grader.course.model import Check
 from grader.course.properties import check_property
 from grader.judge import carry
 from grader.judge.compare import compare, matches
-from grader.names import given_name
+from grader.names import calls_id, given_name
 from grader.notebook import BlankReport, CellInfo, dependencies, first_binds
 from grader.run.job import Captured, CellRun
 from grader.vocab import RunStatus
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,18 @@ class Context:
     upstream: dict[str, tuple[Check, ...]] = field(default_factory=dict)
     titles: dict[str, str] = field(default_factory=dict)
     checks: tuple[Check, ...] = ()  # every check of the assignment: who owns a failing statement
+    # Steps that call the student's functions (``carry.followed_calls``): check id -> {the id of a
+    # check testing the function: the function's name}, to say "correct given your `gradient()`".
+    calls: dict[str, dict[str, str]] = field(default_factory=dict)
     # Results that depend on this context alone, asked for by many checks; ``replace`` starts afresh.
     _memo: dict[object, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def remember(self, key: object, make: Callable[[], T]) -> T:
+        """``make()``, worked out once per context under ``key`` (a fact every check may ask for)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        found: T = self._memo[key]
+        return found
 
     def changed_givens(self) -> list[str]:
         """Given inputs whose values in the submission differ from the notebook's own data. A given
@@ -150,17 +163,32 @@ def explains(check: Check, value: Value, carried: Captured | None) -> bool:
     return not any(check_property(p, check.label, value, carried.value, atol=check.atol) for p in check.properties)
 
 
-def roots(check: Check, ctx: Context, seen: frozenset[str] = frozenset()) -> list[str]:
+def roots(check: Check, ctx: Context) -> list[str]:
     """The questions where the mistakes behind a carried-forward value are: its wrong upstream
-    steps, or theirs when those are right given their own inputs."""
+    steps, or theirs when those are right given their own inputs. Walked on each run where the
+    value itself differs (the notebook's data first, then the variants), so a mistake that shows
+    only on other data (scores kept in float16) is traced on the run that shows it, to the step
+    that is wrong there, not to the step just before."""
+    out: list[str] = []
+    runs = [(ctx.student, ctx.reference, ctx.carried)] + [(r.student, r.reference, r.carried) for r in ctx.variants]
+    for student, reference, carried in runs:
+        if carry.wrong(check, student, reference):
+            for qid in _roots_on(check, ctx, student, reference, carried, frozenset()):
+                if qid not in out:
+                    out.append(qid)
+    return out
+
+
+def _roots_on(check: Check, ctx: Context, student: dict[str, Captured], reference: dict[str, Captured],
+              carried: dict[str, Captured], seen: frozenset[str]) -> list[str]:
     out: list[str] = []
     for u in ctx.upstream.get(check.id, ()):
-        if u.id in seen or not carry.wrong(u, ctx.student, ctx.reference):
+        if u.id in seen or not carry.wrong(u, student, reference):
             continue
-        got, up_ref, up_carried = ctx.student.get(u.id), ctx.reference.get(u.id), ctx.carried.get(u.id)
+        got, up_ref, up_carried = student.get(u.id), reference.get(u.id), carried.get(u.id)
         explained = (got is not None and got.value is not None and up_ref is not None and up_ref.value is not None
-                     and carried_from_steps(u, got.value, up_ref.value, up_carried, ctx, ctx.student, ctx.reference))
-        deeper = roots(u, ctx, seen | {check.id}) if explained else []
+                     and carried_from_steps(u, got.value, up_ref.value, up_carried, ctx, student, reference))
+        deeper = _roots_on(u, ctx, student, reference, carried, seen | {check.id}) if explained else []
         for qid in deeper or [u.question_id]:
             if qid not in out:
                 out.append(qid)
@@ -183,3 +211,30 @@ def root_failure(run: CellRun, infos: list[CellInfo], cells: list[CellRun]) -> t
             break
         run, name = earlier, undefined
     return run, name
+
+
+def _differs(captured: Captured | None) -> bool:
+    return captured is not None and captured.value is not None and captured.value.kind == "bool" \
+        and captured.value.data is True
+
+
+def without_right_calls(ctx: Context) -> Context:
+    """The context, with a function a step calls no longer among the step's upstream where the
+    carry-forward runs showed its answers are the solution's own on every call the step makes: a
+    question that tests it fails for another reason (``load_vocab()`` is right, the tokenizer
+    does not lower-case), and the step is not "correct given your ``load_vocab()``"."""
+    if not ctx.calls:
+        return ctx
+    runs = [ctx.carried, *(r.carried for r in ctx.variants)]
+    wrong = {f for by_owner in ctx.calls.values() for f in by_owner.values()
+             if any(_differs(run.get(calls_id(f))) for run in runs)}
+    upstream = dict(ctx.upstream)
+    calls: dict[str, dict[str, str]] = {}
+    for cid, by_owner in ctx.calls.items():
+        drop = {o for o, f in by_owner.items() if f not in wrong}
+        if drop:
+            upstream[cid] = tuple(u for u in upstream.get(cid, ()) if u.id not in drop)
+        kept = {o: f for o, f in by_owner.items() if f in wrong}
+        if kept:
+            calls[cid] = kept
+    return replace(ctx, upstream=upstream, calls=calls)

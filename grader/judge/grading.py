@@ -21,6 +21,7 @@ from grader.errors import NotebookError, OverBudget, SolutionError
 from grader.files import printable, sha256_file
 from grader.judge import carry, manual, wording
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
+from grader.judge.context import without_right_calls
 from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job
 from grader.judge.reference import Reference, References, VariantSet
 from grader.judge.scorecard import CellError, Execution, Scorecard
@@ -92,15 +93,18 @@ class Grader:
         cpu.check("reading and analysing the notebook")
         if assignment.name not in self._skip:
             self._skip[assignment.name] = self.references.skip_sources(assignment)
+        calls = carry.followed_calls(assignment, infos)
+        record = tuple(sorted(calls.owners))  # the student's callables a later step uses: their calls recorded
         jobs = JobTemplate.of(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
-                              traceback_lines=self.course.scorecard.traceback_lines)  # its run's and its variants'
-        job = jobs.job()
+                              traceback_lines=self.course.scorecard.traceback_lines, record=record)
+        job = jobs.job()  # its run's, and its variants' below
         with self.executor.session() as runner:  # one sandbox for the run and its variants
             run = runner.run(job)
             cpu.check("reading the values its run sent")
+            upstream, via = carry.with_calls(carry.upstream(assignment, infos), calls)
             ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
                           reference=ref.captures, reveal=self.reveal(), given=assignment.given,
-                          upstream=carry.upstream(assignment, infos))
+                          upstream=upstream, calls=via)
             need_carry = carry.needed(assignment, ctx.upstream, run.captures, ref.captures)
             # Variants run whatever the original run's ending (a crash, a timeout, a last cell that
             # ends the process): only a question that matched on every variant earns its points. They
@@ -169,7 +173,7 @@ class Grader:
             runs = tuple(replace(v, carried=runner.run(replace(build_carry_job(
                 assignment, cells, infos, v.student, skip=skip, variant=by_number[v.number]), stay=True, trusted=True)).captures)
                 for v in ctx.variants)
-        return replace(ctx, carried=carried, variants=runs)
+        return without_right_calls(replace(ctx, carried=carried, variants=runs))
 
     def _invalid(self, card: Scorecard, assignment: Assignment, reason: str) -> Scorecard:
         from grader.judge.scorecard import QuestionResult

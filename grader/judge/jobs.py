@@ -16,7 +16,8 @@ from grader.course.imports import preload_for
 from grader.course.model import Assignment
 from grader.errors import NotebookError
 from grader.judge import carry, testcheck, variants
-from grader.names import hint_id
+from grader.names import CALLS, RECORD, REPLAY, calls_id, hint_id
+from grader.notebook.inject import inject_after
 from grader.run.execute import Executor, Session
 from grader.run.job import Captured, CaptureSpec, Injection, Job, JobCell, RunResult
 from grader.vocab import CaptureKind, SkipReason
@@ -63,9 +64,9 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
 
 def build_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo],
               submission: Path, *, hints: bool, skip: set[str], traceback_lines: int = 8,
-              variant: variants.Variant | None = None) -> Job:
+              variant: variants.Variant | None = None, record: tuple[str, ...] = ()) -> Job:
     return JobTemplate.of(assignment, cells, infos, submission, hints=hints, skip=skip,
-                          traceback_lines=traceback_lines).job(variant)
+                          traceback_lines=traceback_lines, record=record).job(variant)
 
 
 class JobTemplate:
@@ -73,15 +74,19 @@ class JobTemplate:
     at this notebook's points, the files. A submission's own run and each of its variants are
     jobs of one template; the solution's draws for every submission's own variants are jobs of one
     template per assignment (``References``). A variant's job differs only in its injection calls
-    (the same for every variant of the same inputs, so kept per set of names) and their values."""
+    (the same for every variant of the same inputs, so kept per set of names) and their values.
+    ``record``: the student's functions whose calls a later step uses (``grader.run.calls``); each
+    job records them after their definitions."""
 
-    def __init__(self, assignment: Assignment, infos: list[notebook.CellInfo], base: Job) -> None:
-        self.given, self.infos, self.base = assignment.given, infos, base
+    def __init__(self, assignment: Assignment, infos: list[notebook.CellInfo], base: Job,
+                 record: tuple[str, ...] = ()) -> None:
+        self.given, self.infos, self.base, self.record = assignment.given, infos, base, record
         self._cells: dict[tuple[str, ...], tuple[JobCell, ...]] = {}  # names -> the cells with their injections
 
     @classmethod
     def of(cls, assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo],
-           submission: Path, *, hints: bool, skip: set[str], traceback_lines: int = 8) -> JobTemplate:
+           submission: Path, *, hints: bool, skip: set[str], traceback_lines: int = 8,
+           record: tuple[str, ...] = ()) -> JobTemplate:
         job_cells = []
         for cell, info in zip(cells, infos, strict=True):
             why = SkipReason.TAGGED if cell.skipped or (skip and cell.source.strip() in skip) else SkipReason.RUN
@@ -90,23 +95,42 @@ class JobTemplate:
             job_cells.append(JobCell(index=cell.index, source=source, skip=why))
         files = tuple((assignment.solution_dir / rel, rel) for rel in assignment.data)
         files += ((submission, submission.name),)
-        base = Job(cells=tuple(job_cells), captures=plan(assignment, infos, hints=hints), limits=assignment.limits,
+        captures = plan(assignment, infos, hints=hints)
+        if record:  # the calls of the student's functions a later step uses (``grader.run.calls``)
+            captures += tuple(CaptureSpec(calls_id(f), CaptureKind.EXPR, f"{CALLS}[{f!r}]", None) for f in record)
+        base = Job(cells=tuple(job_cells), captures=captures, limits=assignment.limits,
                    files=files, traceback_lines=traceback_lines, preload=preload_for(assignment))
-        return cls(assignment, infos, base)
+        return cls(assignment, infos, base, record)
 
     def job(self, variant: variants.Variant | None = None) -> Job:
         """The notebook's job on its own data, or with ``variant``'s given inputs swapped in."""
-        if variant is None:
-            return self.base
-        names = variant.names
+        names = variant.names if variant is not None else ()
         if names not in self._cells:
-            defined = notebook.input_definitions(self.infos, names, self.given)
-            self._cells[names] = tuple(
-                replace(jc, source=variants.with_injections(
-                    jc.source, names, {n: {k for p, k in defined[n] if p == pos} for n in names}))
-                for pos, jc in enumerate(self.base.cells))
-        injections = tuple(Injection(name=name, value=variant.values[name]) for name in names)
+            cells = list(self.base.cells)
+            if names:  # the variant's injections first: they are placed by the notebook's own statements
+                defined = notebook.input_definitions(self.infos, names, self.given)
+                cells = [replace(jc, source=variants.with_injections(
+                             jc.source, names, {n: {k for p, k in defined[n] if p == pos} for n in names}))
+                         for pos, jc in enumerate(cells)]
+            if self.record:
+                cells = _after_definitions(cells, self.record, RECORD)
+            self._cells[names] = tuple(cells)
+        injections = tuple(Injection(name=name, value=variant.values[name]) for name in names) if variant else ()
+        injections += tuple(Injection(name=RECORD + f, value=_NOTHING) for f in self.record)
         return replace(self.base, cells=self._cells[names], injections=injections)
+
+
+_NOTHING = {"t": "none"}
+
+
+def _after_definitions(job_cells: list[JobCell], functions: tuple[str, ...] | set[str], prefix: str) -> list[JobCell]:
+    """The cells with ``__grader_inject__(prefix + f)`` after each statement defining function ``f``."""
+    out = []
+    for jc in job_cells:
+        statements = notebook.parse_cell(jc.source).statements
+        calls = {k: [prefix + st.defines] for k, st in enumerate(statements) if st.defines in functions}
+        out.append(replace(jc, source=inject_after(jc.source, calls)) if calls else jc)
+    return out
 
 
 def run_notebook(assignment: Assignment, path: Path, executor: Executor | Session, *, hints: bool = False,
@@ -120,25 +144,6 @@ def run_notebook(assignment: Assignment, path: Path, executor: Executor | Sessio
     job = build_job(assignment, cells, infos, path, hints=hints, skip=skip or set(),
                     traceback_lines=traceback_lines, variant=variant)
     return executor.run(job), infos
-
-
-def _after_statements(source: str, calls: dict[int, list[str]]) -> str:
-    """The cell with ``__grader_inject__(key)`` appended to the last line of each numbered
-    statement, as variants put their inputs in, so line numbers stay as they are."""
-    parsed = notebook.parse_cell(source)
-    if parsed.syntax_error is not None:
-        return source
-    lines = source.splitlines(keepends=True)
-    edits: dict[tuple[int, int], list[str]] = {}
-    for i, keys in calls.items():
-        stmt = parsed.statements[i]
-        if stmt.end_lineno is not None and stmt.end_col_offset is not None:
-            edits.setdefault((stmt.end_lineno, stmt.end_col_offset), []).extend(keys)
-    for (lineno, col), keys in sorted(edits.items(), reverse=True):  # right to left keeps columns valid
-        line = lines[lineno - 1]
-        at = len(line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))  # ast columns count bytes
-        lines[lineno - 1] = line[:at] + "".join(f"; {variants.INJECT_CALL}({k!r})" for k in keys) + line[at:]
-    return "".join(lines)
 
 
 def build_carry_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo],
@@ -162,8 +167,19 @@ def build_carry_job(assignment: Assignment, cells: list[notebook.Cell], infos: l
         injections.append(Injection(name=check.id, value=capture.to_wire(got.value), target=check.variable))
         carried.add(check.id)
     job = build_job(assignment, cells, infos, assignment.solution, hints=True, skip=skip)
-    job_cells = [replace(jc, source=_after_statements(jc.source, by_cell[pos])) if pos in by_cell else jc
+    job_cells = [replace(jc, source=inject_after(jc.source, by_cell[pos])) if pos in by_cell else jc
                  for pos, jc in enumerate(job.cells)]
+    # The student's functions a later step calls: the solution's own stand in for them no more,
+    # their recorded answers do (``grader.run.calls``), put in after the solution defines each.
+    defined = {n for info in infos for n in info.defines}
+    replayed = {f: got for f in sorted(defined) if (got := student.get(calls_id(f))) is not None and got.value is not None}
+    if replayed:
+        job_cells = _after_definitions(job_cells, set(replayed), REPLAY)
+        injections += [Injection(name=REPLAY + f, value=capture.to_wire(got.value)) for f, got in replayed.items()
+                       if got.value is not None]
+        # Whether each function's answers differ from the solution's own where its steps call it.
+        job = replace(job, captures=job.captures + tuple(
+            CaptureSpec(calls_id(f), CaptureKind.EXPR, f"{CALLS}.get({f!r}, False)", None) for f in replayed))
     if variant is not None:  # the variant's inputs go in first, where the solution defines them
         job_cells = [replace(jc, source=variants.with_injections(jc.source, variant.names)) for jc in job_cells]
         injections = [Injection(name=n, value=variant.values[n]) for n in variant.names] + injections

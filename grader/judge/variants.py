@@ -39,6 +39,7 @@ from grader.capture import Value
 from grader.course.model import KEEP, Assignment
 from grader.errors import SolutionError
 from grader.notebook import CellInfo, input_definitions, parse_cell
+from grader.notebook.inject import inject_after
 
 GIVEN_PREFIX = "__given__/"
 
@@ -61,23 +62,19 @@ def varied_names(assignment: Assignment) -> tuple[str, ...]:
     return tuple(n for n in assignment.given if rules.get(n) != KEEP)
 
 
-INJECT_CALL = "__grader_inject__"
-
-
 def with_injections(source: str, names: tuple[str, ...], statements: dict[str, set[int]] | None = None) -> str:
     """The cell with a call that swaps in the variant value right after each statement that
     defines a varied name afresh (binds it without reading it), or after the statements right
     behind it that only rebuild it from itself (``ids = tok(words)`` then ``ids = torch.tensor([ids])``):
     the variant is made from the value the name has once its cell ran, so it goes in where the
-    name has that form. Appended on the statement's own last line, so line numbers, and the
-    student's tracebacks, stay as they are. ``statements`` narrows, per name, the statements (by
+    name has that form. Placed as ``notebook.inject.inject_after`` places it: on the statement's own
+    last line, or after a block, so line numbers (the student's tracebacks) stay as they are. ``statements`` narrows, per name, the statements (by
     index in the cell) that define the input at all (see ``input_definitions``)."""
     parsed = parse_cell(source)  # cached: every variant run rewrites the same cells
     if parsed.syntax_error is not None:
         return source
-    lines = source.splitlines(keepends=True)
     flow = parsed.statements
-    edits: dict[tuple[int, int], list[str]] = {}  # (line, column) -> names; `a = 1; b = 2` is two places
+    calls: dict[int, list[str]] = {}  # statement -> names; `a = 1; b = 2` is two places
     for name in names:
         for i, stmt in enumerate(flow):
             if name not in stmt.binds or name in stmt.reads:
@@ -86,15 +83,8 @@ def with_injections(source: str, names: tuple[str, ...], statements: dict[str, s
                 continue
             while i + 1 < len(flow) and name in flow[i + 1].binds and name in flow[i + 1].reads:
                 i += 1
-            stmt = flow[i]
-            if stmt.end_lineno is not None and stmt.end_col_offset is not None:
-                edits.setdefault((stmt.end_lineno, stmt.end_col_offset), []).append(name)
-    for (lineno, col), fresh in sorted(edits.items(), reverse=True):  # right to left keeps columns valid
-        line = lines[lineno - 1]
-        at = len(line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))  # ast columns count bytes
-        calls = "".join(f"; {INJECT_CALL}({n!r})" for n in fresh)
-        lines[lineno - 1] = line[:at] + calls + line[at:]
-    return "".join(lines)
+            calls.setdefault(i, []).append(name)
+    return inject_after(source, calls)
 
 
 def injection_points(infos: list[CellInfo], names: tuple[str, ...], given: tuple[str, ...] = ()) -> dict[str, list[int]]:

@@ -11,6 +11,7 @@ would reveal, a class report counting typical mistakes) reads a field, never a s
     ├── Missing             no value: one of the ``Absence`` records says why
     ├── Differs             the value differs (``compare``'s report) or breaks a property
     ├── CarriedForward      right given the student's own wrong upstream values
+    ├── UsesWrongCallable   wrong, and computed with the student's function or class that is wrong itself
     ├── VariantFails        right on the notebook's data, but the code fails on a variant
     ├── VariantUpstream     not right on a variant, and computed from a wrong answer
     ├── VariantTypedIn      right on the notebook's data only: typed in, or a size fixed
@@ -157,6 +158,17 @@ class CarriedForward:
 
 
 @dataclass(frozen=True)
+class UsesWrongCallable:
+    """A wrong value computed with the student's own functions or classes, which another question
+    tests and which do not pass it: the mistake may well be there, not in this step."""
+
+    label: str
+    functions: tuple[str, ...]  # the student's functions it is computed with
+    classes: tuple[str, ...]  # the student's classes
+    roots: tuple[str, ...]  # the titles of the questions that test them and do not pass
+
+
+@dataclass(frozen=True)
 class VariantFails:
     label: str
     changed: tuple[str, ...]
@@ -291,8 +303,8 @@ class TestFailed:
     findings: tuple[TestFinding, ...]
 
 
-CheckReason = (NotProduced | Unanswered | Missing | Differs | CarriedForward | VariantFails | VariantUpstream
-               | VariantTypedIn | VariantUntestable | TestFailed)
+CheckReason = (NotProduced | Unanswered | Missing | Differs | CarriedForward | UsesWrongCallable | VariantFails
+               | VariantUpstream | VariantTypedIn | VariantUntestable | TestFailed)
 
 
 # --------------------------------------------------------------------------------------------

@@ -165,6 +165,16 @@ def _carried(reason: v.CarriedForward) -> str:
     return f"{reason.label} is correct given your {names_list(reason.inputs)}; the mistake is upstream, in {where}: {credit}."
 
 
+def _uses_wrong(reason: v.UsesWrongCallable) -> str:
+    used = names_list([f"{name}()" for name in reason.functions] + list(reason.classes))
+    are = "is" if len(reason.functions) + len(reason.classes) == 1 else "are"
+    where = names_list(reason.roots, mark="*")
+    does = "does" if len(reason.roots) == 1 else "do"
+    # Said once per question, whichever of its values it is about: the label is left out.
+    return (f"This step uses your {used}, which {are} not right yet ({where} {does} not pass): the mistake may "
+            "well be there rather than in this step; fix that first.")
+
+
 def check_feedback(reason: v.CheckReason) -> list[Feedback]:
     """The lines of feedback a check's reason becomes, each with its kind."""
     if isinstance(reason, v.NotProduced):
@@ -182,6 +192,8 @@ def check_feedback(reason: v.CheckReason) -> list[Feedback]:
         return lines
     if isinstance(reason, v.CarriedForward):
         return [Feedback(FeedbackKind.CARRIED, _carried(reason))]
+    if isinstance(reason, v.UsesWrongCallable):
+        return [Feedback(FeedbackKind.CARRIED, _uses_wrong(reason))]
     if isinstance(reason, v.VariantFails):
         return [Feedback(FeedbackKind.VARIANT, f"{reason.label} is correct for the notebook's data, but the code fails "
                          f"when {_changed(reason.changed)}: {variant_cause(reason.cause)}.")]

@@ -23,12 +23,12 @@ from grader.notebook.flow import (
                                   identifiers,
                                   imported_modules,
                                   input_definitions,
-                                  module_level_binds,
                                   parse_cell,
                                   python_source,
                                   split_before_binds,
 )
 from grader.notebook.read import MAX_NOTEBOOK_BYTES, SKIP_TAG, Cell, read
+from grader.notebook.scopes import module_level_binds
 
 __all__ = ["BLANK_NAME", "MAX_NOTEBOOK_BYTES", "SKIP_TAG", "Blank", "BlankReport", "Cell", "CellInfo", "ParsedCell",
            "Statement", "analyse", "blank_report", "dependencies", "direct_inputs", "fill_blanks", "find_blanks",

@@ -13,6 +13,7 @@ from typing import Literal, overload
 
 from grader.notebook.blanks import Blank, fill_blanks, find_blanks
 from grader.notebook.read import Cell
+from grader.notebook.scopes import free_reads, module_level_binds
 from grader.notebook.textcache import cached_by_text
 
 _MAGIC_RE = re.compile(r"^(\s*)([%!].*)$", re.M)
@@ -34,41 +35,12 @@ class CellInfo:
     blanked: dict[str, Blank] = field(default_factory=dict)  # names a blank keeps from being computed
     statements: list[tuple[frozenset[str], frozenset[str]]] = field(default_factory=list)  # (binds, reads) per statement
     syntax_error: str | None = None
+    defines: dict[str, bool] = field(default_factory=dict)  # functions and classes defined here -> whether a class
+    modules: set[str] = field(default_factory=set)  # the classes among them that are torch modules
 
     def by_statement(self) -> Sequence[tuple[AbstractSet[str], AbstractSet[str]]]:
         """(binds, reads) per statement; the whole cell as one when it was not split."""
         return self.statements or [(self.binds, self.reads)]
-
-
-def module_level_binds(tree: ast.Module) -> set[str]:
-    """Names a cell binds in the notebook's namespace (not inside functions or classes)."""
-    binds: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                binds.add(child.name)
-                for sub in ast.walk(child):
-                    if isinstance(sub, ast.Global):
-                        binds.update(sub.names)
-                continue
-            if isinstance(child, ast.Lambda):
-                continue
-            if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
-                binds.add(child.id)
-            elif isinstance(child, (ast.Import, ast.ImportFrom)):
-                for alias in child.names:
-                    if alias.name != "*":
-                        binds.add((alias.asname or alias.name).split(".")[0])
-            elif isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                for sub in ast.walk(child):
-                    if isinstance(sub, ast.NamedExpr):
-                        binds.add(sub.target.id)
-                continue
-            visit(child)
-
-    visit(tree)
-    return binds
 
 
 @dataclass(frozen=True, slots=True)  # slots: a cell can hold a thousand of these, and they are cached
@@ -80,6 +52,13 @@ class Statement:
     end_col_offset: int | None  # counted in UTF-8 bytes, as ast counts
     binds: frozenset[str]  # what module_level_binds finds in the statement alone
     reads: frozenset[str]
+    compound: bool = False  # a block (loop, ``if``, ``with``, ``try``, ``def``, ``class``): nothing follows it on its line
+    # A function defined here that binds notebook names when called (``global S``): its name and those names.
+    function: str = ""
+    sets_globals: frozenset[str] = frozenset()
+    defines: str = ""  # the function or class a ``def`` or ``class`` statement defines
+    defines_class: bool = False
+    defines_module: bool = False  # a class whose bases include a ``Module`` (``nn.Module``)
 
 
 @dataclass(frozen=True)
@@ -105,6 +84,11 @@ def parse_quietly(text: str, mode: str = "exec") -> ast.Module | ast.Expression:
     return tree
 
 
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try, getattr(ast, "TryStar", ast.Try),
+             ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match)
+
+
 @cached_by_text
 def parse_cell(source: str) -> ParsedCell:
     """The top-level statements of a cell (magics read as ``pass``), or its syntax error."""
@@ -116,9 +100,19 @@ def parse_cell(source: str) -> ParsedCell:
     shared: dict[frozenset[str], frozenset[str]] = {}  # one object per distinct set keeps a cached parse small
     for stmt in tree.body:
         binds = frozenset(module_level_binds(ast.Module(body=[stmt], type_ignores=[])))
-        reads = frozenset(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, (ast.Store, ast.Del)))
+        reads = frozenset(free_reads(stmt))
+        function, sets = "", frozenset[str]()
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            sets = frozenset(n for sub in ast.walk(stmt) if isinstance(sub, ast.Global) for n in sub.names)
+            function = stmt.name if sets else ""
         statements.append(Statement(stmt.lineno, stmt.end_lineno, stmt.end_col_offset,
-                                    shared.setdefault(binds, binds), shared.setdefault(reads, reads)))
+                                    shared.setdefault(binds, binds), shared.setdefault(reads, reads),
+                                    compound=isinstance(stmt, _COMPOUND), function=function, sets_globals=sets,
+                                    defines=stmt.name if isinstance(stmt, _DEFINITIONS) else "",
+                                    defines_class=isinstance(stmt, ast.ClassDef),
+                                    defines_module=isinstance(stmt, ast.ClassDef) and any(
+                                        (b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")) == "Module"
+                                        for b in stmt.bases)))
     return ParsedCell(statements=tuple(statements))
 
 
@@ -126,7 +120,11 @@ _ASSIGNED_RE = re.compile(r"^([A-Za-z_]\w*)\s*=(?!=)", re.M)
 
 
 def analyse(cells: list[Cell]) -> list[CellInfo]:
+    """What each cell binds and reads, statement by statement. A statement that calls a function
+    which assigns notebook names (``global S`` in its body) binds them there, where they get their
+    value, as well as where the function is defined."""
     infos = []
+    setters: dict[str, frozenset[str]] = {}  # function -> the notebook names a call of it binds
     for cell in cells:
         info = CellInfo(cell=cell, blanks=find_blanks(cell.source, cell.index))
         text = fill_blanks(cell.source) if info.blanks else cell.source
@@ -139,7 +137,18 @@ def analyse(cells: list[Cell]) -> list[CellInfo]:
             infos.append(info)
             continue
         for stmt in parsed.statements:  # the cell's sets are the unions of its statements'
-            info.statements.append((stmt.binds, stmt.reads))
+            called = frozenset().union(*(setters[n] for n in stmt.reads if n in setters)) if setters else frozenset()
+            if stmt.function:
+                setters[stmt.function] = stmt.sets_globals
+            elif stmt.binds & setters.keys():
+                for name in stmt.binds & setters.keys():
+                    del setters[name]  # rebound to something else
+            info.statements.append((stmt.binds | called, stmt.reads))
+            if stmt.defines:
+                info.defines[stmt.defines] = stmt.defines_class
+                if stmt.defines_module:
+                    info.modules.add(stmt.defines)
+            info.binds |= called
             info.binds |= stmt.binds
             info.reads |= stmt.reads
         if info.blanks:
@@ -315,29 +324,42 @@ def dependencies(infos: list[CellInfo], sources: tuple[str, ...]) -> dict[str, s
     return deps
 
 
+Version = tuple[int, int]  # a binding statement: (cell position, statement index)
+
+
+def direct_input_versions(infos: list[CellInfo], sources: AbstractSet[str]) -> dict[str, set[tuple[str, Version | None]]]:
+    """``direct_inputs`` with the binding of each source that was read: (source, the statement that
+    gave it the value read), so a name bound twice (``S`` in part 1, ``S`` again in part 3) is
+    told apart by which of its values a later step read. None: read before any binding here."""
+    through: dict[str, set[tuple[str, Version | None]]] = {}  # a name that is not a source -> the sources behind it
+    inputs: dict[str, set[tuple[str, Version | None]]] = {}
+    last: dict[str, Version] = {}
+    for pos, info in enumerate(infos):
+        if info.cell.skipped:
+            continue
+        for k, (binds, reads) in enumerate(info.by_statement()):
+            found: set[tuple[str, Version | None]] = set()
+            for name in reads:
+                found |= {(name, last.get(name))} if name in sources else through.get(name, set())
+            for name in binds:
+                keep = name in reads  # ``x = x + 1`` or ``x += 1`` builds on what was there
+                if name in sources:
+                    inputs[name] = (inputs.get(name, set()) if keep else set()) | {f for f in found if f[0] != name}
+                elif found or not keep:
+                    through[name] = (through.get(name, set()) if keep else set()) | found
+            for name in binds:
+                last[name] = (pos, k)
+    inputs.update({n: s for n, s in through.items() if n not in inputs and n not in sources})
+    return inputs
+
+
 def direct_inputs(infos: list[CellInfo], sources: AbstractSet[str]) -> dict[str, set[str]]:
     """Which of ``sources`` each name is computed from directly, as of the end of these cells: the
     sources its last binding reads, itself or through names that are not sources. A source is a
     step of its own, so what it is computed from is not passed on (``weights`` comes from
     ``scaled``, not from the ``scores`` behind it): the inputs of a step, for carrying an error
     forward one step at a time."""
-    through: dict[str, set[str]] = {}  # a name that is not a source -> the sources behind it
-    inputs: dict[str, set[str]] = {}
-    for info in infos:
-        if info.cell.skipped:
-            continue
-        for binds, reads in info.by_statement():
-            found: set[str] = set()
-            for name in reads:
-                found |= {name} if name in sources else through.get(name, set())
-            for name in binds:
-                keep = name in reads  # ``x = x + 1`` or ``x += 1`` builds on what was there
-                if name in sources:
-                    inputs[name] = (inputs.get(name, set()) if keep else set()) | (found - {name})
-                elif found or not keep:
-                    through[name] = (through.get(name, set()) if keep else set()) | found
-    inputs.update({n: s for n, s in through.items() if n not in inputs and n not in sources})
-    return inputs
+    return {n: {s for s, _ in found} for n, found in direct_input_versions(infos, sources).items()}
 
 
 def imported_modules(sources: Sequence[str]) -> tuple[str, ...]:

@@ -20,8 +20,9 @@ from grader.seeding import seed_everything
 if TYPE_CHECKING:  # the message shapes, for the type checker only
     from grader.run.job import CaptureMessage, CellEndMessage, ErrorWire
 
-# The injection call a rewritten cell carries, left out of the lines of a traceback the student reads.
-INJECT_RE = re.compile(r";\s*" + INJECT + r"\([^)]*\)")
+# The injection call a rewritten cell carries, left out of the lines of a traceback the student reads:
+# appended to a statement (``X = f(); inject('X')``) or, after a block, before the next (``inject('X'); y = 2``).
+INJECT_RE = re.compile(r";\s*" + INJECT + r"\([^)]*\)|^\s*" + INJECT + r"\([^)]*\)(?:;\s*)?")
 
 
 def evaluate_check(code: Any, target: str, ns: dict[str, Any], seed: Any) -> Any:

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from grader import capture
 from grader.errors import CaptureFailed, CheckFailed
-from grader.names import CARRIED, CELL_FILE, CHECK_FILE, INJECT
-from grader.run import fast_cells, frames
+from grader.names import CALLS, CARRIED, CELL_FILE, CHECK_FILE, INJECT, RECORD, REPLAY
+from grader.run import calls, fast_cells, frames
 from grader.run.student_values import add_error, evaluate_check, raised_in_student_code
 from grader.seeding import seed_everything
 from grader.vocab import Uncapturable
@@ -345,6 +345,26 @@ def install_injections(ns: dict[str, Any], job: JobWire) -> None:
     kept: dict[str, Any] = {}
 
     def inject(key: str) -> None:
+        if key.startswith(RECORD):  # the student's function, its calls recorded (``grader.run.calls``)
+            name = key[len(RECORD):]
+            record = ns.get(CALLS)
+            if not isinstance(record, dict):
+                record = ns[CALLS] = {}
+            torch = sys.modules.get("torch")
+            if torch is not None and isinstance(ns.get(name), type) and issubclass(ns[name], torch.nn.Module):
+                ns[name] = calls.module_recorder(ns[name], record.setdefault(name, {}), ns, name)
+            elif callable(ns.get(name)):
+                ns[name] = calls.recorder(ns[name], record.setdefault(name, []), ns, name)
+            return
+        if key.startswith(REPLAY):  # in the solution's run: the student's recorded answers stand in
+            name = key[len(REPLAY):]
+            record = ns.get(CALLS)
+            if not isinstance(record, dict):
+                record = ns[CALLS] = {}
+            table = capture.to_python(capture.decode(values[key]))
+            ns[name] = (calls.module_replayer(name, table, record) if isinstance(table, dict)
+                        else calls.replayer(name, table, ns.get(name), record))
+            return
         name = carries.get(key, key)
         if key in carries and name in ns:
             kept[key] = ns[name]
