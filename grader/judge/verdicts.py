@@ -265,10 +265,11 @@ class SiteUnusable:
 
 @dataclass(frozen=True)
 class SiteUnprepared:
-    """The test reached a site whose inputs could not be prepared ahead."""
+    """The grader's run of the test reached a site the student's run of it did not record."""
 
     site: str
     why: Unprepared
+    ended: str = ""  # for ``Unprepared.STOPPED``: the exception the student's run ended with
 
 
 @dataclass(frozen=True)
