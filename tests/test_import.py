@@ -269,3 +269,35 @@ def test_import_refuses_an_existing_assignment_and_bad_sources(otter_course, tmp
     assert proc.returncode == 2 and "is not a folder" in proc.stderr
     proc = grader("import", "otter", str(ROOT / "README.md"), cwd=tmp_path)
     assert proc.returncode == 2 and "is not a notebook" in proc.stderr
+
+
+def test_an_import_whose_solution_fails_a_test_writes_nothing_unless_kept_for_a_person(tmp_path):
+    from nbgrader_course import meta, notebook
+
+    src = tmp_path / "source" / "ps9"
+    src.mkdir(parents=True)
+    (src / "p.ipynb").write_text(notebook([
+        ("code", "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION", meta("double", solution=True)),
+        ("code", "assert double(2) == 4", meta("double_ok", grade=True, locked=True, points=1)),
+        ("code", '"""A test the solution fails"""\nx = 3\nassert double(x) == 7, "double(3) should be 7"',
+         meta("double_wrong", grade=True, locked=True, points=2)),
+    ]))
+    course = tmp_path / "course"
+    course.mkdir()
+    proc = grader("import", "nbgrader", str(src), cwd=course)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "the solution fails 1 imported test:",
+        "  - ps9, question double_wrong, line 3 `assert double(x) == 7, \"double(3) should be 7\"`: double(3) should be 7 "
+        "`double(x)` should be 7; it is 6.",
+        "nothing was written: fix the source, or pass --keep-failing-tests to import these tests' questions for a "
+        "person to grade",
+    ]
+    assert list(course.iterdir()) == []  # nothing half-imported
+    proc = grader("import", "nbgrader", str(src), "--keep-failing-tests", cwd=course)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "question double_wrong: its test fails on the solution; kept for a person" in proc.stdout
+    questions = yaml.safe_load((course / "config.yaml").read_text())["assignments"]["ps9"]["questions"]
+    assert [(q["id"], q["points"], q.get("manual", False)) for q in questions] == [
+        ("double_ok", 1, False), ("double_wrong", 2, True)]
+    assert grader("validate", cwd=course).returncode == 0

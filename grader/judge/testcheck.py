@@ -160,6 +160,7 @@ class Outcome:
     run: int = 0
     findings: tuple[v.TestFinding, ...] = ()
     error: bool = False
+    line: int = 0  # the test's line where it first failed
 
 
 class _Judging:
@@ -177,6 +178,7 @@ class _Judging:
         self.passed = self.run = 0
         self.findings: list[v.TestFinding] = []
         self.error = False
+        self.line = 0  # the test's line where it first failed
 
     # Replaying the student's records ----------------------------------------------------------
 
@@ -268,6 +270,7 @@ class _Judging:
 
     def assert_(self, index: int, thunk: Callable[[], Any], msg: Callable[[], Any] | None) -> None:
         info = self.prog.asserts[index]
+        self.line = self.line or info.line
         self.run += 1
         self.values = []
         try:
@@ -342,6 +345,7 @@ class _Judging:
             tb = tb.tb_next
         lines = self.check.target.splitlines()
         if 0 < line <= len(lines):
+            self.line = self.line or line
             text = lines[line - 1].strip()
             return "" if text.startswith("raise ") else trim(text, 80)  # the test's own message says it all
         return self.prog.statements[self.at] if 0 <= self.at < len(self.prog.statements) else ""
@@ -360,15 +364,17 @@ class _Judging:
             self.findings.append(v.AssertionSaid(_assertion_text(exc, self.reveal), self.where(exc)))
         except TestSiteError as exc:
             self.run += 1
+            self.where(exc)
             self.findings.append(_site_finding(exc))
         except TestDidNotRaise as exc:
             self.run += 1
+            self.where(exc)  # the line, for an instructor; the statement named is the block's
             self.findings.append(v.DidNotRaise(self.where(), exc.expected))
         except BaseException as exc:  # noqa: BLE001 - pytest's Failed is a BaseException
             self.run += 1
             self.error = _from_student(exc)
             self.findings.append(_raised(exc, self.where(exc)))
-        return Outcome(self.passed, self.run, tuple(self.findings), self.error)
+        return Outcome(self.passed, self.run, tuple(self.findings), self.error, self.line)
 
     def _mark(self, n: int) -> None:
         self.at = n
@@ -410,4 +416,4 @@ def grade(check: Check, student: dict[str, Captured], base: CheckResult, *, reve
     total = max(out.run, len(program(check.target).asserts), 1)
     status = CheckStatus.ERROR if out.error and not out.passed else CheckStatus.FAILED
     score = base.max_score * out.passed / total if check.partial and out.passed else 0.0
-    return replace(base, status=status, score=score, reasons=(v.TestFailed(check.label, out.findings),))
+    return replace(base, status=status, score=score, reasons=(v.TestFailed(check.label, out.findings, out.line),))

@@ -66,6 +66,7 @@ class Site:
 class AssertInfo:
     index: int
     source: str
+    line: int = 0  # its line in the test
     left: str = ""  # a single comparison's two sides, for generated messages
     right: str = ""
     op: str = ""  # ``ast``'s class name of the comparison, or "Close" for ``np.allclose(left, right)``
@@ -267,17 +268,18 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Assert(self, node: ast.Assert) -> Any:
         test = node.test
-        info = AssertInfo(index=len(self.asserts), source=self._text(test), formula=self._formula(test))
+        info = AssertInfo(index=len(self.asserts), source=self._text(test), line=node.lineno,
+                          formula=self._formula(test))
         close = _close_call(test)
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]).__name__ in OPS:
-            info = AssertInfo(index=info.index, source=info.source, left=self._text(test.left),
+            info = AssertInfo(index=info.index, source=info.source, line=info.line, left=self._text(test.left),
                               right=self._text(test.comparators[0]), op=type(test.ops[0]).__name__,
                               literal=_literal(test.comparators[0]), formula=info.formula)
             parts = [self.visit(test.left), self.visit(test.comparators[0])]
         elif close is not None:
             # ``np.allclose(a, b, rtol=...)``: the function, both sides and the options, each once,
             # so the grader calls it and still holds both values for the message.
-            info = AssertInfo(index=info.index, source=info.source, left=self._text(close.args[0]),
+            info = AssertInfo(index=info.index, source=info.source, line=info.line, left=self._text(close.args[0]),
                               right=self._text(close.args[1]), op="Close", literal=_literal(close.args[1]),
                               formula=info.formula)
             options = ast.Dict(keys=[ast.Constant(k.arg) for k in close.keywords],

@@ -287,6 +287,7 @@ TestFinding = (AssertionSaid | Compared | DoesNotHold | NotClose | SiteRaised | 
 class TestFailed:
     label: str
     findings: tuple[TestFinding, ...]
+    line: int = 0  # the test's line where it first failed (for an instructor: ``grader import`` names it)
 
 
 CheckReason = (NotProduced | Unanswered | Missing | Differs | CarriedForward | VariantFails | VariantUpstream
