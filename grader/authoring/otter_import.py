@@ -243,9 +243,9 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                 checks.append(check)
             total = sum(shares) if shares else float(question.get("points") or 0)
             if checks:
-                q: dict[str, Any] = {"id": qid, "points": round(sum(c.get("points", 0) for c in checks), 10)
-                                     if not question.get("all_or_nothing") else round(total - lost, 10),
-                                     "checks": checks}
+                # Rounded as a person writes points (1, not 0.9999999999 from three thirds): within
+                # the 1e-9 config.yaml allows between a question and its checks.
+                q: dict[str, Any] = {"id": qid, "points": round(total - lost, 8), "checks": checks}
                 item.questions.append(q)
                 if lost:
                     item.questions.append({"id": f"{qid}_by_hand", "title": f"{qid}: tests to grade by hand",
