@@ -149,3 +149,25 @@ CHEATS = {
 def test_cheats_in_the_students_process_earn_nothing(setup, cheat):
     qs = grade(setup, f"cheat_{cheat}", [*WRONG, CHEATS[cheat]])
     assert {k: q.score for k, q in qs.items() if k != "prints"} == {k: 0 for k in TESTS if k != "prints"}
+
+
+def test_nbgrader_partial_credit_is_the_value_a_test_cell_ends_with(tmp_path):
+    # nbgrader reads a test cell's output as the points it earns; `grader import` writes that value
+    # as `partial_credit(...)`.
+    from grader.authoring.nbgrader_import import test_checks
+
+    cell = "n = len(squares(4))\nn / 4 * 2"
+    checks, problem = test_checks(cell, "q")
+    assert problem is None and checks == [{"test": "n = len(squares(4))\npartial_credit(n / 4 * 2)"}]
+    assert test_checks("print(squares(2))", "q")[0] == [{"test": "print(squares(2))"}]
+    (tmp_path / "solutions/hw").mkdir(parents=True)
+    _notebook(tmp_path / "solutions/hw/hw.ipynb", SOLUTION[:2])
+    import yaml
+
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"course": {"name": "p"}, "assignments": {"hw": {
+        "variants": {"count": 0}, "questions": [
+            {"id": "half", "points": 2, "checks": [{"test": "partial_credit(len(squares(2)) / 2)"}]},
+            {"id": "text", "points": 2, "checks": [{"test": "partial_credit('not a number')"}]}]}}}))
+    course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
+    card = Grader(course).grade(course.assignment("hw"), tmp_path / "solutions/hw/hw.ipynb")
+    assert {q.id: (q.score, q.status) for q in card.questions} == {"half": (1, "partial"), "text": (2, "passed")}

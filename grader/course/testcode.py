@@ -24,6 +24,7 @@ GRADER_MODULES = {
 GRADER_HELPERS = frozenset({
     "assert_equal", "assert_equals", "assert_not_equal", "assert_true", "assert_false", "assert_almost_equal",
     "assert_raises", "assert_in", "assert_not_in", "assert_is_none", "assert_is_instance", "ok_", "eq_",
+    "partial_credit",  # nbgrader's partial credit: the value a test cell ends with, as ``grader import`` writes it
 })
 BUILTINS = frozenset(dir(builtins))
 

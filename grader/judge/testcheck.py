@@ -44,7 +44,7 @@ from grader.errors import (
 from grader.judge import verdicts as v
 from grader.judge.compare import compare
 from grader.judge.scorecard import CheckResult
-from grader.judge.testrewrite import OPS, AssertInfo, Site, program
+from grader.judge.testrewrite import OPS, PARTIAL, AssertInfo, Site, program
 from grader.judge.testruntime import Handle, namespace, show
 from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 from grader.run.job import Captured, CaptureSpec
@@ -161,6 +161,7 @@ class Outcome:
     findings: tuple[v.TestFinding, ...] = ()
     error: bool = False
     line: int = 0  # the test's line where it first failed
+    partial: Any = None  # the value the test gave ``partial_credit``, if any
 
 
 class _Judging:
@@ -179,6 +180,7 @@ class _Judging:
         self.findings: list[v.TestFinding] = []
         self.error = False
         self.line = 0  # the test's line where it first failed
+        self.partial: Any = None  # the value given to ``partial_credit``, nbgrader's output of a test cell
 
     # Replaying the student's records ----------------------------------------------------------
 
@@ -353,7 +355,7 @@ class _Judging:
     def outcome(self) -> Outcome:
         ns = namespace(self.check.target)
         ns.update({TEST_SITE: self.site, TEST_ITER: self.iterate, TEST_WITH: self.with_, TEST_ASSERT: self.assert_,
-                   TEST_AT: self._mark, TEST_DEL: lambda name: ns.pop(name, None)})
+                   TEST_AT: self._mark, TEST_DEL: lambda name: ns.pop(name, None), PARTIAL: self._partial})
         seed_everything(int(self.check.seed or 0))
         try:
             exec(self.prog.judge_code, ns)  # noqa: S102 - the instructor's test, in the grader
@@ -374,10 +376,14 @@ class _Judging:
             self.run += 1
             self.error = _from_student(exc)
             self.findings.append(_raised(exc, self.where(exc)))
-        return Outcome(self.passed, self.run, tuple(self.findings), self.error, self.line)
+        return Outcome(self.passed, self.run, tuple(self.findings), self.error, self.line, self.partial)
 
     def _mark(self, n: int) -> None:
         self.at = n
+
+    def _partial(self, value: Any) -> Any:
+        self.partial = value
+        return value
 
 
 def judge(check: Check, student: dict[str, Captured], *, reveal: bool) -> Outcome:
@@ -412,8 +418,20 @@ def grade(check: Check, student: dict[str, Captured], base: CheckResult, *, reve
     """The verdict of one ``test`` check (``grader.judge.checks.grade_check`` after the blanks)."""
     out = judge(check, student, reveal=reveal)
     if not out.findings:
-        return replace(base, status=CheckStatus.PASSED, score=base.max_score)
+        return replace(base, status=CheckStatus.PASSED, score=_partial_points(out.partial, base.max_score))
     total = max(out.run, len(program(check.target).asserts), 1)
     status = CheckStatus.ERROR if out.error and not out.passed else CheckStatus.FAILED
     score = base.max_score * out.passed / total if check.partial and out.passed else 0.0
     return replace(base, status=status, score=score, reasons=(v.TestFailed(check.label, out.findings, out.line),))
+
+
+def _partial_points(value: Any, points: float) -> float:
+    """nbgrader's rule for a test cell that ends with a value: its text (``repr``, as the notebook
+    shows it) read as a number of points between 0 and the cell's; anything else earns them all."""
+    if value is None:
+        return points
+    try:
+        earned = float(repr(value))
+    except (TypeError, ValueError):
+        return points
+    return min(earned, points) if earned >= 0 else points

@@ -39,6 +39,9 @@ from grader.course import testcode
 from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 
 RAISES = frozenset({"raises", "assert_raises", "assertRaises"})
+# ``partial_credit(value)``: nbgrader's partial credit, the value a test cell ends with (its output),
+# in points, as ``grader import nbgrader`` writes it.
+PARTIAL = "partial_credit"
 BUILTINS = frozenset(dir(builtins))
 
 # The comparisons an ``assert`` may make that the grader evaluates itself, by ``ast`` class name.
@@ -391,8 +394,10 @@ def _prelude(source: str, tree: ast.Module) -> str:
         head, _, tail = module.rpartition(".")
         stmt = f"from {head} import {tail} as {alias}" if head else f"import {module} as {alias}"
         lines.append(f"if {alias!r} not in globals():\n    try:\n        {stmt}\n    except ImportError:\n        pass")
-    for helper in sorted(used & testcode.GRADER_HELPERS):
+    for helper in sorted(used & testcode.GRADER_HELPERS - {PARTIAL}):
         lines.append(f"if {helper!r} not in globals():\n    from nose.tools import {helper}")
+    if PARTIAL in used:
+        lines.append(f"{PARTIAL} = lambda value: value")
     return "\n".join(lines)
 
 

@@ -198,7 +198,7 @@ def namespace(source: str) -> dict[str, Any]:
         module = _module(name)
         if module is not None:
             ns[alias] = module
-    ns.update({name: getattr(_NOSE_TOOLS, name) for name in testcode.GRADER_HELPERS})
+    ns.update({name: getattr(_NOSE_TOOLS, name) for name in testcode.GRADER_HELPERS if hasattr(_NOSE_TOOLS, name)})
     real = ns.get("pytest") or (_module("pytest") if "pytest" in source else None)
     if real is not None:
         wrapped["pytest"] = _judging_pytest(real)
