@@ -30,6 +30,7 @@ import nbformat
 import numpy as np
 import yaml
 
+from grader.authoring import otter_ok
 from grader.authoring.importing import Imported, answer, clean_id, normalise
 from grader.course import testcode
 from grader.errors import UsageError
@@ -308,6 +309,12 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             item.data.append(f)
         else:
             item.notes.append(f"{path.name}: the file {rel} listed in ASSIGNMENT CONFIG is not a file; not copied")
+    taken = {q["id"] for q in item.questions}
+    for q in otter_ok.questions(path.parent / "tests", item, _shares, expected_assert):
+        if q["id"] in taken:
+            item.notes.append(f"tests/: question {q['id']!r} is in the notebook too; the notebook's tests are kept")
+        else:
+            item.questions.append(q)
     if not item.questions:
-        item.notes.append(f"{path.name}: no questions (no '# BEGIN QUESTION' raw cells); nothing to grade")
+        item.notes.append(f"{path.name}: no questions (no '# BEGIN QUESTION' raw cells, no tests/*.py); nothing to grade")
     return [item]

@@ -19,6 +19,9 @@ Whatever the student's process does to its own builtins, ``AssertionError``, ``s
 the test's modules changes only what it records, which is what its code returns anyway: the asserts
 and so the verdict run here. What fails is kept as records (``grader.judge.verdicts``), worded by
 ``grader.judge.wording``.
+
+Why one module: replaying a record and judging the assert it answers read the same state (which
+site ran, inside which other, which values an assert read), so they live in one class.
 """
 
 from __future__ import annotations
@@ -296,9 +299,12 @@ class _Judging:
         if ok:
             self.passed += 1
             return None
+        said = None
         if msg is not None:
-            with contextlib.suppress(Exception):
-                return self.fail(v.Said(str(msg())))
+            with contextlib.suppress(Exception):  # a message that cannot be computed: the finding below
+                said = str(msg())
+        if said is not None:
+            return self.fail(v.Said(said))
         if info.op == "Close":
             return self.fail(self._not_close(info, func, left, right, options))
         if info.op:

@@ -20,6 +20,9 @@ Sites are:
 Each ``assert`` becomes ``__grader_assert__(n, thunk, message)``. The student's process gets a
 copy in which asserts keep only the parts that call the student's code: their messages and the
 expected side of a comparison never leave the grader.
+
+Why one module: the grader's copy and the student's copy come from one rewrite, so their sites
+are numbered alike; two modules would have to agree on the numbering.
 """
 
 from __future__ import annotations
