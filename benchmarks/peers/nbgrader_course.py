@@ -1,7 +1,7 @@
 """Grade nbgrader's own documentation course with nbgrader and with this grader, submission by
 submission, and print both scores side by side.
 
-    python benchmarks/peers/nbgrader_course.py NBGRADER_CHECKOUT PEER_PYTHON [WORKDIR]
+    python benchmarks/peers/nbgrader_course.py NBGRADER_CHECKOUT PEER_PYTHON [WORKDIR] [--test-notebooks]
 
 NBGRADER_CHECKOUT is a checkout of jupyter/nbgrader (its course is read from
 nbgrader/docs/source/user_guide/source, never copied into this repository); PEER_PYTHON is the
@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import yaml
@@ -78,10 +79,70 @@ def run(cmd: list[str], cwd: Path) -> str:
     return proc.stdout
 
 
+def test_notebooks(checkout: Path, peer_python: Path, work: Path) -> None:
+    """nbgrader's own test notebooks (nbgrader/tests/apps/files), used as its own tests use them:
+    ``submitted-unchanged.ipynb`` is the source, the others are submissions of it."""
+    files = checkout / "nbgrader/tests/apps/files"
+    source = work / "source"
+    (source / "ps1").mkdir(parents=True)
+    shutil.copy(files / "submitted-unchanged.ipynb", source / "ps1" / "p1.ipynb")
+    names = ["submitted-unchanged", "submitted-changed", "submitted-locked-cell-changed",
+             "submitted-grade-cell-changed", "submitted-cheat-attempt", "submitted-cheat-attempt-alternative"]
+    peer = work / "peer"
+    shutil.copytree(source, peer / "source")
+    (peer / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(peer)))
+    nbgrader = [str(peer_python), "-m", "nbgrader"]
+    run([*nbgrader, "generate_assignment", "ps1", "--force"], peer)
+    students = [n.removeprefix("submitted-") for n in names]
+    for name, student in zip(names, students, strict=True):
+        run([*nbgrader, "db", "student", "add", student], peer)
+        (peer / "submitted" / student / "ps1").mkdir(parents=True)
+        shutil.copy(files / f"{name}.ipynb", peer / "submitted" / student / "ps1" / "p1.ipynb")
+    run([*nbgrader, "autograde", "ps1", "--force"], peer)
+    theirs = json.loads(run([str(peer_python), "-c", PEER_SCORES, f"sqlite:///{peer}/gradebook.db",
+                             json.dumps(students)], peer))
+    course = work / "course"
+    course.mkdir()
+    grader = [sys.executable, "-m", "grader.cli"]
+    print(run([*grader, "import", "nbgrader", str(source / "ps1")], course))
+    print(run([*grader, "import", "nbgrader", str(source / "ps1"), "--keep-failing-tests"], course))
+    print(run([*grader, "validate"], course))
+    subs = work / "subs"
+    for name, student in zip(names, students, strict=True):
+        (subs / student).mkdir(parents=True)
+        shutil.copy(files / f"{name}.ipynb", subs / student / f"{student}.ipynb")
+    table(work, course, subs, students, theirs, "ps1")
+
+
+def table(work: Path, course: Path, subs: Path, students: list[str], theirs: dict[str, Any], assignment: str) -> None:
+    grader = [sys.executable, "-m", "grader.cli"]
+    out = work / "out"
+    for student in students:
+        run([*grader, "grade", str(subs / student), "-a", assignment, "-o", str(out / student)], course)
+    print("| submission | question | nbgrader | here | same |")
+    print("|---|---|---|---|---|")
+    for student in students:
+        card = yaml.safe_load(next((out / student).glob("*.yaml")).read_text())
+        ours = {q["id"]: (q["score"], q["status"]) for q in card["questions"]}
+        for grade_id, (auto, _, cell_type) in theirs[student].items():
+            if grade_id not in ours:
+                continue
+            here, status = ours[grade_id]
+            # A written answer is a person's to grade in both (nbgrader scores an unchanged one 0 itself).
+            manual = status == "manual" and (auto is None or cell_type == "markdown")
+            peer_text = "person" if auto is None else f"{auto:g}"
+            here_text = "person" if status == "manual" else f"{here:g}"
+            same = manual or peer_text == here_text
+            print(f"| {student} | {grade_id} | {peer_text} | {here_text} | {'yes' if same else 'NO'} |")
+
+
 def main() -> None:
     checkout, peer_python = Path(sys.argv[1]), Path(sys.argv[2])
     work = Path(sys.argv[3] if len(sys.argv) > 3 else "/tmp/nbgrader-compare").resolve()
     shutil.rmtree(work, ignore_errors=True)
+    if "--test-notebooks" in sys.argv:
+        test_notebooks(checkout, peer_python, work)
+        return
     source = checkout / "nbgrader/docs/source/user_guide/source"
     peer = work / "peer"
     shutil.copytree(source, peer / "source", ignore=shutil.ignore_patterns("ps1_autotest"))
@@ -109,24 +170,7 @@ def main() -> None:
     for student in students:
         (subs / student).mkdir(parents=True)
         shutil.copy(peer / "submitted" / student / "ps1" / "problem1.ipynb", subs / student / f"{student}.ipynb")
-    out = work / "out"
-    for student in students:
-        run([*grader, "grade", str(subs / student), "-a", "ps1_problem1", "-o", str(out / student)], course)
-    print("| submission | question | nbgrader | here | same |")
-    print("|---|---|---|---|---|")
-    for student in students:
-        card = yaml.safe_load(next((out / student).glob("*.yaml")).read_text())
-        ours = {q["id"]: (q["score"], q["status"]) for q in card["questions"]}
-        for grade_id, (auto, _, cell_type) in theirs[student].items():
-            if grade_id not in ours:
-                continue
-            here, status = ours[grade_id]
-            # A written answer is a person's to grade in both (nbgrader scores an unchanged one 0 itself).
-            manual = status == "manual" and (auto is None or cell_type == "markdown")
-            peer_text = "person" if auto is None else f"{auto:g}"
-            here_text = "person" if status == "manual" else f"{here:g}"
-            same = manual or peer_text == here_text
-            print(f"| {student} | {grade_id} | {peer_text} | {here_text} | {'yes' if same else 'NO'} |")
+    table(work, course, subs, students, theirs, "ps1_problem1")
 
 
 if __name__ == "__main__":
