@@ -299,7 +299,7 @@ def test_an_import_whose_solution_fails_a_test_writes_nothing_unless_kept_for_a_
     questions = yaml.safe_load((course / "config.yaml").read_text())["assignments"]["ps9"]["questions"]
     assert [(q["id"], q["points"], q.get("manual", False)) for q in questions] == [
         ("double_ok", 1, False), ("double_wrong", 2, True)]
-    assert grader("validate", cwd=course).returncode == 0
+    assert "validate:" not in proc.stdout  # the import validated the course it wrote: nothing to fix
 
 
 OK_TEST = '''test = {
