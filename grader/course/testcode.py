@@ -80,3 +80,13 @@ def student_names(source: str) -> frozenset[str]:
     local = bound_names(tree) - deleted_names(tree)
     read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     return frozenset(read - local - BUILTINS - set(GRADER_MODULES) - GRADER_HELPERS)
+
+
+def used_modules(source: str) -> set[str]:
+    """The grader's modules a test reads without importing them (``np`` -> ``numpy``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - bound_names(tree)
+    return {GRADER_MODULES[a].partition(".")[0] for a in read if a in GRADER_MODULES}
