@@ -49,7 +49,8 @@ TESTS = {
     "inputs_from_values": "n = len(squares(3))\nassert squares(n + 1)[-1] == 16",
     "pandas": "assert len(data['flavor'].unique()) == 3\nfor l in ['mint', 'vanilla', 'lime']:\n"
               "    assert l in data['flavor'].unique()\nassert type(price_by_flavor) == pd.Series\n"
-              "assert np.isclose(price_by_flavor['mint'], 4.5)",
+              "assert np.isclose(price_by_flavor['mint'], 4.5)\n"
+              "data['double'] = data['price'] * 2\nassert data['double'].sum() == 25",
 }
 
 WRONG = [

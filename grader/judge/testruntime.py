@@ -30,13 +30,19 @@ class Handle:
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
         raise SiteUnusable(self._source, self._why)
 
-    __getattr__ = __call__ = __getitem__ = __setitem__ = __delitem__ = __bool__ = __iter__ = __next__ = _fail
+    __getattr__ = __call__ = __getitem__ = __bool__ = __iter__ = __next__ = _fail
     __len__ = __contains__ = __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _fail
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _fail
     __floordiv__ = __mod__ = __pow__ = __matmul__ = __neg__ = __abs__ = __invert__ = __round__ = _fail
     __float__ = __int__ = __index__ = __complex__ = __array__ = __enter__ = __exit__ = _fail
     __str__ = __repr__ = __format__ = __dir__ = __reversed__ = _fail
     __hash__ = object.__hash__
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``frame["col"] = ...``: done on the real value in the student's run of the test."""
+
+    def __delitem__(self, key: Any) -> None:
+        """``del frame["col"]``: likewise."""
 
     @property  # type: ignore[misc]
     def __class__(self) -> Any:  # ``isinstance(handle, T)`` asks the record, not this stand-in
