@@ -172,3 +172,12 @@ def test_nbgrader_partial_credit_is_the_value_a_test_cell_ends_with(tmp_path):
     course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
     card = Grader(course).grade(course.assignment("hw"), tmp_path / "solutions/hw/hw.ipynb")
     assert {q.id: (q.score, q.status) for q in card.questions} == {"half": (1, "partial"), "text": (2, "passed")}
+
+
+def test_a_test_stopped_in_the_students_process_says_where_and_why(setup):
+    # The student's builtins break the test's own loop in the student's run of it; the grader's run
+    # goes on and finds no record for the call it makes next.
+    qs = grade(setup, "stopped", [*SOLUTION, "import builtins\nbuiltins.range = None"])
+    assert qs["helper"].score == 0
+    assert qs["helper"].lines == ["`sum_of_squares` was not reached when the test ran in your notebook: the test stopped "
+                                  "first with TypeError."]
