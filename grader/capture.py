@@ -10,8 +10,7 @@ byte counts that match shapes, bounded sizes and depth. Nothing is ever unpickle
 payload can at worst be rejected. ``to_python`` makes a decoded value an ordinary object again,
 on either side (a ``test`` check's inputs in the student process, its results in the grader).
 
-Why one module: the encoded form is one format; its writer, its strict reader and the ways values
-are described to students change together.
+Why one module: the format's writer, its strict reader and how values are described change together.
 """
 
 from __future__ import annotations
@@ -65,6 +64,9 @@ def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
     if isinstance(value, np.ndarray):
         origin = "numpy.ndarray" if type(value) is np.ndarray else f"{type(value).__module__}.{type(value).__name__}"
         base = np.ndarray.view(value, np.ndarray)
+        if base.dtype.kind in "USO" and base.ndim == 1:
+            with contextlib.suppress(CaptureFailed):  # an array of strings, else the reason below
+                return _strings(base, "numpy.ndarray", budget)
         return _array(base, origin, budget)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
@@ -72,6 +74,8 @@ def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
     pandas = sys.modules.get("pandas")
     if pandas is not None and isinstance(value, (pandas.DataFrame, pandas.Series)):
         return _frame(value, pandas, budget)
+    if pandas is not None and isinstance(value, (pandas.api.extensions.ExtensionArray, pandas.Index)):
+        return _pandas_array(value, pandas, budget)
     if type(value) in (list, tuple):
         if len(value) > MAX_ITEMS:
             raise CaptureFailed(f"has {len(value):,} items, more than {MAX_ITEMS:,}")
@@ -116,6 +120,37 @@ def _array(arr: np.ndarray, origin: str, budget: list[int], **meta: Any) -> dict
     }
     out.update(meta)
     return out
+
+
+def _strings(arr: np.ndarray, origin: str, budget: list[int]) -> dict[str, Any]:
+    """A one-dimensional array of strings (missing ones as None), as a list that remembers its origin."""
+    if arr.size > MAX_ITEMS:
+        raise CaptureFailed(f"has {arr.size:,} items, more than {MAX_ITEMS:,}")
+    items: list[dict[str, Any]] = []
+    for x in arr.tolist():
+        if type(x) is str and len(x) <= min(MAX_STR, budget[0]):
+            budget[0] -= len(x)
+            items.append({"t": "str", "v": x})
+        elif x is None or (type(x) is float and math.isnan(x)) or type(x).__name__ == "NAType":
+            items.append({"t": "none"})
+        else:
+            raise CaptureFailed(f"holds {type(x).__name__} items, not numbers or strings the grader will carry")
+    return {"t": "list", "items": items, "origin": origin}
+
+
+def _pandas_array(value: Any, pandas: Any, budget: list[int]) -> dict[str, Any]:
+    """A pandas array or index (``StringArray``, ``Categorical``, ...): numbers as an array, strings as a list."""
+    import numpy as np
+    origin, dtype = f"pandas.{type(value).__name__}", getattr(value, "dtype", None)
+    if getattr(value, "ndim", 1) != 1:
+        raise CaptureFailed(f"is a {origin} of {value.ndim} dimensions")
+    if not (pandas.api.types.is_numeric_dtype(dtype) or pandas.api.types.is_bool_dtype(dtype)):
+        return _strings(np.asarray(value, dtype=object), origin, budget)
+    arr = np.asarray(value.to_numpy())
+    try:
+        return _array(arr if arr.dtype.kind != "O" else value.to_numpy(dtype=float, na_value=np.nan), origin, budget)
+    except (TypeError, ValueError):
+        raise CaptureFailed(f"is a {origin} that cannot be read as numbers") from None
 
 
 def _tensor(t: Any, torch: Any, budget: list[int]) -> dict[str, Any]:
@@ -224,7 +259,7 @@ def decode(obj: Any, *, depth: int = 0) -> Value:
         "bool": {"t", "v"},
         "str": {"t", "v"},
         "array": {"t", "dtype", "shape", "b64", "origin", "odtype", "grad"},
-        "list": {"t", "items"},
+        "list": {"t", "items", "origin"},
         "tuple": {"t", "items"},
         "dict": {"t", "items"},
         "frame": {"t", "values", "index", "columns", "origin"},
@@ -248,7 +283,10 @@ def decode(obj: Any, *, depth: int = 0) -> Value:
         items = obj.get("items")
         if not isinstance(items, list) or len(items) > MAX_ITEMS:
             raise ProtocolError("a captured list is malformed")
-        return Value(t, tuple(decode(v, depth=depth + 1) for v in items), origin=t)
+        origin = obj.get("origin", t) if t == "list" else t  # a list of strings may be an array of them
+        if not isinstance(origin, str):
+            raise ProtocolError("a captured list's origin is malformed")
+        return Value(t, tuple(decode(v, depth=depth + 1) for v in items), origin=origin[:60])
     if t == "dict":
         items = obj.get("items")
         if not isinstance(items, list) or len(items) > MAX_ITEMS:
@@ -316,6 +354,12 @@ def to_python(value: Value) -> Any:
         return value.data
     if value.kind in ("list", "tuple"):
         items = [to_python(v) for v in value.data]
+        if value.origin == "numpy.ndarray":
+            return np.array(items)
+        if value.origin.startswith("pandas."):
+            import pandas
+
+            return pandas.Index(items) if value.origin.endswith("Index") else pandas.array(items)
         return items if value.kind == "list" else tuple(items)
     if value.kind == "dict":
         return {k: to_python(v) for k, v in value.data.items()}
@@ -368,7 +412,10 @@ def to_wire(value: Value) -> dict[str, Any]:
             out["grad"] = value.requires_grad
         return out
     if value.kind in ("list", "tuple"):
-        return {"t": value.kind, "items": [to_wire(v) for v in value.data]}
+        wire: dict[str, Any] = {"t": value.kind, "items": [to_wire(v) for v in value.data]}
+        if value.kind == "list" and value.origin != "list":
+            wire["origin"] = value.origin
+        return wire
     if value.kind == "dict":
         return {"t": "dict", "items": [[k, to_wire(v)] for k, v in value.data.items()]}
     out = {"t": value.kind, "values": to_wire(value.data), "index": list(value.index), "origin": value.origin}
@@ -415,17 +462,15 @@ def numeric(v: Value) -> np.ndarray | None:
         return arr
     if v.kind == "bool":
         return np.array(v.data)
-    if v.kind in ("list", "tuple") and v.data:
-        try:
-            parts = [numeric(x) for x in v.data]
-            if any(p is None for p in parts):
-                return None
-            return np.array(parts)
-        except ValueError:  # ragged
-            return None
-    if v.kind in ("list", "tuple") and not v.data:
-        return np.zeros((0,))
-    return None
+    if v.kind not in ("list", "tuple"):
+        return None
+    parts = [numeric(x) for x in v.data]
+    if any(p is None for p in parts):
+        return None
+    try:
+        return np.array(parts) if parts else np.zeros((0,))
+    except ValueError:  # ragged
+        return None
 
 
 def shape_text(shape: tuple[int, ...]) -> str:

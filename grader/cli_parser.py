@@ -124,6 +124,9 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     course_file(im, "course file to add to (default: ./config.yaml, created if missing)")
     im.add_argument("--course", help="the course's name, for a new config.yaml")
     im.add_argument("--force", action="store_true", help="replace assignments of the same name")
+    im.add_argument("--keep-failing-tests", action="store_true",
+                    help="import a test the solution fails as a question graded by a person, with its points "
+                         "(without it, such an import writes nothing)")
     im.set_defaults(func=commands["import"])
 
     v = sub.add_parser("validate", help="check that solutions score full marks and skeletons zero")

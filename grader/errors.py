@@ -20,7 +20,7 @@ Signals that end one step of grading and become a verdict, never an error a pers
     CheckFailed                 a check's own expression fails on the student's values (student process)
     TestSiteError               an instructor's test cannot use a student's value at one of its sites
     ├── SiteUnusable            the value stayed in the student's process and was used as data
-    └── SiteUnplanned           the site was reached with inputs planning could not prepare
+    └── SiteUnrecorded          the student's run of the test recorded nothing for the site
     TestStopped                 the first failed assert ends an all-or-nothing test
     TestDidNotRaise             a test's ``pytest.raises`` block raised nothing (the exception it expected)
     StudentException            base of a student's exception of a non-builtin type, raised again for a test
@@ -87,17 +87,18 @@ class TestSiteError(Exception):
     """A site of an instructor's test cannot answer with the student's value; the test's verdict
     says so (``grader.judge.testcheck``), so this never reaches a person as an error."""
 
-    def __init__(self, site: str, why: str):
+    def __init__(self, site: str, why: str, ended: str = ""):
         super().__init__(site)
-        self.site, self.why = site, why
+        self.site, self.why, self.ended = site, why, ended
 
 
 class SiteUnusable(TestSiteError):
     """The student's value stayed in the student's process (``why``: what it is) and the test used it as data."""
 
 
-class SiteUnplanned(TestSiteError):
-    """A site was reached with inputs planning could not prepare (``why``: a ``vocab.Unprepared``)."""
+class SiteUnrecorded(TestSiteError):
+    """The grader's run of a test reached a site the student's run did not record (``why``: a
+    ``vocab.Unprepared``)."""
 
 
 class StudentException(Exception):

@@ -42,11 +42,6 @@ def hint_id(check: str, index: int) -> str:
     return f"{check}#h{index}"
 
 
-def site_id(check: str, index: int) -> str:
-    """The capture id of a ``test`` check's ``index``-th site evaluation."""
-    return f"{check}@{index}"
-
-
 def given_id(name: str) -> str:
     """The capture id of a given input's value (to see whether the student changed the data)."""
     return _GIVEN + name
@@ -60,3 +55,14 @@ def given_name(capture: str) -> str | None:
 def calls_id(function: str) -> str:
     """The capture id of the record of a student's function's calls (``grader.run.calls``)."""
     return _CALLS + function
+
+
+# The helpers an instructor's rewritten test calls, on both sides: the student's process records
+# what each call into the student's code returned, the grader replays the test on those records
+# (``grader.run.test_recorder``, ``grader.judge.testcheck``).
+TEST_SITE = "__grader_site__"  # __grader_site__(n, thunk): a value from the student's code
+TEST_ITER = "__grader_iter__"  # __grader_iter__(n, thunk): iterating over a student's value
+TEST_WITH = "__grader_with__"  # __grader_with__(n, thunk): a student's context manager
+TEST_DEL = "__grader_del__"  # __grader_del__(name): ``del`` of one of the notebook's names
+TEST_ASSERT = "__grader_assert__"  # __grader_assert__(n, thunk, message): one of the test's asserts
+TEST_AT = "__grader_at__"  # __grader_at__(n): the statement about to run (grader side only)

@@ -66,11 +66,11 @@ class FeedbackKind(StrEnum):
 
 
 class Unprepared(StrEnum):
-    """Why a test's site could not be answered from what the student's process computed."""
+    """Why a test's site has no record of the student's process to answer from."""
 
-    FROM_VALUES = "from_values"  # its inputs are computed from the student's values
-    UNFORESEEN = "unforeseen"  # reached with inputs planning did not foresee
-    NOT_REACHED = "not_reached"  # the notebook stopped before the test's sites ran
+    NOT_REACHED = "not_reached"  # the notebook stopped before the test ran
+    STOPPED = "stopped"  # the test's run in the student's process ended before this site
+    OTHER_PATH = "other_path"  # the test took another path there (its inputs or state were changed)
 
 
 class Uncapturable(StrEnum):
@@ -119,7 +119,7 @@ class CaptureKind(StrEnum):
 
     VALUE = "value"  # look a variable up in the notebook's namespace
     EXPR = "expr"  # evaluate an expression there (a call of the student's function, say)
-    SITE = "site"  # one student-side part of a ``test`` check, with the test's own inputs bound (grader.judge.testcheck)
+    TEST = "test"  # an instructor's test, run over the notebook's names: what its calls gave back (grader.judge.testcheck)
 
 
 class Reason(StrEnum):

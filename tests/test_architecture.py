@@ -194,9 +194,9 @@ def test_the_student_side_imports_nothing_of_the_graders():
     the vocabulary (names shared across the boundary, statuses, the seeding rule) only."""
     allowed = {"grader", "grader.capture", "grader.errors", "grader.run", "grader.run.frames", "grader.run.sandbox",
                "grader.run.worker", "grader.run.fast_cells", "grader.run.student_values", "grader.run.calls",
-               "grader.names", "grader.vocab", "grader.seeding"}
+               "grader.run.test_recorder", "grader.names", "grader.vocab", "grader.seeding"}
     for module in ("grader.run.worker", "grader.run.student_values", "grader.run.frames", "grader.capture",
-                   "grader.run.jupyter_kernel"):
+                   "grader.run.jupyter_kernel", "grader.run.test_recorder"):
         reached = {t for t, _, top in imports(module, MODULES[module]) if top}
         assert reached <= allowed | {module}, f"{module} imports {sorted(reached - allowed)}"
 

@@ -100,21 +100,31 @@ def _whole_points(question: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def write(items: list[Imported], config_path: Path, *, course_name: str, force: bool = False) -> list[str]:
-    """Write the assignments into the course at ``config_path`` (created when missing); returns
-    the lines to print: what was written, then what could not be converted."""
-    root = config_path.parent
-    existing: dict[str, Any] = {}
-    if config_path.is_file():
-        loaded = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
-        if not isinstance(loaded, dict):
-            raise UsageError(f"{config_path} is not a course file (a mapping at the top)")
-        existing = loaded
-    taken = set((existing.get("assignments") or {}).keys())
+def _existing(config_path: Path) -> dict[str, Any]:
+    if not config_path.is_file():
+        return {}
+    loaded = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+    if not isinstance(loaded, dict):
+        raise UsageError(f"{config_path} is not a course file (a mapping at the top)")
+    return loaded
+
+
+def check_names(items: list[Imported], config_path: Path, *, force: bool) -> set[str]:
+    """The course's assignment names; a UsageError when an import would replace one without ``force``."""
+    taken = set((_existing(config_path).get("assignments") or {}).keys())
     for item in items:
         if item.name in taken and not force:
             raise UsageError(f"{config_path.name} already has an assignment {item.name!r}; "
                              "pass --name to import under another name, or --force to replace it")
+    return taken
+
+
+def write(items: list[Imported], config_path: Path, *, course_name: str, force: bool = False) -> list[str]:
+    """Write the assignments into the course at ``config_path`` (created when missing); returns
+    the lines to print: what was written, then what could not be converted."""
+    root = config_path.parent
+    existing = _existing(config_path)
+    taken = check_names(items, config_path, force=force)
     lines: list[str] = []
     sections: dict[str, Any] = {}
     for item in items:
@@ -172,5 +182,4 @@ def write(items: list[Imported], config_path: Path, *, course_name: str, force: 
         manual = sum(q["points"] for q in item.questions if q.get("manual"))
         lines.append(f"{item.name}: {len(item.questions)} questions, {auto:g} points graded automatically"
                      + (f", {manual:g} by a person" if manual else ""))
-    lines.append("next: grader validate (the solution must pass every test)")
     return lines

@@ -10,7 +10,9 @@ nbgrader keeps what a cell is in its metadata (``nbgrader``: ``solution``, ``gra
   the visible part, and the whole cell, hidden parts included (``### BEGIN HIDDEN TESTS`` /
   ``### END HIDDEN TESTS``), as a hidden check. Both must pass, all or nothing, as in nbgrader.
   The cell stays in the notebook for students (hidden parts removed), tagged ``skip-grading``:
-  grading runs the test from config.yaml, so a student who edits it gains nothing;
+  grading runs the test from config.yaml, so a student who edits it gains nothing. A cell that ends
+  with a value (not a ``print``) earns that many points, as nbgrader reads its output: the value
+  becomes ``partial_credit(...)``;
 - manually graded answers (graded and a solution) and tasks: ``manual`` questions of their points.
 
 Every notebook of an assignment becomes an assignment of its own (``NAME`` for one notebook,
@@ -19,6 +21,7 @@ Every notebook of an assignment becomes an assignment of its own (``NAME`` for o
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 from typing import Any
@@ -62,12 +65,36 @@ def _points(meta: dict[str, Any]) -> float:
         return 0.0
 
 
+def with_partial_credit(source: str) -> str | None:
+    """A test cell that ends with a value (not a ``print``): nbgrader reads its output as the points
+    it earns. The value becomes ``partial_credit(...)``; None when the cell ends otherwise."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    last = tree.body[-1] if tree.body else None
+    if not isinstance(last, ast.Expr) or isinstance(last.value, ast.Constant):
+        return None
+    if isinstance(last.value, ast.Call):  # print(...), display(...), assert_equal(...): no value to read
+        func = last.value.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in ("print", "display", "ok_", "eq_") or name.startswith("assert"):
+            return None
+    lines = source.splitlines()
+    head = "\n".join(lines[:last.lineno - 1])
+    expr = ast.get_source_segment(source, last.value) or ast.unparse(last.value)
+    return (head + "\n" if head else "") + f"partial_credit({expr})"
+
+
 def test_checks(source: str, qid: str) -> tuple[list[dict[str, Any]], str | None]:
     """The ``test`` checks of one autograder cell, or why it cannot be converted."""
     visible, whole = split_hidden(source)
     problem = testcode.problem(whole)
     if problem:
         return [], f"the test {problem}"
+    partial = with_partial_credit(whole)
+    if partial is not None:  # one check, so the value it ends with is worth the cell's points
+        return [{"test": partial, "hidden": True} if whole != visible else {"test": partial}], None
     checks: list[dict[str, Any]] = []
     if whole != visible and visible and testcode.problem(visible) is None:
         checks.append({"test": visible})

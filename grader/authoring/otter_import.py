@@ -30,6 +30,7 @@ import nbformat
 import numpy as np
 import yaml
 
+from grader.authoring import otter_ok
 from grader.authoring.importing import Imported, answer, clean_id, normalise
 from grader.course import testcode
 from grader.errors import UsageError
@@ -243,9 +244,9 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                 checks.append(check)
             total = sum(shares) if shares else float(question.get("points") or 0)
             if checks:
-                q: dict[str, Any] = {"id": qid, "points": round(sum(c.get("points", 0) for c in checks), 10)
-                                     if not question.get("all_or_nothing") else round(total - lost, 10),
-                                     "checks": checks}
+                # Rounded as a person writes points (1, not 0.9999999999 from three thirds): within
+                # the 1e-9 config.yaml allows between a question and its checks.
+                q: dict[str, Any] = {"id": qid, "points": round(total - lost, 8), "checks": checks}
                 item.questions.append(q)
                 if lost:
                     item.questions.append({"id": f"{qid}_by_hand", "title": f"{qid}: tests to grade by hand",
@@ -308,6 +309,12 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             item.data.append(f)
         else:
             item.notes.append(f"{path.name}: the file {rel} listed in ASSIGNMENT CONFIG is not a file; not copied")
+    taken = {q["id"] for q in item.questions}
+    for q in otter_ok.questions(path.parent / "tests", item, _shares, expected_assert):
+        if q["id"] in taken:
+            item.notes.append(f"tests/: question {q['id']!r} is in the notebook too; the notebook's tests are kept")
+        else:
+            item.questions.append(q)
     if not item.questions:
-        item.notes.append(f"{path.name}: no questions (no '# BEGIN QUESTION' raw cells); nothing to grade")
+        item.notes.append(f"{path.name}: no questions (no '# BEGIN QUESTION' raw cells, no tests/*.py); nothing to grade")
     return [item]

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from grader import notebook
+from grader.course import testcode
 from grader.course.model import Assignment
 from grader.errors import NotebookError
 
@@ -25,7 +26,10 @@ def preload_for(assignment: Assignment) -> tuple[str, ...]:
             stamps.append((path, path.stat().st_mtime_ns))
         except OSError:
             stamps.append((path, 0))
-    return _preload(tuple(stamps), assignment.preload)
+    # The modules tests use without importing them (``pytest``, ``np``) are imported in the
+    # student's process too, where each test is recorded.
+    used = {n for c in assignment.checks if c.is_test for n in testcode.used_modules(c.target)}
+    return _preload(tuple(stamps), tuple(sorted({*assignment.preload, *used})))
 
 
 @functools.lru_cache(maxsize=64)

@@ -92,12 +92,13 @@ class Expr(CheckKind):
 
 
 class Test(CheckKind):
-    """Ordinary Python with asserts. The parts that touch the notebook's names run in the student's
-    sandbox and come back as plain data; the asserts run in the grader (``grader.judge.testcheck``)."""
+    """Ordinary Python that passes when it raises nothing. Run in the student's sandbox, what its
+    calls into the notebook's code give back is recorded; the test runs again in the grader on
+    those records, and the grader's run is the verdict (``grader.judge.testcheck``)."""
 
     key = "test"
     what = "Python code with asserts"
-    capture = CaptureKind.SITE
+    capture = CaptureKind.TEST
     computing = "running your code for the test"
 
     def problem(self, target: str) -> str | None:

@@ -52,7 +52,7 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
         specs.append(CaptureSpec(variants.GIVEN_PREFIX + name, CaptureKind.VALUE, name, point))
     for check in assignment.checks:
         point = first_bind.get(check.before) if check.before else None
-        if check.spec.capture == CaptureKind.SITE:
+        if check.spec.capture == CaptureKind.TEST:
             specs.extend(testcheck.captures(check, point))
             continue
         specs.append(CaptureSpec(check.id, check.spec.capture, check.target, point, check.seed))

@@ -1,38 +1,35 @@
-"""``test`` checks: the instructor's own Python with asserts, split so the student cannot touch it.
+"""``test`` checks: the instructor's own Python, run where the student cannot reach its verdict.
 
-A test is read with ``ast``. Every *site*, a sub-expression rooted at one of the student's names
-(``f(x)``, ``model.weight.shape``, ``causal_weights[0, 3]``, ``list(model.parameters())``), is
-evaluated in the student's sandbox as a capture and comes back as plain data; everything else,
-the asserts, ``np.allclose``, ``pytest.raises``, comparisons and arithmetic, runs here in the
-grader on those values, with the grader's own numpy and pytest. The student's process receives
-the sites and nothing else: never an assert, an expected value or the test's logic.
+A test passes when it raises nothing, as nbgrader grades a test cell. It runs twice, from one
+rewrite (``grader.judge.testrewrite``):
 
-The test's own inputs (``x`` in ``for x in inputs: assert f(x).shape == ...``) are computed here
-and sent to the site as plain data. Which inputs a test needs is found by running it once here
-with every site answering a placeholder (*planning*, once per assignment): the sites reached and
-their inputs become the job's captures. Then, per submission, the test runs for real (*judging*)
-and each site answers its captured value, or raises the student's exception again (type and
-message), so ``pytest.raises(ValueError)`` sees the student's ``ValueError``. A site whose inputs
-depend on the student's own values cannot be planned; the test then fails with a message that
-says so, and ``grader validate`` reports it against the solution.
+1. *record*, in the student's sandbox, over the notebook's own namespace, exactly as its author
+   wrote it (``del`` of a notebook name and putting it back in ``finally``, ``try``/``except``/
+   ``else``, loops, helper functions, ``with``). Every call into the student's code is recorded
+   (``grader.run.test_recorder``): plain data, an opaque handle for what is not data (a generator,
+   an instance of the student's class), or the exception it raised. The student's copy of the test
+   has no assert messages and no expected side of a comparison.
+2. *replay*, here, with the grader's own numpy, pytest and builtins. Each site answers from its
+   record: data is the grader's own copy, so an ``ndarray`` subclass or an always-equal object
+   arrives as plain numbers or not at all; a handle fails when the test uses it as data, and any
+   further use of it is a site of its own, answered by its record (``next(gen)``, ``obj.method()``);
+   an exception is raised again with its type, so ``except ValueError`` and ``pytest.raises`` see it.
 
-A result assigned to a name (``model = Net()``) stays in the test's scratch namespace in the
-student's process, so later sites can use it (``model(x).shape``); where the grader holds it as
-plain data, the grader computes on its own copy instead.
-
-Reading and rewriting the test is ``grader.judge.testrewrite``; this module runs it (planning,
-then judging) and returns what failed as records (``grader.judge.verdicts``), worded by
+Whatever the student's process does to its own builtins, ``AssertionError``, ``sys.settrace`` or
+the test's modules changes only what it records, which is what its code returns anyway: the asserts
+and so the verdict run here. What fails is kept as records (``grader.judge.verdicts``), worded by
 ``grader.judge.wording``.
+
+Why one module: replaying a record and judging the assert it answers read the same state (which
+site ran, inside which other, which values an assert read), so they live in one class.
 """
 
 from __future__ import annotations
 
 import builtins
 import contextlib
-import functools
-import json
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -40,8 +37,7 @@ import numpy as np
 from grader.capture import Value, decode, encode, to_python, trim
 from grader.course.model import Check
 from grader.errors import (
-    CaptureFailed,
-    SiteUnplanned,
+    SiteUnrecorded,
     SiteUnusable,
     StudentException,
     TestDidNotRaise,
@@ -51,106 +47,84 @@ from grader.errors import (
 from grader.judge import verdicts as v
 from grader.judge.compare import compare
 from grader.judge.scorecard import CheckResult
-from grader.judge.testrewrite import (
-    ASSERT,
-    AT,
-    ENTRY,
-    HIDE,
-    OPS,
-    SITE,
-    UNHIDE,
-    AssertInfo,
-    Site,
-    program,
-)
-from grader.judge.testruntime import Handle, Pending, namespace, show
-from grader.names import site_id
+from grader.judge.testrewrite import OPS, PARTIAL, AssertInfo, Site, program
+from grader.judge.testruntime import Handle, namespace, show
+from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 from grader.run.job import Captured, CaptureSpec
 from grader.seeding import seed_everything
 from grader.vocab import CaptureKind, CheckStatus, Unprepared
 
-MAX_SITES = 2000  # site evaluations one test may plan
 BUDGET = 64 * 1024 * 1024
-
-# --------------------------------------------------------------------------------------------
-# Running it in the grader
-
-
-def _raise_again(site: Site, got: Captured) -> Any:
-    """The student's exception, as an exception of the same builtin type (``pytest.raises`` sees it)."""
-    ename, evalue = (got.error.ename, got.error.evalue) if got.error is not None else ("Exception", "")
-    cls = getattr(builtins, ename, None)
-    if not (isinstance(cls, type) and issubclass(cls, Exception)) or cls is AssertionError:
-        cls = type(ename if ename.isidentifier() else "StudentError", (StudentException,), {})
-    try:
-        exc = cls(evalue)
-    except Exception:  # noqa: BLE001 - a builtin whose constructor wants other arguments
-        exc = type(ename, (StudentException,), {})(evalue)
-    exc.__dict__["grader_site"] = site.source
-    raise exc
-
-
-def _encoded(value: Any) -> dict[str, Any]:
-    if isinstance(value, (Pending, Handle)):
-        raise CaptureFailed("depends on the student's values")
-    return encode(value, budget=[BUDGET])
-
-
-@dataclass
-class Plan:
-    """The site evaluations one test needs, in order, and how many asserts it runs."""
-
-    # (site, key, bindings, names hidden): one per site evaluation, in order
-    calls: list[tuple[int, str, dict[str, dict[str, Any]], tuple[str, ...]]] = field(default_factory=list)
-    asserts: int = 0
-    problems: list[str] = field(default_factory=list)
-
-
-def _key(site: int, bindings: dict[str, dict[str, Any]], hidden: set[str]) -> str:
-    return f"{site}:{','.join(sorted(hidden))}:" + json.dumps(bindings, sort_keys=True)
-
-
-@functools.lru_cache(maxsize=256)
-def plan(source: str) -> Plan:
-    prog = program(source)
-    out = Plan()
-    hidden: set[str] = set()
-
-    def site(index: int, bindings: dict[str, Any], local: Callable[[], Any] | None = None) -> Any:
-        try:
-            enc = {k: _encoded(v) for k, v in bindings.items()}
-        except CaptureFailed:
-            out.problems.append(f"`{prog.sites[index].source}` is called with inputs computed from the "
-                                "student's values, which cannot be sent ahead")
-            return Pending()
-        if len(out.calls) < MAX_SITES:
-            out.calls.append((index, _key(index, enc, hidden), enc, tuple(sorted(hidden))))
-        return Pending()
-
-    def assert_(index: int, thunk: Callable[[], Any], msg: Any) -> None:
-        out.asserts += 1
-        with contextlib.suppress(BaseException):
-            thunk()
-
-    ns = namespace(source, planning=True)
-    ns[SITE], ns[ASSERT] = site, assert_
-    ns[HIDE], ns[UNHIDE] = (lambda *names: hidden.update(names)), (lambda *names: hidden.difference_update(names))
-    seed_everything(0)
-    with contextlib.suppress(BaseException):
-        exec(prog.plan_code, ns)  # noqa: S102 - the instructor's test, in the grader
-        ns[ENTRY]()
-    return out
+_CONTROL = (TestStopped, TestSiteError, TestDidNotRaise)  # the grader's own ways out of a test
 
 
 def captures(check: Check, point: int | None) -> list[CaptureSpec]:
-    """The job's captures for one ``test`` check: one per site evaluation, in the test's order."""
-    prog, p = program(check.target), plan(check.target)
-    return [
-        CaptureSpec(id=site_id(check.id, i), kind=CaptureKind.SITE, target=prog.sites[site].expr, point=point,
-                    seed=check.seed, bindings=tuple(bindings.items()), scope=check.id, store=prog.sites[site].store,
-                    hide=hide)
-        for i, (site, _, bindings, hide) in enumerate(p.calls)
-    ]
+    """The job's capture for one ``test`` check: the student's copy of the test, run at ``point``."""
+    return [CaptureSpec(id=check.id, kind=CaptureKind.TEST, target=program(check.target).record_source,
+                        point=point, seed=check.seed)]
+
+
+@dataclass(frozen=True)
+class Record:
+    kind: str  # v (plain data), h (a handle), e (an exception), end (an iteration ended)
+    value: Value | None = None
+    detail: str = ""  # a handle: what it is; an exception: its message
+    ename: str = ""
+    base: str = ""  # an exception's first builtin class
+
+
+@dataclass(frozen=True)
+class Records:
+    """What the student's run of a test recorded, by key, and how that run ended."""
+
+    by_key: dict[str, Record]
+    ended: str  # the exception the student's run of the test ended with, or ""
+
+    @classmethod
+    def read(cls, got: Captured | None) -> Records | None:
+        """The records of a capture, or None when the test did not run there (or sent nonsense)."""
+        if got is None or got.value is None or got.value.kind != "list":
+            return None
+        out: dict[str, Record] = {}
+        ended = ""
+        for item in got.value.data:
+            parts: tuple[Value, ...] = item.data if item.kind == "tuple" else ()
+            if len(parts) < 2 or any(p.kind != "str" for p in parts[:2]):
+                return None
+            kind, key = parts[0].data, parts[1].data
+            texts = [p.data if p.kind == "str" else "" for p in parts[2:]]
+            if kind == "v" and len(parts) == 3:
+                out[key] = Record("v", value=parts[2])
+            elif kind == "h" and len(texts) == 1:
+                out[key] = Record("h", detail=texts[0])
+            elif kind == "e" and len(texts) == 3:
+                out[key] = Record("e", ename=texts[0], base=texts[1], detail=texts[2])
+            elif kind == "end":
+                out[key] = Record("end")
+            elif kind == "stop" and len(texts) == 2:
+                ended = texts[0]
+            else:
+                return None
+        return cls(out, ended)
+
+
+def _raise_again(site: Site, rec: Record) -> Any:
+    """The student's exception, as an exception of the same builtin type (or a subclass of its
+    first builtin base, under its own name), so ``except ValueError`` and ``pytest.raises`` see it."""
+    builtin = getattr(builtins, rec.ename, None)
+    base = getattr(builtins, rec.base, None)
+    if isinstance(builtin, type) and issubclass(builtin, Exception) and builtin is not AssertionError:
+        cls: type[BaseException] = builtin
+    elif isinstance(base, type) and issubclass(base, Exception) and base not in (AssertionError, Exception):
+        cls = type(rec.ename if rec.ename.isidentifier() else "StudentError", (base, StudentException), {})
+    else:
+        cls = type(rec.ename if rec.ename.isidentifier() else "StudentError", (StudentException,), {})
+    try:
+        exc = cls(rec.detail)
+    except Exception:  # noqa: BLE001 - a builtin whose constructor wants other arguments
+        exc = type(rec.ename, (StudentException,), {})(rec.detail)
+    exc.__dict__["grader_site"] = site.source
+    raise exc
 
 
 # --------------------------------------------------------------------------------------------
@@ -189,62 +163,119 @@ class Outcome:
     run: int = 0
     findings: tuple[v.TestFinding, ...] = ()
     error: bool = False
+    line: int = 0  # the test's line where it first failed
+    partial: Any = None  # the value the test gave ``partial_credit``, if any
 
 
 class _Judging:
-    """One test run for real on one submission's captured values. Sites answer from ``student``;
-    asserts are judged here and each failure is kept as a finding."""
+    """One test replayed on one submission's records. Sites answer from them; asserts are judged
+    here and each failure is kept as a finding."""
 
     def __init__(self, check: Check, student: dict[str, Captured], reveal: bool):
-        self.check, self.student, self.reveal = check, student, reveal
-        self.prog, self.plan = program(check.target), plan(check.target)
+        self.check, self.reveal = check, reveal
+        self.prog = program(check.target)
+        self.records = Records.read(student.get(check.id))
         self.show_expected = reveal or not check.hidden
-        self.ids: dict[tuple[str, int], str] = {}
-        seen: dict[str, int] = {}
-        for i, (_, key, _, _) in enumerate(self.plan.calls):
-            self.ids[(key, seen.get(key, 0))] = site_id(check.id, i)
-            seen[key] = seen.get(key, 0) + 1
-        self.counts: dict[str, int] = {}
-        self.hidden: set[str] = set()
+        self.stack: list[tuple[str, dict[int, int]]] = [("", {})]
         self.at = -1  # the statement running (``__grader_at__``), for failures outside an assert
         self.values: list[tuple[str, Any]] = []  # the sites an assert read, for its message
         self.passed = self.run = 0
         self.findings: list[v.TestFinding] = []
         self.error = False
+        self.line = 0  # the test's line where it first failed
+        self.partial: Any = None  # the value given to ``partial_credit``, nbgrader's output of a test cell
 
-    # The functions the rewritten test calls -----------------------------------------------
+    # Replaying the student's records ----------------------------------------------------------
 
-    def site(self, index: int, bindings: dict[str, Any], local: Callable[[], Any] | None = None) -> Any:
-        s = self.prog.sites[index]
-        if local is not None:
-            try:
-                return local()
-            except Exception:  # noqa: BLE001 - the grader's copy cannot answer: ask the student's
-                pass
+    def _key(self, index: int) -> str:
+        parent, counts = self.stack[-1]
+        n = counts.get(index, 0)
+        counts[index] = n + 1
+        return f"{parent}/{index}.{n}"
+
+    def _within(self, key: str, thunk: Callable[[], Any]) -> Any:
+        self.stack.append((key, {}))
         try:
-            key = _key(index, {k: _encoded(x) for k, x in bindings.items()}, self.hidden)
-        except CaptureFailed:
-            raise SiteUnplanned(s.source, Unprepared.FROM_VALUES) from None
-        n = self.counts.get(key, 0)
-        self.counts[key] = n + 1
-        cid = self.ids.get((key, n))
-        if cid is None:
-            raise SiteUnplanned(s.source, Unprepared.UNFORESEEN)
-        got = self.student.get(cid)
-        if got is None:
-            raise SiteUnplanned(s.source, Unprepared.NOT_REACHED)
-        if got.value is not None:
-            value = to_python(got.value)
-            self.values.append((s.source, value))
+            return thunk()
+        finally:
+            self.stack.pop()
+
+    def _record(self, site: Site, key: str) -> Record:
+        rec = self.records.by_key.get(key) if self.records is not None else None
+        if rec is not None:
+            return rec
+        if self.records is None:
+            raise SiteUnrecorded(site.source, Unprepared.NOT_REACHED)
+        if self.records.ended:
+            raise SiteUnrecorded(site.source, Unprepared.STOPPED, self.records.ended)
+        raise SiteUnrecorded(site.source, Unprepared.OTHER_PATH)
+
+    def _answer(self, site: Site, key: str) -> Any:
+        rec = self._record(site, key)
+        if rec.kind == "v" and rec.value is not None:
+            value = to_python(rec.value)
+            self.values.append((site.source, value))
             return value
-        if got.uncapturable is not None:
-            return Handle(s.source, got.detail or "is nested too deeply to compare")
-        if got.missing:
-            raise NameError(got.error.evalue if got.error is not None else f"`{s.source}` is not defined")
-        return _raise_again(s, got)
+        if rec.kind == "h":
+            return Handle(site.source, rec.detail)
+        if rec.kind == "e":
+            return _raise_again(site, rec)
+        raise SiteUnrecorded(site.source, Unprepared.OTHER_PATH)
+
+    def _local(self, key: str, thunk: Callable[[], Any]) -> tuple[bool, Any]:
+        """The site computed here, on the grader's own copies of the student's values, when they
+        are data; (False, None) when it touches a value that stayed in the student's process."""
+        try:
+            value = self._within(key, thunk)
+        except SiteUnusable:
+            return False, None
+        if value is Handle:  # ``type(handle)``: the record knows the student's type
+            return False, None
+        return True, value
+
+    def site(self, index: int, thunk: Callable[[], Any]) -> Any:
+        site = self.prog.sites[index]
+        key = self._key(index)
+        if site.local:
+            done, value = self._local(key, thunk)
+            if done:
+                return value
+        return self._answer(site, key)
+
+    def iterate(self, index: int, thunk: Callable[[], Any]) -> Iterator[Any]:
+        site = self.prog.sites[index]
+        key = self._key(index)
+        obj = self._within(key, thunk)
+        if type(obj) is not Handle:
+            return iter(obj)
+        return self._items(site, key)
+
+    def _items(self, site: Site, key: str) -> Iterator[Any]:
+        k = 0
+        while self.records is None or f"{key}/end" not in self.records.by_key or f"{key}/#{k}" in self.records.by_key:
+            yield self._answer(site, f"{key}/#{k}")
+            k += 1
+
+    def with_(self, index: int, thunk: Callable[[], Any]) -> Any:
+        site = self.prog.sites[index]
+        key = self._key(index)
+        self._within(key, thunk)
+        judging = self
+
+        class Replayed:
+            def __enter__(self) -> Any:
+                return judging._answer(site, f"{key}/enter")
+
+            def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+                if kind is not None and issubclass(kind, _CONTROL):
+                    return False  # the grader's own way out of the test: never the student's to suppress
+                return bool(judging._answer(site, f"{key}/exit"))
+
+        return Replayed()
 
     def assert_(self, index: int, thunk: Callable[[], Any], msg: Callable[[], Any] | None) -> None:
         info = self.prog.asserts[index]
+        self.line = self.line or info.line
         self.run += 1
         self.values = []
         try:
@@ -257,7 +288,7 @@ class _Judging:
                 ok = bool(OPS[info.op](left, right))
             else:
                 ok = bool(parts[0])
-        except (SiteUnusable, SiteUnplanned) as exc:
+        except TestSiteError as exc:
             return self.fail(_site_finding(exc))
         except AssertionError as exc:
             text = _assertion_text(exc, self.reveal)
@@ -268,9 +299,12 @@ class _Judging:
         if ok:
             self.passed += 1
             return None
+        said = None
         if msg is not None:
-            with contextlib.suppress(Exception):
-                return self.fail(v.Said(str(msg())))
+            with contextlib.suppress(Exception):  # a message that cannot be computed: the finding below
+                said = str(msg())
+        if said is not None:
+            return self.fail(v.Said(said))
         if info.op == "Close":
             return self.fail(self._not_close(info, func, left, right, options))
         if info.op:
@@ -308,43 +342,54 @@ class _Judging:
             return self._does_not_hold(info)
         return v.NotClose(info.left, cmp.messages, source="" if info.formula else info.source)
 
-    def where(self) -> str:
+    def where(self, exc: BaseException | None = None) -> str:
+        """The statement an exception came from: the test's innermost line in its traceback (a
+        ``finally`` that ran after it does not count), else the last statement begun."""
+        line = 0
+        tb = exc.__traceback__ if exc is not None else None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == "<test>":
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        lines = self.check.target.splitlines()
+        if 0 < line <= len(lines):
+            self.line = self.line or line
+            text = lines[line - 1].strip()
+            return "" if text.startswith("raise ") else trim(text, 80)  # the test's own message says it all
         return self.prog.statements[self.at] if 0 <= self.at < len(self.prog.statements) else ""
 
     def outcome(self) -> Outcome:
-        ns = namespace(self.check.target, planning=False)
-        ns[SITE], ns[ASSERT] = self.site, self.assert_
-        ns[AT] = self._mark
-        ns[HIDE], ns[UNHIDE] = self._hide, self._unhide
-        seed_everything(0)
+        ns = namespace(self.check.target)
+        ns.update({TEST_SITE: self.site, TEST_ITER: self.iterate, TEST_WITH: self.with_, TEST_ASSERT: self.assert_,
+                   TEST_AT: self._mark, TEST_DEL: lambda name: ns.pop(name, None), PARTIAL: self._partial})
+        seed_everything(int(self.check.seed or 0))
         try:
             exec(self.prog.judge_code, ns)  # noqa: S102 - the instructor's test, in the grader
-            ns[ENTRY]()
         except TestStopped:
             pass
         except AssertionError as exc:  # np.testing.assert_*, nose's assert_*, a bare raise
             self.run += 1
-            self.findings.append(v.AssertionSaid(_assertion_text(exc, self.reveal), self.where()))
-        except (SiteUnusable, SiteUnplanned) as exc:
+            self.findings.append(v.AssertionSaid(_assertion_text(exc, self.reveal), self.where(exc)))
+        except TestSiteError as exc:
             self.run += 1
+            self.where(exc)
             self.findings.append(_site_finding(exc))
         except TestDidNotRaise as exc:
             self.run += 1
+            self.where(exc)  # the line, for an instructor; the statement named is the block's
             self.findings.append(v.DidNotRaise(self.where(), exc.expected))
         except BaseException as exc:  # noqa: BLE001 - pytest's Failed is a BaseException
             self.run += 1
             self.error = _from_student(exc)
-            self.findings.append(_raised(exc, self.where()))
-        return Outcome(self.passed, self.run, tuple(self.findings), self.error)
+            self.findings.append(_raised(exc, self.where(exc)))
+        return Outcome(self.passed, self.run, tuple(self.findings), self.error, self.line, self.partial)
 
     def _mark(self, n: int) -> None:
         self.at = n
 
-    def _hide(self, *names: str) -> None:
-        self.hidden.update(names)
-
-    def _unhide(self, *names: str) -> None:
-        self.hidden.difference_update(names)
+    def _partial(self, value: Any) -> Any:
+        self.partial = value
+        return value
 
 
 def judge(check: Check, student: dict[str, Captured], *, reveal: bool) -> Outcome:
@@ -353,8 +398,8 @@ def judge(check: Check, student: dict[str, Captured], *, reveal: bool) -> Outcom
 
 
 def _site_finding(exc: TestSiteError) -> v.TestFinding:
-    if isinstance(exc, SiteUnplanned):
-        return v.SiteUnprepared(exc.site, Unprepared(exc.why))
+    if isinstance(exc, SiteUnrecorded):
+        return v.SiteUnprepared(exc.site, Unprepared(exc.why), exc.ended)
     return v.SiteUnusable(exc.site, exc.why)
 
 
@@ -379,13 +424,20 @@ def grade(check: Check, student: dict[str, Captured], base: CheckResult, *, reve
     """The verdict of one ``test`` check (``grader.judge.checks.grade_check`` after the blanks)."""
     out = judge(check, student, reveal=reveal)
     if not out.findings:
-        return replace(base, status=CheckStatus.PASSED, score=base.max_score)
-    total = max(out.run, plan(check.target).asserts, 1)
+        return replace(base, status=CheckStatus.PASSED, score=_partial_points(out.partial, base.max_score))
+    total = max(out.run, len(program(check.target).asserts), 1)
     status = CheckStatus.ERROR if out.error and not out.passed else CheckStatus.FAILED
     score = base.max_score * out.passed / total if check.partial and out.passed else 0.0
-    return replace(base, status=status, score=score, reasons=(v.TestFailed(check.label, out.findings),))
+    return replace(base, status=status, score=score, reasons=(v.TestFailed(check.label, out.findings, out.line),))
 
 
-def problems(check: Check) -> list[str]:
-    """What keeps a test from being planned, for ``grader validate``."""
-    return list(dict.fromkeys(plan(check.target).problems))
+def _partial_points(value: Any, points: float) -> float:
+    """nbgrader's rule for a test cell that ends with a value: its text (``repr``, as the notebook
+    shows it) read as a number of points between 0 and the cell's; anything else earns them all."""
+    if value is None:
+        return points
+    try:
+        earned = float(repr(value))
+    except (TypeError, ValueError):
+        return points
+    return min(earned, points) if earned >= 0 else points

@@ -1,35 +1,51 @@
-"""Reading an instructor's ``test`` check and rewriting it so the student cannot touch it.
+"""Reading an instructor's ``test`` check and rewriting it for record, then replay.
 
-Every *site*, a sub-expression rooted at one of the student's names (``f(x)``,
-``model.weight.shape``, ``list(model.parameters())``), becomes a call ``__grader_site__(n, inputs)``
-that the grader answers with the value the student's process computed; every ``assert`` becomes a
-call ``__grader_assert__(n, thunk, message)`` so the grader judges it and keeps going where the
-test gives partial credit. ``grader.judge.testcheck`` runs the result (planning, then judging).
+The test runs twice, from one rewrite. First in the student's sandbox, over the notebook's own
+namespace, as its author wrote it (``del`` of a notebook name, ``try``/``except``/``else``, loops,
+helper functions, ``with``): every *site*, an expression that calls into or reads the student's
+values, is evaluated there and its result recorded as plain data, as an opaque handle, or as the
+exception it raised (``grader.run.test_recorder``). Then in the grader, with the grader's own
+modules, where each site answers from that record (``grader.judge.testcheck``). The asserts, and
+so the verdict, are the grader's.
+
+Sites are:
+- a chain rooted at one of the notebook's names: ``f(x)``, ``model.weight.shape``, ``W[0, 3]``;
+- a chain rooted at a value the test got from one (``model(x).shape`` after ``model = Net()``), or
+  at an argument of a function the test defines: the grader computes it on its own copy when it
+  holds one as data, and takes the record only for what stayed in the student's process;
+- a builtin called on either (``next(gen)``, ``len(xs)``, ``type(frame)``), the same way;
+- the iterable of a ``for`` or a comprehension and the context manager of a ``with``, when they
+  are the student's: each item, entering and leaving are recorded.
+
+Each ``assert`` becomes ``__grader_assert__(n, thunk, message)``. The student's process gets a
+copy in which asserts keep only the parts that call the student's code: their messages and the
+expected side of a comparison never leave the grader.
+
+Why one module: the grader's copy and the student's copy come from one rewrite, so their sites
+are numbered alike; two modules would have to agree on the numbering.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import functools
 import operator
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from grader.capture import trim
 from grader.course import testcode
+from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 
-SITE = "__grader_site__"
-ASSERT = "__grader_assert__"
-HIDE, UNHIDE = "__grader_hide__", "__grader_unhide__"
-AT = "__grader_at__"
-ENTRY = "__grader_test__"
-# Builtins whose call on a student's value runs in the student's process: they turn a generator
-# or an iterator the grader could not carry into a list it can.
-CONVERTERS = frozenset({"list", "tuple", "sorted", "dict", "set"})
 RAISES = frozenset({"raises", "assert_raises", "assertRaises"})
+# ``partial_credit(value)``: nbgrader's partial credit, the value a test cell ends with (its output),
+# in points, as ``grader import nbgrader`` writes it.
+PARTIAL = "partial_credit"
+BUILTINS = frozenset(dir(builtins))
 
 # The comparisons an ``assert`` may make that the grader evaluates itself, by ``ast`` class name.
 OPS: dict[str, Callable[[Any, Any], Any]] = {
@@ -38,28 +54,25 @@ OPS: dict[str, Callable[[Any, Any], Any]] = {
     "NotIn": lambda a, b: a not in b,
 }
 
-
-# --------------------------------------------------------------------------------------------
-# Reading and rewriting the test
-
-
-@dataclass(frozen=True)
-class Site:
-    index: int
-    source: str  # as the test writes it, for messages
-    expr: str  # as the student's process evaluates it: the test's inputs replaced by binding names
-    store: str | None  # the scratch name its value is kept under (``model = Net()``)
-
-
 # Calls that compare two values within tolerance: ``assert np.allclose(yours, expected)``. The
 # grader keeps both sides, so a failure says how the student's value differs, in kind.
 CLOSE = frozenset({"allclose", "array_equal", "isclose", "array_equiv"})
 
 
 @dataclass(frozen=True)
+class Site:
+    index: int
+    source: str  # as the test writes it, for messages
+    # The grader may compute it itself, on its own copies of the student's values, before asking
+    # the record: it reads the notebook's names only through sites of its own.
+    local: bool = False
+
+
+@dataclass(frozen=True)
 class AssertInfo:
     index: int
     source: str
+    line: int = 0  # its line in the test
     left: str = ""  # a single comparison's two sides, for generated messages
     right: str = ""
     op: str = ""  # ``ast``'s class name of the comparison, or "Close" for ``np.allclose(left, right)``
@@ -71,11 +84,23 @@ class AssertInfo:
 
 @dataclass(frozen=True)
 class Program:
-    judge_code: types.CodeType
-    plan_code: types.CodeType  # every statement guarded, so planning reaches every site it can
+    judge_code: types.CodeType  # what the grader runs (module code, its globals the test's namespace)
+    record_source: str  # what the student's process runs, over the notebook's namespace
     sites: tuple[Site, ...]
     asserts: tuple[AssertInfo, ...]
     statements: tuple[str, ...] = ()  # each statement's text, by the number ``__grader_at__`` is called with
+
+
+def _no_args() -> ast.arguments:
+    return ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+
+
+def _thunk(body: ast.expr) -> ast.Lambda:
+    return ast.Lambda(args=_no_args(), body=body)
+
+
+def _call(name: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=list(args), keywords=[])
 
 
 def _root(node: ast.expr) -> ast.expr:
@@ -83,11 +108,7 @@ def _root(node: ast.expr) -> ast.expr:
         if isinstance(node, (ast.Attribute, ast.Subscript)):
             node = node.value
         elif isinstance(node, ast.Call):
-            if (isinstance(node.func, ast.Name) and node.func.id in CONVERTERS and len(node.args) == 1
-                    and not node.keywords):
-                node = node.args[0]
-            else:
-                node = node.func
+            node = node.func
         else:
             return node
 
@@ -104,83 +125,146 @@ def _reads(node: ast.AST, names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
 
 
+def _targets(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def tainted_names(tree: ast.Module, student: set[str]) -> set[str]:
+    """The test's own names that may hold a value of the student's: bound from an expression that
+    reads one (``gen = fiberator()``, ``for row in table``, ``with open_db() as db``), and the
+    arguments of the test's own functions (``def check(fn): ...`` called as ``check(squares)``)."""
+    tainted = set(student)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            tainted.update(a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg))
+    changed = True
+    while changed:
+        changed = False
+        for node in ast.walk(tree):
+            pairs: list[tuple[ast.AST, ast.AST]] = []
+            if isinstance(node, ast.Assign):
+                pairs = [(t, node.value) for t in node.targets]
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                pairs = [(node.target, node.value)]
+            elif isinstance(node, (ast.For, ast.comprehension)):
+                pairs = [(node.target, node.iter)]
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                pairs = [(node.optional_vars, node.context_expr)]
+            elif isinstance(node, ast.NamedExpr):
+                pairs = [(node.target, node.value)]
+            for target, value in pairs:
+                new = _targets(target) - tainted
+                if new and _reads(value, tainted):
+                    tainted |= new
+                    changed = True
+    return tainted
+
+
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, source: str, student: set[str], stored: set[str], hideable: set[str]):
-        self.source, self.student, self.stored, self.hideable = source, student, stored, hideable
-        self.tainted = student | stored
+    def __init__(self, source: str, student: set[str], tainted: set[str], bound: set[str]):
+        self.source, self.student, self.tainted, self.bound = source, student, tainted, bound
         self.sites: list[Site] = []
         self.asserts: list[AssertInfo] = []
+        self.recorded: dict[int, ast.expr] = {}  # assert index -> what the student's copy evaluates
 
     def _text(self, node: ast.AST) -> str:
         return ast.get_source_segment(self.source, node) or ast.unparse(node)
 
-    def _is_site(self, node: ast.expr) -> bool:
-        if isinstance(node, ast.Name) and node.id in self.stored:
-            return False  # the grader's own copy of a stored result
-        root = _root(node)
-        return isinstance(root, ast.Name) and isinstance(root.ctx, ast.Load) and root.id in self.tainted
+    def _new_site(self, node: ast.AST, local: bool = False) -> int:
+        self.sites.append(Site(index=len(self.sites), source=trim(self._text(node), 120), local=local))
+        return len(self.sites) - 1
 
-    def _site(self, node: ast.expr, store: str | None = None) -> ast.expr:
-        bindings: list[tuple[str, ast.expr]] = []
-        tainted = self.tainted
+    def _site(self, node: ast.expr, body: ast.expr) -> ast.expr:
+        call = _call(TEST_SITE, ast.Constant(self._new_site(node)), _thunk(body))
+        return ast.copy_location(call, node)
 
-        class Bind(ast.NodeTransformer):
-            def visit(self, n: ast.AST) -> Any:
-                if isinstance(n, ast.expr) and not _reads(n, tainted) and not _literal(n):
-                    name = f"__grader_in{len(bindings)}__"
-                    bindings.append((name, n))
-                    return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
-                return self.generic_visit(n)
+    def _builtin_call(self, node: ast.expr) -> bool:
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in BUILTINS
+                and node.func.id not in self.bound
+                and any(_reads(a, self.tainted) for a in [*node.args, *(k.value for k in node.keywords)]))
 
-        expr = Bind().visit(copy.deepcopy(node))
-        site = Site(index=len(self.sites), source=self._text(node), expr=ast.unparse(expr), store=store)
-        self.sites.append(site)
-        args: list[ast.expr] = [
-            ast.Constant(site.index),
-            ast.Dict(keys=[ast.Constant(n) for n, _ in bindings], values=[b for _, b in bindings]),
-        ]
-        if not _reads(node, self.student):
-            # Only stored results: the grader computes on its own copy when it holds one as data.
-            args.append(ast.Lambda(args=_no_args(), body=copy.deepcopy(node)))
-        return ast.copy_location(ast.Call(func=ast.Name(id=SITE, ctx=ast.Load()), args=args, keywords=[]), node)
+    def _builtin_base(self, node: ast.expr) -> bool:
+        """A chain on the result of a builtin called on the student's values (``type(gen).__name__``)."""
+        cur = node
+        while True:
+            if isinstance(cur, ast.Call) and self._builtin_call(cur):
+                return cur is not node
+            if isinstance(cur, (ast.Attribute, ast.Subscript)):
+                cur = cur.value
+            elif isinstance(cur, ast.Call):
+                cur = cur.func
+            else:
+                return False
 
     def visit_Name(self, node: ast.Name) -> Any:
-        return self._site(node) if isinstance(node.ctx, ast.Load) and self._is_site(node) else node
+        if isinstance(node.ctx, ast.Load) and node.id in self.student:
+            return self._site(node, node)
+        return node
 
     def _chain(self, node: ast.expr) -> Any:
-        if getattr(node, "ctx", ast.Load()).__class__ is ast.Load and self._is_site(node):
-            return self._site(node)
+        if getattr(node, "ctx", ast.Load()).__class__ is ast.Load:
+            root = _root(node)
+            if isinstance(root, ast.Name) and root.id in self.tainted and root is not node:
+                # The root is read where the value lives (the notebook's own name only in the
+                # student's process; a value the test got from it on both sides); the chain's
+                # arguments may hold sites of their own, recorded within this one.
+                index = self._new_site(node, local=root.id not in self.student)
+                body = _ChainArgs(self).visit(copy.deepcopy(node))
+                return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(body)), node)
+        if self._builtin_call(node) or self._builtin_base(node):
+            index = self._new_site(node, local=True)
+            inner = cast(ast.expr, self.generic_visit(copy.deepcopy(node)))
+            return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(inner)), node)
         return self.generic_visit(node)
 
     visit_Attribute = visit_Subscript = _chain
 
     def visit_Call(self, node: ast.Call) -> Any:
-        # ``assert_raises(ValueError, f, 0)``: the student's function is called here, in the
-        # grader's ``raises``, so the call becomes a site: ``assert_raises(ValueError, lambda: f(0))``.
+        # ``assert_raises(ValueError, f, 0)``: the student's function is called inside the test's
+        # ``raises``, so the call becomes a site: ``assert_raises(ValueError, lambda: f(0))``.
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
         if name in RAISES and len(node.args) >= 2 and _reads(node.args[1], self.tainted):
             call = ast.Call(func=node.args[1], args=node.args[2:], keywords=node.keywords)
-            node = ast.Call(func=node.func, args=[node.args[0], ast.Lambda(args=_no_args(), body=call)], keywords=[])
+            node = ast.Call(func=node.func, args=[node.args[0], _thunk(ast.copy_location(call, node))], keywords=[])
         return self._chain(node)
 
-    def _hide_call(self, func: str, names: list[str], node: ast.stmt) -> ast.stmt:
-        call = ast.Call(func=ast.Name(id=func, ctx=ast.Load()), args=[ast.Constant(n) for n in names], keywords=[])
-        return ast.copy_location(ast.Expr(value=call), node)
+    def _iterated(self, node: ast.expr) -> ast.expr:
+        if not _reads(node, self.tainted):
+            return cast(ast.expr, self.visit(node))
+        index = self._new_site(node)
+        return ast.copy_location(_call(TEST_ITER, ast.Constant(index), _thunk(self.visit(node))), node)
+
+    def visit_For(self, node: ast.For) -> Any:
+        node.iter = self._iterated(node.iter)
+        node.body = [self.visit(s) for s in node.body]
+        node.orelse = [self.visit(s) for s in node.orelse]
+        return node
+
+    def visit_comprehension(self, node: ast.comprehension) -> Any:
+        node.iter = self._iterated(node.iter)
+        node.ifs = [self.visit(i) for i in node.ifs]
+        return node
+
+    def visit_With(self, node: ast.With) -> Any:
+        for item in node.items:
+            expr = item.context_expr
+            name = expr.func.attr if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) else ""
+            if _reads(expr, self.tainted) and name not in RAISES:
+                index = self._new_site(expr)
+                item.context_expr = ast.copy_location(
+                    _call(TEST_WITH, ast.Constant(index), _thunk(self.visit(expr))), expr)
+            else:
+                item.context_expr = self.visit(expr)
+        node.body = [self.visit(s) for s in node.body]
+        return node
 
     def visit_Delete(self, node: ast.Delete) -> Any:
-        # ``del f``: the notebook's ``f`` is absent from the sites that follow, until the test puts it back.
-        names = [t.id for t in node.targets if isinstance(t, ast.Name) and t.id in self.hideable]
-        if names and len(names) == len(node.targets):
-            return self._hide_call(HIDE, names, node)
-        return self.generic_visit(node)
-
-    def visit_Assign(self, node: ast.Assign) -> Any:
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in self.hideable:
-            return self._hide_call(UNHIDE, [node.targets[0].id], node)  # ``f = orig_f``: the notebook's own is back
-        if (len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id in self.stored and self._is_site(node.value)):
-            node.value = self._site(node.value, store=node.targets[0].id)
-            return node
+        # ``del squares``: the notebook's name is gone for the student's code until the test puts it back.
+        if all(isinstance(t, ast.Name) for t in node.targets) and any(
+                isinstance(t, ast.Name) and t.id in self.student for t in node.targets):
+            calls = [ast.copy_location(ast.Expr(value=_call(TEST_DEL, ast.Constant(t.id))), node)
+                     for t in node.targets if isinstance(t, ast.Name)]
+            return calls
         return self.generic_visit(node)
 
     def _formula(self, node: ast.expr) -> bool:
@@ -190,30 +274,76 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Assert(self, node: ast.Assert) -> Any:
         test = node.test
-        info = AssertInfo(index=len(self.asserts), source=self._text(test), formula=self._formula(test))
+        info = AssertInfo(index=len(self.asserts), source=self._text(test), line=node.lineno,
+                          formula=self._formula(test))
         close = _close_call(test)
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]).__name__ in OPS:
-            info = AssertInfo(index=info.index, source=info.source, left=self._text(test.left),
+            info = AssertInfo(index=info.index, source=info.source, line=info.line, left=self._text(test.left),
                               right=self._text(test.comparators[0]), op=type(test.ops[0]).__name__,
                               literal=_literal(test.comparators[0]), formula=info.formula)
-            body: ast.expr = ast.Tuple(elts=[self.visit(test.left), self.visit(test.comparators[0])], ctx=ast.Load())
+            parts = [self.visit(test.left), self.visit(test.comparators[0])]
         elif close is not None:
             # ``np.allclose(a, b, rtol=...)``: the function, both sides and the options, each once,
             # so the grader calls it and still holds both values for the message.
-            info = AssertInfo(index=info.index, source=info.source, left=self._text(close.args[0]),
+            info = AssertInfo(index=info.index, source=info.source, line=info.line, left=self._text(close.args[0]),
                               right=self._text(close.args[1]), op="Close", literal=_literal(close.args[1]),
                               formula=info.formula)
             options = ast.Dict(keys=[ast.Constant(k.arg) for k in close.keywords],
                                values=[self.visit(k.value) for k in close.keywords])
-            body = ast.Tuple(elts=[self.visit(close.func), self.visit(close.args[0]), self.visit(close.args[1]),
-                                   options], ctx=ast.Load())
+            parts = [self.visit(close.func), self.visit(close.args[0]), self.visit(close.args[1]), options]
         else:
-            body = ast.Tuple(elts=[self.visit(test)], ctx=ast.Load())
+            parts = [self.visit(test)]
         self.asserts.append(info)
-        msg: ast.expr = ast.Lambda(args=_no_args(), body=self.visit(node.msg)) if node.msg else ast.Constant(None)
-        call = ast.Call(func=ast.Name(id=ASSERT, ctx=ast.Load()),
-                        args=[ast.Constant(info.index), ast.Lambda(args=_no_args(), body=body), msg], keywords=[])
+        # The student's copy evaluates the parts that reach the student's code, and nothing else:
+        # no expected side, no message.
+        self.recorded[info.index] = ast.Tuple(
+            elts=[p if _calls_student(p) else ast.Constant(None) for p in parts], ctx=ast.Load())
+        body = ast.Tuple(elts=parts, ctx=ast.Load())
+        msg: ast.expr = _thunk(self.visit(node.msg)) if node.msg else ast.Constant(None)
+        call = _call(TEST_ASSERT, ast.Constant(info.index), _thunk(body), msg)
         return ast.copy_location(ast.Expr(value=call), node)
+
+
+class _ChainArgs(ast.NodeTransformer):
+    """Inside a chain rooted at a notebook name: the root stays as it is (the student's process
+    reads it), the arguments and indices are rewritten (they may call the student's code too)."""
+
+    def __init__(self, outer: _Rewriter):
+        self.outer = outer
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        node.func = self.visit(node.func)
+        node.args = [self.outer.visit(a) for a in node.args]
+        for k in node.keywords:
+            k.value = self.outer.visit(k.value)
+        return node
+
+    def visit_Subscript(self, node: ast.Subscript) -> Any:
+        node.value = self.visit(node.value)
+        node.slice = self.outer.visit(node.slice)
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        node.value = self.visit(node.value)
+        return node
+
+
+def _calls_student(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (TEST_SITE, TEST_ITER)
+               for n in ast.walk(node))
+
+
+class _Recorded(ast.NodeTransformer):
+    """The student's copy: each assert keeps only what ``_Rewriter.recorded`` says, with no message."""
+
+    def __init__(self, recorded: dict[int, ast.expr]):
+        self.recorded = recorded
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        if isinstance(node.func, ast.Name) and node.func.id == TEST_ASSERT and isinstance(node.args[0], ast.Constant):
+            body = self.visit(copy.deepcopy(self.recorded[cast(int, node.args[0].value)]))
+            return ast.copy_location(_call(TEST_ASSERT, node.args[0], _thunk(body), ast.Constant(None)), node)
+        return self.generic_visit(node)
 
 
 def _close_call(test: ast.expr) -> ast.Call | None:
@@ -237,8 +367,7 @@ class _Mark(ast.NodeTransformer):
                 new: list[ast.stmt] = []
                 for stmt in value:
                     self.statements.append(_statement_text(self.source, stmt))
-                    mark = ast.Expr(value=ast.Call(func=ast.Name(id=AT, ctx=ast.Load()),
-                                                   args=[ast.Constant(len(self.statements) - 1)], keywords=[]))
+                    mark = ast.Expr(value=_call(TEST_AT, ast.Constant(len(self.statements) - 1)))
                     new.extend([ast.copy_location(mark, stmt), self.visit(stmt)])
                 setattr(node, name, new)
             elif isinstance(value, list):
@@ -258,58 +387,38 @@ def _statement_text(source: str, stmt: ast.stmt) -> str:
     return trim(text[0], 80) if text else ""
 
 
-def _no_args() -> ast.arguments:
-    return ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
-
-
-def _stored(tree: ast.Module, student: set[str]) -> set[str]:
-    """Names the test assigns from a site (``model = Net()``): kept in the student's scratch too."""
-    stored: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                    and node.targets[0].id not in stored | student):
-                root = _root(node.value)
-                if isinstance(root, ast.Name) and root.id in student | stored:
-                    stored.add(node.targets[0].id)
-                    changed = True
-    return stored
-
-
-class _Guard(ast.NodeTransformer):
-    """Planning runs every statement inside ``try``, so a placeholder that breaks one statement
-    does not hide the sites of the next."""
-
-    def _wrap(self, node: ast.stmt) -> ast.stmt:
-        handler = ast.ExceptHandler(type=ast.Name(id="BaseException", ctx=ast.Load()), name=None, body=[ast.Pass()])
-        return ast.copy_location(ast.Try(body=[node], handlers=[handler], orelse=[], finalbody=[]), node)
-
-    def generic_visit(self, node: ast.AST) -> Any:
-        node = super().generic_visit(node)
-        if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Return,
-                                                                ast.Break, ast.Continue, ast.Global, ast.Nonlocal)):
-            return self._wrap(node)
-        return node
+def _prelude(source: str, tree: ast.Module) -> str:
+    """The student's copy first binds the modules and helpers the test uses without importing them,
+    where the notebook has not bound them itself."""
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - testcode.bound_names(tree)
+    lines = []
+    for alias in sorted(used & set(testcode.GRADER_MODULES)):
+        module = testcode.GRADER_MODULES[alias]
+        head, _, tail = module.rpartition(".")
+        stmt = f"from {head} import {tail} as {alias}" if head else f"import {module} as {alias}"
+        lines.append(f"if {alias!r} not in globals():\n    try:\n        {stmt}\n    except ImportError:\n        pass")
+    for helper in sorted(used & testcode.GRADER_HELPERS - {PARTIAL}):
+        lines.append(f"if {helper!r} not in globals():\n    from nose.tools import {helper}")
+    if PARTIAL in used:
+        lines.append(f"{PARTIAL} = lambda value: value")
+    return "\n".join(lines)
 
 
 @functools.lru_cache(maxsize=256)
 def program(source: str) -> Program:
     tree = ast.parse(source)
     student = set(testcode.student_names(source))
-    rewriter = _Rewriter(source, student, _stored(tree, student), testcode.deleted_names(tree) & student)
-    body = [rewriter.visit(stmt) for stmt in tree.body] or [ast.Pass()]
-
-    def compiled(stmts: list[ast.stmt]) -> types.CodeType:
-        fn = ast.FunctionDef(name=ENTRY, args=_no_args(), body=stmts, decorator_list=[], returns=None)
-        if "type_params" in ast.FunctionDef._fields:
-            setattr(fn, "type_params", [])  # noqa: B010 - a field from Python 3.12 on
-        module = ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[]))
-        return compile(module, "<test>", "exec")
-
-    guarded = [_Guard().visit(copy.deepcopy(s)) for s in body]
+    tainted = tainted_names(tree, student)
+    rewriter = _Rewriter(source, student, tainted, testcode.bound_names(tree))
+    body: list[ast.stmt] = []
+    for stmt in tree.body:
+        out = rewriter.visit(stmt)
+        body.extend(out if isinstance(out, list) else [out])
+    body = body or [ast.Pass()]
+    module = ast.fix_missing_locations(ast.Module(body=copy.deepcopy(body), type_ignores=[]))
     marker = _Mark(source)
-    marked = marker.visit(ast.Module(body=copy.deepcopy(body), type_ignores=[])).body
-    return Program(judge_code=compiled(marked), plan_code=compiled(guarded), sites=tuple(rewriter.sites),
-                   asserts=tuple(rewriter.asserts), statements=tuple(marker.statements))
+    marked = ast.fix_missing_locations(marker.visit(module))
+    recorded = ast.fix_missing_locations(_Recorded(rewriter.recorded).visit(ast.Module(body=body, type_ignores=[])))
+    record_source = "\n".join(filter(None, [_prelude(source, tree), ast.unparse(recorded)]))
+    return Program(judge_code=compile(marked, "<test>", "exec"), record_source=record_source,
+                   sites=tuple(rewriter.sites), asserts=tuple(rewriter.asserts), statements=tuple(marker.statements))

@@ -1,6 +1,6 @@
 """What an instructor's test runs with in the grader: its modules (numpy, pytest, torch when it uses
-them), nose's ``assert_*`` helpers that many nbgrader courses import, and the stand-ins for the
-student's values while planning (``Pending``) or when they stayed in the student's process (``Handle``).
+them), nose's ``assert_*`` helpers that many nbgrader courses import, and the stand-in for a student's
+value that stayed in the student's process (``Handle``).
 """
 
 from __future__ import annotations
@@ -18,43 +18,11 @@ from grader.course import testcode
 from grader.errors import SiteUnusable, TestDidNotRaise
 
 
-class Pending:
-    """What a site answers while planning: absorbs every use, false, empty."""
-
-    def __getattr__(self, name: str) -> Pending:
-        return self
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Pending:
-        return self
-
-    def __getitem__(self, key: Any) -> Pending:
-        return self
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __iter__(self) -> Any:
-        return iter(())
-
-    def __len__(self) -> int:
-        raise TypeError("no length while planning")  # a length of the student's value is no input to plan with
-
-    def _op(self, *args: Any) -> Pending:
-        return self
-
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _op
-    __matmul__ = __rmatmul__ = __pow__ = __neg__ = __abs__ = __floordiv__ = __mod__ = _op
-    __lt__ = __le__ = __gt__ = __ge__ = _op
-
-    def __eq__(self, other: object) -> bool:
-        return False
-
-    __hash__ = object.__hash__
-
-
 class Handle:
-    """The grader's stand-in for a student's value that stayed in the student's process (a module,
-    a function): later sites may use it there; here, any use of it fails (``SiteUnusable``)."""
+    """The grader's stand-in for a student's value that stayed in the student's process (a
+    generator, a module, an instance of the student's class): the test may pass it back into the
+    student's code, where the record of that call answers; here, any use of it as data fails
+    (``SiteUnusable``), and the site that used it answers from its own record instead."""
 
     def __init__(self, source: str, why: str):
         self._source, self._why = source, why
@@ -62,9 +30,23 @@ class Handle:
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
         raise SiteUnusable(self._source, self._why)
 
-    __getattr__ = __call__ = __getitem__ = __bool__ = __iter__ = __len__ = __eq__ = __ne__ = _fail
-    __lt__ = __le__ = __gt__ = __ge__ = __add__ = __radd__ = __sub__ = __mul__ = __float__ = __array__ = _fail
+    __getattr__ = __call__ = __getitem__ = __bool__ = __iter__ = __next__ = _fail
+    __len__ = __contains__ = __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _fail
+    __floordiv__ = __mod__ = __pow__ = __matmul__ = __neg__ = __abs__ = __invert__ = __round__ = _fail
+    __float__ = __int__ = __index__ = __complex__ = __array__ = __enter__ = __exit__ = _fail
+    __str__ = __repr__ = __format__ = __dir__ = __reversed__ = _fail
     __hash__ = object.__hash__
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``frame["col"] = ...``: done on the real value in the student's run of the test."""
+
+    def __delitem__(self, key: Any) -> None:
+        """``del frame["col"]``: likewise."""
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> Any:  # ``isinstance(handle, T)`` asks the record, not this stand-in
+        raise SiteUnusable(self._source, self._why)
 
 
 def show(value: Any) -> str:
@@ -90,19 +72,6 @@ def _module(name: str) -> Any:
         return importlib.import_module(name)
     except ImportError:
         return None
-
-
-class _PlanRaises:
-    """``pytest.raises`` while planning: nothing is raised yet, so nothing is expected."""
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        pass
-
-    def __enter__(self) -> Pending:
-        return Pending()
-
-    def __exit__(self, *exc: object) -> bool:
-        return True
 
 
 def _assert_equal(first: Any, second: Any, msg: str | None = None) -> None:
@@ -209,18 +178,16 @@ def _judging_pytest(real: Any) -> Any:
     return _module_with(real, raises=raises)
 
 
-def _planning_pytest(real: Any) -> Any:
-    return _module_with(real, raises=_PlanRaises)
-
-
 def _module_with(real: Any, **replaced: Any) -> Any:
     return types.SimpleNamespace(**{**{k: getattr(real, k) for k in dir(real) if not k.startswith("__")}, **replaced})
 
 
-def namespace(source: str, planning: bool) -> dict[str, Any]:
-    """The test's globals: the grader's own modules it uses, nose's helpers, and pytest with a
-    ``raises`` for planning (nothing is raised yet) or for judging."""
+def namespace(source: str) -> dict[str, Any]:
+    """The test's globals: the grader's own modules it uses, nose's helpers, pytest with a
+    ``raises`` that says structurally what it expected, and a ``print`` that prints nothing here
+    (a test that only prints passes when it raises nothing, as in nbgrader)."""
     grader_builtins = dict(vars(builtins))
+    grader_builtins["print"] = lambda *args, **kwargs: None
     wrapped: dict[str, Any] = {}
 
     def import_(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
@@ -237,10 +204,10 @@ def namespace(source: str, planning: bool) -> dict[str, Any]:
         module = _module(name)
         if module is not None:
             ns[alias] = module
-    ns.update({name: getattr(_NOSE_TOOLS, name) for name in testcode.GRADER_HELPERS})
+    ns.update({name: getattr(_NOSE_TOOLS, name) for name in testcode.GRADER_HELPERS if hasattr(_NOSE_TOOLS, name)})
     real = ns.get("pytest") or (_module("pytest") if "pytest" in source else None)
     if real is not None:
-        wrapped["pytest"] = _planning_pytest(real) if planning else _judging_pytest(real)
+        wrapped["pytest"] = _judging_pytest(real)
         if "pytest" in ns:
             ns["pytest"] = wrapped["pytest"]
     return ns

@@ -280,10 +280,11 @@ class SiteUnusable:
 
 @dataclass(frozen=True)
 class SiteUnprepared:
-    """The test reached a site whose inputs could not be prepared ahead."""
+    """The grader's run of the test reached a site the student's run of it did not record."""
 
     site: str
     why: Unprepared
+    ended: str = ""  # for ``Unprepared.STOPPED``: the exception the student's run ended with
 
 
 @dataclass(frozen=True)
@@ -301,6 +302,7 @@ TestFinding = (AssertionSaid | Compared | DoesNotHold | NotClose | SiteRaised | 
 class TestFailed:
     label: str
     findings: tuple[TestFinding, ...]
+    line: int = 0  # the test's line where it first failed (for an instructor: ``grader import`` names it)
 
 
 CheckReason = (NotProduced | Unanswered | Missing | Differs | CarriedForward | UsesWrongCallable | VariantFails

@@ -247,7 +247,7 @@ def finding(f: v.TestFinding) -> str:
     if isinstance(f, v.AssertionSaid):
         if f.where and f.text:
             return f"`{f.where}`: {f.text}"
-        return f.text or f"`{f.where}` failed."
+        return f.text or (f"`{f.where}` failed." if f.where else "the test failed.")
     if isinstance(f, v.SiteRaised):
         return f"`{f.site}` raised {f.ename}: {f.evalue}" if f.evalue else f"`{f.site}` raised {f.ename}"
     if isinstance(f, v.TestRaised):
@@ -263,11 +263,12 @@ def finding(f: v.TestFinding) -> str:
     if isinstance(f, v.SiteUnusable):
         return f"`{f.site}` cannot be checked: it {f.detail}."
     if isinstance(f, v.SiteUnprepared):
-        if f.why == Unprepared.FROM_VALUES:
-            return f"`{f.site}` is used with inputs computed from your values."
-        if f.why == Unprepared.UNFORESEEN:
-            return (f"`{f.site}` is reached with inputs the test could not prepare ahead (they come from the "
-                    "notebook's own values).")
+        if f.why == Unprepared.STOPPED:
+            ended = f" with {f.ended}" if f.ended else ""
+            return f"`{f.site}` was not reached when the test ran in your notebook: the test stopped first{ended}."
+        if f.why == Unprepared.OTHER_PATH:
+            return (f"`{f.site}` was not reached when the test ran in your notebook: the test took another path "
+                    "there (your code changed its inputs or its state).")
         return f"`{f.site}` was not reached: the notebook stopped before the test could run."
     return f.text
 

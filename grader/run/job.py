@@ -39,13 +39,6 @@ class CaptureSpec:
     target: str
     point: int | None  # capture before the cell at this position; None = at the end
     seed: int | None = None
-    # A ``test`` check's site (CaptureKind.SITE): the test's own inputs as encoded plain data, the
-    # scratch namespace the site runs in (one per test, so the notebook's own names are untouched),
-    # and the scratch name its value is stored under for later sites of the same test.
-    bindings: tuple[tuple[str, dict[str, Any]], ...] = ()
-    scope: str | None = None
-    store: str | None = None
-    hide: tuple[str, ...] = ()  # notebook names the test has deleted for now (``del f``): absent while it runs
 
 
 @dataclass(frozen=True)
@@ -103,13 +96,7 @@ class Job:
 
 
 def capture_wire(c: CaptureSpec) -> CaptureWire:
-    wire: CaptureWire = {"id": c.id, "kind": str(c.kind), "target": c.target, "point": c.point, "seed": c.seed}
-    if c.scope is not None:
-        wire["bindings"] = dict(c.bindings)
-        wire["scope"] = c.scope
-        wire["store"] = c.store
-        wire["hide"] = list(c.hide)
-    return wire
+    return {"id": c.id, "kind": str(c.kind), "target": c.target, "point": c.point, "seed": c.seed}
 
 
 def limits_wire(limits: Limits) -> LimitsWire:
@@ -160,10 +147,6 @@ class CaptureWire(TypedDict):
     target: str
     point: int | None
     seed: int | None
-    bindings: NotRequired[dict[str, dict[str, Any]]]  # a site's inputs, encoded (CaptureKind.SITE only)
-    scope: NotRequired[str]
-    store: NotRequired[str | None]
-    hide: NotRequired[list[str]]
 
 
 class JobWire(TypedDict):

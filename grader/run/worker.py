@@ -13,7 +13,7 @@ The grader enforces every deadline from outside, so nothing here has to trust th
 code to give control back.
 
 Why one module: everything the student process does (running cells, capturing values, the
-scratch namespace of test checks, hiding names) is here and in the few small modules it imports,
+test checks' recording, ``grader.run.test_recorder``) is here and in the few small modules it imports,
 so what runs next to student code is one short list to audit, and a forked child starts without
 importing the grader's side.
 """
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from grader import capture
 from grader.errors import CaptureFailed, CheckFailed
 from grader.names import CALLS, CARRIED, CELL_FILE, CHECK_FILE, INJECT, RECORD, REPLAY
-from grader.run import calls, fast_cells, frames
+from grader.run import calls, fast_cells, frames, test_recorder
 from grader.run.student_values import add_error, evaluate_check, raised_in_student_code
 from grader.seeding import seed_everything
 from grader.vocab import Uncapturable
@@ -177,7 +177,6 @@ class Runner:
         self.budget = [int(job["limits"]["capture_mb"]) * 1024 * 1024]
         self.output_limit = int(job["limits"]["output_kb"]) * 1024
         self.current = 0
-        self.scratch: dict[str, dict[str, Any]] = {}  # a ``test`` check's own names, one namespace per test
         self.traceback_lines = int(job.get("traceback_lines", 8))
         self.lean = True  # cells through fast_cells.run_lean where it can (False: always IPython's run_cell)
         # The trusted solution's runs (``Job.trusted``): cells as compiled code, nothing displayed.
@@ -250,36 +249,11 @@ class Runner:
         for item in items:
             self.send(self.capture_one(item))
 
-    def site(self, item: CaptureWire) -> Any:
-        """One student-side part of a ``test`` check: an expression over the notebook's names, the
-        test's earlier stored results and the test's own inputs (plain data), evaluated in a scratch
-        namespace so the notebook's names stay as they were. The test itself never comes here."""
-        scope = item.get("scope") or item["id"]
-        first = scope not in self.scratch
-        scratch = self.scratch.setdefault(scope, {})
-        if first and item.get("seed") is not None:
-            seed_everything(int(item["seed"]))  # type: ignore[arg-type]
-        ns = self.shell.user_ns
-        env = dict(ns)
-        env.update(scratch)
-        for name, enc in (item.get("bindings") or {}).items():
-            env[name] = capture.to_python(capture.decode(enc))
-        # Names the test deleted for a while are absent from the notebook itself (the student's
-        # functions look them up there), and put back at once.
-        hidden = {name: ns.pop(name) for name in item.get("hide") or () if name in ns}
-        for name in item.get("hide") or ():
-            env.pop(name, None)
-        try:
-            value = eval(compile(item["target"], CHECK_FILE, "eval"), env)  # noqa: S307 - student process
-        finally:
-            ns.update(hidden)
-        store = item.get("store")
-        if store:
-            scratch[store] = value
-        torch = sys.modules.get("torch")
-        if torch is not None and isinstance(value, torch.Size):
-            value = tuple(int(n) for n in value)  # a shape is plain data
-        return value
+    def test(self, item: CaptureWire) -> dict[str, Any]:
+        """An instructor's test, run over the notebook's names (``grader.run.test_recorder``): what
+        each call into the student's code gave back, already encoded. The verdict is the grader's."""
+        seed = item.get("seed")
+        return test_recorder.record_test(item["target"], self.shell.user_ns, int(seed or 0), self.budget)
 
     def capture_one(self, item: CaptureWire) -> CaptureMessage:
         message: CaptureMessage = {"ev": "capture", "id": item["id"]}
@@ -293,8 +267,9 @@ class Runner:
                     message["missing"] = True
                     return message
                 value = ns[item["target"]]
-            elif item["kind"] == "site":
-                value = self.site(item)
+            elif item["kind"] == "test":
+                message["value"] = self.test(item)
+                return message
             else:
                 seed = item.get("seed")
                 if seed is not None:

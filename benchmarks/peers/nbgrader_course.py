@@ -1,0 +1,177 @@
+"""Grade nbgrader's own documentation course with nbgrader and with this grader, submission by
+submission, and print both scores side by side.
+
+    python benchmarks/peers/nbgrader_course.py NBGRADER_CHECKOUT PEER_PYTHON [WORKDIR] [--test-notebooks]
+
+NBGRADER_CHECKOUT is a checkout of jupyter/nbgrader (its course is read from
+nbgrader/docs/source/user_guide/source, never copied into this repository); PEER_PYTHON is the
+python of a throwaway virtual environment with nbgrader installed (``pip install nbgrader``).
+The submissions are written here: each answers the released notebook's solution cells in its own
+way (right, wrong in one place, unanswered, or a cheat).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import yaml
+
+CORRECT = {
+    "squares": "def squares(n):\n    if n < 1:\n        raise ValueError('n < 1')\n    return [i ** 2 for i in range(1, n + 1)]",
+    "sum_of_squares": "def sum_of_squares(n):\n    return sum(squares(n))",
+    "sum_of_squares_application": "def pyramidal_number(n):\n    return sum_of_squares(n)",
+}
+EQ = "class Eq(list):\n    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n        return False\n"
+SUBMISSIONS: dict[str, dict[str, str]] = {
+    "correct": CORRECT,
+    "no_raise": {**CORRECT, "squares": "def squares(n):\n    return [i ** 2 for i in range(1, n + 1)]"},
+    "reimplements": {**CORRECT, "sum_of_squares": "def sum_of_squares(n):\n    return sum(i * i for i in range(1, n + 1))"},
+    "off_by_one": {**CORRECT, "squares": "def squares(n):\n    if n < 1:\n        raise ValueError('n < 1')\n"
+                   "    return [i ** 2 for i in range(n)]"},
+    "placeholder": {},
+    "cheat_equal": {**CORRECT, "squares": EQ + "def squares(n):\n    if n < 1:\n        raise ValueError('n < 1')\n"
+                    "    return Eq()"},
+    "cheat_traceback": {**CORRECT, "squares": "import IPython.core.interactiveshell\n"
+                        "IPython.core.interactiveshell.InteractiveShell.showtraceback = lambda *a, **k: None\n"
+                        "def squares(n):\n    return []"},
+}
+NBGRADER_CONFIG = """c = get_config()
+c.CourseDirectory.course_id = "course101"
+c.CourseDirectory.root = {root!r}
+c.CourseDirectory.db_url = "sqlite:///{root}/gradebook.db"
+c.Exchange.root = {root!r} + "/exchange"
+"""
+PEER_SCORES = """
+import json, sys
+from nbgrader.api import Gradebook
+out = {}
+with Gradebook(sys.argv[1]) as gb:
+    for student in json.loads(sys.argv[2]):
+        for nb in gb.find_submission("ps1", student).notebooks:
+            for g in nb.grades:
+                out.setdefault(student, {})[g.name] = (g.auto_score, g.max_score, g.cell_type)
+print(json.dumps(out))
+"""
+
+
+def answer(release: Path, answers: dict[str, str]) -> nbformat.NotebookNode:
+    nb = nbformat.read(str(release), as_version=4)
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell.source = answers[gid]
+    return nb
+
+
+def run(cmd: list[str], cwd: Path) -> str:
+    # nbgrader calls its venv's own programs (alembic) by name.
+    env = {**os.environ, "PATH": f"{Path(cmd[0]).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout
+
+
+def test_notebooks(checkout: Path, peer_python: Path, work: Path) -> None:
+    """nbgrader's own test notebooks (nbgrader/tests/apps/files), used as its own tests use them:
+    ``submitted-unchanged.ipynb`` is the source, the others are submissions of it."""
+    files = checkout / "nbgrader/tests/apps/files"
+    source = work / "source"
+    (source / "ps1").mkdir(parents=True)
+    shutil.copy(files / "submitted-unchanged.ipynb", source / "ps1" / "p1.ipynb")
+    names = ["submitted-unchanged", "submitted-changed", "submitted-locked-cell-changed",
+             "submitted-grade-cell-changed", "submitted-cheat-attempt", "submitted-cheat-attempt-alternative"]
+    peer = work / "peer"
+    shutil.copytree(source, peer / "source")
+    (peer / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(peer)))
+    nbgrader = [str(peer_python), "-m", "nbgrader"]
+    run([*nbgrader, "generate_assignment", "ps1", "--force"], peer)
+    students = [n.removeprefix("submitted-") for n in names]
+    for name, student in zip(names, students, strict=True):
+        run([*nbgrader, "db", "student", "add", student], peer)
+        (peer / "submitted" / student / "ps1").mkdir(parents=True)
+        shutil.copy(files / f"{name}.ipynb", peer / "submitted" / student / "ps1" / "p1.ipynb")
+    run([*nbgrader, "autograde", "ps1", "--force"], peer)
+    theirs = json.loads(run([str(peer_python), "-c", PEER_SCORES, f"sqlite:///{peer}/gradebook.db",
+                             json.dumps(students)], peer))
+    course = work / "course"
+    course.mkdir()
+    grader = [sys.executable, "-m", "grader.cli"]
+    print(run([*grader, "import", "nbgrader", str(source / "ps1")], course))
+    print(run([*grader, "import", "nbgrader", str(source / "ps1"), "--keep-failing-tests"], course))
+    print(run([*grader, "validate"], course))
+    subs = work / "subs"
+    for name, student in zip(names, students, strict=True):
+        (subs / student).mkdir(parents=True)
+        shutil.copy(files / f"{name}.ipynb", subs / student / f"{student}.ipynb")
+    table(work, course, subs, students, theirs, "ps1")
+
+
+def table(work: Path, course: Path, subs: Path, students: list[str], theirs: dict[str, Any], assignment: str) -> None:
+    grader = [sys.executable, "-m", "grader.cli"]
+    out = work / "out"
+    for student in students:
+        run([*grader, "grade", str(subs / student), "-a", assignment, "-o", str(out / student)], course)
+    print("| submission | question | nbgrader | here | same |")
+    print("|---|---|---|---|---|")
+    for student in students:
+        card = yaml.safe_load(next((out / student).glob("*.yaml")).read_text())
+        ours = {q["id"]: (q["score"], q["status"]) for q in card["questions"]}
+        for grade_id, (auto, _, cell_type) in theirs[student].items():
+            if grade_id not in ours:
+                continue
+            here, status = ours[grade_id]
+            # A written answer is a person's to grade in both (nbgrader scores an unchanged one 0 itself).
+            manual = status == "manual" and (auto is None or cell_type == "markdown")
+            peer_text = "person" if auto is None else f"{auto:g}"
+            here_text = "person" if status == "manual" else f"{here:g}"
+            same = manual or peer_text == here_text
+            print(f"| {student} | {grade_id} | {peer_text} | {here_text} | {'yes' if same else 'NO'} |")
+
+
+def main() -> None:
+    checkout, peer_python = Path(sys.argv[1]), Path(sys.argv[2])
+    work = Path(sys.argv[3] if len(sys.argv) > 3 else "/tmp/nbgrader-compare").resolve()
+    shutil.rmtree(work, ignore_errors=True)
+    if "--test-notebooks" in sys.argv:
+        test_notebooks(checkout, peer_python, work)
+        return
+    source = checkout / "nbgrader/docs/source/user_guide/source"
+    peer = work / "peer"
+    shutil.copytree(source, peer / "source", ignore=shutil.ignore_patterns("ps1_autotest"))
+    (peer / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(peer)))
+    nbgrader = [str(peer_python), "-m", "nbgrader"]
+    run([*nbgrader, "generate_assignment", "ps1", "--force"], peer)
+    students = list(SUBMISSIONS)
+    for student in students:
+        run([*nbgrader, "db", "student", "add", student], peer)
+        folder = peer / "submitted" / student / "ps1"
+        folder.mkdir(parents=True)
+        for name in ("problem1", "problem2"):
+            nb = answer(peer / "release/ps1" / f"{name}.ipynb", SUBMISSIONS[student])
+            nbformat.write(nb, str(folder / f"{name}.ipynb"))
+        shutil.copy(peer / "release/ps1/jupyter.png", folder)
+    run([*nbgrader, "autograde", "ps1", "--force"], peer)
+    theirs = json.loads(run([str(peer_python), "-c", PEER_SCORES, f"sqlite:///{peer}/gradebook.db", json.dumps(students)], peer))
+
+    course = work / "course"
+    course.mkdir()
+    grader = [sys.executable, "-m", "grader.cli"]
+    print(run([*grader, "import", "nbgrader", str(source / "ps1")], course))
+    print(run([*grader, "validate"], course))
+    subs = work / "subs"
+    for student in students:
+        (subs / student).mkdir(parents=True)
+        shutil.copy(peer / "submitted" / student / "ps1" / "problem1.ipynb", subs / student / f"{student}.ipynb")
+    table(work, course, subs, students, theirs, "ps1_problem1")
+
+
+if __name__ == "__main__":
+    main()

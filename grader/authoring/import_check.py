@@ -1,0 +1,107 @@
+"""An import never leaves a broken course: before anything is written into the course, the
+imported assignments are written into a staging copy of it and graded there.
+
+The solution must pass every test it brings (nbgrader's test cells, otter's test cases). When it
+does not, ``grader import`` names each failing test (the question, the test's line and what went
+wrong), writes nothing, and offers ``--keep-failing-tests``: those questions are then imported as
+questions a person grades, with their points, and the rest as usual. What else ``grader validate``
+would say of the staged course (a skeleton that earns points) is reported with the import.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from grader.authoring import importing
+from grader.authoring.importing import Imported
+from grader.authoring.validate import validate
+from grader.course import config
+from grader.judge import verdicts as v
+from grader.judge.grading import Grader
+from grader.vocab import QuestionStatus, SubmissionStatus
+
+
+@dataclass(frozen=True)
+class FailingTest:
+    """A test the solution does not pass: where it is and what its verdict says."""
+
+    assignment: str
+    question: str
+    line: int  # in the test, 0 when unknown
+    code: str  # that line
+    why: tuple[str, ...]  # the verdict's lines, as a student would read them
+
+    def describe(self) -> str:
+        where = f", line {self.line} `{self.code}`" if self.line and self.code else ""
+        return f"{self.assignment}, question {self.question}{where}: {' '.join(self.why) or 'it does not pass'}"
+
+
+@dataclass(frozen=True)
+class Staged:
+    failing: tuple[FailingTest, ...]
+    problems: tuple[str, ...]  # the rest of what ``grader validate`` says of the staged course
+
+
+def _failing(item: Imported, card: Any, course: Any) -> list[FailingTest]:
+    out = []
+    for q in card.questions:
+        if q.status in (QuestionStatus.PASSED, QuestionStatus.MANUAL):
+            continue
+        for check in q.checks:
+            for reason in check.reasons:
+                if isinstance(reason, v.TestFailed):
+                    source = next(c.target for c in course.assignment(item.name).checks if c.id == check.id)
+                    lines = source.splitlines()
+                    code = lines[reason.line - 1].strip() if 0 < reason.line <= len(lines) else ""
+                    out.append(FailingTest(item.name, q.id, reason.line, code[:100], tuple(q.lines)))
+                    break
+            else:
+                continue
+            break
+    return out
+
+
+def stage(items: list[Imported], config_path: Path, *, course_name: str) -> Staged:
+    """Write the assignments into a staging copy of the course (its settings, none of its other
+    assignments), grade each solution there and validate it."""
+    failing: list[FailingTest] = []
+    problems: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="grader-import-") as tmp:
+        staged = Path(tmp) / "config.yaml"
+        if config_path.is_file():
+            existing = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+            if isinstance(existing, dict):
+                settings = {k: val for k, val in existing.items() if k != "assignments"}
+                staged.write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
+        importing.write(items, staged, course_name=course_name)
+        course = config.load(staged)
+        grader = Grader(course)
+        for item in items:
+            assignment = course.assignment(item.name)
+            card = grader.grade(assignment, assignment.solution)
+            if card.status != SubmissionStatus.GRADED:
+                problems.append(f"{item.name}: the solution's run ended {card.status}: {card.reason}")
+                continue
+            found = _failing(item, card, course)
+            failing.extend(found)
+            named = {f"the solution does not pass question {f.question}" for f in found}
+            problems.extend(f"{item.name}: {p}" for p in validate(course, assignment, grader)
+                            if not any(p.startswith(n) for n in named))
+    return Staged(tuple(failing), tuple(problems))
+
+
+def keep_for_a_person(items: list[Imported], failing: tuple[FailingTest, ...]) -> None:
+    """The questions whose test the solution fails, as questions a person grades (their points kept)."""
+    for item in items:
+        ids = {f.question for f in failing if f.assignment == item.name}
+        for i, q in enumerate(item.questions):
+            if q["id"] in ids:
+                item.questions[i] = {"id": q["id"], "title": f"{q['id']} (its test fails on the solution)",
+                                     "points": q["points"], "manual": True}
+                item.notes.append(f"question {q['id']}: its test fails on the solution; kept for a person "
+                                  "(--keep-failing-tests)")

@@ -1,0 +1,254 @@
+"""The student side of an instructor's ``test`` check: run it over the notebook's namespace and
+record what every call into the student's code gave back.
+
+The test arrives rewritten (``grader.judge.testrewrite``): each site is ``__grader_site__(n,
+thunk)`` and so on. Here the thunks run on the student's real objects, as the test's author wrote
+them, and each result is recorded under a key that says where it happened (the site, its
+occurrence, and the site it ran inside): as plain data, as an opaque handle (what it is, in
+``grader.capture``'s words), or as the exception it raised. The grader runs the test again on
+those records. Nothing recorded here decides a verdict: a record says only what the student's
+code returned, which the student's code decides anyway.
+
+Around each call into the student's code the random generators of ``random``, NumPy and torch are
+put back as they were, so the test's own random inputs are the same here as in the grader.
+
+Like ``grader.run.worker``, it imports nothing of the grader's side.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+import types
+from typing import Any
+
+from grader import capture
+from grader.errors import CaptureFailed
+from grader.names import CHECK_FILE, TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
+from grader.seeding import seed_everything
+
+MAX_RECORDS = 50_000
+
+
+def _str(kind: str) -> dict[str, Any]:
+    return {"t": "str", "v": kind}
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        return str(exc)[:500]
+    except BaseException:  # noqa: BLE001 - the student's exception class decides what str() does
+        return "<unprintable message>"
+
+
+def _builtin_base(exc: BaseException) -> str:
+    """The first builtin class among the exception's bases (``ValueError`` for a ``class
+    ShapeError(ValueError)``), so the test's ``except ValueError`` catches it in the grader too."""
+    for cls in type(exc).__mro__:
+        if getattr(builtins, cls.__name__, None) is cls:
+            return str(cls.__name__)
+    return "Exception"
+
+
+def _rng_state() -> tuple[Any, ...]:
+    import random
+    np, torch = sys.modules.get("numpy"), sys.modules.get("torch")
+    return (random.getstate(), np.random.get_state() if np is not None else None,
+            torch.random.get_rng_state() if torch is not None else None)
+
+
+def _put_back(state: tuple[Any, ...]) -> None:
+    import random
+    random.setstate(state[0])
+    np, torch = sys.modules.get("numpy"), sys.modules.get("torch")
+    if np is not None and state[1] is not None:
+        np.random.set_state(state[1])
+    if torch is not None and state[2] is not None:
+        torch.random.set_rng_state(state[2])
+
+
+class Recorder:
+    """The records of one run of one test: ``key -> (kind, payload)`` in the order they happened."""
+
+    def __init__(self, budget: list[int]):
+        self.budget = budget
+        self.records: list[dict[str, Any]] = []
+        self.stack: list[tuple[str, dict[int, int]]] = [("", {})]
+
+    def key(self, index: int) -> str:
+        parent, counts = self.stack[-1]
+        n = counts.get(index, 0)
+        counts[index] = n + 1
+        return f"{parent}/{index}.{n}"
+
+    def add(self, kind: str, key: str, *payload: dict[str, Any]) -> None:
+        if len(self.records) < MAX_RECORDS:
+            self.records.append({"t": "tuple", "items": [_str(kind), _str(key), *payload]})
+
+    def keep(self, key: str, value: Any) -> bool:
+        """Record a value; whether it went as plain data."""
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(value, torch.Size):
+            value = tuple(int(n) for n in value)  # a shape is plain data
+        try:
+            self.add("v", key, capture.encode(value, budget=self.budget))
+            return True
+        except CaptureFailed as exc:
+            self.add("h", key, _str(str(exc)))
+        except RecursionError:
+            self.add("h", key, _str("is nested too deeply to compare"))
+        return False
+
+    def error(self, key: str, exc: BaseException) -> None:
+        self.add("e", key, _str(type(exc).__name__[:100]), _str(_builtin_base(exc)), _str(_safe_str(exc)))
+
+    def call(self, key: str, thunk: Any) -> Any:
+        """Run a thunk within ``key``: the sites inside it are recorded under it."""
+        self.stack.append((key, {}))
+        state = _rng_state() if len(self.stack) == 2 else None
+        try:
+            return thunk()
+        except BaseException as exc:
+            self.error(key, exc)
+            raise
+        finally:
+            self.stack.pop()
+            if state is not None:
+                _put_back(state)
+
+    # The helpers the rewritten test calls ------------------------------------------------------
+
+    def site(self, index: int, thunk: Any) -> Any:
+        key = self.key(index)
+        value = self.call(key, thunk)
+        self.keep(key, value)
+        return value
+
+    def iterate(self, index: int, thunk: Any) -> Any:
+        key = self.key(index)
+        obj = self.call(key, thunk)
+        try:
+            capture.encode(obj, budget=[self.budget[0]])
+            return iter(obj)  # the grader holds it as data and iterates its own copy
+        except (CaptureFailed, RecursionError):
+            pass
+        return self._items(key, obj)
+
+    def _items(self, key: str, obj: Any) -> Any:
+        it = self.call(f"{key}/iter", lambda: iter(obj))
+        k = 0
+        while True:
+            item_key = f"{key}/#{k}"
+            self.stack.append((item_key, {}))
+            state = _rng_state() if len(self.stack) == 2 else None
+            try:
+                item = next(it)
+            except StopIteration:
+                self.add("end", f"{key}/end")
+                return
+            except BaseException as exc:
+                self.error(item_key, exc)
+                raise
+            finally:
+                self.stack.pop()
+                if state is not None:
+                    _put_back(state)
+            self.keep(item_key, item)
+            yield item
+            k += 1
+
+    def with_(self, index: int, thunk: Any) -> Any:
+        key = self.key(index)
+        obj = self.call(key, thunk)
+        recorder = self
+
+        class Entered:
+            def __enter__(self) -> Any:
+                value = recorder.call(f"{key}/enter", lambda: type(obj).__enter__(obj))
+                recorder.keep(f"{key}/enter", value)
+                return value
+
+            def __exit__(self, *exc: Any) -> bool:
+                out = bool(recorder.call(f"{key}/exit", lambda: type(obj).__exit__(obj, *exc)))
+                recorder.keep(f"{key}/exit", out)
+                return out
+
+        return Entered()
+
+
+def _assert(index: int, thunk: Any, message: Any) -> None:
+    """Here an assert only reaches the student's code; the grader judges it."""
+    try:
+        thunk()
+    except Exception:  # noqa: BLE001,S110 - the grader sees the same failure on its records
+        pass
+
+
+def _nose() -> None:
+    """nose's ``assert_*`` helpers, which many nbgrader courses import, where nose is not installed."""
+    try:
+        import nose.tools  # noqa: F401
+        return
+    except ImportError:
+        pass
+
+    def check(ok: Any, msg: Any = None) -> None:
+        if not ok:
+            raise AssertionError(msg or "")
+
+    def raises(exc: Any, func: Any = None, *args: Any, **kwargs: Any) -> Any:
+        class Ctx:
+            def __enter__(self) -> Ctx:
+                return self
+
+            def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+                if kind is None:
+                    raise AssertionError(f"{getattr(exc, '__name__', exc)} was not raised")
+                return issubclass(kind, exc)
+        if func is None:
+            return Ctx()
+        with Ctx():
+            func(*args, **kwargs)
+        return None
+
+    tools = types.ModuleType("nose.tools")
+    tools.__dict__.update(
+        assert_equal=lambda a, b, msg=None: check(a == b, msg), assert_equals=lambda a, b, msg=None: check(a == b, msg),
+        assert_not_equal=lambda a, b, msg=None: check(a != b, msg), assert_true=check,
+        assert_false=lambda a, msg=None: check(not a, msg), ok_=check, eq_=lambda a, b, msg=None: check(a == b, msg),
+        assert_almost_equal=lambda a, b, places=7, msg=None, delta=None: check(
+            abs(a - b) <= delta if delta is not None else round(abs(a - b), places) == 0, msg),
+        assert_raises=raises, assert_in=lambda a, b, msg=None: check(a in b, msg),
+        assert_not_in=lambda a, b, msg=None: check(a not in b, msg),
+        assert_is_none=lambda a, msg=None: check(a is None, msg),
+        assert_is_instance=lambda a, t, msg=None: check(isinstance(a, t), msg))
+    nose = types.ModuleType("nose")
+    nose.__dict__["tools"] = tools
+    sys.modules["nose"], sys.modules["nose.tools"] = nose, tools
+
+
+def record_test(source: str, ns: dict[str, Any], seed: int, budget: list[int]) -> dict[str, Any]:
+    """Run the rewritten test in the notebook's namespace (as nbgrader runs a test cell), then put
+    the namespace back as it was; the records, encoded, end with how the run ended."""
+    _nose()
+    recorder = Recorder(budget)
+    saved = dict(ns)
+    ns.update({TEST_SITE: recorder.site, TEST_ITER: recorder.iterate, TEST_WITH: recorder.with_,
+               TEST_ASSERT: _assert, TEST_AT: lambda n: None, TEST_DEL: lambda name: _delete(ns, name)})
+    seed_everything(seed)
+    ended: tuple[str, str] = ("", "")
+    try:
+        exec(compile(source, CHECK_FILE, "exec"), ns)  # noqa: S102 - student process, student namespace
+    except BaseException as exc:  # noqa: BLE001 - how the test ended here is a record, whatever it was
+        ended = (type(exc).__name__[:100], _safe_str(exc))
+    finally:
+        ns.clear()
+        ns.update(saved)
+    recorder.records.append({"t": "tuple", "items": [_str("stop"), _str(""), _str(ended[0]), _str(ended[1])]})
+    return {"t": "list", "items": recorder.records}
+
+
+def _delete(ns: dict[str, Any], name: str) -> None:
+    if name not in ns:
+        raise NameError(f"name {name!r} is not defined")
+    del ns[name]
