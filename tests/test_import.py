@@ -278,7 +278,8 @@ def test_nbgrader_answers_graded_by_a_person_are_found_for_the_grader(nbgrader_c
         if card["status"] != "graded":
             continue
         assert q(card, "explain")["answer"]["found_by"] == "skeleton"
-        assert q(card, "squares_printed")["answer"]["text"] == '"""Look at the output"""\nprint(squares(3))'
+        # A test cell that only prints passes when it raises nothing, as in nbgrader: no person needed.
+        assert "answer" not in q(card, "squares_printed") and q(card, "squares_printed")["status"] != "manual"
     placeholder = q(nbgrader_course["cards"]["placeholder"], "explain")
     assert placeholder["answer"]["text"] == "YOUR ANSWER HERE" and "not answered yet" in placeholder["feedback"][0]
 
