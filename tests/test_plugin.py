@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import xml.etree.ElementTree as ET
 from datetime import datetime
 from pathlib import Path
@@ -13,6 +14,7 @@ from conftest import ROOT
 
 from grader.course import config
 from grader.errors import SolutionError
+from grader.files import sha256_file
 from grader.judge.grading import Grader
 from grader.outputs.junit import shorten, write_junit
 
@@ -39,6 +41,26 @@ def run(pytester, *args):
     return pytester.runpytest_subprocess(
         "--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir", str(pytester.path / "cards"), *args
     )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def graded_once():
+    """Each notebook graded once in this process for the whole module: the in-process runs here are
+    about the plugin (which items run, their outcomes, the scorecards written), and an example's
+    scorecard is the same in each of them. Every call still goes through Grader.grade (``graded``
+    records them all); the subprocess runs grade for themselves."""
+    cards: dict[tuple[str, str, str, str], object] = {}
+    original = Grader.grade
+
+    def grade(self, assignment, path, **kwargs):
+        key = (assignment.name, assignment.config_digest, sha256_file(Path(path)), repr(sorted(kwargs.items())))
+        if key not in cards:
+            cards[key] = original(self, assignment, path, **kwargs)
+        return copy.deepcopy(cards[key])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Grader, "grade", grade)
+        yield
 
 
 @pytest.fixture
