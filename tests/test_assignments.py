@@ -14,6 +14,8 @@ the skeleton's cards are graded once per module and shared with the ``validate``
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 from conftest import NUMPY_CORRECT, question
@@ -122,10 +124,12 @@ CORRECT = {"attention_numpy": NUMPY_CORRECT, "attention_similarity": SIMILARITY,
 
 
 @pytest.fixture(scope="module")
-def shared(grader):
+def shared(grader, configured, course):
     """The session grader, remembering the cards it made here: the solution's and the skeleton's
     cards are graded once and are the very cards ``validate`` judges (on the course's variants;
-    the tests here grade on the submission's own, as a batch does)."""
+    the tests here grade on the submission's own, as a batch does). The five solutions (on their
+    own variants) and skeletons are graded here, two at a time: each grading mostly waits on its
+    notebook's processes."""
     cards = {}
 
     class Shared(Grader):
@@ -135,7 +139,13 @@ def shared(grader):
                 cards[key] = super().grade(assignment, path, student=student, course_variants=course_variants)
             return cards[key]
 
-    return Shared(course=grader.course, executor=grader.executor, references=grader.references)
+    memo = Shared(course=grader.course, executor=grader.executor, references=grader.references)
+    with ThreadPoolExecutor(2) as pool:
+        ahead = [pool.submit(memo.grade, a, a.solution) for a in map(configured.assignment, NAMES)]
+        ahead += [pool.submit(memo.grade, a, a.skeleton) for a in map(course.assignment, NAMES)]
+        for done in ahead:
+            done.result()
+    return memo
 
 
 def failures(card) -> dict[str, str]:

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -64,17 +65,25 @@ def cards(grader, course, tmp_path_factory):
     """Every case graded by the forking executor (lean runner) and by Jupyter kernels, on the
     course's variants (each notebook's own would add Jupyter runs of the solution, and test nothing more here)."""
     cases = _submissions(tmp_path_factory.mktemp("fidelity"))
+    names = list(dict.fromkeys(n for n, _ in cases))
+    for name in names:  # the solutions' runs, once: the Jupyter grader reads them from the cache
+        grader.references.get(shared_variants(course.assignment(name)))
     executor = JupyterExecutor()
     jupyter = Grader(course, executor)
+
+    def grade(g: Grader, name: str) -> dict[tuple[str, Path], object]:
+        paths = [p for n, p in cases if n == name]
+        subs = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p)) for p in paths]
+        found = batch.grade_all(g, shared_variants(course.assignment(name)), subs, jobs=2).cards
+        return {(name, p): card for p, card in zip(paths, found, strict=True)}
+
     out: dict[str, dict[tuple[str, Path], object]] = {}
     try:
-        for g in (grader, jupyter):
-            graded = out.setdefault(g.executor.name, {})
-            for name in dict.fromkeys(n for n, _ in cases):
-                paths = [p for n, p in cases if n == name]
-                subs = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p)) for p in paths]
-                found = batch.grade_all(g, shared_variants(course.assignment(name)), subs, jobs=2).cards
-                graded.update({(name, p): card for p, card in zip(paths, found, strict=True)})
+        # Two assignments at a time, the Jupyter ones (slowest) first: a kernel's start is mostly waiting.
+        with ThreadPoolExecutor(2) as pool:
+            started = [(g.executor.name, pool.submit(grade, g, name)) for g in (jupyter, grader) for name in names]
+            for executor_name, done in started:
+                out.setdefault(executor_name, {}).update(done.result())
     finally:
         executor.close()
     return out

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import sys
+import time
 import xml.etree.ElementTree as ET
 from datetime import datetime
 from pathlib import Path
@@ -13,6 +16,7 @@ from conftest import ROOT
 
 from grader.course import config
 from grader.errors import SolutionError
+from grader.files import sha256_file
 from grader.judge.grading import Grader
 from grader.outputs.junit import shorten, write_junit
 
@@ -39,6 +43,26 @@ def run(pytester, *args):
     return pytester.runpytest_subprocess(
         "--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir", str(pytester.path / "cards"), *args
     )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def graded_once():
+    """Each notebook graded once in this process for the whole module: the in-process runs here are
+    about the plugin (which items run, their outcomes, the scorecards written), and an example's
+    scorecard is the same in each of them. Every call still goes through Grader.grade (``graded``
+    records them all); the subprocess runs grade for themselves."""
+    cards: dict[tuple[str, str, str, str], object] = {}
+    original = Grader.grade
+
+    def grade(self, assignment, path, **kwargs):
+        key = (assignment.name, assignment.config_digest, sha256_file(Path(path)), repr(sorted(kwargs.items())))
+        if key not in cards:
+            cards[key] = original(self, assignment, path, **kwargs)
+        return copy.deepcopy(cards[key])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Grader, "grade", grade)
+        yield
 
 
 @pytest.fixture
@@ -128,18 +152,44 @@ def test_each_submission_is_graded_once_for_all_its_items(pytester, graded):
     assert [p.stem for p, _ in graded] == ["dave_wrong_axis", "grace_half_done"]
 
 
+def start_pytest(pytester, name: str, *args: str):
+    """A pytest run in a subprocess, started and not waited for (``pytester.runpytest_subprocess``
+    waits, and keeps its output in files of one name): ``finish`` waits for it."""
+    out, err = (open(pytester.path / f"{name}.{stream}", "w+", encoding="utf-8") for stream in ("out", "err"))  # noqa: SIM115
+    proc = pytester.popen([sys.executable, "-m", "pytest", f"--basetemp={pytester.path / f'{name}-tmp'}", *args],
+                          stdout=out, stderr=err)
+    return proc, out, err, time.monotonic()
+
+
+def finish(started) -> pytest.RunResult:
+    proc, out, err, began = started
+    try:
+        ret = proc.wait(timeout=600)
+    finally:
+        proc.kill()  # a run that overstayed its time (a no-op on a run that ended)
+    lines = []
+    for f in (out, err):
+        f.seek(0)
+        lines.append(f.read().splitlines())
+        f.close()
+    return pytest.RunResult(ret, lines[0], lines[1], time.monotonic() - began)
+
+
 def test_xdist_gives_the_serial_outcomes_and_grades_each_submission_once(pytester):
-    pytester.makepyfile(countgrades=COUNTER)
-    outcomes, cards = {}, {}
+    outcomes, cards, runs = {}, {}, {}
+    # Both runs at once: each mostly waits on its notebooks' processes.
     for mode, extra in (("serial", []), ("parallel", ["-n", "2"])):
-        log = pytester.path / "graded.log"
-        log.unlink(missing_ok=True)
+        pytester.makepyfile(**{f"count_{mode}": COUNTER.replace("graded.log", f"{mode}.log")})
+        runs[mode] = start_pytest(
+            pytester, mode, "--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir", str(pytester.path / mode),
+            "--submission", str(EXAMPLES), "-p", f"count_{mode}", "-p", "no:cacheprovider",
+            f"--junitxml={pytester.path / f'{mode}.xml'}", *extra)
+    results = {mode: finish(started) for mode, started in runs.items()}
+    for mode, result in results.items():
         xml = pytester.path / f"{mode}.xml"
-        result = pytester.runpytest_subprocess(
-            "--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir", str(pytester.path / mode),
-            "--submission", str(EXAMPLES), "-p", "countgrades", "-p", "no:cacheprovider", f"--junitxml={xml}", *extra)
         # 7 more than before carry-forward: carol's weights and output, dave's output, erin's four later steps
         result.assert_outcomes(passed=31, failed=17)
+        log = pytester.path / f"{mode}.log"
         assert sorted(log.read_text().split()) == NAMES  # each notebook graded once, by one worker
         outcomes[mode] = sorted(
             (c.get("classname"), c.get("name"), c.findtext("failure"),
