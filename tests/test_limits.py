@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import NUMPY_CORRECT, ROOT
+import readable
+from conftest import NUMPY_CORRECT
 
 from grader import batch
 from grader.run.sandbox import disk, probe
@@ -42,8 +43,9 @@ def usable_there(python: Path) -> bool:
     """What ``probe.usable_by_another_user`` answers in that Python, for that Python's own paths."""
     code = ("import json, sys; from grader.run.sandbox import probe, root; "
             "print(json.dumps(probe.usable_by_another_user(root.python_paths(), sys.executable)))")
+    where = readable.checkout(python.parent.parent.parent)  # this checkout, where that uid could read it
     proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60, check=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          cwd=where, env={**os.environ, "PYTHONPATH": str(where)})
     return bool(json.loads(proc.stdout))
 
 

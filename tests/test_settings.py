@@ -29,13 +29,12 @@ import pwd
 import re
 import shutil
 import subprocess
-import sysconfig
 import tempfile
 from pathlib import Path
 
 import docker_seccomp
 import pytest
-from conftest import ROOT
+import readable
 
 from grader.run.sandbox.probe import usable_by_another_user
 
@@ -81,45 +80,52 @@ def place():
 
 
 @pytest.fixture(scope="module")
-def user_python(place) -> Path:
+def checkout(place) -> Path:
+    """This checkout where every user may read it (``readable``: a copy of it if need be)."""
+    return readable.checkout(place)
+
+
+@pytest.fixture(scope="module")
+def user_python(place, checkout) -> Path:
     """Debian's python3.11 in a virtual environment outside /root that another uid can run. Its
-    packages are this checkout's own (``.venv``'s site-packages, added as a site directory), so
-    making it downloads nothing and takes a fraction of a second; torch is never imported."""
+    packages are this checkout's own (``.venv``'s site-packages, added as a site directory, or
+    their copy where another user cannot read them), so making it downloads nothing and takes a
+    second or two; torch is never imported."""
     if not os.path.exists(DEBIAN_PYTHON):
         pytest.skip(f"{DEBIAN_PYTHON} is missing: `make setup` installs Debian's python3.11 where it runs as root")
-    packages = sysconfig.get_paths()["purelib"]
+    packages = str(readable.site_packages(place))
     venv = place / "python"
     subprocess.run([DEBIAN_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
     own = subprocess.run([str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                          capture_output=True, text=True, check=True).stdout.strip()
     Path(own, "grader-packages.pth").write_text(f"import site; site.addsitedir({packages!r})\n")
-    if not usable_by_another_user([packages, str(ROOT)], str(venv / "bin/python")):
-        pytest.skip(f"this checkout ({ROOT}) or its packages ({packages}) are not readable by another user here")
+    if not usable_by_another_user([packages, str(checkout)], str(venv / "bin/python")):
+        pytest.skip(f"this checkout ({checkout}) or its packages ({packages}) are not readable by another user here")
     return venv / "bin/python"
 
 
-def found_there(python: Path, prefix: list[str], env: dict[str, str]) -> set[str]:
+def found_there(python: Path, prefix: list[str], env: dict[str, str], root: Path) -> set[str]:
     """The protections ``sandbox.features()`` finds in that setting (what its scorecards list)."""
     code = "import json; from grader.run import sandbox; print(json.dumps(sandbox.features().active()))"
-    proc = subprocess.run([*prefix, str(python), "-c", code], cwd=ROOT, capture_output=True, text=True,
+    proc = subprocess.run([*prefix, str(python), "-c", code], cwd=root, capture_output=True, text=True,
                           timeout=60, env=env, check=True)
     return set(json.loads(proc.stdout))
 
 
-def row_env(place: Path, name: str, owner: int | None = None) -> dict[str, str]:
+def row_env(place: Path, root: Path, name: str, owner: int | None = None) -> dict[str, str]:
     """The environment of a row: its own home and temporary folder, the checkout on the path."""
     home = place / name
     home.mkdir(mode=0o755)
     if owner is not None:
         os.chown(home, owner, owner)
-    return {**os.environ, "HOME": str(home), "TMPDIR": str(home), "PYTHONPATH": str(ROOT)}
+    return {**os.environ, "HOME": str(home), "TMPDIR": str(home), "PYTHONPATH": str(root)}
 
 
 class Skip(Exception):
     """A setting this machine cannot reproduce, and why."""
 
 
-def docker_prefix(python: Path, profile: bool) -> list[str]:
+def docker_prefix(python: Path, root: Path, profile: bool) -> list[str]:
     if os.geteuid() != 0:
         raise Skip("only root can drop to Docker's capability set")
     if shutil.which("capsh") is None:
@@ -131,7 +137,7 @@ def docker_prefix(python: Path, profile: bool) -> list[str]:
     caps = bounding.split("=", 1)[1].strip().split(",")
     drop = ",".join(c for c in caps if c and c not in DOCKER_CAPS)
     prefix = ["capsh", f"--drop={drop}", "--", "-c", 'exec "$0" "$@"']
-    return [str(python), str(ROOT / "tests/docker_seccomp.py"), docker_seccomp.PROFILE, *prefix] if profile else prefix
+    return [str(python), str(root / "tests/docker_seccomp.py"), docker_seccomp.PROFILE, *prefix] if profile else prefix
 
 
 def user(name: str) -> pwd.struct_passwd:
@@ -157,15 +163,16 @@ class Rows:
     """Every setting's row, started at once: a row mostly waits (on forks, sleeps, a fork bomb's
     hold), so together they take about as long as the longest. ``result`` waits for one."""
 
-    def __init__(self, python: Path, place: Path):
+    def __init__(self, python: Path, place: Path, root: Path):
         self.python, self.skipped, self.running = python, {}, {}
         settings = {}
         for name, profile in (("docker", False), ("docker-seccomp", True)):
-            settings[name] = lambda profile=profile, name=name: (docker_prefix(python, profile), row_env(place, name))
+            settings[name] = lambda profile=profile, name=name: (docker_prefix(python, root, profile),
+                                                                      row_env(place, root, name))
         for name, userns, login in (("user", True, STUDENT_USERS[0]), ("user-no-userns", False, STUDENT_USERS[1])):
             def make(userns: bool = userns, login: str = login, name: str = name) -> tuple[list[str], dict[str, str]]:
                 who = user(login)
-                return user_prefix(python, who, userns), row_env(place, name, who.pw_uid)
+                return user_prefix(python, who, userns), row_env(place, root, name, who.pw_uid)
             settings[name] = make
         for name, make in settings.items():
             try:
@@ -173,9 +180,9 @@ class Rows:
             except Skip as why:
                 self.skipped[name] = str(why)
                 continue
-            found = found_there(python, prefix, env)
+            found = found_there(python, prefix, env, root)
             cmd = [*prefix, str(python), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *ROW]
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             self.running[name] = (found, proc)
 
     def result(self, name: str) -> tuple[set[str], dict[str, int]]:
@@ -196,8 +203,8 @@ class Rows:
 
 
 @pytest.fixture(scope="module")
-def rows(user_python, place):
-    started = Rows(user_python, place)
+def rows(user_python, place, checkout):
+    started = Rows(user_python, place, checkout)
     yield started
     started.close()
 
