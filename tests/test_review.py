@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from pathlib import Path
 import pytest
 import review_course
 import yaml
+
+from grader.outputs import pages
 
 HERE = Path(__file__).resolve().parent
 
@@ -38,7 +41,7 @@ def graded(tmp_path_factory):
     review_course.student(skeleton, subs / "ada.ipynb", explain="Symmetric values around 2.",
                           weights="A weighted mean.")
     review_course.student(skeleton, subs / "bob.ipynb", mean="2.0", explain="Because 10/5 = 2.", drop_tags=True,
-                          extra_cell="And a second thought.", hostile=True)
+                          extra_cell="And a second thought.\n\n$\\bar x = \\frac{10}{5}$", hostile=True)
     review_course.student(skeleton, subs / "cy.ipynb", mean="x.sum()")
     proc = grader("grade", "subs", "--out", "out", "--formats", "yaml,json,md,html,gradescope,gradebook,report",
                   cwd=root)
@@ -321,12 +324,18 @@ def test_hostile_answers_are_inert_in_the_page(client):
     http, _ = client
     resp = http.get("/answer/explain/1?token=s3cret-token")  # bob's: <script>, onerror=, javascript:
     assert resp.status_code == 200 and "And a second thought." in resp.text
+    # Its markdown has math: the policy allows the bundled KaTeX's one script (by its hash), nothing else.
     csp = resp.headers["Content-Security-Policy"]
-    assert csp.startswith("default-src 'none'") and "script-src" not in csp
-    assert "<script" not in resp.text and "onerror" not in resp.text and "onmouseover" not in resp.text
+    [script] = re.findall(r"<script>(.*?)</script>", resp.text, flags=re.S)
+    assert csp.startswith(f"default-src 'none'; script-src {pages.script_source(script)};") and "renderMathInElement" in script
+    assert f'content="{csp}"' in resp.text  # the same policy in the page itself
+    student = resp.text[:resp.text.index("<script>")]  # the answer as rendered, before the one script
+    assert "<script" not in student and "onerror" not in student and "onmouseover" not in student
     assert 'href="javascript:' not in resp.text
     page = http.get("/grade/explain/1?token=s3cret-token").text
-    assert '<iframe id="answer" title="the student\'s answer" sandbox=""' in page
+    assert '<iframe id="answer" title="the student\'s answer" sandbox="allow-scripts"' in page  # no origin of its own
+    plain = http.get("/answer/explain/0?token=s3cret-token")  # ada's: no math, so no script at all
+    assert "<script" not in plain.text and "script-src" not in plain.headers["Content-Security-Policy"]
 
 
 def test_anonymous_grading_hides_names(graded, run):
@@ -475,6 +484,7 @@ def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded,
         driver.switch_to.frame(driver.find_element(By.ID, "answer"))
         assert "And a second thought." in driver.find_element(By.TAG_NAME, "body").text
         assert "pwned" not in driver.execute_script("return document.title")
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".katex"))  # its formula typeset by the bundled KaTeX
         driver.switch_to.default_content()
         driver.find_elements(By.CSS_SELECTOR, "#rubric li")[0].click()  # by a click this time
         saved("Graded: 1 / 3 points")

@@ -2,9 +2,10 @@
 
 Cells are rendered with nbconvert's HTML exporter (markdown rendered, code highlighted by Pygments,
 outputs with their images), its scripts removed, and the body cleaned with bleach as the feedback
-page is (``grader.outputs.html``). The review app serves this HTML in a sandboxed frame under a
-Content-Security-Policy that allows no script at all, so a student's ``<script>``, ``onerror=``
-or ``javascript:`` link never runs in the grader's page. Formulas show as their LaTeX source.
+page is (``grader.outputs.html``). The review app serves this HTML in a sandboxed frame (scripts,
+but no origin of its own) under a Content-Security-Policy that allows no script at all, or, where
+a markdown cell has math, exactly one: the bundled KaTeX (``grader.outputs.pages``), which
+typesets it. A student's ``<script>``, ``onerror=`` or ``javascript:`` link never runs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from grader.notebook.answers import ANSWER_TAG, NbCell, cells_of
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; base-uri 'none'; "
        "form-action 'none'; frame-ancestors 'self'")
+MATH_SELECTOR = ".jp-RenderedMarkdown"  # math in markdown only, never in code or outputs
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s", re.M)
 _EXPORTER: list[Any] = []  # one exporter, made once (its templates take a while to load), used in turn
 _LOCK = threading.Lock()
@@ -43,6 +45,7 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> str:
     from nbconvert import HTMLExporter
     from nbformat.v4.rwbase import rejoin_lines
 
+    from grader.outputs import pages
     from grader.outputs.html import ATTRIBUTES, TAGS
 
     nb = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]  # nbformat has no annotations
@@ -74,11 +77,34 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> str:
                         strip=True, strip_comments=True)
     styles = "".join(re.findall(r"<style\b.*?</style>", head, flags=re.S))
     top = f'<p class="review-note">{html.escape(note)}</p>' if note else ""
+    math = any(c.cell_type == "markdown" and pages.has_math(str(c.source)) for c in cells)
+    head_math, tail = (pages.math_head(), _math_tail()) if math else ("", "")
     return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">{styles}'
+            f'<meta http-equiv="Content-Security-Policy" content="{math_policy() if math else CSP}">{styles}'
             "<style>body{margin:0.4em 0.8em;font-family:system-ui,sans-serif}"
-            ".jp-InputPrompt,.jp-OutputPrompt{display:none}.review-note{color:#555;font-size:13px}</style>"
-            f"</head><body>{top}{body}</body></html>\n")
+            f".jp-InputPrompt,.jp-OutputPrompt{{display:none}}.review-note{{color:#555;font-size:13px}}</style>{head_math}"
+            f"</head><body>{top}{body}{tail}</body></html>\n")
+
+
+@functools.cache
+def _math_tail() -> str:
+    from grader.outputs import pages
+
+    return pages.math_tail(MATH_SELECTOR)
+
+
+@functools.cache
+def math_policy() -> str:
+    """The frame's policy where its markdown has math: the bundled KaTeX's one script, nothing else."""
+    from grader.outputs import pages
+
+    script = pages.script_source(pages.katex_script(MATH_SELECTOR))
+    return CSP.replace("default-src 'none'; ", f"default-src 'none'; script-src {script}; ", 1)
+
+
+def policy(page: str) -> str:
+    """The Content-Security-Policy to serve ``page`` (from ``render``) with."""
+    return math_policy() if page.endswith(_math_tail() + "</body></html>\n") else CSP
 
 
 @functools.lru_cache(maxsize=256)
