@@ -3,9 +3,14 @@ hand in a submission built from the real skeleton."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import http.server
 import os
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -119,3 +124,26 @@ def notebook_with(cells: list[str], path: Path) -> Path:
 
 def question(card, qid: str):
     return next(q for q in card.questions if q.id == qid)
+
+
+@contextlib.contextmanager
+def torch_cpu_index(folder: Path) -> Iterator[str]:
+    """A local stand-in for PyTorch's CPU index, served from ``folder`` on loopback while the block
+    runs: its address (``.../whl/cpu``), which answers for torch as the real index does."""
+    (folder / "whl/cpu/torch").mkdir(parents=True)
+    (folder / "whl/cpu/torch/index.html").write_text("<a href='torch-2.13.0+cpu-cp311-none-any.whl'>torch</a>")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, directory=str(folder), **kwargs)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/whl/cpu"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import nbformat
 import pytest
 import yaml
-from conftest import NUMPY_CORRECT, ROOT, notebook_with, question
+from conftest import NUMPY_CORRECT, ROOT, notebook_with, question, torch_cpu_index
 
 from grader.cli import fail_under
 from grader.course import config
@@ -469,8 +469,6 @@ def setup_dry_run(root, torch_index):
 
 
 def test_setup_installs_torch_from_its_cpu_index_when_it_answers_else_from_the_configured_one(autograder, tmp_path):
-    import http.server
-    import threading
 
     from grader.packaging.stage import stage_requirements
 
@@ -491,24 +489,8 @@ def test_setup_installs_torch_from_its_cpu_index_when_it_answers_else_from_the_c
     assert out[0] == f"setup.sh: {closed} does not answer: torch comes from the configured index"
     assert out[1].startswith(f"{torch_root}/venv/bin/pip install") and "--extra-index-url" not in out[1]
     # ... and with it answering (here, a local one): the CPU build from there, beside the configured index
-    (tmp_path / "whl/cpu/torch").mkdir(parents=True)
-    (tmp_path / "whl/cpu/torch/index.html").write_text("<a href='torch-2.13.0+cpu-cp311-none-any.whl'>torch</a>")
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(tmp_path), **kwargs)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/whl/cpu"
+    with torch_cpu_index(tmp_path) as url:
         out = setup_dry_run(torch_root, url)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert out[0] == (f"{torch_root}/venv/bin/pip install --quiet -c {torch_root}/source/constraints.txt -r "
                       f"{torch_root}/source/requirements.txt --extra-index-url {url} {torch_root}/source/grader-src")
 

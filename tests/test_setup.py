@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
 import os
 import re
@@ -13,14 +12,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import zipfile
 from email.parser import Parser
 from importlib import metadata
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, torch_cpu_index
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
@@ -62,26 +60,9 @@ def test_torch_comes_from_the_cpu_index_only_when_it_answers(project, tmp_path):
     proc = make(project, "torch-index-args", f"PYTHON={sys.executable}", f"TORCH_INDEX={closed}")
     assert (proc.returncode, proc.stdout) == (0, "")
     # A (local) index that answers: pip is pointed at it, beside PyPI
-    (tmp_path / "whl/cpu/torch").mkdir(parents=True)
-    (tmp_path / "whl/cpu/torch/index.html").write_text("<a href='torch-2.13.0+cpu-cp311-none-any.whl'>torch</a>")
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(tmp_path), **kwargs)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/whl/cpu"
+    with torch_cpu_index(tmp_path) as url:
         proc = make(project, "torch-index-args", f"PYTHON={sys.executable}", f"TORCH_INDEX={url}")
         assert (proc.returncode, proc.stdout) == (0, f"--extra-index-url {url}\n")
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_the_wheel_builds_without_warnings_and_the_student_install_is_light(tmp_path):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
-import nbformat
 import pytest
+from conftest import notebook_with
 
 from grader.course import config
 from grader.judge.grading import Grader
@@ -67,18 +67,11 @@ WRONG = [
 ]
 
 
-def _notebook(path, cells):
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
-    nbformat.write(nb, str(path))
-    return path
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("idioms")
     (root / "solutions/hw").mkdir(parents=True)
-    _notebook(root / "solutions/hw/hw.ipynb", SOLUTION)
+    notebook_with(SOLUTION, root / "solutions/hw/hw.ipynb")
     questions = [{"id": name, "points": 1, "checks": [{"test": test}]} for name, test in TESTS.items()]
     import yaml
 
@@ -90,7 +83,7 @@ def setup(tmp_path_factory):
 
 def grade(setup, name, cells):
     root, course, grader = setup
-    card = grader.grade(course.assignment("hw"), _notebook(root / f"{name}.ipynb", cells))
+    card = grader.grade(course.assignment("hw"), notebook_with(cells, root / f"{name}.ipynb"))
     return {q.id: q for q in card.questions}
 
 
@@ -162,7 +155,7 @@ def test_nbgrader_partial_credit_is_the_value_a_test_cell_ends_with(tmp_path):
     assert problem is None and checks == [{"test": "n = len(squares(4))\npartial_credit(n / 4 * 2)"}]
     assert test_checks("print(squares(2))", "q")[0] == [{"test": "print(squares(2))"}]
     (tmp_path / "solutions/hw").mkdir(parents=True)
-    _notebook(tmp_path / "solutions/hw/hw.ipynb", SOLUTION[:2])
+    notebook_with(SOLUTION[:2], tmp_path / "solutions/hw/hw.ipynb")
     import yaml
 
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({"course": {"name": "p"}, "assignments": {"hw": {

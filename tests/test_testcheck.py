@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 
-import nbformat
 import pytest
+from conftest import notebook_with
 
 from grader.authoring.validate import validate
 from grader.course import config
@@ -78,18 +78,11 @@ assignments:
 """
 
 
-def notebook(path, cells):
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
-    nbformat.write(nb, str(path))
-    return path
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("testcheck")
     (root / "solutions/hw").mkdir(parents=True)
-    notebook(root / "solutions/hw/hw.ipynb", SOLUTION)
+    notebook_with(SOLUTION, root / "solutions/hw/hw.ipynb")
     (root / "config.yaml").write_text(CONFIG)
     course = dataclasses.replace(config.load(root / "config.yaml"), cache_dir=root / "cache")
     return root, course, Grader(course)  # the process's warm executor, shared with other tests
@@ -97,7 +90,7 @@ def setup(tmp_path_factory):
 
 def grade(setup, name, cells):
     root, course, grader = setup
-    card = grader.grade(course.assignment("hw"), notebook(root / f"{name}.ipynb", cells))
+    card = grader.grade(course.assignment("hw"), notebook_with(cells, root / f"{name}.ipynb"))
     return {q.id: q for q in card.questions}
 
 
@@ -184,7 +177,7 @@ def test_placeholders_count_as_unanswered(setup):
 
 def test_validate_reports_a_test_the_solution_fails(tmp_path):
     (tmp_path / "solutions/hw").mkdir(parents=True)
-    notebook(tmp_path / "solutions/hw/hw.ipynb", SOLUTION)
+    notebook_with(SOLUTION, tmp_path / "solutions/hw/hw.ipynb")
     text = CONFIG.replace("assert W[1, 0] == 0.5", "assert W[1, 0] == 0.25")
     text = text.replace("      - id: counter", textwrap.indent(textwrap.dedent("""\
         - id: depends
@@ -204,7 +197,7 @@ def test_validate_reports_a_test_the_solution_fails(tmp_path):
 
 def test_config_accepts_any_python_as_a_test_and_rejects_what_is_not_python(tmp_path):
     (tmp_path / "solutions/hw").mkdir(parents=True)
-    notebook(tmp_path / "solutions/hw/hw.ipynb", SOLUTION)
+    notebook_with(SOLUTION, tmp_path / "solutions/hw/hw.ipynb")
     for test, why in (("print(relu([1]))", None), ("assert (", "is not Python code")):
         (tmp_path / "config.yaml").write_text(
             "course: {name: t}\nassignments:\n  hw:\n    questions:\n      - id: a\n        points: 1\n"
@@ -226,7 +219,7 @@ def test_the_students_process_receives_no_expected_side_and_no_message():
 
 def test_a_test_can_live_in_checks_py_beside_the_solution(tmp_path):
     (tmp_path / "solutions/hw").mkdir(parents=True)
-    notebook(tmp_path / "solutions/hw/hw.ipynb", SOLUTION)
+    notebook_with(SOLUTION, tmp_path / "solutions/hw/hw.ipynb")
     (tmp_path / "solutions/hw/checks.py").write_text(
         "import numpy as np\n\nINPUTS = [np.ones(2), -np.ones(3)]\n\n\n"
         "def test_relu():\n    for x in INPUTS:\n        assert (relu(x) >= 0).all()\n\n\n"
