@@ -115,6 +115,13 @@ def shared_variants(assignment: config.Assignment) -> config.Assignment:
     return dataclasses.replace(assignment, variants=dataclasses.replace(assignment.variants, per_submission=False))
 
 
+def own_data_only(assignment: config.Assignment) -> config.Assignment:
+    """The assignment graded on each notebook's own data, without variants: for tests of how cells
+    run, where what the variants add is tested elsewhere and each variant is one more run."""
+    return dataclasses.replace(assignment, variants=dataclasses.replace(assignment.variants, count=0),
+                               config_digest=assignment.config_digest + "-own-data-only")
+
+
 def notebook_with(cells: list[str], path: Path) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]

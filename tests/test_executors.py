@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import ROOT, shared_variants
+from conftest import ROOT, own_data_only, shared_variants
 
 from grader import batch
 from grader.files import sha256_file
@@ -13,6 +13,8 @@ from grader.judge.grading import Grader
 from grader.run.jupyter_executor import JupyterExecutor
 
 EXAMPLES = sorted((ROOT / "examples/attention_numpy").glob("*.ipynb"))
+# Also graded on the course's variants: an answer that is right and one that is wrong on them.
+VARIED = [p for p in EXAMPLES if p.stem in ("bob_correct", "carol_no_sqrt")]
 RUN_FIELDS = ("time", "executor", "sandbox", "sandbox_not_enforced")  # how it ran, not what it found
 
 
@@ -31,17 +33,21 @@ def jupyter_grader(course):
 
 @pytest.fixture(scope="module")
 def both(grader, jupyter_grader, numpy_assignment):
-    """Every example graded by each executor, two at a time (kernels take a while to start), on the
-    course's variants: which variants does not matter here, and each notebook's own would add two
-    Jupyter runs of the solution per notebook."""
-    subs = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p)) for p in EXAMPLES]
-    assignment = shared_variants(numpy_assignment)
-    grader.references.get(assignment)  # the solution's runs, once: the Jupyter grader reads them from the cache
+    """Every example graded by each executor on its own data, and ``VARIED`` on the course's
+    variants too, two notebooks at a time (kernels take a while to start). Each variant is one
+    more kernel per notebook, and which notebook takes them changes nothing in how they run."""
+    def submissions(paths):
+        return [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p)) for p in paths]
+
+    plans = {"own": (own_data_only(numpy_assignment), EXAMPLES),
+             "variants": (shared_variants(numpy_assignment), VARIED)}
+    for assignment, _ in plans.values():  # the solution's runs, once: the Jupyter grader reads them from the cache
+        grader.references.get(assignment)
     # Both executors at once: the Jupyter side mostly waits on its kernels' starts.
-    with ThreadPoolExecutor(2) as pool:
-        graded = {g.executor.name: pool.submit(batch.grade_all, g, assignment, subs, jobs=2)
-                  for g in (grader, jupyter_grader)}
-        return {name: dict(zip(EXAMPLES, done.result().cards, strict=True)) for name, done in graded.items()}
+    with ThreadPoolExecutor(4) as pool:
+        graded = {(g.executor.name, plan): (paths, pool.submit(batch.grade_all, g, assignment, submissions(paths), jobs=2))
+                  for g in (grader, jupyter_grader) for plan, (assignment, paths) in plans.items()}
+        return {key: dict(zip(paths, done.result().cards, strict=True)) for key, (paths, done) in graded.items()}
 
 
 def test_examples_cover_every_kind_of_outcome():
@@ -51,9 +57,10 @@ def test_examples_cover_every_kind_of_outcome():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_forking_and_jupyter_executors_give_the_same_scorecard(both, path):
-    forking, jupyter = both["forking"][path], both["jupyter"][path]
+@pytest.mark.parametrize("plan, path", [("own", p) for p in EXAMPLES] + [("variants", p) for p in VARIED],
+                         ids=[p.stem for p in EXAMPLES] + [f"{p.stem}-on-variants" for p in VARIED])
+def test_forking_and_jupyter_executors_give_the_same_scorecard(both, plan, path):
+    forking, jupyter = both[("forking", plan)][path], both[("jupyter", plan)][path]
     assert (forking.execution.to_dict()["executor"], jupyter.execution.to_dict()["executor"]) == ("forking", "jupyter")
     assert comparable(forking) == comparable(jupyter)
 

@@ -264,6 +264,35 @@ def test_exit_without_close_does_not_hang_or_leave_a_server(tmp_path):
     assert wait_gone(int(out.stdout))
 
 
+def test_torch_in_a_numpy_course_runs_in_a_server_that_has_it_loaded(course, tmp_path, monkeypatch):
+    """A submission importing a slow library its assignment does not (torch in the NumPy course)
+    is served by a server with it loaded: one import for the batch, not one in each of its runs.
+    Only the libraries of ``WARM`` that are installed are ever named; past ``WARM_SERVERS`` servers
+    the assignment's own set serves it."""
+    import dataclasses
+
+    from grader.course.imports import warm_for
+    from grader.judge.grading import Grader
+    from grader.run.forking import executor as executor_module
+
+    assert warm_for(("numpy",), ["import torch.nn as nn\nimport numpy as np", "import matplotlib.pyplot as plt",
+                                 "import mymodule, os", "from jax import numpy", "x = ?"]) == ("matplotlib", "torch")
+    assert warm_for(("torch", "torch.nn"), ["import torch"]) == ()
+    numpy_a = course.assignment("attention_numpy")
+    alice = ROOT / "examples" / "attention_numpy" / "alice_torch.ipynb"
+    probe = dataclasses.replace(job("import sys\ntorch = 'torch' in sys.modules", capture=("torch",)),
+                                preload=("numpy",), warm=("torch",))
+    with ForkingExecutor() as ex:
+        card = Grader(dataclasses.replace(course, cache_dir=tmp_path / "cache"), ex).grade(numpy_a, alice)
+        assert card.score == numpy_a.max_score
+        assert set(ex.servers) == {("numpy",), ("numpy", "torch")}
+        assert ex.servers[("numpy", "torch")].preloaded == ["numpy", "torch"]
+        assert value(ex.run(probe), "torch") is True  # imported before the run began
+        monkeypatch.setattr(executor_module, "WARM_SERVERS", 1)
+        assert ex.preload_for(probe) == ("numpy", "torch")  # a server it already has
+        assert ex.preload_for(dataclasses.replace(probe, warm=("matplotlib",))) == ("numpy",)
+
+
 def test_each_assignment_gets_a_server_with_what_it_imports(course, tmp_path):
     """A NumPy assignment's notebooks run in children of a numpy server that never mapped torch;
     assignments importing the same libraries share a server; the course's preload: list adds to it."""

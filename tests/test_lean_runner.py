@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, notebook_with, shared_variants
+from conftest import ROOT, notebook_with, own_data_only
 from test_executors import comparable
 from test_worker_speed import CELLS
 
@@ -62,19 +62,20 @@ def _submissions(tmp: Path) -> list[tuple[str, Path]]:
 
 @pytest.fixture(scope="module")
 def cards(grader, course, tmp_path_factory):
-    """Every case graded by the forking executor (lean runner) and by Jupyter kernels, on the
-    course's variants (each notebook's own would add Jupyter runs of the solution, and test nothing more here)."""
+    """Every case graded by the forking executor (lean runner) and by Jupyter kernels, on each
+    notebook's own data: how cells run is what is compared, and each variant would be one more
+    kernel per notebook (tests/test_executors.py compares the executors on variants)."""
     cases = _submissions(tmp_path_factory.mktemp("fidelity"))
     names = list(dict.fromkeys(n for n, _ in cases))
     for name in names:  # the solutions' runs, once: the Jupyter grader reads them from the cache
-        grader.references.get(shared_variants(course.assignment(name)))
+        grader.references.get(own_data_only(course.assignment(name)))
     executor = JupyterExecutor()
     jupyter = Grader(course, executor)
 
     def grade(g: Grader, name: str) -> dict[tuple[str, Path], object]:
         paths = [p for n, p in cases if n == name]
         subs = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p)) for p in paths]
-        found = batch.grade_all(g, shared_variants(course.assignment(name)), subs, jobs=2).cards
+        found = batch.grade_all(g, own_data_only(course.assignment(name)), subs, jobs=2).cards
         return {(name, p): card for p, card in zip(paths, found, strict=True)}
 
     out: dict[str, dict[tuple[str, Path], object]] = {}

@@ -17,6 +17,7 @@ import importlib.util
 import json
 import math
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -104,6 +105,23 @@ def run(name: str, captures: tuple, snapshots: tuple = ()) -> tuple[dict, str]:
                 text_parts.append(o.get("data", {}).get("text/plain", "") + "\n")
     assert captured is not None, "the capture cell printed nothing"
     return captured, "".join(text_parts)
+
+
+_STARTED: dict[str, Future] = {}
+
+
+def ran(name: str) -> tuple[dict, str]:
+    """``run`` of the notebook with its captures; the first call starts all four notebooks' kernels
+    at once (each mostly waits on its kernel's start and its imports)."""
+    if not _STARTED:
+        plans = {"attention_similarity": (SIMILARITY_CAPTURES, SIMILARITY_SNAPSHOTS),
+                 "tokens_to_multihead": (MULTIHEAD_CAPTURES,),
+                 "attention_french": (FRENCH_CAPTURES,),
+                 "attention_from_scratch": (SCRATCH_CAPTURES, SCRATCH_SNAPSHOTS)}
+        pool = ThreadPoolExecutor(len(plans))
+        _STARTED.update({n: pool.submit(run, n, *args) for n, args in plans.items()})
+        pool.shutdown(wait=False)
+    return _STARTED[name].result()
 
 
 def close(actual, expected, atol=ATOL):
@@ -204,7 +222,7 @@ W_V = [[0.5, 2.6, 2.4], [3.6, 3.1, 3.2], [0.3, 0.6, 0.9]]
 
 
 def _similarity():
-    return run("attention_similarity", SIMILARITY_CAPTURES, SIMILARITY_SNAPSHOTS)
+    return ran("attention_similarity")
 
 
 def test_similarity_tokens_and_glove_matrix():
@@ -307,7 +325,7 @@ MULTIHEAD_CAPTURES = (
 
 
 def _multihead():
-    return run("tokens_to_multihead", MULTIHEAD_CAPTURES)
+    return ran("tokens_to_multihead")
 
 
 def test_multihead_tokens_and_ids():
@@ -390,7 +408,7 @@ FRENCH_CAPTURES = (
 
 
 def _french():
-    return run("attention_french", FRENCH_CAPTURES)
+    return ran("attention_french")
 
 
 def _attention(x, wq, wk, wv):
@@ -515,7 +533,7 @@ SEED_004_PRINTS = [
 
 
 def _scratch():
-    return run("attention_from_scratch", SCRATCH_CAPTURES, SCRATCH_SNAPSHOTS)
+    return ran("attention_from_scratch")
 
 
 def test_scratch_prints_what_the_seed_prints():

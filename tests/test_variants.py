@@ -183,7 +183,7 @@ def test_typed_in_answers_lose_when_a_capture_hangs(grader, numpy_assignment, co
 
     from grader.testing import fill, write
 
-    a = dataclasses.replace(numpy_assignment, limits=dataclasses.replace(numpy_assignment.limits, cell_timeout=3.0,
+    a = dataclasses.replace(numpy_assignment, limits=dataclasses.replace(numpy_assignment.limits, cell_timeout=1.5,
                                                                          notebook_timeout=20.0))
     answers = typed_answers(grader, numpy_assignment)
     # `output` is an object whose every attribute lookup spins: capturing it never returns.

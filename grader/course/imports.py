@@ -7,6 +7,7 @@ anything heavy: reading two notebooks and parsing their imports is all this need
 from __future__ import annotations
 
 import functools
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -14,6 +15,26 @@ from grader import notebook
 from grader.course import testcode
 from grader.course.model import Assignment
 from grader.errors import NotebookError
+
+# Libraries that take a second or more to import, which a student may use where the assignment
+# does not (torch in a NumPy course). A submission that imports one is served by a server that
+# has it loaded, so the import is paid once per batch rather than in each of its runs. Only these:
+# the server imports them outside any sandbox, so a submission may choose among them, never name
+# a module of its own choosing.
+WARM = frozenset({"jax", "matplotlib", "pandas", "scipy", "seaborn", "sklearn", "tensorflow", "torch"})
+
+
+def warm_for(preload: tuple[str, ...], sources: list[str]) -> tuple[str, ...]:
+    """The libraries of ``WARM`` the cells import that the preload set lacks and that are
+    installed here (top-level names, sorted)."""
+    preloaded = {m.partition(".")[0] for m in preload}
+    wanted = {m.partition(".")[0] for m in notebook.imported_modules(sources)} & WARM
+    return tuple(sorted(m for m in wanted - preloaded if _installed(m)))
+
+
+@functools.cache
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 def preload_for(assignment: Assignment) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from grader import capture, notebook
-from grader.course.imports import preload_for
+from grader.course.imports import preload_for, warm_for
 from grader.course.model import Assignment
 from grader.errors import NotebookError
 from grader.judge import carry, testcheck, variants
@@ -98,8 +98,10 @@ class JobTemplate:
         captures = plan(assignment, infos, hints=hints)
         if record:  # the calls of the student's functions a later step uses (``grader.run.calls``)
             captures += tuple(CaptureSpec(calls_id(f), CaptureKind.EXPR, f"{CALLS}[{f!r}]", None) for f in record)
+        preload = preload_for(assignment)
         base = Job(cells=tuple(job_cells), captures=captures, limits=assignment.limits,
-                   files=files, traceback_lines=traceback_lines, preload=preload_for(assignment))
+                   files=files, traceback_lines=traceback_lines, preload=preload,
+                   warm=warm_for(preload, [jc.source for jc in job_cells if jc.skip == SkipReason.RUN]))
         return cls(assignment, infos, base, record)
 
     def job(self, variant: variants.Variant | None = None) -> Job:

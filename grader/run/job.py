@@ -65,6 +65,9 @@ class Job:
     # What the forking executor's server should have imported for this job (``course.imports.preload_for``);
     # None: the executor's own list. Never sent to the student process.
     preload: tuple[str, ...] | None = None
+    # Libraries the submission imports beyond ``preload`` (``course.imports.warm_for``): a server
+    # with them loaded serves the job where the executor can keep one. Never sent either.
+    warm: tuple[str, ...] = ()
     # The last run of its session (``execute.Session``): the sandbox prepares no process for another.
     # Only a hint: a run sent after it starts a new session.
     last: bool = False

@@ -24,6 +24,10 @@ from grader.run.forking import POOL, PRELOAD, REPLY_TIMEOUT, SPAWN_TRIES, STANDI
 from grader.run.forking.client import ForkServer
 from grader.run.forking.session import Child, Cleaner, Session, write_all
 
+# Servers kept at most before a submission's own libraries (``Job.warm``) are no longer given one:
+# each holds its libraries in memory for the rest of the batch.
+WARM_SERVERS = 4
+
 if TYPE_CHECKING:
     from grader.run import execute
     from grader.run.job import Job, JobWire, RunResult, SessionSetup
@@ -59,10 +63,17 @@ class ForkingExecutor:
         _LIVE.add(self)
 
     def preload_for(self, job: Job | None) -> tuple[str, ...]:
-        """The preload set (the key of its server) a job runs with."""
+        """The preload set (the key of its server) a job runs with: with the libraries the
+        submission adds (``Job.warm``) while the executor keeps fewer than ``WARM_SERVERS`` servers,
+        or already has that one."""
         if job is None or job.preload is None:
             return self.modules
-        return self.preload_for_set(job.preload)
+        base = self.preload_for_set(job.preload)
+        if not job.warm or self.fixed is not None:
+            return base
+        warm = self.preload_for_set(job.preload + job.warm)
+        with self._lock:
+            return warm if warm in self._servers or len(self._servers) < WARM_SERVERS else base
 
     # -- children: run_with_retries' calls (spawn, finish) and a session's (session.SessionHost) --
 
