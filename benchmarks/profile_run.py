@@ -69,7 +69,7 @@ for _ in sys.stdin:  # one child per line the parent sends
     if pid == 0:
         os.close(r)
         t1 = time.perf_counter()
-        server._reseed()
+        server.seed_everything(None)
         runner = worker.Runner(wire, io.BytesIO(), worker.make_shell())
         runner.lean = {lean!r}
         t2 = time.perf_counter()

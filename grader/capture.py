@@ -31,6 +31,7 @@ DTYPES = {
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128",
 }
+_DTYPES: dict[str, tuple[np.dtype[Any], np.dtype[Any]]] = {}  # each of DTYPES, and its little-endian form, made once
 MAX_DEPTH = 24
 MAX_ITEMS = 100_000
 MAX_STR = 100_000
@@ -246,6 +247,10 @@ class Value:
         return f"a {self.kind}"
 
 
+_KEYS = {form: frozenset(keys.split()) for form, keys in {  # the keys each form of encoded value may have
+    "none": "t", "bool": "t v", "str": "t v", "array": "t dtype shape b64 origin odtype grad", "list": "t items origin",
+    "tuple": "t items", "dict": "t items", "frame": "t values index columns origin", "series": "t values index origin",
+}.items()}
 
 
 def decode(obj: Any, *, depth: int = 0) -> Value:
@@ -254,18 +259,8 @@ def decode(obj: Any, *, depth: int = 0) -> Value:
         raise ProtocolError("a captured value is malformed")
     raw = obj.get("t")
     t = raw if isinstance(raw, str) else ""  # an unhashable tag is an unknown form too
-    allowed = {
-        "none": {"t"},
-        "bool": {"t", "v"},
-        "str": {"t", "v"},
-        "array": {"t", "dtype", "shape", "b64", "origin", "odtype", "grad"},
-        "list": {"t", "items", "origin"},
-        "tuple": {"t", "items"},
-        "dict": {"t", "items"},
-        "frame": {"t", "values", "index", "columns", "origin"},
-        "series": {"t", "values", "index", "origin"},
-    }.get(t)
-    if allowed is None or not set(obj) <= allowed:
+    allowed = _KEYS.get(t)
+    if allowed is None or not allowed.issuperset(obj):
         raise ProtocolError(f"a captured value has an unknown form ({str(raw)[:20]!r})")
     if t == "none":
         return Value("none", None)
@@ -323,7 +318,7 @@ def _decode_array(obj: dict[str, Any]) -> Value:
         raise ProtocolError("a captured array has a malformed shape")
     if not isinstance(b64, str):
         raise ProtocolError("a captured array has no data")
-    dt = np.dtype(dtype).newbyteorder("<")
+    native, dt = _DTYPES.get(dtype) or _DTYPES.setdefault(dtype, (np.dtype(dtype), np.dtype(dtype).newbyteorder("<")))
     count = math.prod(shape)
     if count * dt.itemsize != (len(b64) // 4) * 3 - b64[-2:].count("="):
         raise ProtocolError("a captured array's data does not match its shape")
@@ -331,7 +326,7 @@ def _decode_array(obj: dict[str, Any]) -> Value:
         raw = base64.b64decode(b64, validate=True)
     except ValueError:
         raise ProtocolError("a captured array's data is not base64") from None
-    arr = np.frombuffer(raw, dtype=dt).reshape(shape).astype(np.dtype(dtype), copy=True)
+    arr = np.frombuffer(raw, dtype=dt).reshape(shape).astype(native, copy=True)
     arr.setflags(write=False)
     grad = obj.get("grad")
     if grad is not None and type(grad) is not bool:

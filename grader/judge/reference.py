@@ -322,7 +322,8 @@ class References:
         with self.executor.session(reuse=("solution", assignment.name)) as session:
             for slot, course_variant in enumerate(ref.variants):
                 for attempt in range(ATTEMPTS):
-                    variant = variants.make_variants(assignment, given, seed=variants.attempt_seed(seed, attempt))[slot]
+                    variant = variants.make_variants(assignment, given, seed=variants.attempt_seed(seed, attempt),
+                                                      only=slot + 1)[0]
                     run = session.run(self._draw_jobs(assignment, cells, infos).job(variant))
                     if run.status != RunStatus.OK or run.errors:
                         continue  # a draw the solution itself cannot run: another

@@ -23,11 +23,13 @@ made once in the course's cache (``variant_secret``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
 import secrets
 import tempfile
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -190,15 +192,23 @@ def attempt_seed(seed: int, attempt: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}/attempt/{attempt}".encode()).digest()[:8], "little")
 
 
-def make_variants(assignment: Assignment, given: dict[str, Value], *, seed: int | None = None) -> list[Variant]:
+@functools.lru_cache(maxsize=256)
+def _compiled_rule(rule: str, name: str) -> types.CodeType:
+    """A variant rule of config.yaml, compiled once (every submission's draws evaluate it)."""
+    return compile(rule, f"<variants.inputs.{name}>", "eval")
+
+
+def make_variants(assignment: Assignment, given: dict[str, Value], *, seed: int | None = None,
+                  only: int | None = None) -> list[Variant]:
     """The assignment's variants, from the solution's given values: with the course's seed, or
-    with ``seed``. Deterministic."""
+    with ``seed``. Deterministic, each variant from its own number alone: ``only`` (a number)
+    makes that one, as the full list would hold it."""
     spec = assignment.variants
     seed = spec.seed if seed is None else seed
     rules = dict(spec.inputs)
     names = varied_names(assignment)
     out = []
-    for number in range(1, spec.count + 1):
+    for number in range(1, spec.count + 1) if only is None else [only]:
         values = {}
         for name in names:
             original = given.get(name)
@@ -212,7 +222,7 @@ def make_variants(assignment: Assignment, given: dict[str, Value], *, seed: int 
                 scope = {"rng": rng, "np": np, "value": _plain(original), "variant": number,
                          "shape": original.shape}
                 try:
-                    result = eval(compile(rule, f"<variants.inputs.{name}>", "eval"), scope)  # noqa: S307 - config
+                    result = eval(_compiled_rule(rule, name), scope)  # noqa: S307 - config
                     new = capture.decode(capture.encode(result, budget=[64 << 20]))
                 except Exception as exc:  # noqa: BLE001 - the rule is any Python from config.yaml: name its failure
                     raise SolutionError(f"The variant rule for `{name}` in {assignment.name} fails: "

@@ -28,8 +28,11 @@ HEADER = struct.Struct(">I")
 MAX_FRAME_CONTAINERS = 300_000
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)  # made once, as ``_DECODER`` below
+
+
 def write_frame(stream: BinaryIO, message: Message) -> None:
-    body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    body = _ENCODER.encode(message).encode("utf-8")
     stream.write(HEADER.pack(len(body)) + body)
     stream.flush()
 
@@ -40,7 +43,7 @@ def parse_frame(body: bytes) -> dict[str, Any]:
         raise ProtocolError(f"the student process sent a message of {containers:,} items, over the limit "
                             f"of {MAX_FRAME_CONTAINERS:,}")
     try:
-        message = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+        message = _DECODER.decode(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
         raise ProtocolError("the student process sent a message that is not valid JSON") from None
     if not isinstance(message, dict) or not isinstance(message.get("ev"), str):
@@ -50,6 +53,9 @@ def parse_frame(body: bytes) -> dict[str, Any]:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(name)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)  # made once: json.loads with an option makes one per call
 
 
 class FrameReader:

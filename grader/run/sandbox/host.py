@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import select
 import shutil
 import signal
 import sys
@@ -97,6 +98,7 @@ def terminate(pid: int) -> None:
     the run's memory cgroup, if it had one.
     """
     victims = stop_tree(pid) | {pid}
+    gone = _exit_watch(victims - {pid})  # opened while they are stopped: each is still the process it was
     for p in victims:
         send_signal(p, signal.SIGKILL)
     try:
@@ -105,15 +107,59 @@ def terminate(pid: int) -> None:
         pass
     uid = job_uid(pid) if os.geteuid() == 0 else None
     end = time.monotonic() + 5.0
-    while time.monotonic() < end:  # SIGKILL takes effect soon, not at once: wait until they are gone
-        mine = processes_of(uid) if uid is not None else []  # this run's own uid: safe to signal again
-        if not mine and not any(_alive(p) for p in victims - {pid}):
+    # SIGKILL takes effect soon, not at once: wait until they are gone, then look once for anything
+    # of the run's own uid left anywhere (safe to signal again), and again after each that was.
+    gone(end)
+    while uid is not None and time.monotonic() < end:
+        mine = processes_of(uid)
+        if not mine:
             break
+        watch = _exit_watch(set(mine))
         for p in mine:
             send_signal(p, signal.SIGKILL)
-        time.sleep(0.002)
+        watch(end)
     if cgroup.place() is not None:
         cgroup.remove(pid)
+
+
+PIDFDS = 128  # descriptors ``_exit_watch`` may hold at once
+
+
+def _exit_watch(pids: set[int]) -> Callable[[float], None]:
+    """A wait, until a deadline (``time.monotonic``), for these processes to have exited: on a
+    descriptor of each (``pidfd_open``, taken now) where the kernel gives them, so the wait costs
+    nothing while it lasts; else by looking at /proc every 2 ms. At most ``PIDFDS`` descriptors are
+    held (a run allowed many processes must not use up the grader's own)."""
+    fds: list[int] = []
+    rest: set[int] = set()
+    for p in pids:
+        if len(fds) >= PIDFDS:
+            rest.add(p)
+            continue
+        try:
+            fds.append(os.pidfd_open(p))
+        except ProcessLookupError:
+            continue  # gone already
+        except (OSError, AttributeError):
+            rest.add(p)
+
+    def wait(end: float) -> None:
+        try:
+            poller = select.poll()
+            for fd in fds:
+                poller.register(fd, select.POLLIN)
+            left = len(fds)
+            while left and (timeout := end - time.monotonic()) > 0:
+                for fd, _ in poller.poll(max(1, int(timeout * 1000))):
+                    poller.unregister(fd)  # readable: the process has exited (a zombie or reaped)
+                    left -= 1
+            while any(_alive(p) for p in rest) and time.monotonic() < end:
+                time.sleep(0.002)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    return wait
 
 
 def limit_reached(keeper: object, workdir: str, memory_mb: int, disk_mb: int, processes: int) -> str:
