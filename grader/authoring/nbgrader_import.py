@@ -28,6 +28,8 @@ from typing import Any
 
 import nbformat
 
+from grader.authoring import nbgrader_autotest as autotest
+from grader.authoring.assign import BEGIN, LOCKED_TAG
 from grader.authoring.importing import Imported, answer, clean_id, normalise
 from grader.course import testcode
 from grader.errors import UsageError
@@ -105,12 +107,84 @@ def test_checks(source: str, qid: str) -> tuple[list[dict[str, Any]], str | None
     return checks, None
 
 
-def import_notebook(path: Path, name: str, header: list[Any]) -> Imported:
+def _tag(cell: Any, tag: str) -> None:
+    tags = list(cell.get("metadata", {}).get("tags", []))
+    if tag not in tags:
+        cell.setdefault("metadata", {})["tags"] = [*tags, tag]
+
+
+_DEFINES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+
+
+def helpers_of(source: str) -> dict[str, str]:
+    """The functions, classes and imports a test cell defines at its top level, by name: nbgrader
+    runs test cells in the student's kernel, so a later test cell may call them."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, _DEFINES):
+            text = ast.get_source_segment(source, node) or ast.unparse(node)
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    out[(alias.asname or alias.name).split(".")[0]] = text
+            else:
+                out[node.name] = text
+    return out
+
+
+def with_helpers(source: str, helpers: dict[str, str]) -> str:
+    """The test with the definitions it uses from earlier test cells put before it (each once, in
+    the order they were defined), as they stand in the kernel when nbgrader runs it."""
+    own = helpers_of(source)
+    needed: list[str] = []
+    todo = [source]
+    while todo:
+        text = todo.pop()
+        try:
+            names = {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
+        except SyntaxError:
+            continue
+        for name in names:
+            if name in helpers and name not in own and helpers[name] not in needed:
+                needed.append(helpers[name])
+                todo.append(helpers[name])
+    order = list(dict.fromkeys(helpers.values()))
+    needed.sort(key=order.index)
+    return "\n".join([*needed, source]) if needed else source
+
+
+def _autotests(path: Path, nb: Any, cells: list[Any], data: list[Path]) -> None:
+    """Expand nbgrader's AUTOTEST lines in place, as ``nbgrader generate_assignment`` does."""
+    sources = [c.source if c.cell_type == "code" else None for c in cells]
+    if not any(s is not None and autotest.has_autotest(s) for s in sources):
+        return
+    kernel = str(nb.metadata.get("kernelspec", {}).get("name", ""))
+    if kernel not in autotest.PYTHON_KERNELS:
+        raise UsageError(f"{path.name} uses AUTOTEST lines with the kernel {kernel!r}; only Python kernels are graded here")
+    found = autotest.find_file(path)
+    if found is None:
+        raise UsageError(f"{path.name} uses AUTOTEST lines, but there is no {autotest.FILENAME} beside it or at the "
+                         "course's root (the folder above source/), where nbgrader looks for its templates")
+    from grader.run.forking import default_executor
+
+    files = tuple((p, p.name) for p in data)
+    expanded = autotest.expand(sources, autotest.load(found, kernel), default_executor().run, files)
+    for cell, source in zip(cells, expanded, strict=True):
+        if source is not None:
+            cell.source = source
+
+
+def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] | None = None) -> Imported:
     nb = normalise(nbformat.read(str(path), as_version=4))  # type: ignore[no-untyped-call]  # nbformat has no annotations
     item = Imported(name=name, title=name.replace("_", " "), notebook=nb, source=path)
     cells = [nbformat.from_dict(c) for c in header] + list(nb.cells)  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    _autotests(path, nb, cells, data or [])
     kept = []
     used: set[str] = set()
+    helpers: dict[str, str] = {}
     code = 0
     for i, cell in enumerate(cells, 1):
         meta = _meta(cell)
@@ -121,10 +195,16 @@ def import_notebook(path: Path, name: str, header: list[Any]) -> Imported:
             qid += "_"
         graded, solution = bool(meta.get("grade")), bool(meta.get("solution"))
         points = _points(meta)
+        if solution and cell.cell_type == "code" and not any(BEGIN.match(line) for line in cell.source.splitlines()):
+            # nbgrader releases a solution cell without markers as its stub: the whole cell is the answer
+            cell.source = f"### BEGIN SOLUTION\n{cell.source}\n### END SOLUTION"
+        if meta and not solution and (graded or meta.get("locked")):
+            _tag(cell, LOCKED_TAG)  # read-only in nbgrader: restored as released before grading
         if graded and not solution and cell.cell_type == "code":
             used.add(qid)
-            visible, _ = split_hidden(cell.source)
-            checks, problem = test_checks(cell.source, qid)
+            visible, whole = split_hidden(cell.source)
+            checks, problem = test_checks(with_helpers(cell.source, helpers), qid)
+            helpers.update(helpers_of(whole))
             if problem:
                 item.note(i, f"autograder test {qid!r} ({points:g} points) not converted: {problem}; "
                              "it is listed as a question graded by a person")
@@ -133,12 +213,11 @@ def import_notebook(path: Path, name: str, header: list[Any]) -> Imported:
             else:
                 item.questions.append({"id": qid, "points": points, "checks": checks})
             cell.source = visible
-            tags = list(cell.get("metadata", {}).get("tags", []))
-            cell.metadata["tags"] = [*tags, SKIP_TAG] if SKIP_TAG not in tags else tags
+            _tag(cell, SKIP_TAG)
         elif (graded and solution) or meta.get("task"):
             used.add(qid)
             item.questions.append({"id": qid, "title": f"{qid} (graded by a person)", "points": points,
-                                   "manual": True})
+                                   "manual": True, **({"unchanged_scores_zero": True} if graded else {})})
             if solution:
                 answer(cell, qid)  # a written answer, or the code that draws a plot: what a person grades
         elif graded and cell.cell_type != "code":
@@ -174,7 +253,7 @@ def read(source_dir: Path, name: str | None = None) -> list[Imported]:
         data = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".ipynb" and not p.name.startswith("."))
         for nb_path in found:
             nb_name = base if len(found) == 1 else f"{base}_{clean_id(nb_path.stem, 'notebook')}"
-            item = import_notebook(nb_path, nb_name, header)
+            item = import_notebook(nb_path, nb_name, header, data)
             item.data = data
             out.append(item)
     return out

@@ -100,6 +100,8 @@ class Question:
     checks: tuple[Check, ...]
     visible: bool = True  # shown in student-facing feedback, unless ``scorecard.visibility`` says otherwise
     manual: bool = False  # graded by a person: the autograder scores it 0 and lists it as waiting
+    # A manual answer left exactly as released scores 0 and waits for no one (nbgrader's checksum rule).
+    unchanged_scores_zero: bool = False
 
     @property
     def split(self) -> bool:

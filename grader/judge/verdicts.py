@@ -342,3 +342,12 @@ class AwaitingPerson:
 
     untouched: bool = False
     review_again: bool = False
+
+
+@dataclass(frozen=True)
+class LeftAsReleased:
+    """A question graded by a person whose answer is exactly as the notebook was released (the
+    course scores such an answer 0 without a person, as nbgrader does). ``markdown``: a written
+    answer, else code."""
+
+    markdown: bool = False

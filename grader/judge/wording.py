@@ -302,6 +302,22 @@ def manual(awaiting: v.AwaitingPerson | None = None) -> Feedback:
     return Feedback(FeedbackKind.MANUAL, MANUAL)
 
 
+def left_as_released(left: v.LeftAsReleased) -> Feedback:
+    """A question graded by a person whose answer the student left exactly as released: 0 points,
+    no one to wait for (the course counts an unchanged answer as no answer, as nbgrader does)."""
+    where = ("the text cell still says \"YOUR ANSWER HERE\"" if left.markdown
+             else "the code cell is still the one you were given (its placeholder is still there)")
+    return Feedback(FeedbackKind.UNANSWERED, f"Not answered: {where}, so this question scores 0. Replace it with "
+                                             "your answer; a person grades what you write.")
+
+
+def restored_cells(cells: Sequence[int]) -> str:
+    """The note of a submission that changed given read-only cells: they ran as released."""
+    which = f"Cells {', '.join(map(str, cells[:-1]))} and {cells[-1]} are" if len(cells) > 1 else f"Cell {cells[0]} is"
+    return (f"{which} given read-only, so {'they' if len(cells) > 1 else 'it'} ran as released; "
+            "the changes made there were not graded.")
+
+
 def manual_selfcheck() -> Feedback:
     return Feedback(FeedbackKind.MANUAL, MANUAL_SELFCHECK)
 

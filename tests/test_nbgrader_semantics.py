@@ -1,0 +1,172 @@
+"""nbgrader's grading rules, reproduced on an imported course (notebooks written here, in
+nbgrader's documented format): read-only cells and test cells run as released whatever the
+student changed there; a test cell may call what an earlier test cell defined; an answer graded
+by a person left exactly as released scores 0 with no one to wait for (nbgrader's checksum rule),
+nbgrader's own stub included; a solution cell without markers is not given away; hidden tests stay
+hidden; AUTOTEST directives (and HASHED ones) expand from the course's templates as nbgrader
+expands them, and grade."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+from nbgrader_course import meta, notebook
+
+GIVEN = "SCALE = 10"
+SCALED = "def scaled(xs):\n    ### BEGIN SOLUTION\n    return [SCALE * x for x in xs]\n    ### END SOLUTION"
+TEST_SCALED = ('def check_close(a, b):\n    assert abs(a - b) < 1e-9, "not close"\n'
+               "assert scaled([1, 2]) == [10, 20]\ncheck_close(sum(scaled([0.5])), 5.0)\n"
+               "### BEGIN HIDDEN TESTS\nassert scaled([7]) == [70]\n### END HIDDEN TESTS")
+TEST_HELPER = "check_close(scaled([3])[0], 30.0)"  # check_close: defined by the test cell above
+DESCRIBE = 'def describe():\n    return "multiplies by SCALE"'  # a manual code answer, no solution markers
+SEMANTICS = [
+    ("code", GIVEN, meta("given", locked=True)),
+    ("code", SCALED, meta("scaled", solution=True)),
+    ("code", TEST_SCALED, meta("test_scaled", grade=True, locked=True, points=1)),
+    ("code", TEST_HELPER, meta("test_helper", grade=True, locked=True, points=1)),
+    ("code", DESCRIBE, meta("describe", grade=True, solution=True, points=2)),
+    ("markdown", "Scaling keeps the order.", meta("why", grade=True, solution=True, points=1)),
+]
+AREA = "def area(w, h):\n    ### BEGIN SOLUTION\n    return float(w * h)\n    ### END SOLUTION"
+AUTOTEST = [
+    ("code", AREA, meta("area", solution=True)),
+    ("code", "### AUTOTEST area(2, 3); area(1, 1)\n### HASHED AUTOTEST area(0.5, 3)",
+     meta("test_area", grade=True, locked=True, points=1)),
+]
+# Templates written here in the documented format of nbgrader's autotests.yml.
+TEMPLATES = {"python3": {
+    "setup": "from hashlib import md5",
+    "hash": 'md5({{snippet}}.encode("utf-8")+b"{{salt}}").hexdigest()',
+    "dispatch": "type({{snippet}})",
+    "normalize": "repr({{snippet}})",
+    "check": 'assert {{snippet}} == """{{value}}""", """{{message}}"""',
+    "success": "print('checked')",
+    "templates": {
+        "default": [{"test": "{{snippet}}", "fail": "{{snippet}} is not right"}],
+        "float": [{"test": "type({{snippet}})", "fail": "{{snippet}} should be a float"},
+                  {"test": "round({{snippet}}, 3)", "fail": "{{snippet}} is not right (3 decimals)"}],
+    },
+}}
+
+
+def grader(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "grader.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def fill(skeleton: Path, edits: dict[str, str], *, untag: str = "") -> nbformat.NotebookNode:
+    """The skeleton with each cell whose source starts with a key replaced by its value; ``untag``:
+    a cell start whose tags a student's editor dropped."""
+    nb = nbformat.read(str(skeleton), as_version=4)
+    for cell in nb.cells:
+        if untag and cell.source.startswith(untag):
+            cell.metadata.pop("tags", None)
+        for start, new in edits.items():
+            if cell.source.startswith(start):
+                cell.source = new
+    return nb
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    root = tmp_path_factory.mktemp("nbsem")
+    src = root / "source" / "ps2"
+    src.mkdir(parents=True)
+    (src / "a_semantics.ipynb").write_text(notebook(SEMANTICS))
+    (src / "b_autotest.ipynb").write_text(notebook(AUTOTEST))
+    (root / "source" / "header.ipynb").write_text(notebook([("code", 'NAME = ""', None)]))
+    (root / "autotests.yml").write_text(yaml.safe_dump(TEMPLATES))  # at the course's root, as nbgrader reads it
+    course = root / "course"
+    course.mkdir()
+    imported = grader("import", "nbgrader", str(src), cwd=course)
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    a = course / "assignments/ps2_a_semantics/ps2_a_semantics.ipynb"
+    b = course / "assignments/ps2_b_autotest/ps2_b_autotest.ipynb"
+    right = SCALED.replace("    ### BEGIN SOLUTION\n", "").replace("\n    ### END SOLUTION", "")
+    subs = {
+        "a": {
+            "correct": fill(a, {"def scaled": right, "?": DESCRIBE, "YOUR ANSWER": "It keeps the order."}),
+            # Changes read-only cells: the given constant, and a test cell emptied with its tags dropped.
+            "edits_locked": fill(a, {"SCALE": "SCALE = 1", "def scaled": right,
+                                     "def check_close": "check_close = lambda a, b: None\nscaled = lambda xs: xs"},
+                                 untag="def check_close"),
+            "hidden_wrong": fill(a, {"def scaled": "def scaled(xs):\n    return [SCALE * x if x != 7 else 0 for x in xs]"}),
+            "nbgrader_stub": fill(a, {"def scaled": right, "?": "# YOUR CODE HERE\nraise NotImplementedError()"}),
+        },
+        "b": {
+            "correct": fill(b, {"def area": "def area(w, h):\n    return w * h * 1.0"}),
+            "int": fill(b, {"def area": "def area(w, h):\n    return int(w * h)"}),
+            "wrong": fill(b, {"def area": "def area(w, h):\n    return float(w + h)"}),
+        },
+    }
+    cards = {}
+    for part, name in (("a", "ps2_a_semantics"), ("b", "ps2_b_autotest")):
+        folder = root / "subs" / part
+        folder.mkdir(parents=True)
+        for sub, nb in subs[part].items():
+            nbformat.write(nb, str(folder / f"{sub}.ipynb"))
+        graded = grader("grade", str(folder), "-a", name, "-o", str(root / "out" / part), cwd=course)
+        assert graded.returncode == 0, graded.stdout + graded.stderr
+        cards[part] = {p.stem: yaml.safe_load(p.read_text()) for p in (root / "out" / part).glob("*.yaml")}
+    return {"course": course, "import": imported, "cards": cards, "out": root / "out", "a": a, "b": b}
+
+
+def q(card: dict, qid: str) -> dict:
+    return next(x for x in card["questions"] if x["id"] == qid)
+
+
+def test_locked_and_test_cells_run_as_released(course):
+    card = course["cards"]["a"]["edits_locked"]
+    assert q(card, "test_scaled")["score"] == 1 and q(card, "test_helper")["score"] == 1
+    note = " ".join(card["execution"]["notes"])
+    assert "Cells 3 and 5 are given read-only, so they ran as released" in note, note
+    assert course["cards"]["a"]["correct"]["execution"].get("notes", []) == []
+
+
+def test_a_test_cell_calls_a_helper_an_earlier_test_cell_defined(course):
+    cards = course["cards"]["a"]
+    assert q(cards["correct"], "test_helper")["score"] == 1
+    assert q(cards["hidden_wrong"], "test_helper")["score"] == 1  # scaled([3]) is right there
+    assert q(cards["hidden_wrong"], "test_scaled")["score"] == 0  # only the hidden part fails
+
+
+def test_hidden_tests_are_never_shown(course):
+    skeleton = course["a"].read_text()
+    assert "scaled([7])" not in skeleton and "[70]" not in skeleton
+    said = " ".join(q(course["cards"]["a"]["hidden_wrong"], "test_scaled")["feedback"])
+    assert said == "A hidden check on test_scaled did not pass."  # not which input, nor what was expected
+    assert "### BEGIN SOLUTION" not in skeleton and "multiplies by SCALE" not in skeleton  # no answer given away
+
+
+def test_an_answer_left_as_released_scores_zero_without_a_person(course):
+    cards = course["cards"]["a"]
+    for sub in ("hidden_wrong", "nbgrader_stub"):  # the skeleton's blank, and nbgrader's own stub
+        code = q(cards[sub], "describe")
+        assert code["status"] == "unanswered" and code["score"] == 0, (sub, code)
+        assert code["feedback"][0].startswith("Not answered: the code cell is still the one you were given")
+    text = q(cards["hidden_wrong"], "why")
+    assert text["status"] == "unanswered" and 'the text cell still says "YOUR ANSWER HERE"' in text["feedback"][0]
+    assert q(cards["correct"], "describe")["status"] == "manual"  # answered: a person grades it
+    assert q(cards["correct"], "why")["status"] == "manual"
+
+
+def test_autotest_lines_expand_from_the_templates_and_grade(course):
+    tests = [c.source for c in nbformat.read(str(course["b"]), as_version=4).cells
+             if "skip-grading" in c.metadata.get("tags", [])]
+    assert len(tests) == 1
+    lines = tests[0].splitlines()
+    assert lines[0] == "from hashlib import md5" and lines[-1] == "print('checked')"
+    assert 'assert repr(type(area(2, 3))) == """<class \'float\'>""", """area(2, 3) should be a float"""' in lines
+    assert 'assert repr(round(area(1, 1), 3)) == """1.0""", """area(1, 1) is not right (3 decimals)"""' in lines
+    hashed = [line for line in lines if "area(0.5, 3)" in line]
+    assert len(hashed) == 2 and all(line.startswith("assert md5(repr(") for line in hashed)
+    assert "1.5" not in tests[0]  # a HASHED value is shown only as its hash
+    cards = course["cards"]["b"]
+    assert {k: q(c, "test_area")["score"] for k, c in cards.items()} == {"correct": 1, "int": 0, "wrong": 0}
+    config = yaml.safe_load((course["course"] / "config.yaml").read_text())
+    assert json.dumps(config).count("unchanged_scores_zero") == 2
