@@ -18,7 +18,7 @@ import pytest
 import yaml
 from nbgrader_course import meta, notebook
 
-GIVEN = "SCALE = 10"
+GIVEN = 'SCALE = int(open("data/scale.txt").read())'  # a data file in a subfolder, as nbgrader releases it
 SCALED = "def scaled(xs):\n    ### BEGIN SOLUTION\n    return [SCALE * x for x in xs]\n    ### END SOLUTION"
 TEST_SCALED = ('def check_close(a, b):\n    assert abs(a - b) < 1e-9, "not close"\n'
                "assert scaled([1, 2]) == [10, 20]\ncheck_close(sum(scaled([0.5])), 5.0)\n"
@@ -27,6 +27,7 @@ TEST_HELPER = "check_close(scaled([3])[0], 30.0)"  # check_close: defined by the
 DESCRIBE = 'def describe():\n    return "multiplies by SCALE"'  # a manual code answer, no solution markers
 SEMANTICS = [
     ("code", GIVEN, meta("given", locked=True)),
+    ("code", "a_name_defined_nowhere", None),  # shows a NameError on purpose, as teaching notebooks do
     ("code", SCALED, meta("scaled", solution=True)),
     ("code", TEST_SCALED, meta("test_scaled", grade=True, locked=True, points=1)),
     ("code", TEST_HELPER, meta("test_helper", grade=True, locked=True, points=1)),
@@ -79,6 +80,9 @@ def course(tmp_path_factory):
     src.mkdir(parents=True)
     (src / "a_semantics.ipynb").write_text(notebook(SEMANTICS))
     (src / "b_autotest.ipynb").write_text(notebook(AUTOTEST))
+    (src / "c_reading.ipynb").write_text(notebook([("markdown", "Read this first.", None)]))  # nothing graded
+    (src / "data").mkdir()
+    (src / "data" / "scale.txt").write_text("10")
     (root / "source" / "header.ipynb").write_text(notebook([("code", 'NAME = ""', None)]))
     (root / "autotests.yml").write_text(yaml.safe_dump(TEMPLATES))  # at the course's root, as nbgrader reads it
     course = root / "course"
@@ -124,7 +128,7 @@ def test_locked_and_test_cells_run_as_released(course):
     card = course["cards"]["a"]["edits_locked"]
     assert q(card, "test_scaled")["score"] == 1 and q(card, "test_helper")["score"] == 1
     note = " ".join(card["execution"]["notes"])
-    assert "Cells 3 and 5 are given read-only, so they ran as released" in note, note
+    assert "Cells 3 and 6 are given read-only, so they ran as released" in note, note
     assert course["cards"]["a"]["correct"]["execution"].get("notes", []) == []
 
 
@@ -170,3 +174,14 @@ def test_autotest_lines_expand_from_the_templates_and_grade(course):
     assert {k: q(c, "test_area")["score"] for k, c in cards.items()} == {"correct": 1, "int": 0, "wrong": 0}
     config = yaml.safe_load((course["course"] / "config.yaml").read_text())
     assert json.dumps(config).count("unchanged_scores_zero") == 2
+
+
+def test_what_a_real_course_holds_imports(course):
+    out = course["import"].stdout
+    # A notebook with nothing graded is reported and left out; the others get their data subfolder.
+    assert "c_reading.ipynb: no graded cells (no nbgrader 'grade' metadata); nothing to grade (not imported)" in out
+    assert "ps2_c_reading" not in (course["course"] / "config.yaml").read_text()
+    assert (course["course"] / "assignments/ps2_a_semantics/data/scale.txt").read_text() == "10"
+    # A given cell that raises in the source notebook is not run when grading, and says so.
+    assert ("a_semantics.ipynb, cell 3: raises NameError: name 'a_name_defined_nowhere' is not defined in the "
+            "source notebook, a cell that shows an error on purpose; it is not run when grading") in out

@@ -32,7 +32,10 @@ from grader.authoring import nbgrader_autotest as autotest
 from grader.authoring.assign import BEGIN, LOCKED_TAG
 from grader.authoring.importing import Imported, answer, clean_id, normalise
 from grader.course import testcode
+from grader.course.model import Limits
 from grader.errors import UsageError
+from grader.run.job import Job, JobCell
+from grader.vocab import CellStatus
 
 HIDDEN_BEGIN = re.compile(r"^\s*#+\s*BEGIN HIDDEN TESTS\s*$")
 HIDDEN_END = re.compile(r"^\s*#+\s*END HIDDEN TESTS\s*$")
@@ -170,11 +173,32 @@ def _autotests(path: Path, nb: Any, cells: list[Any], data: list[Path]) -> None:
                          "course's root (the folder above source/), where nbgrader looks for its templates")
     from grader.run.forking import default_executor
 
-    files = tuple((p, p.name) for p in data)
-    expanded = autotest.expand(sources, autotest.load(found, kernel), default_executor().run, files)
+    expanded = autotest.expand(sources, autotest.load(found, kernel), default_executor().run, _files(path, data))
     for cell, source in zip(cells, expanded, strict=True):
         if source is not None:
             cell.source = source
+
+
+def _files(path: Path, data: list[Path]) -> tuple[tuple[Path, str], ...]:
+    return tuple((p, p.relative_to(path.parent).as_posix()) for p in data)
+
+
+def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> dict[int, str]:
+    """The given cells (neither an answer nor a test) that raise when the source notebook runs, by
+    position, with the error: a notebook that shows an error on purpose (``a`` before ``a = 1``).
+    nbgrader runs on past them; here they are not run when grading (``skip-grading``)."""
+    from grader.run.forking import default_executor
+
+    code = [(i, c) for i, c in enumerate(cells) if c.cell_type == "code" and c.source.strip()]
+    job = Job(cells=tuple(JobCell(index=i + 1, source=c.source) for i, c in code), captures=(), limits=Limits(),
+              files=_files(path, data))
+    out = {}
+    for run in default_executor().run(job).cells:
+        cell = cells[run.index - 1]
+        meta = _meta(cell)
+        if run.status == CellStatus.ERROR and not meta.get("grade") and not meta.get("solution"):
+            out[run.index - 1] = f"{run.ename}: {run.evalue}".strip()[:120]
+    return out
 
 
 def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] | None = None) -> Imported:
@@ -182,6 +206,10 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
     item = Imported(name=name, title=name.replace("_", " "), notebook=nb, source=path)
     cells = [nbformat.from_dict(c) for c in header] + list(nb.cells)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     _autotests(path, nb, cells, data or [])
+    for pos, error in shows_an_error(path, cells, data or []).items():
+        _tag(cells[pos], SKIP_TAG)
+        item.note(pos + 1, f"raises {error} in the source notebook, a cell that shows an error on purpose; "
+                           "it is not run when grading")
     kept = []
     used: set[str] = set()
     helpers: dict[str, str] = {}
@@ -247,13 +275,23 @@ def read(source_dir: Path, name: str | None = None) -> list[Imported]:
     if not folders:
         raise UsageError(f"{source_dir} holds no notebooks")
     out: list[Imported] = []
+    skipped: list[str] = []
     for folder in folders:
         found = notebooks(folder)
         base = clean_id(name if name and len(folders) == 1 else folder.name, "assignment")
-        data = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".ipynb" and not p.name.startswith("."))
+        # Everything nbgrader releases with the notebooks, in subfolders too (``data/x.npz``).
+        data = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".ipynb"
+                      and not any(part.startswith(".") or part == "__pycache__"
+                                  for part in p.relative_to(folder).parts))
         for nb_path in found:
             nb_name = base if len(found) == 1 else f"{base}_{clean_id(nb_path.stem, 'notebook')}"
             item = import_notebook(nb_path, nb_name, header, data)
             item.data = data
-            out.append(item)
+            if item.questions:
+                out.append(item)
+            else:
+                skipped.extend(item.notes)
+    if not out:
+        raise UsageError(f"{source_dir} holds no notebook with graded cells (nbgrader's 'grade' or 'task' metadata)")
+    out[0].notes[:0] = [f"{n} (not imported)" for n in skipped]
     return out
