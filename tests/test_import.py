@@ -102,7 +102,7 @@ def test_nbgrader_import_writes_course_and_reports_what_it_could_not_convert(nbg
     # A test cell without asserts is a test too: it passes when it raises nothing, as in nbgrader.
     assert "not converted" not in proc.stdout
     assert next(x for x in a["questions"] if x["id"] == "squares_printed")["checks"] == [
-        {"test": '"""Look at the output"""\nprint(squares(3))\n'}]
+        {"test": '"""Look at the output"""\nprint(squares(3))\n', "stderr_fails": True}]
     # The skeleton: blanks for the solutions, visible tests only, no written answer.
     skeleton = nbformat.read(str(course / "assignments/ps1_problem1/ps1_problem1.ipynb"), as_version=4)
     text = "\n".join(c.source for c in skeleton.cells)

@@ -33,7 +33,11 @@ SEMANTICS = [
     ("code", TEST_HELPER, meta("test_helper", grade=True, locked=True, points=1)),
     ("code", DESCRIBE, meta("describe", grade=True, solution=True, points=2)),
     ("markdown", "Scaling keeps the order.", meta("why", grade=True, solution=True, points=1)),
+    ("code", "def half(x):\n    ### BEGIN SOLUTION\n    return x / 2\n    ### END SOLUTION", meta("half", solution=True)),
+    ("code", "assert half(4) == 2", meta("test_half", grade=True, locked=True, points=1)),
 ]
+# Right, but a NumPy warning on the way: nbgrader scores a test cell with stderr output 0.
+WARNS = "import numpy as np\ndef half(x):\n    np.float64(1.0) / np.float64(0.0)\n    return x / 2"
 AREA = "def area(w, h):\n    ### BEGIN SOLUTION\n    return float(w * h)\n    ### END SOLUTION"
 AUTOTEST = [
     ("code", AREA, meta("area", solution=True)),
@@ -94,11 +98,13 @@ def course(tmp_path_factory):
     right = SCALED.replace("    ### BEGIN SOLUTION\n", "").replace("\n    ### END SOLUTION", "")
     subs = {
         "a": {
-            "correct": fill(a, {"def scaled": right, "?": DESCRIBE, "YOUR ANSWER": "It keeps the order."}),
+            "correct": fill(a, {"def scaled": right, "?": DESCRIBE, "YOUR ANSWER": "It keeps the order.",
+                                "def half": "def half(x):\n    return x / 2"}),
             # Changes read-only cells: the given constant, and a test cell emptied with its tags dropped.
             "edits_locked": fill(a, {"SCALE": "SCALE = 1", "def scaled": right,
                                      "def check_close": "check_close = lambda a, b: None\nscaled = lambda xs: xs"},
                                  untag="def check_close"),
+            "warns": fill(a, {"def scaled": right, "def half": WARNS}),
             "hidden_wrong": fill(a, {"def scaled": "def scaled(xs):\n    return [SCALE * x if x != 7 else 0 for x in xs]"}),
             "nbgrader_stub": fill(a, {"def scaled": right, "?": "# YOUR CODE HERE\nraise NotImplementedError()"}),
         },
@@ -185,3 +191,14 @@ def test_what_a_real_course_holds_imports(course):
     # A given cell that raises in the source notebook is not run when grading, and says so.
     assert ("a_semantics.ipynb, cell 3: raises NameError: name 'a_name_defined_nowhere' is not defined in the "
             "source notebook, a cell that shows an error on purpose; it is not run when grading") in out
+
+
+def test_a_test_that_shows_a_warning_scores_zero_as_in_nbgrader(course):
+    cards = course["cards"]["a"]
+    assert q(cards["correct"], "test_half")["score"] == 1
+    warned = q(cards["warns"], "test_half")
+    assert warned["score"] == 0 and warned["status"] == "failed"
+    assert warned["feedback"] == ["the test's checks hold, but while it ran your code wrote to the error "
+                                  "stream (`<cell 10>:3: RuntimeWarning: divide by zero encountered in scalar divide`); this course "
+                                  "counts a test that shows a warning or an error message as failed. Find what prints "
+                                  "it (often a NumPy warning such as a division by zero) and fix it."], warned

@@ -92,7 +92,13 @@ def with_partial_credit(source: str) -> str | None:
 
 
 def test_checks(source: str, qid: str) -> tuple[list[dict[str, Any]], str | None]:
-    """The ``test`` checks of one autograder cell, or why it cannot be converted."""
+    """The ``test`` checks of one autograder cell, or why it cannot be converted. Each fails when
+    the test writes to stderr, as nbgrader scores a test cell with stderr output 0."""
+    checks, problem = _test_checks(source)
+    return [{**c, "stderr_fails": True} for c in checks], problem
+
+
+def _test_checks(source: str) -> tuple[list[dict[str, Any]], str | None]:
     visible, whole = split_hidden(source)
     problem = testcode.problem(whole)
     if problem:

@@ -108,7 +108,7 @@ def _test_in_file(r: Reader, ref: re.Match[str], base: Path) -> str:
 def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None = None) -> Check:
     r.only(
         *kinds.KINDS, "points", "seed", "before", "properties", "compare", "hints", "hidden", "public", "partial",
-        *Inherited.keys(Level.CHECK),
+        "stderr_fails", *Inherited.keys(Level.CHECK),
     )
     given = [key for key in kinds.KINDS if r.has(key)]
     if len(given) != 1:
@@ -151,6 +151,7 @@ def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None 
         hidden=r.flag("hidden", False),
         public=r.flag("public", False),
         partial=r.flag("partial", False),
+        stderr_fails=r.flag("stderr_fails", False),
         **settings.fields_of(Check),
     )
 

@@ -66,6 +66,9 @@ class Check:
     # upstream answers (error carried forward): 1.0 full credit, 0.0 none.
     carry_forward: float = 1.0
     partial: bool = False  # a ``test`` check earns its points by the share of its asserts that pass
+    # A ``test`` check that fails when the test writes to stderr in the student's notebook (a warning
+    # too), as nbgrader fails such a test cell.
+    stderr_fails: bool = False
 
     @property
     def spec(self) -> CheckKind:

@@ -79,6 +79,7 @@ class Records:
 
     by_key: dict[str, Record]
     ended: str  # the exception the student's run of the test ended with, or ""
+    stderr: str = ""  # the first line the test wrote to stderr in the student's process (a warning...)
 
     @classmethod
     def read(cls, got: Captured | None) -> Records | None:
@@ -86,7 +87,7 @@ class Records:
         if got is None or got.value is None or got.value.kind != "list":
             return None
         out: dict[str, Record] = {}
-        ended = ""
+        ended = stderr = ""
         for item in got.value.data:
             parts: tuple[Value, ...] = item.data if item.kind == "tuple" else ()
             if len(parts) < 2 or any(p.kind != "str" for p in parts[:2]):
@@ -103,9 +104,11 @@ class Records:
                 out[key] = Record("end")
             elif kind == "stop" and len(texts) == 2:
                 ended = texts[0]
+            elif kind == "stderr" and len(texts) == 1:
+                stderr = texts[0]
             else:
                 return None
-        return cls(out, ended)
+        return cls(out, ended, stderr)
 
 
 def _raise_again(site: Site, rec: Record) -> Any:
@@ -382,6 +385,8 @@ class _Judging:
             self.run += 1
             self.error = _from_student(exc)
             self.findings.append(_raised(exc, self.where(exc)))
+        if self.check.stderr_fails and self.records is not None and self.records.stderr and not self.findings:
+            self.findings.append(v.WroteToStderr(self.records.stderr))  # nbgrader's rule: the cell scores 0
         return Outcome(self.passed, self.run, tuple(self.findings), self.error, self.line, self.partial)
 
     def _mark(self, n: int) -> None:

@@ -260,6 +260,10 @@ def finding(f: v.TestFinding) -> str:
         return f"{head}: " + " ".join(f.report)
     if isinstance(f, v.TestFailedItself):
         return f"{f.text}." if f.text else "the test failed."
+    if isinstance(f, v.WroteToStderr):
+        return (f"the test's checks hold, but while it ran your code wrote to the error stream (`{f.text}`); "
+                "this course counts a test that shows a warning or an error message as failed. Find what "
+                "prints it (often a NumPy warning such as a division by zero) and fix it.")
     if isinstance(f, v.SiteUnusable):
         return f"`{f.site}` cannot be checked: it {f.detail}."
     if isinstance(f, v.SiteUnprepared):
