@@ -35,6 +35,9 @@ SEMANTICS = [
     ("markdown", "Scaling keeps the order.", meta("why", grade=True, solution=True, points=1)),
     ("code", "def half(x):\n    ### BEGIN SOLUTION\n    return x / 2\n    ### END SOLUTION", meta("half", solution=True)),
     ("code", "assert half(4) == 2", meta("test_half", grade=True, locked=True, points=1)),
+    # The notebook writes a file the instructor also shipped (the one the students must make).
+    ("code", 'with open("data/made.txt", "w") as f:\n    ### BEGIN SOLUTION\n    f.write("made")\n    ### END SOLUTION',
+     meta("make_file", solution=True)),
 ]
 # Right, but a NumPy warning on the way: nbgrader scores a test cell with stderr output 0.
 WARNS = "import numpy as np\ndef half(x):\n    np.float64(1.0) / np.float64(0.0)\n    return x / 2"
@@ -87,6 +90,7 @@ def course(tmp_path_factory):
     (src / "c_reading.ipynb").write_text(notebook([("markdown", "Read this first.", None)]))  # nothing graded
     (src / "data").mkdir()
     (src / "data" / "scale.txt").write_text("10")
+    (src / "data" / "made.txt").write_text("made")
     (root / "source" / "header.ipynb").write_text(notebook([("code", 'NAME = ""', None)]))
     (root / "autotests.yml").write_text(yaml.safe_dump(TEMPLATES))  # at the course's root, as nbgrader reads it
     course = root / "course"
@@ -188,6 +192,9 @@ def test_what_a_real_course_holds_imports(course):
     assert "c_reading.ipynb: no graded cells (no nbgrader 'grade' metadata); nothing to grade (not imported)" in out
     assert "ps2_c_reading" not in (course["course"] / "config.yaml").read_text()
     assert (course["course"] / "assignments/ps2_a_semantics/data/scale.txt").read_text() == "10"
+    # A shipped file the notebook writes is the student's to make: not given, so it can be written.
+    assert "a_semantics.ipynb: data/made.txt is written by the notebook itself, so it is not given with it" in out
+    assert not (course["course"] / "assignments/ps2_a_semantics/data/made.txt").exists()
     # A given cell that raises in the source notebook is not run when grading, and says so.
     assert ("a_semantics.ipynb, cell 3: raises NameError: name 'a_name_defined_nowhere' is not defined in the "
             "source notebook, a cell that shows an error on purpose; it is not run when grading") in out

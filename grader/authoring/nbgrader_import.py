@@ -189,22 +189,36 @@ def _files(path: Path, data: list[Path]) -> tuple[tuple[Path, str], ...]:
     return tuple((p, p.relative_to(path.parent).as_posix()) for p in data)
 
 
-def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> dict[int, str]:
+_READ_ONLY = re.compile(r"\[Errno 30\] Read-only file system: '(.+)'")
+
+
+def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict[int, str], list[Path]]:
     """The given cells (neither an answer nor a test) that raise when the source notebook runs, by
     position, with the error: a notebook that shows an error on purpose (``a`` before ``a = 1``).
-    nbgrader runs on past them; here they are not run when grading (``skip-grading``)."""
+    nbgrader runs on past them; here they are not run when grading (``skip-grading``). Also the
+    files released with the notebook that the notebook itself writes (the student makes them):
+    they are not given to it, since what is given cannot be written over."""
     from grader.run.forking import default_executor
 
     code = [(i, c) for i, c in enumerate(cells) if c.cell_type == "code" and c.source.strip()]
-    job = Job(cells=tuple(JobCell(index=i + 1, source=c.source) for i, c in code), captures=(), limits=Limits(),
-              files=_files(path, data))
+    written: list[Path] = []
+    for _ in range(3):
+        given = [p for p in data if p not in written]
+        job = Job(cells=tuple(JobCell(index=i + 1, source=c.source) for i, c in code), captures=(), limits=Limits(),
+                  files=_files(path, given))
+        runs = default_executor().run(job).cells
+        names = {p.relative_to(path.parent).as_posix(): p for p in given}
+        more = [names[m.group(1).removeprefix("./")] for r in runs if r.status == CellStatus.ERROR
+                and (m := _READ_ONLY.search(r.evalue)) and m.group(1).removeprefix("./") in names]
+        if not more:
+            break
+        written.extend(more)
     out = {}
-    for run in default_executor().run(job).cells:
-        cell = cells[run.index - 1]
-        meta = _meta(cell)
+    for run in runs:
+        meta = _meta(cells[run.index - 1])
         if run.status == CellStatus.ERROR and not meta.get("grade") and not meta.get("solution"):
             out[run.index - 1] = f"{run.ename}: {run.evalue}".strip()[:120]
-    return out
+    return out, written
 
 
 def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] | None = None) -> Imported:
@@ -212,10 +226,14 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
     item = Imported(name=name, title=name.replace("_", " "), notebook=nb, source=path)
     cells = [nbformat.from_dict(c) for c in header] + list(nb.cells)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     _autotests(path, nb, cells, data or [])
-    for pos, error in shows_an_error(path, cells, data or []).items():
+    errors, written = shows_an_error(path, cells, data or [])
+    for pos, error in errors.items():
         _tag(cells[pos], SKIP_TAG)
         item.note(pos + 1, f"raises {error} in the source notebook, a cell that shows an error on purpose; "
                            "it is not run when grading")
+    item.data = [p for p in data or [] if p not in written]
+    item.notes.extend(f"{path.name}: {p.relative_to(path.parent).as_posix()} is written by the notebook itself, so it "
+                      "is not given with it (the student's notebook makes it)" for p in written)
     kept = []
     used: set[str] = set()
     helpers: dict[str, str] = {}
@@ -292,7 +310,6 @@ def read(source_dir: Path, name: str | None = None) -> list[Imported]:
         for nb_path in found:
             nb_name = base if len(found) == 1 else f"{base}_{clean_id(nb_path.stem, 'notebook')}"
             item = import_notebook(nb_path, nb_name, header, data)
-            item.data = data
             if item.questions:
                 out.append(item)
             else:
