@@ -9,6 +9,7 @@ expands them, and grade."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -127,7 +128,8 @@ def course(tmp_path_factory):
         graded = grader("grade", str(folder), "-a", name, "-o", str(root / "out" / part), cwd=course)
         assert graded.returncode == 0, graded.stdout + graded.stderr
         cards[part] = {p.stem: yaml.safe_load(p.read_text()) for p in (root / "out" / part).glob("*.yaml")}
-    return {"course": course, "import": imported, "cards": cards, "out": root / "out", "a": a, "b": b}
+    return {"course": course, "import": imported, "cards": cards, "out": root / "out", "a": a, "b": b,
+            "subs": root / "subs" / "a"}
 
 
 def q(card: dict, qid: str) -> dict:
@@ -209,3 +211,24 @@ def test_a_test_that_shows_a_warning_scores_zero_as_in_nbgrader(course):
                                   "stream (`<cell 10>:3: RuntimeWarning: divide by zero encountered in scalar divide`); this course "
                                   "counts a test that shows a warning or an error message as failed. Find what prints "
                                   "it (often a NumPy warning such as a division by zero) and fix it."], warned
+
+
+def test_read_only_cells_run_as_released_from_a_grading_bundle_too(course, tmp_path):
+    # Graded where neither the solution nor the skeleton is (a Gradescope container): the bundle
+    # carries the read-only cells.
+    import dataclasses
+
+    from grader.course import config
+    from grader.judge.grading import Grader
+
+    loaded = config.load(course["course"] / "config.yaml")
+    grader_here = Grader(loaded)
+    a = loaded.assignment("ps2_a_semantics")
+    shutil.copytree(a.solution_dir / "data", tmp_path / "data")  # the data files beside the bundle
+    bundle = grader_here.references.save_bundle(a, tmp_path / "bundle.json")
+    gone = tmp_path / "gone"
+    there = dataclasses.replace(a, bundle=bundle, solution=gone / "s.ipynb", skeleton=gone / "k.ipynb")
+    card = Grader(loaded, executor=grader_here.executor).grade(there, course["subs"] / "edits_locked.ipynb")
+    here = {x["id"]: x["score"] for x in course["cards"]["a"]["edits_locked"]["questions"]}
+    assert {q.id: q.score for q in card.questions} == here and here["test_scaled"] == here["test_helper"] == 1
+    assert card.execution.notes[0].startswith("Cells 3 and 6 are given read-only")

@@ -1,7 +1,7 @@
 """Grade nbgrader's own documentation course with nbgrader and with this grader, submission by
 submission, and print both scores side by side.
 
-    python benchmarks/peers/nbgrader_course.py NBGRADER_CHECKOUT PEER_PYTHON [WORKDIR] [--test-notebooks | --autotest]
+    python benchmarks/peers/nbgrader_course.py NBGRADER_CHECKOUT PEER_PYTHON [WORKDIR] [--test-notebooks | --autotest | --autotest-notebooks]
 
 NBGRADER_CHECKOUT is a checkout of jupyter/nbgrader (its course is read from
 nbgrader/docs/source/user_guide/source, never copied into this repository); PEER_PYTHON is the
@@ -134,6 +134,45 @@ def table(work: Path, course: Path, subs: Path, students: list[str], theirs: dic
             print(f"| {student} | {grade_id} | {peer_text} | {here_text} | {'yes' if same else 'NO'} |")
 
 
+def autotest_notebooks(checkout: Path, peer_python: Path, work: Path) -> None:
+    """nbgrader's own AUTOTEST test notebooks (nbgrader/tests/apps/files/autotest-*.ipynb), each a
+    source with its ``-unchanged`` / ``-changed`` submissions, templates from the autotests.yml there."""
+    files = checkout / "nbgrader/tests/apps/files"
+    for kind in ("simple", "hashed", "multi", "hidden"):
+        base = work / kind
+        source, peer = base / "source", base / "peer"
+        (source / "ps1").mkdir(parents=True)
+        shutil.copy(files / f"autotest-{kind}.ipynb", source / "ps1" / "p1.ipynb")
+        shutil.copy(files / "autotests.yml", base / "autotests.yml")  # the course's root, above source/
+        shutil.copytree(source, peer / "source")
+        shutil.copy(files / "autotests.yml", peer / "autotests.yml")
+        (peer / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(peer)))
+        nbgrader = [str(peer_python), "-m", "nbgrader"]
+        run([*nbgrader, "generate_assignment", "ps1", "--force"], peer)
+        names = sorted(p.stem for p in files.glob(f"autotest-{kind}-*.ipynb"))
+        students = [n.removeprefix(f"autotest-{kind}-") for n in names]
+        for name, student in zip(names, students, strict=True):
+            run([*nbgrader, "db", "student", "add", student], peer)
+            (peer / "submitted" / student / "ps1").mkdir(parents=True)
+            shutil.copy(files / f"{name}.ipynb", peer / "submitted" / student / "ps1" / "p1.ipynb")
+        run([*nbgrader, "autograde", "ps1", "--force"], peer)
+        theirs = json.loads(run([str(peer_python), "-c", PEER_SCORES, f"sqlite:///{peer}/gradebook.db",
+                                 json.dumps(students)], peer))
+        course = base / "course"
+        course.mkdir()
+        grader = [sys.executable, "-m", "grader.cli"]
+        run([*grader, "import", "nbgrader", str(source / "ps1")], course)
+        mine = released_tests(course / "assignments/ps1/ps1.ipynb", ours=True)
+        released = released_tests(peer / "release/ps1/p1.ipynb", ours=False)
+        same = sum(a == b for a, b in zip(mine, released, strict=False))
+        print(f"autotest-{kind}: expanded test cells identical to nbgrader's release: {same} of {len(released)}")
+        subs = base / "subs"
+        for name, student in zip(names, students, strict=True):
+            (subs / student).mkdir(parents=True)
+            shutil.copy(files / f"{name}.ipynb", subs / student / f"{student}.ipynb")
+        table(base, course, subs, students, theirs, "ps1")
+
+
 def released_tests(notebook: Path, *, ours: bool) -> list[str]:
     """The test cells of a released notebook, in order: nbgrader's (graded, not a solution) or this
     grader's skeleton's (tagged skip-grading)."""
@@ -151,6 +190,9 @@ def main() -> None:
     shutil.rmtree(work, ignore_errors=True)
     if "--test-notebooks" in sys.argv:
         test_notebooks(checkout, peer_python, work)
+        return
+    if "--autotest-notebooks" in sys.argv:
+        autotest_notebooks(checkout, peer_python, work)
         return
     # ``--autotest``: the same course written with nbgrader's AUTOTEST directives (ps1_autotest),
     # expanded by nbgrader from autotests.yml at the course's root.

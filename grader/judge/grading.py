@@ -22,7 +22,7 @@ from grader.files import printable, sha256_file
 from grader.judge import carry, manual, wording
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
 from grader.judge.context import without_right_calls
-from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job, locked_cells
+from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job
 from grader.judge.reference import Reference, References, VariantSet
 from grader.judge.scorecard import CellError, Execution, Scorecard
 from grader.judge.variants import Variant
@@ -87,7 +87,7 @@ class Grader:
             card.sha256 = ""
             return self._invalid(card, assignment, f"The file cannot be opened ({exc.strerror}).")
         if assignment.name not in self._locked:
-            self._locked[assignment.name] = locked_cells(assignment)
+            self._locked[assignment.name] = self.references.locked_cells(assignment)
         try:
             cells, restored = notebook.restore_locked(notebook.read(path), self._locked[assignment.name])
             cells = answer_cells(assignment, cells)
