@@ -109,7 +109,7 @@ def course(tmp_path_factory):
             "edits_locked": fill(a, {"SCALE": "SCALE = 1", "def scaled": right,
                                      "def check_close": "check_close = lambda a, b: None\nscaled = lambda xs: xs"},
                                  untag="def check_close"),
-            "warns": fill(a, {"def scaled": right, "def half": WARNS}),
+            "warns": fill(a, {"def scaled": right, "def half": WARNS, "?": ""}),
             "hidden_wrong": fill(a, {"def scaled": "def scaled(xs):\n    return [SCALE * x if x != 7 else 0 for x in xs]"}),
             "nbgrader_stub": fill(a, {"def scaled": right, "?": "# YOUR CODE HERE\nraise NotImplementedError()"}),
         },
@@ -168,6 +168,7 @@ def test_an_answer_left_as_released_scores_zero_without_a_person(course):
     text = q(cards["hidden_wrong"], "why")
     assert text["status"] == "unanswered" and 'the text cell still says "YOUR ANSWER HERE"' in text["feedback"][0]
     assert q(cards["correct"], "describe")["status"] == "manual"  # answered: a person grades it
+    assert q(cards["warns"], "describe")["status"] == "manual"  # emptied: changed, so a person looks (as nbgrader)
     assert q(cards["correct"], "why")["status"] == "manual"
 
 

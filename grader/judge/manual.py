@@ -54,7 +54,7 @@ def with_answers(assignment: Assignment, path: Path, questions: Sequence[Questio
         if q.status == QuestionStatus.MANUAL:
             a = found.get(q.id)
             released = [c for c in given if c.question == q.id]
-            if q.id in zero and a is not None and (a.untouched or _same_text(a.text, released)):
+            if q.id in zero and a is not None and _same_text(a.text, released):
                 markdown = bool(released) and all(c.kind == "markdown" for c in released)
                 q = replace(q, answer=a, score=0.0, status=QuestionStatus.UNANSWERED,
                             feedback=(wording.left_as_released(LeftAsReleased(markdown=markdown)),))
