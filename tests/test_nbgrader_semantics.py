@@ -39,6 +39,9 @@ SEMANTICS = [
     # The notebook writes a file the instructor also shipped (the one the students must make).
     ("code", 'with open("data/made.txt", "w") as f:\n    ### BEGIN SOLUTION\n    f.write("made")\n    ### END SOLUTION',
      meta("make_file", solution=True)),
+    # A test that reads a data file itself: replayed in the grader, it finds it too.
+    ("code", 'with open("data/scale.txt") as f:\n    assert scaled([1]) == [int(f.read())]',
+     meta("test_data", grade=True, locked=True, points=1)),
 ]
 # Right, but a NumPy warning on the way: nbgrader scores a test cell with stderr output 0.
 WARNS = "import numpy as np\ndef half(x):\n    np.float64(1.0) / np.float64(0.0)\n    return x / 2"
@@ -146,6 +149,7 @@ def test_locked_and_test_cells_run_as_released(course):
 
 def test_a_test_cell_calls_a_helper_an_earlier_test_cell_defined(course):
     cards = course["cards"]["a"]
+    assert q(cards["correct"], "test_data")["score"] == 1 and q(cards["hidden_wrong"], "test_data")["score"] == 1
     assert q(cards["correct"], "test_helper")["score"] == 1
     assert q(cards["hidden_wrong"], "test_helper")["score"] == 1  # scaled([3]) is right there
     assert q(cards["hidden_wrong"], "test_scaled")["score"] == 0  # only the hidden part fails

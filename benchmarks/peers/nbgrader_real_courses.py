@@ -46,6 +46,18 @@ with Gradebook(sys.argv[1]) as gb:
                 out.setdefault(student, {})[g.name] = g.auto_score
 print(json.dumps(out))
 """
+# nose no longer installs on a current Python; the courses below import ``nose.tools``. Both tools
+# get it as unittest's assertions under nose's names (this grader has its own), put beside each
+# submission for nbgrader's kernel.
+NOSE_TOOLS = """import re as _re
+import unittest as _unittest
+_case = _unittest.TestCase("__init__")
+for _name in dir(_case):
+    if _name.startswith("assert") and "_" not in _name:
+        globals()[_re.sub("([A-Z])", lambda m: "_" + m.group(1).lower(), _name)] = getattr(_case, _name)
+ok_ = _case.assertTrue
+eq_ = _case.assertEqual
+"""
 BEGIN = re.compile(r"^(\s*)### BEGIN SOLUTION\s*$", re.M)
 REGION = re.compile(r"^(\s*)### BEGIN SOLUTION\s*\n.*?^\s*### END SOLUTION[^\n]*", re.M | re.S)
 SUBMISSIONS = ("solution", "released", "mistake")
@@ -106,6 +118,9 @@ def one(notebook: Path, peer_python: Path, work: Path) -> dict[str, Any]:
         folder = peer / "submitted" / name / "ps"
         shutil.copytree(peer / "release/ps", folder)
         nbformat.write(nb, str(folder / "nb.ipynb"))
+        (folder / "nose").mkdir(exist_ok=True)
+        (folder / "nose" / "__init__.py").write_text("")
+        (folder / "nose" / "tools.py").write_text(NOSE_TOOLS)
         here = work / "subs" / name
         here.mkdir(parents=True)
         nbformat.write(nb, str(here / f"{name}.ipynb"))

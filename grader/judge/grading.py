@@ -108,7 +108,7 @@ class Grader:
             upstream, via = carry.with_calls(carry.upstream(assignment, infos), calls)
             ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
                           reference=ref.captures, reveal=self.reveal(), given=assignment.given,
-                          upstream=upstream, calls=via)
+                          upstream=upstream, calls=via, data_dir=assignment.solution_dir)
             need_carry = carry.needed(assignment, ctx.upstream, run.captures, ref.captures)
             # Variants run whatever the original run's ending (a crash, a timeout, a last cell that
             # ends the process): only a question that matched on every variant earns its points. They

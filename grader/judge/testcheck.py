@@ -30,6 +30,7 @@ import builtins
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -397,9 +398,13 @@ class _Judging:
         return value
 
 
-def judge(check: Check, student: dict[str, Captured], *, reveal: bool) -> Outcome:
-    """Run the test on one submission's captured values."""
-    return _Judging(check, student, reveal).outcome()
+def judge(check: Check, student: dict[str, Captured], *, reveal: bool, data_dir: Path | None = None) -> Outcome:
+    """Run the test on one submission's captured values; ``data_dir``: the assignment's data files,
+    where the test's own reading of them (``np.load("data/x.npy")``) finds them, as in the notebook."""
+    if data_dir is None or not data_dir.is_dir():
+        return _Judging(check, student, reveal).outcome()
+    with contextlib.chdir(data_dir):
+        return _Judging(check, student, reveal).outcome()
 
 
 def _site_finding(exc: TestSiteError) -> v.TestFinding:
@@ -425,9 +430,10 @@ def _raised(exc: BaseException, source: str) -> v.TestFinding:
     return v.TestRaised(name, text, source)
 
 
-def grade(check: Check, student: dict[str, Captured], base: CheckResult, *, reveal: bool) -> CheckResult:
+def grade(check: Check, student: dict[str, Captured], base: CheckResult, *, reveal: bool,
+          data_dir: Path | None = None) -> CheckResult:
     """The verdict of one ``test`` check (``grader.judge.checks.grade_check`` after the blanks)."""
-    out = judge(check, student, reveal=reveal)
+    out = judge(check, student, reveal=reveal, data_dir=data_dir)
     if not out.findings:
         return replace(base, status=CheckStatus.PASSED, score=_partial_points(out.partial, base.max_score))
     total = max(out.run, len(program(check.target).asserts), 1)
