@@ -42,6 +42,10 @@ SEMANTICS = [
     # A test that reads a data file itself: replayed in the grader, it finds it too.
     ("code", 'with open("data/scale.txt") as f:\n    assert scaled([1]) == [int(f.read())]',
      meta("test_data", grade=True, locked=True, points=1)),
+    # A test cell's variables live on in the kernel for the next one.
+    ("code", "twice = scaled([2])\nassert len(twice) == 1", meta("test_twice", grade=True, locked=True, points=1)),
+    ("code", "assert twice == [2 * SCALE] and scaled([2, 2]) == twice * 2",
+     meta("test_uses_twice", grade=True, locked=True, points=1)),
 ]
 # Right, but a NumPy warning on the way: nbgrader scores a test cell with stderr output 0.
 WARNS = "import numpy as np\ndef half(x):\n    np.float64(1.0) / np.float64(0.0)\n    return x / 2"
@@ -150,6 +154,9 @@ def test_locked_and_test_cells_run_as_released(course):
 def test_a_test_cell_calls_a_helper_an_earlier_test_cell_defined(course):
     cards = course["cards"]["a"]
     assert q(cards["correct"], "test_data")["score"] == 1 and q(cards["hidden_wrong"], "test_data")["score"] == 1
+    assert q(cards["correct"], "test_uses_twice")["score"] == 1
+    assert q(cards["hidden_wrong"], "test_uses_twice")["score"] == 1  # 2 is not 7: right there too
+    assert q(cards["nbgrader_stub"], "test_uses_twice")["score"] == 1
     assert q(cards["correct"], "test_helper")["score"] == 1
     assert q(cards["hidden_wrong"], "test_helper")["score"] == 1  # scaled([3]) is right there
     assert q(cards["hidden_wrong"], "test_scaled")["score"] == 0  # only the hidden part fails

@@ -122,12 +122,22 @@ def _tag(cell: Any, tag: str) -> None:
         cell.setdefault("metadata", {})["tags"] = [*tags, tag]
 
 
-_DEFINES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+_DEFINES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign,
+            ast.AnnAssign)
+
+
+def _bound(node: ast.stmt) -> list[str]:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
 def helpers_of(source: str) -> dict[str, str]:
-    """The functions, classes and imports a test cell defines at its top level, by name: nbgrader
-    runs test cells in the student's kernel, so a later test cell may call them."""
+    """What a test cell defines at its top level, by name (functions, classes, imports, variables):
+    nbgrader runs test cells in the student's kernel, so a later test cell may use them."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -136,19 +146,16 @@ def helpers_of(source: str) -> dict[str, str]:
     for node in tree.body:
         if isinstance(node, _DEFINES):
             text = ast.get_source_segment(source, node) or ast.unparse(node)
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    out[(alias.asname or alias.name).split(".")[0]] = text
-            else:
-                out[node.name] = text
+            for name in _bound(node):
+                out[name] = text
     return out
 
 
-def with_helpers(source: str, helpers: dict[str, str]) -> str:
-    """The test with the definitions it uses from earlier test cells put before it (each once, in
-    the order they were defined), as they stand in the kernel when nbgrader runs it."""
+def with_helpers(source: str, helpers: dict[str, tuple[int, str]]) -> str:
+    """The test with what it uses from earlier test cells put before it (each statement once, in
+    the order the cells ran it), as it stands in the kernel when nbgrader runs the test."""
     own = helpers_of(source)
-    needed: list[str] = []
+    needed: dict[int, str] = {}
     todo = [source]
     while todo:
         text = todo.pop()
@@ -157,12 +164,10 @@ def with_helpers(source: str, helpers: dict[str, str]) -> str:
         except SyntaxError:
             continue
         for name in names:
-            if name in helpers and name not in own and helpers[name] not in needed:
-                needed.append(helpers[name])
-                todo.append(helpers[name])
-    order = list(dict.fromkeys(helpers.values()))
-    needed.sort(key=order.index)
-    return "\n".join([*needed, source]) if needed else source
+            if name in helpers and name not in own and helpers[name][0] not in needed:
+                needed[helpers[name][0]] = helpers[name][1]
+                todo.append(helpers[name][1])
+    return "\n".join([*(needed[k] for k in sorted(needed)), source]) if needed else source
 
 
 def _autotests(path: Path, nb: Any, cells: list[Any], data: list[Path]) -> None:
@@ -216,7 +221,8 @@ def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict
     out = {}
     for run in runs:
         meta = _meta(cells[run.index - 1])
-        if run.status == CellStatus.ERROR and not meta.get("grade") and not meta.get("solution"):
+        if run.status == CellStatus.ERROR and not meta.get("grade") and not meta.get("solution") \
+                and run.ename not in ("ModuleNotFoundError", "ImportError"):  # a missing library is no lesson
             out[run.index - 1] = f"{run.ename}: {run.evalue}".strip()[:120]
     return out, written
 
@@ -236,7 +242,7 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
                       "is not given with it (the student's notebook makes it)" for p in written)
     kept = []
     used: set[str] = set()
-    helpers: dict[str, str] = {}
+    helpers: dict[str, tuple[int, str]] = {}  # name -> (order, statement) of earlier test cells
     code = 0
     for i, cell in enumerate(cells, 1):
         meta = _meta(cell)
@@ -256,7 +262,8 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
             used.add(qid)
             visible, whole = split_hidden(cell.source)
             checks, problem = test_checks(with_helpers(cell.source, helpers), qid)
-            helpers.update(helpers_of(whole))
+            for name_, text in helpers_of(whole).items():
+                helpers[name_] = (i * 10**7 + max(whole.find(text), 0), text)  # the cell, then the place in it
             if problem:
                 item.note(i, f"autograder test {qid!r} ({points:g} points) not converted: {problem}; "
                              "it is listed as a question graded by a person")
