@@ -294,14 +294,19 @@ def test_an_import_whose_solution_fails_a_test_writes_nothing_unless_kept_for_a_
         ("code", "assert double(2) == 4", meta("double_ok", grade=True, locked=True, points=1)),
         ("code", '"""A test the solution fails"""\nx = 3\nassert double(x) == 7, "double(3) should be 7"',
          meta("double_wrong", grade=True, locked=True, points=2)),
+        ("code", "### BEGIN HIDDEN TESTS\nassert double(5) == 11\n### END HIDDEN TESTS",
+         meta("double_hidden", grade=True, locked=True, points=1)),
     ]))
     course = tmp_path / "course"
     course.mkdir()
     proc = grader("import", "nbgrader", str(src), cwd=course)
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.splitlines() == [
-        "the solution fails 1 imported test:",
+        "the solution fails 2 imported tests:",
         "  - ps9, question double_wrong, line 3 `assert double(x) == 7, \"double(3) should be 7\"`: double(3) should be 7",
+        # A hidden test: the instructor is told what it found, which a student never is.
+        "  - ps9, question double_hidden, line 1 `assert double(5) == 11`: `double(5)` is 10, which does not pass "
+        "`double(5) == 11`.",
         "nothing was written: fix the source, or pass --keep-failing-tests to import these tests' questions for a "
         "person to grade",
     ]
@@ -311,7 +316,7 @@ def test_an_import_whose_solution_fails_a_test_writes_nothing_unless_kept_for_a_
     assert "question double_wrong: its test fails on the solution; kept for a person" in proc.stdout
     questions = yaml.safe_load((course / "config.yaml").read_text())["assignments"]["ps9"]["questions"]
     assert [(q["id"], q["points"], q.get("manual", False)) for q in questions] == [
-        ("double_ok", 1, False), ("double_wrong", 2, True)]
+        ("double_ok", 1, False), ("double_wrong", 2, True), ("double_hidden", 1, True)]
     assert "validate:" not in proc.stdout  # the import validated the course it wrote: nothing to fix
 
 
