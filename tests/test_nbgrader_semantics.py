@@ -126,17 +126,23 @@ def course(tmp_path_factory):
             "wrong": fill(b, {"def area": "def area(w, h):\n    return float(w + h)"}),
         },
     }
-    cards = {}
+    # Graded in this process with one executor for both assignments (the scorecards as `grader
+    # grade` writes them: ``Scorecard.to_dict``); the import above went through the command.
+    from grader.course import config
+    from grader.judge.grading import Grader
+
+    loaded = config.load(course / "config.yaml")
+    graders = Grader(loaded)
+    cards: dict[str, dict[str, dict]] = {}
     for part, name in (("a", "ps2_a_semantics"), ("b", "ps2_b_autotest")):
         folder = root / "subs" / part
         folder.mkdir(parents=True)
         for sub, nb in subs[part].items():
             nbformat.write(nb, str(folder / f"{sub}.ipynb"))
-        graded = grader("grade", str(folder), "-a", name, "-o", str(root / "out" / part), cwd=course)
-        assert graded.returncode == 0, graded.stdout + graded.stderr
-        cards[part] = {p.stem: yaml.safe_load(p.read_text()) for p in (root / "out" / part).glob("*.yaml")}
-    return {"course": course, "import": imported, "cards": cards, "out": root / "out", "a": a, "b": b,
-            "subs": root / "subs" / "a"}
+            card = graders.grade(loaded.assignment(name), folder / f"{sub}.ipynb", student=sub)
+            cards.setdefault(part, {})[sub] = yaml.safe_load(yaml.safe_dump(card.to_dict()))
+    return {"course": course, "import": imported, "cards": cards, "a": a, "b": b, "subs": root / "subs" / "a",
+            "loaded": loaded, "grader": graders}
 
 
 def q(card: dict, qid: str) -> dict:
@@ -230,11 +236,9 @@ def test_read_only_cells_run_as_released_from_a_grading_bundle_too(course, tmp_p
     # carries the read-only cells.
     import dataclasses
 
-    from grader.course import config
     from grader.judge.grading import Grader
 
-    loaded = config.load(course["course"] / "config.yaml")
-    grader_here = Grader(loaded)
+    loaded, grader_here = course["loaded"], course["grader"]
     a = loaded.assignment("ps2_a_semantics")
     shutil.copytree(a.solution_dir / "data", tmp_path / "data")  # the data files beside the bundle
     bundle = grader_here.references.save_bundle(a, tmp_path / "bundle.json")

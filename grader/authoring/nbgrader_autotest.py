@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from typing import Any
 import jinja2
 import yaml
 
+from grader import notebook
 from grader.course.model import Limits
 from grader.errors import UsageError
 from grader.run.job import CaptureSpec, Job, JobCell, RunResult
@@ -131,7 +133,15 @@ class _Plan:
         self.captures.append(CaptureSpec(key, CaptureKind.EXPR, PRETTY.format(expr=expr), len(self.cells)))
 
     def job(self, files: tuple[tuple[Path, str], ...]) -> Job:
-        return Job(cells=tuple(self.cells), captures=tuple(self.captures), limits=Limits(), files=files)
+        return Job(cells=tuple(self.cells), captures=tuple(self.captures), limits=Limits(), files=files,
+                   preload=preload(c.source for c in self.cells))
+
+
+def preload(sources: Iterable[str]) -> tuple[str, ...]:
+    """What the forking server imports for a run of these cells: the libraries they import (not
+    the executor's whole list, which may hold torch)."""
+    wanted = notebook.imported_modules(list(sources))
+    return tuple(sorted(m for m in wanted if m.partition(".")[0] not in sys.stdlib_module_names))
 
 
 def _walk(sources: list[str | None], templates: Templates, types: dict[str, str] | None, plan: _Plan,

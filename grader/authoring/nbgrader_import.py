@@ -210,7 +210,7 @@ def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict
     for _ in range(3):
         given = [p for p in data if p not in written]
         job = Job(cells=tuple(JobCell(index=i + 1, source=c.source) for i, c in code), captures=(), limits=Limits(),
-                  files=_files(path, given))
+                  files=_files(path, given), preload=autotest.preload(c.source for _, c in code))
         runs = default_executor().run(job).cells
         names = {p.relative_to(path.parent).as_posix(): p for p in given}
         more = [names[m.group(1).removeprefix("./")] for r in runs if r.status == CellStatus.ERROR
