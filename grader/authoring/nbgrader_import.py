@@ -17,6 +17,13 @@ nbgrader keeps what a cell is in its metadata (``nbgrader``: ``solution``, ``gra
 
 Every notebook of an assignment becomes an assignment of its own (``NAME`` for one notebook,
 ``NAME_NOTEBOOK`` for several); ``header.ipynb`` beside the assignments is put at the top of each.
+
+nbgrader's own rules come along: read-only and test cells are tagged ``locked`` (grading runs them
+as released); a test check fails when the test writes to stderr (``stderr_fails``); an answer left
+as released scores 0 (``unchanged_scores_zero``); a solution cell without markers is blanked whole;
+a test gets what earlier test cells defined (``with_helpers``); ``### AUTOTEST`` lines are expanded
+first (``grader.authoring.nbgrader_autotest``). The source notebook runs once in the sandbox
+(``shows_an_error``) to find the cells that raise on purpose and the released files it writes.
 """
 
 from __future__ import annotations
