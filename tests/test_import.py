@@ -102,7 +102,7 @@ def test_nbgrader_import_writes_course_and_reports_what_it_could_not_convert(nbg
     # A test cell without asserts is a test too: it passes when it raises nothing, as in nbgrader.
     assert "not converted" not in proc.stdout
     assert next(x for x in a["questions"] if x["id"] == "squares_printed")["checks"] == [
-        {"test": '"""Look at the output"""\nprint(squares(3))\n'}]
+        {"test": '"""Look at the output"""\nprint(squares(3))\n', "stderr_fails": True}]
     # The skeleton: blanks for the solutions, visible tests only, no written answer.
     skeleton = nbformat.read(str(course / "assignments/ps1_problem1/ps1_problem1.ipynb"), as_version=4)
     text = "\n".join(c.source for c in skeleton.cells)
@@ -131,8 +131,8 @@ def test_nbgrader_honest_submissions_score_what_nbgrader_gives(nbgrader_course):
     assert q(partly, "sum_of_squares_uses_squares")["score"] == 0  # the test that deletes `squares` for a while
     assert q(partly, "correct_sum_of_squares")["score"] == 0.5
     assert q(partly, "normalize_test")["status"] == "failed"
-    for card in got.values():
-        assert q(card, "explain")["status"] == "manual" and q(card, "explain")["score"] == 0
+    for card in got.values():  # the written answer left as released: 0, as nbgrader's checksum rule gives it
+        assert q(card, "explain")["status"] == "unanswered" and q(card, "explain")["score"] == 0
 
 
 def test_nbgrader_placeholders_are_unanswered(nbgrader_course):
@@ -281,7 +281,7 @@ def test_nbgrader_answers_graded_by_a_person_are_found_for_the_grader(nbgrader_c
         # A test cell that only prints passes when it raises nothing, as in nbgrader: no person needed.
         assert "answer" not in q(card, "squares_printed") and q(card, "squares_printed")["status"] != "manual"
     placeholder = q(nbgrader_course["cards"]["placeholder"], "explain")
-    assert placeholder["answer"]["text"] == "YOUR ANSWER HERE" and "not answered yet" in placeholder["feedback"][0]
+    assert placeholder["answer"]["text"] == "YOUR ANSWER HERE" and "Not answered" in placeholder["feedback"][0]
 
 
 def test_an_import_whose_solution_fails_a_test_writes_nothing_unless_kept_for_a_person(tmp_path):
@@ -294,14 +294,19 @@ def test_an_import_whose_solution_fails_a_test_writes_nothing_unless_kept_for_a_
         ("code", "assert double(2) == 4", meta("double_ok", grade=True, locked=True, points=1)),
         ("code", '"""A test the solution fails"""\nx = 3\nassert double(x) == 7, "double(3) should be 7"',
          meta("double_wrong", grade=True, locked=True, points=2)),
+        ("code", "### BEGIN HIDDEN TESTS\nassert double(5) == 11\n### END HIDDEN TESTS",
+         meta("double_hidden", grade=True, locked=True, points=1)),
     ]))
     course = tmp_path / "course"
     course.mkdir()
     proc = grader("import", "nbgrader", str(src), cwd=course)
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.splitlines() == [
-        "the solution fails 1 imported test:",
+        "the solution fails 2 imported tests:",
         "  - ps9, question double_wrong, line 3 `assert double(x) == 7, \"double(3) should be 7\"`: double(3) should be 7",
+        # A hidden test: the instructor is told what it found, which a student never is.
+        "  - ps9, question double_hidden, line 1 `assert double(5) == 11`: `double(5)` is 10, which does not pass "
+        "`double(5) == 11`.",
         "nothing was written: fix the source, or pass --keep-failing-tests to import these tests' questions for a "
         "person to grade",
     ]
@@ -311,7 +316,7 @@ def test_an_import_whose_solution_fails_a_test_writes_nothing_unless_kept_for_a_
     assert "question double_wrong: its test fails on the solution; kept for a person" in proc.stdout
     questions = yaml.safe_load((course / "config.yaml").read_text())["assignments"]["ps9"]["questions"]
     assert [(q["id"], q["points"], q.get("manual", False)) for q in questions] == [
-        ("double_ok", 1, False), ("double_wrong", 2, True)]
+        ("double_ok", 1, False), ("double_wrong", 2, True), ("double_hidden", 1, True)]
     assert "validate:" not in proc.stdout  # the import validated the course it wrote: nothing to fix
 
 

@@ -152,8 +152,8 @@ def test_nbgrader_partial_credit_is_the_value_a_test_cell_ends_with(tmp_path):
 
     cell = "n = len(squares(4))\nn / 4 * 2"
     checks, problem = test_checks(cell, "q")
-    assert problem is None and checks == [{"test": "n = len(squares(4))\npartial_credit(n / 4 * 2)"}]
-    assert test_checks("print(squares(2))", "q")[0] == [{"test": "print(squares(2))"}]
+    assert problem is None and checks == [{"test": "n = len(squares(4))\npartial_credit(n / 4 * 2)", "stderr_fails": True}]
+    assert test_checks("print(squares(2))", "q")[0] == [{"test": "print(squares(2))", "stderr_fails": True}]
     (tmp_path / "solutions/hw").mkdir(parents=True)
     notebook_with(SOLUTION[:2], tmp_path / "solutions/hw/hw.ipynb")
     import yaml

@@ -1,7 +1,7 @@
 """Grade nbgrader's own documentation course with nbgrader and with this grader, submission by
 submission, and print both scores side by side.
 
-    python benchmarks/peers/nbgrader_course.py NBGRADER_CHECKOUT PEER_PYTHON [WORKDIR] [--test-notebooks]
+    python benchmarks/peers/nbgrader_course.py NBGRADER_CHECKOUT PEER_PYTHON [WORKDIR] [--test-notebooks | --autotest | --autotest-notebooks]
 
 NBGRADER_CHECKOUT is a checkout of jupyter/nbgrader (its course is read from
 nbgrader/docs/source/user_guide/source, never copied into this repository); PEER_PYTHON is the
@@ -124,53 +124,120 @@ def table(work: Path, course: Path, subs: Path, students: list[str], theirs: dic
     for student in students:
         card = yaml.safe_load(next((out / student).glob("*.yaml")).read_text())
         ours = {q["id"]: (q["score"], q["status"]) for q in card["questions"]}
-        for grade_id, (auto, _, cell_type) in theirs[student].items():
+        for grade_id, (auto, _, _) in theirs[student].items():
             if grade_id not in ours:
                 continue
             here, status = ours[grade_id]
-            # A written answer is a person's to grade in both (nbgrader scores an unchanged one 0 itself).
-            manual = status == "manual" and (auto is None or cell_type == "markdown")
             peer_text = "person" if auto is None else f"{auto:g}"
             here_text = "person" if status == "manual" else f"{here:g}"
-            same = manual or peer_text == here_text
+            same = peer_text == here_text
             print(f"| {student} | {grade_id} | {peer_text} | {here_text} | {'yes' if same else 'NO'} |")
+
+
+def autotest_notebooks(checkout: Path, peer_python: Path, work: Path) -> None:
+    """nbgrader's own AUTOTEST test notebooks (nbgrader/tests/apps/files/autotest-*.ipynb), each a
+    source with its ``-unchanged`` / ``-changed`` submissions, templates from the autotests.yml there."""
+    files = checkout / "nbgrader/tests/apps/files"
+    for kind in ("simple", "hashed", "multi", "hidden"):
+        base = work / kind
+        source, peer = base / "source", base / "peer"
+        (source / "ps1").mkdir(parents=True)
+        shutil.copy(files / f"autotest-{kind}.ipynb", source / "ps1" / "p1.ipynb")
+        shutil.copy(files / "autotests.yml", base / "autotests.yml")  # the course's root, above source/
+        shutil.copytree(source, peer / "source")
+        shutil.copy(files / "autotests.yml", peer / "autotests.yml")
+        (peer / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(peer)))
+        nbgrader = [str(peer_python), "-m", "nbgrader"]
+        run([*nbgrader, "generate_assignment", "ps1", "--force"], peer)
+        names = sorted(p.stem for p in files.glob(f"autotest-{kind}-*.ipynb"))
+        students = [n.removeprefix(f"autotest-{kind}-") for n in names]
+        for name, student in zip(names, students, strict=True):
+            run([*nbgrader, "db", "student", "add", student], peer)
+            (peer / "submitted" / student / "ps1").mkdir(parents=True)
+            shutil.copy(files / f"{name}.ipynb", peer / "submitted" / student / "ps1" / "p1.ipynb")
+        run([*nbgrader, "autograde", "ps1", "--force"], peer)
+        theirs = json.loads(run([str(peer_python), "-c", PEER_SCORES, f"sqlite:///{peer}/gradebook.db",
+                                 json.dumps(students)], peer))
+        course = base / "course"
+        course.mkdir()
+        grader = [sys.executable, "-m", "grader.cli"]
+        run([*grader, "import", "nbgrader", str(source / "ps1")], course)
+        mine = released_tests(course / "assignments/ps1/ps1.ipynb", ours=True)
+        released = released_tests(peer / "release/ps1/p1.ipynb", ours=False)
+        same = sum(a == b for a, b in zip(mine, released, strict=False))
+        print(f"autotest-{kind}: expanded test cells identical to nbgrader's release: {same} of {len(released)}")
+        subs = base / "subs"
+        for name, student in zip(names, students, strict=True):
+            (subs / student).mkdir(parents=True)
+            shutil.copy(files / f"{name}.ipynb", subs / student / f"{student}.ipynb")
+        table(base, course, subs, students, theirs, "ps1")
+
+
+def released_tests(notebook: Path, *, ours: bool) -> list[str]:
+    """The test cells of a released notebook, in order: nbgrader's (graded, not a solution) or this
+    grader's skeleton's (tagged skip-grading)."""
+    nb = nbformat.read(str(notebook), as_version=4)
+    if ours:
+        return [c.source.strip() for c in nb.cells if "skip-grading" in c.metadata.get("tags", [])]
+    return [c.source.strip() for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+            and not c.metadata.get("nbgrader", {}).get("solution")]
 
 
 def main() -> None:
     checkout, peer_python = Path(sys.argv[1]), Path(sys.argv[2])
-    work = Path(sys.argv[3] if len(sys.argv) > 3 else "/tmp/nbgrader-compare").resolve()
+    args = [a for a in sys.argv[3:] if not a.startswith("--")]
+    work = Path(args[0] if args else "/tmp/nbgrader-compare").resolve()
     shutil.rmtree(work, ignore_errors=True)
     if "--test-notebooks" in sys.argv:
         test_notebooks(checkout, peer_python, work)
         return
-    source = checkout / "nbgrader/docs/source/user_guide/source"
+    if "--autotest-notebooks" in sys.argv:
+        autotest_notebooks(checkout, peer_python, work)
+        return
+    # ``--autotest``: the same course written with nbgrader's AUTOTEST directives (ps1_autotest),
+    # expanded by nbgrader from autotests.yml at the course's root.
+    assignment = "ps1_autotest" if "--autotest" in sys.argv else "ps1"
+    guide = checkout / "nbgrader/docs/source/user_guide"
+    source = guide / "source"
     peer = work / "peer"
-    shutil.copytree(source, peer / "source", ignore=shutil.ignore_patterns("ps1_autotest"))
-    (peer / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(peer)))
+    shutil.copytree(source, peer / "source", ignore=shutil.ignore_patterns(
+        *(["ps1_autotest"] if assignment == "ps1" else ["ps1"])))
+    if assignment == "ps1_autotest":
+        shutil.copy(guide / "autotests.yml", peer / "autotests.yml")
+    # The header notebook at the top of every notebook, as nbgrader's documentation configures it
+    # (and as ``grader import`` puts it).
+    (peer / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(peer))
+                                             + 'c.IncludeHeaderFooter.header = "source/header.ipynb"\n')
     nbgrader = [str(peer_python), "-m", "nbgrader"]
-    run([*nbgrader, "generate_assignment", "ps1", "--force"], peer)
+    run([*nbgrader, "generate_assignment", assignment, "--force"], peer)
     students = list(SUBMISSIONS)
     for student in students:
         run([*nbgrader, "db", "student", "add", student], peer)
-        folder = peer / "submitted" / student / "ps1"
+        folder = peer / "submitted" / student / assignment
         folder.mkdir(parents=True)
         for name in ("problem1", "problem2"):
-            nb = answer(peer / "release/ps1" / f"{name}.ipynb", SUBMISSIONS[student])
+            nb = answer(peer / "release" / assignment / f"{name}.ipynb", SUBMISSIONS[student])
             nbformat.write(nb, str(folder / f"{name}.ipynb"))
-        shutil.copy(peer / "release/ps1/jupyter.png", folder)
-    run([*nbgrader, "autograde", "ps1", "--force"], peer)
-    theirs = json.loads(run([str(peer_python), "-c", PEER_SCORES, f"sqlite:///{peer}/gradebook.db", json.dumps(students)], peer))
+        shutil.copy(peer / "release" / assignment / "jupyter.png", folder)
+    run([*nbgrader, "autograde", assignment, "--force"], peer)
+    theirs = json.loads(run([str(peer_python), "-c", PEER_SCORES.replace('"ps1"', repr(assignment)),
+                             f"sqlite:///{peer}/gradebook.db", json.dumps(students)], peer))
 
     course = work / "course"
     course.mkdir()
     grader = [sys.executable, "-m", "grader.cli"]
-    print(run([*grader, "import", "nbgrader", str(source / "ps1")], course))
+    print(run([*grader, "import", "nbgrader", str(source / assignment)], course))
     print(run([*grader, "validate"], course))
+    if assignment == "ps1_autotest":
+        mine = released_tests(course / "assignments" / f"{assignment}_problem1" / f"{assignment}_problem1.ipynb", ours=True)
+        theirs_tests = released_tests(peer / "release" / assignment / "problem1.ipynb", ours=False)
+        same = sum(a == b for a, b in zip(mine, theirs_tests, strict=False))
+        print(f"expanded test cells identical to nbgrader's release: {same} of {len(theirs_tests)}")
     subs = work / "subs"
     for student in students:
         (subs / student).mkdir(parents=True)
-        shutil.copy(peer / "submitted" / student / "ps1" / "problem1.ipynb", subs / student / f"{student}.ipynb")
-    table(work, course, subs, students, theirs, "ps1_problem1")
+        shutil.copy(peer / "submitted" / student / assignment / "problem1.ipynb", subs / student / f"{student}.ipynb")
+    table(work, course, subs, students, theirs, f"{assignment}_problem1")
 
 
 if __name__ == "__main__":

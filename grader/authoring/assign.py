@@ -35,6 +35,7 @@ from grader.course.model import Assignment
 from grader.errors import UsageError
 from grader.notebook.answers import ANSWER_PROMPT as ANSWER_PROMPT
 from grader.notebook.answers import ANSWER_TAG as ANSWER_TAG
+from grader.notebook.read import LOCKED_TAG as LOCKED_TAG
 
 LINE_MARK = re.compile(r"#\s*SOLUTION\s*$")
 BEGIN = re.compile(r"^(\s*)#+\s*BEGIN SOLUTION\s*$")  # "### BEGIN SOLUTION" too, as nbgrader writes it
@@ -43,7 +44,9 @@ INSTRUCTOR_TAG = "instructor"
 # A markdown cell tagged ``answer`` is the model answer to a question graded by a person: the
 # skeleton has a prompt in its place, still tagged, so the grader, the self-check and the review
 # page find the student's answer there (the importers tag nbgrader's and otter's written answers so).
-KEPT_TAGS = ("skip-grading", ANSWER_TAG)
+# A cell tagged ``locked`` is given and read-only: grading runs it as released, whatever the
+# submission holds in its place (the cell with the same id), as nbgrader restores its locked cells.
+KEPT_TAGS = ("skip-grading", ANSWER_TAG, LOCKED_TAG)
 CHECK_NOTE = ("**Check your work before you submit.** Install the checker once with `{install}` ({where}it is "
               "light: no PyTorch, none of the instructor's tools), then run `from grader import check; check()` in a "
               "cell, or `grader check {notebook}` in a terminal. It runs the public checks; the grader also compares "

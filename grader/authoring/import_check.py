@@ -22,6 +22,7 @@ from grader.authoring.importing import Imported
 from grader.authoring.validate import validate
 from grader.course import config
 from grader.judge import verdicts as v
+from grader.judge import wording
 from grader.judge.grading import Grader
 from grader.vocab import QuestionStatus, SubmissionStatus
 
@@ -58,7 +59,10 @@ def _failing(item: Imported, card: Any, course: Any) -> list[FailingTest]:
                     source = next(c.target for c in course.assignment(item.name).checks if c.id == check.id)
                     lines = source.splitlines()
                     code = lines[reason.line - 1].strip() if 0 < reason.line <= len(lines) else ""
-                    out.append(FailingTest(item.name, q.id, reason.line, code[:100], tuple(q.lines)))
+                    hidden = next(c.hidden for c in course.assignment(item.name).checks if c.id == check.id)
+                    # The instructor sees what a hidden test found, which a student is never told.
+                    why = tuple(wording.finding(f) for f in reason.findings) if hidden else tuple(q.lines)
+                    out.append(FailingTest(item.name, q.id, reason.line, code[:100], why))
                     break
             else:
                 continue

@@ -135,7 +135,8 @@ def write(items: list[Imported], config_path: Path, *, course_name: str, force: 
         lines.append(f"wrote {solution.relative_to(root)}")
         data = []
         for path in item.data:
-            rel = path.name
+            rel = path.relative_to(item.source.parent).as_posix() if path.is_relative_to(item.source.parent) else path.name
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, folder / rel)
             data.append(rel)
             lines.append(f"wrote {(folder / rel).relative_to(root)}")

@@ -17,6 +17,13 @@ nbgrader keeps what a cell is in its metadata (``nbgrader``: ``solution``, ``gra
 
 Every notebook of an assignment becomes an assignment of its own (``NAME`` for one notebook,
 ``NAME_NOTEBOOK`` for several); ``header.ipynb`` beside the assignments is put at the top of each.
+
+nbgrader's own rules come along: read-only and test cells are tagged ``locked`` (grading runs them
+as released); a test check fails when the test writes to stderr (``stderr_fails``); an answer left
+as released scores 0 (``unchanged_scores_zero``); a solution cell without markers is blanked whole;
+a test gets what earlier test cells defined (``with_helpers``); ``### AUTOTEST`` lines are expanded
+first (``grader.authoring.nbgrader_autotest``). The source notebook runs once in the sandbox
+(``shows_an_error``) to find the cells that raise on purpose and the released files it writes.
 """
 
 from __future__ import annotations
@@ -28,9 +35,14 @@ from typing import Any
 
 import nbformat
 
+from grader.authoring import nbgrader_autotest as autotest
+from grader.authoring.assign import BEGIN, LOCKED_TAG
 from grader.authoring.importing import Imported, answer, clean_id, normalise
 from grader.course import testcode
+from grader.course.model import Limits
 from grader.errors import UsageError
+from grader.run.job import Job, JobCell
+from grader.vocab import CellStatus
 
 HIDDEN_BEGIN = re.compile(r"^\s*#+\s*BEGIN HIDDEN TESTS\s*$")
 HIDDEN_END = re.compile(r"^\s*#+\s*END HIDDEN TESTS\s*$")
@@ -87,7 +99,13 @@ def with_partial_credit(source: str) -> str | None:
 
 
 def test_checks(source: str, qid: str) -> tuple[list[dict[str, Any]], str | None]:
-    """The ``test`` checks of one autograder cell, or why it cannot be converted."""
+    """The ``test`` checks of one autograder cell, or why it cannot be converted. Each fails when
+    the test writes to stderr, as nbgrader scores a test cell with stderr output 0."""
+    checks, problem = _test_checks(source)
+    return [{**c, "stderr_fails": True} for c in checks], problem
+
+
+def _test_checks(source: str) -> tuple[list[dict[str, Any]], str | None]:
     visible, whole = split_hidden(source)
     problem = testcode.problem(whole)
     if problem:
@@ -105,12 +123,133 @@ def test_checks(source: str, qid: str) -> tuple[list[dict[str, Any]], str | None
     return checks, None
 
 
-def import_notebook(path: Path, name: str, header: list[Any]) -> Imported:
+def _tag(cell: Any, tag: str) -> None:
+    tags = list(cell.get("metadata", {}).get("tags", []))
+    if tag not in tags:
+        cell.setdefault("metadata", {})["tags"] = [*tags, tag]
+
+
+_DEFINES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign,
+            ast.AnnAssign)
+
+
+def _bound(node: ast.stmt) -> list[str]:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def helpers_of(source: str) -> dict[str, str]:
+    """What a test cell defines at its top level, by name (functions, classes, imports, variables):
+    nbgrader runs test cells in the student's kernel, so a later test cell may use them."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, _DEFINES):
+            text = ast.get_source_segment(source, node) or ast.unparse(node)
+            for name in _bound(node):
+                out[name] = text
+    return out
+
+
+def with_helpers(source: str, helpers: dict[str, tuple[int, str]]) -> str:
+    """The test with what it uses from earlier test cells put before it (each statement once, in
+    the order the cells ran it), as it stands in the kernel when nbgrader runs the test."""
+    own = helpers_of(source)
+    needed: dict[int, str] = {}
+    todo = [source]
+    while todo:
+        text = todo.pop()
+        try:
+            names = {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
+        except SyntaxError:
+            continue
+        for name in names:
+            if name in helpers and name not in own and helpers[name][0] not in needed:
+                needed[helpers[name][0]] = helpers[name][1]
+                todo.append(helpers[name][1])
+    return "\n".join([*(needed[k] for k in sorted(needed)), source]) if needed else source
+
+
+def _autotests(path: Path, nb: Any, cells: list[Any], data: list[Path]) -> None:
+    """Expand nbgrader's AUTOTEST lines in place, as ``nbgrader generate_assignment`` does."""
+    sources = [c.source if c.cell_type == "code" else None for c in cells]
+    if not any(s is not None and autotest.has_autotest(s) for s in sources):
+        return
+    kernel = str(nb.metadata.get("kernelspec", {}).get("name", ""))
+    if kernel not in autotest.PYTHON_KERNELS:
+        raise UsageError(f"{path.name} uses AUTOTEST lines with the kernel {kernel!r}; only Python kernels are graded here")
+    found = autotest.find_file(path)
+    if found is None:
+        raise UsageError(f"{path.name} uses AUTOTEST lines, but there is no {autotest.FILENAME} beside it or at the "
+                         "course's root (the folder above source/), where nbgrader looks for its templates")
+    from grader.run.forking import default_executor
+
+    expanded = autotest.expand(sources, autotest.load(found, kernel), default_executor().run, _files(path, data))
+    for cell, source in zip(cells, expanded, strict=True):
+        if source is not None:
+            cell.source = source
+
+
+def _files(path: Path, data: list[Path]) -> tuple[tuple[Path, str], ...]:
+    return tuple((p, p.relative_to(path.parent).as_posix()) for p in data)
+
+
+_READ_ONLY = re.compile(r"\[Errno 30\] Read-only file system: '(.+)'")
+
+
+def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict[int, str], list[Path]]:
+    """The given cells (neither an answer nor a test) that raise when the source notebook runs, by
+    position, with the error: a notebook that shows an error on purpose (``a`` before ``a = 1``).
+    nbgrader runs on past them; here they are not run when grading (``skip-grading``). Also the
+    files released with the notebook that the notebook itself writes (the student makes them):
+    they are not given to it, since what is given cannot be written over."""
+    from grader.run.forking import default_executor
+
+    code = [(i, c) for i, c in enumerate(cells) if c.cell_type == "code" and c.source.strip()]
+    written: list[Path] = []
+    for _ in range(3):
+        given = [p for p in data if p not in written]
+        job = Job(cells=tuple(JobCell(index=i + 1, source=c.source) for i, c in code), captures=(), limits=Limits(),
+                  files=_files(path, given), preload=autotest.preload(c.source for _, c in code))
+        runs = default_executor().run(job).cells
+        names = {p.relative_to(path.parent).as_posix(): p for p in given}
+        more = [names[m.group(1).removeprefix("./")] for r in runs if r.status == CellStatus.ERROR
+                and (m := _READ_ONLY.search(r.evalue)) and m.group(1).removeprefix("./") in names]
+        if not more:
+            break
+        written.extend(more)
+    out = {}
+    for run in runs:
+        meta = _meta(cells[run.index - 1])
+        if run.status == CellStatus.ERROR and not meta.get("grade") and not meta.get("solution") \
+                and run.ename not in ("ModuleNotFoundError", "ImportError"):  # a missing library is no lesson
+            out[run.index - 1] = f"{run.ename}: {run.evalue}".strip()[:120]
+    return out, written
+
+
+def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] | None = None) -> Imported:
     nb = normalise(nbformat.read(str(path), as_version=4))  # type: ignore[no-untyped-call]  # nbformat has no annotations
     item = Imported(name=name, title=name.replace("_", " "), notebook=nb, source=path)
     cells = [nbformat.from_dict(c) for c in header] + list(nb.cells)  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    _autotests(path, nb, cells, data or [])
+    errors, written = shows_an_error(path, cells, data or [])
+    for pos, error in errors.items():
+        _tag(cells[pos], SKIP_TAG)
+        item.note(pos + 1, f"raises {error} in the source notebook, a cell that shows an error on purpose; "
+                           "it is not run when grading")
+    item.data = [p for p in data or [] if p not in written]
+    item.notes.extend(f"{path.name}: {p.relative_to(path.parent).as_posix()} is written by the notebook itself, so it "
+                      "is not given with it (the student's notebook makes it)" for p in written)
     kept = []
     used: set[str] = set()
+    helpers: dict[str, tuple[int, str]] = {}  # name -> (order, statement) of earlier test cells
     code = 0
     for i, cell in enumerate(cells, 1):
         meta = _meta(cell)
@@ -121,10 +260,17 @@ def import_notebook(path: Path, name: str, header: list[Any]) -> Imported:
             qid += "_"
         graded, solution = bool(meta.get("grade")), bool(meta.get("solution"))
         points = _points(meta)
+        if solution and cell.cell_type == "code" and not any(BEGIN.match(line) for line in cell.source.splitlines()):
+            # nbgrader releases a solution cell without markers as its stub: the whole cell is the answer
+            cell.source = f"### BEGIN SOLUTION\n{cell.source}\n### END SOLUTION"
+        if meta and not solution and (graded or meta.get("locked")):
+            _tag(cell, LOCKED_TAG)  # read-only in nbgrader: restored as released before grading
         if graded and not solution and cell.cell_type == "code":
             used.add(qid)
-            visible, _ = split_hidden(cell.source)
-            checks, problem = test_checks(cell.source, qid)
+            visible, whole = split_hidden(cell.source)
+            checks, problem = test_checks(with_helpers(cell.source, helpers), qid)
+            for name_, text in helpers_of(whole).items():
+                helpers[name_] = (i * 10**7 + max(whole.find(text), 0), text)  # the cell, then the place in it
             if problem:
                 item.note(i, f"autograder test {qid!r} ({points:g} points) not converted: {problem}; "
                              "it is listed as a question graded by a person")
@@ -133,12 +279,11 @@ def import_notebook(path: Path, name: str, header: list[Any]) -> Imported:
             else:
                 item.questions.append({"id": qid, "points": points, "checks": checks})
             cell.source = visible
-            tags = list(cell.get("metadata", {}).get("tags", []))
-            cell.metadata["tags"] = [*tags, SKIP_TAG] if SKIP_TAG not in tags else tags
+            _tag(cell, SKIP_TAG)
         elif (graded and solution) or meta.get("task"):
             used.add(qid)
             item.questions.append({"id": qid, "title": f"{qid} (graded by a person)", "points": points,
-                                   "manual": True})
+                                   "manual": True, **({"unchanged_scores_zero": True} if graded else {})})
             if solution:
                 answer(cell, qid)  # a written answer, or the code that draws a plot: what a person grades
         elif graded and cell.cell_type != "code":
@@ -168,13 +313,22 @@ def read(source_dir: Path, name: str | None = None) -> list[Imported]:
     if not folders:
         raise UsageError(f"{source_dir} holds no notebooks")
     out: list[Imported] = []
+    skipped: list[str] = []
     for folder in folders:
         found = notebooks(folder)
         base = clean_id(name if name and len(folders) == 1 else folder.name, "assignment")
-        data = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".ipynb" and not p.name.startswith("."))
+        # Everything nbgrader releases with the notebooks, in subfolders too (``data/x.npz``).
+        data = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".ipynb"
+                      and not any(part.startswith(".") or part == "__pycache__"
+                                  for part in p.relative_to(folder).parts))
         for nb_path in found:
             nb_name = base if len(found) == 1 else f"{base}_{clean_id(nb_path.stem, 'notebook')}"
-            item = import_notebook(nb_path, nb_name, header)
-            item.data = data
-            out.append(item)
+            item = import_notebook(nb_path, nb_name, header, data)
+            if item.questions:
+                out.append(item)
+            else:
+                skipped.extend(item.notes)
+    if not out:
+        raise UsageError(f"{source_dir} holds no notebook with graded cells (nbgrader's 'grade' or 'task' metadata)")
+    out[0].notes[:0] = [f"{n} (not imported)" for n in skipped]
     return out

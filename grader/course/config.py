@@ -108,7 +108,7 @@ def _test_in_file(r: Reader, ref: re.Match[str], base: Path) -> str:
 def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None = None) -> Check:
     r.only(
         *kinds.KINDS, "points", "seed", "before", "properties", "compare", "hints", "hidden", "public", "partial",
-        *Inherited.keys(Level.CHECK),
+        "stderr_fails", *Inherited.keys(Level.CHECK),
     )
     given = [key for key in kinds.KINDS if r.has(key)]
     if len(given) != 1:
@@ -151,12 +151,13 @@ def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None 
         hidden=r.flag("hidden", False),
         public=r.flag("public", False),
         partial=r.flag("partial", False),
+        stderr_fails=r.flag("stderr_fails", False),
         **settings.fields_of(Check),
     )
 
 
 def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question:
-    r.only("id", "title", "points", "checks", "visible", "manual", *Inherited.keys(Level.QUESTION))
+    r.only("id", "title", "points", "checks", "visible", "manual", "unchanged_scores_zero", *Inherited.keys(Level.QUESTION))
     settings = inherit(r, Level.QUESTION, outer)
     qid = r.string("id", pattern=ID_RE)
     title = r.string("title", qid)
@@ -166,7 +167,11 @@ def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question
     if manual:
         if items:
             raise r.error(r.sub("checks"), "a manually graded question ('manual: true') has no checks")
-        return Question(id=qid, title=title, points=points, checks=(), visible=r.flag("visible", True), manual=True)
+        return Question(id=qid, title=title, points=points, checks=(), visible=r.flag("visible", True), manual=True,
+                        unchanged_scores_zero=r.flag("unchanged_scores_zero", False))
+    if r.flag("unchanged_scores_zero", False):
+        raise r.error(r.sub("unchanged_scores_zero"), "only a question graded by a person ('manual: true') has an answer "
+                      "to leave unchanged")
     if not items:
         raise r.error(r.sub("checks"), "must list at least one check")
     checks = tuple(_check(Reader(r.doc, c, p), qid, i, settings, base) for i, (p, c) in enumerate(items))

@@ -66,6 +66,9 @@ class Check:
     # upstream answers (error carried forward): 1.0 full credit, 0.0 none.
     carry_forward: float = 1.0
     partial: bool = False  # a ``test`` check earns its points by the share of its asserts that pass
+    # A ``test`` check that fails when the test writes to stderr in the student's notebook (a warning
+    # too), as nbgrader fails such a test cell.
+    stderr_fails: bool = False
 
     @property
     def spec(self) -> CheckKind:
@@ -100,6 +103,8 @@ class Question:
     checks: tuple[Check, ...]
     visible: bool = True  # shown in student-facing feedback, unless ``scorecard.visibility`` says otherwise
     manual: bool = False  # graded by a person: the autograder scores it 0 and lists it as waiting
+    # A manual answer left exactly as released scores 0 and waits for no one (nbgrader's checksum rule).
+    unchanged_scores_zero: bool = False
 
     @property
     def split(self) -> bool:

@@ -86,7 +86,7 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
     if blank is not None:
         return replace(base, status=CheckStatus.UNANSWERED, reasons=(v.Unanswered(label, blank.where()),))
     if check.is_test:
-        return testcheck.grade(check, ctx.student, base, reveal=ctx.reveal)
+        return testcheck.grade(check, ctx.student, base, reveal=ctx.reveal, data_dir=ctx.data_dir)
     assert ref is not None and ref.value is not None  # every other kind has a reference value (above)
     got = ctx.student.get(check.id)
     if got is None or got.value is None:

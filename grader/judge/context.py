@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, TypeVar
 
 from grader.capture import Value
@@ -80,6 +81,9 @@ class Context:
     # Steps that call the student's functions (``carry.followed_calls``): check id -> {the id of a
     # check testing the function: the function's name}, to say "correct given your `gradient()`".
     calls: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Where the assignment's data files are: an instructor's test replayed here reads them from there
+    # (``np.load("data/x.npy")`` in a test cell), as it does in the student's working directory.
+    data_dir: Path | None = None
     # Results that depend on this context alone, asked for by many checks; ``replace`` starts afresh.
     _memo: dict[object, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 

@@ -56,6 +56,7 @@ class Grader:
 
     def __post_init__(self) -> None:
         self._skip: dict[str, set[str]] = {}
+        self._locked: dict[str, list[notebook.Cell]] = {}
         self._solution: dict[str, tuple[list[notebook.Cell], list[notebook.CellInfo]]] = {}
 
     def reveal(self) -> bool:
@@ -85,8 +86,11 @@ class Grader:
         except OSError as exc:
             card.sha256 = ""
             return self._invalid(card, assignment, f"The file cannot be opened ({exc.strerror}).")
+        if assignment.name not in self._locked:
+            self._locked[assignment.name] = self.references.locked_cells(assignment)
         try:
-            cells = answer_cells(assignment, notebook.read(path))
+            cells, restored = notebook.restore_locked(notebook.read(path), self._locked[assignment.name])
+            cells = answer_cells(assignment, cells)
         except NotebookError as exc:
             return self._invalid(card, assignment, str(exc))
         infos = notebook.analyse(cells)
@@ -104,7 +108,7 @@ class Grader:
             upstream, via = carry.with_calls(carry.upstream(assignment, infos), calls)
             ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
                           reference=ref.captures, reveal=self.reveal(), given=assignment.given,
-                          upstream=upstream, calls=via)
+                          upstream=upstream, calls=via, data_dir=assignment.solution_dir)
             need_carry = carry.needed(assignment, ctx.upstream, run.captures, ref.captures)
             # Variants run whatever the original run's ending (a crash, a timeout, a last cell that
             # ends the process): only a question that matched on every variant earns its points. They
@@ -142,6 +146,8 @@ class Grader:
         card.execution = execution_summary(run, self.executor.name, time.monotonic() - started,
                                            limits=assignment.limits, infos=infos,
                                            blocked=blocked_questions(card.questions))
+        if restored:
+            card.execution = replace(card.execution, notes=(*card.execution.notes, wording.restored_cells(restored)))
         if vset is not None and own_variants:
             # Whether its variants were its own (never which values or seed): the course's stand in
             # where the solution's steps or the secret are not here, or no draw tested as much.

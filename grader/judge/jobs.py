@@ -35,6 +35,17 @@ def skip_sources(assignment: Assignment) -> set[str]:
     return out
 
 
+def locked_cells(assignment: Assignment) -> list[notebook.Cell]:
+    """The given cells tagged ``locked`` (read-only: graded as released), from the skeleton, or
+    from the solution where there is no skeleton."""
+    for path in (assignment.skeleton, assignment.solution):
+        try:
+            return [c for c in notebook.read(path) if c.locked]
+        except NotebookError:
+            continue
+    return []
+
+
 def answer_cells(assignment: Assignment, cells: list[notebook.Cell]) -> list[notebook.Cell]:
     """The cells to run, cut where a question with ``before: NAME`` is answered in the middle of a
     cell: its value is captured just before the statement that first binds NAME."""

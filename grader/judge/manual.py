@@ -9,6 +9,7 @@ waiting verdict in every output; ``graded`` and ``awaiting`` are the only ways i
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 from grader.course.model import Assignment
 from grader.judge import wording
 from grader.judge.scorecard import QuestionResult
-from grader.judge.verdicts import AwaitingPerson, PersonGrade
+from grader.judge.verdicts import AwaitingPerson, LeftAsReleased, PersonGrade
 from grader.notebook import answers
 from grader.vocab import QuestionStatus
 
@@ -45,14 +46,36 @@ def with_answers(assignment: Assignment, path: Path, questions: Sequence[Questio
     manual = manual_questions(assignment)
     if not manual:
         return list(questions)
-    found = answers.locate(answers.read_cells(path), given_cells(assignment), manual)
+    given = given_cells(assignment)
+    found = answers.locate(answers.read_cells(path), given, manual)
+    zero = {q.id for q in assignment.questions if q.unchanged_scores_zero}
     out = []
     for q in questions:
         if q.status == QuestionStatus.MANUAL:
             a = found.get(q.id)
-            q = replace(q, answer=a, feedback=(wording.manual(AwaitingPerson(untouched=a is not None and a.untouched)),))
+            released = [c for c in given if c.question == q.id]
+            if q.id in zero and a is not None and _same_text(a.text, released):
+                markdown = bool(released) and all(c.kind == "markdown" for c in released)
+                q = replace(q, answer=a, score=0.0, status=QuestionStatus.UNANSWERED,
+                            feedback=(wording.left_as_released(LeftAsReleased(markdown=markdown)),))
+            else:
+                q = replace(q, answer=a, feedback=(wording.manual(AwaitingPerson(untouched=a is not None and a.untouched)),))
         out.append(q)
     return out
+
+
+# What nbgrader releases in place of a solution (its ``ClearSolutions.code_stub`` for Python): a
+# student who got the course's notebook from nbgrader and left it so has not answered either.
+NBGRADER_CODE_STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
+_BLANK_LINE = re.compile(r"^(\s*)\?\s*$", re.M)
+
+
+def _same_text(text: str, released: list[answers.NbCell]) -> bool:
+    """The answer holds exactly what the released notebook holds there (the skeleton's blank ``?``,
+    or nbgrader's stub in its place), whitespace aside."""
+    given = "\n\n".join(c.source.strip() for c in released if c.source.strip())
+    stubbed = _BLANK_LINE.sub(lambda m: "\n".join(m.group(1) + line for line in NBGRADER_CODE_STUB), given)
+    return bool(released) and text.split() in (given.split(), stubbed.split())
 
 
 def graded(q: QuestionResult, grade: PersonGrade) -> QuestionResult:

@@ -35,7 +35,7 @@ from grader.errors import NotebookError, ProtocolError, SolutionError
 from grader.files import write_atomic
 from grader.judge import variants, wording
 from grader.judge.checks import changed_answers
-from grader.judge.jobs import JobTemplate, answer_cells, run_notebook, skip_sources
+from grader.judge.jobs import JobTemplate, answer_cells, locked_cells, run_notebook, skip_sources
 from grader.run.execute import Executor, Session
 from grader.run.job import Captured, RunError
 from grader.vocab import RunStatus
@@ -136,6 +136,17 @@ class References:
             return set(self._bundle(assignment)[1])
         return skip_sources(assignment)
 
+    def locked_cells(self, assignment: Assignment) -> list[notebook.Cell]:
+        """The given read-only cells (``locked``), from the notebooks or the assignment's bundle."""
+        if assignment.bundle is None:
+            return locked_cells(assignment)
+        try:
+            data = json.loads(assignment.bundle.read_text(encoding="utf-8"))
+            return [notebook.Cell(index=0, source=str(c["source"]), tags=tuple(map(str, c["tags"])), cell_id=str(c["id"]))
+                    for c in data.get("locked_cells", [])]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise SolutionError(f"The reference bundle {assignment.bundle} of {assignment.name} cannot be used: {exc}") from None
+
     def save_bundle(self, assignment: Assignment, path: Path, *, solution_steps: bool = False) -> Path:
         """Write the assignment's reference bundle (computing the references if need be); with
         ``solution_steps``, also the solution's cells, which the carry-forward runs execute, when
@@ -145,7 +156,9 @@ class References:
         data: dict[str, object] = {
             "format": BUNDLE_FORMAT, "grader": __version__, "assignment": assignment.name,
             "config_digest": assignment.config_digest, "key": ref.key,
-            "skip_sources": sorted(self.skip_sources(assignment)), "reference": self._to_data(ref)}
+            "skip_sources": sorted(self.skip_sources(assignment)), "reference": self._to_data(ref),
+            "locked_cells": [{"id": c.cell_id, "source": c.source, "tags": list(c.tags)}
+                             for c in self.locked_cells(assignment)]}
         if solution_steps:  # the solution code grading itself must run: the carry-forward runs (``carry``)
             try:
                 cells = self.solution_cells(assignment)

@@ -30,6 +30,7 @@ import builtins
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -79,6 +80,7 @@ class Records:
 
     by_key: dict[str, Record]
     ended: str  # the exception the student's run of the test ended with, or ""
+    stderr: str = ""  # the first line the test wrote to stderr in the student's process (a warning...)
 
     @classmethod
     def read(cls, got: Captured | None) -> Records | None:
@@ -86,7 +88,7 @@ class Records:
         if got is None or got.value is None or got.value.kind != "list":
             return None
         out: dict[str, Record] = {}
-        ended = ""
+        ended = stderr = ""
         for item in got.value.data:
             parts: tuple[Value, ...] = item.data if item.kind == "tuple" else ()
             if len(parts) < 2 or any(p.kind != "str" for p in parts[:2]):
@@ -103,9 +105,11 @@ class Records:
                 out[key] = Record("end")
             elif kind == "stop" and len(texts) == 2:
                 ended = texts[0]
+            elif kind == "stderr" and len(texts) == 1:
+                stderr = texts[0]
             else:
                 return None
-        return cls(out, ended)
+        return cls(out, ended, stderr)
 
 
 def _raise_again(site: Site, rec: Record) -> Any:
@@ -382,6 +386,8 @@ class _Judging:
             self.run += 1
             self.error = _from_student(exc)
             self.findings.append(_raised(exc, self.where(exc)))
+        if self.check.stderr_fails and self.records is not None and self.records.stderr and not self.findings:
+            self.findings.append(v.WroteToStderr(self.records.stderr))  # nbgrader's rule: the cell scores 0
         return Outcome(self.passed, self.run, tuple(self.findings), self.error, self.line, self.partial)
 
     def _mark(self, n: int) -> None:
@@ -392,9 +398,13 @@ class _Judging:
         return value
 
 
-def judge(check: Check, student: dict[str, Captured], *, reveal: bool) -> Outcome:
-    """Run the test on one submission's captured values."""
-    return _Judging(check, student, reveal).outcome()
+def judge(check: Check, student: dict[str, Captured], *, reveal: bool, data_dir: Path | None = None) -> Outcome:
+    """Run the test on one submission's captured values; ``data_dir``: the assignment's data files,
+    where the test's own reading of them (``np.load("data/x.npy")``) finds them, as in the notebook."""
+    if data_dir is None or not data_dir.is_dir():
+        return _Judging(check, student, reveal).outcome()
+    with contextlib.chdir(data_dir):
+        return _Judging(check, student, reveal).outcome()
 
 
 def _site_finding(exc: TestSiteError) -> v.TestFinding:
@@ -420,9 +430,10 @@ def _raised(exc: BaseException, source: str) -> v.TestFinding:
     return v.TestRaised(name, text, source)
 
 
-def grade(check: Check, student: dict[str, Captured], base: CheckResult, *, reveal: bool) -> CheckResult:
+def grade(check: Check, student: dict[str, Captured], base: CheckResult, *, reveal: bool,
+          data_dir: Path | None = None) -> CheckResult:
     """The verdict of one ``test`` check (``grader.judge.checks.grade_check`` after the blanks)."""
-    out = judge(check, student, reveal=reveal)
+    out = judge(check, student, reveal=reveal, data_dir=data_dir)
     if not out.findings:
         return replace(base, status=CheckStatus.PASSED, score=_partial_points(out.partial, base.max_score))
     total = max(out.run, len(program(check.target).asserts), 1)

@@ -294,8 +294,17 @@ class TestFailedItself:
     text: str  # the test's own message, or ""
 
 
+@dataclass(frozen=True)
+class WroteToStderr:
+    """The test passed its asserts, but something wrote to stderr while it ran in the student's
+    notebook (a warning, an error message): nbgrader scores such a test cell 0, and a course imported
+    from nbgrader does too (``stderr_fails``)."""
+
+    text: str  # the first line written
+
+
 TestFinding = (AssertionSaid | Compared | DoesNotHold | NotClose | SiteRaised | TestRaised | DidNotRaise | Said
-               | SiteUnusable | SiteUnprepared | TestFailedItself)
+               | SiteUnusable | SiteUnprepared | TestFailedItself | WroteToStderr)
 
 
 @dataclass(frozen=True)
@@ -342,3 +351,12 @@ class AwaitingPerson:
 
     untouched: bool = False
     review_again: bool = False
+
+
+@dataclass(frozen=True)
+class LeftAsReleased:
+    """A question graded by a person whose answer is exactly as the notebook was released (the
+    course scores such an answer 0 without a person, as nbgrader does). ``markdown``: a written
+    answer, else code."""
+
+    markdown: bool = False

@@ -260,6 +260,10 @@ def finding(f: v.TestFinding) -> str:
         return f"{head}: " + " ".join(f.report)
     if isinstance(f, v.TestFailedItself):
         return f"{f.text}." if f.text else "the test failed."
+    if isinstance(f, v.WroteToStderr):
+        return (f"the test's checks hold, but while it ran your code wrote to the error stream (`{f.text}`); "
+                "this course counts a test that shows a warning or an error message as failed. Find what "
+                "prints it (often a NumPy warning such as a division by zero) and fix it.")
     if isinstance(f, v.SiteUnusable):
         return f"`{f.site}` cannot be checked: it {f.detail}."
     if isinstance(f, v.SiteUnprepared):
@@ -300,6 +304,22 @@ def manual(awaiting: v.AwaitingPerson | None = None) -> Feedback:
     if awaiting is not None and awaiting.untouched:
         return Feedback(FeedbackKind.MANUAL, MANUAL_UNTOUCHED)
     return Feedback(FeedbackKind.MANUAL, MANUAL)
+
+
+def left_as_released(left: v.LeftAsReleased) -> Feedback:
+    """A question graded by a person whose answer the student left exactly as released: 0 points,
+    no one to wait for (the course counts an unchanged answer as no answer, as nbgrader does)."""
+    where = ("the text cell still says \"YOUR ANSWER HERE\"" if left.markdown
+             else "the code cell is still the one you were given (its placeholder is still there)")
+    return Feedback(FeedbackKind.UNANSWERED, f"Not answered: {where}, so this question scores 0. Replace it with "
+                                             "your answer; a person grades what you write.")
+
+
+def restored_cells(cells: Sequence[int]) -> str:
+    """The note of a submission that changed given read-only cells: they ran as released."""
+    which = f"Cells {', '.join(map(str, cells[:-1]))} and {cells[-1]} are" if len(cells) > 1 else f"Cell {cells[0]} is"
+    return (f"{which} given read-only, so {'they' if len(cells) > 1 else 'it'} ran as released; "
+            "the changes made there were not graded.")
 
 
 def manual_selfcheck() -> Feedback:

@@ -27,10 +27,10 @@ from grader.notebook.flow import (
                                   python_source,
                                   split_before_binds,
 )
-from grader.notebook.read import MAX_NOTEBOOK_BYTES, SKIP_TAG, Cell, read
+from grader.notebook.read import LOCKED_TAG, MAX_NOTEBOOK_BYTES, SKIP_TAG, Cell, read, restore_locked
 from grader.notebook.scopes import module_level_binds
 
-__all__ = ["BLANK_NAME", "MAX_NOTEBOOK_BYTES", "SKIP_TAG", "Blank", "BlankReport", "Cell", "CellInfo", "ParsedCell",
+__all__ = ["BLANK_NAME", "LOCKED_TAG", "MAX_NOTEBOOK_BYTES", "SKIP_TAG", "Blank", "BlankReport", "Cell", "CellInfo", "ParsedCell",
            "Statement", "analyse", "blank_report", "dependencies", "direct_inputs", "fill_blanks", "find_blanks",
            "first_binds", "identifiers", "imported_modules", "input_definitions", "module_level_binds", "parse_cell",
-           "python_source", "read", "split_before_binds", "without_tool_lines"]
+           "python_source", "read", "restore_locked", "split_before_binds", "without_tool_lines"]

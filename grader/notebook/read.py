@@ -19,6 +19,7 @@ MAX_CODE_CHARS = 400_000
 # Python source cannot hold these, and JSON or UTF-8 writers fail on them: replaced on reading.
 _UNUSABLE_CHARS = re.compile("[\x00\ud800-\udfff]")
 SKIP_TAG = "skip-grading"
+LOCKED_TAG = "locked"  # a given, read-only cell: graded as released (``restore_locked``)
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,11 @@ class Cell:
     index: int
     source: str
     tags: tuple[str, ...] = ()
+    cell_id: str = ""  # the notebook's own id for the cell (nbformat 4.5), where it has one
+
+    @property
+    def locked(self) -> bool:
+        return LOCKED_TAG in self.tags
 
     @property
     def skipped(self) -> bool:
@@ -102,8 +108,27 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
         source = _UNUSABLE_CHARS.sub("\ufffd", source)  # a lone surrogate or NUL: the replacement character
         tags = cell.get("metadata", {}).get("tags", []) if isinstance(cell.get("metadata"), dict) else []
         tags = tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ()
-        cells.append(Cell(index=number, source=source, tags=tags))
+        cell_id = cell.get("id")
+        cells.append(Cell(index=number, source=source, tags=tags, cell_id=cell_id if isinstance(cell_id, str) else ""))
     return cells
+
+
+def restore_locked(cells: list[Cell], given: list[Cell]) -> tuple[list[Cell], tuple[int, ...]]:
+    """The cells as they run: each cell that has the id of a given cell tagged ``locked`` holds
+    that cell's source and tags again, as nbgrader puts its read-only cells back before grading;
+    with the positions of the cells that had been changed."""
+    locked = {c.cell_id: c for c in given if c.locked and c.cell_id}
+    if not locked:
+        return cells, ()
+    out, changed = [], []
+    for c in cells:
+        was = locked.get(c.cell_id)
+        if was is not None and (c.source != was.source or c.tags != was.tags):
+            if c.source.strip() != was.source.strip():
+                changed.append(c.index)
+            c = Cell(index=c.index, source=was.source, tags=was.tags, cell_id=c.cell_id)
+        out.append(c)
+    return out, tuple(changed)
 
 
 def _unusable(data: dict[str, Any]) -> str:

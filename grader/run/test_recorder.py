@@ -237,15 +237,37 @@ def record_test(source: str, ns: dict[str, Any], seed: int, budget: list[int]) -
                TEST_ASSERT: _assert, TEST_AT: lambda n: None, TEST_DEL: lambda name: _delete(ns, name)})
     seed_everything(seed)
     ended: tuple[str, str] = ("", "")
+    stderr, sys.stderr = sys.stderr, _ErrorStream(sys.stderr)  # warnings too: they are written there
     try:
         exec(compile(source, CHECK_FILE, "exec"), ns)  # noqa: S102 - student process, student namespace
     except BaseException as exc:  # noqa: BLE001 - how the test ended here is a record, whatever it was
         ended = (type(exc).__name__[:100], _safe_str(exc))
     finally:
+        written, sys.stderr = getattr(sys.stderr, "first", ""), stderr
         ns.clear()
         ns.update(saved)
+    if written:  # nbgrader scores a test cell that shows anything on stderr 0 (``utils.determine_grade``)
+        recorder.records.append({"t": "tuple", "items": [_str("stderr"), _str(""), _str(written)]})
     recorder.records.append({"t": "tuple", "items": [_str("stop"), _str(""), _str(ended[0]), _str(ended[1])]})
     return {"t": "list", "items": recorder.records}
+
+
+class _ErrorStream:
+    """``sys.stderr`` while a test runs: passes everything on, keeps the first line written."""
+
+    def __init__(self, inner: Any):
+        self.inner, self.first = inner, ""
+
+    def write(self, text: Any) -> int:
+        if not self.first and isinstance(text, str) and text.strip():
+            self.first = text.strip().splitlines()[0][:200]
+        return int(self.inner.write(text) or 0)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 def _delete(ns: dict[str, Any], name: str) -> None:
