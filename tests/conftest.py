@@ -91,16 +91,17 @@ def submit(tmp_path, grader, course):
     return _submit
 
 
-# The modules that take longest, longest first (`pytest --durations=0`, summed per module). Under
+# The modules that take longest, longest first (wall time of each in a serial run, 2026-11-26). Under
 # `-n 2` each module goes to one worker whole (``--dist loadfile`` in pyproject.toml: its module
 # fixtures, such as the Jupyter runs of test_executors and test_lean_runner, are set up once), in
 # this order, so the long ones start at once on both workers and the short ones fill in after them
 # instead of a long one starting last.
 LONGEST_FIRST = (
-    "test_plugin", "test_lean_runner", "test_executors", "test_grading", "test_render", "test_sandbox",
-    "test_assignments", "test_cluster", "test_variants", "test_settings", "test_hostile_inputs", "test_rewrites",
-    "test_forkserver", "test_carry_forward", "test_import", "test_batch", "test_solution_numbers",
-    "test_grader_speed", "test_selfcheck", "test_consumers", "test_sessions", "test_report", "test_classroom50",
+    "test_cluster", "test_render", "test_sandbox", "test_plugin", "test_variants", "test_lean_runner",
+    "test_hostile_inputs", "test_settings", "test_batch", "test_import", "test_executors", "test_assignments",
+    "test_forkserver", "test_review", "test_carry_forward", "test_nbgrader_semantics", "test_sessions",
+    "test_selfcheck", "test_rewrites", "test_solution_numbers", "test_consumers", "test_classroom50", "test_setup",
+    "test_carry_calls", "test_worker_speed", "test_grading",
 )
 
 
