@@ -439,6 +439,9 @@ def cmd_review(args: argparse.Namespace) -> int:
     store = GradeStore.in_folder(out)
     if store.meta("assignment", assignment.name) != assignment.name:
         raise UsageError(f"{out}/ holds the grades of {store.meta('assignment')!r}, not of {assignment.name!r}.")
+    for question in assignment.questions:  # config.yaml's rubric items, the first time each is seen
+        if question.rubric:
+            store.seed_rubric(question.id, [(item.text, item.points) for item in question.rubric])
     who = args.grader or getpass.getuser()
     formats = merge.formats_in(store, course)
     if args.export:

@@ -169,6 +169,45 @@ def test_grades_come_in_through_a_spreadsheet_and_reach_every_output(graded, run
     assert "by a person: 2 of 3 graded" in (run / "report.html").read_text()
 
 
+def test_a_rubric_written_in_config_yaml_is_there_when_grading_starts(graded, run, tmp_path):
+    from grader.course.config import load
+    from grader.errors import ConfigError
+    from grader.review.store import GradeStore
+
+    rubric = ("        manual: true\n        rubric:\n          - text: Names the symmetry\n            points: 2\n"
+              "          - {text: 'Shows the sum, 10 / 5', points: 1}\n          - {text: Off topic, points: -1}\n")
+    text = (graded / "config.yaml").read_text()
+    config = graded / f"{tmp_path.name}.yaml"  # beside the course's own: the same folders, a rubric added
+    config.write_text(text.replace("        manual: true\n", rubric, 1))
+    explain = next(q for q in load(config).assignment("rv").questions if q.id == "explain")
+    assert [(i.text, i.points) for i in explain.rubric] == [
+        ("Names the symmetry", 2.0), ("Shows the sum, 10 / 5", 1.0), ("Off topic", -1.0)]
+    assert review(graded, run, "--config", str(config), "--export", str(tmp_path / "sheet.csv")).returncode == 0
+    store = GradeStore.in_folder(run)
+    assert [(i.text, i.points) for i in store.rubric("explain")] == [(i.text, i.points) for i in explain.rubric]
+    assert store.rubric("weights") == []
+    # The page's edits stay: a re-pointed item keeps its points, and one removed from the page's
+    # text is not added again; a new item in config.yaml is.
+    first = store.rubric("explain")[0]
+    store.update_item(first.id, text="Names the symmetry around 2", points=1.5, grader="Tess")
+    config.write_text(config.read_text().replace("{text: Off topic, points: -1}",
+                                                 "{text: Off topic, points: -1}\n          - {text: Uses n, points: 1}"))
+    assert review(graded, run, "--config", str(config), "--export", str(tmp_path / "sheet.csv")).returncode == 0
+    assert [(i.text, i.points) for i in store.rubric("explain")] == [
+        ("Names the symmetry around 2", 1.5), ("Shows the sum, 10 / 5", 1.0), ("Off topic", -1.0), ("Uses n", 1.0)]
+    # A rubric belongs to a question a person grades, and says each item once.
+    for bad, message in (
+            (text.replace("          - value: m\n", "          - value: m\n        rubric: [{text: x, points: 1}]\n"),
+             "only a question graded by a person ('manual: true') has a rubric"),
+            (text.replace("        manual: true\n", "        manual: true\n        rubric: [{text: x, points: 1}, "
+                                                     "{text: x, points: 2}]\n", 1), "repeats the item 'x'"),
+            (text.replace("        manual: true\n", "        manual: true\n        rubric: [{text: x}]\n", 1),
+             "rubric[0].points is required")):
+        config.write_text(bad)
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            load(config)
+
+
 def test_a_bad_sheet_is_refused_row_by_row_and_nothing_is_applied(graded, run, tmp_path):
     sheet = tmp_path / "bad.csv"
     sheet.write_text("student,question,points,comment\n"

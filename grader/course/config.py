@@ -25,7 +25,18 @@ import yaml
 
 from grader.course import kinds, properties
 from grader.course.inherited import Inherited, Level, inherit
-from grader.course.model import KEEP, Assignment, Check, Course, Hint, Limits, Question, ScorecardSettings, VariantSpec
+from grader.course.model import (
+    KEEP,
+    Assignment,
+    Check,
+    Course,
+    Hint,
+    Limits,
+    Question,
+    RubricItem,
+    ScorecardSettings,
+    VariantSpec,
+)
 from grader.course.reader import Document, Reader, describe
 from grader.errors import ConfigError
 from grader.names import check_id
@@ -156,8 +167,25 @@ def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None 
     )
 
 
+def _rubric(r: Reader) -> tuple[RubricItem, ...]:
+    """``rubric:`` of a manual question: a list of ``{text: ..., points: ...}`` (points may be
+    negative, for a deduction)."""
+    items = []
+    for path, data in r.items("rubric"):
+        item = Reader(r.doc, data, path)
+        item.only("text", "points")
+        text = item.string("text")
+        items.append(RubricItem(text=text.strip(), points=float(item.number("points", minimum=-float("inf")))))
+    texts = [i.text for i in items]
+    for k, text in enumerate(texts):
+        if text in texts[:k]:
+            raise r.error(f"{r.sub('rubric')}[{k}]", f"repeats the item {text!r}")
+    return tuple(items)
+
+
 def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question:
-    r.only("id", "title", "points", "checks", "visible", "manual", "unchanged_scores_zero", *Inherited.keys(Level.QUESTION))
+    r.only("id", "title", "points", "checks", "visible", "manual", "unchanged_scores_zero", "rubric",
+           *Inherited.keys(Level.QUESTION))
     settings = inherit(r, Level.QUESTION, outer)
     qid = r.string("id", pattern=ID_RE)
     title = r.string("title", qid)
@@ -168,7 +196,9 @@ def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question
         if items:
             raise r.error(r.sub("checks"), "a manually graded question ('manual: true') has no checks")
         return Question(id=qid, title=title, points=points, checks=(), visible=r.flag("visible", True), manual=True,
-                        unchanged_scores_zero=r.flag("unchanged_scores_zero", False))
+                        unchanged_scores_zero=r.flag("unchanged_scores_zero", False), rubric=_rubric(r))
+    if r.has("rubric"):
+        raise r.error(r.sub("rubric"), "only a question graded by a person ('manual: true') has a rubric")
     if r.flag("unchanged_scores_zero", False):
         raise r.error(r.sub("unchanged_scores_zero"), "only a question graded by a person ('manual: true') has an answer "
                       "to leave unchanged")

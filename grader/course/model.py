@@ -96,6 +96,15 @@ class Check:
 
 
 @dataclass(frozen=True)
+class RubricItem:
+    """A rubric item of a question graded by a person, as config.yaml lists it: the review page
+    starts with these (``grader.review.store.GradeStore.seed_rubric``)."""
+
+    text: str
+    points: float  # negative: a deduction
+
+
+@dataclass(frozen=True)
 class Question:
     id: str
     title: str
@@ -105,6 +114,7 @@ class Question:
     manual: bool = False  # graded by a person: the autograder scores it 0 and lists it as waiting
     # A manual answer left exactly as released scores 0 and waits for no one (nbgrader's checksum rule).
     unchanged_scores_zero: bool = False
+    rubric: tuple[RubricItem, ...] = ()  # a manual question's rubric items, in order
 
     @property
     def split(self) -> bool:

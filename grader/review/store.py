@@ -171,6 +171,29 @@ class GradeStore:
             self._log(db, grader, "", question, "add item", {"id": item.id, "text": text, "points": points})
         return item
 
+    def seed_rubric(self, question: str, items: Sequence[tuple[str, float]]) -> int:
+        """Add config.yaml's rubric items (text, points) of a question that this store has never
+        been given and does not hold under that text: an item added to config.yaml later appears,
+        an item edited or re-pointed on the page stays as the page has it. How many were added."""
+        key = f"rubric from config.yaml: {question}"
+        added = 0
+        with self._write() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            given = set(json.loads(row[0])) if row else set()
+            held = {t for (t,) in db.execute("SELECT text FROM rubric WHERE question = ?", (question,))}
+            position = db.execute("SELECT COUNT(*) FROM rubric WHERE question = ?", (question,)).fetchone()[0]
+            for text, points in items:
+                if text in given or text in held:
+                    continue
+                cur = db.execute("INSERT INTO rubric (question, position, text, points) VALUES (?, ?, ?, ?)",
+                                 (question, position + added, text, float(points)))
+                self._log(db, "config.yaml", "", question, "add item",
+                          {"id": cur.lastrowid, "text": text, "points": points})
+                added += 1
+            given |= {text for text, _ in items}
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(sorted(given))))
+        return added
+
     def update_item(self, item: int, *, text: str | None = None, points: float | None = None,
                     grader: str = "") -> None:
         with self._write() as db:
