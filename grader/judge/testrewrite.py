@@ -39,6 +39,7 @@ from typing import Any, cast
 
 from grader.capture import trim
 from grader.course import testcode
+from grader.judge.testslice import student_copy
 from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 
 RAISES = frozenset({"raises", "assert_raises", "assertRaises"})
@@ -418,7 +419,8 @@ def program(source: str) -> Program:
     module = ast.fix_missing_locations(ast.Module(body=copy.deepcopy(body), type_ignores=[]))
     marker = _Mark(source)
     marked = ast.fix_missing_locations(marker.visit(module))
-    recorded = ast.fix_missing_locations(_Recorded(rewriter.recorded).visit(ast.Module(body=body, type_ignores=[])))
+    recorded = _Recorded(rewriter.recorded).visit(ast.Module(body=body, type_ignores=[]))
+    recorded = ast.fix_missing_locations(ast.Module(body=student_copy(recorded.body, student), type_ignores=[]))
     record_source = "\n".join(filter(None, [_prelude(source, tree), ast.unparse(recorded)]))
     return Program(judge_code=compile(marked, "<test>", "exec"), record_source=record_source,
                    sites=tuple(rewriter.sites), asserts=tuple(rewriter.asserts), statements=tuple(marker.statements))
