@@ -39,19 +39,19 @@ def _has_call(node: ast.AST) -> bool:
     return any(_is_call(n) for n in ast.walk(node))
 
 
-class _Guarded(Exception):
-    """A call sits where lifting it out would change whether or how often it runs."""
-
-
-def _outer_calls(node: ast.AST) -> list[ast.expr]:
-    """The calls into the student's code in ``node``, outermost first, in the order Python runs them."""
+def _outer_calls(node: ast.AST) -> list[ast.expr] | None:
+    """The calls into the student's code in ``node``, outermost first, in the order Python runs
+    them; None when one sits where lifting it out would change whether or how often it runs."""
     if _is_call(node):
         return [node]  # type: ignore[list-item]  # _is_call says it is an ast.Call
     if isinstance(node, _GUARDED) and _has_call(node):
-        raise _Guarded
+        return None
     out: list[ast.expr] = []
     for child in ast.iter_child_nodes(node):
-        out.extend(_outer_calls(child))
+        inner = _outer_calls(child)
+        if inner is None:
+            return None
+        out.extend(inner)
     return out
 
 
@@ -139,18 +139,14 @@ class _Slicer:
             call = s.value
             assert isinstance(call, ast.Call)  # noqa: S101 - _is_call says so
             thunk = call.args[1]
-            try:
-                calls = _outer_calls(thunk.body) if isinstance(thunk, ast.Lambda) else None
-            except _Guarded:
-                calls = None
+            calls = _outer_calls(thunk.body) if isinstance(thunk, ast.Lambda) else None
             if calls is None:
                 return self.keep(s)
             lifted = ast.Lambda(args=thunk.args, body=ast.Tuple(elts=calls, ctx=ast.Load()))  # type: ignore[attr-defined]
             new = ast.Call(func=call.func, args=[call.args[0], lifted, *call.args[2:]], keywords=[])
             return self.keep(ast.copy_location(ast.Expr(value=new), s))
-        try:
-            calls = _outer_calls(s)
-        except _Guarded:
+        calls = _outer_calls(s)
+        if calls is None:
             return self.keep(s)
         return self.keep(ast.copy_location(ast.Expr(value=ast.Tuple(elts=calls, ctx=ast.Load())), s))
 
