@@ -99,7 +99,8 @@ class JobTemplate:
         if record:  # the calls of the student's functions a later step uses (``grader.run.calls``)
             captures += tuple(CaptureSpec(calls_id(f), CaptureKind.EXPR, f"{CALLS}[{f!r}]", None) for f in record)
         base = Job(cells=tuple(job_cells), captures=captures, limits=assignment.limits,
-                   files=files, traceback_lines=traceback_lines, preload=preload_for(assignment))
+                   files=files, traceback_lines=traceback_lines, preload=preload_for(assignment),
+                   cell_seed=assignment.seed_each_cell)
         return cls(assignment, infos, base, record)
 
     def job(self, variant: variants.Variant | None = None) -> Job:

@@ -60,7 +60,7 @@ _CONTROL = (TestStopped, TestSiteError, TestDidNotRaise)  # the grader's own way
 
 def captures(check: Check, point: int | None) -> list[CaptureSpec]:
     """The job's capture for one ``test`` check: the student's copy of the test, run at ``point``."""
-    return [CaptureSpec(id=check.id, kind=CaptureKind.TEST, target=program(check.target).record_source,
+    return [CaptureSpec(id=check.id, kind=CaptureKind.TEST, target=program(check.target, check.notebook_names).record_source,
                         point=point, seed=check.seed)]
 
 
@@ -173,7 +173,7 @@ class _Judging:
 
     def __init__(self, check: Check, student: dict[str, Captured], reveal: bool):
         self.check, self.reveal = check, reveal
-        self.prog = program(check.target)
+        self.prog = program(check.target, check.notebook_names)
         self.records = Records.read(student.get(check.id))
         self.show_expected = reveal or not check.hidden
         self.stack: list[tuple[str, dict[int, int]]] = [("", {})]
@@ -328,6 +328,10 @@ class _Judging:
     def _not_close(self, info: AssertInfo, func: Any, left: Any, right: Any, options: dict[str, Any]) -> v.TestFinding:
         """``np.allclose(yours, expected)`` that does not hold: how yours differs, in kind, by the
         grader's own comparison with the test's tolerance (no expected value shown unless allowed)."""
+        try:  # ``np.allclose(rows, 1)``: the test's own broadcasting, so the difference is told element by element
+            right = np.broadcast_to(right, np.shape(left)) if np.ndim(right) < np.ndim(left) else right
+        except (ValueError, TypeError):
+            pass
         mine, expected = _as_value(left), _as_value(right)
         exact = getattr(func, "__name__", "") in ("array_equal", "array_equiv")
         try:
@@ -424,11 +428,13 @@ def grade(check: Check, student: dict[str, Captured], base: CheckResult, *, reve
     """The verdict of one ``test`` check (``grader.judge.checks.grade_check`` after the blanks)."""
     out = judge(check, student, reveal=reveal)
     if not out.findings:
-        return replace(base, status=CheckStatus.PASSED, score=_partial_points(out.partial, base.max_score))
-    total = max(out.run, len(program(check.target).asserts), 1)
+        said = (v.AuthorSaid(check.label, check.success_message, passed=True),) if check.success_message else ()
+        return replace(base, status=CheckStatus.PASSED, score=_partial_points(out.partial, base.max_score), reasons=said)
+    total = max(out.run, len(program(check.target, check.notebook_names).asserts), 1)
     status = CheckStatus.ERROR if out.error and not out.passed else CheckStatus.FAILED
     score = base.max_score * out.passed / total if check.partial and out.passed else 0.0
-    return replace(base, status=status, score=score, reasons=(v.TestFailed(check.label, out.findings, out.line),))
+    said = (v.AuthorSaid(check.label, check.failure_message, passed=False),) if check.failure_message else ()
+    return replace(base, status=status, score=score, reasons=(*said, v.TestFailed(check.label, out.findings, out.line)))
 
 
 def _partial_points(value: Any, points: float) -> float:
