@@ -77,3 +77,14 @@ def test_a_raise_the_test_catches_itself_stays_without_its_message():
     assert "raise ValueError\n" in copy + "\n" and "not {expected}" not in copy and "AssertionError" not in copy
     # Its condition decides which of the student's functions the test calls next: it stays, with what it reads.
     assert "expected = [1, 4]" in copy
+
+
+def test_the_tests_random_draws_stay_whole_so_its_inputs_match():
+    # Data 88E's idiom: the test seeds NumPy, draws its inputs, and draws one value it never passes on.
+    src = ("np.random.seed(1234)\nunused = np.random.uniform(0, 1, 3)\nx2 = np.random.uniform(0, 10, 5)\n"
+           "rng = np.random.default_rng(0)\nnoise = rng.random(2)\ny2 = rng.random(5)\nx2.sort()\n"
+           "assert np.isclose(corr(x2, y2), 0.64)\nnp.testing.assert_allclose(corr(x2, y2), 0.6410799)")
+    copy = program(src).record_source
+    for line in ["np.random.seed(1234)", "unused = np.random.uniform(0, 1, 3)", "noise = rng.random(2)", "x2.sort()"]:
+        assert line in copy
+    assert "0.64" not in copy

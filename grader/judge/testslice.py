@@ -80,12 +80,53 @@ def _stores_into(stmt: ast.stmt) -> bool:
                for t in targets for n in ast.walk(t))
 
 
+# A call of one of these draws random numbers or sets a generator: a statement that makes one stays
+# whole, wherever its result goes, so the draws the test feeds the student's code come out the same
+# in both runs (``np.random.seed(1234)``, then ``x2 = np.random.uniform(0, 10, 5)``).
+_RANDOM_MODULES = frozenset({"random"})
+_TORCH_DRAWS = frozenset({"manual_seed", "seed", "rand", "randn", "randint", "randperm", "rand_like", "randn_like",
+                          "randint_like", "normal", "bernoulli", "multinomial", "poisson"})
+_GENERATORS = frozenset({"default_rng", "RandomState", "Random", "Generator", "SeedSequence"})
+
+
+def _chain(func: ast.expr) -> list[str]:
+    """``np.random.seed`` -> ["np", "random", "seed"]; [] when not a plain chain of names."""
+    parts: list[str] = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return []
+    return [func.id, *reversed(parts)]
+
+
+def _draws(stmt: ast.AST, generators: set[str]) -> bool:
+    """Whether the statement calls a random generator (NumPy's, ``random``'s, torch's, or a
+    generator object the test made)."""
+    for node in ast.walk(stmt):
+        if not isinstance(node, ast.Call):
+            continue
+        chain = _chain(node.func)
+        if not chain:
+            continue
+        if ("random" in chain[1:] or chain[0] in _RANDOM_MODULES or chain[0] in generators
+                or chain[-1] in _GENERATORS or (chain[0] == "torch" and chain[-1] in _TORCH_DRAWS)):
+            return True
+    return False
+
+
+def _checks(expr: ast.expr) -> bool:
+    """A call that only checks (``np.testing.assert_allclose``, nose's ``assert_equal``, ``self.assertTrue``)."""
+    chain = _chain(expr.func) if isinstance(expr, ast.Call) else []
+    return bool(chain) and (chain[-1].lower().startswith("assert") or chain[-1] == TEST_ASSERT)
+
+
 _SIMPLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Import, ast.ImportFrom)
 
 
 class _Slicer:
-    def __init__(self, student: set[str]):
-        self.student = student
+    def __init__(self, student: set[str], generators: set[str]):
+        self.student, self.generators = student, generators
         self.needed: set[str] = set()  # names a kept statement reads (last pass)
         self.effectful: set[str] = set()  # the test's functions that call the student's code
         self.reads: set[str] = set()  # this pass
@@ -130,8 +171,12 @@ class _Slicer:
 
     def simple(self, s: ast.stmt) -> ast.stmt | None:
         binds = _binds(s)
-        calls_own = isinstance(s, ast.Expr) and bool(_reads(s) & self.effectful)
-        if binds & (self.student | self.needed) or calls_own or _stores_into(s):
+        # An expression statement run for its effect on what feeds the calls (``x.sort()``,
+        # ``np.fill_diagonal(a, 0)``, a helper of the test's that calls the student's code); not
+        # one that only checks (``np.testing.assert_allclose(f(x), expected)``).
+        effect = isinstance(s, ast.Expr) and not _checks(s.value) and bool(
+            _reads(s) & (self.effectful | self.needed))
+        if binds & (self.student | self.needed) or effect or _stores_into(s) or _draws(s, self.generators):
             return self.keep(s)
         if not _has_call(s):
             return None
@@ -209,4 +254,7 @@ class _Slicer:
 def student_copy(body: list[ast.stmt], student: set[str]) -> list[ast.stmt]:
     """The statements of the student's copy (already rewritten: sites, asserts without their
     expected side) that feed its calls into the student's code, in their order."""
-    return _Slicer(student).module(body) or [ast.Pass()]
+    module = ast.Module(body=body, type_ignores=[])
+    generators = {n.id for node in ast.walk(module) if isinstance(node, ast.Assign) and _draws(node, set())
+                  for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return _Slicer(student, generators).module(body) or [ast.Pass()]
