@@ -185,3 +185,12 @@ def test_a_seed_variable_is_set_before_every_cell(tmp_path):
 ])
 def test_points_are_resolved_as_otter_resolves_them(points, own, expected):
     assert otter_import._shares(points, [{"points": p} for p in own]) == expected
+
+
+@pytest.mark.parametrize(("output", "expected"), [
+    ("np.True_", "assert np.isclose(r, 1)"),  # NumPy 2's repr in a master notebook: a boolean, on any NumPy
+    ("np.False_", "assert not (np.isclose(r, 1))"),
+    ("True", "assert np.isclose(r, 1)"),
+])
+def test_a_stored_boolean_is_compared_as_a_boolean(output, expected):
+    assert otter_import.expected_assert("np.isclose(r, 1)", output) == (expected, None)

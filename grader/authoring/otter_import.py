@@ -93,7 +93,9 @@ def _output_text(cell: Any) -> str:
 
 
 _NUMERIC_NAMES = {"array": np.array, "np": np, "nan": math.nan, "inf": math.inf, "float64": np.float64,
-                  "int64": np.int64, "float32": np.float32, "True": True, "False": False, "None": None}
+                  "int64": np.int64, "float32": np.float32, "True": True, "False": False, "None": None,
+                  # NumPy 2 writes a boolean scalar as ``np.True_``: the value, whatever NumPy grades it
+                  "True_": np.True_, "False_": np.False_, "bool": np.bool_}
 
 
 def expected_assert(expr: str, output: str) -> tuple[str, str | None]:
