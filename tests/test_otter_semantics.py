@@ -194,3 +194,19 @@ def test_points_are_resolved_as_otter_resolves_them(points, own, expected):
 ])
 def test_a_stored_boolean_is_compared_as_a_boolean(output, expected):
     assert otter_import.expected_assert("np.isclose(r, 1)", output) == (expected, None)
+
+
+def test_a_master_notebook_without_its_solutions_is_named_as_such(tmp_path):
+    # Some published otter courses keep only the released notebook (`z = ...`): the import says so.
+    from grader.errors import SolutionError
+
+    (tmp_path / "solutions/hw").mkdir(parents=True)
+    book = nbformat.v4.new_notebook()
+    book.cells = [nbformat.v4.new_code_cell("import numpy as np"), nbformat.v4.new_code_cell("z = ...")]
+    nbformat.write(book, str(tmp_path / "solutions/hw/hw.ipynb"))
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"course": {"name": "b"}, "assignments": {"hw": {
+        "variants": {"count": 0}, "questions": [{"id": "q", "points": 1, "checks": [{"test": "assert z > 1"}]}]}}}))
+    course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
+    with pytest.raises(SolutionError, match=r"leaves a blank to fill in cell 2 \(`\?` or `\.\.\.`\): the solution "
+                                            "must hold every answer"):
+        Grader(course).grade(course.assignment("hw"), tmp_path / "solutions/hw/hw.ipynb")
