@@ -88,3 +88,4 @@ def test_the_tests_random_draws_stay_whole_so_its_inputs_match():
     for line in ["np.random.seed(1234)", "unused = np.random.uniform(0, 1, 3)", "noise = rng.random(2)", "x2.sort()"]:
         assert line in copy
     assert "0.64" not in copy
+

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -55,6 +56,10 @@ from grader.seeding import seed_everything
 from grader.vocab import CaptureKind, CheckStatus, Unprepared
 
 BUDGET = 64 * 1024 * 1024
+# A test's own draws (``np.random.seed(1001)``, then ``np.random.choice(y_hat, 5)``) come from the
+# process's generators, which the threads of a batch share: one test replays at a time, so no
+# other thread's draws fall between its seed and its draws.
+_DRAWS = threading.Lock()
 _CONTROL = (TestStopped, TestSiteError, TestDidNotRaise)  # the grader's own ways out of a test
 
 
@@ -366,6 +371,10 @@ class _Judging:
         ns = namespace(self.check.target)
         ns.update({TEST_SITE: self.site, TEST_ITER: self.iterate, TEST_WITH: self.with_, TEST_ASSERT: self.assert_,
                    TEST_AT: self._mark, TEST_DEL: lambda name: ns.pop(name, None), PARTIAL: self._partial})
+        with _DRAWS:
+            return self._run(ns)
+
+    def _run(self, ns: dict[str, Any]) -> Outcome:
         seed_everything(int(self.check.seed or 0))
         try:
             exec(self.prog.judge_code, ns)  # noqa: S102 - the instructor's test, in the grader
