@@ -58,8 +58,9 @@ def _cell(kind: str, source: str, output: str | None = None) -> nbformat.Noteboo
 
 def master(path: Path) -> Path:
     cells = [
-        ("raw", f"# ASSIGNMENT CONFIG\nname: lab\ngenerate:\n    seed: {SEED}\n"),
-        ("code", "import numpy as np\nimport otter\ngrader = otter.Notebook('lab.ipynb')"),
+        ("raw", f"# ASSIGNMENT CONFIG\nname: lab\ngenerate:\n    seed: {SEED}\nfiles:\n    - data/w.csv\n"),
+        ("code", "import numpy as np\nimport otter\ngrader = otter.Notebook('lab.ipynb')\n"
+                 "w = np.loadtxt('data/w.csv', delimiter=',')"),
         ("raw", "# BEGIN QUESTION\nname: q_seed\npoints: 1"),
         ("code", f"np.random.seed({SEED}) # SEED\nx = np.random.rand(3) # SOLUTION"),
         ("raw", "# BEGIN TESTS"),
@@ -82,6 +83,8 @@ def master(path: Path) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.cells = [_cell(*c) for c in cells]
     nbformat.write(nb, str(path))
+    (path.parent / "data").mkdir()
+    (path.parent / "data/w.csv").write_text("1,2\n3,4\n")
     (path.parent / "tests").mkdir()
     (path.parent / "tests/q_ok.py").write_text(OK_FILE)
     (path.parent / "tests/q_exc.py").write_text(EXCEPTION_FILE)
@@ -92,7 +95,7 @@ def submission(path: Path, *, x: str, total: str, scale: str, table: str) -> Pat
     # As otter releases it: no ``# SEED`` line; otter's own cells kept, as students leave them.
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(s) for s in [
-        "import numpy as np\nimport otter\ngrader = otter.Notebook('lab.ipynb')",
+        "import numpy as np\nimport otter\ngrader = otter.Notebook('lab.ipynb')\nw = np.loadtxt('data/w.csv', delimiter=',')",
         "noise = np.random.rand(5)  # draws of the student's own, before the answer", x, 'grader.check("q_seed")',
         total, 'grader.check("q_msg")', scale, table, "grader.check_all()", "grader.export(pdf=False)"]]
     nbformat.write(nb, str(path))
@@ -122,6 +125,8 @@ def test_the_import_reads_otters_seed_messages_and_test_files(lab):
     root, _, _ = lab
     section = yaml.safe_load((root / "config.yaml").read_text())["assignments"]["lab"]
     assert section["seed_each_cell"] == SEED
+    # A data file stays in its folder, where the notebook reads it (the solution's run reads it there).
+    assert section["data"] == ["data/w.csv"] and (root / "solutions/lab/data/w.csv").is_file()
     qs = {q["id"]: q for q in section["questions"]}
     assert qs["q_msg"]["checks"][0] == {"test": "assert sum(1, 2) == 3", "success_message": "well summed",
                                         "failure_message": "sum adds its two arguments", "points": 1,
