@@ -215,3 +215,34 @@ def test_a_master_notebook_without_its_solutions_is_named_as_such(tmp_path):
     with pytest.raises(SolutionError, match=r"leaves a blank to fill in cell 2 \(`\?` or `\.\.\.`\): the solution "
                                             "must hold every answer"):
         Grader(course).grade(course.assignment("hw"), tmp_path / "solutions/hw/hw.ipynb")
+
+
+def test_the_students_own_check_seeds_the_cells_as_grading_does(tmp_path):
+    import json
+
+    import numpy as np
+
+    from grader import capture, selfcheck
+    from grader.authoring.public import public_checks
+    from grader.run.subprocess_executor import SubprocessExecutor
+
+    nb = tmp_path / "solutions/hw/hw.ipynb"
+    nb.parent.mkdir(parents=True)
+    book = nbformat.v4.new_notebook()
+    book.cells = [nbformat.v4.new_code_cell(c) for c in ["import numpy as np", "x = np.random.rand(3)"]]
+    nbformat.write(book, str(nb))
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"course": {"name": "s"}, "assignments": {"hw": {
+        "variants": {"count": 0}, "seed_each_cell": SEED,
+        "questions": [{"id": "q", "points": 1, "checks": [{"value": "x", "public": True}]}]}}}))
+    assignment = config.load(tmp_path / "config.yaml").assignment("hw")
+    expected = capture.decode(capture.encode(np.random.RandomState(SEED).rand(3), budget=[1 << 20]))
+    from grader.run.job import Captured
+
+    data = public_checks(assignment, {"q/0": Captured(value=expected)})
+    assert data["seed_each_cell"] == {"seed": SEED, "variable": ""}
+    (tmp_path / "public_checks.json").write_text(json.dumps(data))
+    book.cells.insert(1, nbformat.v4.new_code_cell("noise = np.random.rand(7)"))  # draws of the student's own
+    nbformat.write(book, str(tmp_path / "mine.ipynb"))
+    verdicts = selfcheck.check_notebook(tmp_path / "mine.ipynb", selfcheck.load(tmp_path / "public_checks.json"),
+                                        executor=SubprocessExecutor())  # one run: no server to start
+    assert [(v.id, v.status) for v in verdicts] == [("q", "passed")]
