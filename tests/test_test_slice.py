@@ -20,6 +20,9 @@ HIDDEN = (f"import numpy as np\nscale = 7\nexpected_total = np.array([1.0, 4.0, 
           "inputs = np.arange(1, 4) * 1.0\n"
           "assert np.allclose(squares(inputs) * " + str(SECRET) + ", expected_total), f'expected {expected_total}'")
 PUBLIC = "assert leak() == []"
+# The test's own function calls the student's: in an assignment, and inside asserts.
+HELPER = ("def run(v):\n    return squares(v)\ngot = run(np.arange(3.0))\nassert np.allclose(got, [0, 1, 4])\n"
+          "assert run(np.ones(2))[0] * 3 == 3")
 
 SOLUTION = ["import numpy as np", "def squares(x):\n    return x ** 2", "def leak():\n    return []"]
 
@@ -49,7 +52,8 @@ def course(tmp_path_factory):
     (root / "config.yaml").write_text(yaml.safe_dump({"course": {"name": "slice"}, "assignments": {"hw": {
         "variants": {"count": 0}, "questions": [
             {"id": "hidden_q", "points": 1, "checks": [{"test": HIDDEN, "hidden": True}]},
-            {"id": "public_q", "points": 1, "checks": [{"test": PUBLIC}]}]}}}))
+            {"id": "public_q", "points": 1, "checks": [{"test": PUBLIC}]},
+            {"id": "helper_q", "points": 1, "checks": [{"test": HELPER}]}]}}}))
     return root, dataclasses.replace(config.load(root / "config.yaml"), cache_dir=root / "cache")
 
 
@@ -68,6 +72,19 @@ def test_a_frame_walking_student_sees_no_hidden_value(course):
     # ... and nothing of its expected side reached the student's process to be shown back.
     assert qs["public_q"].score == 1, qs["public_q"].lines
     assert not any(str(SECRET) in line or "4242" in line for q in card.questions for line in q.lines)
+    assert qs["helper_q"].score == 1, qs["helper_q"].lines
+
+
+def test_a_tests_own_function_calls_the_students_in_both_runs(course):
+    copy = program(HELPER).record_source
+    assert "got = run(np.arange(3.0))" in copy and "lambda: (run(np.ones(2)),)" in copy
+    root, c = course
+    card = Grader(c).grade(c.assignment("hw"), notebook_with([SOLUTION[0], "def squares(x):\n    return x * 2"],
+                                                              root / "wrong.ipynb"))
+    helper = next(q for q in card.questions if q.id == "helper_q")
+    assert helper.score == 0 and helper.lines == [
+        "`np.allclose(got, [0, 1, 4])` does not hold: `got`: 1 / 3 elements (33.3%) differ beyond tolerance "
+        "(rtol=1e-05, atol=1e-08); first: [1] is 2. The largest relative difference is between 10% and 100%."]
 
 
 def test_a_raise_the_test_catches_itself_stays_without_its_message():

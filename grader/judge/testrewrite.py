@@ -162,8 +162,9 @@ def tainted_names(tree: ast.Module, student: set[str]) -> set[str]:
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, source: str, student: set[str], tainted: set[str], bound: set[str]):
+    def __init__(self, source: str, student: set[str], tainted: set[str], bound: set[str], helpers: frozenset[str]):
         self.source, self.student, self.tainted, self.bound = source, student, tainted, bound
+        self.helpers = helpers  # the test's own functions
         self.sites: list[Site] = []
         self.asserts: list[AssertInfo] = []
         self.recorded: dict[int, ast.expr] = {}  # assert index -> what the student's copy evaluates
@@ -298,7 +299,7 @@ class _Rewriter(ast.NodeTransformer):
         # The student's copy evaluates the parts that reach the student's code, and nothing else:
         # no expected side, no message.
         self.recorded[info.index] = ast.Tuple(
-            elts=[p if _calls_student(p) else ast.Constant(None) for p in parts], ctx=ast.Load())
+            elts=[p if _calls_student(p, self.helpers) else ast.Constant(None) for p in parts], ctx=ast.Load())
         body = ast.Tuple(elts=parts, ctx=ast.Load())
         msg: ast.expr = _thunk(self.visit(node.msg)) if node.msg else ast.Constant(None)
         call = _call(TEST_ASSERT, ast.Constant(info.index), _thunk(body), msg)
@@ -329,8 +330,10 @@ class _ChainArgs(ast.NodeTransformer):
         return node
 
 
-def _calls_student(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (TEST_SITE, TEST_ITER)
+def _calls_student(node: ast.AST, helpers: frozenset[str] = frozenset()) -> bool:
+    """Whether the expression calls the student's code: a site, or a function of the test's own
+    (which may call it in turn: ``assert run(3) == [1, 4, 9]``)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (TEST_SITE, TEST_ITER, *helpers)
                for n in ast.walk(node))
 
 
@@ -412,7 +415,8 @@ def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     student = set(testcode.student_names(source)) | (set(notebook_names) & read - testcode.bound_names(tree))
     tainted = tainted_names(tree, student)
-    rewriter = _Rewriter(source, student, tainted, testcode.bound_names(tree))
+    helpers = frozenset(n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    rewriter = _Rewriter(source, student, tainted, testcode.bound_names(tree), helpers)
     body: list[ast.stmt] = []
     for stmt in tree.body:
         out = rewriter.visit(stmt)

@@ -39,16 +39,18 @@ def _has_call(node: ast.AST) -> bool:
     return any(_is_call(n) for n in ast.walk(node))
 
 
-def _outer_calls(node: ast.AST) -> list[ast.expr] | None:
-    """The calls into the student's code in ``node``, outermost first, in the order Python runs
-    them; None when one sits where lifting it out would change whether or how often it runs."""
-    if _is_call(node):
+def _outer_calls(node: ast.AST, own: frozenset[str] = frozenset()) -> list[ast.expr] | None:
+    """The calls into the student's code in ``node`` (and of the test's ``own`` functions that
+    make some), outermost first, in the order Python runs them; None when one sits where lifting it
+    out would change whether or how often it runs."""
+    names = _CALLS | own
+    if _is_call(node, names):
         return [node]  # type: ignore[list-item]  # _is_call says it is an ast.Call
-    if isinstance(node, _GUARDED) and _has_call(node):
+    if isinstance(node, _GUARDED) and any(_is_call(n, names) for n in ast.walk(node)):
         return None
     out: list[ast.expr] = []
     for child in ast.iter_child_nodes(node):
-        inner = _outer_calls(child)
+        inner = _outer_calls(child, own)
         if inner is None:
             return None
         out.extend(inner)
@@ -174,23 +176,27 @@ class _Slicer:
         # An expression statement run for its effect on what feeds the calls (``x.sort()``,
         # ``np.fill_diagonal(a, 0)``, a helper of the test's that calls the student's code); not
         # one that only checks (``np.testing.assert_allclose(f(x), expected)``).
-        effect = isinstance(s, ast.Expr) and not _checks(s.value) and bool(
-            _reads(s) & (self.effectful | self.needed))
-        if binds & (self.student | self.needed) or effect or _stores_into(s) or _draws(s, self.generators):
+        checking = isinstance(s, ast.Expr) and _checks(s.value)
+        effect = isinstance(s, ast.Expr) and not checking and bool(_reads(s) & self.needed)
+        # A call of the test's own function that calls the student's code (``got = run(3)``); in
+        # an assert, only the call is kept, below.
+        calls_own = not checking and bool(_reads(s) & self.effectful)
+        if (binds & (self.student | self.needed) or effect or calls_own or _stores_into(s)
+                or _draws(s, self.generators)):
             return self.keep(s)
-        if not _has_call(s):
+        if not (_has_call(s) or _reads(s) & self.effectful):
             return None
         if isinstance(s, ast.Expr) and _is_call(s.value, frozenset({TEST_ASSERT})):
             call = s.value
             assert isinstance(call, ast.Call)  # noqa: S101 - _is_call says so
             thunk = call.args[1]
-            calls = _outer_calls(thunk.body) if isinstance(thunk, ast.Lambda) else None
+            calls = _outer_calls(thunk.body, frozenset(self.effectful)) if isinstance(thunk, ast.Lambda) else None
             if calls is None:
                 return self.keep(s)
             lifted = ast.Lambda(args=thunk.args, body=ast.Tuple(elts=calls, ctx=ast.Load()))  # type: ignore[attr-defined]
             new = ast.Call(func=call.func, args=[call.args[0], lifted, *call.args[2:]], keywords=[])
             return self.keep(ast.copy_location(ast.Expr(value=new), s))
-        calls = _outer_calls(s)
+        calls = _outer_calls(s, frozenset(self.effectful))
         if calls is None:
             return self.keep(s)
         return self.keep(ast.copy_location(ast.Expr(value=ast.Tuple(elts=calls, ctx=ast.Load())), s))
@@ -203,7 +209,7 @@ class _Slicer:
         outer, self.reads = self.reads, set()
         body = self.body(s.body, in_try=False)
         inner, self.reads = self.reads, outer
-        calls = self.substantive(body)
+        calls = self.substantive(body) or any(_has_call(b) for b in body)
         if calls:
             self.effectful.add(s.name)
         if not calls and s.name not in self.needed:
