@@ -215,7 +215,7 @@ def check_notebook(path: Path, public: PublicChecks, *, only: str | None = None,
         for c, i in zip(cells, infos, strict=True)
     )
     job = Job(cells=job_cells, captures=specs, limits=limits or Limits(),
-              files=data_files(public.folder, path.resolve()))
+              files=data_files(public.folder, path.resolve()), cell_seed=public.seed_each_cell)
     run = (executor or _executor()).run(job)
     # Titles and checks, so a value missing because of an earlier error points where the grader does.
     ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,

@@ -353,12 +353,15 @@ def test_otter_ok_format_test_files_beside_the_notebook_become_questions(tmp_pat
     q6 = next(x for x in yaml.safe_load((course / "config.yaml").read_text())["assignments"]["hw01"]["questions"]
               if x["id"] == "q6")
     assert q6 == {"id": "q6", "points": 3, "checks": [
-        {"test": "assert np.allclose(round(float(mean), 2), 2.5, rtol=1e-6, atol=1e-8), 'mean is the average of data'",
-         "points": 1},
+        {"test": "np.testing.assert_allclose(round(float(mean), 2), 2.5, rtol=1e-6, atol=1e-8)",
+         "failure_message": "mean is the average of data", "points": 1},
         {"test": "z = standardize(data)\nassert bool(abs(z.mean()) < 1e-9)\n", "hidden": True, "points": 2}]}
     wrong = tmp_path / "wrong.ipynb"
     student(wrong, {**OT_GOOD, 2: "data = np.array([1.0, 2.0, 3.0, 4.0])\nmean = 2.0"})
     out = tmp_path / "out"
     assert grader("grade", str(wrong), "-a", "hw01", "-o", str(out), cwd=course).returncode == 0
     card = yaml.safe_load((out / "wrong.yaml").read_text())
-    assert q(card, "q6")["score"] == 2 and q(card, "q6")["feedback"] == ["mean is the average of data"]
+    # The case's failure message, then what differs (as otter shows the message above the doctest's result).
+    assert q(card, "q6")["score"] == 2 and q(card, "q6")["feedback"] == [
+        "mean is the average of data", "`np.testing.assert_allclose(round(float(mean), 2), 2.5, rtol=1e-6, atol=1e-8)`: "
+        "Not equal to tolerance rtol=1e-06, atol=1e-08 Mismatched elements: 1 / 1 (100%) yours: array(2.)"]

@@ -240,3 +240,27 @@ def test_a_test_can_live_in_checks_py_beside_the_solution(tmp_path):
     (tmp_path / "config.yaml").write_text((tmp_path / "config.yaml").read_text().replace("test_relu", "test_nope"))
     with pytest.raises(ConfigError, match="names test_nope, which checks.py does not define"):
         config.load(tmp_path / "config.yaml")
+
+
+def test_tests_replayed_by_threads_at_once_keep_their_own_draws():
+    # A batch grades submissions in threads; a test that seeds NumPy and draws is replayed in the
+    # grader with the process's generators: no other thread's draws may fall in between.
+    import threading
+
+    from grader.course.model import Check
+    from grader.judge.testcheck import judge
+
+    src = "np.random.seed(7)\na = np.random.rand(20000)\nnp.random.seed(7)\nb = np.random.rand(20000)\nassert (a == b).all()"
+    check = Check(id="q/0", question_id="q", kind="test", target=src, points=None, rtol=0, atol=0, strict_types=False)
+    failed: list[tuple[object, ...]] = []
+
+    def work() -> None:
+        for _ in range(15):
+            failed.extend(judge(check, {}, reveal=False).findings)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failed == []

@@ -52,6 +52,7 @@ class Imported:
     questions: list[dict[str, Any]] = field(default_factory=list)
     data: list[Path] = field(default_factory=list)  # files copied beside the solution
     notes: list[str] = field(default_factory=list)  # what could not be converted, cell by cell, and why
+    settings: dict[str, Any] = field(default_factory=dict)  # further keys of its config section (seed_each_cell)
 
     def note(self, cell: int, reason: str) -> None:
         self.notes.append(f"{self.source.name}, cell {cell}: {reason}")
@@ -135,7 +136,9 @@ def write(items: list[Imported], config_path: Path, *, course_name: str, force: 
         lines.append(f"wrote {solution.relative_to(root)}")
         data = []
         for path in item.data:
-            rel = path.relative_to(item.source.parent).as_posix() if path.is_relative_to(item.source.parent) else path.name
+            # Where the notebook reads it: ``data/iris.csv`` stays in ``data/``.
+            beside = item.source.parent.resolve()
+            rel = path.resolve().relative_to(beside).as_posix() if path.resolve().is_relative_to(beside) else path.name
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, folder / rel)
             data.append(rel)
@@ -144,6 +147,7 @@ def write(items: list[Imported], config_path: Path, *, course_name: str, force: 
         if data:
             section["data"] = data
         section["variants"] = {"count": 0}  # imported tests bring their own inputs; no given data to vary
+        section.update(item.settings)
         section["questions"] = [_whole_points(q) for q in item.questions]
         sections[item.name] = section
     if existing and force and taken & set(sections):

@@ -30,9 +30,10 @@ import nbformat
 import numpy as np
 import yaml
 
-from grader.authoring import otter_ok
+from grader.authoring import otter_exception, otter_ok
 from grader.authoring.importing import Imported, answer, clean_id, normalise
 from grader.course import testcode
+from grader.course.testcode import BUILTINS
 from grader.errors import UsageError
 from grader.notebook.blanks import TOOL_LINE
 
@@ -92,7 +93,9 @@ def _output_text(cell: Any) -> str:
 
 
 _NUMERIC_NAMES = {"array": np.array, "np": np, "nan": math.nan, "inf": math.inf, "float64": np.float64,
-                  "int64": np.int64, "float32": np.float32, "True": True, "False": False, "None": None}
+                  "int64": np.int64, "float32": np.float32, "True": True, "False": False, "None": None,
+                  # NumPy 2 writes a boolean scalar as ``np.True_``: the value, whatever NumPy grades it
+                  "True_": np.True_, "False_": np.False_, "bool": np.bool_}
 
 
 def expected_assert(expr: str, output: str) -> tuple[str, str | None]:
@@ -170,20 +173,59 @@ def test_source(body: str, output: str) -> tuple[str, str | None, str | None]:
 
 
 def _shares(points: Any, configs: list[dict[str, Any]]) -> list[float]:
-    """Each test's points, as otter resolves them."""
+    """Each test's points, as otter resolves them (``TestFile.resolve_test_file_points``): a
+    question's ``points`` (a number, ``{each: p}``, or one value per test) less what tests give
+    themselves, shared by the rest; with no total, 1 shared when no test gives any, else 0 each."""
     n = len(configs)
+    own: list[Any] = [c.get("points") for c in configs]
     if isinstance(points, dict):
         points = float(points.get("each", 1)) * n
     if isinstance(points, list):
         if len(points) != n:
             raise ValueError(f"'points' lists {len(points)} values for {n} tests")
-        return [float(p) for p in points]
-    own = [c.get("points") for c in configs]
+        own, points = list(points), None
     given = sum(float(p) for p in own if p is not None)
-    rest = [i for i, p in enumerate(own) if p is None]
-    total = float(points) if points is not None else (given if not rest else given + 1.0)
-    each = (total - given) / len(rest) if rest else 0.0
+    rest = sum(1 for p in own if p is None)
+    if points is not None:
+        if given > float(points):
+            raise ValueError(f"its tests give {given:g} points, more than its {float(points):g}")
+        each = (float(points) - given) / rest if rest else 0.0
+    elif given == 0:
+        each = 1.0 / rest if rest else 0.0
+    else:
+        each = 0.0
     return [float(p) if p is not None else each for p in own]
+
+
+def _builtins_bound(cells: list[Any]) -> set[str]:
+    """The builtin names the solution notebook binds for itself at its top level (``def sum(a, b)``)."""
+    out: set[str] = set()
+    for cell in cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                out.update((a.asname or a.name).split(".")[0] for a in node.names)
+            else:
+                out.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    return out & BUILTINS
+
+
+def cell_seed(config: dict[str, Any]) -> int | dict[str, Any] | None:
+    """How otter seeds a submission's cells when it grades it (its ``seed`` and ``generate.seed``),
+    as ``seed_each_cell`` writes it; None when it does not."""
+    seed, generate = config.get("seed"), config.get("generate")
+    if isinstance(seed, dict) and seed.get("variable"):
+        value = seed.get("autograder_value")
+        return {"variable": str(seed["variable"]), "value": value} if isinstance(value, int) else None
+    value = generate.get("seed") if isinstance(generate, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def read(path: Path, name: str | None = None) -> list[Imported]:
@@ -197,6 +239,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     question: dict[str, Any] | None = None
     tests: list[tuple[int, Any]] = []
     in_tests = in_prompt = in_answer = False
+    exception_tests = False  # ASSIGNMENT CONFIG's ``tests: {ok_format: false}``: test cells are test functions
 
     def finish(i: int) -> None:
         nonlocal question, tests
@@ -215,7 +258,9 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                 body, config, problem, _ = convert_test(cell.source)
                 configs.append(config)
                 note = None
-                if problem is None:
+                if problem is None and exception_tests:
+                    body, problem = otter_exception.notebook_cell(body)
+                elif problem is None:
                     body, problem, note = test_source(body, _output_text(cell))
                 if problem:
                     item.note(cell_no, f"a test of question {qid!r} not converted: {problem}")
@@ -223,10 +268,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                     continue
                 if note:
                     item.note(cell_no, f"a test of question {qid!r}: {note}")
-                check: dict[str, Any] = {"test": body}
-                if config.get("hidden"):
-                    check["hidden"] = True
-                converted.append((check, config))
+                converted.append(({"test": body, **otter_ok.messages(config)}, config))
             try:
                 shares = _shares(question.get("points"), configs) if configs else []
             except ValueError as exc:
@@ -265,6 +307,8 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             if kind == "ASSIGNMENT CONFIG":
                 loaded = yaml.safe_load(rest) or {}
                 assignment_config = loaded if isinstance(loaded, dict) else {}
+                tests_config = assignment_config.get("tests")
+                exception_tests = isinstance(tests_config, dict) and tests_config.get("ok_format") is False
             elif kind == "BEGIN QUESTION":
                 finish(i)
                 loaded = yaml.safe_load(rest) or {}
@@ -315,6 +359,19 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             item.notes.append(f"tests/: question {q['id']!r} is in the notebook too; the notebook's tests are kept")
         else:
             item.questions.append(q)
+    shadowed = _builtins_bound(kept)
+    for q in item.questions:
+        for check in q.get("checks", []):
+            mine = sorted(shadowed & testcode.student_reads(check["test"]))
+            if mine:  # otter runs a test over the notebook's names: its ``sum`` is the notebook's
+                check["notebook_names"] = mine
+    seeding = cell_seed(assignment_config)
+    if seeding is not None:
+        item.settings["seed_each_cell"] = seeding
+        if isinstance(seeding, int):  # otter's check cell is seeded too: a test's own draws come out alike
+            for q in item.questions:
+                for check in q.get("checks", []):
+                    check.setdefault("seed", seeding)
     if not item.questions:
         item.notes.append(f"{path.name}: no questions (no '# BEGIN QUESTION' raw cells, no tests/*.py); nothing to grade")
     return [item]

@@ -1,12 +1,14 @@
-"""Otter's OK-format test files (``tests/q1.py`` beside the notebook), as ``test`` checks.
+"""Otter's test files (``tests/q1.py`` beside the notebook), as ``test`` checks: OK-format files
+here, exception-based ones through ``grader.authoring.otter_exception``.
 
 A file holds ``test = {"name": ..., "points": ..., "suites": [{"cases": [...], "setup": ...,
 "teardown": ..., "type": "doctest"}]}``; it is read with ``ast.literal_eval``, never run. Each case
 is a doctest (``>>> square(1)`` then ``1``) with ``hidden``, ``points``, ``success_message`` and
-``failure_message``. A case becomes one ``test`` check: its statements, and for each example with
-an expected output the assert ``otter_import.expected_assert`` makes of it (with the case's
-``failure_message`` as the assert's message). The file's points are shared among its cases as
-otter shares them (a case's own ``points`` first), each case earning its share.
+``failure_message`` (a case is hidden unless it says otherwise, as otter reads it). A case becomes
+one ``test`` check: its statements, and for each example with an expected output the assert
+``otter_import.expected_assert`` makes of it; its messages become the check's ``success_message``
+and ``failure_message``. The file's points are shared among its cases as otter shares them (a
+case's own ``points`` first), each case earning its share unless the file is ``all_or_nothing``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from grader.authoring import otter_exception
 from grader.authoring.importing import Imported, clean_id
 
 
@@ -61,37 +64,66 @@ def case_source(code: str, failure: str | None, expected_assert: Expected) -> tu
     return "\n".join(lines), None
 
 
+def question(qid: str, points: Any, all_or_nothing: bool, cases: list[tuple[dict[str, Any], dict[str, Any]]],
+             shares: Any) -> list[dict[str, Any]]:
+    """A question from its cases ((check, its config) each; an empty check: not converted): each
+    check with its share of the points as otter resolves them, the unconverted ones left for a person."""
+    configs = [c for _, c in cases]
+    if not configs:
+        return []
+    each = shares(points, configs)
+    out = []
+    kept = [dict(c, points=round(p, 10)) if not all_or_nothing else dict(c)
+            for (c, _), p in zip(cases, each, strict=True) if c]
+    lost = sum(p for (c, _), p in zip(cases, each, strict=True) if not c)
+    if kept:
+        out.append({"id": qid, "points": round(sum(each) - lost, 8), "checks": kept})
+    if lost:
+        out.append({"id": f"{qid}_by_hand", "title": f"{qid}: tests to grade by hand", "points": round(lost, 10),
+                    "manual": True})
+    return out
+
+
+def messages(config: dict[str, Any]) -> dict[str, Any]:
+    """A case's ``hidden`` and its author's messages, as a ``test`` check's keys."""
+    out: dict[str, Any] = {"hidden": True} if config.get("hidden") else {}
+    for key in ("success_message", "failure_message"):
+        if config.get(key):
+            out[key] = str(config[key])
+    return out
+
+
 def questions(folder: Path, item: Imported, shares: Any, expected: Expected) -> list[dict[str, Any]]:
-    """The questions of the OK-format files in ``folder`` (``shares``: otter's rule for points;
-    ``expected``: the assert an expression and its expected output make)."""
+    """The questions of the test files in ``folder``, OK-format or exception-based (``shares``:
+    otter's rule for points; ``expected``: the assert an expression and its expected output make)."""
     out = []
     for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        exc = otter_exception.read(text)
+        if exc is not None:
+            qid = clean_id(str(exc.name or path.stem), path.stem)
+            item.notes.extend(f"tests/{path.name}: {p}" for p in exc.problems)
+            cases = [({"test": src, **messages(c)} if src else {}, c) for src, c in exc.cases]
+            out.extend(question(qid, exc.points, exc.all_or_nothing, cases, shares))
+            continue
         test = _read(path)
         if test is None:
-            item.notes.append(f"tests/{path.name}: not an OK-format test file (no literal `test = {{...}}`); skipped")
+            item.notes.append(f"tests/{path.name}: not an otter test file (no literal `test = {{...}}`, no "
+                              "`@test_case` function); skipped")
             continue
         qid = clean_id(str(test.get("name") or path.stem), path.stem)
-        checks: list[dict[str, Any]] = []
-        configs: list[dict[str, Any]] = []
+        cases = []
         for suite in test.get("suites") or []:
             setup, teardown = str(suite.get("setup") or ""), str(suite.get("teardown") or "")
             for case in suite.get("cases") or []:
-                source, problem = case_source(f"{setup}\n{case.get('code', '')}\n{teardown}", case.get("failure_message"),
-                                              expected)
-                configs.append({"points": case["points"]} if case.get("points") is not None else {})
+                source, problem = case_source(f"{setup}\n{case.get('code', '')}\n{teardown}", None, expected)
+                # An OK-format case is hidden unless it says otherwise (otter's ``OKTestFile``).
+                config = {"points": case.get("points"), "hidden": case.get("hidden", True),
+                          "success_message": case.get("success_message"), "failure_message": case.get("failure_message")}
                 if problem:
                     item.notes.append(f"tests/{path.name}: a case of question {qid!r} not converted: {problem}")
-                    checks.append({})
+                    cases.append(({}, config))
                     continue
-                checks.append({"test": source, **({"hidden": True} if case.get("hidden") else {})})
-        if not configs:
-            continue
-        points = shares(test.get("points"), configs)
-        kept = [dict(c, points=round(p, 10)) for c, p in zip(checks, points, strict=True) if c]
-        lost = sum(p for c, p in zip(checks, points, strict=True) if not c)
-        if kept:
-            out.append({"id": qid, "points": round(sum(points) - lost, 8), "checks": kept})
-        if lost:
-            out.append({"id": f"{qid}_by_hand", "title": f"{qid}: tests to grade by hand", "points": round(lost, 10),
-                        "manual": True})
+                cases.append(({"test": source, **messages(config)}, config))
+        out.extend(question(qid, test.get("points"), bool(test.get("all_or_nothing")), cases, shares))
     return out

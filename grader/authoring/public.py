@@ -19,7 +19,7 @@ import numpy as np
 from grader import capture
 from grader.capture import Value
 from grader.course.kinds import KINDS
-from grader.course.model import Assignment, Check
+from grader.course.model import Assignment, CellSeed, Check
 from grader.errors import ProtocolError, UsageError
 from grader.run.job import Captured
 
@@ -53,7 +53,11 @@ def public_checks(assignment: Assignment, reference: dict[str, Captured]) -> dic
             checks.append(item)
         questions.append({"id": q.id, "title": q.title, "points": q.points, "checks": checks,
                           **({"manual": True} if q.manual else {})})
-    return {"assignment": assignment.name, "title": assignment.title, "questions": questions}
+    out: dict[str, Any] = {"assignment": assignment.name, "title": assignment.title, "questions": questions}
+    seed = assignment.seed_each_cell
+    if seed is not None:  # the student's own check runs the cells seeded as grading runs them
+        out["seed_each_cell"] = {"seed": seed.seed, "variable": seed.variable}
+    return out
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,7 @@ class PublicChecks:
     title: str
     questions: tuple[PublicQuestion, ...]
     path: Path
+    seed_each_cell: CellSeed | None = None
 
     @property
     def folder(self) -> Path:
@@ -142,8 +147,10 @@ def load(path: Path) -> PublicChecks:
                 ))
             questions.append(PublicQuestion(str(q["id"]), str(q.get("title", q["id"])), float(q.get("points", 0)),
                                             tuple(checks), manual=bool(q.get("manual", not checks))))
+        seed = data.get("seed_each_cell")
+        cell_seed = CellSeed(seed=int(seed["seed"]), variable=str(seed.get("variable", ""))) if seed else None
         return PublicChecks(str(data["assignment"]), str(data.get("title", data["assignment"])), tuple(questions),
-                            path)
+                            path, cell_seed)
     except FileNotFoundError:
         raise UsageError(f"{path} does not exist.") from None
     except (OSError, ValueError, KeyError, TypeError, ProtocolError) as exc:

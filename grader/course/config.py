@@ -9,6 +9,10 @@ The settings a check inherits (tolerances and error carried forward) are declare
 its assignment, the course's ``defaults``, the built-in default. Limits and the number of variants are looked up
 the same way, from the assignment to the course's ``defaults`` to the built-in default.
 The objects are defined in ``grader.course.model``; the YAML reader is ``grader.course.reader``.
+
+Why one module: every section's keys are checked against one another here (a check's kind and its
+keys, an assignment's data beside its solution, variants against ``given``), each with the key path
+its error names; split up, the readers would pass the document and the paths between them.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from grader.course.inherited import Inherited, Level, inherit
 from grader.course.model import (
     KEEP,
     Assignment,
+    CellSeed,
     Check,
     Course,
     Hint,
@@ -116,10 +121,20 @@ def _test_in_file(r: Reader, ref: re.Match[str], base: Path) -> str:
     return "\n".join([*prelude, body]) + "\n"
 
 
+def _notebook_names(r: Reader, kind: str) -> tuple[str, ...]:
+    names = r.str_list("notebook_names")
+    if names and kind != "test":
+        raise r.error(r.sub("notebook_names"), "is for a 'test' check only")
+    for i, name in enumerate(names):
+        if not name.isidentifier():
+            raise r.error(f"{r.sub('notebook_names')}[{i}]", f"must be a name such as sum, got {name!r}")
+    return names
+
+
 def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None = None) -> Check:
     r.only(
         *kinds.KINDS, "points", "seed", "before", "properties", "compare", "hints", "hidden", "public", "partial",
-        "stderr_fails", *Inherited.keys(Level.CHECK),
+        "stderr_fails", "notebook_names", "success_message", "failure_message", *Inherited.keys(Level.CHECK),
     )
     given = [key for key in kinds.KINDS if r.has(key)]
     if len(given) != 1:
@@ -163,6 +178,9 @@ def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None 
         public=r.flag("public", False),
         partial=r.flag("partial", False),
         stderr_fails=r.flag("stderr_fails", False),
+        notebook_names=_notebook_names(r, kind),
+        success_message=r.string("success_message", ""),
+        failure_message=r.string("failure_message", ""),
         **settings.fields_of(Check),
     )
 
@@ -252,7 +270,7 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Inherited, default_v
                 base_limits: Limits, student_install: str = WHEEL) -> Assignment:
     r.only(
         "title", "solution", "skeleton", "data", "given", "questions", "limits", "variants", "reference_bundle",
-        "preload", *Inherited.keys(Level.ASSIGNMENT),
+        "preload", "seed_each_cell", *Inherited.keys(Level.ASSIGNMENT),
     )
     if not ID_RE.match(name):
         raise r.error(r.path, f"assignment names must be simple identifiers, got {name!r}")
@@ -316,8 +334,29 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Inherited, default_v
         bundle=bundle,
         preload=tuple(preload),
         student_install=student_install,
+        seed_each_cell=_cell_seed(r),
         **settings.fields_of(Assignment),
     )
+
+
+def _cell_seed(r: Reader) -> CellSeed | None:
+    """``seed_each_cell: 42``, or ``seed_each_cell: {variable: rng_seed, value: 42}``."""
+    raw = r.data.get("seed_each_cell")
+    if raw is None:
+        return None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return CellSeed(seed=raw)
+    if isinstance(raw, dict):
+        sub = r.reader("seed_each_cell")
+        sub.only("variable", "value")
+        variable, value = raw.get("variable"), raw.get("value")
+        if not (isinstance(variable, str) and variable.isidentifier()):
+            raise sub.error(sub.sub("variable"), f"must be a variable name such as rng_seed, got {describe(variable)}")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise sub.error(sub.sub("value"), f"must be a whole number, got {describe(value)}")
+        return CellSeed(seed=value, variable=variable)
+    raise r.error(r.sub("seed_each_cell"),
+                  f"must be a whole number or a mapping with 'variable' and 'value', got {describe(raw)}")
 
 
 def _scorecard(r: Reader, assignments: dict[str, Assignment]) -> ScorecardSettings:

@@ -69,6 +69,14 @@ class Check:
     # A ``test`` check that fails when the test writes to stderr in the student's notebook (a warning
     # too), as nbgrader fails such a test cell.
     stderr_fails: bool = False
+    # A ``test`` check: builtin names the test means as the notebook's own (a notebook that defines
+    # its own ``sum``, as otter and nbgrader run a test over the notebook's names). Only names the
+    # instructor lists: a student cannot make ``len`` theirs.
+    notebook_names: tuple[str, ...] = ()
+    # What its author wrote for a student when it passes or fails (otter's ``success_message`` and
+    # ``failure_message``); a hidden check's are shown only where its details are.
+    success_message: str = ""
+    failure_message: str = ""
 
     @property
     def spec(self) -> CheckKind:
@@ -82,7 +90,7 @@ class Check:
     @functools.cached_property  # asked by every verdict of every submission; parsing the target once is enough
     def names(self) -> frozenset[str]:
         """The notebook's names the check reads: what must be answered, and computed, for it."""
-        return self.spec.names(self.target)
+        return self.spec.names(self.target) | frozenset(self.notebook_names)
 
     @property
     def variable(self) -> str | None:
@@ -136,6 +144,16 @@ class VariantSpec:
     inputs: tuple[tuple[str, str | None], ...] = ()
 
 
+@dataclass(frozen=True)
+class CellSeed:
+    """otter's seeding of a notebook (its assignment config's ``seed``): before every code cell,
+    NumPy's global generator and ``random`` are seeded with ``seed``; with a ``variable``, that
+    name is set to ``seed`` instead, for the notebook's own generators to read."""
+
+    seed: int
+    variable: str = ""
+
+
 KEEP = "keep"  # the rule of a given input that variants leave as the notebook defines it
 
 
@@ -161,6 +179,7 @@ class Assignment:
     # Where students install the checker from: the course's ``student_install`` (``"wheel"``, a
     # requirement such as ``notebook-grader==0.2.0``, or a URL such as ``git+https://...``).
     student_install: str = "wheel"
+    seed_each_cell: CellSeed | None = None  # every run's cells seeded as otter seeds them
 
     @property
     def max_score(self) -> float:

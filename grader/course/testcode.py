@@ -82,6 +82,16 @@ def student_names(source: str) -> frozenset[str]:
     return frozenset(read - local - BUILTINS - set(GRADER_MODULES) - GRADER_HELPERS)
 
 
+def student_reads(source: str) -> set[str]:
+    """Every name the test reads and does not bind itself, builtins included."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return read - (bound_names(tree) - deleted_names(tree))
+
+
 def used_modules(source: str) -> set[str]:
     """The grader's modules a test reads without importing them (``np`` -> ``numpy``)."""
     try:

@@ -224,6 +224,9 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
     status = _status(question, results, score)
     carried = [r for r in results if r.carried_from]
     feedback: list[Feedback] = []
+    # What the authors of the tests that pass wrote for them (otter's success messages), after the verdict.
+    said = [line for r in results if r.status == CheckStatus.PASSED and not r.hidden
+            for reason in r.reasons if isinstance(reason, v.AuthorSaid) for line in wording.check_feedback(reason)]
     for r in results:
         if r.status == CheckStatus.PASSED and not r.carried_from:
             continue
@@ -240,6 +243,7 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
             feedback.append(wording.given_changed(changed))
     if status == QuestionStatus.PASSED and not carried:
         feedback.append(wording.correct(max(r.variants for r in results) if ctx.variants else 0))
+    feedback.extend(said)
     # The root mistakes only (what a class report counts), else the steps right before.
     upstream = [qid for r in carried for qid in roots(_check_of(question, r.id), ctx)]
     owners = {c.id: c.question_id for c in ctx.checks}

@@ -112,7 +112,8 @@ class JobTemplate:
         preload = preload_for(assignment)
         base = Job(cells=tuple(job_cells), captures=captures, limits=assignment.limits,
                    files=files, traceback_lines=traceback_lines, preload=preload,
-                   warm=warm_for(preload, [jc.source for jc in job_cells if jc.skip == SkipReason.RUN]))
+                   warm=warm_for(preload, [jc.source for jc in job_cells if jc.skip == SkipReason.RUN]),
+                   cell_seed=assignment.seed_each_cell)
         return cls(assignment, infos, base, record)
 
     def job(self, variant: variants.Variant | None = None) -> Job:

@@ -381,6 +381,9 @@ class References:
         if run.status != RunStatus.OK:
             raise SolutionError(f"The {where} did not run to the end: {run.reason}.")
         for cell in run.errors:
+            if cell.name == notebook.BLANK_NAME:  # a master notebook released as it is given to students
+                raise SolutionError(f"The {where} leaves a blank to fill in cell {cell.index} (`?` or `...`): the "
+                                    "solution must hold every answer")
             raise SolutionError(f"The {where} fails in cell {cell.index}: {cell.ename}: {cell.evalue}")
         for check in assignment.checks:
             if check.is_test:

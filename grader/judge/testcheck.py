@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -56,12 +57,16 @@ from grader.seeding import seed_everything
 from grader.vocab import CaptureKind, CheckStatus, Unprepared
 
 BUDGET = 64 * 1024 * 1024
+# A test's own draws (``np.random.seed(1001)``, then ``np.random.choice(y_hat, 5)``) come from the
+# process's generators, which the threads of a batch share: one test replays at a time, so no
+# other thread's draws fall between its seed and its draws.
+_DRAWS = threading.Lock()
 _CONTROL = (TestStopped, TestSiteError, TestDidNotRaise)  # the grader's own ways out of a test
 
 
 def captures(check: Check, point: int | None) -> list[CaptureSpec]:
     """The job's capture for one ``test`` check: the student's copy of the test, run at ``point``."""
-    return [CaptureSpec(id=check.id, kind=CaptureKind.TEST, target=program(check.target).record_source,
+    return [CaptureSpec(id=check.id, kind=CaptureKind.TEST, target=program(check.target, check.notebook_names).record_source,
                         point=point, seed=check.seed)]
 
 
@@ -177,7 +182,7 @@ class _Judging:
 
     def __init__(self, check: Check, student: dict[str, Captured], reveal: bool):
         self.check, self.reveal = check, reveal
-        self.prog = program(check.target)
+        self.prog = program(check.target, check.notebook_names)
         self.records = Records.read(student.get(check.id))
         self.show_expected = reveal or not check.hidden
         self.stack: list[tuple[str, dict[int, int]]] = [("", {})]
@@ -332,6 +337,10 @@ class _Judging:
     def _not_close(self, info: AssertInfo, func: Any, left: Any, right: Any, options: dict[str, Any]) -> v.TestFinding:
         """``np.allclose(yours, expected)`` that does not hold: how yours differs, in kind, by the
         grader's own comparison with the test's tolerance (no expected value shown unless allowed)."""
+        try:  # ``np.allclose(rows, 1)``: the test's own broadcasting, so the difference is told element by element
+            right = np.broadcast_to(right, np.shape(left)) if np.ndim(right) < np.ndim(left) else right
+        except (ValueError, TypeError):
+            pass
         mine, expected = _as_value(left), _as_value(right)
         exact = getattr(func, "__name__", "") in ("array_equal", "array_equiv")
         try:
@@ -366,6 +375,10 @@ class _Judging:
         ns = namespace(self.check.target)
         ns.update({TEST_SITE: self.site, TEST_ITER: self.iterate, TEST_WITH: self.with_, TEST_ASSERT: self.assert_,
                    TEST_AT: self._mark, TEST_DEL: lambda name: ns.pop(name, None), PARTIAL: self._partial})
+        with _DRAWS:
+            return self._run(ns)
+
+    def _run(self, ns: dict[str, Any]) -> Outcome:
         seed_everything(int(self.check.seed or 0))
         try:
             exec(self.prog.judge_code, ns)  # noqa: S102 - the instructor's test, in the grader
@@ -435,11 +448,13 @@ def grade(check: Check, student: dict[str, Captured], base: CheckResult, *, reve
     """The verdict of one ``test`` check (``grader.judge.checks.grade_check`` after the blanks)."""
     out = judge(check, student, reveal=reveal, data_dir=data_dir)
     if not out.findings:
-        return replace(base, status=CheckStatus.PASSED, score=_partial_points(out.partial, base.max_score))
-    total = max(out.run, len(program(check.target).asserts), 1)
+        said = (v.AuthorSaid(check.label, check.success_message, passed=True),) if check.success_message else ()
+        return replace(base, status=CheckStatus.PASSED, score=_partial_points(out.partial, base.max_score), reasons=said)
+    total = max(out.run, len(program(check.target, check.notebook_names).asserts), 1)
     status = CheckStatus.ERROR if out.error and not out.passed else CheckStatus.FAILED
     score = base.max_score * out.passed / total if check.partial and out.passed else 0.0
-    return replace(base, status=status, score=score, reasons=(v.TestFailed(check.label, out.findings, out.line),))
+    said = (v.AuthorSaid(check.label, check.failure_message, passed=False),) if check.failure_message else ()
+    return replace(base, status=status, score=score, reasons=(*said, v.TestFailed(check.label, out.findings, out.line)))
 
 
 def _partial_points(value: Any, points: float) -> float:

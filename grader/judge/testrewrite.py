@@ -39,6 +39,7 @@ from typing import Any, cast
 
 from grader.capture import trim
 from grader.course import testcode
+from grader.judge.testslice import student_copy
 from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 
 RAISES = frozenset({"raises", "assert_raises", "assertRaises"})
@@ -161,8 +162,9 @@ def tainted_names(tree: ast.Module, student: set[str]) -> set[str]:
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, source: str, student: set[str], tainted: set[str], bound: set[str]):
+    def __init__(self, source: str, student: set[str], tainted: set[str], bound: set[str], helpers: frozenset[str]):
         self.source, self.student, self.tainted, self.bound = source, student, tainted, bound
+        self.helpers = helpers  # the test's own functions
         self.sites: list[Site] = []
         self.asserts: list[AssertInfo] = []
         self.recorded: dict[int, ast.expr] = {}  # assert index -> what the student's copy evaluates
@@ -297,7 +299,7 @@ class _Rewriter(ast.NodeTransformer):
         # The student's copy evaluates the parts that reach the student's code, and nothing else:
         # no expected side, no message.
         self.recorded[info.index] = ast.Tuple(
-            elts=[p if _calls_student(p) else ast.Constant(None) for p in parts], ctx=ast.Load())
+            elts=[p if _calls_student(p, self.helpers) else ast.Constant(None) for p in parts], ctx=ast.Load())
         body = ast.Tuple(elts=parts, ctx=ast.Load())
         msg: ast.expr = _thunk(self.visit(node.msg)) if node.msg else ast.Constant(None)
         call = _call(TEST_ASSERT, ast.Constant(info.index), _thunk(body), msg)
@@ -328,8 +330,10 @@ class _ChainArgs(ast.NodeTransformer):
         return node
 
 
-def _calls_student(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (TEST_SITE, TEST_ITER)
+def _calls_student(node: ast.AST, helpers: frozenset[str] = frozenset()) -> bool:
+    """Whether the expression calls the student's code: a site, or a function of the test's own
+    (which may call it in turn: ``assert run(3) == [1, 4, 9]``)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (TEST_SITE, TEST_ITER, *helpers)
                for n in ast.walk(node))
 
 
@@ -405,11 +409,14 @@ def _prelude(source: str, tree: ast.Module) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def program(source: str) -> Program:
+def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
+    """The test's two copies; ``notebook_names``: builtins it means as the notebook's (``Check.notebook_names``)."""
     tree = ast.parse(source)
-    student = set(testcode.student_names(source))
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    student = set(testcode.student_names(source)) | (set(notebook_names) & read - testcode.bound_names(tree))
     tainted = tainted_names(tree, student)
-    rewriter = _Rewriter(source, student, tainted, testcode.bound_names(tree))
+    helpers = frozenset(n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    rewriter = _Rewriter(source, student, tainted, testcode.bound_names(tree), helpers)
     body: list[ast.stmt] = []
     for stmt in tree.body:
         out = rewriter.visit(stmt)
@@ -418,7 +425,8 @@ def program(source: str) -> Program:
     module = ast.fix_missing_locations(ast.Module(body=copy.deepcopy(body), type_ignores=[]))
     marker = _Mark(source)
     marked = ast.fix_missing_locations(marker.visit(module))
-    recorded = ast.fix_missing_locations(_Recorded(rewriter.recorded).visit(ast.Module(body=body, type_ignores=[])))
+    recorded = _Recorded(rewriter.recorded).visit(ast.Module(body=body, type_ignores=[]))
+    recorded = ast.fix_missing_locations(ast.Module(body=student_copy(recorded.body, student), type_ignores=[]))
     record_source = "\n".join(filter(None, [_prelude(source, tree), ast.unparse(recorded)]))
     return Program(judge_code=compile(marked, "<test>", "exec"), record_source=record_source,
                    sites=tuple(rewriter.sites), asserts=tuple(rewriter.asserts), statements=tuple(marker.statements))

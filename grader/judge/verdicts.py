@@ -314,8 +314,18 @@ class TestFailed:
     line: int = 0  # the test's line where it first failed (for an instructor: ``grader import`` names it)
 
 
+@dataclass(frozen=True)
+class AuthorSaid:
+    """The message a test's author wrote for a student, for when it passes or when it fails
+    (otter's ``success_message`` / ``failure_message``): shown beside the verdict, never instead."""
+
+    label: str
+    text: str
+    passed: bool
+
+
 CheckReason = (NotProduced | Unanswered | Missing | Differs | CarriedForward | UsesWrongCallable | VariantFails
-               | VariantUpstream | VariantTypedIn | VariantUntestable | TestFailed)
+               | VariantUpstream | VariantTypedIn | VariantUntestable | TestFailed | AuthorSaid)
 
 
 # --------------------------------------------------------------------------------------------

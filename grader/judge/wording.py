@@ -210,6 +210,8 @@ def check_feedback(reason: v.CheckReason) -> list[Feedback]:
         return [Feedback(FeedbackKind.VARIANT, f"{reason.label} could not be checked on other data: on every variant "
                          f"the code of {names_list(reason.blocking)}, which {_is_are(reason.blocking)} not right yet, "
                          "fails before it; fix that first.")]
+    if isinstance(reason, v.AuthorSaid):
+        return [Feedback(FeedbackKind.TEST, reason.text)]
     return [Feedback(FeedbackKind.TEST, finding(f)) for f in reason.findings]
 
 

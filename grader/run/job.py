@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
 
 from grader.capture import Value
-from grader.course.model import Limits
+from grader.course.model import CellSeed, Limits
 from grader.vocab import CaptureKind, CellStatus, RunStatus, SkipReason, Uncapturable
 
 # --------------------------------------------------------------------------------------------
@@ -79,6 +79,8 @@ class Job:
     # compiled code with their output discarded (``fast_cells.run_trusted``). Sent only in a session
     # kept for the solution (``forking.session.Session``); a student's run is never trusted.
     trusted: bool = False
+    # otter's seeding of every code cell (``Assignment.seed_each_cell``), applied by the student process.
+    cell_seed: CellSeed | None = None
 
     def to_wire(self, workdir: str, sandbox: dict[str, bool] | None = None) -> JobWire:
         return {
@@ -95,6 +97,7 @@ class Job:
             "last": self.last,
             "stay": self.stay,
             "trusted": self.trusted,
+            "cell_seed": {"seed": self.cell_seed.seed, "variable": self.cell_seed.variable} if self.cell_seed else None,
         }
 
 
@@ -152,6 +155,11 @@ class CaptureWire(TypedDict):
     seed: int | None
 
 
+class CellSeedWire(TypedDict):
+    seed: int
+    variable: str  # "" : seed NumPy's and random's generators; else set this name to ``seed``
+
+
 class JobWire(TypedDict):
     cells: list[CellWire]
     captures: list[CaptureWire]
@@ -164,6 +172,7 @@ class JobWire(TypedDict):
     last: NotRequired[bool]  # the session's last run (``Job.last``)
     stay: NotRequired[bool]  # the run's process takes the session's next run (``Job.stay``)
     trusted: NotRequired[bool]  # the solution's run: compiled cells, output discarded (``Job.trusted``)
+    cell_seed: NotRequired[CellSeedWire | None]  # otter's seeding before every code cell (``Job.cell_seed``)
 
 
 class SessionSetup(TypedDict):
