@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from grader.errors import SandboxError
 from grader.run import sandbox
 from grader.run.forking import HOME_PREFIX, MAX_MESSAGE, POOL, REPLY_TIMEOUT
+from grader.run.sandbox.linux import page_out_libraries
 from grader.seeding import seed_everything
 
 if TYPE_CHECKING:  # the job's shape, for the type checker only: every child inherits what the server imports
@@ -364,6 +365,7 @@ def main(argv: list[str] | None = None) -> None:
     pool = int(argv[2]) if len(argv) > 2 else POOL
     sandbox.set_name("grader-server")
     _, loaded = preload(modules)
+    page_out_libraries()  # import-time code, touched once: the children fault in what they use
     # The grader's first message: the sandbox children set up (sandbox.Features.to_wire(), for
     # sessions) or None. It probes the platform while this process imports.
     try:

@@ -206,3 +206,39 @@ def _owns_keys(uid: int) -> bool:
             return any(line.lstrip().startswith(prefix) for line in f)
     except OSError:
         return True
+
+
+MADV_PAGEOUT = 21  # Linux 5.4
+
+
+def page_out_libraries() -> int:
+    """Ask the kernel to reclaim the pages of this process's read-only file mappings (the code and
+    constants of the libraries it imported) that no other process maps; the MB of them that were
+    resident. Called by the forking server once its imports and warm-up are done: most of what
+    importing torch touched runs once (static initialisers, registration); its children fault in
+    the part they use, shared, and the rest stops counting against the server. Pages stay correct
+    whatever happens (a file page is read again on its next use); writable mappings (relocated
+    data, the heap) are never touched; a kernel without ``MADV_PAGEOUT`` refuses the call and
+    nothing changes."""
+    call = libc().madvise
+    call.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    before = _file_kb()
+    try:
+        with open("/proc/self/maps") as maps:
+            ranges = [line.split() for line in maps]
+    except OSError:
+        return 0
+    for fields in ranges:
+        if len(fields) < 6 or not fields[5].startswith("/") or "w" in fields[1]:
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        call(start, end - start, MADV_PAGEOUT)  # refused (an older kernel, a locked mapping): left as it is
+    return max(0, before - _file_kb()) // 1024
+
+
+def _file_kb() -> int:
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            return next((int(line.split()[1]) for line in f if line.startswith("Pss_File:")), 0)
+    except OSError:
+        return 0
