@@ -180,7 +180,10 @@ def _state_keeper(states: list[Any]) -> Callable[[], int]:
 
     def number() -> int:
         state = _rng()
-        key = state.numpy().tobytes()
+        try:
+            key = state.numpy().tobytes()
+        except Exception:  # noqa: BLE001 - a torch without NumPy: slower, and recording still never fails a call
+            key = bytes(state.tolist())
         if key not in known:
             known[key] = len(states)
             states.append(state)
@@ -211,7 +214,9 @@ def module_recorder(cls: type, log: dict[str, list[dict[str, Any]]], ns: dict[st
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             # A subclass the student derives from it is another module: not recorded as this one.
             kept = _keep(list(args), kwargs) if type(self) is Recorded else None
-            entry = {"args": kept[0], "kwargs": kept[1], "rng": state()} if kept is not None else None
+            # The state is kept only for an entry that can still be kept (a new state is 5 KB).
+            rng = state() if kept is not None and len(made) < MAX_CALLS else -1
+            entry = {"args": kept[0], "kwargs": kept[1], "rng": rng} if kept is not None else None
             with original():
                 super().__init__(*args, **kwargs)
             object.__setattr__(self, "_grader_made", len(made) if entry is not None else -1)
@@ -222,7 +227,7 @@ def module_recorder(cls: type, log: dict[str, list[dict[str, Any]]], ns: dict[st
         def forward(self, *args: Any, **kwargs: Any) -> Any:
             kept = _keep(list(args), kwargs) if type(self) is Recorded else None
             entry = ({"made": self._grader_made, "training": bool(self.training), "args": kept[0], "kwargs": kept[1],
-                      "rng": state()} if kept is not None else None)
+                      "rng": state() if len(calls) < MAX_CALLS else -1} if kept is not None else None)
             with original():
                 result = super().forward(*args, **kwargs)
             answer = _keep(result) if entry is not None and len(calls) < MAX_CALLS else None
