@@ -178,3 +178,31 @@ def test_recording_never_changes_what_the_student_s_code_does():
     assert torch.equal(again(torch.ones(1, 3)), out)
     with pytest.raises(LookupError):
         replayed(3)  # another random state: not an instance the student's notebook made
+
+
+def test_a_module_record_keeps_each_random_state_once_and_no_more_than_its_entries_need(monkeypatch):
+    import torch
+
+    from grader.run import calls
+
+    ns: dict = {}
+    exec("import torch\nclass Head(torch.nn.Module):\n"  # noqa: S102 - the test's own code
+         "    def __init__(self, n):\n        super().__init__()\n        self.w = torch.nn.Linear(n, n)\n"
+         "    def forward(self, x):\n        return self.w(x)\n", ns)
+    record: dict = {}
+    ns["Head"] = calls.module_recorder(ns["Head"], record, ns, "Head")
+    x = torch.ones(1, 3)
+    torch.manual_seed(0)
+    first = ns["Head"](3)
+    outs = [first(x), first(x)]  # no draw in a forward: the same state before and after both calls
+    torch.manual_seed(0)
+    again = ns["Head"](3)  # the same seed again: the same states as the first instance's
+    assert [e["rng"] for e in record["made"]] == [0, 0] and [e["after"] for e in record["made"]] == [1, 1]
+    assert [(e["rng"], e["after"]) for e in record["calls"]] == [(1, 1), (1, 1)] and len(record["states"]) == 2
+    replayed = calls.module_replayer("Head", record)
+    torch.manual_seed(0)
+    assert torch.equal(replayed(3)(x), outs[0]) and torch.equal(again(x), outs[1])
+    monkeypatch.setattr(calls, "MAX_CALLS", 3)
+    for _ in range(5):  # each made from a new state; those past MAX_CALLS keep none
+        ns["Head"](3)
+    assert len(record["made"]) == 3 and len(record["states"]) == 3

@@ -161,8 +161,9 @@ def replayer(name: str, table: list[dict[str, Any]], own: Callable[..., Any] | N
 
 # --------------------------------------------------------------------------------------------
 # A student's torch module (``class CausalAttention(nn.Module)``): each instance made and each
-# forward call, with torch's random state before and after, so a dropout or a weight drawn at
-# construction is replayed exactly where the solution's code draws it.
+# forward call, with torch's random state before and after (its number in the record's
+# ``states``), so a dropout or a weight drawn at construction is replayed exactly where the
+# solution's code draws it.
 
 
 def _rng() -> Any:
@@ -171,11 +172,32 @@ def _rng() -> Any:
     return torch.get_rng_state()
 
 
+def _state_keeper(states: list[Any]) -> Callable[[], int]:
+    """The number of torch's random state now in ``states``, the distinct states of one record
+    (added when new): a state is 5 KB, and a record's entries mostly repeat a few (the state after
+    one call is the next call's, a seed set again gives the same), so each is kept and sent once."""
+    known: dict[bytes, int] = {}
+
+    def number() -> int:
+        state = _rng()
+        try:
+            key = state.numpy().tobytes()
+        except Exception:  # noqa: BLE001 - a torch without NumPy: slower, and recording still never fails a call
+            key = bytes(state.tolist())
+        if key not in known:
+            known[key] = len(states)
+            states.append(state)
+        return known[key]
+
+    return number
+
+
 def module_recorder(cls: type, log: dict[str, list[dict[str, Any]]], ns: dict[str, Any], name: str) -> type:
     """A subclass of the student's module class that records its instances and forward calls.
     While its own code runs, ``ns[name]`` is the class itself, so ``super(CausalAttention, self)``
     in it means what it meant without the grader."""
     made, calls = log.setdefault("made", []), log.setdefault("calls", [])
+    state = _state_keeper(log.setdefault("states", []))
 
     @contextlib.contextmanager
     def original() -> Iterator[None]:
@@ -192,23 +214,25 @@ def module_recorder(cls: type, log: dict[str, list[dict[str, Any]]], ns: dict[st
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             # A subclass the student derives from it is another module: not recorded as this one.
             kept = _keep(list(args), kwargs) if type(self) is Recorded else None
-            entry = {"args": kept[0], "kwargs": kept[1], "rng": _rng()} if kept is not None else None
+            # The state is kept only for an entry that can still be kept (a new state is 5 KB).
+            rng = state() if kept is not None and len(made) < MAX_CALLS else -1
+            entry = {"args": kept[0], "kwargs": kept[1], "rng": rng} if kept is not None else None
             with original():
                 super().__init__(*args, **kwargs)
             object.__setattr__(self, "_grader_made", len(made) if entry is not None else -1)
             if entry is not None and len(made) < MAX_CALLS:
-                entry["after"] = _rng()
+                entry["after"] = state()
                 made.append(entry)
 
         def forward(self, *args: Any, **kwargs: Any) -> Any:
             kept = _keep(list(args), kwargs) if type(self) is Recorded else None
             entry = ({"made": self._grader_made, "training": bool(self.training), "args": kept[0], "kwargs": kept[1],
-                      "rng": _rng()} if kept is not None else None)
+                      "rng": state() if len(calls) < MAX_CALLS else -1} if kept is not None else None)
             with original():
                 result = super().forward(*args, **kwargs)
             answer = _keep(result) if entry is not None and len(calls) < MAX_CALLS else None
             if entry is not None and answer is not None:
-                entry["after"], entry["result"] = _rng(), answer[0]
+                entry["after"], entry["result"] = state(), answer[0]
                 calls.append(entry)
             return result
 
@@ -222,28 +246,33 @@ def module_replayer(name: str, log: dict[str, list[dict[str, Any]]], differs: di
     the student's did for the same input, mode and random state. Anything else raises LookupError."""
     import torch
 
-    made, calls = log.get("made", []), log.get("calls", [])
+    made, calls, states = log.get("made", []), log.get("calls", []), log.get("states", [])
+
+    def now() -> int | None:  # the number of torch's random state now in the record, if it is one of them
+        state = _rng()
+        return next((i for i, kept in enumerate(states) if same(kept, state)), None)
+
     if differs is not None:
         differs[name] = True  # the solution's own module is not built to compare: its question says if it is right
 
     class Replayed(torch.nn.Module):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__()
-            state = _rng()
+            state = now()
             for i, entry in enumerate(made):
-                if same(entry["rng"], state) and same(entry["args"], list(args)) and same(entry["kwargs"], kwargs):
+                if entry["rng"] == state and same(entry["args"], list(args)) and same(entry["kwargs"], kwargs):
                     object.__setattr__(self, "_grader_made", i)
-                    torch.set_rng_state(entry["after"])
+                    torch.set_rng_state(states[entry["after"]])
                     return
             raise LookupError(f"{name} was not made with these arguments in the student's notebook")
 
         def forward(self, *args: Any, **kwargs: Any) -> Any:
-            state = _rng()
+            state = now()
             for entry in calls:
                 if (entry["made"] == self._grader_made and entry["training"] == self.training
-                        and same(entry["rng"], state) and same(entry["args"], list(args))
+                        and entry["rng"] == state and same(entry["args"], list(args))
                         and same(entry["kwargs"], kwargs)):
-                    torch.set_rng_state(entry["after"])
+                    torch.set_rng_state(states[entry["after"]])
                     return copy.deepcopy(entry["result"])
             raise LookupError(f"{name} was not called on this input in the student's notebook")
 
