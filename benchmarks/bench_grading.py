@@ -32,6 +32,7 @@ import json
 import os
 import random
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -236,6 +237,14 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
     if sandbox_features is not None:
         executor.features = sandbox_features
     course = dataclasses.replace(course, cache_dir=Path(tempfile.mkdtemp(prefix=f"bench-{executor_name}-")))
+    try:
+        return _bench(executor_name, course, classes, jobs, executor)
+    finally:
+        shutil.rmtree(course.cache_dir, ignore_errors=True)
+
+
+def _bench(executor_name: str, course: config.Course, classes: dict[str, list[tuple[Path, str]]], jobs: int,
+           executor) -> dict:
     executor = TimedExecutor(executor)
     grader = TimedGrader(course, executor)
     memory = TreeMemory()
@@ -528,6 +537,7 @@ def long_batch(n: int, jobs: int, seed: int) -> int:
         memory[0].stop()
         assert len(outcome.cards) == n
     executor.close()
+    shutil.rmtree(course.cache_dir, ignore_errors=True)
     first, last = samples[0], samples[-1]
     print(f"first tenth against last: peak PSS {first[0]:.0f} -> {last[0]:.0f} MB (the grader's own {first[3]:.0f} -> "
           f"{last[3]:.0f} MB), descriptors {first[1]} -> {last[1]} "

@@ -79,6 +79,21 @@ def run(cmd: list[str], cwd: Path) -> str:
     return proc.stdout
 
 
+def autograde(peer: Path, peer_python: Path, submissions: dict[str, Path]) -> dict[str, Any]:
+    """nbgrader's ``generate_assignment`` and ``autograde`` of ps1 in the course folder ``peer``,
+    each submission handed in as ``p1.ipynb`` by its student; the scores nbgrader gave."""
+    nbgrader = [str(peer_python), "-m", "nbgrader"]
+    run([*nbgrader, "generate_assignment", "ps1", "--force"], peer)
+    for student, notebook in submissions.items():
+        run([*nbgrader, "db", "student", "add", student], peer)
+        (peer / "submitted" / student / "ps1").mkdir(parents=True)
+        shutil.copy(notebook, peer / "submitted" / student / "ps1" / "p1.ipynb")
+    run([*nbgrader, "autograde", "ps1", "--force"], peer)
+    scores: dict[str, Any] = json.loads(run([str(peer_python), "-c", PEER_SCORES, f"sqlite:///{peer}/gradebook.db",
+                                             json.dumps(list(submissions))], peer))
+    return scores
+
+
 def test_notebooks(checkout: Path, peer_python: Path, work: Path) -> None:
     """nbgrader's own test notebooks (nbgrader/tests/apps/files), used as its own tests use them:
     ``submitted-unchanged.ipynb`` is the source, the others are submissions of it."""
@@ -91,16 +106,8 @@ def test_notebooks(checkout: Path, peer_python: Path, work: Path) -> None:
     peer = work / "peer"
     shutil.copytree(source, peer / "source")
     (peer / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(peer)))
-    nbgrader = [str(peer_python), "-m", "nbgrader"]
-    run([*nbgrader, "generate_assignment", "ps1", "--force"], peer)
     students = [n.removeprefix("submitted-") for n in names]
-    for name, student in zip(names, students, strict=True):
-        run([*nbgrader, "db", "student", "add", student], peer)
-        (peer / "submitted" / student / "ps1").mkdir(parents=True)
-        shutil.copy(files / f"{name}.ipynb", peer / "submitted" / student / "ps1" / "p1.ipynb")
-    run([*nbgrader, "autograde", "ps1", "--force"], peer)
-    theirs = json.loads(run([str(peer_python), "-c", PEER_SCORES, f"sqlite:///{peer}/gradebook.db",
-                             json.dumps(students)], peer))
+    theirs = autograde(peer, peer_python, {s: files / f"{n}.ipynb" for n, s in zip(names, students, strict=True)})
     course = work / "course"
     course.mkdir()
     grader = [sys.executable, "-m", "grader.cli"]
@@ -147,17 +154,10 @@ def autotest_notebooks(checkout: Path, peer_python: Path, work: Path) -> None:
         shutil.copytree(source, peer / "source")
         shutil.copy(files / "autotests.yml", peer / "autotests.yml")
         (peer / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(peer)))
-        nbgrader = [str(peer_python), "-m", "nbgrader"]
-        run([*nbgrader, "generate_assignment", "ps1", "--force"], peer)
         names = sorted(p.stem for p in files.glob(f"autotest-{kind}-*.ipynb"))
         students = [n.removeprefix(f"autotest-{kind}-") for n in names]
-        for name, student in zip(names, students, strict=True):
-            run([*nbgrader, "db", "student", "add", student], peer)
-            (peer / "submitted" / student / "ps1").mkdir(parents=True)
-            shutil.copy(files / f"{name}.ipynb", peer / "submitted" / student / "ps1" / "p1.ipynb")
-        run([*nbgrader, "autograde", "ps1", "--force"], peer)
-        theirs = json.loads(run([str(peer_python), "-c", PEER_SCORES, f"sqlite:///{peer}/gradebook.db",
-                                 json.dumps(students)], peer))
+        theirs = autograde(peer, peer_python,
+                           {s: files / f"{n}.ipynb" for n, s in zip(names, students, strict=True)})
         course = base / "course"
         course.mkdir()
         grader = [sys.executable, "-m", "grader.cli"]
