@@ -77,7 +77,7 @@ def test_a_hanging_and_a_crashing_cell_end_the_same_way_in_both(grader, jupyter_
               captures=(CaptureSpec("b", "value", "b", None), CaptureSpec("kernel", "value", "kernel", None)),
               # A cell limit that a loaded machine's cells 1, 2, 4 and 5 stay well within (a kernel's
               # start is not a cell's time), so only cell 3 ever runs past it.
-              limits=Limits(cell_timeout=3, notebook_timeout=60))
+              limits=Limits(cell_timeout=3, notebook_timeout=60), preload=("numpy",))
     # Both executors at once: each attempt mostly waits (the cell limit, a kernel's start), and
     # the executors share nothing.
     with ThreadPoolExecutor(2) as pool:
