@@ -276,7 +276,8 @@ def test_torch_in_a_numpy_course_runs_in_a_server_that_has_it_loaded(course, tmp
     from grader.run.forking import executor as executor_module
 
     assert warm_for(("numpy",), ["import torch.nn as nn\nimport numpy as np", "import matplotlib.pyplot as plt",
-                                 "import mymodule, os", "from jax import numpy", "x = ?"]) == ("matplotlib", "torch")
+                                 "import mymodule, os", "from jax import numpy", "x = ?"]) == (
+        "matplotlib.pyplot", "torch.nn")
     assert warm_for(("torch", "torch.nn"), ["import torch"]) == ()
     numpy_a = course.assignment("attention_numpy")
     alice = ROOT / "examples" / "attention_numpy" / "alice_torch.ipynb"
@@ -290,7 +291,7 @@ def test_torch_in_a_numpy_course_runs_in_a_server_that_has_it_loaded(course, tmp
         assert value(ex.run(probe), "torch") is True  # imported before the run began
         monkeypatch.setattr(executor_module, "WARM_SERVERS", 1)
         assert ex.preload_for(probe) == ("numpy", "torch")  # a server it already has
-        assert ex.preload_for(dataclasses.replace(probe, warm=("matplotlib",))) == ("numpy",)
+        assert ex.preload_for(dataclasses.replace(probe, warm=("matplotlib.pyplot",))) == ("numpy",)
 
 
 def test_each_assignment_gets_a_server_with_what_it_imports(course, tmp_path):

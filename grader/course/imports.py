@@ -25,11 +25,12 @@ WARM = frozenset({"jax", "matplotlib", "pandas", "scipy", "seaborn", "sklearn", 
 
 
 def warm_for(preload: tuple[str, ...], sources: list[str]) -> tuple[str, ...]:
-    """The libraries of ``WARM`` the cells import that the preload set lacks and that are
-    installed here (top-level names, sorted)."""
+    """The modules of ``WARM``'s libraries the cells import (``matplotlib.pyplot`` as written: a
+    library's heavy part is often a submodule) where the preload set has nothing of that library
+    and it is installed here; sorted."""
     preloaded = {m.partition(".")[0] for m in preload}
-    wanted = {m.partition(".")[0] for m in notebook.imported_modules(sources)} & WARM
-    return tuple(sorted(m for m in wanted - preloaded if _installed(m)))
+    return tuple(sorted(m for m in notebook.imported_modules(sources)
+                        if (top := m.partition(".")[0]) in WARM and top not in preloaded and _installed(top)))
 
 
 @functools.cache
