@@ -60,6 +60,7 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	# Two workers: the suite waits on sandboxes, kernels and sleeps as much as it computes. mypy
 	# (half a minute of one core without its cache, as on a fresh clone) runs meanwhile; its report
 	# follows pytest's, and the target fails when either does.

@@ -51,8 +51,19 @@ class Watch(threading.Thread):
 
 
 def grade(folder: Path, out: Path, jobs: int) -> tuple[float, Watch, int]:
-    command = [str(ROOT / ".venv/bin/grader"), "grade", str(folder), "-a", "attention_numpy", "--out", str(out),
-               "-j", str(jobs), "--config", str(ROOT / "config.yaml")]
+    command = [
+        str(ROOT / ".venv/bin/grader"),
+        "grade",
+        str(folder),
+        "-a",
+        "attention_numpy",
+        "--out",
+        str(out),
+        "-j",
+        str(jobs),
+        "--config",
+        str(ROOT / "config.yaml"),
+    ]
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "CI": "1"})
     watch = Watch(proc.pid)
@@ -74,24 +85,32 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     course = config.load(ROOT / "config.yaml")
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
-        made = generate(course.assignment("attention_numpy"), args.n, 0, 0.0, Path(tmp) / "made", random.Random(args.seed))
+        made = generate(
+            course.assignment("attention_numpy"), args.n, 0, 0.0, Path(tmp) / "made", random.Random(args.seed)
+        )
         folder = Path(tmp) / "class"
         for path, _ in made:  # a folder per student, as a course site's download gives
             student = folder / path.stem
             student.mkdir(parents=True)
             path.rename(student / "attention_numpy.ipynb")
         out = Path(tmp) / "out"
-        print(f"{args.n} attention_numpy submissions, a folder each, -j {args.jobs}, {os.cpu_count()} cores, "
-              f"load average {os.getloadavg()[0]:.2f}", flush=True)
+        print(
+            f"{args.n} attention_numpy submissions, a folder each, -j {args.jobs}, {os.cpu_count()} cores, "
+            f"load average {os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
         for label in ("first run", "again (cached)"):
             wall, watch, code = grade(folder, out, args.jobs)
             cards = len(list(out.rglob("*.yaml"))) if out.exists() else 0
             with open(out / "gradebook.csv", newline="") as f:
                 rows = sum(1 for _ in csv.reader(f))
-            print(f"{label}: {wall:.1f} s ({args.n / wall:.1f}/s), exit {code}; grader process: peak RSS "
-                  f"{watch.rss / 1024:.0f} MB, at most {watch.fds} open descriptors; whole tree: peak "
-                  f"{watch.pss / 1024:.0f} MB PSS, at most {watch.procs} processes; {cards} scorecards, "
-                  f"gradebook.csv {rows} lines", flush=True)
+            print(
+                f"{label}: {wall:.1f} s ({args.n / wall:.1f}/s), exit {code}; grader process: peak RSS "
+                f"{watch.rss / 1024:.0f} MB, at most {watch.fds} open descriptors; whole tree: peak "
+                f"{watch.pss / 1024:.0f} MB PSS, at most {watch.procs} processes; {cards} scorecards, "
+                f"gradebook.csv {rows} lines",
+                flush=True,
+            )
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     return 0
 

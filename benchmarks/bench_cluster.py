@@ -77,18 +77,42 @@ class Cluster:
 
         self.address = f"tcp://127.0.0.1:{free_port()}"
         self.procs: list[subprocess.Popen[bytes]] = []
-        self.start(logs / "scheduler.log", "scheduler", "--host", "127.0.0.1", "--port",
-                   self.address.rsplit(":", 1)[1], "--no-dashboard")
+        self.start(
+            logs / "scheduler.log",
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            self.address.rsplit(":", 1)[1],
+            "--no-dashboard",
+        )
         for i in range(workers):
-            self.start(logs / f"worker{i}.log", "worker", self.address, "--nthreads", "1", "--host", "127.0.0.1",
-                       "--no-dashboard", "--name", f"w{i}")
+            self.start(
+                logs / f"worker{i}.log",
+                "worker",
+                self.address,
+                "--nthreads",
+                "1",
+                "--host",
+                "127.0.0.1",
+                "--no-dashboard",
+                "--name",
+                f"w{i}",
+            )
         with distributed.Client(self.address, timeout=60, set_as_default=False) as client:
             client.wait_for_workers(workers, timeout=180)
 
     def start(self, log: Path, *args: str) -> None:
         with open(log, "w") as f:
-            self.procs.append(subprocess.Popen([sys.executable, "-m", "dask", *args], stdout=f,
-                                               stderr=subprocess.STDOUT, env=ENV, start_new_session=True))
+            self.procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "dask", *args],
+                    stdout=f,
+                    stderr=subprocess.STDOUT,
+                    env=ENV,
+                    start_new_session=True,
+                )
+            )
 
     def stop(self) -> None:
         for p in reversed(self.procs):
@@ -100,21 +124,47 @@ class Cluster:
                 p.wait()
 
 
-def run(label: str, grader: Grader, assignment: config.Assignment, subs: list[batch.Submission], *,
-        threads: int, jobs: int = 1, cluster: str | None = None) -> dict[str, object]:
+def run(
+    label: str,
+    grader: Grader,
+    assignment: config.Assignment,
+    subs: list[batch.Submission],
+    *,
+    threads: int,
+    jobs: int = 1,
+    cluster: str | None = None,
+) -> dict[str, object]:
     arrivals: list[tuple[float, float]] = []  # (when the card came back, its Grader.grade time), in arrival order
     started = time.monotonic()
-    outcome = batch.grade_all(grader, assignment, subs, jobs=jobs, cluster=cluster,
-                              on_card=lambda s, c: arrivals.append((time.monotonic(), float(c.execution.time or 0.0))))
+    outcome = batch.grade_all(
+        grader,
+        assignment,
+        subs,
+        jobs=jobs,
+        cluster=cluster,
+        on_card=lambda s, c: arrivals.append((time.monotonic(), float(c.execution.time or 0.0))),
+    )
     wall = time.monotonic() - started
     warm = min(2 * threads, len(arrivals) - 2)  # by then every worker has started its server
     steady = (len(arrivals) - 1 - warm) / (arrivals[-1][0] - arrivals[warm][0])
-    grade = statistics.mean(g for _, g in arrivals[warm + 1:])
-    row = {"label": label, "n": len(subs), "threads": threads, "wall": wall, "throughput": len(subs) / wall,
-           "steady": steady, "grade_ms": 1000 * grade, "overhead_ms": 1000 * (threads / steady - grade),
-           "load": load(), "scores": [c.score for c in outcome.cards]}
-    print(f"{label:<22} n={len(subs)}  wall {wall:6.1f} s  {len(subs) / wall:5.2f}/s  steady {steady:5.2f}/s  "
-          f"grade {row['grade_ms']:5.0f} ms  overhead {row['overhead_ms']:5.0f} ms  load {row['load']}", flush=True)
+    grade = statistics.mean(g for _, g in arrivals[warm + 1 :])
+    row = {
+        "label": label,
+        "n": len(subs),
+        "threads": threads,
+        "wall": wall,
+        "throughput": len(subs) / wall,
+        "steady": steady,
+        "grade_ms": 1000 * grade,
+        "overhead_ms": 1000 * (threads / steady - grade),
+        "load": load(),
+        "scores": [c.score for c in outcome.cards],
+    }
+    print(
+        f"{label:<22} n={len(subs)}  wall {wall:6.1f} s  {len(subs) / wall:5.2f}/s  steady {steady:5.2f}/s  "
+        f"grade {row['grade_ms']:5.0f} ms  overhead {row['overhead_ms']:5.0f} ms  load {row['load']}",
+        flush=True,
+    )
     return row
 
 
@@ -132,16 +182,19 @@ def main(argv: list[str] | None = None) -> int:
     course = dataclasses.replace(config.load(ROOT / "config.yaml"), cache_dir=tmp / "cache")
     assignment = course.assignment(args.assignment)
     made = generate(assignment, args.n, 0, 0.0, tmp / "class", random.Random(args.seed))
-    subs = [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p), name=p.stem)
-            for p, _ in made]
+    subs = [
+        batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p), name=p.stem) for p, _ in made
+    ]
     print(f"{args.n} {args.assignment} submissions on {os.cpu_count()} cores; load average at the start {load()}")
     grader = Grader(course, executors.make_executor("forking"))
     t = time.monotonic()
     grader.references.get(assignment)
     print(f"setup (server start, solution and variants run): {time.monotonic() - t:.1f} s")
 
-    rows: list[dict[str, object]] = [run("this machine, -j 1", grader, assignment, subs, threads=1, jobs=1),
-            run("this machine, -j 2", grader, assignment, subs, threads=2, jobs=2)]
+    rows: list[dict[str, object]] = [
+        run("this machine, -j 1", grader, assignment, subs, threads=1, jobs=1),
+        run("this machine, -j 2", grader, assignment, subs, threads=2, jobs=2),
+    ]
     # Files that are not notebooks: Grader.grade takes about a millisecond on them, so the wall
     # time per submission is what getting it to a grader and back costs.
     (tmp / "tiny").mkdir()
@@ -158,15 +211,20 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(run(f"Dask, {w} worker(s)", grader, assignment, subs, threads=w, cluster=cluster.address))
             if w == 1:
                 dask_tiny = run("tiny, Dask 1 worker", grader, assignment, tiny, threads=1, cluster=cluster.address)
-                print(f"per submission through Dask, nothing to grade: {1000 / float(dask_tiny['steady']):.1f} ms "
-                      f"(on this machine: {1000 / float(local_tiny['steady']):.1f} ms)", flush=True)
+                print(
+                    f"per submission through Dask, nothing to grade: {1000 / float(dask_tiny['steady']):.1f} ms "
+                    f"(on this machine: {1000 / float(local_tiny['steady']):.1f} ms)",
+                    flush=True,
+                )
         finally:
             cluster.stop()
     same = all(r["scores"] == rows[0]["scores"] for r in rows if r["n"] == args.n)
     print(f"every run gave the same scores: {same}; load average at the end {load()}")
     one, local = next(r for r in rows if r["label"] == "Dask, 1 worker(s)"), rows[0]
-    print(f"Dask's cost per submission (1 worker against -j 1, steady): "
-          f"{1000 / float(one['steady']) - 1000 / float(local['steady']):.0f} ms")
+    print(
+        f"Dask's cost per submission (1 worker against -j 1, steady): "
+        f"{1000 / float(one['steady']) - 1000 / float(local['steady']):.0f} ms"
+    )
     grader.executor.close()
     shutil.rmtree(tmp, ignore_errors=True)
     if args.json:

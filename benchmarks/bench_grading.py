@@ -82,8 +82,9 @@ def as_handed_in(solution: Path) -> nbformat.NotebookNode:
     return nb
 
 
-def generate(assignment: config.Assignment, n: int, slow: int, slow_seconds: float, folder: Path,
-             rng: random.Random) -> list[tuple[Path, str]]:
+def generate(
+    assignment: config.Assignment, n: int, slow: int, slow_seconds: float, folder: Path, rng: random.Random
+) -> list[tuple[Path, str]]:
     correct = as_handed_in(assignment.solution)
     skeleton = nbformat.read(str(assignment.skeleton), as_version=4)
     kinds = [kind for kind, share in MIX for _ in range(round(share * (n - slow)))]
@@ -231,8 +232,13 @@ def percentile(values: list[float], p: float) -> float:
 # -- the run -----------------------------------------------------------------------------------
 
 
-def bench(executor_name: str, course: config.Course, classes: dict[str, list[tuple[Path, str]]],
-          jobs: int, sandbox_features=None) -> dict:
+def bench(
+    executor_name: str,
+    course: config.Course,
+    classes: dict[str, list[tuple[Path, str]]],
+    jobs: int,
+    sandbox_features=None,
+) -> dict:
     executor = executors.make_executor(executor_name) if executor_name != "forking" else _fresh_forking()
     if sandbox_features is not None:
         executor.features = sandbox_features
@@ -243,8 +249,9 @@ def bench(executor_name: str, course: config.Course, classes: dict[str, list[tup
         shutil.rmtree(course.cache_dir, ignore_errors=True)
 
 
-def _bench(executor_name: str, course: config.Course, classes: dict[str, list[tuple[Path, str]]], jobs: int,
-           executor) -> dict:
+def _bench(
+    executor_name: str, course: config.Course, classes: dict[str, list[tuple[Path, str]]], jobs: int, executor
+) -> dict:
     executor = TimedExecutor(executor)
     grader = TimedGrader(course, executor)
     memory = TreeMemory()
@@ -278,11 +285,17 @@ def _bench(executor_name: str, course: config.Course, classes: dict[str, list[tu
         for card in outcome.cards:
             statuses[card.status] = statuses.get(card.status, 0) + 1
         result["assignments"][name] = {
-            "n": len(subs), "median_ms": 1000 * statistics.median(times), "p95_ms": 1000 * percentile(times, 95),
-            "throughput_per_s": len(subs) / wall, "total_s": wall, "statuses": statuses, "setup_s": setup,
+            "n": len(subs),
+            "median_ms": 1000 * statistics.median(times),
+            "p95_ms": 1000 * percentile(times, 95),
+            "throughput_per_s": len(subs) / wall,
+            "total_s": wall,
+            "statuses": statuses,
+            "setup_s": setup,
             "wall_per_submission_ms": 1000 * wall / len(subs),
             "wall_with_setup_per_submission_ms": 1000 * (wall + setup) / len(subs),
-            "runs": len(runs), "run_median_ms": 1000 * statistics.median(runs),
+            "runs": len(runs),
+            "run_median_ms": 1000 * statistics.median(runs),
             "scores": {p.name: card.score for (p, _), card in zip(subs, outcome.cards, strict=True)},
             "cards": {p.name: comparable(card) for (p, _), card in zip(subs, outcome.cards, strict=True)},
         }
@@ -291,16 +304,25 @@ def _bench(executor_name: str, course: config.Course, classes: dict[str, list[tu
     close = getattr(executor, "close", None)
     if close is not None:
         close()
-    result.update({
-        "cpu_s": cpu, "cpu_per_submission_ms": 1000 * cpu / len(all_times),
-        "wall_per_submission_ms": 1000 * batch_wall / len(all_times),
-        "wall_with_setup_s": with_setup, "wall_with_setup_per_submission_ms": 1000 * with_setup / len(all_times),
-        "n": len(all_times), "median_ms": 1000 * statistics.median(all_times),
-        "p95_ms": 1000 * percentile(all_times, 95), "throughput_per_s": len(all_times) / batch_wall,
-        "runs": len(all_runs), "run_median_ms": 1000 * statistics.median(all_runs),
-        "total_s": batch_wall, "peak_pss_mb": memory.peak_pss / 1024, "peak_rss_sum_mb": memory.peak_rss / 1024,
-        "peak_processes": memory.peak_procs,
-    })
+    result.update(
+        {
+            "cpu_s": cpu,
+            "cpu_per_submission_ms": 1000 * cpu / len(all_times),
+            "wall_per_submission_ms": 1000 * batch_wall / len(all_times),
+            "wall_with_setup_s": with_setup,
+            "wall_with_setup_per_submission_ms": 1000 * with_setup / len(all_times),
+            "n": len(all_times),
+            "median_ms": 1000 * statistics.median(all_times),
+            "p95_ms": 1000 * percentile(all_times, 95),
+            "throughput_per_s": len(all_times) / batch_wall,
+            "runs": len(all_runs),
+            "run_median_ms": 1000 * statistics.median(all_runs),
+            "total_s": batch_wall,
+            "peak_pss_mb": memory.peak_pss / 1024,
+            "peak_rss_sum_mb": memory.peak_rss / 1024,
+            "peak_processes": memory.peak_procs,
+        }
+    )
     return result
 
 
@@ -332,28 +354,46 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slow-seconds", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--json", help="also write the results to this file")
-    ap.add_argument("--minimal-sandbox", action="store_true",
-                    help="diagnostic only: run without the sandbox's namespaces and uid change (own session, "
-                    "environment and rlimits only), to see what the isolation costs")
-    ap.add_argument("--without-variants", action="store_true",
-                    help="grade on the notebooks' own data only (no variant runs), to see what variants cost")
+    ap.add_argument(
+        "--minimal-sandbox",
+        action="store_true",
+        help="diagnostic only: run without the sandbox's namespaces and uid change (own session, "
+        "environment and rlimits only), to see what the isolation costs",
+    )
+    ap.add_argument(
+        "--without-variants",
+        action="store_true",
+        help="grade on the notebooks' own data only (no variant runs), to see what variants cost",
+    )
     ap.add_argument("--save-cards", help="write the forking executor's scorecards (without timings) to this file")
-    ap.add_argument("--compare-cards", help="compare the forking executor's scorecards with a file --save-cards "
-                    "wrote (the same -n, --seed and --assignments), e.g. before and after a change")
+    ap.add_argument(
+        "--compare-cards",
+        help="compare the forking executor's scorecards with a file --save-cards "
+        "wrote (the same -n, --seed and --assignments), e.g. before and after a change",
+    )
     ap.add_argument("--no-cli", action="store_true", help="skip timing `grader grade one.ipynb` and `grader check`")
-    ap.add_argument("--long", type=int, metavar="N",
-                    help="instead: one batch of N attention_numpy submissions (forking only), printing the tree's "
-                    "PSS and the grader's open descriptors as it goes, to see that neither grows")
+    ap.add_argument(
+        "--long",
+        type=int,
+        metavar="N",
+        help="instead: one batch of N attention_numpy submissions (forking only), printing the tree's "
+        "PSS and the grader's open descriptors as it goes, to see that neither grows",
+    )
     args = ap.parse_args(argv)
     if args.long:
         return long_batch(args.long, args.jobs, args.seed)
 
     course = config.load(ROOT / "config.yaml")
     if args.without_variants:
-        course = dataclasses.replace(course, assignments={
-            name: dataclasses.replace(a, variants=dataclasses.replace(a.variants, count=0),
-                                      config_digest=a.config_digest + "-no-variants")
-            for name, a in course.assignments.items()})
+        course = dataclasses.replace(
+            course,
+            assignments={
+                name: dataclasses.replace(
+                    a, variants=dataclasses.replace(a.variants, count=0), config_digest=a.config_digest + "-no-variants"
+                )
+                for name, a in course.assignments.items()
+            },
+        )
     names = [a for a in args.assignments.split(",") if a]
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="bench-class-") as tmp:
@@ -361,8 +401,11 @@ def main(argv: list[str] | None = None) -> int:
         for k, name in enumerate(names):
             share = args.n // len(names) + (1 if k < args.n % len(names) else 0)
             classes[name] = generate(course.assignment(name), share, args.slow, args.slow_seconds, Path(tmp), rng)
-        print(f"{args.n} submissions ({', '.join(f'{len(v)} {k}' for k, v in classes.items())}), "
-              f"--jobs {args.jobs}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}", flush=True)
+        print(
+            f"{args.n} submissions ({', '.join(f'{len(v)} {k}' for k, v in classes.items())}), "
+            f"--jobs {args.jobs}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
         results = []
         for executor in [e for e in args.executors.split(",") if e]:
             minimal = None
@@ -374,29 +417,43 @@ def main(argv: list[str] | None = None) -> int:
             r = bench(executor, course, classes, args.jobs, minimal)
             results.append(r)
             print(f"\n{executor}: setup {r['setup_s']:.1f} s (server start and reference runs, not counted below)")
-            print(f"  {'assignment':<24}{'n':>6}{'median':>10}{'p95':>10}{'throughput':>13}{'total':>10}"
-                  f"{'runs':>7}{'per run':>10}  statuses")
+            print(
+                f"  {'assignment':<24}{'n':>6}{'median':>10}{'p95':>10}{'throughput':>13}{'total':>10}"
+                f"{'runs':>7}{'per run':>10}  statuses"
+            )
             rows = [(a, v) for a, v in r["assignments"].items()] + [("all", r)]
             for a, v in rows:
                 statuses = ", ".join(f"{k} {c}" for k, c in sorted(v.get("statuses", {}).items()))
-                print(f"  {a:<24}{v['n']:>6}{v['median_ms']:>8.0f}ms{v['p95_ms']:>8.0f}ms"
-                      f"{v['throughput_per_s']:>11.1f}/s{v['total_s']:>9.1f}s{v['runs']:>7}"
-                      f"{v['run_median_ms']:>8.0f}ms  {statuses}")
-            print(f"  batch wall time / submissions: {r['wall_per_submission_ms']:.0f} ms; busy CPU time of the "
-                  f"machine / submissions: {r['cpu_per_submission_ms']:.0f} ms")
-            print(f"  peak memory of the process tree: {r['peak_pss_mb']:.0f} MB PSS "
-                  f"({r['peak_rss_sum_mb']:.0f} MB if RSS is summed per process), up to {r['peak_processes']} processes",
-                  flush=True)
+                print(
+                    f"  {a:<24}{v['n']:>6}{v['median_ms']:>8.0f}ms{v['p95_ms']:>8.0f}ms"
+                    f"{v['throughput_per_s']:>11.1f}/s{v['total_s']:>9.1f}s{v['runs']:>7}"
+                    f"{v['run_median_ms']:>8.0f}ms  {statuses}"
+                )
+            print(
+                f"  batch wall time / submissions: {r['wall_per_submission_ms']:.0f} ms; busy CPU time of the "
+                f"machine / submissions: {r['cpu_per_submission_ms']:.0f} ms"
+            )
+            print(
+                f"  peak memory of the process tree: {r['peak_pss_mb']:.0f} MB PSS "
+                f"({r['peak_rss_sum_mb']:.0f} MB if RSS is summed per process), up to {r['peak_processes']} processes",
+                flush=True,
+            )
         if len(results) == 2:
             a, b = results
             same = all(a["assignments"][n]["scores"] == b["assignments"][n]["scores"] for n in names)
-            differ = [f"{n}/{f}" for n in names for f, card in a["assignments"][n]["cards"].items()
-                      if card != b["assignments"][n]["cards"].get(f)]
-            print(f"\n{a['executor']} vs {b['executor']}: median {b['median_ms'] / a['median_ms']:.0f}x faster, "
-                  f"throughput {a['throughput_per_s'] / b['throughput_per_s']:.0f}x higher, batch wall time with "
-                  f"setup {b['wall_with_setup_s'] / a['wall_with_setup_s']:.0f}x lower; identical scores on every "
-                  f"submission: {'yes' if same else 'NO'}; identical scorecards: "
-                  f"{'yes' if not differ else 'NO, ' + ', '.join(differ[:10])}")
+            differ = [
+                f"{n}/{f}"
+                for n in names
+                for f, card in a["assignments"][n]["cards"].items()
+                if card != b["assignments"][n]["cards"].get(f)
+            ]
+            print(
+                f"\n{a['executor']} vs {b['executor']}: median {b['median_ms'] / a['median_ms']:.0f}x faster, "
+                f"throughput {a['throughput_per_s'] / b['throughput_per_s']:.0f}x higher, batch wall time with "
+                f"setup {b['wall_with_setup_s'] / a['wall_with_setup_s']:.0f}x lower; identical scores on every "
+                f"submission: {'yes' if same else 'NO'}; identical scorecards: "
+                f"{'yes' if not differ else 'NO, ' + ', '.join(differ[:10])}"
+            )
         forking = next((r for r in results if r["executor"] == "forking"), None)
         cards = {n: forking["assignments"][n]["cards"] for n in names} if forking else None
         if cards is not None and args.save_cards:
@@ -407,11 +464,21 @@ def main(argv: list[str] | None = None) -> int:
             for by_file in saved.values():
                 for card in by_file.values():
                     card.pop("sha256", None)
-            differ = [f"{n}/{f}" for n in names for f in set(cards.get(n, {})) | set(saved.get(n, {}))
-                      if cards.get(n, {}).get(f) != saved.get(n, {}).get(f)]
+            differ = [
+                f"{n}/{f}"
+                for n in names
+                for f in set(cards.get(n, {})) | set(saved.get(n, {}))
+                if cards.get(n, {}).get(f) != saved.get(n, {}).get(f)
+            ]
             total = sum(len(v) for v in cards.values())
-            print(f"scorecards against {args.compare_cards}: "
-                  + ("identical on all " + str(total) if not differ else f"{len(differ)} DIFFER: {', '.join(differ[:10])}"))
+            print(
+                f"scorecards against {args.compare_cards}: "
+                + (
+                    "identical on all " + str(total)
+                    if not differ
+                    else f"{len(differ)} DIFFER: {', '.join(differ[:10])}"
+                )
+            )
         cli = None if args.no_cli else cli_timings(course)
         if cli is not None:
             print(f"\nthrough the command line (median of {cli['n']}, a new submission each time):")
@@ -433,17 +500,41 @@ def print_targets(results: list[dict], cli: dict | None) -> None:
         for name, target in (("attention_numpy", 30), ("attention_from_scratch", 80)):
             if name in forking["assignments"]:
                 got = forking["assignments"][name]["wall_with_setup_per_submission_ms"]
-                rows.append((f"{name}: batch wall time per submission, setup included", f"<= {target} ms",
-                             f"{got:.1f} ms", got <= target))
-        rows.append(("peak memory of the whole tree", "<= 400 MB PSS", f"{forking['peak_pss_mb']:.0f} MB",
-                     forking["peak_pss_mb"] <= 400))
+                rows.append(
+                    (
+                        f"{name}: batch wall time per submission, setup included",
+                        f"<= {target} ms",
+                        f"{got:.1f} ms",
+                        got <= target,
+                    )
+                )
+        rows.append(
+            (
+                "peak memory of the whole tree",
+                "<= 400 MB PSS",
+                f"{forking['peak_pss_mb']:.0f} MB",
+                forking["peak_pss_mb"] <= 400,
+            )
+        )
     if forking is not None and jupyter is not None:
         ratio = jupyter["wall_with_setup_s"] / forking["wall_with_setup_s"]
-        rows.append(("the mixed class: Jupyter's batch wall time / forking's, same run", ">= 100x", f"{ratio:.0f}x",
-                     ratio >= 100))
+        rows.append(
+            (
+                "the mixed class: Jupyter's batch wall time / forking's, same run",
+                ">= 100x",
+                f"{ratio:.0f}x",
+                ratio >= 100,
+            )
+        )
     if cli is not None:
-        rows.append(("grader grade one.ipynb, reference cached", "<= 1.0 s", f"{cli['grade_one_s']:.2f} s",
-                     cli["grade_one_s"] <= 1.0))
+        rows.append(
+            (
+                "grader grade one.ipynb, reference cached",
+                "<= 1.0 s",
+                f"{cli['grade_one_s']:.2f} s",
+                cli["grade_one_s"] <= 1.0,
+            )
+        )
         rows.append(("grader check one.ipynb", "<= 0.5 s", f"{cli['check_s']:.2f} s", cli["check_s"] <= 0.5))
     if not rows:
         return
@@ -474,15 +565,41 @@ def cli_timings(course: config.Course, n: int = 5) -> dict:
             path.parent.mkdir()
             nbformat.write(nb, str(path))
             started = time.perf_counter()
-            subprocess.run(_grader_command() + ["grade", str(path), "-a", "attention_numpy", "--out",
-                                                str(path.parent / "out"), "--config", str(ROOT / "config.yaml")],
-                           env=env, cwd=ROOT, capture_output=True, check=False)
+            subprocess.run(
+                _grader_command()
+                + [
+                    "grade",
+                    str(path),
+                    "-a",
+                    "attention_numpy",
+                    "--out",
+                    str(path.parent / "out"),
+                    "--config",
+                    str(ROOT / "config.yaml"),
+                ],
+                env=env,
+                cwd=ROOT,
+                capture_output=True,
+                check=False,
+            )
             if i:  # the first run caches the reference
                 grade_times.append(time.perf_counter() - started)
             started = time.perf_counter()
-            subprocess.run(_grader_command() + ["check", str(path), "-a", "attention_numpy", "--checks",
-                                                str(ROOT / "assignments/attention_numpy/public_checks.json")],
-                           env=env, cwd=ROOT, capture_output=True, check=False)
+            subprocess.run(
+                _grader_command()
+                + [
+                    "check",
+                    str(path),
+                    "-a",
+                    "attention_numpy",
+                    "--checks",
+                    str(ROOT / "assignments/attention_numpy/public_checks.json"),
+                ],
+                env=env,
+                cwd=ROOT,
+                capture_output=True,
+                check=False,
+            )
             check_times.append(time.perf_counter() - started)
     return {"n": n, "grade_one_s": statistics.median(grade_times), "check_s": statistics.median(check_times[1:])}
 
@@ -510,8 +627,10 @@ def long_batch(n: int, jobs: int, seed: int) -> int:
         grader.references.get(assignment)
         store = batch.ResultStore(course.cache_dir, assignment, batch.fingerprint(grader, assignment))
         step = max(1, n // 10)
-        print(f"{'graded':>8}{'wall':>9}{'per sub':>9}{'peak PSS':>10}{'grader PSS':>12}{'fds':>6}{'server fds':>12}"
-              f"{'processes':>11}")
+        print(
+            f"{'graded':>8}{'wall':>9}{'per sub':>9}{'peak PSS':>10}{'grader PSS':>12}{'fds':>6}{'server fds':>12}"
+            f"{'processes':>11}"
+        )
         samples: list[tuple[float, int, int, float]] = []
         memory = [TreeMemory()]
         done = [0]
@@ -526,9 +645,12 @@ def long_batch(n: int, jobs: int, seed: int) -> int:
             servers = sum(_open_fds(s.pid) for s in executor.servers.values())
             own = _memory(os.getpid())[0] / 1024  # this process alone: the grader's side of the batch
             samples.append((memory[0].peak_pss / 1024, _open_fds(os.getpid()), servers, own))
-            print(f"{done[0]:>8}{wall:>8.1f}s{1000 * wall / done[0]:>7.1f}ms"
-                  f"{memory[0].peak_pss / 1024:>8.0f}MB{own:>10.0f}MB{samples[-1][1]:>6}{servers:>12}"
-                  f"{memory[0].peak_procs:>11}", flush=True)
+            print(
+                f"{done[0]:>8}{wall:>8.1f}s{1000 * wall / done[0]:>7.1f}ms"
+                f"{memory[0].peak_pss / 1024:>8.0f}MB{own:>10.0f}MB{samples[-1][1]:>6}{servers:>12}"
+                f"{memory[0].peak_procs:>11}",
+                flush=True,
+            )
             memory[0] = TreeMemory()
             memory[0].start()
 
@@ -539,10 +661,13 @@ def long_batch(n: int, jobs: int, seed: int) -> int:
     executor.close()
     shutil.rmtree(course.cache_dir, ignore_errors=True)
     first, last = samples[0], samples[-1]
-    print(f"first tenth against last: peak PSS {first[0]:.0f} -> {last[0]:.0f} MB (the grader's own {first[3]:.0f} -> "
-          f"{last[3]:.0f} MB), descriptors {first[1]} -> {last[1]} "
-          f"(servers {first[2]} -> {last[2]}); load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"first tenth against last: peak PSS {first[0]:.0f} -> {last[0]:.0f} MB (the grader's own {first[3]:.0f} -> "
+        f"{last[3]:.0f} MB), descriptors {first[1]} -> {last[1]} "
+        f"(servers {first[2]} -> {last[2]}); load average {os.getloadavg()[0]:.2f}"
+    )
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

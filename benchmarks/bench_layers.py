@@ -58,8 +58,10 @@ def layers_only(plan: sandbox.Features, workdir: str, channel: int) -> float:
 def whole_enter(plan: sandbox.Features, workdir: str, channel: int) -> float:
     limits = dataclasses.asdict(Limits())
     start = time.monotonic()
-    sandbox.enter({"limits": limits, "workdir": workdir, "sandbox": plan.to_wire()},  # type: ignore[typeddict-item]
-                  channel=channel)
+    sandbox.enter(
+        {"limits": limits, "workdir": workdir, "sandbox": plan.to_wire()},  # type: ignore[typeddict-item]
+        channel=channel,
+    )
     return time.monotonic() - start  # in the student process: the keeper and init wait on it
 
 

@@ -35,8 +35,20 @@ def make_class(folder: Path, size: int) -> None:
 
 def run(folder: Path, cards: Path, workers: int) -> tuple[float, float]:
     """(wall seconds, CPU seconds of every process it started) for one pytest run."""
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--assignment", "attention_numpy",
-           "--submission", str(folder), "--scorecard-dir", str(cards)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--assignment",
+        "attention_numpy",
+        "--submission",
+        str(folder),
+        "--scorecard-dir",
+        str(cards),
+    ]
     if workers > 1:
         cmd += ["-n", str(workers)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -63,9 +75,13 @@ def main() -> None:
         warm.mkdir()
         make_class(warm, 1)
         run(warm, base / "cards-warm", 1)  # the reference, computed once and cached
-        print(f"pytest --submission DIR, serial vs -n {args.workers}; {os.cpu_count()} CPUs, "
-              f"load {os.getloadavg()[0]:.1f}; median of {args.repeat} runs each")
-        print(f"{'notebooks':>9}  {'serial wall':>11}  {'-n wall':>8}  {'speed-up':>8}  {'serial CPU':>10}  {'-n CPU':>7}")
+        print(
+            f"pytest --submission DIR, serial vs -n {args.workers}; {os.cpu_count()} CPUs, "
+            f"load {os.getloadavg()[0]:.1f}; median of {args.repeat} runs each"
+        )
+        print(
+            f"{'notebooks':>9}  {'serial wall':>11}  {'-n wall':>8}  {'speed-up':>8}  {'serial CPU':>10}  {'-n CPU':>7}"
+        )
         for size in sizes:
             folder = base / f"class-{size}"
             folder.mkdir()

@@ -46,8 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data.txt"
         data.write_text("given\n")
-        job = Job(cells=(JobCell(1, "x = 1"),), captures=(), limits=limits, files=((data, "data.txt"),),
-                  preload=("numpy",))
+        job = Job(
+            cells=(JobCell(1, "x = 1"),), captures=(), limits=limits, files=((data, "data.txt"),), preload=("numpy",)
+        )
         later: list[float] = []
         first: list[float] = []
         with ForkingExecutor(preload=("numpy",)) as executor:
@@ -66,8 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.n * args.runs
     print(f"{args.n} sessions of {args.runs} one-cell runs, load average {os.getloadavg()[0]:.2f}")
     print(f"  a session's first run: median {1000 * statistics.median(first):.1f} ms")
-    print(f"  each later run: median {1000 * statistics.median(later):.1f} ms, "
-          f"p90 {1000 * sorted(later)[int(0.9 * len(later))]:.1f} ms")
+    print(
+        f"  each later run: median {1000 * statistics.median(later):.1f} ms, "
+        f"p90 {1000 * sorted(later)[int(0.9 * len(later))]:.1f} ms"
+    )
     print(f"  per run: {1000 * wall / runs:.1f} ms of wall time, {1000 * cpu / runs:.1f} ms of the machine's CPU")
     return 0
 

@@ -100,9 +100,25 @@ def run(n: int) -> None:
         load = os.getloadavg()[0]
         cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "grader.cli", "similarity", str(folder), "-a", ASSIGNMENT,
-                               "--out", str(out), "--config", str(ROOT / "config.yaml")],
-                              capture_output=True, text=True, cwd=ROOT, check=False)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "grader.cli",
+                "similarity",
+                str(folder),
+                "-a",
+                ASSIGNMENT,
+                "--out",
+                str(out),
+                "--config",
+                str(ROOT / "config.yaml"),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            check=False,
+        )
         wall = time.perf_counter() - started
         cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
@@ -115,23 +131,27 @@ def run(n: int) -> None:
         for copy, source in copies.items():
             groups.setdefault(source, {source}).add(copy)
         planted = {frozenset((a, b)) for g in groups.values() for a in g for b in g if a < b}
-        top = data["pairs"][:len(planted)]
+        top = data["pairs"][: len(planted)]
         found = sum(1 for p in top if frozenset((p["a"], p["b"])) in planted)
         others = max((p["score"] for p in data["pairs"] if frozenset((p["a"], p["b"])) not in planted), default=0.0)
         size = (out / "similarity.html").stat().st_size
-        print(f"{n:>6} notebooks: {wall:6.1f} s wall ({cpu:.1f} s CPU in all processes), {n / wall:6.1f} notebooks/s; "
-              f"{len(data['pairs'])} pairs listed, "
-              f"{len(high)} at or above {data['settings']['threshold']}; of the {len(planted)} pairs holding the "
-              f"same work (planted copies), {found} are among the top {len(planted)} pairs; the highest other pair "
-              f"scores {others:.2f}; html {size / 1e6:.1f} MB; load before {load:.2f}")
+        print(
+            f"{n:>6} notebooks: {wall:6.1f} s wall ({cpu:.1f} s CPU in all processes), {n / wall:6.1f} notebooks/s; "
+            f"{len(data['pairs'])} pairs listed, "
+            f"{len(high)} at or above {data['settings']['threshold']}; of the {len(planted)} pairs holding the "
+            f"same work (planted copies), {found} are among the top {len(planted)} pairs; the highest other pair "
+            f"scores {others:.2f}; html {size / 1e6:.1f} MB; load before {load:.2f}"
+        )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, action="append", help="class sizes (default: 200 and 1000)")
     args = ap.parse_args()
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
-          f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
+        f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     for n in args.n or [200, 1000]:
         run(n)
 

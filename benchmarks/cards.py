@@ -151,8 +151,11 @@ def feedback_lines(card: dict[str, Any] | None) -> list[str]:
         return ["(no scorecard)"]
     if "several cards" in card:  # a notebook a test graded in several ways (suite_cards)
         several = card["several cards"]
-        return [line for i, c in enumerate(several, 1)
-                for line in [f"##### scorecard {i} of {len(several)}", *feedback_lines(c)]]
+        return [
+            line
+            for i, c in enumerate(several, 1)
+            for line in [f"##### scorecard {i} of {len(several)}", *feedback_lines(c)]
+        ]
     lines = [f"status: {card.get('status')}  score: {card.get('score')}/{card.get('max_score')}"]
     if card.get("reason"):
         lines.append(f"reason: {card['reason']}")
@@ -172,8 +175,11 @@ def feedback_lines(card: dict[str, Any] | None) -> list[str]:
 
 
 def card_diff(before: dict[str, Any] | None, after: dict[str, Any] | None, label: str) -> list[str]:
-    return list(difflib.unified_diff(feedback_lines(before), feedback_lines(after), f"before: {label}",
-                                     f"after: {label}", lineterm="", n=2))
+    return list(
+        difflib.unified_diff(
+            feedback_lines(before), feedback_lines(after), f"before: {label}", f"after: {label}", lineterm="", n=2
+        )
+    )
 
 
 # -- the examples, solutions and skeletons --------------------------------------------------------
@@ -240,14 +246,20 @@ def only_fixed(diff: list[str], fixed: list[str]) -> bool:
     return bool(changed) and bool(fixed) and all(any(f in ln for f in fixed) for ln in changed)
 
 
-def report(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], what: str,
-           fixed: list[str] | None = None) -> int:
+def report(
+    before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], what: str, fixed: list[str] | None = None
+) -> int:
     """Prints the differences of two {key: {"card": ..., "notebook": ...}}; 0 when there are none
     but in lines that hold a message of ``fixed``."""
     keys = sorted(set(before) | set(after))
-    differ = [k for k in keys if canonical(before.get(k, {}).get("card") or {}) !=
-              canonical(after.get(k, {}).get("card") or {})]
-    changed_nb = [k for k in keys if k in before and k in after and before[k].get("notebook") != after[k].get("notebook")]
+    differ = [
+        k
+        for k in keys
+        if canonical(before.get(k, {}).get("card") or {}) != canonical(after.get(k, {}).get("card") or {})
+    ]
+    changed_nb = [
+        k for k in keys if k in before and k in after and before[k].get("notebook") != after[k].get("notebook")
+    ]
     accepted = []
     removed: dict[str, int] = {}
     added: dict[str, int] = {}
@@ -277,8 +289,10 @@ def report(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], 
         print(f"\n{what}: {len(rejected)} of {len(keys)} scorecards DIFFER: " + ", ".join(rejected))
         return 1
     same = len(keys) - len(differ)
-    print(f"{what}: identical on {same} of {len(keys)}" + (f" (the other {len(accepted)}: fixed messages)"
-                                                             if accepted else ""))
+    print(
+        f"{what}: identical on {same} of {len(keys)}"
+        + (f" (the other {len(accepted)}: fixed messages)" if accepted else "")
+    )
     return 0
 
 
@@ -332,16 +346,19 @@ def _test() -> str:
 def _record(grader: Any, assignment: Any, path: Path, card: Any, kwargs: dict[str, Any]) -> None:
     root = _recording["root"]
     name = assignment if isinstance(assignment, str) else assignment.name
-    _write(_recording["out"], {
-        "test": _test(),
-        "subprocess": _recording["subprocess"],
-        "assignment": name,
-        "submission": plain_text(card.submission, root),
-        "notebook": notebook_hash(path, root),
-        "course_variants": bool(kwargs.get("course_variants", False)),
-        "executor": getattr(grader.executor, "name", ""),
-        "card": card_data(card, root),
-    })
+    _write(
+        _recording["out"],
+        {
+            "test": _test(),
+            "subprocess": _recording["subprocess"],
+            "assignment": name,
+            "submission": plain_text(card.submission, root),
+            "notebook": notebook_hash(path, root),
+            "course_variants": bool(kwargs.get("course_variants", False)),
+            "executor": getattr(grader.executor, "name", ""),
+            "card": card_data(card, root),
+        },
+    )
 
 
 def _write(out: Path, record: dict[str, Any]) -> None:
@@ -365,12 +382,28 @@ def record_from_environment() -> None:
 # The test files that grade notebooks, in the pytest process or (``grader grade``, ``grader
 # validate``, the packaged autograders) in subprocesses. Left out: the sandbox, setup, speed, leak
 # and cluster tests (they grade little and take long) and the unit tests that grade nothing.
-SUITE = ["tests/test_grading.py", "tests/test_carry_forward.py", "tests/test_variants.py",
-         "tests/test_variant_inputs.py", "tests/test_testcheck.py", "tests/test_capture_points.py",
-         "tests/test_assignments.py", "tests/test_batch.py", "tests/test_render.py", "tests/test_import.py",
-         "tests/test_executors.py", "tests/test_solution_numbers.py", "tests/test_cell_names.py",
-         "tests/test_rewrites.py", "tests/test_consumers.py", "tests/test_report.py", "tests/test_plugin.py",
-         "tests/test_classroom50.py", "tests/test_lean_runner.py", "tests/test_cli.py"]
+SUITE = [
+    "tests/test_grading.py",
+    "tests/test_carry_forward.py",
+    "tests/test_variants.py",
+    "tests/test_variant_inputs.py",
+    "tests/test_testcheck.py",
+    "tests/test_capture_points.py",
+    "tests/test_assignments.py",
+    "tests/test_batch.py",
+    "tests/test_render.py",
+    "tests/test_import.py",
+    "tests/test_executors.py",
+    "tests/test_solution_numbers.py",
+    "tests/test_cell_names.py",
+    "tests/test_rewrites.py",
+    "tests/test_consumers.py",
+    "tests/test_report.py",
+    "tests/test_plugin.py",
+    "tests/test_classroom50.py",
+    "tests/test_lean_runner.py",
+    "tests/test_cli.py",
+]
 
 
 def run_suite(out: Path, pytest_args: list[str]) -> int:
@@ -381,8 +414,17 @@ def run_suite(out: Path, pytest_args: list[str]) -> int:
     here = str(Path(__file__).resolve().parent)
     env = {**os.environ, "PYTHONPATH": here + os.pathsep + os.environ.get("PYTHONPATH", "")}
     args = pytest_args or ["-n", "2", *SUITE]
-    cmd = [sys.executable, "-m", "pytest", "-p", "cards_plugin", f"--cards-out={out.resolve()}", "--cards-subprocesses",
-           "-q", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "cards_plugin",
+        f"--cards-out={out.resolve()}",
+        "--cards-subprocesses",
+        "-q",
+        *args,
+    ]
     print("$ " + " ".join(cmd), flush=True)
     rc = subprocess.run(cmd, cwd=ROOT, env=env, check=False).returncode
     n = sum(1 for _ in out.open())
@@ -443,8 +485,10 @@ def compare_suite(saved: Path, records: Path | None, pytest_args: list[str], fix
             by_notebook[side].setdefault(entry["notebook"], set()).update(canonical(c) for c in _cards_of(entry))
     moved, missing = 0, []
     changed: dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]] = {}
-    for side, other, entries, keys in (("before", "after", before, set(before) - set(after)),
-                                       ("after", "before", after, set(after) - set(before))):
+    for side, other, entries, keys in (
+        ("before", "after", before, set(before) - set(after)),
+        ("after", "before", after, set(after) - set(before)),
+    ):
         for k in sorted(keys):
             entry = entries[k]
             there = by_notebook[other].get(entry["notebook"])
@@ -455,8 +499,10 @@ def compare_suite(saved: Path, records: Path | None, pytest_args: list[str], fix
             else:  # the notebook was graded in both runs, but not to this card
                 others = {"several cards": [json.loads(c) for c in sorted(there)]}
                 changed[k] = (entry["card"], others) if side == "before" else (others, entry["card"])
-    print(f"compared by test: {len(both)}; graded by another test in the other run, to an equal card: {moved}; "
-          f"in one run only (tests not run, notebooks built anew each run, results taken from a cache): {len(missing)}")
+    print(
+        f"compared by test: {len(both)}; graded by another test in the other run, to an equal card: {moved}; "
+        f"in one run only (tests not run, notebooks built anew each run, results taken from a cache): {len(missing)}"
+    )
     for line in missing[:40]:
         print(f"  {line}")
     for which, several in (("before", several_before), ("after", several_after)):
@@ -467,9 +513,11 @@ def compare_suite(saved: Path, records: Path | None, pytest_args: list[str], fix
     return report(b, a, f"the test suite's scorecards against {saved}", fixed)
 
 
-FIXED_HELP = ("a file of messages listed as fixed, one a line (a part of the line is enough; list the old "
-              "wording and the new): a card whose removed and added lines all contain one of them is shown but "
-              "does not count as differing")
+FIXED_HELP = (
+    "a file of messages listed as fixed, one a line (a part of the line is enough; list the old "
+    "wording and the new): a card whose removed and added lines all contain one of them is shown but "
+    "does not count as differing"
+)
 
 
 def main(argv: Iterable[str] | None = None) -> int:
@@ -483,12 +531,16 @@ def main(argv: Iterable[str] | None = None) -> int:
     c.add_argument("--jobs", "-j", type=int, default=2)
     c.add_argument("--against", type=Path, help="compare with this saved file instead of grading")
     c.add_argument("--fixed", type=Path, help=FIXED_HELP)
-    ss = sub.add_parser("save-suite", help="run the tests with the recording plugin; write every scorecard "
-                        "they produced (pytest arguments after --, default: -n 2 and the grading tests)")
+    ss = sub.add_parser(
+        "save-suite",
+        help="run the tests with the recording plugin; write every scorecard "
+        "they produced (pytest arguments after --, default: -n 2 and the grading tests)",
+    )
     ss.add_argument("out", type=Path)
     ss.add_argument("pytest_args", nargs="*")
-    cs = sub.add_parser("compare-suite", help="run the tests again (or read --records) and compare with a file "
-                        "save-suite wrote")
+    cs = sub.add_parser(
+        "compare-suite", help="run the tests again (or read --records) and compare with a file save-suite wrote"
+    )
     cs.add_argument("saved", type=Path)
     cs.add_argument("--records", type=Path, help="compare with this records file instead of running the tests")
     cs.add_argument("--fixed", type=Path, help=FIXED_HELP)

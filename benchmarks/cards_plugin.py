@@ -24,8 +24,11 @@ import pytest
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--cards-out", default=None, help="append a JSON line per Grader.grade call to this file")
-    parser.addoption("--cards-subprocesses", action="store_true",
-                     help="record in the tests' subprocesses too (``grader grade`` run by a test)")
+    parser.addoption(
+        "--cards-subprocesses",
+        action="store_true",
+        help="record in the tests' subprocesses too (``grader grade`` run by a test)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -164,8 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"replayed scorecards identical to the recorded ones: {'yes' if not differ else f'NO ({differ} differ)'}")
         print(f"{'assignment':<26}{'median CPU / submission':>26}{'mean':>10}")
         for name in names:
-            print(f"{name:<26}{1000 * statistics.median(per[name]):>24.1f}ms"
-                  f"{1000 * statistics.median(per[name + ' mean']):>8.1f}ms")
+            print(
+                f"{name:<26}{1000 * statistics.median(per[name]):>24.1f}ms"
+                f"{1000 * statistics.median(per[name + ' mean']):>8.1f}ms"
+            )
         print(f"load average at the end: {_load()}")
         if profiler is not None:
             profiler.dump_stats(args.profile)

@@ -100,10 +100,21 @@ def measure(wire: dict, configs: list[tuple[tuple[str, ...], bool]], n: int) -> 
 
     procs = []
     for modules, lean in configs:
-        procs.append(subprocess.Popen([sys.executable, "-c", CHILD.format(root=str(ROOT), modules=modules, lean=lean)],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                      env={**os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
-                                           "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", CHILD.format(root=str(ROOT), modules=modules, lean=lean)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env={
+                    **os.environ,
+                    "MPLBACKEND": "Agg",
+                    "OMP_NUM_THREADS": "1",
+                    "MKL_NUM_THREADS": "1",
+                    "OPENBLAS_NUM_THREADS": "1",
+                },
+            )
+        )
     for proc in procs:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(wire) + "\n")
@@ -144,8 +155,11 @@ def main() -> None:
         configs = [(modules, lean) for _, modules in sets for lean in (False, True)]
         labels = [(label, lean) for label, _ in sets for lean in (False, True)]
         for (label, lean), m in zip(labels, measure(job["wire"], configs, args.n), strict=True):
-            print(f"| {name} | {label} | {'lean' if lean else 'IPython run_cell'} | {m['fork']:.1f} | "
-                  f"{m['setup']:.1f} | {m['cells']:.1f} | {m['exit']:.1f} | {m['total']:.1f} |", flush=True)
+            print(
+                f"| {name} | {label} | {'lean' if lean else 'IPython run_cell'} | {m['fork']:.1f} | "
+                f"{m['setup']:.1f} | {m['cells']:.1f} | {m['exit']:.1f} | {m['total']:.1f} |",
+                flush=True,
+            )
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 

@@ -12,7 +12,9 @@ HERE = Path(__file__).parent / "attention_numpy"
 SKELETON = Path(__file__).parent.parent / "assignments/attention_numpy/attention_numpy.ipynb"
 
 CORRECT = {
-    "Q": "X @ W_q.T", "K": "X @ W_k.T", "V": "X @ W_v.T",
+    "Q": "X @ W_q.T",
+    "K": "X @ W_k.T",
+    "V": "X @ W_v.T",
     "scores": "Q @ K.T",
     "scaled_scores": "scores / np.sqrt(d_k)",
     "?1": "e_x = np.exp(x - np.max(x))\nreturn e_x / np.sum(e_x, axis=-1, keepdims=True)",

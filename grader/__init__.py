@@ -1,4 +1,5 @@
 """Autograder for numerical Python notebooks."""
+
 import os
 
 __version__ = "0.1.0"

@@ -28,8 +28,20 @@ if TYPE_CHECKING:  # numpy is imported where it is used: reading config.yaml nee
     import numpy as np
 
 DTYPES = {
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "complex64", "complex128",
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
 }
 _DTYPES: dict[str, tuple[np.dtype[Any], np.dtype[Any]]] = {}  # each of DTYPES, and its little-endian form, made once
 MAX_DEPTH = 24
@@ -46,6 +58,7 @@ Label = str | int | float | bool  # a frame's index or column label, or a dict k
 def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
     """Plain data for ``value``; ``budget`` is a one-element list of bytes still allowed."""
     import numpy as np
+
     if depth > MAX_DEPTH:
         raise CaptureFailed(f"is nested more than {MAX_DEPTH} levels deep")
     if value is None:
@@ -100,6 +113,7 @@ def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
 
 def _array(arr: np.ndarray, origin: str, budget: list[int], **meta: Any) -> dict[str, Any]:
     import numpy as np
+
     if arr.dtype.kind == "O":
         raise CaptureFailed("holds Python objects (dtype object), not numbers")
     if arr.dtype.kind not in "biufc" or arr.dtype.name not in DTYPES:
@@ -142,6 +156,7 @@ def _strings(arr: np.ndarray, origin: str, budget: list[int]) -> dict[str, Any]:
 def _pandas_array(value: Any, pandas: Any, budget: list[int]) -> dict[str, Any]:
     """A pandas array or index (``StringArray``, ``Categorical``, ...): numbers as an array, strings as a list."""
     import numpy as np
+
     origin, dtype = f"pandas.{type(value).__name__}", getattr(value, "dtype", None)
     if getattr(value, "ndim", 1) != 1:
         raise CaptureFailed(f"is a {origin} of {value.ndim} dimensions")
@@ -156,6 +171,7 @@ def _pandas_array(value: Any, pandas: Any, budget: list[int]) -> dict[str, Any]:
 
 def _tensor(t: Any, torch: Any, budget: list[int]) -> dict[str, Any]:
     import numpy as np
+
     origin = f"{type(t).__module__}.{type(t).__name__}".replace("torch.nn.parameter.", "torch.nn.")
     guard = getattr(torch._C, "DisableTorchFunctionSubclass", None)
     with guard() if guard else contextlib.nullcontext():
@@ -178,6 +194,7 @@ def _tensor(t: Any, torch: Any, budget: list[int]) -> dict[str, Any]:
 
 def _label(x: Any) -> Any:
     import numpy as np
+
     if isinstance(x, (np.generic,)):
         x = x.item()
     if type(x) in (str, int, float, bool):
@@ -187,6 +204,7 @@ def _label(x: Any) -> Any:
 
 def _frame(df: Any, pandas: Any, budget: list[int]) -> dict[str, Any]:
     import numpy as np
+
     kind = "frame" if isinstance(df, pandas.DataFrame) else "series"
     values = df.to_numpy()
     if values.dtype.kind == "O":
@@ -247,10 +265,20 @@ class Value:
         return f"a {self.kind}"
 
 
-_KEYS = {form: frozenset(keys.split()) for form, keys in {  # the keys each form of encoded value may have
-    "none": "t", "bool": "t v", "str": "t v", "array": "t dtype shape b64 origin odtype grad", "list": "t items origin",
-    "tuple": "t items", "dict": "t items", "frame": "t values index columns origin", "series": "t values index origin",
-}.items()}
+_KEYS = {
+    form: frozenset(keys.split())
+    for form, keys in {  # the keys each form of encoded value may have
+        "none": "t",
+        "bool": "t v",
+        "str": "t v",
+        "array": "t dtype shape b64 origin odtype grad",
+        "list": "t items origin",
+        "tuple": "t items",
+        "dict": "t items",
+        "frame": "t values index columns origin",
+        "series": "t values index origin",
+    }.items()
+}
 
 
 def decode(obj: Any, *, depth: int = 0) -> Value:
@@ -311,6 +339,7 @@ def _labels(obj: Any) -> tuple[Label, ...]:
 
 def _decode_array(obj: dict[str, Any]) -> Value:
     import numpy as np
+
     dtype, shape, b64 = obj.get("dtype"), obj.get("shape"), obj.get("b64")
     if dtype not in DTYPES:
         raise ProtocolError(f"a captured array has an unsupported dtype {str(dtype)[:20]!r}")
@@ -345,6 +374,7 @@ def to_python(value: Value) -> Any:
     a Python number, a NumPy scalar or array, a torch tensor (when torch can be imported), lists,
     tuples, dicts, pandas frames. Used where code runs on captured data (``test`` checks)."""
     import numpy as np
+
     if value.kind in ("none", "bool", "str"):
         return value.data
     if value.kind in ("list", "tuple"):
@@ -388,6 +418,7 @@ def to_python(value: Value) -> Any:
 def to_wire(value: Value) -> dict[str, Any]:
     """The encoded form of a decoded value (for caches and for values sent into a notebook)."""
     import numpy as np
+
     if value.kind == "none":
         return {"t": "none"}
     if value.kind in ("bool", "str"):
@@ -452,6 +483,7 @@ def number_kind(dtype: np.dtype) -> NumberKind | None:
 def numeric(v: Value) -> np.ndarray | None:
     """The value as a numeric array, if it is numbers (an array, a scalar, or a list of numbers)."""
     import numpy as np
+
     if v.kind == "array":
         arr: np.ndarray = v.data
         return arr
@@ -482,6 +514,7 @@ def indices_text(where: np.ndarray) -> str:
 def number_text(x: object, digits: int = 8) -> str:
     """A number as feedback shows it: integers whole, others to ``digits`` significant digits."""
     import numpy as np
+
     if isinstance(x, bool):
         return str(x)
     if isinstance(x, complex):

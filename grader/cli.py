@@ -75,8 +75,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}.")
     if args.cluster is not None and args.jobs is not None:
-        raise UsageError("--jobs is for this machine; on a cluster each worker's --nthreads says how many "
-                         "notebooks it grades at once.")
+        raise UsageError(
+            "--jobs is for this machine; on a cluster each worker's --nthreads says how many "
+            "notebooks it grades at once."
+        )
     course = load_course(args.config)
     given = [Path(p) for p in args.paths]
     executor = executors.make_executor(args.executor)
@@ -101,7 +103,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
         from grader.outputs.formats import Output, roster_of
 
         for fmt in {Format.CANVAS, Format.MOODLE} & set(formats) or {Format.CANVAS}:
-            roster_of(Output(course, assignment, roster=roster), fmt)  # a missing or bad roster: said now, not at the end
+            roster_of(
+                Output(course, assignment, roster=roster), fmt
+            )  # a missing or bad roster: said now, not at the end
     if args.formats is None and "gradebook" not in formats:
         formats = (*formats, Format.GRADEBOOK)  # a batch always gets its gradebook.csv unless --formats says otherwise
     out = Path(args.out)
@@ -126,31 +130,57 @@ def cmd_grade(args: argparse.Namespace) -> int:
         def write(sub: batch.Submission, card: Scorecard) -> None:  # as soon as it is graded: nothing is lost
             if grades is not None:
                 card = review.merge(grades, out, sub.name, sub.path, card)
-            outputs.write_submission(sub.path, sub.name, card, course=course, assignment=assignment, out=out,
-                                    formats=formats)
+            outputs.write_submission(
+                sub.path, sub.name, card, course=course, assignment=assignment, out=out, formats=formats
+            )
 
         mine = [(i, s) for i, s in enumerate(found.submissions)]
         if shard is not None:
             mine = shards.select(found.submissions, *shard)
-            print(f"shard {shard[0]}/{shard[1]}: {len(mine)} of the class's {len(found.submissions)} submissions",
-                  file=sys.stderr)
+            print(
+                f"shard {shard[0]}/{shard[1]}: {len(mine)} of the class's {len(found.submissions)} submissions",
+                file=sys.stderr,
+            )
         subs = [s for _, s in mine]
         progress = batch.Progress(len(subs), assignment.name)
         try:
-            outcome = batch.grade_all(grader, assignment, subs, jobs=args.jobs or batch.default_jobs(),
-                                      store=store, force=args.force, on_card=write, progress=progress,
-                                      cluster=args.cluster, say=lambda line: print(line, file=sys.stderr, flush=True))
+            outcome = batch.grade_all(
+                grader,
+                assignment,
+                subs,
+                jobs=args.jobs or batch.default_jobs(),
+                store=store,
+                force=args.force,
+                on_card=write,
+                progress=progress,
+                cluster=args.cluster,
+                say=lambda line: print(line, file=sys.stderr, flush=True),
+            )
         finally:
             progress.close()
         cards = outcome.cards if grades is None else review.WithGrades(outcome.cards, [s.name for s in subs], grades)
         done = batch.Graded(subs, cards)  # each card read back from the results when written out
         if shard is not None:
-            shards.write_manifest(out, shard=shard[0], count=shard[1], assignment=assignment.name,
-                                  fingerprint=store.key, total=len(found.submissions), formats=formats,
-                                  graded=[(i, s, c) for (i, s), c in zip(mine, outcome.cards, strict=True)],
-                                  notes=found.notes)
-        outputs.write_run(done, course=course, assignment=assignment, out=out, formats=formats,
-                         executor_name=grader.executor.name, roster=roster)
+            shards.write_manifest(
+                out,
+                shard=shard[0],
+                count=shard[1],
+                assignment=assignment.name,
+                fingerprint=store.key,
+                total=len(found.submissions),
+                formats=formats,
+                graded=[(i, s, c) for (i, s), c in zip(mine, outcome.cards, strict=True)],
+                notes=found.notes,
+            )
+        outputs.write_run(
+            done,
+            course=course,
+            assignment=assignment,
+            out=out,
+            formats=formats,
+            executor_name=grader.executor.name,
+            roster=roster,
+        )
         names = done.names
         print_table(assignment, names, cards, course.scorecard.rounding)
         notes = batch.summary_lines(found, outcome)
@@ -200,15 +230,18 @@ def cmd_merge(args: argparse.Namespace) -> int:
     shards.copy_outputs(merged, out)
     done = [(path, name, card) for path, name, card, _ in merged.rows]
     executor = next((c.execution.executor for _, _, c in done if c.execution.executor), "forking")
-    outputs.write_run(done, course=course, assignment=assignment, out=out, formats=merged.formats,
-                      executor_name=executor)
+    outputs.write_run(
+        done, course=course, assignment=assignment, out=out, formats=merged.formats, executor_name=executor
+    )
     names, cards = [name for _, name, _ in done], [card for _, _, card in done]
     print_table(assignment, names, cards, course.scorecard.rounding)
     if merged.notes:
         print()
         print("\n".join(f"note: {n}" for n in merged.notes))
-    print(f"\nScorecards of {len(names)} submission(s) from {len(args.dirs)} folder(s) merged into {out}/ "
-          f"({', '.join(merged.formats)})")
+    print(
+        f"\nScorecards of {len(names)} submission(s) from {len(args.dirs)} folder(s) merged into {out}/ "
+        f"({', '.join(merged.formats)})"
+    )
     return fail_under(names, cards, args.fail_under)
 
 
@@ -216,8 +249,9 @@ def cmd_ci_workflow(args: argparse.Namespace) -> int:
     from grader.packaging.ci import write_workflow
 
     course, assignment = course_and_assignment(args)
-    path = write_workflow(assignment, shards=args.shards, submissions=args.submissions, out=Path(args.out),
-                          config_path=args.config)
+    path = write_workflow(
+        assignment, shards=args.shards, submissions=args.submissions, out=Path(args.out), config_path=args.config
+    )
     print(f"wrote {path}: {args.shards} shard job(s) and a merge job for {assignment.name}")
     return EXIT_OK
 
@@ -236,6 +270,7 @@ def fail_under(names: list[str], cards: Iterable[Scorecard], threshold: float | 
 
 def print_table(assignment: config.Assignment, names: list[str], cards: Iterable[Scorecard], rounding: int) -> None:
     from grader.judge.scorecard import points_text
+
     width = max([len("submission")] + [len(n) for n in names])
     print(f"{assignment.name}: {assignment.title}")
     print(f"{'submission':<{width}}  {'score':>13}  status")
@@ -265,16 +300,20 @@ def cmd_similarity(args: argparse.Namespace) -> int:
     result = find_similar(given, assignment, past=past, threshold=args.threshold)
     json_path, html_path = write(result, Path(args.out), min_score=args.min_score)
     high = [p for p in result.pairs if p.score >= args.threshold]
-    print(f"{assignment.name}: {len(result.documents)} notebook(s) read, {len(result.skipped)} skipped; "
-          f"{len(high)} pair(s) at or above {args.threshold:g}, {len(result.clusters)} cluster(s) of three or more")
+    print(
+        f"{assignment.name}: {len(result.documents)} notebook(s) read, {len(result.skipped)} skipped; "
+        f"{len(high)} pair(s) at or above {args.threshold:g}, {len(result.clusters)} cluster(s) of three or more"
+    )
     for pair in high[:10]:
         print(f"  {pair.score:.2f}  {printable(pair.a)}  {printable(pair.b)}")
     for s in result.skipped:
         print(f"skipped {printable(s.origin)}: {printable(s.reason)}")
     for note in result.notes:
         print(f"note: {note}")
-    print(f"\nWrote {json_path} and {html_path}. A score is a lead for a person to look at, never proof; "
-          "no grade was changed.")
+    print(
+        f"\nWrote {json_path} and {html_path}. A score is a lead for a person to look at, never proof; "
+        "no grade was changed."
+    )
     return EXIT_OK
 
 
@@ -311,8 +350,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"the solution fails {len(staged.failing)} imported test{'s' if len(staged.failing) != 1 else ''}:")
         for failing in staged.failing:
             print(f"  - {failing.describe()}")
-        print("nothing was written: fix the source, or pass --keep-failing-tests to import these tests' "
-              "questions for a person to grade")
+        print(
+            "nothing was written: fix the source, or pass --keep-failing-tests to import these tests' "
+            "questions for a person to grade"
+        )
         return EXIT_PROBLEMS
     import_check.keep_for_a_person(items, staged.failing)
     for line in importing.write(items, config_path, course_name=course_name, force=args.force):
@@ -350,8 +391,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         from grader.selfcheck import run_cli
 
-        return run_cli(Path(args.notebook), assignment=args.assignment, checks=args.checks, question=args.question,
-                       ahead=ahead)
+        return run_cli(
+            Path(args.notebook), assignment=args.assignment, checks=args.checks, question=args.question, ahead=ahead
+        )
     finally:
         if ahead is not None:
             worker_process.discard(ahead)
@@ -387,8 +429,10 @@ def cmd_grading_bundle(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out} is not empty; name a new folder for the grading materials.")
     path = stage_grading(course, assignment, out)
     stage_grader(out)
-    print(f"wrote {out}: the grader, {path.name} and the reference bundle of {assignment.name}, without its "
-          "solution (grade with --config " + str(path) + ")")
+    print(
+        f"wrote {out}: the grader, {path.name} and the reference bundle of {assignment.name}, without its "
+        "solution (grade with --config " + str(path) + ")"
+    )
     return EXIT_OK
 
 
@@ -414,8 +458,10 @@ def cmd_classroom_workflow(args: argparse.Namespace) -> int:
         raise UsageError(f"--grading-repo must be OWNER/NAME, got {args.grading_repo!r}.")
     path = Path(args.out) / ".github" / "workflows" / "classroom.yml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(template("classroom.yml", assignment=assignment.name, notebook=notebook,
-                             grading_repo=args.grading_repo), encoding="utf-8")
+    path.write_text(
+        template("classroom.yml", assignment=assignment.name, notebook=notebook, grading_repo=args.grading_repo),
+        encoding="utf-8",
+    )
     print(f"wrote {path}: commit it to the starter repository of {assignment.name}")
     return EXIT_OK
 
@@ -434,8 +480,10 @@ def cmd_review(args: argparse.Namespace) -> int:
         if code != EXIT_OK:
             return code
     if not (out / FILENAME).is_file():
-        raise UsageError(f"{out}/ holds no grades.sqlite: grade the class first (grader grade SUBMISSIONS "
-                         f"--assignment {assignment.name} --out {out}).")
+        raise UsageError(
+            f"{out}/ holds no grades.sqlite: grade the class first (grader grade SUBMISSIONS "
+            f"--assignment {assignment.name} --out {out})."
+        )
     store = GradeStore.in_folder(out)
     if store.meta("assignment", assignment.name) != assignment.name:
         raise UsageError(f"{out}/ holds the grades of {store.meta('assignment')!r}, not of {assignment.name!r}.")
@@ -461,22 +509,24 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     """The ``grader`` command's parser (``grader.cli_parser``), each subcommand run by its ``cmd_`` function."""
-    return cli_parser.build({
-        "grade": cmd_grade,
-        "merge": cmd_merge,
-        "ci-workflow": cmd_ci_workflow,
-        "similarity": cmd_similarity,
-        "assign": cmd_assign,
-        "import": cmd_import,
-        "validate": cmd_validate,
-        "check": cmd_check,
-        "report": cmd_report,
-        "gradescope-zip": cmd_gradescope_zip,
-        "grading-bundle": cmd_grading_bundle,
-        "classroom50-autograder": cmd_classroom50_autograder,
-        "classroom-workflow": cmd_classroom_workflow,
-        "review": cmd_review,
-    })
+    return cli_parser.build(
+        {
+            "grade": cmd_grade,
+            "merge": cmd_merge,
+            "ci-workflow": cmd_ci_workflow,
+            "similarity": cmd_similarity,
+            "assign": cmd_assign,
+            "import": cmd_import,
+            "validate": cmd_validate,
+            "check": cmd_check,
+            "report": cmd_report,
+            "gradescope-zip": cmd_gradescope_zip,
+            "grading-bundle": cmd_grading_bundle,
+            "classroom50-autograder": cmd_classroom50_autograder,
+            "classroom-workflow": cmd_classroom_workflow,
+            "review": cmd_review,
+        }
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,8 +47,12 @@ def out_folder(p: argparse.ArgumentParser, what: str, default: str | None = ".")
 
 
 def fail_under_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--fail-under", type=float, metavar="PCT",
-                   help="exit with status 1 when a submission scores below PCT percent (for a CI job)")
+    p.add_argument(
+        "--fail-under",
+        type=float,
+        metavar="PCT",
+        help="exit with status 1 when a submission scores below PCT percent (for a CI job)",
+    )
 
 
 def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
@@ -62,23 +66,43 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     assignment_option(g, "the course's only one, or the one the notebooks or their folders are named after")
     out_folder(g, "folder for scorecards", "scorecards")
     course_file(g)
-    g.add_argument("--formats", "-f", help="comma-separated outputs, overriding config.yaml's scorecard.formats: "
-                   + ",".join(Format))
+    g.add_argument(
+        "--formats",
+        "-f",
+        help="comma-separated outputs, overriding config.yaml's scorecard.formats: " + ",".join(Format),
+    )
     fail_under_option(g)
-    g.add_argument("--executor", "-e", choices=list(executors.EXECUTORS), default=executors.DEFAULT,
-                   help=executors.help_text())
-    g.add_argument("--jobs", "-j", type=int, metavar="N",
-                   help="notebooks graded at the same time (default: the number of CPU cores)")
-    g.add_argument("--force", action="store_true",
-                   help="grade again submissions whose results are cached from an earlier run")
-    g.add_argument("--cluster", metavar="ADDRESS",
-                   help="grade on the workers of a Dask cluster (tcp://HOST:8786); this machine keeps the "
-                        "results cache and writes every output")
-    g.add_argument("--roster", metavar="CSV", help="which student each submission is (columns: submission, name, "
-                   "email, github, lms_id, sis_user_id, sis_login_id, section): for --formats canvas,moodle")
-    g.add_argument("--shard", metavar="K/N",
-                   help="grade only share K of N of the class (by content hash) and write OUT/shard-K-of-N.json "
-                        "for `grader merge`")
+    g.add_argument(
+        "--executor", "-e", choices=list(executors.EXECUTORS), default=executors.DEFAULT, help=executors.help_text()
+    )
+    g.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        metavar="N",
+        help="notebooks graded at the same time (default: the number of CPU cores)",
+    )
+    g.add_argument(
+        "--force", action="store_true", help="grade again submissions whose results are cached from an earlier run"
+    )
+    g.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="grade on the workers of a Dask cluster (tcp://HOST:8786); this machine keeps the "
+        "results cache and writes every output",
+    )
+    g.add_argument(
+        "--roster",
+        metavar="CSV",
+        help="which student each submission is (columns: submission, name, "
+        "email, github, lms_id, sis_user_id, sis_login_id, section): for --formats canvas,moodle",
+    )
+    g.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="grade only share K of N of the class (by content hash) and write OUT/shard-K-of-N.json "
+        "for `grader merge`",
+    )
     g.set_defaults(func=commands["grade"])
 
     m = sub.add_parser("merge", help="combine the --out folders of `grader grade --shard K/N` into one run's outputs")
@@ -91,24 +115,41 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     ci = sub.add_parser("ci-workflow", help="write a GitHub Actions workflow grading a class in N shards, then merging")
     assignment_name(ci)
     ci.add_argument("--shards", type=int, default=4, help="number of shard jobs (default: 4)")
-    ci.add_argument("--submissions", default="submissions",
-                    help="the class's notebooks in the repository (folder or zip; default: submissions)")
+    ci.add_argument(
+        "--submissions",
+        default="submissions",
+        help="the class's notebooks in the repository (folder or zip; default: submissions)",
+    )
     out_folder(ci, "the repository to write .github/workflows/ into")
     course_file(ci)
     ci.set_defaults(func=commands["ci-workflow"])
 
-    sim = sub.add_parser("similarity", help="which notebooks share code beyond the skeleton, for a person to judge "
-                         "(writes similarity.json and similarity.html; never changes a grade)")
+    sim = sub.add_parser(
+        "similarity",
+        help="which notebooks share code beyond the skeleton, for a person to judge "
+        "(writes similarity.json and similarity.html; never changes a grade)",
+    )
     sim.add_argument("paths", nargs="+", help="notebooks, folders or zips of this term, as `grader grade` reads them")
     assignment_option(sim, "the course's only one, or the one the notebooks or their folders are named after")
-    sim.add_argument("--past", nargs="+", default=[], metavar="DIR",
-                     help="earlier terms' submissions (folders or zips), compared with this term's")
+    sim.add_argument(
+        "--past",
+        nargs="+",
+        default=[],
+        metavar="DIR",
+        help="earlier terms' submissions (folders or zips), compared with this term's",
+    )
     out_folder(sim, "folder for similarity.json and similarity.html", "similarity")
     course_file(sim)
-    sim.add_argument("--threshold", type=float, default=0.5, metavar="SCORE",
-                     help="pairs scoring at least this are marked and form clusters (default: 0.5)")
-    sim.add_argument("--min-score", type=float, default=0.1, metavar="SCORE",
-                     help="list pairs scoring at least this (default: 0.1)")
+    sim.add_argument(
+        "--threshold",
+        type=float,
+        default=0.5,
+        metavar="SCORE",
+        help="pairs scoring at least this are marked and form clusters (default: 0.5)",
+    )
+    sim.add_argument(
+        "--min-score", type=float, default=0.1, metavar="SCORE", help="list pairs scoring at least this (default: 0.1)"
+    )
     sim.set_defaults(func=commands["similarity"])
 
     a = sub.add_parser("assign", help="generate student skeletons from solution notebooks")
@@ -118,15 +159,19 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
 
     im = sub.add_parser("import", help="import an nbgrader or otter-grader course (notebooks, tests, points)")
     im.add_argument("tool", choices=["nbgrader", "otter"], help="the tool the course was written for")
-    im.add_argument("source", help="nbgrader: the source folder (source/ or source/ASSIGNMENT); "
-                    "otter: the master notebook")
+    im.add_argument(
+        "source", help="nbgrader: the source folder (source/ or source/ASSIGNMENT); otter: the master notebook"
+    )
     im.add_argument("--name", help="the assignment's name (default: the folder's or notebook's)")
     course_file(im, "course file to add to (default: ./config.yaml, created if missing)")
     im.add_argument("--course", help="the course's name, for a new config.yaml")
     im.add_argument("--force", action="store_true", help="replace assignments of the same name")
-    im.add_argument("--keep-failing-tests", action="store_true",
-                    help="import a test the solution fails as a question graded by a person, with its points "
-                         "(without it, such an import writes nothing)")
+    im.add_argument(
+        "--keep-failing-tests",
+        action="store_true",
+        help="import a test the solution fails as a question graded by a person, with its points "
+        "(without it, such an import writes nothing)",
+    )
     im.set_defaults(func=commands["import"])
 
     v = sub.add_parser("validate", help="check that solutions score full marks and skeletons zero")
@@ -138,8 +183,10 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     c.add_argument("notebook", help="your notebook")
     c.add_argument("question", nargs="?", help="one question id (default: all)")
     assignment_option(c, "from public_checks.json or the file name")
-    c.add_argument("--checks", help="the public_checks.json to use (default: next to the notebook, or "
-                   "assignments/NAME/ here or above)")
+    c.add_argument(
+        "--checks",
+        help="the public_checks.json to use (default: next to the notebook, or assignments/NAME/ here or above)",
+    )
     c.set_defaults(func=commands["check"])
 
     r = sub.add_parser("report", help="class report (HTML with plots) from the scorecards of a run")
@@ -154,8 +201,11 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     course_file(z)
     z.set_defaults(func=commands["gradescope-zip"])
 
-    b = sub.add_parser("grading-bundle", help="the grading materials of an assignment without its solution "
-                       "(the grader, a reduced config.yaml, the reference bundle, the data files)")
+    b = sub.add_parser(
+        "grading-bundle",
+        help="the grading materials of an assignment without its solution "
+        "(the grader, a reduced config.yaml, the reference bundle, the data files)",
+    )
     assignment_name(b)
     out_folder(b, "a new folder (e.g. the private grading repository)", None)
     course_file(b)
@@ -168,17 +218,30 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     course_file(c5)
     c5.set_defaults(func=commands["classroom50-autograder"])
 
-    rv = sub.add_parser("review", help="grade the questions a person grades (manual: true) in a local web page, "
-                        "or through a spreadsheet (--export, --import)")
+    rv = sub.add_parser(
+        "review",
+        help="grade the questions a person grades (manual: true) in a local web page, "
+        "or through a spreadsheet (--export, --import)",
+    )
     assignment_name(rv)
-    rv.add_argument("--grade", nargs="+", metavar="PATH", help="grade these notebooks or folders into --out first "
-                    "(as `grader grade PATH... --assignment NAME --out DIR`)")
+    rv.add_argument(
+        "--grade",
+        nargs="+",
+        metavar="PATH",
+        help="grade these notebooks or folders into --out first "
+        "(as `grader grade PATH... --assignment NAME --out DIR`)",
+    )
     out_folder(rv, "the output folder of `grader grade` (its grades.sqlite keeps the grades)", "scorecards")
     course_file(rv)
-    rv.add_argument("--export", metavar="CSV", help="write the grades to CSV (student, question, points, comment) "
-                    "and exit")
-    rv.add_argument("--import", dest="import_csv", metavar="CSV",
-                    help="read grades from CSV (student, question, points, comment), all rows or none, and exit")
+    rv.add_argument(
+        "--export", metavar="CSV", help="write the grades to CSV (student, question, points, comment) and exit"
+    )
+    rv.add_argument(
+        "--import",
+        dest="import_csv",
+        metavar="CSV",
+        help="read grades from CSV (student, question, points, comment), all rows or none, and exit",
+    )
     rv.add_argument("--grader", help="your name, recorded with each grade (default: the login name)")
     rv.add_argument("--port", type=int, default=0, help="the page's port on 127.0.0.1 (default: a free one)")
     rv.add_argument("--anonymous", action="store_true", help="hide students' names while grading")
@@ -186,8 +249,12 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
 
     w = sub.add_parser("classroom-workflow", help="write the (legacy) GitHub Classroom workflow for an assignment")
     assignment_name(w)
-    w.add_argument("--grading-repo", required=True, help="OWNER/NAME of the private course repository "
-                   "(the output of grader grading-bundle: the grader, config.yaml and the reference bundle)")
+    w.add_argument(
+        "--grading-repo",
+        required=True,
+        help="OWNER/NAME of the private course repository "
+        "(the output of grader grading-bundle: the grader, config.yaml and the reference bundle)",
+    )
     w.add_argument("--notebook", help="path of the notebook in the student's repository (default: NAME.ipynb)")
     out_folder(w, "the starter repository")
     course_file(w)

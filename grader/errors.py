@@ -141,4 +141,3 @@ class TestDidNotRaise(Exception):
     def __init__(self, expected: str):
         super().__init__(expected)
         self.expected = expected
-

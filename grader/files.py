@@ -48,7 +48,9 @@ def printable(text: str) -> str:
         code = ord(ch)
         if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (os.fsdecode's surrogateescape)
             out.append(f"\\x{code - 0xDC00:02x}")
-        elif ch == " " or ch.isprintable() or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+        elif (
+            ch == " " or ch.isprintable() or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+        ):
             out.append(ch)
         elif ch in "\n\r\t":
             out.append(repr(ch)[1:-1])
@@ -72,7 +74,7 @@ def safe_stem(name: str) -> str:
     if len(raw) <= MAX_STEM_BYTES:
         return stem
     digest = hashlib.sha256(raw).hexdigest()[:12]
-    return raw[:MAX_STEM_BYTES - 13].decode("utf-8", errors="ignore") + "-" + digest
+    return raw[: MAX_STEM_BYTES - 13].decode("utf-8", errors="ignore") + "-" + digest
 
 
 def sha256_file(path: Path) -> str:

@@ -49,7 +49,7 @@ def given_id(name: str) -> str:
 
 def given_name(capture: str) -> str | None:
     """The given input a capture id names (``given_id``'s inverse), or None for any other capture."""
-    return capture[len(_GIVEN):] if capture.startswith(_GIVEN) else None
+    return capture[len(_GIVEN) :] if capture.startswith(_GIVEN) else None
 
 
 def calls_id(function: str) -> str:

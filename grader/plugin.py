@@ -50,8 +50,9 @@ WHOLE_FILE = ("loadfile", "loadscope")
 class GradingState:
     """The session's course, assignment and submissions, and the scorecards graded so far."""
 
-    def __init__(self, course: course_config.Course, assignment: course_config.Assignment,
-                 submissions: list[Path], out: Path):
+    def __init__(
+        self, course: course_config.Course, assignment: course_config.Assignment, submissions: list[Path], out: Path
+    ):
         from grader.judge.grading import Grader
 
         self.course, self.assignment, self.out = course, assignment, out
@@ -98,8 +99,12 @@ def pytest_cmdline_main(config: pytest.Config) -> Iterator[None]:
     # A wrapper runs before pytest-xdist's own hook, which turns "-n N without --dist" into
     # --dist load: that would spread one submission's items over workers, each grading it again.
     option = config.option
-    if (config.getoption("submission") and getattr(option, "numprocesses", None)
-            and getattr(option, "dist", None) == "no" and not getattr(option, "distload", False)):
+    if (
+        config.getoption("submission")
+        and getattr(option, "numprocesses", None)
+        and getattr(option, "dist", None) == "no"
+        and not getattr(option, "distload", False)
+    ):
         option.dist = "loadfile"
     return (yield)
 
@@ -171,9 +176,14 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     lines += [f"grader sandbox, not enforced here: {m}" for m in found.missing()]
     dist = getattr(config.option, "dist", "no")
     if dist != "no" and getattr(config.option, "tx", None):
-        lines.append(f"grader: distributed with --dist {dist}" + (
-            "" if dist in WHOLE_FILE else
-            "; a submission whose questions run on several workers is graded on each (--dist loadfile avoids it)"))
+        lines.append(
+            f"grader: distributed with --dist {dist}"
+            + (
+                ""
+                if dist in WHOLE_FILE
+                else "; a submission whose questions run on several workers is graded on each (--dist loadfile avoids it)"
+            )
+        )
     return lines
 
 
@@ -219,8 +229,9 @@ class QuestionItem(pytest.Item):
         if not question_passed(result):
             raise QuestionNotEarned(result.id)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: TracebackStyle | None = None) -> str | TerminalRepr:
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str | TerminalRepr:
         if isinstance(excinfo.value, QuestionNotEarned) and self.result is not None and self.card is not None:
             return failure_text(self.result, self.card)  # set by runtest before it raised
         if isinstance(excinfo.value, GradingFailed):

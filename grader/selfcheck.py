@@ -53,14 +53,24 @@ if TYPE_CHECKING:
 
 SHAPE_REASONS = (Reason.TYPE, Reason.SHAPE, Reason.LENGTH, Reason.KEYS)
 MAX_DATA_BYTES = 512 * 1024 * 1024
-LIVE_MISSING = "{label} is not defined in this session yet: run the cell that computes it (fill in its blank `?` " \
-               "first), then check again."
-LIVE_BEFORE = ("{label} is checked at the point just before `{before}` is computed, and `{before}` already exists "
-               "in this session, so the value here may not be the one this question asks about; run "
-               "`grader check NOTEBOOK` in a terminal to check it at the right point.")
+LIVE_MISSING = (
+    "{label} is not defined in this session yet: run the cell that computes it (fill in its blank `?` "
+    "first), then check again."
+)
+LIVE_BEFORE = (
+    "{label} is checked at the point just before `{before}` is computed, and `{before}` already exists "
+    "in this session, so the value here may not be the one this question asks about; run "
+    "`grader check NOTEBOOK` in a terminal to check it at the right point."
+)
 MARKS = {"passed": "✅", "failed": "❌", "error": "❌", "unanswered": "⬜", "skipped": "➖", "manual": "⏳"}
-WORDS = {"passed": "passes the public checks", "failed": "does not pass", "error": "raised an error",
-         "unanswered": "not answered", "skipped": "not checked here", "manual": "answered; a person grades it"}
+WORDS = {
+    "passed": "passes the public checks",
+    "failed": "does not pass",
+    "error": "raised an error",
+    "unanswered": "not answered",
+    "skipped": "not checked here",
+    "manual": "answered; a person grades it",
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,8 +129,14 @@ def _same_kind(expected: str | None, got: Value) -> bool:
     return got.kind == expected
 
 
-def judge(public: PublicChecks, ctx: Context, *, only: str | None = None,
-          live_ns: dict[str, Any] | None = None, written: dict[str, Answer] | None = None) -> list[Verdict]:
+def judge(
+    public: PublicChecks,
+    ctx: Context,
+    *,
+    only: str | None = None,
+    live_ns: dict[str, Any] | None = None,
+    written: dict[str, Answer] | None = None,
+) -> list[Verdict]:
     """The verdict of each question; ``written``: the answers found to questions graded by a
     person (None where the notebook's cells are not known, as in a live namespace)."""
     out = []
@@ -196,31 +212,53 @@ def data_files(folder: Path, notebook_path: Path) -> tuple[tuple[Path, str], ...
     return tuple(files) + ((notebook_path, notebook_path.name),)
 
 
-def check_notebook(path: Path, public: PublicChecks, *, only: str | None = None, executor: Executor | None = None,
-                   limits: Limits | None = None) -> list[Verdict]:
+def check_notebook(
+    path: Path,
+    public: PublicChecks,
+    *,
+    only: str | None = None,
+    executor: Executor | None = None,
+    limits: Limits | None = None,
+) -> list[Verdict]:
     """Run the notebook the way the grader does (blanks found first, then a sandboxed run) and judge
     the public checks. Raises NotebookError for a file that is not a notebook."""
     path = Path(path)
-    cells = notebook.split_before_binds(notebook.read(path),
-                                        {pc.before for q in public.questions for pc in q.checks if pc.before})
+    cells = notebook.split_before_binds(
+        notebook.read(path), {pc.before for q in public.questions for pc in q.checks if pc.before}
+    )
     infos = notebook.analyse(cells)
     first_bind = notebook.first_binds(infos)
     specs = tuple(
         CaptureSpec(pc.id, KINDS[pc.kind].capture, pc.target, first_bind.get(pc.before) if pc.before else None, pc.seed)
-        for q in public.questions for pc in q.checks
+        for q in public.questions
+        for pc in q.checks
     )
     job_cells = tuple(
-        JobCell(index=c.index, source=notebook.fill_blanks(c.source) if i.blanks else c.source,
-                skip=SkipReason.TAGGED if c.skipped else SkipReason.RUN)
+        JobCell(
+            index=c.index,
+            source=notebook.fill_blanks(c.source) if i.blanks else c.source,
+            skip=SkipReason.TAGGED if c.skipped else SkipReason.RUN,
+        )
         for c, i in zip(cells, infos, strict=True)
     )
-    job = Job(cells=job_cells, captures=specs, limits=limits or Limits(),
-              files=data_files(public.folder, path.resolve()), cell_seed=public.seed_each_cell)
+    job = Job(
+        cells=job_cells,
+        captures=specs,
+        limits=limits or Limits(),
+        files=data_files(public.folder, path.resolve()),
+        cell_seed=public.seed_each_cell,
+    )
     run = (executor or _executor()).run(job)
     # Titles and checks, so a value missing because of an earlier error points where the grader does.
-    ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
-                  reference={}, titles={q.id: q.title for q in public.questions},
-                  checks=tuple(pc.as_check(q.id) for q in public.questions for pc in q.checks))
+    ctx = Context(
+        infos=infos,
+        blanks=notebook.blank_report(infos),
+        cells=run.cells,
+        student=run.captures,
+        reference={},
+        titles={q.id: q.title for q in public.questions},
+        checks=tuple(pc.as_check(q.id) for q in public.questions for pc in q.checks),
+    )
     manual = [(q.id, q.title) for q in public.questions if q.manual]
     written = answers.locate(answers.read_cells(path), (), manual) if manual else {}
     return judge(public, ctx, only=only, written=written)
@@ -299,7 +337,9 @@ def format_report(public: PublicChecks, verdicts: list[Verdict]) -> str:
     verb = "pass" if auto != 1 else "passes"
     total = f"{n} of {auto} question{'s' if auto != 1 else ''} {verb} the public checks."
     if auto < len(verdicts):
-        total += f" {by_person} of {len(verdicts) - auto} graded by a person {'are' if by_person != 1 else 'is'} answered."
+        total += (
+            f" {by_person} of {len(verdicts) - auto} graded by a person {'are' if by_person != 1 else 'is'} answered."
+        )
     lines += ["", total]
     return "\n".join(lines)
 
@@ -308,8 +348,13 @@ def manual_ids(public: PublicChecks) -> set[str]:
     return {q.id for q in public.questions if q.manual}
 
 
-def check(question: str | None = None, *, assignment: str | None = None, checks: str | Path | None = None,
-          namespace: dict[str, Any] | None = None) -> list[Verdict]:
+def check(
+    question: str | None = None,
+    *,
+    assignment: str | None = None,
+    checks: str | Path | None = None,
+    namespace: dict[str, Any] | None = None,
+) -> list[Verdict]:
     """In a notebook: ``check("q2")`` or ``check()`` for every question. Prints the report and
     returns the verdicts. Reads the variables of the running notebook; runs nothing again."""
     if namespace is None:
@@ -322,8 +367,9 @@ def check(question: str | None = None, *, assignment: str | None = None, checks:
     return verdicts
 
 
-def run_cli(path: Path, *, assignment: str | None, checks: str | None, question: str | None,
-            ahead: Started | None = None) -> int:
+def run_cli(
+    path: Path, *, assignment: str | None, checks: str | None, question: str | None, ahead: Started | None = None
+) -> int:
     """``grader check NOTEBOOK``: 0 when every question passes the public checks, 1 otherwise.
     ``ahead``: a worker started already (``worker_process.start``), for the notebook's run."""
     public = load(locate(notebook_path=path, assignment=assignment, explicit=checks, question=question))

@@ -18,8 +18,9 @@ ASSIGN_BLANK = re.compile(r"^(\s*)([^=#]+?)\s*(=|\+=|-=|\*=|/=)\s*\?\s*$")
 BARE_BLANK = re.compile(r"^(\s*)\?\s*$")
 
 
-def fill_source(source: str, answers: dict[str, str | list[str]], counter: list[int],
-                seen: dict[str, int] | None = None) -> str:
+def fill_source(
+    source: str, answers: dict[str, str | list[str]], counter: list[int], seen: dict[str, int] | None = None
+) -> str:
     seen = {} if seen is None else seen
     lines = []
     for line in source.splitlines():
@@ -46,8 +47,13 @@ def fill_source(source: str, answers: dict[str, str | list[str]], counter: list[
     return "\n".join(lines)
 
 
-def fill(skeleton: Path, answers: dict[str, str | list[str]], *, edit: dict[int, str] | None = None,
-         append: list[str] | None = None) -> nbformat.NotebookNode:
+def fill(
+    skeleton: Path,
+    answers: dict[str, str | list[str]],
+    *,
+    edit: dict[int, str] | None = None,
+    append: list[str] | None = None,
+) -> nbformat.NotebookNode:
     """A copy of the skeleton with blanks answered; ``edit`` replaces whole code cells (by
     1-based code-cell number) and ``append`` adds code cells at the end."""
     nb: nbformat.NotebookNode = nbformat.read(str(skeleton), as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations

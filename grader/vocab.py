@@ -119,7 +119,9 @@ class CaptureKind(StrEnum):
 
     VALUE = "value"  # look a variable up in the notebook's namespace
     EXPR = "expr"  # evaluate an expression there (a call of the student's function, say)
-    TEST = "test"  # an instructor's test, run over the notebook's names: what its calls gave back (grader.judge.testcheck)
+    TEST = (
+        "test"  # an instructor's test, run over the notebook's names: what its calls gave back (grader.judge.testcheck)
+    )
 
 
 class Reason(StrEnum):

@@ -42,8 +42,9 @@ def course(configured) -> config.Course:
     Most tests are about something else than whose variants a notebook meets, and each notebook's
     own cost two more runs of the solution; the tests of variants per submission, the Gradescope
     and cluster paths and everything through the command line use ``configured`` or config.yaml."""
-    return dataclasses.replace(configured, assignments={
-        name: shared_variants(a) for name, a in configured.assignments.items()})
+    return dataclasses.replace(
+        configured, assignments={name: shared_variants(a) for name, a in configured.assignments.items()}
+    )
 
 
 @pytest.fixture(scope="session")
@@ -66,7 +67,9 @@ def numpy_with_torch(numpy_assignment) -> config.Assignment:
 
 
 NUMPY_CORRECT = {
-    "Q": "X @ W_q.T", "K": "X @ W_k.T", "V": "X @ W_v.T",
+    "Q": "X @ W_q.T",
+    "K": "X @ W_k.T",
+    "V": "X @ W_v.T",
     "scores": "Q @ K.T",
     "scaled_scores": "scores / np.sqrt(d_k)",
     "?1": "e_x = np.exp(x - np.max(x))\nreturn e_x / np.sum(e_x, axis=-1, keepdims=True)",
@@ -80,8 +83,14 @@ def submit(tmp_path, grader, course):
     """Grade a submission built from an assignment's skeleton: submit(answers, name=..., ...)."""
     counter = [0]
 
-    def _submit(answers: dict[str, str], *, assignment: str | config.Assignment = "attention_numpy", edit=None,
-                append=None, name: str | None = None):
+    def _submit(
+        answers: dict[str, str],
+        *,
+        assignment: str | config.Assignment = "attention_numpy",
+        edit=None,
+        append=None,
+        name: str | None = None,
+    ):
         a = course.assignment(assignment) if isinstance(assignment, str) else assignment
         counter[0] += 1
         nb = fill(a.skeleton, answers, edit=edit, append=append)
@@ -97,11 +106,32 @@ def submit(tmp_path, grader, course):
 # this order, so the long ones start at once on both workers and the short ones fill in after them
 # instead of a long one starting last.
 LONGEST_FIRST = (
-    "test_cluster", "test_render", "test_sandbox", "test_plugin", "test_variants", "test_lean_runner",
-    "test_hostile_inputs", "test_settings", "test_batch", "test_import", "test_executors", "test_assignments",
-    "test_forkserver", "test_review", "test_carry_forward", "test_nbgrader_semantics", "test_sessions",
-    "test_selfcheck", "test_rewrites", "test_solution_numbers", "test_consumers", "test_classroom50", "test_setup",
-    "test_carry_calls", "test_worker_speed", "test_grading",
+    "test_cluster",
+    "test_render",
+    "test_sandbox",
+    "test_plugin",
+    "test_variants",
+    "test_lean_runner",
+    "test_hostile_inputs",
+    "test_settings",
+    "test_batch",
+    "test_import",
+    "test_executors",
+    "test_assignments",
+    "test_forkserver",
+    "test_review",
+    "test_carry_forward",
+    "test_nbgrader_semantics",
+    "test_sessions",
+    "test_selfcheck",
+    "test_rewrites",
+    "test_solution_numbers",
+    "test_consumers",
+    "test_classroom50",
+    "test_setup",
+    "test_carry_calls",
+    "test_worker_speed",
+    "test_grading",
 )
 
 
@@ -119,8 +149,11 @@ def shared_variants(assignment: config.Assignment) -> config.Assignment:
 def own_data_only(assignment: config.Assignment) -> config.Assignment:
     """The assignment graded on each notebook's own data, without variants: for tests of how cells
     run, where what the variants add is tested elsewhere and each variant is one more run."""
-    return dataclasses.replace(assignment, variants=dataclasses.replace(assignment.variants, count=0),
-                               config_digest=assignment.config_digest + "-own-data-only")
+    return dataclasses.replace(
+        assignment,
+        variants=dataclasses.replace(assignment.variants, count=0),
+        config_digest=assignment.config_digest + "-own-data-only",
+    )
 
 
 def notebook_with(cells: list[str], path: Path) -> Path:

@@ -26,16 +26,41 @@ import sys
 
 PROFILE = "/usr/local/share/grader-tests/docker-default-seccomp.json"  # where `make setup` puts it
 # Docker's default capabilities (moby's defaults), as the profile's conditions name them.
-DOCKER_CAPS = frozenset({
-    "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW", "CAP_SETGID",
-    "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",
-    "CAP_AUDIT_WRITE"})
+DOCKER_CAPS = frozenset(
+    {
+        "CAP_CHOWN",
+        "CAP_DAC_OVERRIDE",
+        "CAP_FSETID",
+        "CAP_FOWNER",
+        "CAP_MKNOD",
+        "CAP_NET_RAW",
+        "CAP_SETGID",
+        "CAP_SETUID",
+        "CAP_SETFCAP",
+        "CAP_SETPCAP",
+        "CAP_NET_BIND_SERVICE",
+        "CAP_SYS_CHROOT",
+        "CAP_KILL",
+        "CAP_AUDIT_WRITE",
+    }
+)
 # This machine's architecture in the profile's words, and libseccomp's names for the others.
-NATIVE = {"x86_64": "SCMP_ARCH_X86_64", "aarch64": "SCMP_ARCH_AARCH64", "s390x": "SCMP_ARCH_S390X",
-          "riscv64": "SCMP_ARCH_RISCV64"}
-ARCH_NAMES = {"SCMP_ARCH_X86": "x86", "SCMP_ARCH_X86_64": "amd64", "SCMP_ARCH_X32": "x32",
-              "SCMP_ARCH_ARM": "arm", "SCMP_ARCH_AARCH64": "arm64", "SCMP_ARCH_S390": "s390",
-              "SCMP_ARCH_S390X": "s390x", "SCMP_ARCH_RISCV64": "riscv64"}
+NATIVE = {
+    "x86_64": "SCMP_ARCH_X86_64",
+    "aarch64": "SCMP_ARCH_AARCH64",
+    "s390x": "SCMP_ARCH_S390X",
+    "riscv64": "SCMP_ARCH_RISCV64",
+}
+ARCH_NAMES = {
+    "SCMP_ARCH_X86": "x86",
+    "SCMP_ARCH_X86_64": "amd64",
+    "SCMP_ARCH_X32": "x32",
+    "SCMP_ARCH_ARM": "arm",
+    "SCMP_ARCH_AARCH64": "arm64",
+    "SCMP_ARCH_S390": "s390",
+    "SCMP_ARCH_S390X": "s390x",
+    "SCMP_ARCH_RISCV64": "riscv64",
+}
 
 
 def _kernel() -> tuple[int, int]:
@@ -80,8 +105,15 @@ def build(profile: dict, caps: frozenset[str] = DOCKER_CAPS):  # -> pyseccomp.Sy
             return sc.LOG
         raise ValueError(f"the profile has an action this loader does not know: {name}")
 
-    ops = {"SCMP_CMP_NE": sc.NE, "SCMP_CMP_LT": sc.LT, "SCMP_CMP_LE": sc.LE, "SCMP_CMP_EQ": sc.EQ,
-           "SCMP_CMP_GE": sc.GE, "SCMP_CMP_GT": sc.GT, "SCMP_CMP_MASKED_EQ": sc.MASKED_EQ}
+    ops = {
+        "SCMP_CMP_NE": sc.NE,
+        "SCMP_CMP_LT": sc.LT,
+        "SCMP_CMP_LE": sc.LE,
+        "SCMP_CMP_EQ": sc.EQ,
+        "SCMP_CMP_GE": sc.GE,
+        "SCMP_CMP_GT": sc.GT,
+        "SCMP_CMP_MASKED_EQ": sc.MASKED_EQ,
+    }
     arch = NATIVE[os.uname().machine]
     f = sc.SyscallFilter(action(profile["defaultAction"], profile.get("defaultErrnoRet")))
     f.set_attr(sc.Attr.CTL_NNP, 0)  # Docker sets no_new_privs only when asked to

@@ -30,25 +30,57 @@ def meta(grade_id, *, solution=False, grade=False, locked=False, points=None, ta
 PROBLEM1 = [
     ("markdown", "# Problem set 1\nWrite `squares`, `sum_of_squares` and `normalize`.", None),
     ("code", "import numpy as np", meta("imports", locked=True)),
-    ("code", 'def squares(n):\n    """The squares of 1..n."""\n    ### BEGIN SOLUTION\n    if n < 1:\n        raise ValueError("n must be at least 1")\n    return [i ** 2 for i in range(1, n + 1)]\n    ### END SOLUTION',
-     meta("squares", solution=True)),
-    ("code", '"""Check that squares returns the correct output for several inputs"""\nfrom nose.tools import assert_equal\nassert_equal(squares(1), [1])\nassert_equal(squares(2), [1, 4])\n### BEGIN HIDDEN TESTS\nassert_equal(squares(10), [1, 4, 9, 16, 25, 36, 49, 64, 81, 100])\n### END HIDDEN TESTS',
-     meta("correct_squares", grade=True, locked=True, points=1)),
-    ("code", '"""Check that squares raises an error for invalid inputs"""\nfrom nose.tools import assert_raises\nassert_raises(ValueError, squares, 0)\nassert_raises(ValueError, squares, -4)',
-     meta("squares_invalid_input", grade=True, locked=True, points=0.5)),
-    ("code", "def sum_of_squares(n):\n    ### BEGIN SOLUTION\n    return sum(squares(n))\n    ### END SOLUTION",
-     meta("sum_of_squares", solution=True)),
-    ("code", '"""Check that sum_of_squares returns the correct answer"""\nassert sum_of_squares(1) == 1\nassert sum_of_squares(3) == 14\n### BEGIN HIDDEN TESTS\nassert sum_of_squares(10) == 385\n### END HIDDEN TESTS',
-     meta("correct_sum_of_squares", grade=True, locked=True, points=0.5)),
-    ("code", '"""Check that sum_of_squares relies on squares."""\norig_squares = squares\ndel squares\ntry:\n    assert_raises(NameError, sum_of_squares, 1)\nexcept AssertionError:\n    raise AssertionError("sum_of_squares does not use squares")\nfinally:\n    squares = orig_squares',
-     meta("sum_of_squares_uses_squares", grade=True, locked=True, points=0.5)),
-    ("code", "def normalize(x):\n    ### BEGIN SOLUTION\n    x = np.asarray(x, dtype=float)\n    return x / np.linalg.norm(x)\n    ### END SOLUTION",
-     meta("normalize", solution=True)),
-    ("code", 'x = np.array([3.0, 4.0])\nassert np.allclose(normalize(x), [0.6, 0.8])\nfor v in [np.ones(3), np.arange(1.0, 5.0)]:\n    assert np.isclose(np.linalg.norm(normalize(v)), 1.0), "normalize(v) should have norm 1"\n### BEGIN HIDDEN TESTS\nassert normalize(np.array([0.0, 2.0])).shape == (2,)\n### END HIDDEN TESTS',
-     meta("normalize_test", grade=True, locked=True, points=1.5)),
-    ("code", '"""Look at the output"""\nprint(squares(3))', meta("squares_printed", grade=True, locked=True, points=0.5)),
+    (
+        "code",
+        'def squares(n):\n    """The squares of 1..n."""\n    ### BEGIN SOLUTION\n    if n < 1:\n        raise ValueError("n must be at least 1")\n    return [i ** 2 for i in range(1, n + 1)]\n    ### END SOLUTION',
+        meta("squares", solution=True),
+    ),
+    (
+        "code",
+        '"""Check that squares returns the correct output for several inputs"""\nfrom nose.tools import assert_equal\nassert_equal(squares(1), [1])\nassert_equal(squares(2), [1, 4])\n### BEGIN HIDDEN TESTS\nassert_equal(squares(10), [1, 4, 9, 16, 25, 36, 49, 64, 81, 100])\n### END HIDDEN TESTS',
+        meta("correct_squares", grade=True, locked=True, points=1),
+    ),
+    (
+        "code",
+        '"""Check that squares raises an error for invalid inputs"""\nfrom nose.tools import assert_raises\nassert_raises(ValueError, squares, 0)\nassert_raises(ValueError, squares, -4)',
+        meta("squares_invalid_input", grade=True, locked=True, points=0.5),
+    ),
+    (
+        "code",
+        "def sum_of_squares(n):\n    ### BEGIN SOLUTION\n    return sum(squares(n))\n    ### END SOLUTION",
+        meta("sum_of_squares", solution=True),
+    ),
+    (
+        "code",
+        '"""Check that sum_of_squares returns the correct answer"""\nassert sum_of_squares(1) == 1\nassert sum_of_squares(3) == 14\n### BEGIN HIDDEN TESTS\nassert sum_of_squares(10) == 385\n### END HIDDEN TESTS',
+        meta("correct_sum_of_squares", grade=True, locked=True, points=0.5),
+    ),
+    (
+        "code",
+        '"""Check that sum_of_squares relies on squares."""\norig_squares = squares\ndel squares\ntry:\n    assert_raises(NameError, sum_of_squares, 1)\nexcept AssertionError:\n    raise AssertionError("sum_of_squares does not use squares")\nfinally:\n    squares = orig_squares',
+        meta("sum_of_squares_uses_squares", grade=True, locked=True, points=0.5),
+    ),
+    (
+        "code",
+        "def normalize(x):\n    ### BEGIN SOLUTION\n    x = np.asarray(x, dtype=float)\n    return x / np.linalg.norm(x)\n    ### END SOLUTION",
+        meta("normalize", solution=True),
+    ),
+    (
+        "code",
+        'x = np.array([3.0, 4.0])\nassert np.allclose(normalize(x), [0.6, 0.8])\nfor v in [np.ones(3), np.arange(1.0, 5.0)]:\n    assert np.isclose(np.linalg.norm(normalize(v)), 1.0), "normalize(v) should have norm 1"\n### BEGIN HIDDEN TESTS\nassert normalize(np.array([0.0, 2.0])).shape == (2,)\n### END HIDDEN TESTS',
+        meta("normalize_test", grade=True, locked=True, points=1.5),
+    ),
+    (
+        "code",
+        '"""Look at the output"""\nprint(squares(3))',
+        meta("squares_printed", grade=True, locked=True, points=0.5),
+    ),
     ("markdown", "Why does `squares` raise for n < 1?", None),
-    ("markdown", "Because there is nothing to square: 1..n is empty.", meta("explain", solution=True, grade=True, points=2)),
+    (
+        "markdown",
+        "Because there is nothing to square: 1..n is empty.",
+        meta("explain", solution=True, grade=True, points=2),
+    ),
 ]
 
 PROBLEM2 = [
@@ -80,7 +112,9 @@ def build(root: Path):
     (src / "problem2.ipynb").write_text(notebook(PROBLEM2))
     (src / "data.csv").write_text("a,b\n1,2\n")
     # nbgrader's header notebook, put at the top of every notebook of the course.
-    (root / "source" / "header.ipynb").write_text(notebook([("markdown", "Course header: write your name here.", None)]))
+    (root / "source" / "header.ipynb").write_text(
+        notebook([("markdown", "Course header: write your name here.", None)])
+    )
 
 
 SOLUTION_BLOCK = re.compile(r"^(\s*)### BEGIN SOLUTION\n.*?^\s*### END SOLUTION", re.M | re.S)
@@ -93,8 +127,9 @@ def release(source: Path) -> nbformat.NotebookNode:
     for cell in nb.cells:
         m = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code":
-            cell.source = SOLUTION_BLOCK.sub(lambda mm: f"{mm.group(1)}# YOUR CODE HERE\n{mm.group(1)}raise NotImplementedError()",
-                                             cell.source)
+            cell.source = SOLUTION_BLOCK.sub(
+                lambda mm: f"{mm.group(1)}# YOUR CODE HERE\n{mm.group(1)}raise NotImplementedError()", cell.source
+            )
             cell.source = HIDDEN_BLOCK.sub("", cell.source).rstrip("\n")
         elif m.get("solution"):
             cell.source = "YOUR ANSWER HERE"
@@ -144,8 +179,11 @@ def nbgrader_points(source: Path, submission: nbformat.NotebookNode) -> float:
 
 def _points(source: Path, submission: nbformat.NotebookNode) -> float:
     _nose()
-    tests = {c.metadata["nbgrader"]["grade_id"]: c for c in nbformat.read(str(source), as_version=4).cells
-             if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")}
+    tests = {
+        c.metadata["nbgrader"]["grade_id"]: c
+        for c in nbformat.read(str(source), as_version=4).cells
+        if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")
+    }
     ns: dict = {}
     total = 0.0
     for cell in submission.cells:

@@ -13,19 +13,23 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
-MATH = (r"The scaled scores are $S = \frac{Q K^\top}{\sqrt{d_k}}$, and each row of weights is a softmax:"
-        "\n\n"
-        r"$$\operatorname{softmax}(s)_j = \frac{e^{s_j}}{\sum_{k=1}^{n} e^{s_k}}$$"
-        "\n\n"
-        r"\begin{align} \mathrm{Attention}(Q, K, V) &= \operatorname{softmax}(S)\, V \end{align}"
-        "\n\nMy notes: <script>alert('x')</script> <img src=x onerror=alert(1)> *I checked this by hand*.")
+MATH = (
+    r"The scaled scores are $S = \frac{Q K^\top}{\sqrt{d_k}}$, and each row of weights is a softmax:"
+    "\n\n"
+    r"$$\operatorname{softmax}(s)_j = \frac{e^{s_j}}{\sum_{k=1}^{n} e^{s_k}}$$"
+    "\n\n"
+    r"\begin{align} \mathrm{Attention}(Q, K, V) &= \operatorname{softmax}(S)\, V \end{align}"
+    "\n\nMy notes: <script>alert('x')</script> <img src=x onerror=alert(1)> *I checked this by hand*."
+)
 LONG_LINES = 400
 
 
 def png(width: int = 240, height: int = 120) -> bytes:
     """A small PNG (a colour gradient), written without any imaging library."""
-    rows = b"".join(b"\x00" + bytes(v for x in range(width) for v in (x * 255 // width, y * 255 // height, 160))
-                    for y in range(height))
+    rows = b"".join(
+        b"\x00" + bytes(v for x in range(width) for v in (x * 255 // width, y * 255 // height, 160))
+        for y in range(height)
+    )
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
@@ -37,12 +41,19 @@ def png(width: int = 240, height: int = 120) -> bytes:
 def write(path: Path) -> Path:
     nb = nbformat.read(str(ROOT / "examples/attention_numpy/carol_no_sqrt.ipynb"), as_version=4)
     math = nbformat.v4.new_markdown_cell(MATH)
-    picture = nbformat.v4.new_code_cell("weights_plot = None  # the plot, drawn on my machine", outputs=[
-        nbformat.v4.new_output("display_data", data={"image/png": base64.b64encode(png()).decode(),
-                                                     "text/plain": "<Figure size 240x120>"})])
+    picture = nbformat.v4.new_code_cell(
+        "weights_plot = None  # the plot, drawn on my machine",
+        outputs=[
+            nbformat.v4.new_output(
+                "display_data",
+                data={"image/png": base64.b64encode(png()).decode(), "text/plain": "<Figure size 240x120>"},
+            )
+        ],
+    )
     log = "\n".join(f"step {i:3d}: loss {1 / (i + 1):.6f}" for i in range(LONG_LINES)) + "\n"
-    long_output = nbformat.v4.new_code_cell("history = None  # a long training log", outputs=[
-        nbformat.v4.new_output("stream", name="stdout", text=log)])
+    long_output = nbformat.v4.new_code_cell(
+        "history = None  # a long training log", outputs=[nbformat.v4.new_output("stream", name="stdout", text=log)]
+    )
     nb.cells[14:14] = [math]
     nb.cells.append(picture)
     nb.cells.append(long_output)

@@ -21,8 +21,18 @@ from conftest import ROOT
 
 from grader.run.sandbox.probe import usable_by_another_user
 
-NOT_COPIED = (".git", ".venv", "__pycache__", "*.egg-info", "build", "dist", "demo-out", ".mypy_cache",
-              ".ruff_cache", ".pytest_cache")
+NOT_COPIED = (
+    ".git",
+    ".venv",
+    "__pycache__",
+    "*.egg-info",
+    "build",
+    "dist",
+    "demo-out",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+)
 HEAVY = {"torch", "torchgen", "functorch", "triton", "nvidia"}  # never imported by these tests, and gigabytes
 
 
@@ -60,9 +70,15 @@ def _site_ignore(top: Path) -> object:
     def ignore(folder: str, names: Iterable[str]) -> set[str]:
         out = {n for n in names if n == "__pycache__"}
         if Path(folder) == top:
-            out |= {n for n in names if n.split(".")[0].split("-")[0] in HEAVY or n.startswith(("__editable__", "nvidia"))
-                    or n.endswith(".pth")}
+            out |= {
+                n
+                for n in names
+                if n.split(".")[0].split("-")[0] in HEAVY
+                or n.startswith(("__editable__", "nvidia"))
+                or n.endswith(".pth")
+            }
         return out
+
     return ignore
 
 

@@ -36,8 +36,10 @@ assignments:
         manual: true
 """
 
-HOSTILE = ('<script>document.title="pwned-md"</script>\n<img src="x" onerror="document.title=\'pwned-img\'">\n'
-           '[click](javascript:document.title="pwned-link")')
+HOSTILE = (
+    '<script>document.title="pwned-md"</script>\n<img src="x" onerror="document.title=\'pwned-img\'">\n'
+    '[click](javascript:document.title="pwned-link")'
+)
 
 
 def md(src: str, tags: tuple[str, ...] = ()):
@@ -71,9 +73,17 @@ def build(root: Path) -> Path:
     return root
 
 
-def student(skeleton: Path, out: Path, *, mean: str = "x.mean()", explain: str | None = None,
-            weights: str | None = None, drop_tags: bool = False, hostile: bool = False,
-            extra_cell: str | None = None) -> Path:
+def student(
+    skeleton: Path,
+    out: Path,
+    *,
+    mean: str = "x.mean()",
+    explain: str | None = None,
+    weights: str | None = None,
+    drop_tags: bool = False,
+    hostile: bool = False,
+    extra_cell: str | None = None,
+) -> Path:
     nb = nbformat.read(str(skeleton), as_version=4)
     answers = [explain, weights]
     k = 0
@@ -92,9 +102,15 @@ def student(skeleton: Path, out: Path, *, mean: str = "x.mean()", explain: str |
             if k == 0 and hostile:
                 cells.append(md(HOSTILE))
                 bad = V4.new_code_cell("print('hi')")
-                bad.outputs = [V4.new_output("display_data", data={
-                    "text/html": '<script>document.title="pwned-out"</script><b onmouseover="x()">bold</b>',
-                    "text/plain": "bold"})]
+                bad.outputs = [
+                    V4.new_output(
+                        "display_data",
+                        data={
+                            "text/html": '<script>document.title="pwned-out"</script><b onmouseover="x()">bold</b>',
+                            "text/plain": "bold",
+                        },
+                    )
+                ]
                 cells.append(bad)
             k += 1
             continue

@@ -27,7 +27,7 @@ NUMPY = {
         12: "scores = Q @ K.T",
         15: "d_k = Q.shape[1]\nscaled_scores = scores / np.sqrt(d_k)",
         18: "def softmax(x):\n    e = np.exp(x - np.max(x))\n    return e / e.sum()\n\n"
-            "attention_weights = np.apply_along_axis(softmax, 1, scaled_scores)",
+        "attention_weights = np.apply_along_axis(softmax, 1, scaled_scores)",
         21: "output = attention_weights @ V",
     },
     "bo": {
@@ -35,17 +35,17 @@ NUMPY = {
         12: "scores = np.dot(Q, K.T)  # similarity of every query with every key",
         15: "d_k = Q.shape[1]\nscaled_scores = np.divide(scores, d_k ** 0.5)",
         18: "def softmax(x):\n    shifted = x - x.max()\n    exps = np.exp(shifted)\n    total = np.sum(exps)\n"
-            "    return exps / total\n\nrows = []\nfor row in scaled_scores:\n    rows.append(softmax(row))\n"
-            "attention_weights = np.array(rows)",
+        "    return exps / total\n\nrows = []\nfor row in scaled_scores:\n    rows.append(softmax(row))\n"
+        "attention_weights = np.array(rows)",
         21: "output = np.dot(attention_weights, V)",
     },
     "chen": {
         8: "Q = np.einsum('td,od->to', X, W_q)\nK = np.einsum('td,od->to', X, W_k)\nV = np.einsum('td,od->to', X, W_v)",
         12: "n = Q.shape[0]\nscores = np.zeros((n, n))\nfor i in range(n):\n    for j in range(n):\n"
-            "        scores[i, j] = np.sum(Q[i] * K[j])",
+        "        scores[i, j] = np.sum(Q[i] * K[j])",
         15: "d_k = Q.shape[1]\nscaled_scores = scores * d_k ** -0.5",
         18: "def softmax(x):\n    z = np.exp(x - np.amax(x, axis=-1, keepdims=True))\n"
-            "    return z / np.sum(z, axis=-1, keepdims=True)\n\nattention_weights = softmax(scaled_scores)",
+        "    return z / np.sum(z, axis=-1, keepdims=True)\n\nattention_weights = softmax(scaled_scores)",
         21: "output = np.einsum('ij,jd->id', attention_weights, V)",
     },
     "dara": {
@@ -53,8 +53,8 @@ NUMPY = {
         12: "scores = np.matmul(Q, np.transpose(K))",
         15: "d_k = Q.shape[1]\nscaled_scores = np.true_divide(scores, np.sqrt(float(d_k)))",
         18: "def softmax(x):\n    x = np.asarray(x, dtype=float)\n    x = x - x.max()\n"
-            "    return np.exp(x) / np.exp(x).sum()\n\n"
-            "attention_weights = np.vstack([softmax(r) for r in scaled_scores])",
+        "    return np.exp(x) / np.exp(x).sum()\n\n"
+        "attention_weights = np.vstack([softmax(r) for r in scaled_scores])",
         21: "output = np.array([sum(w * v for w, v in zip(weights_row, V)) for weights_row in attention_weights])",
     },
 }
@@ -63,70 +63,70 @@ NUMPY = {
 FRENCH = {
     "eli": {
         9: "import math\n\nW_Q = W_Q.float()\nW_K = W_K.float()\nW_V = W_V.float()\n\n"
-           "Q = embeddings @ W_Q\nK = embeddings @ W_K\nV = embeddings @ W_V",
-        12: 'attention_scores = K @ Q[0]\nprint("Attention Scores for \'Le\':\\n", attention_scores)',
+        "Q = embeddings @ W_Q\nK = embeddings @ W_K\nV = embeddings @ W_V",
+        12: "attention_scores = K @ Q[0]\nprint(\"Attention Scores for 'Le':\\n\", attention_scores)",
         14: "d_k = K.shape[-1]\nscaled = attention_scores / math.sqrt(d_k)\nexps = torch.exp(scaled - scaled.max())\n"
-            'attention_weights = exps / exps.sum()\nprint("Attention Weights for \'Le\':\\n", attention_weights)',
-        16: 'output = (attention_weights[:, None] * V).sum(dim=0, keepdim=True)\n'
-            'print("Output Vector for \'Le\':\\n", output)',
+        "attention_weights = exps / exps.sum()\nprint(\"Attention Weights for 'Le':\\n\", attention_weights)",
+        16: "output = (attention_weights[:, None] * V).sum(dim=0, keepdim=True)\n"
+        "print(\"Output Vector for 'Le':\\n\", output)",
         18: "all_scores = Q @ K.T / math.sqrt(d_k)\nall_attention_weights = torch.exp(all_scores)\n"
-            "all_attention_weights = all_attention_weights / all_attention_weights.sum(dim=1, keepdim=True)\n"
-            "all_outputs = all_attention_weights @ V\n"
-            'print("Attention weights (rows: queries, columns: keys):\\n", all_attention_weights)\n'
-            'print("Outputs:\\n", all_outputs)',
+        "all_attention_weights = all_attention_weights / all_attention_weights.sum(dim=1, keepdim=True)\n"
+        "all_outputs = all_attention_weights @ V\n"
+        'print("Attention weights (rows: queries, columns: keys):\\n", all_attention_weights)\n'
+        'print("Outputs:\\n", all_outputs)',
         20: "def self_attention(x, W_Q, W_K, W_V):\n    q, k, v = x @ W_Q, x @ W_K, x @ W_V\n"
-            "    s = q @ k.T / math.sqrt(k.shape[1])\n    return torch.softmax(s, dim=1) @ v",
+        "    s = q @ k.T / math.sqrt(k.shape[1])\n    return torch.softmax(s, dim=1) @ v",
         24: "heads = []\nfor params in head_params:\n    heads.append(self_attention(embeddings, *params))\n"
-            'print("Head outputs:", [tuple(h.shape) for h in heads])',
+        'print("Head outputs:", [tuple(h.shape) for h in heads])',
         26: "concatenated = torch.cat(heads, dim=1)\nmultihead_output = concatenated @ W_O\n"
-            'print("Multi-head output:\\n", multihead_output)\nprint("Multi-head output shape:", multihead_output.shape)',
+        'print("Multi-head output:\\n", multihead_output)\nprint("Multi-head output shape:", multihead_output.shape)',
     },
     "femi": {
         9: "W_Q, W_K, W_V = (w.to(embeddings.dtype) for w in (W_Q, W_K, W_V))\n\n"
-           "Q = torch.mm(embeddings, W_Q)\nK = torch.mm(embeddings, W_K)\nV = torch.mm(embeddings, W_V)",
+        "Q = torch.mm(embeddings, W_Q)\nK = torch.mm(embeddings, W_K)\nV = torch.mm(embeddings, W_V)",
         12: "query_le = Q[0]\nattention_scores = torch.stack([torch.dot(query_le, key) for key in K])\n"
-            'print("Attention Scores for \'Le\':\\n", attention_scores)',
+        "print(\"Attention Scores for 'Le':\\n\", attention_scores)",
         14: "d_k = K.shape[-1]\nattention_weights = torch.nn.functional.softmax(attention_scores / torch.tensor(d_k).sqrt(), dim=0)\n"
-            'print("Attention Weights for \'Le\':\\n", attention_weights)',
+        "print(\"Attention Weights for 'Le':\\n\", attention_weights)",
         16: "output = torch.zeros(1, V.shape[1])\nfor weight, value in zip(attention_weights, V):\n"
-            "    output += weight * value\n"
-            'print("Output Vector for \'Le\':\\n", output)',
+        "    output += weight * value\n"
+        "print(\"Output Vector for 'Le':\\n\", output)",
         18: "all_attention_weights = torch.nn.functional.softmax(torch.mm(Q, K.t()) / d_k ** 0.5, dim=1)\n"
-            "all_outputs = torch.mm(all_attention_weights, V)\n"
-            'print("Attention weights (rows: queries, columns: keys):\\n", all_attention_weights)\n'
-            'print("Outputs:\\n", all_outputs)',
+        "all_outputs = torch.mm(all_attention_weights, V)\n"
+        'print("Attention weights (rows: queries, columns: keys):\\n", all_attention_weights)\n'
+        'print("Outputs:\\n", all_outputs)',
         20: "def self_attention(x, W_Q, W_K, W_V):\n    queries = torch.mm(x, W_Q)\n    keys = torch.mm(x, W_K)\n"
-            "    values = torch.mm(x, W_V)\n    d = keys.size(-1)\n"
-            "    attn = torch.nn.functional.softmax(torch.mm(queries, keys.t()) / d ** 0.5, dim=-1)\n"
-            "    return torch.mm(attn, values)",
+        "    values = torch.mm(x, W_V)\n    d = keys.size(-1)\n"
+        "    attn = torch.nn.functional.softmax(torch.mm(queries, keys.t()) / d ** 0.5, dim=-1)\n"
+        "    return torch.mm(attn, values)",
         24: "heads = list(map(lambda p: self_attention(embeddings, p[0], p[1], p[2]), head_params))\n"
-            'print("Head outputs:", [tuple(h.shape) for h in heads])',
+        'print("Head outputs:", [tuple(h.shape) for h in heads])',
         26: "multihead_output = torch.mm(torch.hstack(heads), W_O)\n"
-            'print("Multi-head output:\\n", multihead_output)\nprint("Multi-head output shape:", multihead_output.shape)',
+        'print("Multi-head output:\\n", multihead_output)\nprint("Multi-head output shape:", multihead_output.shape)',
     },
     "gus": {
         9: "W_Q = W_Q.type(torch.float32)\nW_K = W_K.type(torch.float32)\nW_V = W_V.type(torch.float32)\n\n"
-           "Q = torch.einsum('nd,de->ne', embeddings, W_Q)\nK = torch.einsum('nd,de->ne', embeddings, W_K)\n"
-           "V = torch.einsum('nd,de->ne', embeddings, W_V)",
+        "Q = torch.einsum('nd,de->ne', embeddings, W_Q)\nK = torch.einsum('nd,de->ne', embeddings, W_K)\n"
+        "V = torch.einsum('nd,de->ne', embeddings, W_V)",
         12: "attention_scores = torch.einsum('e,ne->n', Q[0], K)\n"
-            'print("Attention Scores for \'Le\':\\n", attention_scores)',
+        "print(\"Attention Scores for 'Le':\\n\", attention_scores)",
         14: "d_k = K.shape[-1]\nlogits = attention_scores / d_k ** 0.5\n"
-            "attention_weights = torch.exp(logits - torch.logsumexp(logits, dim=0))\n"
-            'print("Attention Weights for \'Le\':\\n", attention_weights)',
+        "attention_weights = torch.exp(logits - torch.logsumexp(logits, dim=0))\n"
+        "print(\"Attention Weights for 'Le':\\n\", attention_weights)",
         16: "output = torch.einsum('n,ne->e', attention_weights, V).reshape(1, -1)\n"
-            'print("Output Vector for \'Le\':\\n", output)',
+        "print(\"Output Vector for 'Le':\\n\", output)",
         18: "logits_all = torch.einsum('qe,ke->qk', Q, K) / d_k ** 0.5\n"
-            "all_attention_weights = torch.exp(logits_all - torch.logsumexp(logits_all, dim=-1, keepdim=True))\n"
-            "all_outputs = torch.einsum('qk,ke->qe', all_attention_weights, V)\n"
-            'print("Attention weights (rows: queries, columns: keys):\\n", all_attention_weights)\n'
-            'print("Outputs:\\n", all_outputs)',
+        "all_attention_weights = torch.exp(logits_all - torch.logsumexp(logits_all, dim=-1, keepdim=True))\n"
+        "all_outputs = torch.einsum('qk,ke->qe', all_attention_weights, V)\n"
+        'print("Attention weights (rows: queries, columns: keys):\\n", all_attention_weights)\n'
+        'print("Outputs:\\n", all_outputs)',
         20: "def self_attention(x, W_Q, W_K, W_V):\n    Q_, K_, V_ = [torch.einsum('nd,de->ne', x, W) for W in (W_Q, W_K, W_V)]\n"
-            "    logits = torch.einsum('qe,ke->qk', Q_, K_) / K_.shape[-1] ** 0.5\n"
-            "    return torch.einsum('qk,ke->qe', logits.softmax(dim=-1), V_)",
+        "    logits = torch.einsum('qe,ke->qk', Q_, K_) / K_.shape[-1] ** 0.5\n"
+        "    return torch.einsum('qk,ke->qe', logits.softmax(dim=-1), V_)",
         24: "heads = [self_attention(embeddings, *w) for w in head_params]\n"
-            'print("Head outputs:", [tuple(h.shape) for h in heads])',
+        'print("Head outputs:", [tuple(h.shape) for h in heads])',
         26: "multihead_output = torch.einsum('nf,fo->no', torch.cat(heads, -1), W_O)\n"
-            'print("Multi-head output:\\n", multihead_output)\nprint("Multi-head output shape:", multihead_output.shape)',
+        'print("Multi-head output:\\n", multihead_output)\nprint("Multi-head output shape:", multihead_output.shape)',
     },
 }
 
@@ -136,7 +136,7 @@ _TOKENIZER = (
     "    with open(path, encoding='utf-8') as f:\n        for line in f:\n"
     "            token, idx = line.rstrip('\\n').split('\\t')\n            vocab[token] = int(idx)\n    return vocab\n\n\n"
     "class SubsetBertTokenizer:\n"
-    "    # Offline stand-in for AutoTokenizer.from_pretrained(\"bert-base-uncased\"), for words in the vocabulary subset.\n\n"
+    '    # Offline stand-in for AutoTokenizer.from_pretrained("bert-base-uncased"), for words in the vocabulary subset.\n\n'
     "    def __init__(self, vocab_path, vocab_size=VOCAB_SIZE):\n        self.vocab = load_vocab(vocab_path)\n"
     "        self.vocab_size = vocab_size\n        self.unk_token = '[UNK]'\n\n"
     "    def tokenize(self, text):\n{tokenize}\n\n    def convert_tokens_to_ids(self, tokens):\n{ids}"
@@ -149,55 +149,59 @@ def _tokenizer(tokenize: str, ids: str) -> str:
 
 MULTIHEAD = {
     "hana": {
-        4: _tokenizer(tokenize="        return re.findall(r\"\\w+|[^\\w\\s]\", text.lower())",
-                             ids="        return [self.vocab.get(t, self.vocab[self.unk_token]) for t in tokens]"),
+        4: _tokenizer(
+            tokenize='        return re.findall(r"\\w+|[^\\w\\s]", text.lower())',
+            ids="        return [self.vocab.get(t, self.vocab[self.unk_token]) for t in tokens]",
+        ),
         8: "vocab_size = tokenizer.vocab_size\nembedding_dim = 8\n\ntorch.manual_seed(0)\n"
-           "embedding_layer = nn.Embedding(vocab_size, embedding_dim)\n\nembeddings = embedding_layer(token_ids)\n\n"
-           'print("Embeddings shape:", embeddings.shape)',
+        "embedding_layer = nn.Embedding(vocab_size, embedding_dim)\n\nembeddings = embedding_layer(token_ids)\n\n"
+        'print("Embeddings shape:", embeddings.shape)',
         10: "torch.manual_seed(0)\nmultihead_attn = nn.MultiheadAttention(embedding_dim, 2, batch_first=True)",
         12: "output, attention_weights = multihead_attn(embeddings, embeddings, embeddings)",
         14: "attention_df = pd.DataFrame(attention_weights[0].detach().numpy(), index=tokens, columns=tokens)\n\n"
-            "attention_df",
+        "attention_df",
         16: "bank_most_attended = attention_df.loc['bank'].idxmax()\nprint(bank_most_attended)",
         18: "_, head_weights = multihead_attn(embeddings, embeddings, embeddings, average_attn_weights=False)\n"
-            'print("Per-head weights shape:", head_weights.shape)',
+        'print("Per-head weights shape:", head_weights.shape)',
     },
     "ivan": {
         4: _tokenizer(
-            tokenize="        words = []\n        for piece in re.split(r\"(\\W)\", text.lower()):\n"
-                     "            if piece.strip():\n                words.append(piece)\n        return words",
+            tokenize='        words = []\n        for piece in re.split(r"(\\W)", text.lower()):\n'
+            "            if piece.strip():\n                words.append(piece)\n        return words",
             ids="        unk = self.vocab[self.unk_token]\n        ids = []\n        for token in tokens:\n"
-                "            ids.append(self.vocab[token] if token in self.vocab else unk)\n        return ids"),
+            "            ids.append(self.vocab[token] if token in self.vocab else unk)\n        return ids",
+        ),
         8: "vocab_size = tokenizer.vocab_size\nembedding_dim = 8\n\ntorch.manual_seed(0)\n"
-           "embedding_layer = torch.nn.Embedding(num_embeddings=vocab_size, embedding_dim=embedding_dim)\n\n"
-           "embeddings = embedding_layer.forward(token_ids)\n\n"
-           'print("Embeddings shape:", embeddings.shape)',
+        "embedding_layer = torch.nn.Embedding(num_embeddings=vocab_size, embedding_dim=embedding_dim)\n\n"
+        "embeddings = embedding_layer.forward(token_ids)\n\n"
+        'print("Embeddings shape:", embeddings.shape)',
         10: "torch.manual_seed(0)\nmultihead_attn = torch.nn.MultiheadAttention(embed_dim=embedding_dim, num_heads=2,\n"
-            "                                             batch_first=True)",
+        "                                             batch_first=True)",
         12: "x = embeddings\noutput, attention_weights = multihead_attn(query=x, key=x, value=x)",
         14: "weights = attention_weights.squeeze(0).detach().cpu().numpy()\n"
-            "attention_df = pd.DataFrame(weights, index=tokens, columns=tokens)\n\nattention_df",
+        "attention_df = pd.DataFrame(weights, index=tokens, columns=tokens)\n\nattention_df",
         16: "row = attention_df.loc['bank']\nbank_most_attended = row.index[row.values.argmax()]\n"
-            "print(bank_most_attended)",
+        "print(bank_most_attended)",
         18: "_, head_weights = multihead_attn(query=x, key=x, value=x, need_weights=True, average_attn_weights=False)\n"
-            'print("Per-head weights shape:", head_weights.shape)',
+        'print("Per-head weights shape:", head_weights.shape)',
     },
     "jo": {
         4: _tokenizer(
-            tokenize="        pattern = re.compile(r\"[a-z0-9]+|[^a-z0-9\\s]\")\n        return pattern.findall(text.lower())",
-            ids="        return list(map(lambda tok: self.vocab.get(tok, self.vocab['[UNK]']), tokens))"),
+            tokenize='        pattern = re.compile(r"[a-z0-9]+|[^a-z0-9\\s]")\n        return pattern.findall(text.lower())',
+            ids="        return list(map(lambda tok: self.vocab.get(tok, self.vocab['[UNK]']), tokens))",
+        ),
         8: "vocab_size = tokenizer.vocab_size\nembedding_dim = 8\n\ntorch.manual_seed(0)\n"
-           "embedding_layer = nn.Embedding(vocab_size, embedding_dim)\n\nembeddings = embedding_layer(token_ids)\n\n"
-           'print("Embeddings shape:", embeddings.shape)',
+        "embedding_layer = nn.Embedding(vocab_size, embedding_dim)\n\nembeddings = embedding_layer(token_ids)\n\n"
+        'print("Embeddings shape:", embeddings.shape)',
         10: "torch.manual_seed(0)\nheads = 2\nmultihead_attn = nn.MultiheadAttention(embedding_dim, heads, batch_first=True)",
         12: "output, attention_weights = multihead_attn(embeddings, embeddings, embeddings, need_weights=True)",
         14: "attention_df = pd.DataFrame(attention_weights.detach().numpy()[0])\n"
-            "attention_df.index = tokens\nattention_df.columns = tokens\n\nattention_df",
+        "attention_df.index = tokens\nattention_df.columns = tokens\n\nattention_df",
         16: "ranked = attention_df.T['bank'].sort_values(ascending=False)\n"
-            "bank_most_attended = ranked.index[0]\nprint(bank_most_attended)",
+        "bank_most_attended = ranked.index[0]\nprint(bank_most_attended)",
         18: "_, head_weights = multihead_attn(embeddings, embeddings, embeddings,\n"
-            "                                average_attn_weights=False)\n"
-            'print("Per-head weights shape:", head_weights.shape)',
+        "                                average_attn_weights=False)\n"
+        'print("Per-head weights shape:", head_weights.shape)',
     },
 }
 
@@ -219,15 +223,19 @@ def notebook(assignment: str, fills: dict[int, str]) -> dict[str, object]:
         cell = cells[number - 1]
         assert cell["cell_type"] == "code", (assignment, number)
         cell["source"] = source
-        cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "same printed output in every notebook\n"}]
+        cell["outputs"] = [
+            {"output_type": "stream", "name": "stdout", "text": "same printed output in every notebook\n"}
+        ]
     return nb
 
 
 # ---- disguises, made by program ------------------------------------------------------------------
 
+
 def _bound_names(code: str) -> set[str]:
     return set(re.findall(r"^\s*(?:def\s+)?([A-Za-z_]\w*)\s*(?:=|\()", code, re.M)) | set(
-        re.findall(r"\bfor\s+([A-Za-z_]\w*)\s+in\b", code))
+        re.findall(r"\bfor\s+([A-Za-z_]\w*)\s+in\b", code)
+    )
 
 
 def rename(fills: dict[int, str], keep: set[str]) -> dict[int, str]:
@@ -265,7 +273,7 @@ def recomment(fills: dict[int, str]) -> dict[int, str]:
                 continue
             if "'" not in line and '"' not in line:  # one operator between two operands: spaced out
                 line = re.sub(r"(?<=[\w)\]])\s*([=@+/-])\s*(?=[\w(\[])", r"  \1  ", line)
-            indent = line[:len(line) - len(line.lstrip())]
+            indent = line[: len(line) - len(line.lstrip())]
             lines.append(f"{indent}# my own step\n{line}\n" if line.strip() else "")
         out[cell] = "\n".join(lines)
     return out
@@ -288,8 +296,10 @@ def reorder(fills: dict[int, str]) -> dict[int, str]:
     run: list[str] = []
     for block in [*statements, ""]:
         target = re.match(r"([A-Za-z_]\w*) = ", block)
-        if target and not any(re.search(rf"\b{re.escape(t)}\b", block.split("=", 1)[1])
-                              for t in (re.match(r"(\w+)", r).group(1) for r in run)):  # type: ignore[union-attr]
+        if target and not any(
+            re.search(rf"\b{re.escape(t)}\b", block.split("=", 1)[1])
+            for t in (re.match(r"(\w+)", r).group(1) for r in run)
+        ):  # type: ignore[union-attr]
             run.append(block)
             continue
         out_statements.extend(reversed(run))
@@ -329,8 +339,14 @@ def write_class(folder: Path) -> dict[str, dict[str, set[str]]]:
         for student, f in fills.items():
             (out / f"{student}.ipynb").write_text(json.dumps(notebook(assignment, f), indent=1), encoding="utf-8")
         planted[assignment] = {student: {student} for student in names}
-        planted[assignment].update({"copy-renamed": {names[-1]}, "copy-recommented": {names[1]},
-                                    "copy-reordered": {names[2]}, "copy-spliced": {names[1], names[-1]}})
+        planted[assignment].update(
+            {
+                "copy-renamed": {names[-1]},
+                "copy-recommented": {names[1]},
+                "copy-reordered": {names[2]},
+                "copy-spliced": {names[1], names[-1]},
+            }
+        )
     return planted
 
 

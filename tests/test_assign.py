@@ -26,9 +26,7 @@ def test_line_and_block_markers():
         "    return e / e.sum()\n"
         "    # END SOLUTION\n"
     )
-    assert assign.blank_source(src) == (
-        "S = X @ X.T\nS_scaled = ?\ntotal += ?\n?\ndef softmax(x):\n    ?"
-    )
+    assert assign.blank_source(src) == ("S = X @ X.T\nS_scaled = ?\ntotal += ?\n?\ndef softmax(x):\n    ?")
 
 
 def test_unbalanced_block_markers_are_reported():
@@ -58,8 +56,9 @@ def test_committed_skeletons_are_up_to_date_and_assign_is_deterministic(courses)
 def test_skeleton_has_no_outputs_or_instructor_cells(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.metadata["authors"] = ["prof"]
-    code = nbformat.v4.new_code_cell("x = 1  # SOLUTION", execution_count=3,
-                                     outputs=[nbformat.v4.new_output("stream", text="1")])
+    code = nbformat.v4.new_code_cell(
+        "x = 1  # SOLUTION", execution_count=3, outputs=[nbformat.v4.new_output("stream", text="1")]
+    )
     secret = nbformat.v4.new_code_cell("assert x == 1", metadata={"tags": ["instructor"]})
     demo = nbformat.v4.new_code_cell("download()", metadata={"tags": ["skip-grading"], "collapsed": True})
     nb.cells = [code, secret, demo]
@@ -69,7 +68,8 @@ def test_skeleton_has_no_outputs_or_instructor_cells(tmp_path):
     # A solution that starts with code gets the note on checking one's work as a new first cell
     note, *cells = out.cells
     assert note.cell_type == "markdown" and note.source == assign.CHECK_NOTE.format(
-        install=assign.install_line(), notebook="sol.ipynb", where=assign.WHEEL_WHERE)
+        install=assign.install_line(), notebook="sol.ipynb", where=assign.WHEEL_WHERE
+    )
     assert [c.source for c in cells] == ["x = ?", "download()"]
     assert cells[0].outputs == [] and cells[0].execution_count is None
     assert cells[1].metadata == {"tags": ["skip-grading"]}
@@ -133,13 +133,18 @@ def test_assign_places_the_checkers_wheel_beside_the_skeleton_and_nothing_else(t
     assert "`pip install notebook-grader==0.2.0`" in nbformat.read(str(a.skeleton), as_version=4).cells[0].source
 
 
-@pytest.mark.parametrize("value", ["notebook-grader; rm -rf ~", "pip install x", "https://example.org/x whl",
-                                   "git+https://example.org/$(id)"])
+@pytest.mark.parametrize(
+    "value",
+    ["notebook-grader; rm -rf ~", "pip install x", "https://example.org/x whl", "git+https://example.org/$(id)"],
+)
 def test_a_student_install_no_shell_could_run_safely_is_refused(tmp_path, value):
     from grader.errors import ConfigError
 
-    text = (ROOT / "config.yaml").read_text().replace("  student_install: wheel\n",
-                                                      f"  student_install: {json.dumps(value)}\n")
+    text = (
+        (ROOT / "config.yaml")
+        .read_text()
+        .replace("  student_install: wheel\n", f"  student_install: {json.dumps(value)}\n")
+    )
     (tmp_path / "config.yaml").write_text(text)
     (tmp_path / "solutions").symlink_to(ROOT / "solutions")
     with pytest.raises(ConfigError, match=r"course.student_install must be 'wheel', a package requirement"):
@@ -149,6 +154,12 @@ def test_a_student_install_no_shell_could_run_safely_is_refused(tmp_path, value)
 def test_public_checks_hold_kinds_not_hidden_values():
     data = json.loads((ROOT / "assignments/attention_numpy/public_checks.json").read_text())
     weights = next(q for q in data["questions"] if q["id"] == "weights")["checks"][0]
-    assert weights == {"id": "weights/0", "kind": "value", "target": "attention_weights",
-                       "properties": ["shape", "rows_sum_to_one"], "type": "array", "shape": [3, 3],
-                       "dtype_kind": "float"}
+    assert weights == {
+        "id": "weights/0",
+        "kind": "value",
+        "target": "attention_weights",
+        "properties": ["shape", "rows_sum_to_one"],
+        "type": "array",
+        "shape": [3, 3],
+        "dtype_kind": "float",
+    }

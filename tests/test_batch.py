@@ -61,8 +61,14 @@ def test_folder_per_student_with_the_choices_it_reports(tmp_path, numpy_assignme
     (c / "hal").mkdir()
     (c / "hal/answers.txt").write_text("Q = X @ W_q.T\n")
     with batch.intake([c], numpy_assignment) as found:
-        assert students(found) == [("carol", "carol"), ("dave", "dave"), ("erin", "erin"),
-                                   ("frank", "frank-a"), ("frank", "frank-b"), ("hal", "hal")]
+        assert students(found) == [
+            ("carol", "carol"),
+            ("dave", "dave"),
+            ("erin", "erin"),
+            ("frank", "frank-a"),
+            ("frank", "frank-b"),
+            ("hal", "hal"),
+        ]
         assert found.notes == [
             f"erin: 2 notebooks in {c}/erin; graded attention_numpy.ipynb",
             f"frank: 2 notebooks in {c}/frank; each is graded",
@@ -74,7 +80,8 @@ def test_folder_per_student_with_the_choices_it_reports(tmp_path, numpy_assignme
 def test_a_subfolder_named_after_the_assignment_is_a_folder_of_notebooks(numpy_assignment):
     with batch.intake([ROOT / "examples"], numpy_assignment) as found:
         assert [s.student for s in found.submissions] == sorted(
-            p.stem for p in (ROOT / "examples/attention_numpy").glob("*.ipynb"))
+            p.stem for p in (ROOT / "examples/attention_numpy").glob("*.ipynb")
+        )
 
 
 def test_nbgrader_layout_takes_the_student_from_the_folder(tmp_path, numpy_assignment):
@@ -132,7 +139,8 @@ def test_identical_files_are_reported(tmp_path, numpy_assignment):
         groups = found.identical()
         assert [[s.student for s in g] for g in groups] == [["nina", "omar"]]
         assert batch.summary_lines(found) == [
-            f"identical files: {tmp_path}/class/nina.ipynb, {tmp_path}/class/omar.ipynb"]
+            f"identical files: {tmp_path}/class/nina.ipynb, {tmp_path}/class/omar.ipynb"
+        ]
 
 
 # -- grading many ----------------------------------------------------------------------------
@@ -150,10 +158,14 @@ def test_grade_all_grades_identical_contents_once_and_reuses_stored_results(tmp_
         first = batch.grade_all(grader, numpy_assignment, found.submissions, jobs=2, store=store)
         assert (first.ran, first.cached) == (4, 0)
         rows = [(card.student, card.submission, card.status, card.score) for card in first.cards]
-        assert rows == [("alice", "alice.ipynb", "graded", 11), ("bob", "bob.ipynb", "graded", 11),
-                        # carol loses only `scaled`: the later steps are right given it (error carried forward)
-                        ("carol", "carol.ipynb", "graded", 9), ("dave", "dave.ipynb", "graded", 11),
-                        ("erin", "erin.ipynb", "invalid_notebook", 0)]
+        assert rows == [
+            ("alice", "alice.ipynb", "graded", 11),
+            ("bob", "bob.ipynb", "graded", 11),
+            # carol loses only `scaled`: the later steps are right given it (error carried forward)
+            ("carol", "carol.ipynb", "graded", 9),
+            ("dave", "dave.ipynb", "graded", 11),
+            ("erin", "erin.ipynb", "invalid_notebook", 0),
+        ]
         assert first.cards[3].execution.to_dict()["errors"][0]["error"] == "RuntimeError: not done"
         again = batch.grade_all(grader, numpy_assignment, found.submissions, jobs=2, store=store)
         assert (again.ran, again.cached) == (0, 4)
@@ -163,7 +175,8 @@ def test_grade_all_grades_identical_contents_once_and_reuses_stored_results(tmp_
 
 
 def test_a_batch_with_a_result_store_holds_keys_not_cards_and_reads_each_back_as_delivered(
-        tmp_path, grader, numpy_assignment):
+    tmp_path, grader, numpy_assignment
+):
     c = tmp_path / "class"
     same = submission(c / "alice.ipynb", tag="same")
     (c / "bob.ipynb").write_bytes(same.read_bytes())
@@ -171,15 +184,26 @@ def test_a_batch_with_a_result_store_holds_keys_not_cards_and_reads_each_back_as
     store = batch.ResultStore(tmp_path / "cache", numpy_assignment, batch.fingerprint(grader, numpy_assignment))
     delivered = []
     with batch.intake([c], numpy_assignment) as found:
-        outcome = batch.grade_all(grader, numpy_assignment, found.submissions, jobs=2, store=store,
-                                  on_card=lambda s, card: delivered.append(card))
+        outcome = batch.grade_all(
+            grader,
+            numpy_assignment,
+            found.submissions,
+            jobs=2,
+            store=store,
+            on_card=lambda s, card: delivered.append(card),
+        )
         graded = batch.Graded(found.submissions, outcome.cards)
     assert isinstance(outcome.cards, batch.Cards)
     assert all(type(item) is tuple for item in outcome.cards.items), "only keys, student and name kept"
     by_name = {card.submission: card.to_dict() for card in delivered}
-    assert [card.to_dict() for card in outcome.cards] == [by_name[n] for n in ("alice.ipynb", "bob.ipynb", "carol.ipynb")]
+    assert [card.to_dict() for card in outcome.cards] == [
+        by_name[n] for n in ("alice.ipynb", "bob.ipynb", "carol.ipynb")
+    ]
     assert [(p.name, name, card.student) for p, name, card in graded] == [
-        ("alice.ipynb", "alice", "alice"), ("bob.ipynb", "bob", "bob"), ("carol.ipynb", "carol", "carol")]
+        ("alice.ipynb", "alice", "alice"),
+        ("bob.ipynb", "bob", "bob"),
+        ("carol.ipynb", "carol", "carol"),
+    ]
     for f in store.dir.iterdir():
         f.unlink()
     with pytest.raises(GraderError, match="can no longer be read from the results in .*grade again"):
@@ -206,8 +230,9 @@ def test_a_slow_notebook_does_not_hold_up_the_others(tmp_path, grader, numpy_ass
         submission(c / f"quick{i}.ipynb", tag=f"quick {i}")
     finished = []
     with batch.intake([c], numpy_assignment) as found:
-        outcome = batch.grade_all(grader, numpy_assignment, found.submissions, jobs=2,
-                                  on_card=lambda s, card: finished.append(s.student))
+        outcome = batch.grade_all(
+            grader, numpy_assignment, found.submissions, jobs=2, on_card=lambda s, card: finished.append(s.student)
+        )
     assert finished[-1] == "a_slow" and len(finished) == 7
     assert all(card.status == "graded" for card in outcome.cards)
 
@@ -252,14 +277,23 @@ def stored(course, found: batch.Intake) -> int:
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.run(
+        [sys.executable, "-m", "grader.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 def nbgrader_class(root: Path, n: int) -> Path:
     for i in range(n):
-        submission(root / f"submitted/student{i:02d}/attention_numpy/attention_numpy.ipynb", tag=f"student {i}",
-                   answers={} if i % 3 else {"scaled_scores": "scores / d_k"})
+        submission(
+            root / f"submitted/student{i:02d}/attention_numpy/attention_numpy.ipynb",
+            tag=f"student {i}",
+            answers={} if i % 3 else {"scaled_scores": "scores / d_k"},
+        )
     return root
 
 
@@ -267,9 +301,26 @@ def test_killed_batch_resumes_without_losing_or_regrading_anything(tmp_path, cou
     exchange = nbgrader_class(tmp_path / "exchange", 8)
     found = batch.intake([exchange], numpy_assignment)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "grader.cli", "grade", str(exchange), "-a", "attention_numpy", "-o", str(out), "-j", "1"]
-    proc = subprocess.Popen(cmd, cwd=course_dir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    cmd = [
+        sys.executable,
+        "-m",
+        "grader.cli",
+        "grade",
+        str(exchange),
+        "-a",
+        "attention_numpy",
+        "-o",
+        str(out),
+        "-j",
+        "1",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=course_dir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and stored(course, found) < 2 and proc.poll() is None:
         time.sleep(0.02)
@@ -279,15 +330,20 @@ def test_killed_batch_resumes_without_losing_or_regrading_anything(tmp_path, cou
     assert 2 <= before < 8
     done = run_cli("grade", str(exchange), "-a", "attention_numpy", "-o", str(out), "-j", "2", cwd=course_dir)
     assert done.returncode == 0, done.stderr
-    assert f"{before} unchanged submission(s) taken from the results cache (--force grades them again)" \
+    assert (
+        f"{before} unchanged submission(s) taken from the results cache (--force grades them again)"
         in done.stdout.splitlines()
+    )
     with open(out / "gradebook.csv", newline="") as f:
         book = list(csv.DictReader(f))
     assert [row["student"] for row in book] == [f"student{i:02d}" for i in range(8)]
     assert list(book[0])[:6] == ["student", "submission", "status", "score", "max_score", "percent"]
     assert {"qkv", "scores", "scaled", "softmax", "weights", "output"} <= set(book[0])
-    assert [(row["score"], row["scaled"], row["status"]) for row in book[:3]] == \
-        [("9", "0", "graded"), ("11", "2", "graded"), ("11", "2", "graded")]  # 9: only `scaled` lost, carried forward
+    assert [(row["score"], row["scaled"], row["status"]) for row in book[:3]] == [
+        ("9", "0", "graded"),
+        ("11", "2", "graded"),
+        ("11", "2", "graded"),
+    ]  # 9: only `scaled` lost, carried forward
     assert yaml.safe_load((out / "student00.yaml").read_text())["student"] == "student00"
 
 
@@ -297,13 +353,30 @@ def test_ctrl_c_stops_the_batch_at_once_and_keeps_what_is_done(tmp_path, course_
     submission(c / "b.ipynb", tag="b", answers={"Q": "X @ W_q"})
     submission(c / "c_sleeps.ipynb", tag="c", extra="import time\ntime.sleep(60)", answers={"Q": "X @ W_q"})
     submission(c / "d_sleeps.ipynb", tag="d", extra="import time\ntime.sleep(60)", answers={"Q": "X @ W_q"})
-    cmd = [sys.executable, "-m", "grader.cli", "grade", str(c), "-a", "attention_numpy", "-o", str(tmp_path / "out"),
-           "-j", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "grader.cli",
+        "grade",
+        str(c),
+        "-a",
+        "attention_numpy",
+        "-o",
+        str(tmp_path / "out"),
+        "-j",
+        "2",
+    ]
     # Ctrl-C as a terminal delivers it: the grader starts with SIGINT's default action (a test that
     # ran earlier in this worker may have left it ignored, and an ignored SIGINT is inherited).
-    proc = subprocess.Popen(cmd, cwd=course_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"},
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        cmd,
+        cwd=course_dir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     found = batch.intake([c], numpy_assignment)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and stored(course, found) < 2:

@@ -81,8 +81,10 @@ def test_recursion_and_size_are_bounded():
     [
         ({"t": "pickle", "v": "gASV"}, "a captured value has an unknown form ('pickle')"),
         ({"t": "array", "dtype": "object", "shape": [1], "b64": "AAAA"}, "unsupported dtype 'object'"),
-        ({"t": "array", "dtype": "float64", "shape": [1000], "b64": base64.b64encode(b"\0" * 8).decode()},
-         "a captured array's data does not match its shape"),
+        (
+            {"t": "array", "dtype": "float64", "shape": [1000], "b64": base64.b64encode(b"\0" * 8).decode()},
+            "a captured array's data does not match its shape",
+        ),
         ({"t": "array", "dtype": "float64", "shape": [-1], "b64": ""}, "a captured array has a malformed shape"),
         ({"t": "str", "v": 5}, "a captured string is malformed or too long"),
         ({"t": "none", "exec": "import os"}, "a captured value has an unknown form ('none')"),

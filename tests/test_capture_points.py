@@ -52,9 +52,12 @@ def test_both_meanings_are_graded(setup):
 
 def test_split_and_merged_cells_still_find_the_answer(setup, tmp_path):
     root, course, grader = setup
-    cells = [SOLUTION[0], "attn_scores_2 = torch.empty(inputs.shape[0])",
-             "for i, x in enumerate(inputs):\n    attn_scores_2[i] = torch.dot(inputs[1], x)",
-             SOLUTION[2] + "\n" + SOLUTION[3]]
+    cells = [
+        SOLUTION[0],
+        "attn_scores_2 = torch.empty(inputs.shape[0])",
+        "for i, x in enumerate(inputs):\n    attn_scores_2[i] = torch.dot(inputs[1], x)",
+        SOLUTION[2] + "\n" + SOLUTION[3],
+    ]
     card = grader.grade(course.assignment("reuse"), notebook_with(cells, tmp_path / "student.ipynb"))
     assert [q.status for q in card.questions] == ["passed", "passed"]
 

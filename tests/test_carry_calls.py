@@ -51,7 +51,9 @@ SOLUTION = [
 
 def student(factor: str = "2 / len(b)", lr: str = "0.01") -> list[str]:
     """Written freely: one cell, the loop updating in place, the data given as it is."""
-    return [DATA + f"""
+    return [
+        DATA
+        + f"""
 
 def gradient(A, b, w):
     residual = A @ w - b
@@ -61,7 +63,8 @@ w = np.zeros(2)
 for _ in range(100):
     w -= {lr} * gradient(A, b, w)
 w_final = w
-"""]
+"""
+    ]
 
 
 def typed_w_final() -> str:
@@ -103,8 +106,10 @@ def test_a_loop_calling_a_wrong_function_keeps_its_points_and_names_the_function
     assert question(card, "gradient").score == 0
     descent = question(card, "descent")
     assert descent.status == "passed" and descent.score == 2 and descent.carried_forward == ("gradient",)
-    assert descent.lines == ["`w_final` is correct given your `gradient()`; the mistake is upstream, in *Gradient of "
-                             "the MSE*: this step keeps its points (error carried forward)."]
+    assert descent.lines == [
+        "`w_final` is correct given your `gradient()`; the mistake is upstream, in *Gradient of "
+        "the MSE*: this step keeps its points (error carried forward)."
+    ]
     assert descent.variants == 2  # judged again on each variant, with the function's answers there
 
 
@@ -119,8 +124,10 @@ def test_a_second_mistake_in_the_loop_is_still_caught(cards):
     card = cards["no_factor_2_and_lr"]
     descent = question(card, "descent")
     assert descent.score == 0 and not descent.carried_forward
-    assert any("uses your `gradient()`, which is not right yet (*Gradient of the MSE* does not pass)" in line
-               for line in descent.lines), descent.lines
+    assert any(
+        "uses your `gradient()`, which is not right yet (*Gradient of the MSE* does not pass)" in line
+        for line in descent.lines
+    ), descent.lines
 
 
 # --------------------------------------------------------------------------------------------
@@ -133,8 +140,11 @@ def test_a_record_keeps_the_arguments_as_they_were_and_a_recursive_function_recu
     from grader.run import calls
 
     ns: dict = {}
-    exec("def fact(n):\n    return 1 if n <= 1 else n * fact(n - 1)\n"  # noqa: S102 - the test's own code
-         "def step(w):\n    return w * 2", ns)
+    exec(
+        "def fact(n):\n    return 1 if n <= 1 else n * fact(n - 1)\n"  # noqa: S102 - the test's own code
+        "def step(w):\n    return w * 2",
+        ns,
+    )
     log: list = []
     ns["fact"] = calls.recorder(ns["fact"], log, ns, "fact")
     assert ns["fact"](900) > 0 and len(log) == 1  # 900 deep, as without the grader; only the outer call kept
@@ -159,11 +169,14 @@ def test_recording_never_changes_what_the_student_s_code_does():
     from grader.run import calls
 
     ns: dict = {"torch": torch}
-    exec("def first(it):\n    return next(it)\n"  # noqa: S102 - the test's own code
-         "class Head(torch.nn.Module):\n"
-         "    def __init__(self, n):\n        super(Head, self).__init__()\n        self.w = torch.nn.Linear(n, n)\n"
-         "    def forward(self, x):\n        return super(Head, self).forward(x) if False else self.w(x)\n"
-         "class Twice(Head):\n    def forward(self, x):\n        return 2 * super().forward(x)\n", ns)
+    exec(
+        "def first(it):\n    return next(it)\n"  # noqa: S102 - the test's own code
+        "class Head(torch.nn.Module):\n"
+        "    def __init__(self, n):\n        super(Head, self).__init__()\n        self.w = torch.nn.Linear(n, n)\n"
+        "    def forward(self, x):\n        return super(Head, self).forward(x) if False else self.w(x)\n"
+        "class Twice(Head):\n    def forward(self, x):\n        return 2 * super().forward(x)\n",
+        ns,
+    )
     ns["first"] = calls.recorder(ns["first"], log := [], ns, "first")
     assert ns["first"](x for x in [7]) == 7 and log == []  # a generator cannot be kept: the call goes on, unrecorded
     record: dict = {}
@@ -186,9 +199,12 @@ def test_a_module_record_keeps_each_random_state_once_and_no_more_than_its_entri
     from grader.run import calls
 
     ns: dict = {}
-    exec("import torch\nclass Head(torch.nn.Module):\n"  # noqa: S102 - the test's own code
-         "    def __init__(self, n):\n        super().__init__()\n        self.w = torch.nn.Linear(n, n)\n"
-         "    def forward(self, x):\n        return self.w(x)\n", ns)
+    exec(
+        "import torch\nclass Head(torch.nn.Module):\n"  # noqa: S102 - the test's own code
+        "    def __init__(self, n):\n        super().__init__()\n        self.w = torch.nn.Linear(n, n)\n"
+        "    def forward(self, x):\n        return self.w(x)\n",
+        ns,
+    )
     record: dict = {}
     ns["Head"] = calls.module_recorder(ns["Head"], record, ns, "Head")
     x = torch.ones(1, 3)

@@ -30,13 +30,22 @@ EXAMPLES = ROOT / "examples" / "attention_numpy"
 # name -> (one upstream mistake, the question it is in, the later questions right given it)
 UPSTREAM = {
     "attention_numpy": ({"scaled_scores": "scores"}, "scaled", {"weights", "output"}),
-    "attention_similarity": ({"S_learned": "torch.softmax(Q @ K.T, dim=-1)"}, "q3_learned",
-                             {"q4_bank_interest_learned", "transformed_learned", "q5_top2"}),
-    "tokens_to_multihead": ({"?1": NO_LOWER_CASE}, "tokenizer",
-                            {"token_ids", "embeddings", "multihead", "attention_table", "reading", "per_head"}),
+    "attention_similarity": (
+        {"S_learned": "torch.softmax(Q @ K.T, dim=-1)"},
+        "q3_learned",
+        {"q4_bank_interest_learned", "transformed_learned", "q5_top2"},
+    ),
+    "tokens_to_multihead": (
+        {"?1": NO_LOWER_CASE},
+        "tokenizer",
+        {"token_ids", "embeddings", "multihead", "attention_table", "reading", "per_head"},
+    ),
     "attention_french": ({"attention_weights": "torch.softmax(attention_scores, dim=-1)"}, "weights", {"output"}),
-    "attention_from_scratch": ({"causal_weights": "torch.softmax(scores / d_k**0.5, dim=-1).masked_fill(mask, 0.0)"},
-                               "causal_weights", {"dropout"}),
+    "attention_from_scratch": (
+        {"causal_weights": "torch.softmax(scores / d_k**0.5, dim=-1).masked_fill(mask, 0.0)"},
+        "causal_weights",
+        {"dropout"},
+    ),
 }
 
 # name -> (a second mistake, later than the first, and the question it is in)
@@ -98,8 +107,7 @@ def test_a_downstream_mistake_on_top_of_it_is_still_caught(course, submit, name)
 
 
 @pytest.mark.parametrize("name", list(TYPED))
-def test_a_value_typed_in_after_an_upstream_mistake_still_loses_on_the_variants(course, grader, tmp_path, submit,
-                                                                              name):
+def test_a_value_typed_in_after_an_upstream_mistake_still_loses_on_the_variants(course, grader, tmp_path, submit, name):
     change, own, _ = UPSTREAM[name]
     blank, check_id, upstream = TYPED[name]
     a = course.assignment(name)
@@ -113,8 +121,10 @@ def test_a_value_typed_in_after_an_upstream_mistake_still_loses_on_the_variants(
     # Typed in behind a show of computing (`+ 0 * scaled_scores`), so right given the upstream values on
     # the notebook's data: the variants catch it.
     for literal in (typed, f"{typed} + 0 * {upstream}"):
-        card = submit({**CORRECT[name], **change, blank: f"None, {literal}" if blank.startswith("_,") else literal},
-                      assignment=name)
+        card = submit(
+            {**CORRECT[name], **change, blank: f"None, {literal}" if blank.startswith("_,") else literal},
+            assignment=name,
+        )
         q = question(card, qid)
         assert q.score < q.max_score and not q.carried_forward, q.lines
         assert question(card, own).score < question(card, own).max_score
@@ -126,8 +136,10 @@ def test_a_value_typed_in_after_an_upstream_mistake_still_loses_on_the_variants(
 
 def _with_policy(course, assignment: str, share: float) -> config.Course:
     a = course.assignment(assignment)
-    questions = tuple(dataclasses.replace(q, checks=tuple(dataclasses.replace(c, carry_forward=share)
-                                                           for c in q.checks)) for q in a.questions)
+    questions = tuple(
+        dataclasses.replace(q, checks=tuple(dataclasses.replace(c, carry_forward=share) for c in q.checks))
+        for q in a.questions
+    )
     changed = dataclasses.replace(a, questions=questions)
     return dataclasses.replace(course, assignments={**course.assignments, assignment: changed})
 
@@ -139,16 +151,18 @@ def test_carol_loses_only_scaled_and_the_sqrt_hint_is_where_the_mistake_is(grade
     assert (scaled.score, scaled.status) == (0, "failed")
     assert "Likely mistake: The scores are not divided by sqrt(d_k)." in scaled.lines
     assert weights.carried_forward == ("scaled",) and weights.score == 2
-    assert weights.lines == ["`attention_weights` is correct given your `scaled_scores`; the mistake is upstream, "
-                                "in *Scaled scores*: this step keeps its points (error carried forward)."]
+    assert weights.lines == [
+        "`attention_weights` is correct given your `scaled_scores`; the mistake is upstream, "
+        "in *Scaled scores*: this step keeps its points (error carried forward)."
+    ]
 
 
 @pytest.mark.parametrize("share, score, status", [(0.0, 5, "failed"), (0.5, 7, "partial")])
-def test_the_carry_forward_policy_sets_the_credit_and_never_brings_the_hint_back(course, grader, share, score,
-                                                                                 status):
+def test_the_carry_forward_policy_sets_the_credit_and_never_brings_the_hint_back(course, grader, share, score, status):
     changed = _with_policy(course, "attention_numpy", share)
-    card = Grader(changed, executor=grader.executor).grade(changed.assignment("attention_numpy"),
-                                                   EXAMPLES / "carol_no_sqrt.ipynb")
+    card = Grader(changed, executor=grader.executor).grade(
+        changed.assignment("attention_numpy"), EXAMPLES / "carol_no_sqrt.ipynb"
+    )
     assert card.score == score  # with `none`, 5/11 as before carry-forward; with 0.5, half of weights and output
     for qid in ("weights", "output"):
         q = question(card, qid)
@@ -161,8 +175,11 @@ def test_carry_forward_is_read_at_every_level_and_a_bad_value_is_named(tmp_path)
     text = (ROOT / "config.yaml").read_text()
     text = text.replace("    variants: 2\n", "    variants: 2\n    carry_forward: none\n", 1)
     text = text.replace("  attention_numpy:\n", "  attention_numpy:\n    carry_forward: 0.5\n", 1)
-    text = text.replace("      - id: output\n        title: Self-attention output\n",
-                        "      - id: output\n        title: Self-attention output\n        carry_forward: full\n", 1)
+    text = text.replace(
+        "      - id: output\n        title: Self-attention output\n",
+        "      - id: output\n        title: Self-attention output\n        carry_forward: full\n",
+        1,
+    )
     for folder in ("solutions", "assignments"):  # the course's own files, next to the changed config
         (tmp_path / folder).symlink_to(ROOT / folder)
     path = tmp_path / "config.yaml"
@@ -175,7 +192,8 @@ def test_carry_forward_is_read_at_every_level_and_a_bad_value_is_named(tmp_path)
     with pytest.raises(ConfigError) as err:
         config.load(path)
     assert "course.defaults.carry_forward must be full, none or a share of the points from 0 to 1, got 'most'" in str(
-        err.value)
+        err.value
+    )
 
 
 def test_frank_gets_his_first_error_once_with_the_questions_it_blocked(grader, numpy_assignment):
@@ -186,8 +204,10 @@ def test_frank_gets_his_first_error_once_with_the_questions_it_blocked(grader, n
     assert error["blocked_questions"] == ["scores", "scaled", "weights", "output"]
     scores = question(card, "scores")
     assert scores.lines[0].startswith("`scores` has no value because cell 12 raised ValueError")
-    assert scores.lines[-1] == ("The same error in cell 12 leaves *Scaled scores*, *Attention weights* and "
-                                   "*Self-attention output* without a value too.")
+    assert scores.lines[-1] == (
+        "The same error in cell 12 leaves *Scaled scores*, *Attention weights* and "
+        "*Self-attention output* without a value too."
+    )
     for qid in ("scaled", "weights", "output"):
         [line] = question(card, qid).lines
         assert "NameError" not in line and "cell 12 raised ValueError, reported under *Attention scores*" in line
@@ -209,8 +229,9 @@ def test_a_correct_notebook_needs_no_carry_forward_run(grader, numpy_assignment,
     assert len(calls) == 1 and carried_questions(card) == {"output"}
 
 
-def test_a_value_behind_a_wrong_answer_that_breaks_on_every_variant_is_not_carried_blindly(grader, numpy_assignment,
-                                                                                            tmp_path, submit):
+def test_a_value_behind_a_wrong_answer_that_breaks_on_every_variant_is_not_carried_blindly(
+    grader, numpy_assignment, tmp_path, submit
+):
     # Q is wrong on the notebook's data and its code raises on any other data; scores is typed in
     # (the value the wrong Q gives) behind a show of using Q, so on the variants it fails only with a
     # NameError for Q. Nothing shows scores is computed: it does not keep its point.
@@ -223,8 +244,7 @@ def test_a_value_behind_a_wrong_answer_that_breaks_on_every_variant_is_not_carri
     assert question(card, "qkv").score < question(card, "qkv").max_score
     scores = question(card, "scores")
     assert scores.score == 0 and not scores.carried_forward, scores.lines
-    assert any("could not be checked on other data" in line and "`Q`" in line for line in scores.lines), \
-        scores.lines
+    assert any("could not be checked on other data" in line and "`Q`" in line for line in scores.lines), scores.lines
     # Computed from the same Q, scores is right given Q on the notebook's data, but no variant can
     # test it either: it waits for Q's code to be fixed, and says so.
     honest = submit(answers)

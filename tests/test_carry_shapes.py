@@ -32,7 +32,11 @@ SHAPES = {
     "while": ("acc = 0\nwhile acc < 5:\n    acc += 2\n\nshown = acc", 1, 6),
     "if/else": ("if flag:\n    acc = 1\nelse:\n    acc = 2\n# done\nacc2 = acc", 0, 2),
     "with": ("import contextlib\nwith contextlib.nullcontext():\n    acc = 7\nfor j in range(2):\n    pass", 1, 7),
-    "try/except": ("try:\n    acc = 1 / 0\nexcept ZeroDivisionError:\n    acc = 9\nelse:\n    acc = 10\nacc2 = acc", 0, 9),
+    "try/except": (
+        "try:\n    acc = 1 / 0\nexcept ZeroDivisionError:\n    acc = 9\nelse:\n    acc = 10\nacc2 = acc",
+        0,
+        9,
+    ),
     "nested loops": ("acc = 0\nfor i in range(2):\n    for j in range(2):\n        acc += 1\nacc2 = acc", 1, 4),
 }
 
@@ -54,14 +58,18 @@ def test_a_value_put_in_after_a_block_keeps_the_cell_s_line_numbers_where_it_can
     # A blank or comment line after the block takes the call; else the next simple statement's line.
     for source, statement in (SHAPES["while"][:2], SHAPES["if/else"][:2], SHAPES["for"][:2]):
         assert len(inject_after(source, {statement: ["acc"]}).splitlines()) == len(source.splitlines())
-    assert inject_after("for i in r:\n    x = i\nprint(x)", {0: ["x"]}) == \
-        f"for i in r:\n    x = i\n{INJECT}('x'); print(x)"
+    assert (
+        inject_after("for i in r:\n    x = i\nprint(x)", {0: ["x"]})
+        == f"for i in r:\n    x = i\n{INJECT}('x'); print(x)"
+    )
     assert inject_after("x = 1; y = 2", {0: ["x"]}) == f"x = 1; {INJECT}('x'); y = 2"
 
 
 def test_a_function_that_assigns_a_notebook_name_binds_it_where_it_is_called():
-    cells = [notebook.Cell(1, "def compute():\n    global S\n    S = X @ X.T\n"),
-             notebook.Cell(2, "compute()\nS_scaled = S / 2")]
+    cells = [
+        notebook.Cell(1, "def compute():\n    global S\n    S = X @ X.T\n"),
+        notebook.Cell(2, "compute()\nS_scaled = S / 2"),
+    ]
     infos = notebook.analyse(cells)
     assert infos[1].statements[0][0] == {"S"}  # the call binds S
     assert infos[0].statements[0][1] == {"X"}  # the body reads X, not its own locals
@@ -70,8 +78,15 @@ def test_a_function_that_assigns_a_notebook_name_binds_it_where_it_is_called():
 
 
 def test_a_value_changed_in_place_is_bound_where_it_changes():
-    [info] = notebook.analyse([notebook.Cell(1, "s = torch.empty(3)\nfor i in range(3):\n    s[i] = i\n"
-                                               "h = []\nh.append(1)\nw.add_(1)\nm.weight = 2\nn = len(h)")])
+    [info] = notebook.analyse(
+        [
+            notebook.Cell(
+                1,
+                "s = torch.empty(3)\nfor i in range(3):\n    s[i] = i\n"
+                "h = []\nh.append(1)\nw.add_(1)\nm.weight = 2\nn = len(h)",
+            )
+        ]
+    )
     binds = [set(b) for b, _ in info.statements]
     assert binds == [{"s"}, {"s", "i"}, {"h"}, {"h"}, {"w"}, {"m"}, {"n"}]
 
@@ -80,8 +95,9 @@ def test_a_step_filled_in_by_a_loop_takes_the_student_s_value_after_the_loop(scr
     # The solution's attn_scores_2 = torch.empty(6), then a loop fills it: the student's value goes in
     # after the loop, so nor_attn_2 is judged on the student's own scores.
     q = question(scratch_cards["query_0"], "simple_scores")
-    assert q.score == 1 and any(line.startswith("`nor_attn_2` is correct given your `attn_scores_2`")
-                                for line in q.lines), q.lines
+    assert q.score == 1 and any(
+        line.startswith("`nor_attn_2` is correct given your `attn_scores_2`") for line in q.lines
+    ), q.lines
     assert question(scratch_cards["query_0"], "context_vec_2").score == 1
 
 
@@ -102,7 +118,7 @@ def test_a_step_reads_the_binding_captured_before_the_name_is_used_again(course)
 # Graded notebooks, written freely
 
 
-SCRATCH_FREE = '''import torch
+SCRATCH_FREE = """import torch
 import torch.nn as nn
 
 inputs = torch.tensor(
@@ -210,10 +226,15 @@ class MultiHeadAttentionWrapper(nn.Module):
 torch.manual_seed(123)
 mha = MultiHeadAttentionWrapper(d_in, d_out, batch.shape[1], 0.0, num_heads=2)
 context_vecs_mha = mha(batch)
-'''
+"""
 
-RIGHT = {"query": "inputs[1]", "nor_attn_2": "attn_scores_2 / attn_scores_2.sum()", "context_start": "torch.zeros(3)",
-         "causal_return": "return self.dropout(torch.softmax(s / k.shape[-1] ** 0.5, dim=-1)) @ v", "cat_dim": "-1"}
+RIGHT = {
+    "query": "inputs[1]",
+    "nor_attn_2": "attn_scores_2 / attn_scores_2.sum()",
+    "context_start": "torch.zeros(3)",
+    "causal_return": "return self.dropout(torch.softmax(s / k.shape[-1] ** 0.5, dim=-1)) @ v",
+    "cat_dim": "-1",
+}
 # Normalized by the largest score instead of the sum: a mistake in the step, none in the loop after it.
 BY_MAX = {**RIGHT, "nor_attn_2": "attn_scores_2 / attn_scores_2.max()"}
 # ... and a second, independent mistake in the loop: it starts from ones.
@@ -223,8 +244,11 @@ BY_MAX_AND_ONES = {**BY_MAX, "context_start": "torch.ones(3)"}
 # A CausalAttention with a mistake, which the multi-head wrapper reuses: scores not scaled, or
 # dropout left on in evaluation mode.
 UNSCALED = {**RIGHT, "causal_return": "return self.dropout(torch.softmax(s, dim=-1)) @ v"}
-DROPOUT_ON = {**RIGHT, "causal_return": "return torch.nn.functional.dropout(torch.softmax(s / k.shape[-1] ** 0.5, "
-                                        "dim=-1), self.dropout.p, training=True) @ v"}
+DROPOUT_ON = {
+    **RIGHT,
+    "causal_return": "return torch.nn.functional.dropout(torch.softmax(s / k.shape[-1] ** 0.5, "
+    "dim=-1), self.dropout.p, training=True) @ v",
+}
 
 
 # ... and a second, independent mistake in the wrapper: the heads concatenated along the tokens.
@@ -247,10 +271,15 @@ def one_cell(source: str) -> nbformat.NotebookNode:
 def scratch_cards(grader, course, tmp_path_factory):
     a: Assignment = course.assignment("attention_from_scratch")
     folder = tmp_path_factory.mktemp("scratch")
-    return {name: grader.grade(a, write(one_cell(SCRATCH_FREE.format(**answers)), folder / f"{name}.ipynb"))
-            for name, answers in (("right", RIGHT), ("by_max", {**BY_MAX, **UNSCALED_ONLY}),
-                                  ("seconds", {**BY_MAX_AND_ONES, **UNSCALED_AND_CAT_ONLY}),
-                                  ("query_0", {**QUERY_0, **DROPOUT_ON_ONLY}))}
+    return {
+        name: grader.grade(a, write(one_cell(SCRATCH_FREE.format(**answers)), folder / f"{name}.ipynb"))
+        for name, answers in (
+            ("right", RIGHT),
+            ("by_max", {**BY_MAX, **UNSCALED_ONLY}),
+            ("seconds", {**BY_MAX_AND_ONES, **UNSCALED_AND_CAT_ONLY}),
+            ("query_0", {**QUERY_0, **DROPOUT_ON_ONLY}),
+        )
+    }
 
 
 def lost(card) -> set[str]:
@@ -268,8 +297,10 @@ def test_a_step_computed_in_a_loop_is_carried_forward_from_a_wrong_step_before_i
     q = question(card, "context_vec_2")
     assert q.status == "passed" and q.carried_forward == ("simple_scores",)
     title = course.assignment("attention_from_scratch").question("simple_scores").title
-    assert q.lines == [f"`context_vec_2` is correct given your `nor_attn_2`; the mistake is upstream, in *{title}*: "
-                       "this step keeps its points (error carried forward)."]
+    assert q.lines == [
+        f"`context_vec_2` is correct given your `nor_attn_2`; the mistake is upstream, in *{title}*: "
+        "this step keeps its points (error carried forward)."
+    ]
 
 
 def test_a_second_mistake_in_the_loop_after_it_is_still_caught(scratch_cards):
@@ -298,7 +329,6 @@ def test_a_mistake_in_a_name_checked_twice_carries_into_the_step_that_read_it(si
     assert not question(card, "q1_no_learning").carried_forward
 
 
-
 # --------------------------------------------------------------------------------------------
 # The root of a knock-on value, found on the run where the difference shows
 
@@ -312,9 +342,14 @@ SHOWS_ON_VARIANTS = {  # a mistake invisible on the notebook's data -> its quest
 @pytest.fixture(scope="module")
 def variant_only_cards(grader, numpy_assignment, tmp_path_factory):
     folder = tmp_path_factory.mktemp("variant_only")
-    return {name: grader.grade(numpy_assignment, write(fill(numpy_assignment.skeleton, {**NUMPY_CORRECT, **change}),
-                                                       folder / f"{i}.ipynb"), course_variants=True)
-            for i, (name, (change, _, _)) in enumerate(SHOWS_ON_VARIANTS.items())}
+    return {
+        name: grader.grade(
+            numpy_assignment,
+            write(fill(numpy_assignment.skeleton, {**NUMPY_CORRECT, **change}), folder / f"{i}.ipynb"),
+            course_variants=True,
+        )
+        for i, (name, (change, _, _)) in enumerate(SHOWS_ON_VARIANTS.items())
+    }
 
 
 @pytest.mark.parametrize("name", list(SHOWS_ON_VARIANTS))
@@ -342,8 +377,12 @@ def test_a_wrapper_built_from_a_wrong_module_is_right_given_it(scratch_cards, co
     title = course.assignment("attention_from_scratch").question("causal_attention_module").title
     wrapper = question(card, "multihead_wrapper")
     assert wrapper.status == "passed" and wrapper.carried_forward == ("causal_attention_module",)
-    said = [line for line in wrapper.lines if f"is correct given your `CausalAttention`; the mistake is upstream, in "
-            f"*{title}*: this step keeps its points (error carried forward)." in line]
+    said = [
+        line
+        for line in wrapper.lines
+        if f"is correct given your `CausalAttention`; the mistake is upstream, in "
+        f"*{title}*: this step keeps its points (error carried forward)." in line
+    ]
     assert len(said) == checks == len(wrapper.lines), wrapper.lines  # each check the module changes says so
     # The module's own question keeps its hint: it is where the mistake is.
     assert any(line.startswith("Likely mistake:") for line in question(card, "causal_attention_module").lines)
@@ -372,6 +411,8 @@ def test_heads_computed_with_a_wrong_function_are_right_given_it(french_card, co
     title = course.assignment("attention_french").question("self_attention_fn").title
     multihead = question(french_card, "multihead")
     assert multihead.carried_forward == ("self_attention_fn",)
-    assert f"`torch.stack(heads)` is correct given your `self_attention()`; the mistake is upstream, in *{title}*: " \
-           "this step keeps its points (error carried forward)." in multihead.lines, multihead.lines
+    assert (
+        f"`torch.stack(heads)` is correct given your `self_attention()`; the mistake is upstream, in *{title}*: "
+        "this step keeps its points (error carried forward)." in multihead.lines
+    ), multihead.lines
     assert not any("uses your" in line for line in question(french_card, "self_attention_fn").lines)

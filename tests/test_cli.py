@@ -30,8 +30,17 @@ def test_grade_folder_prints_table_and_writes_scorecards(tmp_path):
     cards = sorted(p.name for p in tmp_path.glob("*.yaml"))
     assert len(cards) == 8
     card = yaml.safe_load((tmp_path / "frank_raises.yaml").read_text())
-    assert set(card) >= {"assignment", "submission", "sha256", "status", "score", "max_score", "questions",
-                         "execution", "grader_version"}
+    assert set(card) >= {
+        "assignment",
+        "submission",
+        "sha256",
+        "status",
+        "score",
+        "max_score",
+        "questions",
+        "execution",
+        "grader_version",
+    }
     q = card["questions"][1]
     assert set(q) == {"id", "title", "score", "max_score", "status", "feedback"}
     assert card["execution"]["errors"][0]["cell"] == 12  # the 12th cell of the file (7th code cell)

@@ -71,8 +71,9 @@ def course_dir(tmp_path_factory):
 
 
 def grader_cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout, env=ENV)
+    return subprocess.run(
+        [sys.executable, "-m", "grader.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=ENV
+    )
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +81,9 @@ def single(klass, tmp_path_factory, course_dir) -> Path:
     """The class graded on this machine alone: what every other path must reproduce."""
     root = tmp_path_factory.mktemp("single")
     cwd = course_dir(root / "course")
-    done = grader_cli("grade", str(klass), "-a", "attention_numpy", "-o", str(root / "out"), "-j", "2",
-                      "--formats", FORMATS, cwd=cwd)
+    done = grader_cli(
+        "grade", str(klass), "-a", "attention_numpy", "-o", str(root / "out"), "-j", "2", "--formats", FORMATS, cwd=cwd
+    )
     assert done.returncode == 0, done.stderr
     return root / "out"
 
@@ -116,13 +118,34 @@ def cluster(tmp_path_factory):
 
     def start(name: str, *args: str) -> None:
         log = open(logs / f"{name}.log", "w")  # noqa: SIM115 - closed with the process below
-        procs.append((subprocess.Popen([sys.executable, "-m", "dask", *args], stdout=log, stderr=subprocess.STDOUT,
-                                       env=ENV, cwd=logs, start_new_session=True), log))
+        procs.append(
+            (
+                subprocess.Popen(
+                    [sys.executable, "-m", "dask", *args],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=ENV,
+                    cwd=logs,
+                    start_new_session=True,
+                ),
+                log,
+            )
+        )
 
     start("scheduler", "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1], "--no-dashboard")
     for i in (1, 2):
-        start(f"worker{i}", "worker", address, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard",
-              "--name", f"w{i}")
+        start(
+            f"worker{i}",
+            "worker",
+            address,
+            "--nthreads",
+            "1",
+            "--host",
+            "127.0.0.1",
+            "--no-dashboard",
+            "--name",
+            f"w{i}",
+        )
     client = None
     try:
         client = distributed.Client(address, timeout=60, set_as_default=False)
@@ -144,8 +167,11 @@ def cluster(tmp_path_factory):
 def starts(client, student: str) -> list[list[dict]]:
     """Per grading task of this student (one per run of the client), the starts the scheduler logged."""
     events = client.get_events()
-    return [[msg for _, msg in items] for topic, items in sorted(events.items())
-            if topic.startswith(f"grader-starts-grade-{student}-")]
+    return [
+        [msg for _, msg in items]
+        for topic, items in sorted(events.items())
+        if topic.startswith(f"grader-starts-grade-{student}-")
+    ]
 
 
 def kill_worker(client, address: str) -> None:
@@ -169,12 +195,26 @@ def stored(cwd: Path) -> int:
 
 
 def test_a_class_graded_on_the_cluster_with_client_and_worker_killed_matches_one_machine(
-        tmp_path, klass, single, cluster, course_dir):
+    tmp_path, klass, single, cluster, course_dir
+):
     address, client = cluster
     cwd = course_dir(tmp_path / "course")
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "grader.cli", "grade", str(klass), "-a", "attention_numpy", "-o", str(out),
-           "--formats", FORMATS, "--cluster", address]
+    cmd = [
+        sys.executable,
+        "-m",
+        "grader.cli",
+        "grade",
+        str(klass),
+        "-a",
+        "attention_numpy",
+        "-o",
+        str(out),
+        "--formats",
+        FORMATS,
+        "--cluster",
+        address,
+    ]
     # the client killed once two results are back: they are kept
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     try:
@@ -189,10 +229,18 @@ def test_a_class_graded_on_the_cluster_with_client_and_worker_killed_matches_one
     seen = set(client.get_events())
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
+
         def started() -> list[dict]:  # a grading task of this run has started (each runs for a second or more,
-            return next((msgs for topic, msgs in client.get_events().items()  # but hal's: not a notebook, no run)
-                         if topic.startswith("grader-starts-grade-") and topic not in seen
-                         and not topic.startswith("grader-starts-grade-hal-")), [])
+            return next(
+                (
+                    msgs
+                    for topic, msgs in client.get_events().items()  # but hal's: not a notebook, no run)
+                    if topic.startswith("grader-starts-grade-")
+                    and topic not in seen
+                    and not topic.startswith("grader-starts-grade-hal-")
+                ),
+                [],
+            )
 
         wait_until(lambda: started() or proc.poll() is not None, what="a grading task started mid-batch")
         assert started(), "the batch ended before a worker could be killed"
@@ -206,8 +254,12 @@ def test_a_class_graded_on_the_cluster_with_client_and_worker_killed_matches_one
     assert f"{before} unchanged submission(s) taken from the results cache (--force grades them again)" in stdout
     assert normalised(out) == normalised(single)
     # the submission the killed worker was grading started again, on another worker
-    again = [msgs for student in ("ann", "ben", "cat", "dan", "eve", "fay", "hal")
-             for msgs in starts(client, student) if len(msgs) > 1]
+    again = [
+        msgs
+        for student in ("ann", "ben", "cat", "dan", "eve", "fay", "hal")
+        for msgs in starts(client, student)
+        if len(msgs) > 1
+    ]
     assert again and all(m[0]["worker"] == victim and m[1]["worker"] != victim for m in again)
     with open(out / "gradebook.csv", newline="") as f:
         assert [row["student"] for row in csv.DictReader(f)] == ["ann", "ben", "cat", "dan", "eve", "fay", "gus", "hal"]
@@ -220,13 +272,26 @@ def test_a_submission_whose_worker_dies_twice_is_recorded_crashed_and_not_run_ag
     submission(c / "ok.ipynb", "ok", extra="")
     submission(c / "slowpoke.ipynb", "slowpoke", extra="import time\ntime.sleep(25)")
     cwd = course_dir(tmp_path / "course")
-    cmd = [sys.executable, "-m", "grader.cli", "grade", str(c), "-a", "attention_numpy", "-o", str(tmp_path / "out"),
-           "--cluster", address]
+    cmd = [
+        sys.executable,
+        "-m",
+        "grader.cli",
+        "grade",
+        str(c),
+        "-a",
+        "attention_numpy",
+        "-o",
+        str(tmp_path / "out"),
+        "--cluster",
+        address,
+    ]
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
         for n in (1, 2):
-            wait_until(lambda n=n: sum(map(len, starts(client, "slowpoke"))) >= n or proc.poll() is not None,
-                       what=f"start {n} of the slow submission")
+            wait_until(
+                lambda n=n: sum(map(len, starts(client, "slowpoke"))) >= n or proc.poll() is not None,
+                what=f"start {n} of the slow submission",
+            )
             time.sleep(0.5)  # well inside its notebook
             kill_worker(client, starts(client, "slowpoke")[0][n - 1]["worker"])
         stdout, stderr = proc.communicate(timeout=240)
@@ -247,10 +312,26 @@ def test_a_submission_whose_worker_dies_twice_is_recorded_crashed_and_not_run_ag
 
 def test_no_scheduler_at_the_address_is_a_usage_error(tmp_path, klass, course_dir):
     cwd = course_dir(tmp_path / "course")
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(klass / "ann.ipynb"), "-a", "attention_numpy",
-                           "-o", str(tmp_path / "out"), "--cluster", f"tcp://127.0.0.1:{free_port()}"],
-                          capture_output=True, text=True, cwd=cwd, timeout=120,
-                          env={**ENV, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "grade",
+            str(klass / "ann.ipynb"),
+            "-a",
+            "attention_numpy",
+            "-o",
+            str(tmp_path / "out"),
+            "--cluster",
+            f"tcp://127.0.0.1:{free_port()}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        env={**ENV, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"},
+    )
     assert done.returncode == 2
     assert done.stderr.startswith("grader: Cannot reach the Dask scheduler at tcp://127.0.0.1:")
     assert "Traceback" not in done.stderr
@@ -263,13 +344,27 @@ def test_shards_merged_write_what_one_run_writes(tmp_path, klass, single, course
     cwd = course_dir(tmp_path / "course")
     shares = []
     for k in (1, 2):
-        done = grader_cli("grade", str(klass), "-a", "attention_numpy", "-o", str(tmp_path / f"shard-{k}"),
-                          "-j", "2", "--formats", FORMATS, "--shard", f"{k}/2", cwd=cwd)
+        done = grader_cli(
+            "grade",
+            str(klass),
+            "-a",
+            "attention_numpy",
+            "-o",
+            str(tmp_path / f"shard-{k}"),
+            "-j",
+            "2",
+            "--formats",
+            FORMATS,
+            "--shard",
+            f"{k}/2",
+            cwd=cwd,
+        )
         assert done.returncode == 0, done.stderr
         shares.append(int(re.search(r"shard \d/2: (\d+) of the class's 8 submissions", done.stderr).group(1)))
     assert sum(shares) == 8  # (notebooks get random cell ids, so which share is larger changes from run to run)
-    merged = grader_cli("merge", str(tmp_path / "shard-1"), str(tmp_path / "shard-2"), "-o", str(tmp_path / "out"),
-                        cwd=cwd)
+    merged = grader_cli(
+        "merge", str(tmp_path / "shard-1"), str(tmp_path / "shard-2"), "-o", str(tmp_path / "out"), cwd=cwd
+    )
     assert merged.returncode == 0, merged.stdout + merged.stderr
     assert normalised(tmp_path / "out") == normalised(single)
 
@@ -286,36 +381,47 @@ def test_shards_merged_write_what_one_run_writes(tmp_path, klass, single, course
 
     missing = grader_cli("merge", str(tmp_path / "shard-1"), "-o", str(tmp_path / "part"), cwd=cwd)
     assert (missing.returncode, missing.stderr.strip()) == (
-        2, "grader: Shard(s) 2/2 missing: every shard's --out folder is needed to merge.")
+        2,
+        "grader: Shard(s) 2/2 missing: every shard's --out folder is needed to merge.",
+    )
     bad = grader_cli("grade", str(klass), "-a", "attention_numpy", "--shard", "3/2", cwd=cwd)
     assert (bad.returncode, bad.stderr.strip()) == (
-        2, "grader: --shard must be K/N with 1 <= K <= N (for example 1/4), got '3/2'.")
+        2,
+        "grader: --shard must be K/N with 1 <= K <= N (for example 1/4), got '3/2'.",
+    )
 
 
 def test_ci_workflow_runs_the_shards_as_a_matrix_then_merges(tmp_path):
-    done = grader_cli("ci-workflow", "attention_numpy", "--shards", "3", "--submissions", "class/week1",
-                      "-o", str(tmp_path), cwd=ROOT)
+    done = grader_cli(
+        "ci-workflow", "attention_numpy", "--shards", "3", "--submissions", "class/week1", "-o", str(tmp_path), cwd=ROOT
+    )
     assert done.returncode == 0, done.stderr
     flow = yaml.safe_load((tmp_path / ".github/workflows/grade-attention_numpy.yml").read_text())
     grade, merge = flow["jobs"]["grade"], flow["jobs"]["merge"]
     assert grade["strategy"]["matrix"]["shard"] == [1, 2, 3]
     run = next(s["run"] for s in grade["steps"] if s.get("name") == "Grade")
-    assert '--shard ${{ matrix.shard }}/3 --out shard-${{ matrix.shard }}' in run and '"$SUBMISSIONS"' in run
+    assert "--shard ${{ matrix.shard }}/3 --out shard-${{ matrix.shard }}" in run and '"$SUBMISSIONS"' in run
     assert flow["env"]["SUBMISSIONS"] == "class/week1"
     assert merge["needs"] == "grade"
     assert any(s.get("run", "").startswith("grader merge shards") for s in merge["steps"])
-    assert any(s.get("uses", "").startswith("actions/download-artifact") and s["with"]["pattern"] == "shard-*"
-               for s in merge["steps"])
+    assert any(
+        s.get("uses", "").startswith("actions/download-artifact") and s["with"]["pattern"] == "shard-*"
+        for s in merge["steps"]
+    )
 
 
 def test_without_distributed_cluster_is_a_one_line_usage_error(tmp_path, klass, course_dir):
     cwd = course_dir(tmp_path / "course")
-    code = ("import sys; sys.modules['distributed'] = None; from grader.cli import main; "
-            f"sys.exit(main(['grade', {str(klass)!r}, '-a', 'attention_numpy', '--cluster', 'tcp://127.0.0.1:1']))")
+    code = (
+        "import sys; sys.modules['distributed'] = None; from grader.cli import main; "
+        f"sys.exit(main(['grade', {str(klass)!r}, '-a', 'attention_numpy', '--cluster', 'tcp://127.0.0.1:1']))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=120, env=ENV)
     assert (done.returncode, done.stderr.strip()) == (
-        2, "grader: --cluster needs Dask's distributed package, which is not installed: "
-           "pip install 'notebook-grader[cluster]'.")
+        2,
+        "grader: --cluster needs Dask's distributed package, which is not installed: "
+        "pip install 'notebook-grader[cluster]'.",
+    )
 
 
 def test_workers_draw_a_submissions_own_variants_as_the_client_does(tmp_path, monkeypatch, configured):

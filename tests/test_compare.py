@@ -51,8 +51,10 @@ def test_value_message_counts_and_locates_without_revealing():
     actual[0, 1] = 10.0
     actual[2, 2] = 0.0
     text = msg(actual, expected)
-    assert text == ("`x`: 2 / 9 elements (22.2%) differ beyond tolerance (rtol=1e-05, atol=1e-08); first: [0, 1] is 10; "
-                    "[2, 2] is 0. The largest relative difference is over 100%.")
+    assert text == (
+        "`x`: 2 / 9 elements (22.2%) differ beyond tolerance (rtol=1e-05, atol=1e-08); first: [0, 1] is 10; "
+        "[2, 2] is 0. The largest relative difference is over 100%."
+    )
     assert "expected" not in text.split(";")[1]
     # A difference as a number next to the student's value at [0, 1] would give the reference away.
     assert "difference 9" not in text
@@ -74,7 +76,9 @@ def test_nan_positions_come_before_values():
 
 def test_scalar_message():
     # The error in words, never as a number the student could turn back into the reference.
-    assert msg(0.5, 0.25) == "`x` is 0.5, which is not the expected value within rtol=1e-05, atol=1e-08: it is too large."
+    assert (
+        msg(0.5, 0.25) == "`x` is 0.5, which is not the expected value within rtol=1e-05, atol=1e-08: it is too large."
+    )
     assert msg(0.26, 0.25).endswith(": it is slightly too large.")
     assert msg(0.1, 0.25).endswith(": it is too small.")
     assert msg(2.0, 0.25).endswith(": it is much too large.")
@@ -104,7 +108,9 @@ def test_properties():
     )
     causal = np.array([[1.0, 0.0], [0.4, 0.6]])
     assert check_property("causal", "`w`", V(causal), None, atol=1e-8) is None
-    assert "gives weight to future positions (1 entries above the diagonal" in check_property("causal", "`w`", V(causal.T), None, atol=1e-8)
+    assert "gives weight to future positions (1 entries above the diagonal" in check_property(
+        "causal", "`w`", V(causal.T), None, atol=1e-8
+    )
     assert check_property("dtype_kind", "`t`", V(np.array([1, 2])), V(np.array([1.0])), atol=0) == (
         "`t` holds integers (int64); expected floating-point numbers."
     )

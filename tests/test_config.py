@@ -79,17 +79,25 @@ def test_wrong_type_names_line_and_path(course_dir):
 
 def test_check_needs_exactly_one_target(course_dir):
     text = MINIMAL.replace("          - value: x\n", "          - value: x\n            expr: x + 1\n")
-    assert "assignments.a1.questions[0].checks[0] needs exactly one of 'value' (a variable), 'expr' (an expression) or 'test'" in error_of(course_dir, text)
+    assert (
+        "assignments.a1.questions[0].checks[0] needs exactly one of 'value' (a variable), 'expr' (an expression) or 'test'"
+        in error_of(course_dir, text)
+    )
 
 
 def test_bad_expression_and_bad_property(course_dir):
     assert "is not a Python expression" in error_of(course_dir, MINIMAL.replace("value: x", "expr: 'x +'"))
     text = MINIMAL.replace("          - value: x\n", "          - value: x\n            properties: [sums_to_one]\n")
-    assert "checks[0].properties[0] must be one of shape, dtype_kind, finite, rows_sum_to_one, causal" in error_of(course_dir, text)
+    assert "checks[0].properties[0] must be one of shape, dtype_kind, finite, rows_sum_to_one, causal" in error_of(
+        course_dir, text
+    )
 
 
 def test_split_points_must_add_up(course_dir):
-    text = MINIMAL.replace("          - value: x\n", "          - value: x\n            points: 1\n          - value: y\n            points: 0.5\n")
+    text = MINIMAL.replace(
+        "          - value: x\n",
+        "          - value: x\n            points: 1\n          - value: y\n            points: 0.5\n",
+    )
     assert "questions[0].points is 2 but its checks' points add up to 1.5" in error_of(course_dir, text)
 
 
@@ -108,8 +116,19 @@ def test_bad_config_exits_2_with_one_line_and_grades_nothing(course_dir, tmp_pat
     path = write(course_dir, MINIMAL.replace("points: 2", "points: [2]"))
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "grader.cli", "grade", str(course_dir / "sol.ipynb"), "--config", str(path), "--out", str(out)],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "grade",
+            str(course_dir / "sol.ipynb"),
+            "--config",
+            str(path),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"grader: {path}:9: assignments.a1.questions[0].points must be a number, got a list"
@@ -140,8 +159,14 @@ def test_a_registered_check_kind_is_accepted_by_the_loader(course_dir, monkeypat
     course = config.load(write(course_dir, MINIMAL.replace("value: x", "shape_of: x.shape")))
     check = course.assignment("a1").checks[0]
     assert (check.kind, check.label, check.names, check.spec.capture) == (
-        "shape_of", "the shape of `x.shape`", frozenset({"x"}), CaptureKind.EXPR)
-    assert "or 'shape_of' (an expression whose shape is checked)" in error_of(course_dir, MINIMAL.replace("value: x", "shape_of: x\n            value: x"))
+        "shape_of",
+        "the shape of `x.shape`",
+        frozenset({"x"}),
+        CaptureKind.EXPR,
+    )
+    assert "or 'shape_of' (an expression whose shape is checked)" in error_of(
+        course_dir, MINIMAL.replace("value: x", "shape_of: x\n            value: x")
+    )
 
 
 def test_a_registered_property_is_accepted_by_the_loader_and_judged(course_dir, monkeypatch):
@@ -154,7 +179,12 @@ def test_a_registered_property_is_accepted_by_the_loader_and_judged(course_dir, 
         return None if (arr > 0).all() else f"{label} has values that are not positive."
 
     monkeypatch.setitem(properties.PROPERTIES, "positive", properties.Property("positive", "all > 0", positive))
-    course = config.load(write(course_dir, MINIMAL.replace("          - value: x\n", "          - value: x\n            properties: [positive]\n")))
+    course = config.load(
+        write(
+            course_dir,
+            MINIMAL.replace("          - value: x\n", "          - value: x\n            properties: [positive]\n"),
+        )
+    )
     assert course.assignment("a1").checks[0].properties == ("positive",)
     value = Value("array", np.array([1.0, -2.0]))
     assert properties.check_property("positive", "`x`", value, None, atol=0) == "`x` has values that are not positive."
@@ -162,13 +192,17 @@ def test_a_registered_property_is_accepted_by_the_loader_and_judged(course_dir, 
 
 
 def test_a_variant_rule_for_a_name_outside_given_is_an_error_with_its_fix(course_dir):
-    text = MINIMAL.replace("    questions:\n", "    given: [X]\n    variants:\n      inputs:\n        W: null\n    questions:\n")
+    text = MINIMAL.replace(
+        "    questions:\n", "    given: [X]\n    variants:\n      inputs:\n        W: null\n    questions:\n"
+    )
     message = error_of(course_dir, text)
     assert "assignments.a1.variants.inputs.W is not a given input of this assignment: add W to `given`" in message
 
 
 def test_keep_is_the_rule_of_a_given_input_never_varied(course_dir):
-    text = MINIMAL.replace("    questions:\n", "    given: [X, W]\n    variants:\n      inputs:\n        W: keep\n    questions:\n")
+    text = MINIMAL.replace(
+        "    questions:\n", "    given: [X, W]\n    variants:\n      inputs:\n        W: keep\n    questions:\n"
+    )
     assert config.load(write(course_dir, text)).assignment("a1").variants.inputs == (("W", "keep"),)
 
 
@@ -181,15 +215,19 @@ def test_preload_lists_module_names(course_dir):
 
 
 def test_the_switches_among_limits_and_variants_are_true_or_false(course_dir):
-    text = MINIMAL.replace("    questions:\n", "    limits: {memfd: true, grader_cpu: 5}\n    given: [X]\n"
-                                                 "    variants:\n      per_submission: false\n    questions:\n")
+    text = MINIMAL.replace(
+        "    questions:\n",
+        "    limits: {memfd: true, grader_cpu: 5}\n    given: [X]\n"
+        "    variants:\n      per_submission: false\n    questions:\n",
+    )
     a = config.load(write(course_dir, text)).assignment("a1")
     assert (a.limits.memfd, a.limits.grader_cpu, a.variants.per_submission) == (True, 5.0, False)
     plain = config.load(write(course_dir, MINIMAL)).assignment("a1")
     assert (plain.limits.memfd, plain.limits.grader_cpu, plain.variants.per_submission) == (False, 60.0, True)
     bad = MINIMAL.replace("    questions:\n", "    limits:\n      memfd: 'yes'\n    questions:\n")
     assert error_of(course_dir, bad) == (
-        f"{course_dir / 'config.yaml'}:7: assignments.a1.limits.memfd must be true or false, got 'yes'")
+        f"{course_dir / 'config.yaml'}:7: assignments.a1.limits.memfd must be true or false, got 'yes'"
+    )
     bad = MINIMAL.replace("    questions:\n", "    variants:\n      per_submission: 1\n    questions:\n")
     assert error_of(course_dir, bad).endswith("assignments.a1.variants.per_submission must be true or false, got 1")
 
@@ -235,16 +273,33 @@ def test_inherited_settings_come_from_the_innermost_level_that_sets_them(course_
     assert [(c.rtol, c.atol, c.strict_types, c.carry_forward) for c in plain.checks] == [(1e-5, 1e-8, False, 1.0)]
 
 
-@pytest.mark.parametrize(("old", "new", "message"), [
-    ("    rtol: 0.1\n", "    rtol: tight\n", "3: course.defaults.rtol must be a number, got 'tight'"),
-    ("    atol: 0.2\n", "    atol: -1\n", "11: assignments.a1.atol must be at least 0, got -1"),
-    ("    strict_types: true\n", "    strict_types: 1\n", "5: course.defaults.strict_types must be true or false, got 1"),
-    ("        carry_forward: 0.3\n", "        carry_forward: 2\n",
-     "16: assignments.a1.questions[0].carry_forward must be full, none or a share of the points from 0 to 1, got 2"),
-    ("            rtol: 0.4\n", "            rtol: [1]\n", "19: assignments.a1.questions[0].checks[0].rtol must be a number, got a list"),
-    ("            strict_types: false\n", "            strict_types: 'no'\n",
-     "21: assignments.a1.questions[0].checks[1].strict_types must be true or false, got 'no'"),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("    rtol: 0.1\n", "    rtol: tight\n", "3: course.defaults.rtol must be a number, got 'tight'"),
+        ("    atol: 0.2\n", "    atol: -1\n", "11: assignments.a1.atol must be at least 0, got -1"),
+        (
+            "    strict_types: true\n",
+            "    strict_types: 1\n",
+            "5: course.defaults.strict_types must be true or false, got 1",
+        ),
+        (
+            "        carry_forward: 0.3\n",
+            "        carry_forward: 2\n",
+            "16: assignments.a1.questions[0].carry_forward must be full, none or a share of the points from 0 to 1, got 2",
+        ),
+        (
+            "            rtol: 0.4\n",
+            "            rtol: [1]\n",
+            "19: assignments.a1.questions[0].checks[0].rtol must be a number, got a list",
+        ),
+        (
+            "            strict_types: false\n",
+            "            strict_types: 'no'\n",
+            "21: assignments.a1.questions[0].checks[1].strict_types must be true or false, got 'no'",
+        ),
+    ],
+)
 def test_a_bad_inherited_setting_is_named_with_its_level(course_dir, old, new, message):
     assert error_of(course_dir, LAYERED.replace(old, new, 1)) == f"{course_dir / 'config.yaml'}:{message}"
 
@@ -253,8 +308,10 @@ def test_tolerances_are_not_set_per_question(course_dir):
     text = LAYERED.replace("        carry_forward: 0.3\n", "        carry_forward: 0.3\n        rtol: 0.5\n")
     assert error_of(course_dir, text).endswith(
         "assignments.a1.questions[0].rtol is not a known key here (known: carry_forward, checks, id, manual, points, "
-        "rubric, title, unchanged_scores_zero, visible)")
+        "rubric, title, unchanged_scores_zero, visible)"
+    )
     text = LAYERED.replace("    atol: 0.1\n", "    atol: 0.1\n    tolerance: 0.5\n")
     assert error_of(course_dir, text).endswith(
         "course.defaults.tolerance is not a known key here (known: atol, carry_forward, limits, rtol, strict_types, "
-        "variants)")
+        "variants)"
+    )

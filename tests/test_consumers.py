@@ -37,7 +37,9 @@ CLASSROOM50 = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "classroom50
 GRADESCOPE = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "gradescope-results.schema.json").read_text()))
 JUNIT = xmlschema.XMLSchema(SCHEMAS / "junit-10.xsd")
 RUNNER_ENV = {
-    "CLASSROOM": "nlp-2026", "ASSIGNMENT": "attention-numpy", "OWNER": "carol",
+    "CLASSROOM": "nlp-2026",
+    "ASSIGNMENT": "attention-numpy",
+    "OWNER": "carol",
     "SUBMISSION_TAG": "submit/2026-11-23T10-00-00Z-abc1234",
     "COMMIT_URL": "https://github.com/nlp-2026/nlp-2026-attention-numpy-carol/commit/abc1234",
     "RELEASE_URL": "https://github.com/nlp-2026/nlp-2026-attention-numpy-carol/releases/tag/submit%2F2026",
@@ -46,8 +48,7 @@ RUNNER_ENV = {
 
 
 def grader_cli(*args, cwd, env=None):
-    return subprocess.run([sys.executable, "-m", "grader.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env)
+    return subprocess.run([sys.executable, "-m", "grader.cli", *args], capture_output=True, text=True, cwd=cwd, env=env)
 
 
 def valid_classroom50(data: dict) -> None:
@@ -67,8 +68,20 @@ def run(tmp_path_factory):
     for name in PICKED:
         shutil.copyfile(EXAMPLES / f"{name}.ipynb", subs / f"{name}.ipynb")
     env = {**os.environ, **RUNNER_ENV}
-    proc = grader_cli("grade", str(subs), "-a", "attention_numpy", "--config", str(ROOT / "config.yaml"),
-                      "--formats", "yaml,gradescope,classroom50,junit", "--out", str(base / "out"), cwd=base, env=env)
+    proc = grader_cli(
+        "grade",
+        str(subs),
+        "-a",
+        "attention_numpy",
+        "--config",
+        str(ROOT / "config.yaml"),
+        "--formats",
+        "yaml,gradescope,classroom50,junit",
+        "--out",
+        str(base / "out"),
+        cwd=base,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     cards = {n: yaml.safe_load((base / "out" / f"{n}.yaml").read_text()) for n in PICKED}
     return base / "out", cards
@@ -84,9 +97,13 @@ def test_classroom50_results_are_valid_and_add_up(run):
         data = json.loads((out / f"{name}.result.json").read_text())
         valid_classroom50(data)
         assert {k: data[k] for k in ("classroom", "owner", "submission", "commit", "release", "review")} == {
-            "classroom": "nlp-2026", "owner": "carol", "submission": RUNNER_ENV["SUBMISSION_TAG"],
-            "commit": RUNNER_ENV["COMMIT_URL"], "release": RUNNER_ENV["RELEASE_URL"],
-            "review": RUNNER_ENV["REVIEW_URL"]}
+            "classroom": "nlp-2026",
+            "owner": "carol",
+            "submission": RUNNER_ENV["SUBMISSION_TAG"],
+            "commit": RUNNER_ENV["COMMIT_URL"],
+            "release": RUNNER_ENV["RELEASE_URL"],
+            "review": RUNNER_ENV["REVIEW_URL"],
+        }
         assert data["assignment"] == "attention-numpy" and data["assignment_type"] == "individual"
         # Whole-point questions: the integers are the points themselves
         assert data["score"] == card["score"] and data["max-score"] == card["max_score"]
@@ -109,21 +126,34 @@ def test_classroom50_results_are_valid_and_add_up(run):
 
 
 def card_with(points: list[tuple[float, float]]) -> Scorecard:
-    qs = [QuestionResult(f"q{i}", f"Question {i}", s, m, "passed" if s == m else ("partial" if s else "failed"))
-          for i, (s, m) in enumerate(points, 1)]
-    return Scorecard(assignment="attention_numpy", submission="x.ipynb", sha256="", status="graded",
-                     score=sum(s for s, _ in points), max_score=sum(m for _, m in points), questions=qs)
+    qs = [
+        QuestionResult(f"q{i}", f"Question {i}", s, m, "passed" if s == m else ("partial" if s else "failed"))
+        for i, (s, m) in enumerate(points, 1)
+    ]
+    return Scorecard(
+        assignment="attention_numpy",
+        submission="x.ipynb",
+        sha256="",
+        status="graded",
+        score=sum(s for s, _ in points),
+        max_score=sum(m for _, m in points),
+        questions=qs,
+    )
 
 
-@pytest.mark.parametrize(("points", "scale"), [
-    ([(1 / 3, 1), (1 / 3, 1), (1 / 3, 1)], 1),  # a third of each: 1 point in all, to the first largest fraction
-    ([(1.5, 2), (1.5, 2), (0.5, 1)], 1),  # halves: whole points, the total 3.5 rounded down to 3
-    ([(0.25, 0.5), (0.5, 0.5), (1.25, 1.5)], 2),  # half-point questions: every point counts twice
-    ([(0.1, 0.1), (0.2, 0.2), (0.0, 0.3)], 10),  # tenths
-    ([(2.99, 3), (0.01, 3)], 1),
-])
-def test_fractional_points_map_to_integers_that_keep_the_total_honest(points, scale, course, numpy_assignment,
-                                                                       tmp_path):
+@pytest.mark.parametrize(
+    ("points", "scale"),
+    [
+        ([(1 / 3, 1), (1 / 3, 1), (1 / 3, 1)], 1),  # a third of each: 1 point in all, to the first largest fraction
+        ([(1.5, 2), (1.5, 2), (0.5, 1)], 1),  # halves: whole points, the total 3.5 rounded down to 3
+        ([(0.25, 0.5), (0.5, 0.5), (1.25, 1.5)], 2),  # half-point questions: every point counts twice
+        ([(0.1, 0.1), (0.2, 0.2), (0.0, 0.3)], 10),  # tenths
+        ([(2.99, 3), (0.01, 3)], 1),
+    ],
+)
+def test_fractional_points_map_to_integers_that_keep_the_total_honest(
+    points, scale, course, numpy_assignment, tmp_path
+):
     card = card_with(points)
     data = json.loads(render_one("classroom50", tmp_path / "x.ipynb", card, course, numpy_assignment))
     valid_classroom50(data)
@@ -139,8 +169,7 @@ def test_fractional_points_map_to_integers_that_keep_the_total_honest(points, sc
 def test_classroom50_outside_a_classroom50_run_still_validates(course, numpy_assignment, tmp_path, monkeypatch):
     for key in (*RUNNER_ENV, "USERNAME", "ASSIGNMENT_TYPE", "MODE"):
         monkeypatch.delenv(key, raising=False)
-    data = json.loads(render_one("classroom50", tmp_path / "dana.ipynb", card_with([(1, 1)]), course,
-                                 numpy_assignment))
+    data = json.loads(render_one("classroom50", tmp_path / "dana.ipynb", card_with([(1, 1)]), course, numpy_assignment))
     valid_classroom50(data)
     assert (data["assignment"], data["owner"], data["submission"]) == ("attention_numpy", "dana", "submit/local")
 
@@ -222,22 +251,38 @@ def test_junit_validates_against_the_xunit_schema_and_reads_the_same_everywhere(
 def test_the_plugins_junitxml_validates_and_carries_the_same_points(run, pytester):
     out, _ = run
     direct = pytester.path / "direct.xml"
-    result = pytester.runpytest_subprocess("--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir",
-                                           str(pytester.path / "cards"), "--submission",
-                                           str(EXAMPLES / "carol_no_sqrt.ipynb"), f"--junitxml={direct}",
-                                           "-W", "error::pytest.PytestWarning")
+    result = pytester.runpytest_subprocess(
+        "--grader-config",
+        str(ROOT / "config.yaml"),
+        "--scorecard-dir",
+        str(pytester.path / "cards"),
+        "--submission",
+        str(EXAMPLES / "carol_no_sqrt.ipynb"),
+        f"--junitxml={direct}",
+        "-W",
+        "error::pytest.PytestWarning",
+    )
     result.assert_outcomes(passed=5, failed=1)  # her later steps are carried forward
     JUNIT.validate(str(direct))
     ours = points_of(out / "junit.xml")
     theirs = points_of(direct)
     assert theirs and all(ours[f"carol_no_sqrt.ipynb::{k.split('::')[-1]}"] == v for k, v in theirs.items())
-    assert [(n, s) for _, n, s, _ in junitparser_reading(direct)] == \
-           [(n, s) for c, n, s, _ in gitlab_reading(out / "junit.xml") if c == "carol_no_sqrt.ipynb"]
+    assert [(n, s) for _, n, s, _ in junitparser_reading(direct)] == [
+        (n, s) for c, n, s, _ in gitlab_reading(out / "junit.xml") if c == "carol_no_sqrt.ipynb"
+    ]
     # Under pytest-xdist the points travel with each report to the controller, which writes the file
     spread = pytester.path / "spread.xml"
-    result = pytester.runpytest_subprocess("--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir",
-                                           str(pytester.path / "cards2"), "--submission",
-                                           str(EXAMPLES / "carol_no_sqrt.ipynb"), f"--junitxml={spread}", "-n", "2")
+    result = pytester.runpytest_subprocess(
+        "--grader-config",
+        str(ROOT / "config.yaml"),
+        "--scorecard-dir",
+        str(pytester.path / "cards2"),
+        "--submission",
+        str(EXAMPLES / "carol_no_sqrt.ipynb"),
+        f"--junitxml={spread}",
+        "-n",
+        "2",
+    )
     result.assert_outcomes(passed=5, failed=1)  # her later steps are carried forward
     JUNIT.validate(str(spread))
     assert points_of(spread) == theirs

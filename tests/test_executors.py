@@ -36,29 +36,44 @@ def both(grader, jupyter_grader, numpy_assignment):
     """Every example graded by each executor on its own data, and ``VARIED`` on the course's
     variants too, two notebooks at a time (kernels take a while to start). Each variant is one
     more kernel per notebook, and which notebook takes them changes nothing in how they run."""
+
     def submissions(paths):
         return [batch.Submission(student=p.stem, path=p, origin=str(p), sha256=sha256_file(p)) for p in paths]
 
-    plans = {"own": (own_data_only(numpy_assignment), EXAMPLES),
-             "variants": (shared_variants(numpy_assignment), VARIED)}
+    plans = {
+        "own": (own_data_only(numpy_assignment), EXAMPLES),
+        "variants": (shared_variants(numpy_assignment), VARIED),
+    }
     for assignment, _ in plans.values():  # the solution's runs, once: the Jupyter grader reads them from the cache
         grader.references.get(assignment)
     # Both executors at once: the Jupyter side mostly waits on its kernels' starts.
     with ThreadPoolExecutor(4) as pool:
-        graded = {(g.executor.name, plan): (paths, pool.submit(batch.grade_all, g, assignment, submissions(paths), jobs=2))
-                  for g in (grader, jupyter_grader) for plan, (assignment, paths) in plans.items()}
+        graded = {
+            (g.executor.name, plan): (paths, pool.submit(batch.grade_all, g, assignment, submissions(paths), jobs=2))
+            for g in (grader, jupyter_grader)
+            for plan, (assignment, paths) in plans.items()
+        }
         return {key: dict(zip(paths, done.result().cards, strict=True)) for key, (paths, done) in graded.items()}
 
 
 def test_examples_cover_every_kind_of_outcome():
     names = {p.stem for p in EXAMPLES}
-    assert {"bob_correct", "carol_no_sqrt", "frank_raises", "grace_half_done", "henry_not_a_notebook",
-            "alice_torch"} <= names
+    assert {
+        "bob_correct",
+        "carol_no_sqrt",
+        "frank_raises",
+        "grace_half_done",
+        "henry_not_a_notebook",
+        "alice_torch",
+    } <= names
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("plan, path", [("own", p) for p in EXAMPLES] + [("variants", p) for p in VARIED],
-                         ids=[p.stem for p in EXAMPLES] + [f"{p.stem}-on-variants" for p in VARIED])
+@pytest.mark.parametrize(
+    "plan, path",
+    [("own", p) for p in EXAMPLES] + [("variants", p) for p in VARIED],
+    ids=[p.stem for p in EXAMPLES] + [f"{p.stem}-on-variants" for p in VARIED],
+)
 def test_forking_and_jupyter_executors_give_the_same_scorecard(both, plan, path):
     forking, jupyter = both[("forking", plan)][path], both[("jupyter", plan)][path]
     assert (forking.execution.to_dict()["executor"], jupyter.execution.to_dict()["executor"]) == ("forking", "jupyter")
@@ -69,15 +84,20 @@ def test_a_hanging_and_a_crashing_cell_end_the_same_way_in_both(grader, jupyter_
     from grader.course.model import Limits
     from grader.run.job import CaptureSpec, Job, JobCell
 
-    job = Job(cells=(JobCell(1, "%load_ext autoreload\nfrom IPython.display import display\ndisplay('hi')\na = 1"),
-                     JobCell(2, "kernel = 'ipykernel' in str(type(get_ipython()))\nx = 1 / 0"),
-                     JobCell(3, "while True:\n    pass"),
-                     JobCell(4, "import os\nos._exit(3)"),
-                     JobCell(5, "b = a + 1")),
-              captures=(CaptureSpec("b", "value", "b", None), CaptureSpec("kernel", "value", "kernel", None)),
-              # A cell limit that a loaded machine's cells 1, 2, 4 and 5 stay well within (a kernel's
-              # start is not a cell's time), so only cell 3 ever runs past it.
-              limits=Limits(cell_timeout=3, notebook_timeout=60), preload=("numpy",))
+    job = Job(
+        cells=(
+            JobCell(1, "%load_ext autoreload\nfrom IPython.display import display\ndisplay('hi')\na = 1"),
+            JobCell(2, "kernel = 'ipykernel' in str(type(get_ipython()))\nx = 1 / 0"),
+            JobCell(3, "while True:\n    pass"),
+            JobCell(4, "import os\nos._exit(3)"),
+            JobCell(5, "b = a + 1"),
+        ),
+        captures=(CaptureSpec("b", "value", "b", None), CaptureSpec("kernel", "value", "kernel", None)),
+        # A cell limit that a loaded machine's cells 1, 2, 4 and 5 stay well within (a kernel's
+        # start is not a cell's time), so only cell 3 ever runs past it.
+        limits=Limits(cell_timeout=3, notebook_timeout=60),
+        preload=("numpy",),
+    )
     # Both executors at once: each attempt mostly waits (the cell limit, a kernel's start), and
     # the executors share nothing.
     with ThreadPoolExecutor(2) as pool:

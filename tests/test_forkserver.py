@@ -26,9 +26,12 @@ LIMITS = Limits(cell_timeout=20, notebook_timeout=40)
 
 
 def job(*cells: str, capture: tuple[str, ...] = (), files: tuple = (), limits: Limits = LIMITS) -> Job:
-    return Job(cells=tuple(JobCell(index=i + 1, source=src) for i, src in enumerate(cells)),
-               captures=tuple(CaptureSpec(id=name, kind="value", target=name, point=None) for name in capture),
-               limits=limits, files=files)
+    return Job(
+        cells=tuple(JobCell(index=i + 1, source=src) for i, src in enumerate(cells)),
+        captures=tuple(CaptureSpec(id=name, kind="value", target=name, point=None) for name in capture),
+        limits=limits,
+        files=files,
+    )
 
 
 def value(run, name):
@@ -75,7 +78,9 @@ def test_server_preloads_the_libraries_on_a_single_thread(executor):
 
 
 def test_child_starts_warm_without_cuda_or_grader_state(executor):
-    run = executor.run(job(textwrap.dedent("""\
+    run = executor.run(
+        job(
+            textwrap.dedent("""\
         import sys, os
         warm = sorted(m for m in ("numpy", "torch", "pandas", "matplotlib.pyplot") if m in sys.modules)
         import torch
@@ -83,25 +88,37 @@ def test_child_starts_warm_without_cuda_or_grader_state(executor):
         threads = torch.get_num_threads()
         grader_modules = sorted(m for m in sys.modules if m.startswith("grader."))
         gpu = os.environ.get("CUDA_VISIBLE_DEVICES")
-        """), capture=("warm", "cuda_initialised", "threads", "grader_modules", "gpu")))
+        """),
+            capture=("warm", "cuda_initialised", "threads", "grader_modules", "gpu"),
+        )
+    )
     assert run.status == "ok", run
     assert value(run, "warm") == ["matplotlib.pyplot", "numpy", "pandas", "torch"]
     assert value(run, "cuda_initialised") is False
     assert value(run, "threads") == 1
     assert value(run, "gpu") == ""
     # only the student side: no grading, no references, no config in the process that runs student code
-    assert not {"grader.judge.grading", "grader.judge.checks", "grader.judge.compare", "grader.course.config", "grader.run.execute"} \
-        & set(value(run, "grader_modules"))
+    assert not {
+        "grader.judge.grading",
+        "grader.judge.checks",
+        "grader.judge.compare",
+        "grader.course.config",
+        "grader.run.execute",
+    } & set(value(run, "grader_modules"))
 
 
 def test_no_secret_of_the_grader_reaches_a_child(monkeypatch):
     monkeypatch.setenv("GRADER_TEST_SECRET", "hunter2")
     with ForkingExecutor(preload=("numpy",)) as ex:  # started after the secret was set
-        run = ex.run(job("import os\n"
-                         "environ = sorted(os.environ)\n"
-                         "initial = open('/proc/self/environ', 'rb').read().decode(errors='replace')\n"
-                         "leaked = 'hunter2' in initial or 'GRADER_TEST_SECRET' in initial",
-                         capture=("environ", "leaked")))
+        run = ex.run(
+            job(
+                "import os\n"
+                "environ = sorted(os.environ)\n"
+                "initial = open('/proc/self/environ', 'rb').read().decode(errors='replace')\n"
+                "leaked = 'hunter2' in initial or 'GRADER_TEST_SECRET' in initial",
+                capture=("environ", "leaked"),
+            )
+        )
     assert run.status == "ok", run
     assert "GRADER_TEST_SECRET" not in value(run, "environ")
     assert value(run, "leaked") is False
@@ -110,10 +127,12 @@ def test_no_secret_of_the_grader_reaches_a_child(monkeypatch):
 def test_each_child_has_fresh_random_state_and_its_own_working_directory(executor, tmp_path):
     helper = tmp_path / "helper.py"
     helper.write_text("ANSWER = 42\n")
-    cells = ("import numpy as np, torch, random, os, helper\n"
-             "draws = [float(np.random.rand()), float(torch.rand(1)), random.random()]\n"
-             "answer = helper.ANSWER\n"
-             "here = sorted(os.listdir('.'))",)
+    cells = (
+        "import numpy as np, torch, random, os, helper\n"
+        "draws = [float(np.random.rand()), float(torch.rand(1)), random.random()]\n"
+        "answer = helper.ANSWER\n"
+        "here = sorted(os.listdir('.'))",
+    )
     first = executor.run(job(*cells, capture=("draws", "answer", "here"), files=((helper, "helper.py"),)))
     second = executor.run(job(*cells, capture=("draws", "answer", "here"), files=((helper, "helper.py"),)))
     assert first.status == second.status == "ok", (first, second)
@@ -127,8 +146,11 @@ def test_a_killed_server_is_replaced_and_the_running_notebook_finishes():
     with ForkingExecutor(preload=("numpy",)) as ex:
         first_pid = ex.start().pid
         result = {}
-        runner = threading.Thread(target=lambda: result.setdefault(
-            "run", ex.run(job("import time\ntime.sleep(1.5)\ndone = 'yes'", capture=("done",)))))
+        runner = threading.Thread(
+            target=lambda: result.setdefault(
+                "run", ex.run(job("import time\ntime.sleep(1.5)\ndone = 'yes'", capture=("done",)))
+            )
+        )
         runner.start()
         time.sleep(0.7)
         os.kill(first_pid, signal.SIGKILL)  # as a student, the OOM killer or an operator could
@@ -204,8 +226,11 @@ def descendants(pid: int) -> set[int]:
     while todo:
         p = todo.pop()
         try:
-            kids = {int(c) for t in os.listdir(f"/proc/{p}/task")
-                    for c in open(f"/proc/{p}/task/{t}/children").read().split()}
+            kids = {
+                int(c)
+                for t in os.listdir(f"/proc/{p}/task")
+                for c in open(f"/proc/{p}/task/{t}/children").read().split()
+            }
         except OSError:
             continue
         todo.extend(kids - out)
@@ -220,7 +245,8 @@ def _script(body: str) -> list[str]:
 def test_server_and_children_end_when_the_grader_process_is_killed(tmp_path):
     marker = tmp_path / f"marker-{os.getpid()}-{time.monotonic_ns()}.txt"
     marker.write_text("x")
-    proc = subprocess.Popen(_script(f"""
+    proc = subprocess.Popen(
+        _script(f"""
         import sys, threading
         from pathlib import Path
         sys.path.insert(0, {str(ROOT)!r})
@@ -234,7 +260,11 @@ def test_server_and_children_end_when_the_grader_process_is_killed(tmp_path):
                   files=((Path({str(marker)!r}), {marker.name!r}),))
         threading.Thread(target=ex.run, args=(job,), daemon=True).start()
         threading.Event().wait()
-        """), stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+        """),
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     server = int(proc.stdout.readline())
     deadline = time.monotonic() + 30
     tree: set[int] = set()
@@ -253,12 +283,18 @@ def test_server_and_children_end_when_the_grader_process_is_killed(tmp_path):
 
 def test_exit_without_close_does_not_hang_or_leave_a_server(tmp_path):
     started = time.monotonic()
-    out = subprocess.run(_script(f"""
+    out = subprocess.run(
+        _script(f"""
         import sys
         sys.path.insert(0, {str(ROOT)!r})
         from grader.run.forking import ForkingExecutor
         print(ForkingExecutor(preload=("numpy",)).start().pid)
-        """), capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        """),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     assert time.monotonic() - started < 60
     assert wait_gone(int(out.stdout))
@@ -275,14 +311,22 @@ def test_torch_in_a_numpy_course_runs_in_a_server_that_has_it_loaded(course, tmp
     from grader.judge.grading import Grader
     from grader.run.forking import executor as executor_module
 
-    assert warm_for(("numpy",), ["import torch.nn as nn\nimport numpy as np", "import matplotlib.pyplot as plt",
-                                 "import mymodule, os", "from jax import numpy", "x = ?"]) == (
-        "matplotlib.pyplot", "torch.nn")
+    assert warm_for(
+        ("numpy",),
+        [
+            "import torch.nn as nn\nimport numpy as np",
+            "import matplotlib.pyplot as plt",
+            "import mymodule, os",
+            "from jax import numpy",
+            "x = ?",
+        ],
+    ) == ("matplotlib.pyplot", "torch.nn")
     assert warm_for(("torch", "torch.nn"), ["import torch"]) == ()
     numpy_a = course.assignment("attention_numpy")
     alice = ROOT / "examples" / "attention_numpy" / "alice_torch.ipynb"
-    probe = dataclasses.replace(job("import sys\ntorch = 'torch' in sys.modules", capture=("torch",)),
-                                preload=("numpy",), warm=("torch",))
+    probe = dataclasses.replace(
+        job("import sys\ntorch = 'torch' in sys.modules", capture=("torch",)), preload=("numpy",), warm=("torch",)
+    )
     with ForkingExecutor() as ex:
         card = Grader(dataclasses.replace(course, cache_dir=tmp_path / "cache"), ex).grade(numpy_a, alice)
         assert card.score == numpy_a.max_score
@@ -302,8 +346,9 @@ def test_each_assignment_gets_a_server_with_what_it_imports(course, tmp_path):
     from grader.course.imports import preload_for
     from grader.judge.grading import Grader
 
-    numpy_a, torch_a, french = (course.assignment(n) for n in ("attention_numpy", "attention_from_scratch",
-                                                                "attention_french"))
+    numpy_a, torch_a, french = (
+        course.assignment(n) for n in ("attention_numpy", "attention_from_scratch", "attention_french")
+    )
     assert preload_for(numpy_a) == ("numpy",)
     assert preload_for(torch_a) == preload_for(french) == ("torch", "torch.nn")
     assert preload_for(dataclasses.replace(numpy_a, preload=("pandas",))) == ("numpy", "pandas")
@@ -313,8 +358,14 @@ def test_each_assignment_gets_a_server_with_what_it_imports(course, tmp_path):
         card = Grader(dataclasses.replace(course, cache_dir=tmp_path / "cache"), ex).grade(numpy_a, submission)
         assert card.score == numpy_a.max_score
         assert set(ex.servers) == {("numpy",)}
-        mapped = ex.run(dataclasses.replace(job("import sys\ntorch = 'torch' in sys.modules\n"
-                                                "maps = 'libtorch' in open('/proc/self/maps').read()",
-                                                capture=("torch", "maps")), preload=("numpy",)))
+        mapped = ex.run(
+            dataclasses.replace(
+                job(
+                    "import sys\ntorch = 'torch' in sys.modules\nmaps = 'libtorch' in open('/proc/self/maps').read()",
+                    capture=("torch", "maps"),
+                ),
+                preload=("numpy",),
+            )
+        )
         assert (value(mapped, "torch"), value(mapped, "maps")) == (False, False)
         assert ex.servers[("numpy",)].preloaded == ["numpy"]

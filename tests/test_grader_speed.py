@@ -108,11 +108,22 @@ def test_analyse_keeps_the_binds_of_a_cell_that_does_not_parse():
 
 INJECTIONS = [
     ("X = np.eye(2)\nprint(X)", ("X",), "X = np.eye(2); __grader_inject__('X')\nprint(X)"),
-    ("ids = tok(words)\nids = torch.tensor([ids])\nn = len(ids)", ("ids",),
-     "ids = tok(words)\nids = torch.tensor([ids]); __grader_inject__('ids')\nn = len(ids)"),
+    (
+        "ids = tok(words)\nids = torch.tensor([ids])\nn = len(ids)",
+        ("ids",),
+        "ids = tok(words)\nids = torch.tensor([ids]); __grader_inject__('ids')\nn = len(ids)",
+    ),
     ("a = 1; b = 2", ("a", "b"), "a = 1; __grader_inject__('a'); b = 2; __grader_inject__('b')"),
-    ("W = np.array([\n    [1, 2],\n])  # weights\n", ("W",), "W = np.array([\n    [1, 2],\n]); __grader_inject__('W')  # weights\n"),
-    ("%matplotlib inline\nmot = 'café'; X = f(mot)", ("X",), "%matplotlib inline\nmot = 'café'; X = f(mot); __grader_inject__('X')"),
+    (
+        "W = np.array([\n    [1, 2],\n])  # weights\n",
+        ("W",),
+        "W = np.array([\n    [1, 2],\n]); __grader_inject__('W')  # weights\n",
+    ),
+    (
+        "%matplotlib inline\nmot = 'café'; X = f(mot)",
+        ("X",),
+        "%matplotlib inline\nmot = 'café'; X = f(mot); __grader_inject__('X')",
+    ),
     ("X = X.astype(np.float32)", ("X",), "X = X.astype(np.float32)"),
     ("X = (", ("X",), "X = ("),
 ]
@@ -147,9 +158,13 @@ def test_a_context_memo_does_not_survive_replace():
 def test_changed_givens_is_computed_once_and_handed_out_as_a_copy():
     given = variants.GIVEN_PREFIX + "X"
     infos = _infos("X = load()")
-    ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=[],
-                  student={given: checks.Captured(value=V(np.ones(3)))},
-                  reference={given: checks.Captured(value=V(np.zeros(3)))})
+    ctx = Context(
+        infos=infos,
+        blanks=notebook.blank_report(infos),
+        cells=[],
+        student={given: checks.Captured(value=V(np.ones(3)))},
+        reference={given: checks.Captured(value=V(np.zeros(3)))},
+    )
     changed = ctx.changed_givens()
     assert changed == ["X"]
     changed.append("Y")
@@ -159,8 +174,16 @@ def test_changed_givens_is_computed_once_and_handed_out_as_a_copy():
 
 
 def test_names_of_checks_that_differ_only_in_their_target():
-    base = Check(id="q/0", question_id="q", kind="expr", target="softmax(x) + len(y)", points=None, rtol=1e-5, atol=1e-8,
-                 strict_types=False)
+    base = Check(
+        id="q/0",
+        question_id="q",
+        kind="expr",
+        target="softmax(x) + len(y)",
+        points=None,
+        rtol=1e-5,
+        atol=1e-8,
+        strict_types=False,
+    )
     assert base.names == {"softmax", "x", "y"}
     assert dataclasses.replace(base, target="f(z)").names == {"f", "z"}
     assert dataclasses.replace(base, kind="value", target="Q").names == {"Q"}
@@ -211,8 +234,9 @@ def test_matches_is_the_verdict_of_compare(actual, expected, rtol, atol, strict)
 
 def test_exact_matches_keep_their_counts_and_the_tolerance_rule():
     x = V(np.arange(12.0).reshape(3, 4))
-    assert compare("`x`", x, x, rtol=0, atol=0) == compare("`x`", x, V(np.arange(12.0).reshape(3, 4) + 0.0),
-                                                            rtol=0, atol=0)
+    assert compare("`x`", x, x, rtol=0, atol=0) == compare(
+        "`x`", x, V(np.arange(12.0).reshape(3, 4) + 0.0), rtol=0, atol=0
+    )
     assert compare("`x`", x, x, rtol=0, atol=0).total == 12
     # A negative tolerance (only possible when calling compare directly) still fails equal values.
     assert not compare("`x`", x, x, rtol=0, atol=-1).ok
@@ -250,9 +274,12 @@ def test_changed_answers_once_per_reference_gives_the_same_verdicts(numpy_assign
     with_variants = [ctx for ctx in graded_contexts if ctx.variants]
     assert len(with_variants) >= 6
     for ctx in with_variants:
-        precomputed = dataclasses.replace(ctx, variants=tuple(
-            dataclasses.replace(run, changed=checks.changed_answers(ctx.reference, run.reference))
-            for run in ctx.variants))
+        precomputed = dataclasses.replace(
+            ctx,
+            variants=tuple(
+                dataclasses.replace(run, changed=checks.changed_answers(ctx.reference, run.reference))
+                for run in ctx.variants
+            ),
+        )
         assert all(run.changed for run in precomputed.variants)
-        assert (checks.grade_assignment(numpy_assignment, precomputed)
-                == checks.grade_assignment(numpy_assignment, ctx))
+        assert checks.grade_assignment(numpy_assignment, precomputed) == checks.grade_assignment(numpy_assignment, ctx)

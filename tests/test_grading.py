@@ -43,8 +43,11 @@ def test_one_blank_left_only_costs_the_questions_that_depend_on_it(submit):
     [
         ({"scaled_scores": "scores"}, "scaled", "The scores are not divided by sqrt(d_k)."),
         ({"scaled_scores": "scores / d_k"}, "scaled", "divided by d_k; the scaling is by the square root"),
-        ({"attention_weights": "np.apply_along_axis(softmax, axis=0, arr=scaled_scores)"}, "weights",
-         "The softmax is taken over columns (axis 0) instead of rows"),
+        (
+            {"attention_weights": "np.apply_along_axis(softmax, axis=0, arr=scaled_scores)"},
+            "weights",
+            "The softmax is taken over columns (axis 0) instead of rows",
+        ),
         ({"Q": "X @ W_q"}, "qkv", "Q was computed as X @ W_q; in this notebook the weights are applied transposed"),
         ({"K": "X @ W_k"}, "qkv", "K was computed as X @ W_k"),
         ({"scores": "K @ Q.T"}, "scores", "The scores are K Qᵀ"),
@@ -62,26 +65,37 @@ def test_each_hint_fires_on_the_mistake_it_names(submit, change, qid, hint):
     "change",
     [
         # torch instead of numpy, float32 throughout
-        {"Q": "torch.tensor(X, dtype=torch.float32) @ torch.tensor(W_q, dtype=torch.float32).T",
-         "K": "torch.tensor(X, dtype=torch.float32) @ torch.tensor(W_k, dtype=torch.float32).T",
-         "V": "torch.tensor(X, dtype=torch.float32) @ torch.tensor(W_v, dtype=torch.float32).T",
-         "scaled_scores": "scores / d_k ** 0.5",
-         "?1": "return torch.softmax(torch.as_tensor(x), dim=-1).numpy()",
-         "attention_weights": "torch.softmax(scaled_scores, dim=-1)"},
+        {
+            "Q": "torch.tensor(X, dtype=torch.float32) @ torch.tensor(W_q, dtype=torch.float32).T",
+            "K": "torch.tensor(X, dtype=torch.float32) @ torch.tensor(W_k, dtype=torch.float32).T",
+            "V": "torch.tensor(X, dtype=torch.float32) @ torch.tensor(W_v, dtype=torch.float32).T",
+            "scaled_scores": "scores / d_k ** 0.5",
+            "?1": "return torch.softmax(torch.as_tensor(x), dim=-1).numpy()",
+            "attention_weights": "torch.softmax(scaled_scores, dim=-1)",
+        },
         # float32 numpy
-        {"Q": "(X @ W_q.T).astype(np.float32)", "K": "(X @ W_k.T).astype(np.float32)",
-         "V": "(X @ W_v.T).astype(np.float32)"},
+        {
+            "Q": "(X @ W_q.T).astype(np.float32)",
+            "K": "(X @ W_k.T).astype(np.float32)",
+            "V": "(X @ W_v.T).astype(np.float32)",
+        },
         # softmax without the max-subtraction trick is mathematically the same (within float range)
-        {"?1": "return np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True)",
-         "attention_weights": "softmax(scaled_scores)"},
+        {
+            "?1": "return np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True)",
+            "attention_weights": "softmax(scaled_scores)",
+        },
         # loops instead of matrix products
-        {"scores": "np.array([[q @ k for k in K] for q in Q])",
-         "output": "np.array([sum(w * v for w, v in zip(row, V)) for row in attention_weights])"},
+        {
+            "scores": "np.array([[q @ k for k in K] for q in Q])",
+            "output": "np.array([sum(w * v for w, v in zip(row, V)) for row in attention_weights])",
+        },
     ],
     ids=["torch-float32", "numpy-float32", "softmax-without-max", "loops"],
 )
 def test_equivalent_rewrites_pass(submit, numpy_with_torch, change):
-    card = submit({**NUMPY_CORRECT, **change}, edit={1: "import numpy as np\nimport torch"}, assignment=numpy_with_torch)
+    card = submit(
+        {**NUMPY_CORRECT, **change}, edit={1: "import numpy as np\nimport torch"}, assignment=numpy_with_torch
+    )
     failing = {q.id: q.lines for q in card.questions if q.status != "passed"}
     assert not failing, failing
 
@@ -104,15 +118,19 @@ def test_a_raising_cell_is_recorded_and_later_questions_still_graded(submit):
     assert "(cell 12, line 1: scores = Q @ K)" in scores.lines[0]
     scaled = question(card, "scaled")
     # The follow-on NameError in cell 15 is not repeated: the feedback points to the first error (issue 13).
-    assert scaled.lines == ["`scaled_scores` has no value: it needs `scores`, which is missing because cell 12 "
-                               "raised ValueError, reported under *Attention scores*."]
+    assert scaled.lines == [
+        "`scaled_scores` has no value: it needs `scores`, which is missing because cell 12 "
+        "raised ValueError, reported under *Attention scores*."
+    ]
     errors = card.execution.to_dict()["errors"]
     assert len(errors) == 1 and errors[0]["cell"] == 12 and errors[0]["error"].startswith("ValueError")
     assert errors[0]["traceback"] == ["cell 12, line 1: scores = Q @ K"]
 
 
 def test_warnings_on_stderr_cost_nothing(submit):
-    card = submit(NUMPY_CORRECT, append=["import warnings, sys\nwarnings.warn('careful')\nprint('noise', file=sys.stderr)"])
+    card = submit(
+        NUMPY_CORRECT, append=["import warnings, sys\nwarnings.warn('careful')\nprint('noise', file=sys.stderr)"]
+    )
     assert card.score == card.max_score
     assert card.execution.to_dict()["errors"] == []
 
@@ -122,34 +140,46 @@ def test_monkeypatched_allclose_and_fake_scores_earn_nothing(submit, numpy_with_
         **NUMPY_CORRECT,
         "output": "np.zeros((3, 2))",
     }
-    card = submit(cheat, append=[
-        "import numpy, torch, builtins\n"
-        "numpy.allclose = lambda *a, **k: True\nnumpy.testing.assert_allclose = lambda *a, **k: None\n"
-        "torch.allclose = lambda *a, **k: True\nnumpy.array_equal = lambda *a, **k: True\n"
-        "builtins.abs = lambda x: 0\n"
-        "print('score: 11/11')\nprint('status: passed')",
-    ], assignment=numpy_with_torch)
+    card = submit(
+        cheat,
+        append=[
+            "import numpy, torch, builtins\n"
+            "numpy.allclose = lambda *a, **k: True\nnumpy.testing.assert_allclose = lambda *a, **k: None\n"
+            "torch.allclose = lambda *a, **k: True\nnumpy.array_equal = lambda *a, **k: True\n"
+            "builtins.abs = lambda x: 0\n"
+            "print('score: 11/11')\nprint('status: passed')",
+        ],
+        assignment=numpy_with_torch,
+    )
     assert question(card, "output").status == "failed"
     assert card.score == card.max_score - 2
 
 
 def test_always_equal_object_earns_nothing(submit):
-    card = submit({**NUMPY_CORRECT, "output": "AlwaysEqual()"}, append=[], edit={
-        1: "import numpy as np\nclass AlwaysEqual:\n    def __eq__(self, other): return True\n"
-           "    def __ne__(self, other): return False\n    def __array__(self, *a, **k): raise RuntimeError('no')",
-    })
+    card = submit(
+        {**NUMPY_CORRECT, "output": "AlwaysEqual()"},
+        append=[],
+        edit={
+            1: "import numpy as np\nclass AlwaysEqual:\n    def __eq__(self, other): return True\n"
+            "    def __ne__(self, other): return False\n    def __array__(self, *a, **k): raise RuntimeError('no')",
+        },
+    )
     q = question(card, "output")
     assert q.status == "failed"
-    assert q.lines[0] == ("`output` cannot be graded: output is a __main__.AlwaysEqual, which cannot be "
-                             "compared as data.")
+    assert q.lines[0] == (
+        "`output` cannot be graded: output is a __main__.AlwaysEqual, which cannot be compared as data."
+    )
 
 
 def test_ndarray_subclass_with_lying_eq_is_judged_on_its_data(submit):
-    card = submit({**NUMPY_CORRECT, "output": "Liar(np.zeros((3, 2)))"}, edit={
-        1: "import numpy as np\nclass Liar(np.ndarray):\n    def __new__(cls, a): return np.asarray(a).view(cls)\n"
-           "    def __eq__(self, o): return np.ones(self.shape, bool)\n"
-           "    def __array__(self, *a, **k): return np.asarray(REFERENCE)\n",
-    })
+    card = submit(
+        {**NUMPY_CORRECT, "output": "Liar(np.zeros((3, 2)))"},
+        edit={
+            1: "import numpy as np\nclass Liar(np.ndarray):\n    def __new__(cls, a): return np.asarray(a).view(cls)\n"
+            "    def __eq__(self, o): return np.ones(self.shape, bool)\n"
+            "    def __array__(self, *a, **k): return np.asarray(REFERENCE)\n",
+        },
+    )
     assert question(card, "output").status == "failed"
 
 
@@ -169,8 +199,9 @@ def test_expected_values_are_revealed_only_as_configured(course):
 
     def reveal(show, due):
         settings = dataclasses.replace(course.scorecard, show_expected=show, due=due)
-        return Grader(dataclasses.replace(course, scorecard=settings), executor=object(),
-                      now=datetime(2026, 11, 22, tzinfo=UTC)).reveal()
+        return Grader(
+            dataclasses.replace(course, scorecard=settings), executor=object(), now=datetime(2026, 11, 22, tzinfo=UTC)
+        ).reveal()
 
     assert reveal("never", "2020-01-01") is False
     assert reveal("always", None) is True
@@ -184,19 +215,23 @@ def test_a_function_the_question_calls_and_the_notebook_never_defines_is_named(t
     # instructor: the student's values are right and the check itself is fine.
     solution = nbformat.read(str(numpy_assignment.solution), as_version=4)
     given = [c.source for c in solution.cells if c.cell_type == "code" and c.source.startswith(("tokens", "W_q"))]
-    work = ("import numpy as np\nimport torch\n" + "\n".join(given) + "\n"
-            "Q, K, V = X @ W_q.T, X @ W_k.T, X @ W_v.T\n"
-            "scores = Q @ K.T\n"
-            "d_k = Q.shape[1]\n"
-            "scaled_scores = scores / np.sqrt(d_k)\n"
-            "attention_weights = torch.softmax(torch.tensor(scaled_scores), dim=1).numpy()\n"
-            "output = attention_weights @ V\n")
+    work = (
+        "import numpy as np\nimport torch\n" + "\n".join(given) + "\n"
+        "Q, K, V = X @ W_q.T, X @ W_k.T, X @ W_v.T\n"
+        "scores = Q @ K.T\n"
+        "d_k = Q.shape[1]\n"
+        "scaled_scores = scores / np.sqrt(d_k)\n"
+        "attention_weights = torch.softmax(torch.tensor(scaled_scores), dim=1).numpy()\n"
+        "output = attention_weights @ V\n"
+    )
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(work)])
     card = grader.grade(numpy_assignment, write(nb, tmp_path / "torch_softmax.ipynb"))
     softmax = question(card, "softmax")
     assert softmax.status == "failed" and softmax.score == 0
-    assert softmax.lines == ["`softmax` is never defined in your notebook, and this question calls it: define a "
-                             "function with that exact name (was it renamed or deleted?)."]
+    assert softmax.lines == [
+        "`softmax` is never defined in your notebook, and this question calls it: define a "
+        "function with that exact name (was it renamed or deleted?)."
+    ]
     assert all(question(card, q).status == "passed" for q in ("qkv", "scores", "scaled", "weights", "output"))
     assert not any("instructor" in line for q in card.questions for line in q.lines)
 
@@ -206,13 +241,17 @@ def test_a_function_whose_helper_was_never_computed_points_at_the_helpers_cell(t
     # calls softmax(...) names that cell's error, not "softmax is not defined".
     solution = nbformat.read(str(numpy_assignment.solution), as_version=4)
     given = [c.source for c in solution.cells if c.cell_type == "code" and c.source.startswith(("tokens", "W_q"))]
-    cells = ["import numpy as np\n" + "\n".join(given),
-             "shift = np.max(X, axis=-1)[5]\ndef stable_exp(x):\n    return np.exp(x - np.max(x))",
-             "def softmax(x):\n    e_x = stable_exp(x)\n    return e_x / np.sum(e_x, axis=-1, keepdims=True)"]
+    cells = [
+        "import numpy as np\n" + "\n".join(given),
+        "shift = np.max(X, axis=-1)[5]\ndef stable_exp(x):\n    return np.exp(x - np.max(x))",
+        "def softmax(x):\n    e_x = stable_exp(x)\n    return e_x / np.sum(e_x, axis=-1, keepdims=True)",
+    ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     card = grader.grade(numpy_assignment, write(nb, tmp_path / "helper_failed.ipynb"))
     softmax = question(card, "softmax")
     assert softmax.status == "error" and softmax.score == 0
-    assert softmax.lines[0] == ("`softmax(np.array([2.0, -1.0, 0.5, 3.0]))` has no value because cell 2 raised "
-                                "IndexError: index 5 is out of bounds for axis 0 with size 3 "
-                                "(cell 2, line 1: shift = np.max(X, axis=-1)[5]).")
+    assert softmax.lines[0] == (
+        "`softmax(np.array([2.0, -1.0, 0.5, 3.0]))` has no value because cell 2 raised "
+        "IndexError: index 5 is out of bounds for axis 0 with size 3 "
+        "(cell 2, line 1: shift = np.max(X, axis=-1)[5])."
+    )

@@ -25,8 +25,13 @@ ESC = "\x1b"
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "grader.cli", *args], capture_output=True, cwd=cwd, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.run(
+        [sys.executable, "-m", "grader.cli", *args],
+        capture_output=True,
+        cwd=cwd,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 def hostile_class(root: Path) -> dict[bytes, str]:
@@ -41,8 +46,7 @@ def hostile_class(root: Path) -> dict[bytes, str]:
         nb = fill(SKELETON, NUMPY_CORRECT, append=[f"# {i}"])
         with open(os.path.join(os.fsencode(root), name), "w", encoding="utf-8") as f:
             nbformat.write(nb, f)
-    nb = fill(SKELETON, NUMPY_CORRECT, append=["s = '\\ud800'  # a lone surrogate", "t = 'a\\x00b'",
-                                               "u = '\ud800'"])
+    nb = fill(SKELETON, NUMPY_CORRECT, append=["s = '\\ud800'  # a lone surrogate", "t = 'a\\x00b'", "u = '\ud800'"])
     text = json.dumps(nb, ensure_ascii=True)  # a lone surrogate escaped as JSON allows
     (root / "surrogate.ipynb").write_text(text, encoding="ascii")
     names[b"surrogate.ipynb"] = "lone surrogate and NUL in cells"
@@ -52,8 +56,19 @@ def hostile_class(root: Path) -> dict[bytes, str]:
 def test_no_name_or_cell_crashes_the_grader_or_loses_a_scorecard(tmp_path, course_dir):  # noqa: F811
     names = hostile_class(tmp_path / "class")
     out = tmp_path / "out"
-    done = run_cli("grade", str(tmp_path / "class"), "-a", "attention_numpy", "-o", str(out), "-j", "2",
-                   "--formats", "yaml,md,html,gradebook", cwd=course_dir)
+    done = run_cli(
+        "grade",
+        str(tmp_path / "class"),
+        "-a",
+        "attention_numpy",
+        "-o",
+        str(out),
+        "-j",
+        "2",
+        "--formats",
+        "yaml,md,html,gradebook",
+        cwd=course_dir,
+    )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
     # nothing a student named reaches the terminal raw: no escape, no line of its own
@@ -85,14 +100,27 @@ def test_a_notebook_too_costly_to_analyse_ends_with_its_reason_not_the_batch(tmp
     grader's CPU time per submission, that notebook stops after its analysis, with the reason; the
     correct notebook beside it is graded as usual."""
     config = course_dir / "config.yaml"
-    config.write_text(config.read_text().replace("      capture_mb: 64\n", "      capture_mb: 64\n      grader_cpu: 0.4\n"))
+    config.write_text(
+        config.read_text().replace("      capture_mb: 64\n", "      capture_mb: 64\n      grader_cpu: 0.4\n")
+    )
     root = tmp_path / "class"
     root.mkdir()
     nbformat.write(fill(SKELETON, NUMPY_CORRECT), str(root / "honest.ipynb"))
     nbformat.write(fill(SKELETON, NUMPY_CORRECT, append=[costly_cell(k) for k in range(4)]), str(root / "costly.ipynb"))
     out = tmp_path / "out"
-    done = run_cli("grade", str(root), "-a", "attention_numpy", "-o", str(out), "-j", "2",
-                   "--formats", "yaml,json,md,gradebook", cwd=course_dir)
+    done = run_cli(
+        "grade",
+        str(root),
+        "-a",
+        "attention_numpy",
+        "-o",
+        str(out),
+        "-j",
+        "2",
+        "--formats",
+        "yaml,json,md,gradebook",
+        cwd=course_dir,
+    )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
     honest = json.loads((out / "honest.json").read_text())
@@ -100,16 +128,21 @@ def test_a_notebook_too_costly_to_analyse_ends_with_its_reason_not_the_batch(tmp
     assert (honest["status"], honest["score"]) == ("graded", 11)
     assert (costly["status"], costly["score"]) == ("over_budget", 0)
     assert costly["reason"].startswith("the grader spent ")
-    assert ("(reading and analysing the notebook), more than the 0.4 s it may (limits.grader_cpu); "
-            "it was not graded further") in costly["reason"]
+    assert (
+        "(reading and analysing the notebook), more than the 0.4 s it may (limits.grader_cpu); "
+        "it was not graded further"
+    ) in costly["reason"]
     assert costly["execution"]["grader_cpu"] > 0.4
-    assert all(q["status"] == "error" and q["feedback"] == [f"Not graded: {costly['reason']}"]
-               for q in costly["questions"])
+    assert all(
+        q["status"] == "error" and q["feedback"] == [f"Not graded: {costly['reason']}"] for q in costly["questions"]
+    )
     assert "stopped: too costly for the grader to analyse" in (out / "costly.md").read_text()
     assert b"over_budget" in done.stdout
     with open(out / "gradebook.csv", newline="", encoding="utf-8") as f:
         assert {row["submission"]: row["status"] for row in csv.DictReader(f)} == {
-            "honest.ipynb": "graded", "costly.ipynb": "over_budget"}
+            "honest.ipynb": "graded",
+            "costly.ipynb": "over_budget",
+        }
 
 
 def test_a_capture_too_costly_to_decode_ends_that_submission_after_its_run(grader, numpy_assignment, tmp_path):
@@ -118,15 +151,20 @@ def test_a_capture_too_costly_to_decode_ends_that_submission_after_its_run(grade
     a budget of 0.3 s the check after the run's values are read stops it there."""
     import dataclasses
 
-    a = dataclasses.replace(numpy_assignment,
-                            limits=dataclasses.replace(numpy_assignment.limits, grader_cpu=0.3))
+    a = dataclasses.replace(numpy_assignment, limits=dataclasses.replace(numpy_assignment.limits, grader_cpu=0.3))
     honest = grader.grade(a, write_notebook(fill(SKELETON, NUMPY_CORRECT), tmp_path / "honest.ipynb"))
     assert (honest.status, honest.score) == ("graded", 11)
-    costly = grader.grade(a, write_notebook(fill(SKELETON, {
-        **NUMPY_CORRECT, "output": '[{"a": [i, (i,)]} for i in range(95_000)]'}), tmp_path / "costly.ipynb"))
+    costly = grader.grade(
+        a,
+        write_notebook(
+            fill(SKELETON, {**NUMPY_CORRECT, "output": '[{"a": [i, (i,)]} for i in range(95_000)]'}),
+            tmp_path / "costly.ipynb",
+        ),
+    )
     assert (costly.status, costly.score) == ("over_budget", 0)
-    assert "of its own CPU time on this submission (reading the values its run sent), more than the 0.3 s" \
-        in costly.reason
+    assert (
+        "of its own CPU time on this submission (reading the values its run sent), more than the 0.3 s" in costly.reason
+    )
     assert costly.execution.to_dict()["grader_cpu"] > 0.3
 
 

@@ -48,8 +48,10 @@ NB_PARTLY = {
     "normalize": "def normalize(x):\n    x = np.asarray(x, dtype=float)\n    return x / x.sum()",
 }
 NB_WRONG_NORMALIZE = {**NB_CORRECT, "normalize": NB_PARTLY["normalize"]}
-ALWAYS_EQUAL = ("class AlwaysEqual(list):\n    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n"
-                "        return False\n")
+ALWAYS_EQUAL = (
+    "class AlwaysEqual(list):\n    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n"
+    "        return False\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -67,21 +69,32 @@ def nbgrader_course(tmp_path_factory):
         "correct": answer(release(source), NB_CORRECT),
         "partly": answer(release(source), NB_PARTLY),
         "placeholder": release(source),
-        "cheat_allclose": answer(release(source), NB_WRONG_NORMALIZE,
-                                 "np.allclose = lambda *a, **k: True\nnp.isclose = lambda *a, **k: True"),
-        "cheat_equal": answer(release(source), {**NB_CORRECT, "squares": ALWAYS_EQUAL + "def squares(n):\n"
-                                                "    return AlwaysEqual()"}),
-        "cheat_assert": answer(release(source), NB_WRONG_NORMALIZE,
-                               "import builtins\nclass Quiet(Exception):\n    pass\nbuiltins.AssertionError = Quiet\n"
-                               "AssertionError = Quiet"),
+        "cheat_allclose": answer(
+            release(source), NB_WRONG_NORMALIZE, "np.allclose = lambda *a, **k: True\nnp.isclose = lambda *a, **k: True"
+        ),
+        "cheat_equal": answer(
+            release(source), {**NB_CORRECT, "squares": ALWAYS_EQUAL + "def squares(n):\n    return AlwaysEqual()"}
+        ),
+        "cheat_assert": answer(
+            release(source),
+            NB_WRONG_NORMALIZE,
+            "import builtins\nclass Quiet(Exception):\n    pass\nbuiltins.AssertionError = Quiet\n"
+            "AssertionError = Quiet",
+        ),
     }
     for name, nb in variants.items():
         nbformat.write(nb, str(subs / f"{name}.ipynb"))
     out = root / "out"
     graded = grader("grade", str(subs), "-a", "ps1_problem1", "-o", str(out), cwd=course)
     assert graded.returncode == 0, graded.stderr
-    return {"root": root, "course": course, "source": source, "import": proc, "cards": cards(out),
-            "submissions": variants}
+    return {
+        "root": root,
+        "course": course,
+        "source": source,
+        "import": proc,
+        "cards": cards(out),
+        "submissions": variants,
+    }
 
 
 def test_nbgrader_import_writes_course_and_reports_what_it_could_not_convert(nbgrader_course):
@@ -89,8 +102,15 @@ def test_nbgrader_import_writes_course_and_reports_what_it_could_not_convert(nbg
     config = yaml.safe_load((course / "config.yaml").read_text())
     a = config["assignments"]["ps1_problem1"]
     ids = [x["id"] for x in a["questions"]]
-    assert ids == ["correct_squares", "squares_invalid_input", "correct_sum_of_squares",
-                   "sum_of_squares_uses_squares", "normalize_test", "squares_printed", "explain"]
+    assert ids == [
+        "correct_squares",
+        "squares_invalid_input",
+        "correct_sum_of_squares",
+        "sum_of_squares_uses_squares",
+        "normalize_test",
+        "squares_printed",
+        "explain",
+    ]
     points = {x["id"]: x["points"] for x in a["questions"]}
     assert points["squares_invalid_input"] == 0.5 and points["normalize_test"] == 1.5
     squares = a["questions"][0]
@@ -102,7 +122,8 @@ def test_nbgrader_import_writes_course_and_reports_what_it_could_not_convert(nbg
     # A test cell without asserts is a test too: it passes when it raises nothing, as in nbgrader.
     assert "not converted" not in proc.stdout
     assert next(x for x in a["questions"] if x["id"] == "squares_printed")["checks"] == [
-        {"test": '"""Look at the output"""\nprint(squares(3))\n', "stderr_fails": True}]
+        {"test": '"""Look at the output"""\nprint(squares(3))\n', "stderr_fails": True}
+    ]
     # The skeleton: blanks for the solutions, visible tests only, no written answer.
     skeleton = nbformat.read(str(course / "assignments/ps1_problem1/ps1_problem1.ipynb"), as_version=4)
     text = "\n".join(c.source for c in skeleton.cells)
@@ -160,17 +181,20 @@ def test_nbgrader_cheats_earn_nothing_here_though_nbgrader_pays_them(nbgrader_co
 OT_GOOD = {
     2: "data = np.array([1.0, 2.0, 3.0, 4.0])\nmean = np.mean(data)",
     4: "def standardize(x):\n    x = np.asarray(x, dtype=float)\n    if x.ndim != 1:\n        raise ValueError('1-D only')\n"
-       "    return (x - x.mean()) / x.std()",
+    "    return (x - x.mean()) / x.std()",
     6: "m = 2 * np.eye(3)",
     8: "words = ['a', 'b']",
 }
-OT_PARTLY = {**OT_GOOD, 4: "def standardize(x):\n    x = np.asarray(x, dtype=float)\n    return x - x.mean()",
-             6: "m = np.eye(3)"}
+OT_PARTLY = {
+    **OT_GOOD,
+    4: "def standardize(x):\n    x = np.asarray(x, dtype=float)\n    return x - x.mean()",
+    6: "m = np.eye(3)",
+}
 OT_CHEAT = {
     2: "data = np.array([1.0, 2.0, 3.0, 4.0])\nclass Eq(float):\n    def __eq__(self, o):\n        return True\n"
-       "mean = Eq(0.0)\nnp.allclose = lambda *a, **k: True\nnp.testing.assert_allclose = lambda *a, **k: None",
+    "mean = Eq(0.0)\nnp.allclose = lambda *a, **k: True\nnp.testing.assert_allclose = lambda *a, **k: None",
     4: "class Anything:\n    def __eq__(self, o):\n        return True\n    def mean(self):\n        return Anything()\n"
-       "def standardize(x):\n    return Anything()",
+    "def standardize(x):\n    return Anything()",
     6: "class M:\n    shape = (3, 3)\n    def __eq__(self, o):\n        return True\nm = M()",
 }
 
@@ -204,8 +228,9 @@ def test_otter_import_questions_points_and_report(otter_course):
     assert qs["q4"]["checks"][2]["hidden"] is True  # BEGIN TEST CONFIG: hidden: true
     assert "2.5" in qs["q1"]["checks"][0]["test"]  # the expected value is the master's stored output
     assert qs["q3"]["manual"] is True and qs["q5"]["manual"] is True
-    assert re.search(r"hw01\.ipynb, cell \d+: a test of question 'q5' not converted: it compares printed output",
-                     proc.stdout)
+    assert re.search(
+        r"hw01\.ipynb, cell \d+: a test of question 'q5' not converted: it compares printed output", proc.stdout
+    )
     skeleton = nbformat.read(str(course / "assignments/hw01/hw01.ipynb"), as_version=4)
     text = "\n".join(c.source for c in skeleton.cells)
     assert "BEGIN" not in text and "SOLUTION" not in text and "PROMPT" not in text
@@ -289,21 +314,35 @@ def test_an_import_whose_solution_fails_a_test_writes_nothing_unless_kept_for_a_
 
     src = tmp_path / "source" / "ps9"
     src.mkdir(parents=True)
-    (src / "p.ipynb").write_text(notebook([
-        ("code", "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION", meta("double", solution=True)),
-        ("code", "assert double(2) == 4", meta("double_ok", grade=True, locked=True, points=1)),
-        ("code", '"""A test the solution fails"""\nx = 3\nassert double(x) == 7, "double(3) should be 7"',
-         meta("double_wrong", grade=True, locked=True, points=2)),
-        ("code", "### BEGIN HIDDEN TESTS\nassert double(5) == 11\n### END HIDDEN TESTS",
-         meta("double_hidden", grade=True, locked=True, points=1)),
-    ]))
+    (src / "p.ipynb").write_text(
+        notebook(
+            [
+                (
+                    "code",
+                    "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION",
+                    meta("double", solution=True),
+                ),
+                ("code", "assert double(2) == 4", meta("double_ok", grade=True, locked=True, points=1)),
+                (
+                    "code",
+                    '"""A test the solution fails"""\nx = 3\nassert double(x) == 7, "double(3) should be 7"',
+                    meta("double_wrong", grade=True, locked=True, points=2),
+                ),
+                (
+                    "code",
+                    "### BEGIN HIDDEN TESTS\nassert double(5) == 11\n### END HIDDEN TESTS",
+                    meta("double_hidden", grade=True, locked=True, points=1),
+                ),
+            ]
+        )
+    )
     course = tmp_path / "course"
     course.mkdir()
     proc = grader("import", "nbgrader", str(src), cwd=course)
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.splitlines() == [
         "the solution fails 2 imported tests:",
-        "  - ps9, question double_wrong, line 3 `assert double(x) == 7, \"double(3) should be 7\"`: double(3) should be 7",
+        '  - ps9, question double_wrong, line 3 `assert double(x) == 7, "double(3) should be 7"`: double(3) should be 7',
         # A hidden test: the instructor is told what it found, which a student never is.
         "  - ps9, question double_hidden, line 1 `assert double(5) == 11`: `double(5)` is 10, which does not pass "
         "`double(5) == 11`.",
@@ -316,7 +355,10 @@ def test_an_import_whose_solution_fails_a_test_writes_nothing_unless_kept_for_a_
     assert "question double_wrong: its test fails on the solution; kept for a person" in proc.stdout
     questions = yaml.safe_load((course / "config.yaml").read_text())["assignments"]["ps9"]["questions"]
     assert [(q["id"], q["points"], q.get("manual", False)) for q in questions] == [
-        ("double_ok", 1, False), ("double_wrong", 2, True), ("double_hidden", 1, True)]
+        ("double_ok", 1, False),
+        ("double_wrong", 2, True),
+        ("double_hidden", 1, True),
+    ]
     assert "validate:" not in proc.stdout  # the import validated the course it wrote: nothing to fix
 
 
@@ -350,12 +392,23 @@ def test_otter_ok_format_test_files_beside_the_notebook_become_questions(tmp_pat
     course.mkdir()
     proc = grader("import", "otter", str(master_path), cwd=course)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    q6 = next(x for x in yaml.safe_load((course / "config.yaml").read_text())["assignments"]["hw01"]["questions"]
-              if x["id"] == "q6")
-    assert q6 == {"id": "q6", "points": 3, "checks": [
-        {"test": "np.testing.assert_allclose(round(float(mean), 2), 2.5, rtol=1e-6, atol=1e-8)",
-         "failure_message": "mean is the average of data", "points": 1},
-        {"test": "z = standardize(data)\nassert bool(abs(z.mean()) < 1e-9)\n", "hidden": True, "points": 2}]}
+    q6 = next(
+        x
+        for x in yaml.safe_load((course / "config.yaml").read_text())["assignments"]["hw01"]["questions"]
+        if x["id"] == "q6"
+    )
+    assert q6 == {
+        "id": "q6",
+        "points": 3,
+        "checks": [
+            {
+                "test": "np.testing.assert_allclose(round(float(mean), 2), 2.5, rtol=1e-6, atol=1e-8)",
+                "failure_message": "mean is the average of data",
+                "points": 1,
+            },
+            {"test": "z = standardize(data)\nassert bool(abs(z.mean()) < 1e-9)\n", "hidden": True, "points": 2},
+        ],
+    }
     wrong = tmp_path / "wrong.ipynb"
     student(wrong, {**OT_GOOD, 2: "data = np.array([1.0, 2.0, 3.0, 4.0])\nmean = 2.0"})
     out = tmp_path / "out"
@@ -363,5 +416,7 @@ def test_otter_ok_format_test_files_beside_the_notebook_become_questions(tmp_pat
     card = yaml.safe_load((out / "wrong.yaml").read_text())
     # The case's failure message, then what differs (as otter shows the message above the doctest's result).
     assert q(card, "q6")["score"] == 2 and q(card, "q6")["feedback"] == [
-        "mean is the average of data", "`np.testing.assert_allclose(round(float(mean), 2), 2.5, rtol=1e-6, atol=1e-8)`: "
-        "Not equal to tolerance rtol=1e-06, atol=1e-08 Mismatched elements: 1 / 1 (100%) yours: array(2.)"]
+        "mean is the average of data",
+        "`np.testing.assert_allclose(round(float(mean), 2), 2.5, rtol=1e-6, atol=1e-8)`: "
+        "Not equal to tolerance rtol=1e-06, atol=1e-08 Mismatched elements: 1 / 1 (100%) yours: array(2.)",
+    ]

@@ -94,15 +94,20 @@ def cards(grader, course, tmp_path_factory):
 def test_lean_runner_and_jupyter_give_the_same_scorecards(cards):
     lean, jupyter = cards["forking"], cards["jupyter"]
     assert lean.keys() == jupyter.keys() and len(lean) == 2 * 5 + 1
-    differ = [f"{name}: {path.name}" for (name, path) in lean
-              if comparable(lean[(name, path)]) != comparable(jupyter[(name, path)])]
+    differ = [
+        f"{name}: {path.name}"
+        for (name, path) in lean
+        if comparable(lean[(name, path)]) != comparable(jupyter[(name, path)])
+    ]
     assert differ == []
     fidelity = next(card for (_, path), card in lean.items() if path.name == "fidelity.ipynb")
     errors = {e["cell"]: e["error"].partition(":")[0] for e in fidelity.execution.to_dict()["errors"]}
     # `_`, the magics, `?`, `!` (on a terminal too) and top-level await worked (nothing before
     # cell 8 failed), and the cells that fail did so the same way in both
     assert [(cell, name) for cell, name in sorted(errors.items()) if cell <= 12] == [
-        (8, "SyntaxError"), (11, "SystemExit")]
+        (8, "SyntaxError"),
+        (11, "SystemExit"),
+    ]
 
 
 RUN = textwrap.dedent("""
@@ -121,11 +126,26 @@ RUN = textwrap.dedent("""
 
 
 def test_cells_take_the_lean_way_unless_they_need_ipython():
-    cells = ["x = 1\nx", "%precision 3\n1 / 3", "y = 2;", "def f():\n    return 1\nf()", "1 / 0",
-             "z = await __import__('asyncio').sleep(0)", "w = 1\nreturn w", "get_ipython().events.register("
-             "'post_run_cell', lambda result: None)", "x + 1"]
-    proc = subprocess.run([sys.executable, "-c", RUN], input=json.dumps(cells), capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120, check=True)
+    cells = [
+        "x = 1\nx",
+        "%precision 3\n1 / 3",
+        "y = 2;",
+        "def f():\n    return 1\nf()",
+        "1 / 0",
+        "z = await __import__('asyncio').sleep(0)",
+        "w = 1\nreturn w",
+        "get_ipython().events.register('post_run_cell', lambda result: None)",
+        "x + 1",
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN],
+        input=json.dumps(cells),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+        check=True,
+    )
     taken = json.loads(proc.stdout.strip().splitlines()[-1])
     assert [c for c in cells if not taken[c]] == [
         "z = await __import__('asyncio').sleep(0)",  # top-level await: IPython's event loop

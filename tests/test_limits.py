@@ -41,11 +41,20 @@ def venv():
 
 def usable_there(python: Path) -> bool:
     """What ``probe.usable_by_another_user`` answers in that Python, for that Python's own paths."""
-    code = ("import json, sys; from grader.run.sandbox import probe, root; "
-            "print(json.dumps(probe.usable_by_another_user(root.python_paths(), sys.executable)))")
+    code = (
+        "import json, sys; from grader.run.sandbox import probe, root; "
+        "print(json.dumps(probe.usable_by_another_user(root.python_paths(), sys.executable)))"
+    )
     where = readable.checkout(python.parent.parent.parent)  # this checkout, where that uid could read it
-    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60, check=True,
-                          cwd=where, env={**os.environ, "PYTHONPATH": str(where)})
+    proc = subprocess.run(
+        [str(python), "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=where,
+        env={**os.environ, "PYTHONPATH": str(where)},
+    )
     return bool(json.loads(proc.stdout))
 
 
@@ -123,8 +132,11 @@ def checked(value):
 def bounded(course):
     """attention_numpy with 32 processes a run and no variant re-runs."""
     a = course.assignment("attention_numpy")
-    return dataclasses.replace(a, limits=dataclasses.replace(a.limits, processes=32, cell_timeout=20.0),
-                               variants=dataclasses.replace(a.variants, count=0))
+    return dataclasses.replace(
+        a,
+        limits=dataclasses.replace(a.limits, processes=32, cell_timeout=20.0),
+        variants=dataclasses.replace(a.variants, count=0),
+    )
 
 
 def test_a_fork_bomb_beside_an_honest_notebook_costs_it_no_point(grader, bounded, tmp_path):
@@ -150,12 +162,23 @@ def test_a_fork_bomb_beside_an_honest_notebook_costs_it_no_point(grader, bounded
 # Every limit a setting lacks is named, in the scorecard and in the header of a grading run
 
 SETTINGS = {
-    "privileged": Features(linux=True, root=True, mount_ns=True, net_ns=True, pid_ns=True, ipc_ns=True,
-                           drop_user=True, landlock=7, seccomp=True, memory_cgroup=True),
+    "privileged": Features(
+        linux=True,
+        root=True,
+        mount_ns=True,
+        net_ns=True,
+        pid_ns=True,
+        ipc_ns=True,
+        drop_user=True,
+        landlock=7,
+        seccomp=True,
+        memory_cgroup=True,
+    ),
     "docker, Python open to all": Features(linux=True, root=True, drop_user=True, landlock=7, seccomp=True),
     "docker, Python under /root": Features(linux=True, root=True, landlock=7, seccomp=True),
-    "ordinary user": Features(linux=True, user_ns=True, mount_ns=True, net_ns=True, pid_ns=True, ipc_ns=True,
-                              landlock=7, seccomp=True),
+    "ordinary user": Features(
+        linux=True, user_ns=True, mount_ns=True, net_ns=True, pid_ns=True, ipc_ns=True, landlock=7, seccomp=True
+    ),
     "ordinary user, no user namespaces": Features(linux=True, landlock=7, seccomp=True),
     "old kernel in a container": Features(linux=True, root=True),
 }
@@ -221,16 +244,26 @@ def test_as_uid_0_a_fork_loop_is_ended_by_the_keepers_count(course, bounded, tmp
     uid0 = Features(linux=True, root=True, landlock=found.landlock, seccomp=found.seccomp)
     assert "processes_watched" in uid0.active() and "processes" not in uid0.active()
     marker = f"{os.getpid() % 1000 + 1000}.75"
-    path = write(fill(bounded.skeleton, NUMPY_CORRECT, append=[
-        "import os, time\nfor _ in range(200):\n    if os.fork() == 0:\n"
-        f"        os.execvp('sleep', ['sleep', '{marker}'])\n    time.sleep(0.002)"]), tmp_path / "loop.ipynb")
+    path = write(
+        fill(
+            bounded.skeleton,
+            NUMPY_CORRECT,
+            append=[
+                "import os, time\nfor _ in range(200):\n    if os.fork() == 0:\n"
+                f"        os.execvp('sleep', ['sleep', '{marker}'])\n    time.sleep(0.002)"
+            ],
+        ),
+        tmp_path / "loop.ipynb",
+    )
     card = Grader(course, executor=SubprocessExecutor(features=uid0)).grade(bounded, path)
     [error] = card.execution.to_dict()["errors"]
     assert error["status"] == "crashed"
     assert error["error"].endswith("started more than the 32 processes and threads the run may hold and was stopped")
     assert card.score == card.max_score
-    assert any(n.startswith("processes: the kernel does not limit uid 0") for n in
-               card.execution.to_dict()["sandbox_not_enforced"])
+    assert any(
+        n.startswith("processes: the kernel does not limit uid 0")
+        for n in card.execution.to_dict()["sandbox_not_enforced"]
+    )
     deadline = time.monotonic() + 5
     while subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True).returncode == 0:
         assert time.monotonic() < deadline, "processes of the loop were left running"

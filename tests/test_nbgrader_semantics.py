@@ -21,9 +21,11 @@ from nbgrader_course import meta, notebook
 
 GIVEN = 'SCALE = int(open("data/scale.txt").read())'  # a data file in a subfolder, as nbgrader releases it
 SCALED = "def scaled(xs):\n    ### BEGIN SOLUTION\n    return [SCALE * x for x in xs]\n    ### END SOLUTION"
-TEST_SCALED = ('def check_close(a, b):\n    assert abs(a - b) < 1e-9, "not close"\n'
-               "assert scaled([1, 2]) == [10, 20]\ncheck_close(sum(scaled([0.5])), 5.0)\n"
-               "### BEGIN HIDDEN TESTS\nassert scaled([7]) == [70]\n### END HIDDEN TESTS")
+TEST_SCALED = (
+    'def check_close(a, b):\n    assert abs(a - b) < 1e-9, "not close"\n'
+    "assert scaled([1, 2]) == [10, 20]\ncheck_close(sum(scaled([0.5])), 5.0)\n"
+    "### BEGIN HIDDEN TESTS\nassert scaled([7]) == [70]\n### END HIDDEN TESTS"
+)
 TEST_HELPER = "check_close(scaled([3])[0], 30.0)"  # check_close: defined by the test cell above
 DESCRIBE = 'def describe():\n    return "multiplies by SCALE"'  # a manual code answer, no solution markers
 SEMANTICS = [
@@ -34,41 +36,61 @@ SEMANTICS = [
     ("code", TEST_HELPER, meta("test_helper", grade=True, locked=True, points=1)),
     ("code", DESCRIBE, meta("describe", grade=True, solution=True, points=2)),
     ("markdown", "Scaling keeps the order.", meta("why", grade=True, solution=True, points=1)),
-    ("code", "def half(x):\n    ### BEGIN SOLUTION\n    return x / 2\n    ### END SOLUTION", meta("half", solution=True)),
+    (
+        "code",
+        "def half(x):\n    ### BEGIN SOLUTION\n    return x / 2\n    ### END SOLUTION",
+        meta("half", solution=True),
+    ),
     ("code", "assert half(4) == 2", meta("test_half", grade=True, locked=True, points=1)),
     # The notebook writes a file the instructor also shipped (the one the students must make).
-    ("code", 'with open("data/made.txt", "w") as f:\n    ### BEGIN SOLUTION\n    f.write("made")\n    ### END SOLUTION',
-     meta("make_file", solution=True)),
+    (
+        "code",
+        'with open("data/made.txt", "w") as f:\n    ### BEGIN SOLUTION\n    f.write("made")\n    ### END SOLUTION',
+        meta("make_file", solution=True),
+    ),
     # A test that reads a data file itself: replayed in the grader, it finds it too.
-    ("code", 'with open("data/scale.txt") as f:\n    assert scaled([1]) == [int(f.read())]',
-     meta("test_data", grade=True, locked=True, points=1)),
+    (
+        "code",
+        'with open("data/scale.txt") as f:\n    assert scaled([1]) == [int(f.read())]',
+        meta("test_data", grade=True, locked=True, points=1),
+    ),
     # A test cell's variables live on in the kernel for the next one.
     ("code", "twice = scaled([2])\nassert len(twice) == 1", meta("test_twice", grade=True, locked=True, points=1)),
-    ("code", "assert twice == [2 * SCALE] and scaled([2, 2]) == twice * 2",
-     meta("test_uses_twice", grade=True, locked=True, points=1)),
+    (
+        "code",
+        "assert twice == [2 * SCALE] and scaled([2, 2]) == twice * 2",
+        meta("test_uses_twice", grade=True, locked=True, points=1),
+    ),
 ]
 # Right, but a NumPy warning on the way: nbgrader scores a test cell with stderr output 0.
 WARNS = "import numpy as np\ndef half(x):\n    np.float64(1.0) / np.float64(0.0)\n    return x / 2"
 AREA = "def area(w, h):\n    ### BEGIN SOLUTION\n    return float(w * h)\n    ### END SOLUTION"
 AUTOTEST = [
     ("code", AREA, meta("area", solution=True)),
-    ("code", "### AUTOTEST area(2, 3); area(1, 1)\n### HASHED AUTOTEST area(0.5, 3)",
-     meta("test_area", grade=True, locked=True, points=1)),
+    (
+        "code",
+        "### AUTOTEST area(2, 3); area(1, 1)\n### HASHED AUTOTEST area(0.5, 3)",
+        meta("test_area", grade=True, locked=True, points=1),
+    ),
 ]
 # Templates written here in the documented format of nbgrader's autotests.yml.
-TEMPLATES = {"python3": {
-    "setup": "from hashlib import md5",
-    "hash": 'md5({{snippet}}.encode("utf-8")+b"{{salt}}").hexdigest()',
-    "dispatch": "type({{snippet}})",
-    "normalize": "repr({{snippet}})",
-    "check": 'assert {{snippet}} == """{{value}}""", """{{message}}"""',
-    "success": "print('checked')",
-    "templates": {
-        "default": [{"test": "{{snippet}}", "fail": "{{snippet}} is not right"}],
-        "float": [{"test": "type({{snippet}})", "fail": "{{snippet}} should be a float"},
-                  {"test": "round({{snippet}}, 3)", "fail": "{{snippet}} is not right (3 decimals)"}],
-    },
-}}
+TEMPLATES = {
+    "python3": {
+        "setup": "from hashlib import md5",
+        "hash": 'md5({{snippet}}.encode("utf-8")+b"{{salt}}").hexdigest()',
+        "dispatch": "type({{snippet}})",
+        "normalize": "repr({{snippet}})",
+        "check": 'assert {{snippet}} == """{{value}}""", """{{message}}"""',
+        "success": "print('checked')",
+        "templates": {
+            "default": [{"test": "{{snippet}}", "fail": "{{snippet}} is not right"}],
+            "float": [
+                {"test": "type({{snippet}})", "fail": "{{snippet}} should be a float"},
+                {"test": "round({{snippet}}, 3)", "fail": "{{snippet}} is not right (3 decimals)"},
+            ],
+        },
+    }
+}
 
 
 def grader(*args, cwd):
@@ -110,14 +132,29 @@ def course(tmp_path_factory):
     right = SCALED.replace("    ### BEGIN SOLUTION\n", "").replace("\n    ### END SOLUTION", "")
     subs = {
         "a": {
-            "correct": fill(a, {"def scaled": right, "?": DESCRIBE, "YOUR ANSWER": "It keeps the order.",
-                                "def half": "def half(x):\n    return x / 2"}),
+            "correct": fill(
+                a,
+                {
+                    "def scaled": right,
+                    "?": DESCRIBE,
+                    "YOUR ANSWER": "It keeps the order.",
+                    "def half": "def half(x):\n    return x / 2",
+                },
+            ),
             # Changes read-only cells: the given constant, and a test cell emptied with its tags dropped.
-            "edits_locked": fill(a, {"SCALE": "SCALE = 1", "def scaled": right,
-                                     "def check_close": "check_close = lambda a, b: None\nscaled = lambda xs: xs"},
-                                 untag="def check_close"),
+            "edits_locked": fill(
+                a,
+                {
+                    "SCALE": "SCALE = 1",
+                    "def scaled": right,
+                    "def check_close": "check_close = lambda a, b: None\nscaled = lambda xs: xs",
+                },
+                untag="def check_close",
+            ),
             "warns": fill(a, {"def scaled": right, "def half": WARNS, "?": ""}),
-            "hidden_wrong": fill(a, {"def scaled": "def scaled(xs):\n    return [SCALE * x if x != 7 else 0 for x in xs]"}),
+            "hidden_wrong": fill(
+                a, {"def scaled": "def scaled(xs):\n    return [SCALE * x if x != 7 else 0 for x in xs]"}
+            ),
             "nbgrader_stub": fill(a, {"def scaled": right, "?": "# YOUR CODE HERE\nraise NotImplementedError()"}),
         },
         "b": {
@@ -141,8 +178,16 @@ def course(tmp_path_factory):
             nbformat.write(nb, str(folder / f"{sub}.ipynb"))
             card = graders.grade(loaded.assignment(name), folder / f"{sub}.ipynb", student=sub)
             cards.setdefault(part, {})[sub] = yaml.safe_load(yaml.safe_dump(card.to_dict()))
-    return {"course": course, "import": imported, "cards": cards, "a": a, "b": b, "subs": root / "subs" / "a",
-            "loaded": loaded, "grader": graders}
+    return {
+        "course": course,
+        "import": imported,
+        "cards": cards,
+        "a": a,
+        "b": b,
+        "subs": root / "subs" / "a",
+        "loaded": loaded,
+        "grader": graders,
+    }
 
 
 def q(card: dict, qid: str) -> dict:
@@ -190,8 +235,11 @@ def test_an_answer_left_as_released_scores_zero_without_a_person(course):
 
 
 def test_autotest_lines_expand_from_the_templates_and_grade(course):
-    tests = [c.source for c in nbformat.read(str(course["b"]), as_version=4).cells
-             if "skip-grading" in c.metadata.get("tags", [])]
+    tests = [
+        c.source
+        for c in nbformat.read(str(course["b"]), as_version=4).cells
+        if "skip-grading" in c.metadata.get("tags", [])
+    ]
     assert len(tests) == 1
     lines = tests[0].splitlines()
     assert lines[0] == "from hashlib import md5" and lines[-1] == "print('checked')"
@@ -216,8 +264,10 @@ def test_what_a_real_course_holds_imports(course):
     assert "a_semantics.ipynb: data/made.txt is written by the notebook itself, so it is not given with it" in out
     assert not (course["course"] / "assignments/ps2_a_semantics/data/made.txt").exists()
     # A given cell that raises in the source notebook is not run when grading, and says so.
-    assert ("a_semantics.ipynb, cell 3: raises NameError: name 'a_name_defined_nowhere' is not defined in the "
-            "source notebook, a cell that shows an error on purpose; it is not run when grading") in out
+    assert (
+        "a_semantics.ipynb, cell 3: raises NameError: name 'a_name_defined_nowhere' is not defined in the "
+        "source notebook, a cell that shows an error on purpose; it is not run when grading"
+    ) in out
 
 
 def test_a_test_that_shows_a_warning_scores_zero_as_in_nbgrader(course):
@@ -225,10 +275,12 @@ def test_a_test_that_shows_a_warning_scores_zero_as_in_nbgrader(course):
     assert q(cards["correct"], "test_half")["score"] == 1
     warned = q(cards["warns"], "test_half")
     assert warned["score"] == 0 and warned["status"] == "failed"
-    assert warned["feedback"] == ["the test's checks hold, but while it ran your code wrote to the error "
-                                  "stream (`<cell 10>:3: RuntimeWarning: divide by zero encountered in scalar divide`); this course "
-                                  "counts a test that shows a warning or an error message as failed. Find what prints "
-                                  "it (often a NumPy warning such as a division by zero) and fix it."], warned
+    assert warned["feedback"] == [
+        "the test's checks hold, but while it ran your code wrote to the error "
+        "stream (`<cell 10>:3: RuntimeWarning: divide by zero encountered in scalar divide`); this course "
+        "counts a test that shows a warning or an error message as failed. Find what prints "
+        "it (often a NumPy warning such as a division by zero) and fix it."
+    ], warned
 
 
 def test_read_only_cells_run_as_released_from_a_grading_bundle_too(course, tmp_path):

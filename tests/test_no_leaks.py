@@ -27,9 +27,15 @@ def test_the_q5_hint_does_not_name_the_two_words(grader, course, submit):
     words = grader.references.get(a).captures["q5_top2/0"].value
     answer = [w.data for w in words.data]
     # bank's own column left out of its row: the mistake the hint is for
-    card = submit({**SIMILARITY, "?1": "row = S_learned[1].clone()\nrow[1] = -1.0\ntop2 = torch.topk(row, k=2)\n"
-                                       "top2_words = [words[i] for i in top2.indices.tolist()]\n"
-                                       "top2_weights = top2.values.tolist()"}, assignment="attention_similarity")
+    card = submit(
+        {
+            **SIMILARITY,
+            "?1": "row = S_learned[1].clone()\nrow[1] = -1.0\ntop2 = torch.topk(row, k=2)\n"
+            "top2_words = [words[i] for i in top2.indices.tolist()]\n"
+            "top2_weights = top2.values.tolist()",
+        },
+        assignment="attention_similarity",
+    )
     q = question(card, "q5_top2")
     assert q.status != "passed"
     assert any("its weight on its own column counts too" in m for m in q.lines), q.lines
@@ -38,8 +44,10 @@ def test_the_q5_hint_does_not_name_the_two_words(grader, course, submit):
 
 
 def test_the_reading_hint_does_not_say_which_token_bank_attends_to_most(grader, course, submit):
-    card = submit({**TOKENS, "bank_most_attended": "attention_df.loc['bank'].drop('bank').idxmax()"},
-                  assignment="tokens_to_multihead")
+    card = submit(
+        {**TOKENS, "bank_most_attended": "attention_df.loc['bank'].drop('bank').idxmax()"},
+        assignment="tokens_to_multihead",
+    )
     q = question(card, "reading")
     assert q.status == "failed"
     assert any("its weight on its own column counts too" in m for m in q.lines), q.lines

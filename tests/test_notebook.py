@@ -19,13 +19,19 @@ from grader.errors import NotebookError
         (b"\xff\xfe\x00junk", "The file is not UTF-8 text (undecodable byte at offset 0)."),
         (b"print('hello')\n", "The file is not JSON, so not a notebook (line 1: Expecting value)."),
         (b'{"hello": 1}', "The file is JSON but not a Jupyter notebook (it has no cells)."),
-        (b'[1, 2, 3]', "The file is JSON but not a Jupyter notebook (it has no cells)."),
-        (b'{"cells": [], "metadata": {}, "nbformat": 5, "nbformat_minor": 0}',
-         "The notebook format version 5 is newer than this grader supports (4)."),
-        (b'{"cells": [], "metadata": {}, "nbformat": "four", "nbformat_minor": 0}',
-         "The notebook format version 'four' is not supported (expected 4)."),
-        (b'{"cells": [{"cell_type": "code", "source": 5}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}',
-         "The notebook structure is invalid: the source of cell 1 is not text."),
+        (b"[1, 2, 3]", "The file is JSON but not a Jupyter notebook (it has no cells)."),
+        (
+            b'{"cells": [], "metadata": {}, "nbformat": 5, "nbformat_minor": 0}',
+            "The notebook format version 5 is newer than this grader supports (4).",
+        ),
+        (
+            b'{"cells": [], "metadata": {}, "nbformat": "four", "nbformat_minor": 0}',
+            "The notebook format version 'four' is not supported (expected 4).",
+        ),
+        (
+            b'{"cells": [{"cell_type": "code", "source": 5}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}',
+            "The notebook structure is invalid: the source of cell 1 is not text.",
+        ),
     ],
     ids=["empty", "blank", "not-utf8", "not-json", "json-object", "json-list", "version-5", "version-text", "bad-cell"],
 )
@@ -46,8 +52,12 @@ def test_too_large_notebook(tmp_path):
 
 
 def test_old_format_is_upgraded(tmp_path):
-    v3 = {"nbformat": 3, "nbformat_minor": 0, "metadata": {},
-          "worksheets": [{"cells": [{"cell_type": "code", "input": "x = 1", "outputs": [], "language": "python"}]}]}
+    v3 = {
+        "nbformat": 3,
+        "nbformat_minor": 0,
+        "metadata": {},
+        "worksheets": [{"cells": [{"cell_type": "code", "input": "x = 1", "outputs": [], "language": "python"}]}],
+    }
     path = tmp_path / "old.ipynb"
     path.write_text(json.dumps(v3))
     assert [c.source for c in notebook.read(path)] == ["x = 1"]
@@ -55,8 +65,11 @@ def test_old_format_is_upgraded(tmp_path):
 
 def test_code_cells_are_numbered_among_all_cells_as_students_see_them(tmp_path):
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# hi"), nbformat.v4.new_code_cell("a = 1"),
-                nbformat.v4.new_code_cell("b = 2", metadata={"tags": ["skip-grading"]})]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# hi"),
+        nbformat.v4.new_code_cell("a = 1"),
+        nbformat.v4.new_code_cell("b = 2", metadata={"tags": ["skip-grading"]}),
+    ]
     path = tmp_path / "nb.ipynb"
     nbformat.write(nb, str(path))
     cells = notebook.read(path)

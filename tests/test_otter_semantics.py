@@ -21,13 +21,13 @@ SEED = 42
 # np.random.seed(42); np.random.rand(3), as otter's seeded cell gives it (its doctest output).
 DRAWN = "array([0.37454012, 0.95071431, 0.73199394])"
 
-OK_FILE = '''test = {"name": "q_ok", "points": 2, "suites": [{"type": "doctest", "setup": "", "teardown": "", "cases": [
+OK_FILE = """test = {"name": "q_ok", "points": 2, "suites": [{"type": "doctest", "setup": "", "teardown": "", "cases": [
     {"code": ">>> scale(2)\\n4", "hidden": False, "success_message": "scale doubles", "failure_message": "scale must double"},
     {"code": ">>> scale(0)\\n0"},
 ]}]}
-'''
+"""
 
-EXCEPTION_FILE = '''from otter.test_files import test_case
+EXCEPTION_FILE = """from otter.test_files import test_case
 import numpy as np
 
 OK_FORMAT = False
@@ -42,7 +42,7 @@ def test_shape(env):
 @test_case(points=2, hidden=False, failure_message="rows must sum to one")
 def test_rows(table, np_sum=None):
     assert np.allclose(table.sum(axis=1), 1), f"row sums {table.sum(axis=1)}"
-'''
+"""
 
 
 def _cell(kind: str, source: str, output: str | None = None) -> nbformat.NotebookNode:
@@ -59,8 +59,11 @@ def _cell(kind: str, source: str, output: str | None = None) -> nbformat.Noteboo
 def master(path: Path) -> Path:
     cells = [
         ("raw", f"# ASSIGNMENT CONFIG\nname: lab\ngenerate:\n    seed: {SEED}\nfiles:\n    - data/w.csv\n"),
-        ("code", "import numpy as np\nimport otter\ngrader = otter.Notebook('lab.ipynb')\n"
-                 "w = np.loadtxt('data/w.csv', delimiter=',')"),
+        (
+            "code",
+            "import numpy as np\nimport otter\ngrader = otter.Notebook('lab.ipynb')\n"
+            "w = np.loadtxt('data/w.csv', delimiter=',')",
+        ),
         ("raw", "# BEGIN QUESTION\nname: q_seed\npoints: 1"),
         ("code", f"np.random.seed({SEED}) # SEED\nx = np.random.rand(3) # SOLUTION"),
         ("raw", "# BEGIN TESTS"),
@@ -70,8 +73,11 @@ def master(path: Path) -> Path:
         ("raw", "# BEGIN QUESTION\nname: q_msg\npoints: 2"),
         ("code", "def sum(a, b):\n    return a + b # SOLUTION"),
         ("raw", "# BEGIN TESTS"),
-        ("code", '""" # BEGIN TEST CONFIG\npoints: 1\nsuccess_message: well summed\n'
-                 'failure_message: sum adds its two arguments\n""" # END TEST CONFIG\nassert sum(1, 2) == 3'),
+        (
+            "code",
+            '""" # BEGIN TEST CONFIG\npoints: 1\nsuccess_message: well summed\n'
+            'failure_message: sum adds its two arguments\n""" # END TEST CONFIG\nassert sum(1, 2) == 3',
+        ),
         ("code", "# HIDDEN\nassert sum(-1, 1) == 0"),
         ("raw", "# END TESTS"),
         ("raw", "# END QUESTION"),
@@ -94,10 +100,21 @@ def master(path: Path) -> Path:
 def submission(path: Path, *, x: str, total: str, scale: str, table: str) -> Path:
     # As otter releases it: no ``# SEED`` line; otter's own cells kept, as students leave them.
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(s) for s in [
-        "import numpy as np\nimport otter\ngrader = otter.Notebook('lab.ipynb')\nw = np.loadtxt('data/w.csv', delimiter=',')",
-        "noise = np.random.rand(5)  # draws of the student's own, before the answer", x, 'grader.check("q_seed")',
-        total, 'grader.check("q_msg")', scale, table, "grader.check_all()", "grader.export(pdf=False)"]]
+    nb.cells = [
+        nbformat.v4.new_code_cell(s)
+        for s in [
+            "import numpy as np\nimport otter\ngrader = otter.Notebook('lab.ipynb')\nw = np.loadtxt('data/w.csv', delimiter=',')",
+            "noise = np.random.rand(5)  # draws of the student's own, before the answer",
+            x,
+            'grader.check("q_seed")',
+            total,
+            'grader.check("q_msg")',
+            scale,
+            table,
+            "grader.check_all()",
+            "grader.export(pdf=False)",
+        ]
+    ]
     nbformat.write(nb, str(path))
     return path
 
@@ -117,8 +134,12 @@ def grade(lab, name: str, **answers: str) -> dict:
     return {q.id: q for q in card.questions}
 
 
-RIGHT = {"x": "x = np.random.rand(3)", "total": "def sum(a, b):\n    return a + b", "scale": "def scale(v):\n    return v * 2",
-         "table": "table = np.array([[0.5, 0.5], [0.3, 0.7]])"}
+RIGHT = {
+    "x": "x = np.random.rand(3)",
+    "total": "def sum(a, b):\n    return a + b",
+    "scale": "def scale(v):\n    return v * 2",
+    "table": "table = np.array([[0.5, 0.5], [0.3, 0.7]])",
+}
 
 
 def test_the_import_reads_otters_seed_messages_and_test_files(lab):
@@ -128,9 +149,14 @@ def test_the_import_reads_otters_seed_messages_and_test_files(lab):
     # A data file stays in its folder, where the notebook reads it (the solution's run reads it there).
     assert section["data"] == ["data/w.csv"] and (root / "solutions/lab/data/w.csv").is_file()
     qs = {q["id"]: q for q in section["questions"]}
-    assert qs["q_msg"]["checks"][0] == {"test": "assert sum(1, 2) == 3", "success_message": "well summed",
-                                        "failure_message": "sum adds its two arguments", "points": 1,
-                                        "notebook_names": ["sum"], "seed": SEED}
+    assert qs["q_msg"]["checks"][0] == {
+        "test": "assert sum(1, 2) == 3",
+        "success_message": "well summed",
+        "failure_message": "sum adds its two arguments",
+        "points": 1,
+        "notebook_names": ["sum"],
+        "seed": SEED,
+    }
     # The question's other point goes to the test without points of its own, as otter resolves them.
     assert [c["points"] for c in qs["q_msg"]["checks"]] == [1, 1] and qs["q_msg"]["checks"][1]["hidden"] is True
     # An OK-format case is hidden unless it says otherwise; exception-based cases keep their points.
@@ -149,16 +175,28 @@ def test_a_correct_submission_grades_as_otter_grades_it(lab):
 
 
 def test_mistakes_show_the_authors_messages_and_never_a_hidden_value(lab):
-    qs = grade(lab, "wrong", x="x = np.random.rand(3) + 0.5", total="def sum(a, b):\n    return a + b + (a > 0)",
-               scale="def scale(v):\n    return v * 2 + (v > 0)", table="table = np.array([[0.5, 0.5], [0.5, 0.75]])")
+    qs = grade(
+        lab,
+        "wrong",
+        x="x = np.random.rand(3) + 0.5",
+        total="def sum(a, b):\n    return a + b + (a > 0)",
+        scale="def scale(v):\n    return v * 2 + (v > 0)",
+        table="table = np.array([[0.5, 0.5], [0.5, 0.75]])",
+    )
     assert {k: q.score for k, q in qs.items()} == {"q_seed": 0, "q_msg": 1, "q_ok": 1, "q_exc": 1}
     assert qs["q_msg"].lines[0] == "sum adds its two arguments"
     assert qs["q_ok"].lines[0] == "scale must double"
     # The assert's own message calls the student's code, which the student's copy of the test never runs
     # for a message: the grader says how the value differs instead.
     assert qs["q_exc"].lines[0] == "rows must sum to one"
-    assert qs["q_exc"].lines[1].startswith("`np.allclose(table.sum(axis=1), 1)` does not hold: `table.sum(axis=1)`: "
-                                           "1 / 2 elements (50.0%) differ beyond tolerance")
+    assert (
+        qs["q_exc"]
+        .lines[1]
+        .startswith(
+            "`np.allclose(table.sum(axis=1), 1)` does not hold: `table.sum(axis=1)`: "
+            "1 / 2 elements (50.0%) differ beyond tolerance"
+        )
+    )
     assert qs["q_exc"].lines[-1] == "shape checked"
 
 
@@ -166,10 +204,26 @@ def test_a_seed_variable_is_set_before_every_cell(tmp_path):
     nb = tmp_path / "solutions/hw/hw.ipynb"
     nb.parent.mkdir(parents=True)
     cells = ["import numpy as np", "rng_seed = 42", "rng = np.random.default_rng(rng_seed)\ny = rng.random(2)"]
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"course": {"name": "s"}, "assignments": {"hw": {
-        "variants": {"count": 0}, "seed_each_cell": {"variable": "rng_seed", "value": 7},
-        "questions": [{"id": "q", "points": 1, "checks": [
-            {"test": "assert np.allclose(y, np.random.default_rng(7).random(2))"}]}]}}}))
+    (tmp_path / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "course": {"name": "s"},
+                "assignments": {
+                    "hw": {
+                        "variants": {"count": 0},
+                        "seed_each_cell": {"variable": "rng_seed", "value": 7},
+                        "questions": [
+                            {
+                                "id": "q",
+                                "points": 1,
+                                "checks": [{"test": "assert np.allclose(y, np.random.default_rng(7).random(2))"}],
+                            }
+                        ],
+                    }
+                },
+            }
+        )
+    )
     book = nbformat.v4.new_notebook()
     book.cells = [nbformat.v4.new_code_cell(c) for c in cells]
     nbformat.write(book, str(nb))
@@ -181,22 +235,28 @@ def test_a_seed_variable_is_set_before_every_cell(tmp_path):
     assert card.questions[0].score == 1, card.questions[0].lines
 
 
-@pytest.mark.parametrize(("points", "own", "expected"), [
-    (None, [None, None], [0.5, 0.5]),  # no points anywhere: the test is worth 1
-    (None, [2, None], [2, 0]),  # some cases give points: the others 0
-    (3, [2, None, None], [2, 0.5, 0.5]),
-    ([1, 2], [None, None], [1, 2]),
-    ({"each": 2}, [None, None, None], [2, 2, 2]),
-])
+@pytest.mark.parametrize(
+    ("points", "own", "expected"),
+    [
+        (None, [None, None], [0.5, 0.5]),  # no points anywhere: the test is worth 1
+        (None, [2, None], [2, 0]),  # some cases give points: the others 0
+        (3, [2, None, None], [2, 0.5, 0.5]),
+        ([1, 2], [None, None], [1, 2]),
+        ({"each": 2}, [None, None, None], [2, 2, 2]),
+    ],
+)
 def test_points_are_resolved_as_otter_resolves_them(points, own, expected):
     assert otter_import._shares(points, [{"points": p} for p in own]) == expected
 
 
-@pytest.mark.parametrize(("output", "expected"), [
-    ("np.True_", "assert np.isclose(r, 1)"),  # NumPy 2's repr in a master notebook: a boolean, on any NumPy
-    ("np.False_", "assert not (np.isclose(r, 1))"),
-    ("True", "assert np.isclose(r, 1)"),
-])
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ("np.True_", "assert np.isclose(r, 1)"),  # NumPy 2's repr in a master notebook: a boolean, on any NumPy
+        ("np.False_", "assert not (np.isclose(r, 1))"),
+        ("True", "assert np.isclose(r, 1)"),
+    ],
+)
 def test_a_stored_boolean_is_compared_as_a_boolean(output, expected):
     assert otter_import.expected_assert("np.isclose(r, 1)", output) == (expected, None)
 
@@ -209,11 +269,25 @@ def test_a_master_notebook_without_its_solutions_is_named_as_such(tmp_path):
     book = nbformat.v4.new_notebook()
     book.cells = [nbformat.v4.new_code_cell("import numpy as np"), nbformat.v4.new_code_cell("z = ...")]
     nbformat.write(book, str(tmp_path / "solutions/hw/hw.ipynb"))
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"course": {"name": "b"}, "assignments": {"hw": {
-        "variants": {"count": 0}, "questions": [{"id": "q", "points": 1, "checks": [{"test": "assert z > 1"}]}]}}}))
+    (tmp_path / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "course": {"name": "b"},
+                "assignments": {
+                    "hw": {
+                        "variants": {"count": 0},
+                        "questions": [{"id": "q", "points": 1, "checks": [{"test": "assert z > 1"}]}],
+                    }
+                },
+            }
+        )
+    )
     course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
-    with pytest.raises(SolutionError, match=r"leaves a blank to fill in cell 2 \(`\?` or `\.\.\.`\): the solution "
-                                            "must hold every answer"):
+    with pytest.raises(
+        SolutionError,
+        match=r"leaves a blank to fill in cell 2 \(`\?` or `\.\.\.`\): the solution "
+        "must hold every answer",
+    ):
         Grader(course).grade(course.assignment("hw"), tmp_path / "solutions/hw/hw.ipynb")
 
 
@@ -231,9 +305,20 @@ def test_the_students_own_check_seeds_the_cells_as_grading_does(tmp_path):
     book = nbformat.v4.new_notebook()
     book.cells = [nbformat.v4.new_code_cell(c) for c in ["import numpy as np", "x = np.random.rand(3)"]]
     nbformat.write(book, str(nb))
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"course": {"name": "s"}, "assignments": {"hw": {
-        "variants": {"count": 0}, "seed_each_cell": SEED,
-        "questions": [{"id": "q", "points": 1, "checks": [{"value": "x", "public": True}]}]}}}))
+    (tmp_path / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "course": {"name": "s"},
+                "assignments": {
+                    "hw": {
+                        "variants": {"count": 0},
+                        "seed_each_cell": SEED,
+                        "questions": [{"id": "q", "points": 1, "checks": [{"value": "x", "public": True}]}],
+                    }
+                },
+            }
+        )
+    )
     assignment = config.load(tmp_path / "config.yaml").assignment("hw")
     expected = capture.decode(capture.encode(np.random.RandomState(SEED).rand(3), budget=[1 << 20]))
     from grader.run.job import Captured
@@ -243,6 +328,7 @@ def test_the_students_own_check_seeds_the_cells_as_grading_does(tmp_path):
     (tmp_path / "public_checks.json").write_text(json.dumps(data))
     book.cells.insert(1, nbformat.v4.new_code_cell("noise = np.random.rand(7)"))  # draws of the student's own
     nbformat.write(book, str(tmp_path / "mine.ipynb"))
-    verdicts = selfcheck.check_notebook(tmp_path / "mine.ipynb", selfcheck.load(tmp_path / "public_checks.json"),
-                                        executor=SubprocessExecutor())  # one run: no server to start
+    verdicts = selfcheck.check_notebook(
+        tmp_path / "mine.ipynb", selfcheck.load(tmp_path / "public_checks.json"), executor=SubprocessExecutor()
+    )  # one run: no server to start
     assert [(v.id, v.status) for v in verdicts] == [("q", "passed")]

@@ -23,12 +23,15 @@ CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "
 
 def test_feedback_marks_become_html_only_after_escaping():
     assert pages.rich_text("the mistake is upstream, in *Design matrix*: see `X @ w`.") == (
-        "the mistake is upstream, in <em>Design matrix</em>: see <code>X @ w</code>.")
+        "the mistake is upstream, in <em>Design matrix</em>: see <code>X @ w</code>."
+    )
     # What a student wrote stays text: tags are escaped, and no mark opens inside code
     assert pages.rich_text("`<img src=x onerror=alert(1)>` and *<b>bold</b>*") == (
-        "<code>&lt;img src=x onerror=alert(1)&gt;</code> and <em>&lt;b&gt;bold&lt;/b&gt;</em>")
+        "<code>&lt;img src=x onerror=alert(1)&gt;</code> and <em>&lt;b&gt;bold&lt;/b&gt;</em>"
+    )
     assert pages.rich_text("`a * b * c` raised TypeError: unsupported operand type(s) for *: 'int'") == (
-        "<code>a * b * c</code> raised TypeError: unsupported operand type(s) for *: 'int'")
+        "<code>a * b * c</code> raised TypeError: unsupported operand type(s) for *: 'int'"
+    )
     assert pages.rich_text("2 * 3 * 4, an `unmatched tick") == "2 * 3 * 4, an `unmatched tick"
 
 
@@ -66,7 +69,7 @@ def test_a_page_with_math_carries_katex_and_allows_that_script_alone(feedback_pa
     assert "http://" not in csp and "https://" not in csp  # nothing from elsewhere
     assert page.count("data:font/woff2;base64,") == 20 and "url(fonts/" not in page  # fonts from the page itself
     # Student markup stays out, marks and statuses are there, and no character needs an emoji font
-    body = page[page.index("<body"):page.index("<script>")].lower()  # the student's notebook, rendered
+    body = page[page.index("<body") : page.index("<script>")].lower()  # the student's notebook, rendered
     assert "<script" not in body and "onerror=" not in body
     assert "in <em>Scaled scores</em>: this step keeps its points" in page
     assert page.count('<svg class="grader-mark"') == 12  # the summary's six and the six boxes'
@@ -75,8 +78,20 @@ def test_a_page_with_math_carries_katex_and_allows_that_script_alone(feedback_pa
 
 
 def test_the_class_report_renders_marks_and_the_math_of_titles():
-    rows = [report.Row("hw", "a.ipynb", "ann", "graded", "", 1, 2, [("q1", r"Mean $\bar x$", "passed")],
-                       [("q1", "Divide by `n`, not *n - 1*.")], raised=["cell 3: TypeError: `<b>`"])]
+    rows = [
+        report.Row(
+            "hw",
+            "a.ipynb",
+            "ann",
+            "graded",
+            "",
+            1,
+            2,
+            [("q1", r"Mean $\bar x$", "passed")],
+            [("q1", "Divide by `n`, not *n - 1*.")],
+            raised=["cell 3: TypeError: `<b>`"],
+        )
+    ]
     page = report.render(rows)
     assert '<td class="grader-hint">Divide by <code>n</code>, not <em>n - 1</em>.</td>' in page
     assert "cell 3: TypeError: <code>&lt;b&gt;</code>" in page
@@ -89,9 +104,21 @@ def test_the_class_report_renders_marks_and_the_math_of_titles():
 
 def dump_dom(path, tmp_path) -> str:
     """The document as Chromium has it once the page's scripts ran (offline: a file, no network)."""
-    proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-                           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", path.as_uri()],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--virtual-time-budget=5000",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            path.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "</html>" in proc.stdout, proc.stderr[-2000:]
     return proc.stdout
 
@@ -102,7 +129,7 @@ def test_chromium_renders_the_math_under_the_pages_policy(feedback_page, tmp_pat
     would leave the formulas as text. --dump-dom prints the document after the scripts ran."""
     path, _ = feedback_page
     dom = dump_dom(path, tmp_path)
-    markdown = re.search(r'The scaled scores are (.*?)My notes:', dom, flags=re.S)
+    markdown = re.search(r"The scaled scores are (.*?)My notes:", dom, flags=re.S)
     assert markdown is not None
     math = markdown.group(1)
     # inline, display and align: each a KaTeX tree (with MathML for screen readers), none an error
@@ -113,7 +140,11 @@ def test_chromium_renders_the_math_under_the_pages_policy(feedback_page, tmp_pat
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (Debian: apt-get install chromium)")
 def test_chromium_renders_the_class_reports_math(tmp_path):
-    rows = [report.Row("hw", "a.ipynb", "ann", "graded", "", 1, 2, [("q1", r"Mean $\bar x = \frac{1}{n}\sum_i x_i$", "passed")])]
+    rows = [
+        report.Row(
+            "hw", "a.ipynb", "ann", "graded", "", 1, 2, [("q1", r"Mean $\bar x = \frac{1}{n}\sum_i x_i$", "passed")]
+        )
+    ]
     path = tmp_path / "report.html"
     path.write_text(report.render(rows), encoding="utf-8")
     dom = dump_dom(path, tmp_path)

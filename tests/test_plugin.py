@@ -89,8 +89,13 @@ def failures(result) -> str:
 def run_here(pytester, *args):
     """A pytest run in this process, so the ``graded`` fixture sees what it grades."""
     return pytester.runpytest_inprocess(
-        "--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir", str(pytester.path / "cards"),
-        "-p", "no:cacheprovider", *args
+        "--grader-config",
+        str(ROOT / "config.yaml"),
+        "--scorecard-dir",
+        str(pytester.path / "cards"),
+        "-p",
+        "no:cacheprovider",
+        *args,
     )
 
 
@@ -100,15 +105,19 @@ def cards_written(pytester) -> list[str]:
 
 
 def test_one_item_per_question_and_feedback_as_failure_text(pytester):
-    result = run(pytester, "--submission", str(EXAMPLES / "carol_no_sqrt.ipynb"), "--assignment", "attention_numpy", "-v")
+    result = run(
+        pytester, "--submission", str(EXAMPLES / "carol_no_sqrt.ipynb"), "--assignment", "attention_numpy", "-v"
+    )
     result.assert_outcomes(passed=5, failed=1)  # weights and output pass: her one mistake is carried forward
-    result.stdout.fnmatch_lines([
-        "grader: *config.yaml · assignment attention_numpy · 1 submission(s) · executor *",
-        "*carol_no_sqrt.ipynb::scaled FAILED*",
-        "*_ question scaled: Scaled scores _*",
-        "Scaled scores: failed, 0/2 points",
-        "  - Likely mistake: The scores are not divided by sqrt(d_k).",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "grader: *config.yaml · assignment attention_numpy · 1 submission(s) · executor *",
+            "*carol_no_sqrt.ipynb::scaled FAILED*",
+            "*_ question scaled: Scaled scores _*",
+            "Scaled scores: failed, 0/2 points",
+            "  - Likely mistake: The scores are not divided by sqrt(d_k).",
+        ]
+    )
     card = yaml.safe_load((pytester.path / "cards/carol_no_sqrt.yaml").read_text())
     assert (card["score"], card["max_score"], card["status"]) == (9, 11, "graded")
 
@@ -146,8 +155,13 @@ def test_exitfirst_stops_grading_at_the_first_failure(pytester, graded):
 
 
 def test_each_submission_is_graded_once_for_all_its_items(pytester, graded):
-    result = run_here(pytester, "--submission", str(EXAMPLES / "dave_wrong_axis.ipynb"),
-                      "--submission", str(EXAMPLES / "grace_half_done.ipynb"))
+    result = run_here(
+        pytester,
+        "--submission",
+        str(EXAMPLES / "dave_wrong_axis.ipynb"),
+        "--submission",
+        str(EXAMPLES / "grace_half_done.ipynb"),
+    )
     result.assert_outcomes(passed=7, failed=5)  # dave's output is right given his weights (carried forward)
     assert [p.stem for p, _ in graded] == ["dave_wrong_axis", "grace_half_done"]
 
@@ -156,8 +170,9 @@ def start_pytest(pytester, name: str, *args: str):
     """A pytest run in a subprocess, started and not waited for (``pytester.runpytest_subprocess``
     waits, and keeps its output in files of one name): ``finish`` waits for it."""
     out, err = (open(pytester.path / f"{name}.{stream}", "w+", encoding="utf-8") for stream in ("out", "err"))  # noqa: SIM115
-    proc = pytester.popen([sys.executable, "-m", "pytest", f"--basetemp={pytester.path / f'{name}-tmp'}", *args],
-                          stdout=out, stderr=err)
+    proc = pytester.popen(
+        [sys.executable, "-m", "pytest", f"--basetemp={pytester.path / f'{name}-tmp'}", *args], stdout=out, stderr=err
+    )
     return proc, out, err, time.monotonic()
 
 
@@ -181,9 +196,21 @@ def test_xdist_gives_the_serial_outcomes_and_grades_each_submission_once(pyteste
     for mode, extra in (("serial", []), ("parallel", ["-n", "2"])):
         pytester.makepyfile(**{f"count_{mode}": COUNTER.replace("graded.log", f"{mode}.log")})
         runs[mode] = start_pytest(
-            pytester, mode, "--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir", str(pytester.path / mode),
-            "--submission", str(EXAMPLES), "-p", f"count_{mode}", "-p", "no:cacheprovider",
-            f"--junitxml={pytester.path / f'{mode}.xml'}", *extra)
+            pytester,
+            mode,
+            "--grader-config",
+            str(ROOT / "config.yaml"),
+            "--scorecard-dir",
+            str(pytester.path / mode),
+            "--submission",
+            str(EXAMPLES),
+            "-p",
+            f"count_{mode}",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={pytester.path / f'{mode}.xml'}",
+            *extra,
+        )
     results = {mode: finish(started) for mode, started in runs.items()}
     for mode, result in results.items():
         xml = pytester.path / f"{mode}.xml"
@@ -192,9 +219,14 @@ def test_xdist_gives_the_serial_outcomes_and_grades_each_submission_once(pyteste
         log = pytester.path / f"{mode}.log"
         assert sorted(log.read_text().split()) == NAMES  # each notebook graded once, by one worker
         outcomes[mode] = sorted(
-            (c.get("classname"), c.get("name"), c.findtext("failure"),
-             tuple((p.get("name"), p.get("value")) for p in c.iter("property")))
-            for c in ET.parse(xml).getroot().iter("testcase"))
+            (
+                c.get("classname"),
+                c.get("name"),
+                c.findtext("failure"),
+                tuple((p.get("name"), p.get("value")) for p in c.iter("property")),
+            )
+            for c in ET.parse(xml).getroot().iter("testcase")
+        )
         cards[mode] = {}
         for path in sorted((pytester.path / mode).glob("*.yaml")):
             card = yaml.safe_load(path.read_text())
@@ -225,8 +257,10 @@ def test_a_grading_error_fails_the_items_with_one_line(pytester, monkeypatch):
     monkeypatch.setattr(Grader, "grade", broken)
     result = run_here(pytester, "--submission", str(EXAMPLES / "bob_correct.ipynb"), "--tb=long")
     result.assert_outcomes(failed=6)  # each item fails; nothing is a collection error
-    line = ("bob_correct.ipynb could not be graded: The solution notebook raised ValueError in cell 3. "
-            "Fix the solution first.")
+    line = (
+        "bob_correct.ipynb could not be graded: The solution notebook raised ValueError in cell 3. "
+        "Fix the solution first."
+    )
     assert failures(result).count(f"\n{line}\n") == 6
     assert "Traceback" not in result.stdout.str() and "raise SolutionError" not in result.stdout.str()
     assert len(calls) == 1  # the failure is remembered for the submission's other items
@@ -248,8 +282,16 @@ def test_junit_xml_comes_from_pytest(pytester):
 
 def test_the_junit_writer_matches_a_pytest_run(pytester, graded):
     theirs_file = pytester.path / "pytest.xml"
-    run_here(pytester, "--submission", str(EXAMPLES), "--rootdir", str(EXAMPLES), f"--junitxml={theirs_file}",
-             "-o", "junit_suite_name=attention_numpy")
+    run_here(
+        pytester,
+        "--submission",
+        str(EXAMPLES),
+        "--rootdir",
+        str(EXAMPLES),
+        f"--junitxml={theirs_file}",
+        "-o",
+        "junit_suite_name=attention_numpy",
+    )
     course = config.load(ROOT / "config.yaml")
     ours_file = write_junit(graded, course, course.assignment("attention_numpy"), pytester.path / "out/junit.xml")
     theirs, ours = ET.parse(theirs_file).getroot(), ET.parse(ours_file).getroot()
@@ -264,16 +306,23 @@ def test_the_junit_writer_matches_a_pytest_run(pytester, graded):
 
     def described(case: ET.Element):
         failure = case.find("failure")
-        return (case.tag, case.get("classname"), case.get("name"), list(case.attrib),
-                [(p.get("name"), p.get("value")) for p in case.iter("property")],
-                None if failure is None else (failure.get("message"), failure.text))
+        return (
+            case.tag,
+            case.get("classname"),
+            case.get("name"),
+            list(case.attrib),
+            [(p.get("name"), p.get("value")) for p in case.iter("property")],
+            None if failure is None else (failure.get("message"), failure.text),
+        )
 
     assert [described(c) for c in suite] == [described(c) for c in their_suite]
     # The points: suite properties, two per case in the order of the cases, the same in both files
     points = [(p.get("name"), p.get("value")) for p in suite.find("properties")]
     assert points == [(p.get("name"), p.get("value")) for p in their_suite.find("properties")]
-    assert [n for n, _ in points[:2]] == [f"score:{NAMES[0]}.ipynb::{QUESTIONS[0]}",
-                                          f"max_score:{NAMES[0]}.ipynb::{QUESTIONS[0]}"]
+    assert [n for n, _ in points[:2]] == [
+        f"score:{NAMES[0]}.ipynb::{QUESTIONS[0]}",
+        f"max_score:{NAMES[0]}.ipynb::{QUESTIONS[0]}",
+    ]
     assert len(points) == 2 * 48 and not any(c.find("properties") is not None for c in suite.iter("testcase"))
     cases = {(c.get("classname"), c.get("name")): c for c in suite.iter("testcase")}
     assert list(cases) == [(f"{n}.ipynb", q) for n in NAMES for q in QUESTIONS]
@@ -283,15 +332,19 @@ def test_the_junit_writer_matches_a_pytest_run(pytester, graded):
     assert cases[("bob_correct.ipynb", "qkv")].find("failure") is None
     for q in QUESTIONS:
         assert "(notebook invalid_notebook: The file is not JSON" in cases[("henry_not_a_notebook.ipynb", q)].find(
-            "failure").get("message")
+            "failure"
+        ).get("message")
 
 
-@pytest.mark.parametrize("text", [
-    "short",
-    "",
-    "head\n  - " + "x" * 600,
-    "y" * 700,
-    "head\n" + "\n".join(f"  - line {i} " + "z" * 60 for i in range(20)),
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "short",
+        "",
+        "head\n  - " + "x" * 600,
+        "y" * 700,
+        "head\n" + "\n".join(f"  - line {i} " + "z" * 60 for i in range(20)),
+    ],
+)
 def test_failure_messages_are_shortened_as_pytest_shortens_them(text):
     assert shorten(text) == shorten_message(text)

@@ -31,8 +31,16 @@ from grader.outputs.view import student_view
 EXAMPLES = ROOT / "examples/attention_numpy"
 PICKED = ["bob_correct", "carol_no_sqrt", "frank_raises", "grace_half_done", "henry_not_a_notebook"]
 ALL = "yaml,json,md,html,gradescope,classroom,classroom50,junit,gradebook,report"
-PER_SUBMISSION = (".yaml", ".json", ".md", ".html", ".gradescope.json", ".classroom.json", ".result.json",
-                  ".release-body.md")
+PER_SUBMISSION = (
+    ".yaml",
+    ".json",
+    ".md",
+    ".html",
+    ".gradescope.json",
+    ".classroom.json",
+    ".result.json",
+    ".release-body.md",
+)
 
 
 def grader_cli(*args, cwd):
@@ -47,8 +55,19 @@ def run(tmp_path_factory):
     subs.mkdir()
     for name in PICKED:
         shutil.copyfile(EXAMPLES / f"{name}.ipynb", subs / f"{name}.ipynb")
-    proc = grader_cli("grade", str(subs), "-a", "attention_numpy", "--config", str(ROOT / "config.yaml"),
-                      "--formats", ALL, "--out", str(base / "out"), cwd=base)
+    proc = grader_cli(
+        "grade",
+        str(subs),
+        "-a",
+        "attention_numpy",
+        "--config",
+        str(ROOT / "config.yaml"),
+        "--formats",
+        ALL,
+        "--out",
+        str(base / "out"),
+        cwd=base,
+    )
     assert proc.returncode == 0, proc.stderr
     cards = {n: yaml.safe_load((base / "out" / f"{n}.yaml").read_text()) for n in PICKED}
     return base, proc, cards
@@ -119,18 +138,26 @@ def test_gradescope_results_follow_the_schema_even_for_a_broken_notebook(run):
     base, _, _ = run
     for name in PICKED:
         data = json.loads((base / "out" / f"{name}.gradescope.json").read_text())
-        assert set(data) == {"score", "execution_time", "output", "output_format", "visibility", "stdout_visibility",
-                             "tests"}
+        assert set(data) == {
+            "score",
+            "execution_time",
+            "output",
+            "output_format",
+            "visibility",
+            "stdout_visibility",
+            "tests",
+        }
         assert isinstance(data["score"], float) and isinstance(data["execution_time"], float)
         for t in data["tests"]:
-            assert set(t) == {"name", "number", "score", "max_score", "status", "output", "output_format",
-                              "visibility"}
+            assert set(t) == {"name", "number", "score", "max_score", "status", "output", "output_format", "visibility"}
             assert t["status"] in ("passed", "failed") and t["visibility"] == "visible"
             assert t["output_format"] == "md"
     henry = json.loads((base / "out/henry_not_a_notebook.gradescope.json").read_text())
     assert henry["score"] == 0.0 and len(henry["tests"]) == 6
-    assert henry["output"] == ("**henry_not_a_notebook.ipynb**: not a readable notebook, 0/11 points.\n\n"
-                               "The file is not JSON, so not a notebook (line 1: Expecting value).")
+    assert henry["output"] == (
+        "**henry_not_a_notebook.ipynb**: not a readable notebook, 0/11 points.\n\n"
+        "The file is not JSON, so not a notebook (line 1: Expecting value)."
+    )
 
 
 def test_classroom_result_is_what_the_reporter_reads(run):
@@ -138,8 +165,13 @@ def test_classroom_result_is_what_the_reporter_reads(run):
     frank = json.loads((base / "out/frank_raises.classroom.json").read_text())
     assert (frank["version"], frank["status"], frank["max_score"]) == (1, "fail", 11)
     assert [(t["name"].split(":")[0], t["status"], t["score"]) for t in frank["tests"]] == [
-        ("qkv", "pass", 3), ("scores", "error", 0), ("scaled", "error", 0), ("softmax", "pass", 1),
-        ("weights", "error", 0), ("output", "error", 0)]
+        ("qkv", "pass", 3),
+        ("scores", "error", 0),
+        ("scaled", "error", 0),
+        ("softmax", "pass", 1),
+        ("weights", "error", 0),
+        ("output", "error", 0),
+    ]
     bob = json.loads((base / "out/bob_correct.classroom.json").read_text())
     assert bob["status"] == "pass" and sum(t["score"] for t in bob["tests"]) == 11
     henry = json.loads((base / "out/henry_not_a_notebook.classroom.json").read_text())
@@ -161,13 +193,20 @@ def test_junit_has_what_a_pytest_run_writes(run, pytester):
     suite = ours.find("testsuite")
     assert suite.get("name") == "attention_numpy" and suite.get("tests") == str(6 * len(PICKED))
     cases = {(c.get("classname"), c.get("name")): c for c in suite.iter("testcase")}
-    assert set(cases) == {(f"{n}.ipynb", q) for n in PICKED
-                          for q in ("qkv", "scores", "scaled", "softmax", "weights", "output")}
+    assert set(cases) == {
+        (f"{n}.ipynb", q) for n in PICKED for q in ("qkv", "scores", "scaled", "softmax", "weights", "output")
+    }
     # The same items and failure texts as a direct `pytest --submission ... --junitxml` run
     direct = pytester.path / "direct.xml"
-    pytester.runpytest_subprocess("--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir",
-                                  str(pytester.path / "cards"), "--submission", str(EXAMPLES / "carol_no_sqrt.ipynb"),
-                                  f"--junitxml={direct}")
+    pytester.runpytest_subprocess(
+        "--grader-config",
+        str(ROOT / "config.yaml"),
+        "--scorecard-dir",
+        str(pytester.path / "cards"),
+        "--submission",
+        str(EXAMPLES / "carol_no_sqrt.ipynb"),
+        f"--junitxml={direct}",
+    )
     theirs = {c.get("name"): c for c in ET.parse(direct).getroot().iter("testcase")}
     for qid, case in theirs.items():
         mine = cases[("carol_no_sqrt.ipynb", qid)]
@@ -175,17 +214,34 @@ def test_junit_has_what_a_pytest_run_writes(run, pytester):
         if case.find("failure") is not None:
             assert mine.find("failure").get("message") == case.find("failure").get("message")
             assert mine.find("failure").text == case.find("failure").text
-        assert [(p.get("name"), p.get("value")) for p in mine.iter("property")] == \
-               [(p.get("name"), p.get("value")) for p in case.iter("property")]
-    assert "Likely mistake: The scores are not divided by sqrt(d_k)." in cases[("carol_no_sqrt.ipynb", "scaled")].find(
-        "failure").text
+        assert [(p.get("name"), p.get("value")) for p in mine.iter("property")] == [
+            (p.get("name"), p.get("value")) for p in case.iter("property")
+        ]
+    assert (
+        "Likely mistake: The scores are not divided by sqrt(d_k)."
+        in cases[("carol_no_sqrt.ipynb", "scaled")].find("failure").text
+    )
 
 
 def test_gradebook_has_a_row_per_submission_and_a_column_per_question(run):
     base, _, cards = run
     rows = list(csv.DictReader(io.StringIO((base / "out/gradebook.csv").read_text())))
-    assert list(rows[0]) == ["student", "submission", "status", "score", "max_score", "percent", "qkv", "scores",
-                             "scaled", "softmax", "weights", "output", "reason", "sha256"]
+    assert list(rows[0]) == [
+        "student",
+        "submission",
+        "status",
+        "score",
+        "max_score",
+        "percent",
+        "qkv",
+        "scores",
+        "scaled",
+        "softmax",
+        "weights",
+        "output",
+        "reason",
+        "sha256",
+    ]
     assert [r["submission"] for r in rows] == [f"{n}.ipynb" for n in PICKED]
     for r in rows:
         card = cards[r["submission"][:-6]]
@@ -195,22 +251,43 @@ def test_gradebook_has_a_row_per_submission_and_a_column_per_question(run):
 
 
 def test_gradebook_quotes_cells_a_spreadsheet_would_run_as_formulas(tmp_path):
-    card = Scorecard(assignment="a", submission="=HYPERLINK(1).ipynb", sha256="", status="graded", score=1 / 3,
-                     max_score=1, student="+cmd", questions=[QuestionResult("q", "Q", 1 / 3, 1, "partial")])
+    card = Scorecard(
+        assignment="a",
+        submission="=HYPERLINK(1).ipynb",
+        sha256="",
+        status="graded",
+        score=1 / 3,
+        max_score=1,
+        student="+cmd",
+        questions=[QuestionResult("q", "Q", 1 / 3, 1, "partial")],
+    )
     rows = list(csv.reader(io.StringIO(gradebook.write_gradebook([card], tmp_path / "g.csv").read_text())))
     assert rows[1][:7] == ["'+cmd", "'=HYPERLINK(1).ipynb", "graded", "0.33", "1", "33.3", "0.33"]
 
 
 def test_formats_and_fail_under_on_the_command_line(tmp_path):
     proc = grader_cli("grade", str(EXAMPLES / "bob_correct.ipynb"), "--formats", "yaml,pdf", cwd=ROOT)
-    assert (proc.returncode, proc.stderr) == (2, "grader: Unknown format 'pdf' in --formats; known: yaml, json, md, "
-                                                 "html, gradescope, classroom, classroom50, junit, gradebook, "
-                                                 "report, canvas, moodle.\n")
+    assert (proc.returncode, proc.stderr) == (
+        2,
+        "grader: Unknown format 'pdf' in --formats; known: yaml, json, md, "
+        "html, gradescope, classroom, classroom50, junit, gradebook, "
+        "report, canvas, moodle.\n",
+    )
     proc = grader_cli("grade", str(EXAMPLES / "bob_correct.ipynb"), "--fail-under", "120", cwd=ROOT)
     assert (proc.returncode, proc.stderr) == (2, "grader: --fail-under must be a percentage from 0 to 100, got 120.\n")
     out = tmp_path / "out"
-    proc = grader_cli("grade", str(EXAMPLES / "carol_no_sqrt.ipynb"), str(EXAMPLES / "bob_correct.ipynb"),
-                      "--fail-under", "90", "--formats", "md", "--out", str(out), cwd=ROOT)
+    proc = grader_cli(
+        "grade",
+        str(EXAMPLES / "carol_no_sqrt.ipynb"),
+        str(EXAMPLES / "bob_correct.ipynb"),
+        "--fail-under",
+        "90",
+        "--formats",
+        "md",
+        "--out",
+        str(out),
+        cwd=ROOT,
+    )
     assert proc.returncode == 1
     assert proc.stderr.splitlines()[-1] == "grader: carol_no_sqrt scored 81.8%, below --fail-under 90%"
     assert "bob_correct scored" not in proc.stderr
@@ -233,7 +310,9 @@ def test_results_sit_after_the_cells_that_compute_them_in_a_rearranged_notebook(
     skeleton = nbformat.read(str(numpy_assignment.skeleton), as_version=4)
     given = [c.source for c in skeleton.cells if c.cell_type == "code"][:3]
     cells = [
-        "# CELL-A\n" + given[0], "# CELL-B\n" + given[1], "# CELL-C\n" + given[2],
+        "# CELL-A\n" + given[0],
+        "# CELL-B\n" + given[1],
+        "# CELL-C\n" + given[2],
         "# CELL-D\nK = X @ W_k.T",  # K before Q: the student reordered
         "# CELL-E\nQ = X @ W_q.T\nV = X @ W_v.T",
         "# CELL-F\nd_k = K.shape[1]\nscores = Q @ K.T\nscaled_scores = scores / np.sqrt(d_k)",
@@ -259,27 +338,35 @@ def test_anchor_respects_a_checks_before_point(tmp_path, numpy_assignment):
     from grader import notebook
 
     spec = dataclasses.replace(numpy_assignment.questions[1].checks[0], before="later")
-    a = dataclasses.replace(numpy_assignment, questions=(dataclasses.replace(numpy_assignment.questions[1],
-                                                                             checks=(spec,)),))
-    infos = notebook.analyse(notebook.read(notebook_with(
-        ["scores = 1", "scores = 2", "later = scores", "scores = 3"], tmp_path / "n.ipynb")))
+    a = dataclasses.replace(
+        numpy_assignment, questions=(dataclasses.replace(numpy_assignment.questions[1], checks=(spec,)),)
+    )
+    infos = notebook.analyse(
+        notebook.read(notebook_with(["scores = 1", "scores = 2", "later = scores", "scores = 3"], tmp_path / "n.ipynb"))
+    )
     assert anchors(a, infos) == {"scores": 1}
 
 
 def test_student_html_cannot_run_scripts(tmp_path, grader, numpy_assignment):
     card = grader.grade(numpy_assignment, EXAMPLES / "bob_correct.ipynb")
     nb = nbformat.read(str(EXAMPLES / "bob_correct.ipynb"), as_version=4)
-    nb.cells.insert(0, nbformat.v4.new_markdown_cell("<script>alert('md')</script> <img src=x onerror=alert(2)> "
-                                                     "<a href='javascript:alert(3)'>x</a> <iframe src=//e.vil></iframe>"))
+    nb.cells.insert(
+        0,
+        nbformat.v4.new_markdown_cell(
+            "<script>alert('md')</script> <img src=x onerror=alert(2)> "
+            "<a href='javascript:alert(3)'>x</a> <iframe src=//e.vil></iframe>"
+        ),
+    )
     code = nbformat.v4.new_code_cell("1")
-    code.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<script>alert('out')</script>",
-                                                                 "text/plain": "x"})]
+    code.outputs = [
+        nbformat.v4.new_output("display_data", data={"text/html": "<script>alert('out')</script>", "text/plain": "x"})
+    ]
     nb.cells.append(code)
     path = tmp_path / "hostile.ipynb"
     nbformat.write(nb, str(path))
     page = to_html(student_view(card, numpy_assignment, ScorecardSettings()), numpy_assignment, path)
     lowered = page.lower()
-    body = lowered[lowered.index("<body"):]
+    body = lowered[lowered.index("<body") :]
     assert "<script" not in lowered
     assert "onerror" not in body and "javascript:" not in body and "<iframe" not in body
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
@@ -318,16 +405,23 @@ def test_a_question_shown_after_the_due_date_is_withheld_until_then(grader, cour
     assert "score **9/11**" in md and "Likely mistake: The scores are not divided by sqrt(d_k)." in md
     assert "the mistake is upstream, in *Scaled scores*" in md
     gs = json.loads(render_one("gradescope", tmp_path / "x.ipynb", card, c, numpy_assignment, before))
-    assert [t["visibility"] for t in gs["tests"]] == ["visible", "visible", "after_due_date", "visible", "visible",
-                                                      "visible"]
+    assert [t["visibility"] for t in gs["tests"]] == [
+        "visible",
+        "visible",
+        "after_due_date",
+        "visible",
+        "visible",
+        "visible",
+    ]
     assert "Likely mistake" in gs["tests"][2]["output"]  # Gradescope itself withholds it until the due date
 
 
 def test_a_hidden_question_is_never_shown_and_counts_in_the_total(grader, course, numpy_assignment, tmp_path):
     card = grader.grade(numpy_assignment, EXAMPLES / "carol_no_sqrt.ipynb")
     hidden = dataclasses.replace(numpy_assignment.question("output"), visible=False)
-    a = dataclasses.replace(numpy_assignment, questions=tuple(
-        hidden if q.id == "output" else q for q in numpy_assignment.questions))
+    a = dataclasses.replace(
+        numpy_assignment, questions=tuple(hidden if q.id == "output" else q for q in numpy_assignment.questions)
+    )
     md = render_one("md", tmp_path / "x.ipynb", card, course, a, datetime(2099, 1, 1, tzinfo=UTC))
     assert "| output: Self-attention output | 🔒 result not shown yet | –/2 |" in md
     assert "- The result of this question is not shown to students." in md
@@ -353,17 +447,30 @@ def _config(tmp_path, scorecard: str):
     return path
 
 
-@pytest.mark.parametrize("scorecard, message", [
-    ("  formats: [yaml, pdf]\n", "scorecard.formats[1] must be one of yaml, json, md, html, gradescope, classroom, "
-                                 "classroom50, junit, gradebook, report, canvas, moodle, got 'pdf'"),
-    ("  due: next friday\n", "scorecard.due must be an ISO date or date and time (2025-05-01T23:59), got 'next friday'"),
-    ("  show_expected: after_due\n", "scorecard.show_expected is after_due, which needs scorecard.due"),
-    ("  visibility:\n    attention_numpy:\n      q9: hidden\n", "scorecard.visibility.attention_numpy.q9 names no "
-                                                              "question of attention_numpy"),
-    ("  visibility:\n    attention_numpy:\n      output: secret\n", "scorecard.visibility.attention_numpy.output must "
-                                                                   "be one of visible, after_due, hidden, got 'secret'"),
-    ("  visibility:\n    nope:\n      output: hidden\n", "scorecard.visibility.nope names no assignment"),
-])
+@pytest.mark.parametrize(
+    "scorecard, message",
+    [
+        (
+            "  formats: [yaml, pdf]\n",
+            "scorecard.formats[1] must be one of yaml, json, md, html, gradescope, classroom, "
+            "classroom50, junit, gradebook, report, canvas, moodle, got 'pdf'",
+        ),
+        (
+            "  due: next friday\n",
+            "scorecard.due must be an ISO date or date and time (2025-05-01T23:59), got 'next friday'",
+        ),
+        ("  show_expected: after_due\n", "scorecard.show_expected is after_due, which needs scorecard.due"),
+        (
+            "  visibility:\n    attention_numpy:\n      q9: hidden\n",
+            "scorecard.visibility.attention_numpy.q9 names no question of attention_numpy",
+        ),
+        (
+            "  visibility:\n    attention_numpy:\n      output: secret\n",
+            "scorecard.visibility.attention_numpy.output must be one of visible, after_due, hidden, got 'secret'",
+        ),
+        ("  visibility:\n    nope:\n      output: hidden\n", "scorecard.visibility.nope names no assignment"),
+    ],
+)
 def test_scorecard_section_errors_name_the_key(tmp_path, scorecard, message):
     with pytest.raises(ConfigError) as err:
         config.load(_config(tmp_path, scorecard))
@@ -372,8 +479,13 @@ def test_scorecard_section_errors_name_the_key(tmp_path, scorecard, message):
 
 
 def test_scorecard_section_is_read(tmp_path):
-    course = config.load(_config(tmp_path, "  formats: [yaml, md, md]\n  due: 2030-01-31\n  show_expected: after_due\n"
-                                           "  visibility:\n    attention_numpy:\n      output: after_due\n"))
+    course = config.load(
+        _config(
+            tmp_path,
+            "  formats: [yaml, md, md]\n  due: 2030-01-31\n  show_expected: after_due\n"
+            "  visibility:\n    attention_numpy:\n      output: after_due\n",
+        )
+    )
     s = course.scorecard
     assert (s.formats, s.due, s.show_expected) == (("yaml", "md"), "2030-01-31", "after_due")
     output = course.assignment("attention_numpy").question("output")
@@ -390,8 +502,9 @@ def test_scorecard_section_is_read(tmp_path):
 def autograder(tmp_path_factory):
     """The zip built by `grader gradescope-zip`, unpacked as /autograder/source."""
     base = tmp_path_factory.mktemp("gradescope")
-    proc = grader_cli("gradescope-zip", "attention_numpy", "--config", str(ROOT / "config.yaml"), "--out", str(base),
-                      cwd=base)
+    proc = grader_cli(
+        "gradescope-zip", "attention_numpy", "--config", str(ROOT / "config.yaml"), "--out", str(base), cwd=base
+    )
     assert proc.returncode == 0, proc.stderr
     zipped = base / "attention_numpy-gradescope.zip"
     root = base / "autograder"
@@ -407,8 +520,9 @@ def run_autograder(root, submission_files: dict, python=sys.executable):
         (root / "submission" / name).write_bytes(content)
     # PYTHONPATH: the grader under test, whichever checkout the virtualenv was installed from
     env = {"PATH": "/usr/bin:/bin", "AUTOGRADER_ROOT": str(root), "GRADER_PYTHON": python, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(["bash", str(root / "source/run_autograder")], capture_output=True, text=True, env=env,
-                          cwd=root)
+    proc = subprocess.run(
+        ["bash", str(root / "source/run_autograder")], capture_output=True, text=True, env=env, cwd=root
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads((root / "results/results.json").read_text()), proc
 
@@ -425,12 +539,20 @@ def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_bundle_bu
         modes = {i.filename: i.external_attr >> 16 for i in z.infolist()}
         reduced = yaml.safe_load(z.read("course/config.yaml"))
         # (config.yaml is the instructor's, hint messages included, shipped as written)
-        shipped = b"".join(z.read(n) for n in names if n.startswith("course/") and n not in ("course/config.yaml", BUNDLE))
+        shipped = b"".join(
+            z.read(n) for n in names if n.startswith("course/") and n not in ("course/config.yaml", BUNDLE)
+        )
         bundle = json.loads(z.read(BUNDLE))
-    assert {"setup.sh", "run_autograder", "course/config.yaml", BUNDLE,
-            "course/assignments/attention_numpy/attention_numpy.ipynb",
-            "grader-src/pyproject.toml", "grader-src/grader/outputs/gradescope.py",
-            "grader-src/grader/templates/gradescope_run_autograder"} <= names
+    assert {
+        "setup.sh",
+        "run_autograder",
+        "course/config.yaml",
+        BUNDLE,
+        "course/assignments/attention_numpy/attention_numpy.ipynb",
+        "grader-src/pyproject.toml",
+        "grader-src/grader/outputs/gradescope.py",
+        "grader-src/grader/templates/gradescope_run_autograder",
+    } <= names
     assert not any(n.startswith("course/solutions/") or "/.grader-cache/" in n for n in names)
     assert modes[BUNDLE] & 0o777 == 0o600 and modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
     # setup.sh installs the libraries at the versions the reference values were computed with
@@ -440,8 +562,12 @@ def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_bundle_bu
     import nbconvert
     import numpy
     import pandas
-    assert (pins["numpy"], pins["pandas"], pins["nbconvert"]) == (numpy.__version__, pandas.__version__,
-                                                                 nbconvert.__version__)
+
+    assert (pins["numpy"], pins["pandas"], pins["nbconvert"]) == (
+        numpy.__version__,
+        pandas.__version__,
+        nbconvert.__version__,
+    )
     assert '-c "$SOURCE/constraints.txt" -r "$SOURCE/requirements.txt"' in setup and "[instructor]" not in setup
     # and only what this assignment's notebooks import (NumPy), beside the sandbox's seccomp binding
     with zipfile.ZipFile(zipped) as z:
@@ -450,8 +576,13 @@ def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_bundle_bu
     assert list(reduced["assignments"]) == ["attention_numpy"]
     # No line of the solution's own code is shipped (its answer cells, at least).
     solution = nbformat.read(str(ROOT / "solutions/attention_numpy/attention_numpy.ipynb"), as_version=4)
-    answers = [line.split("#")[0].strip() for c in solution.cells if c.cell_type == "code"
-               for line in c.source.splitlines() if line.rstrip().endswith("# SOLUTION")]
+    answers = [
+        line.split("#")[0].strip()
+        for c in solution.cells
+        if c.cell_type == "code"
+        for line in c.source.splitlines()
+        if line.rstrip().endswith("# SOLUTION")
+    ]
     assert answers and not [a for a in answers if a.encode() in shipped]
     # Except the solution steps grading itself must run (the carry-forward runs, issue 13; DESIGN decision
     # 13), which are only in the bundle, readable by the grader's uid alone (0600 above).
@@ -461,8 +592,13 @@ def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_bundle_bu
 
 def setup_dry_run(root, torch_index):
     """setup.sh as Gradescope runs it, printing its install commands instead of running them."""
-    env = {"PATH": "/usr/bin:/bin", "AUTOGRADER_ROOT": str(root), "GRADER_SETUP_DRY_RUN": "1",
-           "GRADER_SETUP_PYTHON": sys.executable, "TORCH_INDEX": torch_index}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "AUTOGRADER_ROOT": str(root),
+        "GRADER_SETUP_DRY_RUN": "1",
+        "GRADER_SETUP_PYTHON": sys.executable,
+        "TORCH_INDEX": torch_index,
+    }
     proc = subprocess.run(["bash", str(root / "source/setup.sh")], capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.splitlines()
@@ -477,9 +613,11 @@ def test_setup_installs_torch_from_its_cpu_index_when_it_answers_else_from_the_c
     source = f"{root}/source"
     pip = f"{root}/venv/bin/pip install --quiet -c {source}/constraints.txt -r {source}/requirements.txt"
     # A NumPy assignment: no torch, so no index is probed; the root is AUTOGRADER_ROOT throughout
-    assert setup_dry_run(root, closed) == [f"{pip} {source}/grader-src", f"chmod -R go-rwx {source}/course",
-                                           f"{root}/venv/bin/grader validate attention_numpy --config "
-                                           f"{source}/course/config.yaml"]
+    assert setup_dry_run(root, closed) == [
+        f"{pip} {source}/grader-src",
+        f"chmod -R go-rwx {source}/course",
+        f"{root}/venv/bin/grader validate attention_numpy --config {source}/course/config.yaml",
+    ]
     # An assignment that imports torch, with PyTorch's index out of reach: torch from pip's own configuration
     torch_root = tmp_path / "autograder"
     shutil.copytree(root / "source", torch_root / "source", ignore=shutil.ignore_patterns("course", "grader-src"))
@@ -491,8 +629,10 @@ def test_setup_installs_torch_from_its_cpu_index_when_it_answers_else_from_the_c
     # ... and with it answering (here, a local one): the CPU build from there, beside the configured index
     with torch_cpu_index(tmp_path) as url:
         out = setup_dry_run(torch_root, url)
-    assert out[0] == (f"{torch_root}/venv/bin/pip install --quiet -c {torch_root}/source/constraints.txt -r "
-                      f"{torch_root}/source/requirements.txt --extra-index-url {url} {torch_root}/source/grader-src")
+    assert out[0] == (
+        f"{torch_root}/venv/bin/pip install --quiet -c {torch_root}/source/constraints.txt -r "
+        f"{torch_root}/source/requirements.txt --extra-index-url {url} {torch_root}/source/grader-src"
+    )
 
 
 def test_grading_from_the_bundle_gives_the_scorecards_grading_from_the_solution_gives(autograder):
@@ -539,8 +679,9 @@ def test_run_autograder_writes_results_for_broken_submissions(autograder):
     _, root = autograder
     data, _ = run_autograder(root, {"notes.txt": b"hello"})
     assert data["score"] == 0.0
-    assert data["output"] == ("The submission has no notebook (.ipynb file) (it holds: notes.txt); "
-                              "upload attention_numpy.ipynb.")
+    assert data["output"] == (
+        "The submission has no notebook (.ipynb file) (it holds: notes.txt); upload attention_numpy.ipynb."
+    )
     assert [t["status"] for t in data["tests"]] == ["failed"] * 6
     data, _ = run_autograder(root, {"attention_numpy.ipynb": b"not json"})
     assert data["score"] == 0.0 and "not a readable notebook" in data["output"]
@@ -556,8 +697,17 @@ def test_run_autograder_writes_results_for_broken_submissions(autograder):
 
 
 def test_classroom_workflow_grades_summarises_and_reports(tmp_path):
-    proc = grader_cli("classroom-workflow", "attention_numpy", "--grading-repo", "course-org/attention-course",
-                      "--config", str(ROOT / "config.yaml"), "--out", str(tmp_path / "repo"), cwd=tmp_path)
+    proc = grader_cli(
+        "classroom-workflow",
+        "attention_numpy",
+        "--grading-repo",
+        "course-org/attention-course",
+        "--config",
+        str(ROOT / "config.yaml"),
+        "--out",
+        str(tmp_path / "repo"),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     wf = yaml.safe_load((tmp_path / "repo/.github/workflows/classroom.yml").read_text())
     assert set(wf[True]) == {"push", "pull_request", "workflow_dispatch"}  # YAML 1.1 reads the key `on` as True
@@ -573,20 +723,27 @@ def test_classroom_workflow_grades_summarises_and_reports(tmp_path):
 
     # The grading repository holds what `grader grading-bundle` writes: no solution.
     grading = tmp_path / "grading"
-    proc = grader_cli("grading-bundle", "attention_numpy", "--config", str(ROOT / "config.yaml"), "--out",
-                      str(grading), cwd=tmp_path)
+    proc = grader_cli(
+        "grading-bundle", "attention_numpy", "--config", str(ROOT / "config.yaml"), "--out", str(grading), cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert (grading / "pyproject.toml").is_file() and (grading / "grader/cli.py").is_file()
     assert not list(grading.rglob("solutions")) and not list(grading.rglob("*.ipynb"))[1:]
     repo = tmp_path / "repo"
     shutil.copyfile(EXAMPLES / "carol_no_sqrt.ipynb", repo / "attention_numpy.ipynb")
     github_output, summary = tmp_path / "output", tmp_path / "summary.md"
-    env = {**job["env"], "GRADER_CONFIG": str(grading / "config.yaml"), "GITHUB_OUTPUT": str(github_output),
-           "GITHUB_STEP_SUMMARY": str(summary), "PATH": f"{ROOT / '.venv/bin'}:/usr/bin:/bin",
-           "PYTHONPATH": str(ROOT)}
+    env = {
+        **job["env"],
+        "GRADER_CONFIG": str(grading / "config.yaml"),
+        "GITHUB_OUTPUT": str(github_output),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "PATH": f"{ROOT / '.venv/bin'}:/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),
+    }
     for name in ("Grade", "Summary"):
-        step = subprocess.run(["bash", "-e", "-c", steps[name]["run"]], cwd=repo, env=env, capture_output=True,
-                              text=True)
+        step = subprocess.run(
+            ["bash", "-e", "-c", steps[name]["run"]], cwd=repo, env=env, capture_output=True, text=True
+        )
         assert step.returncode == 0, step.stderr
     import base64
 
@@ -599,8 +756,17 @@ def test_classroom_workflow_grades_summarises_and_reports(tmp_path):
 
 
 def test_classroom_workflow_rejects_values_that_would_break_the_yaml(tmp_path):
-    proc = grader_cli("classroom-workflow", "attention_numpy", "--grading-repo", "org/repo\nx: 1",
-                      "--config", str(ROOT / "config.yaml"), "--out", str(tmp_path), cwd=tmp_path)
+    proc = grader_cli(
+        "classroom-workflow",
+        "attention_numpy",
+        "--grading-repo",
+        "org/repo\nx: 1",
+        "--config",
+        str(ROOT / "config.yaml"),
+        "--out",
+        str(tmp_path),
+        cwd=tmp_path,
+    )
     assert (proc.returncode, proc.stderr) == (2, "grader: --grading-repo must be OWNER/NAME, got 'org/repo\\nx: 1'.\n")
 
 
@@ -613,16 +779,22 @@ def _carol_with(course, numpy_assignment, *, hidden: bool = False, show_expected
 
     scaled = numpy_assignment.question("scaled")
     check = dataclasses.replace(scaled.checks[0], hidden=hidden)
-    a = dataclasses.replace(numpy_assignment, questions=tuple(
-        dataclasses.replace(q, checks=(check,)) if q.id == "scaled" else q for q in numpy_assignment.questions))
+    a = dataclasses.replace(
+        numpy_assignment,
+        questions=tuple(
+            dataclasses.replace(q, checks=(check,)) if q.id == "scaled" else q for q in numpy_assignment.questions
+        ),
+    )
     c = dataclasses.replace(course, scorecard=ScorecardSettings(show_expected=show_expected))
     return Grader(c).grade(a, EXAMPLES / "carol_no_sqrt.ipynb"), c, a
 
 
 def _all_formats(card, course, assignment, tmp_path) -> dict[str, str]:
     path = EXAMPLES / "carol_no_sqrt.ipynb"
-    return {f: render_one(f, path, card, course, assignment) for f in
-            ("yaml", "json", "md", "html", "gradescope", "classroom", "classroom50")}
+    return {
+        f: render_one(f, path, card, course, assignment)
+        for f in ("yaml", "json", "md", "html", "gradescope", "classroom", "classroom50")
+    }
 
 
 def test_a_hidden_check_is_pass_fail_only_in_every_format(course, numpy_assignment, tmp_path):

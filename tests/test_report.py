@@ -25,13 +25,27 @@ NAMES = ["bob_correct", "carol_no_sqrt", "dave_wrong_axis", "frank_raises", "hen
 def cards(grader, numpy_assignment):
     out = [grader.grade(numpy_assignment, EXAMPLES / f"{n}.ipynb", student=n.split("_")[0]) for n in NAMES]
     # A notebook that hung: the report's input is scorecards, and this is one as the grader writes it.
-    out.append(Scorecard(
-        assignment="attention_numpy", submission="ivan_loops.ipynb", sha256="0" * 64, status="timeout", score=3,
-        max_score=11, student="ivan", reason="cell 7 ran past the 30 s limit and was stopped",
-        questions=[QuestionResult(q.id, q.title, 3 if q.id == "qkv" else 0, q.points,
-                                  "passed" if q.id == "qkv" else "error") for q in numpy_assignment.questions],
-        execution=Execution(executor="forking", errors=(CellError(cell=7, status="timeout", error="TimeoutError"),)),
-    ))
+    out.append(
+        Scorecard(
+            assignment="attention_numpy",
+            submission="ivan_loops.ipynb",
+            sha256="0" * 64,
+            status="timeout",
+            score=3,
+            max_score=11,
+            student="ivan",
+            reason="cell 7 ran past the 30 s limit and was stopped",
+            questions=[
+                QuestionResult(
+                    q.id, q.title, 3 if q.id == "qkv" else 0, q.points, "passed" if q.id == "qkv" else "error"
+                )
+                for q in numpy_assignment.questions
+            ],
+            execution=Execution(
+                executor="forking", errors=(CellError(cell=7, status="timeout", error="TimeoutError"),)
+            ),
+        )
+    )
     return out
 
 
@@ -42,9 +56,22 @@ def report(cards, tmp_path_factory):
     for card in cards:
         write_yaml(card, base / "cards" / f"{card.student}.yaml")
     (base / "cards/gradebook.csv").write_text("not a scorecard\n")
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "report", str(base / "cards"), "--out",
-                           str(base / "out"), "--config", str(ROOT / "config.yaml")],
-                          capture_output=True, text=True, cwd=base)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "report",
+            str(base / "cards"),
+            "--out",
+            str(base / "out"),
+            "--config",
+            str(ROOT / "config.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=base,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"Class report for 6 submission(s) written to {base / 'out/report.html'}\n"
     return (base / "out/report.html").read_text()
@@ -75,9 +102,9 @@ def test_pass_rate_per_question(report, cards):
         row = re.search(rf'<tr><td>{qid}: <span class="grader-title">{title}</span></td>(.*?)</tr>', report).group(1)
         cells = re.findall(r'<td class="n">([^<]*)</td>', row)
         assert cells[0] == f"{100.0 * statuses['passed'] / len(cards):.0f}%"
-        assert [int(x) for x in cells[1:]] == [statuses[s] for s in ("passed", "partial", "failed", "error",
-                                                                     "unanswered", "manual", "graded")] + [
-            sum(1 for c in cards if any(q.id == qid and q.carried_forward for q in c.questions))]
+        assert [int(x) for x in cells[1:]] == [
+            statuses[s] for s in ("passed", "partial", "failed", "error", "unanswered", "manual", "graded")
+        ] + [sum(1 for c in cards if any(q.id == qid and q.carried_forward for q in c.questions))]
 
 
 def test_mistakes_are_counted_once_where_they_were_made(report, cards):
@@ -85,25 +112,34 @@ def test_mistakes_are_counted_once_where_they_were_made(report, cards):
     # one mistake (no sqrt) is the only hint counted for her; no "unscaled scores" hint on weights.
     carol = next(c for c in cards if c.submission.startswith("carol"))
     assert {q.id for q in carol.questions if q.carried_forward} == {"weights", "output"}
-    row = re.search(r'<tr><td>weights: <span class="grader-title">Attention weights</span></td>(.*?)</tr>', report).group(1)
+    row = re.search(
+        r'<tr><td>weights: <span class="grader-title">Attention weights</span></td>(.*?)</tr>', report
+    ).group(1)
     assert int(re.findall(r'<td class="n">([^<]*)</td>', row)[-1]) >= 1
     assert "The softmax is applied to the unscaled scores" not in report
 
 
 def test_most_frequent_hints_are_the_misconceptions(report):
-    table = report[report.index("<h3>Most frequent mistakes</h3>"):]
-    assert ('<tr><td class="n">1</td><td>scaled</td><td class="grader-hint">The scores are not divided by sqrt(d_k).</td></tr>'
-            in table)
-    assert ('<td>weights</td><td class="grader-hint">The softmax is taken over columns (axis 0) instead of rows: each row of attention '
-            "weights must sum to 1.</td>" in table)
+    table = report[report.index("<h3>Most frequent mistakes</h3>") :]
+    assert (
+        '<tr><td class="n">1</td><td>scaled</td><td class="grader-hint">The scores are not divided by sqrt(d_k).</td></tr>'
+        in table
+    )
+    assert (
+        '<td>weights</td><td class="grader-hint">The softmax is taken over columns (axis 0) instead of rows: each row of attention '
+        "weights must sum to 1.</td>" in table
+    )
 
 
 def test_crashed_timed_out_raising_and_unreadable_submissions_are_listed(report, cards):
-    table = report[report.index("<h3>Submissions that crashed, timed out, raised an error or could not be read</h3>"):]
+    table = report[report.index("<h3>Submissions that crashed, timed out, raised an error or could not be read</h3>") :]
     rows = re.findall(r"<tr><td>(\w+)</td><td>([\w.]+)</td><td>(\w+)</td>", table)
     # frank's notebook raised in a cell (it is still graded): listed, with the cell and the error
-    assert rows == [("frank", "frank_raises.ipynb", "graded"), ("henry", "henry_not_a_notebook.ipynb", "invalid_notebook"),
-                    ("ivan", "ivan_loops.ipynb", "timeout")]
+    assert rows == [
+        ("frank", "frank_raises.ipynb", "graded"),
+        ("henry", "henry_not_a_notebook.ipynb", "invalid_notebook"),
+        ("ivan", "ivan_loops.ipynb", "timeout"),
+    ]
     frank = next(c for c in cards if c.student == "frank")
     raised = [e for e in frank.execution.to_dict()["errors"] if e["status"] == "error"]
     assert raised and all(html.escape(f"cell {e['cell']}: {e['error']}") in table for e in raised)
@@ -114,11 +150,15 @@ def test_crashed_timed_out_raising_and_unreadable_submissions_are_listed(report,
 
 def test_a_mistake_shared_by_several_submissions_gets_a_chart(cards, tmp_path):
     carol = next(c for c in cards if c.student == "carol")
-    page = write_report([carol, dataclasses.replace(carol, student="carla", submission="carla.ipynb"), cards[0]],
-                        tmp_path / "r.html").read_text()
-    mistakes = page[page.index("<h3>Most frequent mistakes</h3>"):page.index("<h3>Submissions that")]
+    page = write_report(
+        [carol, dataclasses.replace(carol, student="carla", submission="carla.ipynb"), cards[0]], tmp_path / "r.html"
+    ).read_text()
+    mistakes = page[page.index("<h3>Most frequent mistakes</h3>") : page.index("<h3>Submissions that")]
     assert len(re.findall(r'src="data:image/png;base64,', mistakes)) == 1
-    assert '<tr><td class="n">2</td><td>scaled</td><td class="grader-hint">The scores are not divided by sqrt(d_k).</td></tr>' in mistakes
+    assert (
+        '<tr><td class="n">2</td><td>scaled</td><td class="grader-hint">The scores are not divided by sqrt(d_k).</td></tr>'
+        in mistakes
+    )
     assert "None: every notebook ran to the end without an error." in page
 
 
@@ -137,9 +177,12 @@ def test_report_from_a_grading_run_equals_the_report_from_its_files(cards, tmp_p
 
 
 def test_report_errors_are_usage_errors(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "report", str(tmp_path)], capture_output=True,
-                          text=True, cwd=tmp_path)
-    assert (proc.returncode, proc.stderr) == (2, "grader: No scorecards found (YAML or JSON files written by grader "
-                                                 "grade).\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "grader.cli", "report", str(tmp_path)], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert (proc.returncode, proc.stderr) == (
+        2,
+        "grader: No scorecards found (YAML or JSON files written by grader grade).\n",
+    )
     with pytest.raises(Exception, match="No scorecards to report on"):
         render([])

@@ -38,13 +38,22 @@ def graded(tmp_path_factory):
     skeleton = root / "assignments" / "rv" / "rv.ipynb"
     subs = root / "subs"
     subs.mkdir()
-    review_course.student(skeleton, subs / "ada.ipynb", explain="Symmetric values around 2.",
-                          weights="A weighted mean.")
-    review_course.student(skeleton, subs / "bob.ipynb", mean="2.0", explain="Because 10/5 = 2.", drop_tags=True,
-                          extra_cell="And a second thought.\n\n$\\bar x = \\frac{10}{5}$", hostile=True)
+    review_course.student(
+        skeleton, subs / "ada.ipynb", explain="Symmetric values around 2.", weights="A weighted mean."
+    )
+    review_course.student(
+        skeleton,
+        subs / "bob.ipynb",
+        mean="2.0",
+        explain="Because 10/5 = 2.",
+        drop_tags=True,
+        extra_cell="And a second thought.\n\n$\\bar x = \\frac{10}{5}$",
+        hostile=True,
+    )
     review_course.student(skeleton, subs / "cy.ipynb", mean="x.sum()")
-    proc = grader("grade", "subs", "--out", "out", "--formats", "yaml,json,md,html,gradescope,gradebook,report",
-                  cwd=root)
+    proc = grader(
+        "grade", "subs", "--out", "out", "--formats", "yaml,json,md,html,gradescope,gradebook,report", cwd=root
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return root
 
@@ -143,7 +152,8 @@ def test_grades_come_in_through_a_spreadsheet_and_reach_every_output(graded, run
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.DictReader(io.StringIO(sheet.read_text())))
     assert [(r["student"], r["question"], r["points"]) for r in rows] == [
-        (s, q, "") for s in ("ada", "bob", "cy") for q in ("explain", "weights")]
+        (s, q, "") for s in ("ada", "bob", "cy") for q in ("explain", "weights")
+    ]
     assert rows[0]["answer"] == "Symmetric values around 2." and rows[0]["max_points"] == "3"
     rows[0].update(points="2.5", comment="Right idea; say why symmetry gives the mean.")
     rows[2].update(points="1", comment="")
@@ -163,8 +173,9 @@ def test_grades_come_in_through_a_spreadsheet_and_reach_every_output(graded, run
     book = {r["student"]: r for r in csv.DictReader(io.StringIO((run / "gradebook.csv").read_text()))}
     assert book["ada"]["explain"] == "2.5" and book["ada"]["score"] == "4.5" and book["ada"]["weights"] == "pending"
     assert book["bob"]["explain"] == "1"
-    test = next(t for t in json.loads((run / "ada.gradescope.json").read_text())["tests"]
-                if t["name"].startswith("explain"))
+    test = next(
+        t for t in json.loads((run / "ada.gradescope.json").read_text())["tests"] if t["name"].startswith("explain")
+    )
     assert test["score"] == 2.5 and test["max_score"] == 3 and test["status"] == "failed"
     assert "by a person: 2 of 3 graded" in (run / "report.html").read_text()
 
@@ -174,14 +185,19 @@ def test_a_rubric_written_in_config_yaml_is_there_when_grading_starts(graded, ru
     from grader.errors import ConfigError
     from grader.review.store import GradeStore
 
-    rubric = ("        manual: true\n        rubric:\n          - text: Names the symmetry\n            points: 2\n"
-              "          - {text: 'Shows the sum, 10 / 5', points: 1}\n          - {text: Off topic, points: -1}\n")
+    rubric = (
+        "        manual: true\n        rubric:\n          - text: Names the symmetry\n            points: 2\n"
+        "          - {text: 'Shows the sum, 10 / 5', points: 1}\n          - {text: Off topic, points: -1}\n"
+    )
     text = (graded / "config.yaml").read_text()
     config = graded / f"{tmp_path.name}.yaml"  # beside the course's own: the same folders, a rubric added
     config.write_text(text.replace("        manual: true\n", rubric, 1))
     explain = next(q for q in load(config).assignment("rv").questions if q.id == "explain")
     assert [(i.text, i.points) for i in explain.rubric] == [
-        ("Names the symmetry", 2.0), ("Shows the sum, 10 / 5", 1.0), ("Off topic", -1.0)]
+        ("Names the symmetry", 2.0),
+        ("Shows the sum, 10 / 5", 1.0),
+        ("Off topic", -1.0),
+    ]
     assert review(graded, run, "--config", str(config), "--export", str(tmp_path / "sheet.csv")).returncode == 0
     store = GradeStore.in_folder(run)
     assert [(i.text, i.points) for i in store.rubric("explain")] == [(i.text, i.points) for i in explain.rubric]
@@ -190,19 +206,37 @@ def test_a_rubric_written_in_config_yaml_is_there_when_grading_starts(graded, ru
     # text is not added again; a new item in config.yaml is.
     first = store.rubric("explain")[0]
     store.update_item(first.id, text="Names the symmetry around 2", points=1.5, grader="Tess")
-    config.write_text(config.read_text().replace("{text: Off topic, points: -1}",
-                                                 "{text: Off topic, points: -1}\n          - {text: Uses n, points: 1}"))
+    config.write_text(
+        config.read_text().replace(
+            "{text: Off topic, points: -1}", "{text: Off topic, points: -1}\n          - {text: Uses n, points: 1}"
+        )
+    )
     assert review(graded, run, "--config", str(config), "--export", str(tmp_path / "sheet.csv")).returncode == 0
     assert [(i.text, i.points) for i in store.rubric("explain")] == [
-        ("Names the symmetry around 2", 1.5), ("Shows the sum, 10 / 5", 1.0), ("Off topic", -1.0), ("Uses n", 1.0)]
+        ("Names the symmetry around 2", 1.5),
+        ("Shows the sum, 10 / 5", 1.0),
+        ("Off topic", -1.0),
+        ("Uses n", 1.0),
+    ]
     # A rubric belongs to a question a person grades, and says each item once.
     for bad, message in (
-            (text.replace("          - value: m\n", "          - value: m\n        rubric: [{text: x, points: 1}]\n"),
-             "only a question graded by a person ('manual: true') has a rubric"),
-            (text.replace("        manual: true\n", "        manual: true\n        rubric: [{text: x, points: 1}, "
-                                                     "{text: x, points: 2}]\n", 1), "repeats the item 'x'"),
-            (text.replace("        manual: true\n", "        manual: true\n        rubric: [{text: x}]\n", 1),
-             "rubric[0].points is required")):
+        (
+            text.replace("          - value: m\n", "          - value: m\n        rubric: [{text: x, points: 1}]\n"),
+            "only a question graded by a person ('manual: true') has a rubric",
+        ),
+        (
+            text.replace(
+                "        manual: true\n",
+                "        manual: true\n        rubric: [{text: x, points: 1}, {text: x, points: 2}]\n",
+                1,
+            ),
+            "repeats the item 'x'",
+        ),
+        (
+            text.replace("        manual: true\n", "        manual: true\n        rubric: [{text: x}]\n", 1),
+            "rubric[0].points is required",
+        ),
+    ):
         config.write_text(bad)
         with pytest.raises(ConfigError, match=re.escape(message)):
             load(config)
@@ -210,21 +244,25 @@ def test_a_rubric_written_in_config_yaml_is_there_when_grading_starts(graded, ru
 
 def test_a_bad_sheet_is_refused_row_by_row_and_nothing_is_applied(graded, run, tmp_path):
     sheet = tmp_path / "bad.csv"
-    sheet.write_text("student,question,points,comment\n"
-                     "ada,explain,3,fine\n"          # good, but not applied: other rows are bad
-                     "zed,explain,1,\n"              # no such student
-                     "ada,mean,1,\n"                 # graded by the autograder
-                     "bob,explain,4,\n"              # over the question's points
-                     "bob,weights,lots,\n"           # not a number
-                     "ada,explain,2,\n")             # twice
+    sheet.write_text(
+        "student,question,points,comment\n"
+        "ada,explain,3,fine\n"  # good, but not applied: other rows are bad
+        "zed,explain,1,\n"  # no such student
+        "ada,mean,1,\n"  # graded by the autograder
+        "bob,explain,4,\n"  # over the question's points
+        "bob,weights,lots,\n"  # not a number
+        "ada,explain,2,\n"
+    )  # twice
     proc = review(graded, run, "--import", str(sheet))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "nothing imported; 5 row(s) refused" in proc.stderr
-    for expected in ("row 3: no submission or student 'zed' in this run",
-                     "row 4: question 'mean' is graded by the autograder, not by a person",
-                     "row 5: 4 points is outside 0 to 3 for question 'explain'",
-                     "row 6: points 'lots' is not a number",
-                     "row 7: 'ada', question 'explain' is graded already in row 2"):
+    for expected in (
+        "row 3: no submission or student 'zed' in this run",
+        "row 4: question 'mean' is graded by the autograder, not by a person",
+        "row 5: 4 points is outside 0 to 3 for question 'explain'",
+        "row 6: points 'lots' is not a number",
+        "row 7: 'ada', question 'explain' is graded already in row 2",
+    ):
         assert expected in proc.stderr
     assert question(card(run, "ada"), "explain")["status"] == "manual"
     from grader.review.store import GradeStore
@@ -274,15 +312,22 @@ def test_grading_again_keeps_grades_of_unchanged_answers_and_flags_changed_ones(
     for name in ("ada", "bob"):
         store.set_many([(name, "explain", 2.0, "ok", _digest(store, name))], grader="Tess")
     # Points typed into a scorecard by hand, for a question still waiting, are kept as a grade.
-    edited = (run / "cy.yaml").read_text().replace("score: 0\n  max_score: 2\n  status: manual",
-                                                    "score: 1.5\n  max_score: 2\n  status: manual")
+    edited = (
+        (run / "cy.yaml")
+        .read_text()
+        .replace("score: 0\n  max_score: 2\n  status: manual", "score: 1.5\n  max_score: 2\n  status: manual")
+    )
     (run / "cy.yaml").write_text(edited)
     subs = tmp_path / "subs"
     subs.mkdir()
     shutil.copy(graded / "subs/ada.ipynb", subs)
     shutil.copy(graded / "subs/cy.ipynb", subs)
-    review_course.student(graded / "assignments/rv/rv.ipynb", subs / "bob.ipynb", mean="2.0",
-                          explain="Because the sum is 10 and there are 5 values.")
+    review_course.student(
+        graded / "assignments/rv/rv.ipynb",
+        subs / "bob.ipynb",
+        mean="2.0",
+        explain="Because the sum is 10 and there are 5 values.",
+    )
     proc = grader("grade", str(subs), "--out", str(run), "--formats", "yaml,gradebook", cwd=graded)
     assert proc.returncode == 0, proc.stderr
     assert question(card(run, "ada"), "explain")["status"] == "graded"
@@ -313,12 +358,20 @@ def client(graded, run):
 
 def test_every_request_without_the_token_is_refused(client):
     http, _ = client
-    for path in ("/", "/grade/explain/0", "/answer/explain/1", "/reference/explain", "/api/state/explain/0",
-                 "/static/review.js"):
+    for path in (
+        "/",
+        "/grade/explain/0",
+        "/answer/explain/1",
+        "/reference/explain",
+        "/api/state/explain/0",
+        "/static/review.js",
+    ):
         assert http.get(path).status_code == 403, path
         assert http.get(path + "?token=wrong").status_code == 403, path
     assert http.post("/api/grade/explain/0", json={"adjustment": 1}).status_code == 403
-    assert http.post("/api/grade/explain/0", json={"adjustment": 1}, headers={"X-Review-Token": "nope"}).status_code == 403
+    assert (
+        http.post("/api/grade/explain/0", json={"adjustment": 1}, headers={"X-Review-Token": "nope"}).status_code == 403
+    )
     page = http.get("/?token=s3cret-token")
     assert page.status_code == 200 and "0 of 3 graded" in page.text
     assert "script-src 'self'" in page.headers["Content-Security-Policy"]
@@ -353,8 +406,11 @@ def test_grading_through_the_page_interface(client):
     merge.rewrite(store, review.course, review.assignment, store.path.parent, ("yaml", "md", "html", "gradebook"))
     explain = question(card(store.path.parent, "ada"), "explain")
     assert explain["score"] == 1 and explain["graded_by"]["rubric"] == [{"text": "Mentions symmetry", "points": 1.5}]
-    assert explain["feedback"][1:] == ["Mentions symmetry (+1.5)", "Points adjusted by the grader (-0.5)",
-                                       "Comment: Close."]
+    assert explain["feedback"][1:] == [
+        "Mentions symmetry (+1.5)",
+        "Points adjusted by the grader (-0.5)",
+        "Comment: Close.",
+    ]
     page = (store.path.parent / "ada.html").read_text()
     assert "Mentions symmetry (+1.5)" in page and 'class="grader-box grader-graded"' in page
 
@@ -366,9 +422,12 @@ def test_hostile_answers_are_inert_in_the_page(client):
     # Its markdown has math: the policy allows the bundled KaTeX's one script (by its hash), nothing else.
     csp = resp.headers["Content-Security-Policy"]
     [script] = re.findall(r"<script>(.*?)</script>", resp.text, flags=re.S)
-    assert csp.startswith(f"default-src 'none'; script-src {pages.script_source(script)};") and "renderMathInElement" in script
+    assert (
+        csp.startswith(f"default-src 'none'; script-src {pages.script_source(script)};")
+        and "renderMathInElement" in script
+    )
     assert f'content="{csp}"' in resp.text  # the same policy in the page itself
-    student = resp.text[:resp.text.index("<script>")]  # the answer as rendered, before the one script
+    student = resp.text[: resp.text.index("<script>")]  # the answer as rendered, before the one script
     assert "<script" not in student and "onerror" not in student and "onmouseover" not in student
     assert 'href="javascript:' not in resp.text
     page = http.get("/grade/explain/1?token=s3cret-token").text
@@ -388,11 +447,13 @@ def test_anonymous_grading_hides_names(graded, run):
     assert "Submission 2 of 3: <b>Submission 2</b>" in page and "bob" not in page
 
 
-ROSTER = ("name,email,github,lms_id,sis_user_id,sis_login_id,section,submission\n"
-          "Ada Lovelace,ada@uni.edu,ada-l,101,S-1,alove,Tue,ada\n"
-          "Bob Moses,bob@uni.edu,bob,102,S-2,bmoses,Wed,\n"
-          "=Cy Young,cy@uni.edu,cy,103,S-3,cyoung,Wed,\n"
-          "Dee Absent,dee@uni.edu,dee,104,S-4,dabsent,Tue,\n")
+ROSTER = (
+    "name,email,github,lms_id,sis_user_id,sis_login_id,section,submission\n"
+    "Ada Lovelace,ada@uni.edu,ada-l,101,S-1,alove,Tue,ada\n"
+    "Bob Moses,bob@uni.edu,bob,102,S-2,bmoses,Wed,\n"
+    "=Cy Young,cy@uni.edu,cy,103,S-3,cyoung,Wed,\n"
+    "Dee Absent,dee@uni.edu,dee,104,S-4,dabsent,Tue,\n"
+)
 
 
 def test_canvas_and_moodle_gradebooks_follow_their_import_formats(graded, run, tmp_path):
@@ -405,8 +466,10 @@ def test_canvas_and_moodle_gradebooks_follow_their_import_formats(graded, run, t
     roster.write_text(ROSTER)
     store = GradeStore.in_folder(run)
     store.set_meta("roster", str(roster))
-    store.set_many([("ada", q, 1.0, "Short but right.", _digest_of(store, "ada", q)) for q in ("explain", "weights")],
-                   grader="Tess")
+    store.set_many(
+        [("ada", q, 1.0, "Short but right.", _digest_of(store, "ada", q)) for q in ("explain", "weights")],
+        grader="Tess",
+    )
     course = config.load(graded / "config.yaml")
     merge.rewrite(store, course, course.assignment("rv"), run, ("canvas", "moodle"))
     rows = list(csv.reader(io.StringIO((run / "canvas.csv").read_text())))
@@ -423,7 +486,10 @@ def test_canvas_and_moodle_gradebooks_follow_their_import_formats(graded, run, t
     ada = next(r for r in moodle if r["Email address"] == "ada@uni.edu")
     assert ada["Reading a mean"] == "4"
     assert ada["Reading a mean feedback"].splitlines() == [
-        "mean: 2/2", "explain: 1/3 (Short but right.)", "weights: 1/2 (Short but right.)"]
+        "mean: 2/2",
+        "explain: 1/3 (Short but right.)",
+        "weights: 1/2 (Short but right.)",
+    ]
     bob = next(r for r in moodle if r["Email address"] == "bob@uni.edu")
     assert bob["Reading a mean"] == "" and "explain: waiting for a person (3 points)" in bob["Reading a mean feedback"]
 
@@ -442,8 +508,9 @@ def _digest_of(store, name: str, qid: str) -> str:
 # --------------------------------------------------------------------------------------------
 # In a real browser: Debian's Chromium driven through chromedriver (Selenium), one session.
 
-CHROMIUM = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
-                 if Path(p).exists()), None)
+CHROMIUM = next(
+    (p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome") if Path(p).exists()), None
+)
 CHROMEDRIVER = shutil.which("chromedriver")
 
 
@@ -553,6 +620,9 @@ def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded,
         writer.stop()
     book = {r["student"]: r for r in csv.DictReader(io.StringIO((run / "gradebook.csv").read_text()))}
     assert [(book[s]["explain"], book[s]["weights"], book[s]["score"]) for s in ("ada", "bob", "cy")] == [
-        ("2", "2", "6"), ("1", "0", "3"), ("0", "0", "0")]
+        ("2", "2", "6"),
+        ("1", "0", "3"),
+        ("0", "0", "0"),
+    ]
     bob = question(card(run, "bob"), "explain")
     assert bob["graded_by"]["comment"] == "Say why symmetry gives the mean." and bob["graded_by"]["grader"] == "Tess"

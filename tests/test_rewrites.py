@@ -34,7 +34,9 @@ def scratch_cells(nb):
     for i, cell in enumerate(nb.cells):
         cells.append(cell)
         if cell.cell_type == "code" and SKIP_TAG not in cell.get("metadata", {}).get("tags", []):
-            cells.append(nbformat.v4.new_code_cell(f"# scratch\n_scratch_{i} = {i} * 2\nprint('checking', _scratch_{i})"))
+            cells.append(
+                nbformat.v4.new_code_cell(f"# scratch\n_scratch_{i} = {i} * 2\nprint('checking', _scratch_{i})")
+            )
             cells.append(nbformat.v4.new_markdown_cell("My notes: this looks right."))
     nb.cells = cells
     return nb
@@ -56,9 +58,18 @@ def split_every_statement_line(nb):
     cells = []
     for cell in nb.cells:
         lines = cell.source.splitlines()
-        simple = cell.cell_type == "code" and len(lines) > 1 and all(
-            line and not line[0].isspace() and not line.rstrip().endswith((":", "(", "[", "{", ",", "\\"))
-            and line.count("(") == line.count(")") and line.count("[") == line.count("]") for line in lines)
+        simple = (
+            cell.cell_type == "code"
+            and len(lines) > 1
+            and all(
+                line
+                and not line[0].isspace()
+                and not line.rstrip().endswith((":", "(", "[", "{", ",", "\\"))
+                and line.count("(") == line.count(")")
+                and line.count("[") == line.count("]")
+                for line in lines
+            )
+        )
         if simple and SKIP_TAG not in cell.get("metadata", {}).get("tags", []):
             cells.extend(nbformat.v4.new_code_cell(line) for line in lines)
         else:
@@ -67,8 +78,12 @@ def split_every_statement_line(nb):
     return nb
 
 
-REWRITES = {"one-cell": one_cell, "scratch-cells": scratch_cells, "colab-metadata": colab_metadata,
-            "split-cells": split_every_statement_line}
+REWRITES = {
+    "one-cell": one_cell,
+    "scratch-cells": scratch_cells,
+    "colab-metadata": colab_metadata,
+    "split-cells": split_every_statement_line,
+}
 
 
 @pytest.mark.parametrize("rewrite", list(REWRITES))

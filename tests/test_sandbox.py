@@ -45,8 +45,11 @@ HOSTILE = 1 + len(nbformat.read(str(ROOT / "assignments/attention_numpy/attentio
 ALL_QUESTIONS = ("qkv", "scores", "scaled", "softmax", "weights", "output")
 
 needs = {
-    name: pytest.mark.skipif(name not in ACTIVE, reason=f"this platform gives no {sandbox.FEATURES[name]!r} "
-                                                        f"({'; '.join(FEATURES.missing()) or 'see sandbox.features()'})")
+    name: pytest.mark.skipif(
+        name not in ACTIVE,
+        reason=f"this platform gives no {sandbox.FEATURES[name]!r} "
+        f"({'; '.join(FEATURES.missing()) or 'see sandbox.features()'})",
+    )
     for name in sandbox.FEATURES
 }
 
@@ -58,28 +61,32 @@ elif "landlock_net" in ACTIVE:
     NET_REFUSED = "PermissionError: [Errno 13] Permission denied"
 else:
     NET_REFUSED = "ConnectionRefusedError: [Errno 111] Connection refused"
-private_files = pytest.mark.skipif(not FEATURES.private_files, reason="this platform has neither a mount namespace "
-                                   f"nor Landlock ({'; '.join(FEATURES.missing())})")
+private_files = pytest.mark.skipif(
+    not FEATURES.private_files,
+    reason=f"this platform has neither a mount namespace nor Landlock ({'; '.join(FEATURES.missing())})",
+)
 reaches_no_network = pytest.mark.skipif(
     not ({"network", "landlock_net", "no_sockets"} & ACTIVE),
-    reason=f"this platform has no network namespace, seccomp or Landlock ({'; '.join(FEATURES.missing())})")
+    reason=f"this platform has no network namespace, seccomp or Landlock ({'; '.join(FEATURES.missing())})",
+)
 
 # For hostile cells: what an attempt gave, in a word (or the system's message for a plain OSError).
-TRY = '''
+TRY = """
 def attempt(f):
     try:
         f()
         return "done"
     except Exception as e:
         return e.strerror if type(e) is OSError else type(e).__name__
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def small(course):
     a = course.assignment("attention_numpy")
-    limits = dataclasses.replace(a.limits, cell_timeout=10.0, notebook_timeout=60.0, processes=32, memory_mb=2048,
-                                 capture_mb=4, output_kb=256)
+    limits = dataclasses.replace(
+        a.limits, cell_timeout=10.0, notebook_timeout=60.0, processes=32, memory_mb=2048, capture_mb=4, output_kb=256
+    )
     return dataclasses.replace(a, limits=limits, variants=dataclasses.replace(a.variants, count=0))
 
 
@@ -104,7 +111,7 @@ def probe(card) -> dict:
     execution = card if isinstance(card, dict) else card.execution.to_dict()
     for e in execution["errors"]:
         if e["error"].startswith("RuntimeError: probe "):
-            return json.loads(e["error"][len("RuntimeError: probe "):])
+            return json.loads(e["error"][len("RuntimeError: probe ") :])
     raise AssertionError(f"the hostile cell reported nothing: {execution['errors']}")
 
 
@@ -148,8 +155,13 @@ def test_scorecard_names_the_protections_the_run_had(hand_in):
 
 def test_report_header_shows_the_sandbox(pytester):
     result = pytester.runpytest_subprocess(
-        "--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir", str(pytester.path / "cards"),
-        "--submission", str(ROOT / "assignments/attention_numpy/attention_numpy.ipynb"), "--collect-only",
+        "--grader-config",
+        str(ROOT / "config.yaml"),
+        "--scorecard-dir",
+        str(pytester.path / "cards"),
+        "--submission",
+        str(ROOT / "assignments/attention_numpy/attention_numpy.ipynb"),
+        "--collect-only",
     )
     result.stdout.fnmatch_lines([f"grader sandbox: {FEATURES.describe()}"])
     for line in FEATURES.missing():
@@ -161,9 +173,11 @@ def test_as_root_student_code_gets_a_user_and_a_process_limit_of_its_own(hand_in
         pytest.skip("the grader is not root here: student code runs as the grader's own user")
     if not FEATURES.drop_user:
         pytest.skip("Python is not readable by another user and there is no mount namespace to show it")
-    card = hand_in("import os, json, resource\nraise RuntimeError('probe ' + json.dumps("
-                   "{'ids': os.getresuid() + os.getresgid(), 'groups': os.getgroups(), "
-                   "'nproc': resource.getrlimit(resource.RLIMIT_NPROC)}))")
+    card = hand_in(
+        "import os, json, resource\nraise RuntimeError('probe ' + json.dumps("
+        "{'ids': os.getresuid() + os.getresgid(), 'groups': os.getgroups(), "
+        "'nproc': resource.getrlimit(resource.RLIMIT_NPROC)}))"
+    )
     found = probe(card)
     uid = found["ids"][0]
     assert uid >= sandbox.UID_BASE and found["ids"] == [uid] * 6
@@ -222,8 +236,12 @@ def test_file_size_disk_and_open_files_are_limited(hand_in, small):
     if "filesystem" in ACTIVE:  # the working directory is a tmpfs of disk_mb
         assert disk["error"].startswith("OSError: [Errno 28] No space left on device"), disk
     elif "disk" in ACTIVE:  # the grader watches the working directory, the only place it can write
-        assert disk == {"cell": HOSTILE + 1, "status": "crashed", "error": f"ProcessExit: cell {HOSTILE + 1} wrote "
-                        f"more than the {limits.disk_mb} MB the run may keep on disk and was stopped"}
+        assert disk == {
+            "cell": HOSTILE + 1,
+            "status": "crashed",
+            "error": f"ProcessExit: cell {HOSTILE + 1} wrote "
+            f"more than the {limits.disk_mb} MB the run may keep on disk and was stopped",
+        }
     else:
         assert any(n.startswith("disk: ") for n in card.execution.to_dict()["sandbox_not_enforced"])
     assert_all_questions_passed(card)
@@ -232,13 +250,20 @@ def test_file_size_disk_and_open_files_are_limited(hand_in, small):
 def test_a_fresh_process_per_notebook_gets_the_same_sandbox(course, small, tmp_path):
     """The subprocess executor (``python -m grader.run.worker``) enters the sandbox the same way."""
     grader = Grader(course, executor=SubprocessExecutor())
-    path = write(fill(small.skeleton, NUMPY_CORRECT, append=[
-        TRY + "import os, json, socket\n"
-        f"found = {{'solutions': attempt(lambda: os.listdir({str(ROOT / 'solutions')!r})),\n"
-        "         'uid': os.getuid(), 'pid': os.getpid(),\n"
-        "         'net': attempt(lambda: socket.create_connection(('127.0.0.1', 9), timeout=1))}\n"
-        "raise RuntimeError('probe ' + json.dumps(found))"
-    ]), tmp_path / "fresh.ipynb")
+    path = write(
+        fill(
+            small.skeleton,
+            NUMPY_CORRECT,
+            append=[
+                TRY + "import os, json, socket\n"
+                f"found = {{'solutions': attempt(lambda: os.listdir({str(ROOT / 'solutions')!r})),\n"
+                "         'uid': os.getuid(), 'pid': os.getpid(),\n"
+                "         'net': attempt(lambda: socket.create_connection(('127.0.0.1', 9), timeout=1))}\n"
+                "raise RuntimeError('probe ' + json.dumps(found))"
+            ],
+        ),
+        tmp_path / "fresh.ipynb",
+    )
     card = grader.grade(small, path)
     assert card.execution.to_dict()["executor"] == "subprocess"
     assert card.execution.to_dict()["sandbox"] == list(FEATURES.active())
@@ -282,13 +307,24 @@ def test_process_floods_are_stopped_and_nothing_is_left_running(hand_in, kind):
         assert soon(lambda: host.processes_of(found["uid"]) == []), host.processes_of(found["uid"])
 
 
-@pytest.mark.parametrize("code, status, error", [
-    ("import sys\nsys.exit(3)", "graded", "SystemExit: 3"),
-    ("import os\nos._exit(0)", "crashed", "ProcessExit: cell {n} ended the Python process"),
-    ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)", "graded", "PermissionError: [Errno 1] Operation not permitted"),
-    ("import os, signal\nos.killpg(os.getpgid(0), signal.SIGKILL)", "crashed",
-     "ProcessExit: cell {n} ended the Python process"),
-], ids=["sys.exit", "os._exit", "kill parent", "kill own group"])
+@pytest.mark.parametrize(
+    "code, status, error",
+    [
+        ("import sys\nsys.exit(3)", "graded", "SystemExit: 3"),
+        ("import os\nos._exit(0)", "crashed", "ProcessExit: cell {n} ended the Python process"),
+        (
+            "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)",
+            "graded",
+            "PermissionError: [Errno 1] Operation not permitted",
+        ),
+        (
+            "import os, signal\nos.killpg(os.getpgid(0), signal.SIGKILL)",
+            "crashed",
+            "ProcessExit: cell {n} ended the Python process",
+        ),
+    ],
+    ids=["sys.exit", "os._exit", "kill parent", "kill own group"],
+)
 def test_exits_and_kills_end_at_most_the_notebook(hand_in, code, status, error):
     card = hand_in(code)
     if "getppid" in code and "user" not in ACTIVE:
@@ -307,8 +343,7 @@ def test_exits_and_kills_end_at_most_the_notebook(hand_in, code, status, error):
 
 def test_100_mb_of_output_is_truncated_with_a_note(hand_in):
     card = hand_in(
-        "import sys\nline = 'x' * (2**20 - 1)\n"
-        "for _ in range(50):\n    print(line)\n    print(line, file=sys.stderr)"
+        "import sys\nline = 'x' * (2**20 - 1)\nfor _ in range(50):\n    print(line)\n    print(line, file=sys.stderr)"
     )
     assert card.status == "graded"
     assert card.execution.to_dict()["output_truncated_in_cells"] == [HOSTILE]
@@ -344,8 +379,7 @@ def test_patched_libraries_and_lying_objects_earn_nothing(hand_in):
 
 
 @private_files
-def test_course_files_other_submissions_and_scorecards_are_out_of_reach(hand_in, tmp_path, small, course,
-                                                                          grader):
+def test_course_files_other_submissions_and_scorecards_are_out_of_reach(hand_in, tmp_path, small, course, grader):
     grader.references.get(small)
     cache = sorted(str(p) for p in Path(course.cache_dir).rglob("*.json"))
     assert cache, "the reference cache should hold something to steal"
@@ -353,8 +387,12 @@ def test_course_files_other_submissions_and_scorecards_are_out_of_reach(hand_in,
     cards = tmp_path / "cards"
     cards.mkdir()
     targets = {
-        "solution": str(small.solution), "solutions": str(ROOT / "solutions"), "config": str(ROOT / "config.yaml"),
-        "cache": cache[0], "classmate": str(other), "relative": "../solutions",
+        "solution": str(small.solution),
+        "solutions": str(ROOT / "solutions"),
+        "config": str(ROOT / "config.yaml"),
+        "cache": cache[0],
+        "classmate": str(other),
+        "relative": "../solutions",
     }
     card = hand_in(
         TRY + "import json, os\n"
@@ -413,8 +451,10 @@ def theft(skeleton: Path, *append: str) -> nbformat.NotebookNode:
 
 
 def test_a_notebook_that_runs_the_solution_it_finds_scores_nothing(grader, small, tmp_path):
-    path = write(theft(small.skeleton, "raise RuntimeError('probe ' + json.dumps({'found': found, 'refused': refused}))"),
-                 tmp_path / "theft.ipynb")
+    path = write(
+        theft(small.skeleton, "raise RuntimeError('probe ' + json.dumps({'found': found, 'refused': refused}))"),
+        tmp_path / "theft.ipynb",
+    )
     card = grader.grade(small, path)
     found = probe(card)
     assert card.status == "graded"
@@ -481,16 +521,23 @@ def test_secret_in_the_graders_environment_is_absent(tmp_path, course):
     """A grader started with a secret in its environment, as CI starts it."""
     secret = secrets.token_hex(16)
     a = course.assignment("attention_numpy")
-    path = write(fill(a.skeleton, NUMPY_CORRECT, append=[
-        "import os, json\n"
-        f"seen = [k for k, v in os.environ.items() if {secret!r} in v]\n"
-        "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
-        "    try:\n"
-        f"        if {secret!r}.encode() in open(f'/proc/{{pid}}/environ', 'rb').read():\n"
-        "            seen.append('/proc/' + pid + '/environ')\n"
-        "    except OSError:\n        pass\n"
-        "raise RuntimeError('probe ' + json.dumps({'seen': seen, 'env': sorted(os.environ)}))"
-    ]), tmp_path / "env.ipynb")
+    path = write(
+        fill(
+            a.skeleton,
+            NUMPY_CORRECT,
+            append=[
+                "import os, json\n"
+                f"seen = [k for k, v in os.environ.items() if {secret!r} in v]\n"
+                "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+                "    try:\n"
+                f"        if {secret!r}.encode() in open(f'/proc/{{pid}}/environ', 'rb').read():\n"
+                "            seen.append('/proc/' + pid + '/environ')\n"
+                "    except OSError:\n        pass\n"
+                "raise RuntimeError('probe ' + json.dumps({'seen': seen, 'env': sorted(os.environ)}))"
+            ],
+        ),
+        tmp_path / "env.ipynb",
+    )
     script = (
         "import dataclasses, json, sys\nfrom pathlib import Path\nfrom grader.course import config\n"
         "from grader.judge.grading import Grader\n"
@@ -512,12 +559,16 @@ def test_secret_in_the_graders_environment_is_absent(tmp_path, course):
         assert not [s for s in found["seen"] if not s.startswith("/proc/")]
 
 
-@pytest.mark.parametrize("value, message", [
-    ("np.zeros((1024, 1024))", "is an array of 8.4 MB, more than the grader will carry"),
-    ("np.array([object(), 1.0], dtype=object)", "holds Python objects (dtype object), not numbers"),
-    ("(row for row in attention_weights @ V)", "is a builtins.generator, which cannot be compared as data"),
-    ("[]\noutput.append(output)", "is nested more than 24 levels deep"),
-], ids=["huge", "object dtype", "generator", "recursive"])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("np.zeros((1024, 1024))", "is an array of 8.4 MB, more than the grader will carry"),
+        ("np.array([object(), 1.0], dtype=object)", "holds Python objects (dtype object), not numbers"),
+        ("(row for row in attention_weights @ V)", "is a builtins.generator, which cannot be compared as data"),
+        ("[]\noutput.append(output)", "is nested more than 24 levels deep"),
+    ],
+    ids=["huge", "object dtype", "generator", "recursive"],
+)
 def test_values_that_cannot_be_captured_fail_their_check_with_a_reason(hand_in, value, message):
     card = hand_in(answers={**NUMPY_CORRECT, "output": value})
     q = question(card, "output")
@@ -526,11 +577,21 @@ def test_values_that_cannot_be_captured_fail_their_check_with_a_reason(hand_in, 
     assert card.score == card.max_score - 2
 
 
-@pytest.mark.parametrize("content, reason", [
-    (b"print('this is a script, not a notebook')\n", "The file is not JSON, so not a notebook (line 1: Expecting value)."),
-    (None, "The notebook is 52.4 MB, larger than the 20 MB limit; clear large outputs or embedded images and "
-           "submit again."),
-], ids=["not a notebook", "50 MB"])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (
+            b"print('this is a script, not a notebook')\n",
+            "The file is not JSON, so not a notebook (line 1: Expecting value).",
+        ),
+        (
+            None,
+            "The notebook is 52.4 MB, larger than the 20 MB limit; clear large outputs or embedded images and "
+            "submit again.",
+        ),
+    ],
+    ids=["not a notebook", "50 MB"],
+)
 def test_unreadable_submissions_are_invalid_with_the_reason(grader, small, tmp_path, content, reason):
     path = tmp_path / "odd.ipynb"
     if content is None:
@@ -563,17 +624,28 @@ FIND_CHANNEL = (
 )
 
 
-@pytest.mark.parametrize("body, why", [
-    ("struct.pack('>I', 2**31 - 1)", "the student process sent a message of 2,147,483,647 bytes, over the limit"),
-    ("struct.pack('>I', 7) + b'{oops!}'", "the student process sent a message that is not valid JSON"),
-    ("(lambda b: struct.pack('>I', len(b)) + b)(json.dumps({'ev': 'capture', 'id': 'output/0', "
-     "'value': {'t': 'array', 'dtype': 'float64', 'shape': [3, 2], 'b64': 'AAAA'}}).encode())",
-     "a captured array's data does not match its shape"),
-    ("(lambda b: struct.pack('>I', len(b)) + b)(json.dumps({'ev': 'capture', 'id': 'stolen'}).encode())",
-     "the student process sent a value nobody asked for"),
-    ("(lambda b: struct.pack('>I', len(b)) + b)(b'{\"ev\":\"capture\",\"id\":\"output/0\",\"value\":[' + b'{},' * 1_000_000"
-     " + b'{}]}')", "the student process sent a message of 1,000,003 items, over the limit of 300,000"),
-], ids=["oversized", "not json", "forged value", "unknown capture", "millions of items"])
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        ("struct.pack('>I', 2**31 - 1)", "the student process sent a message of 2,147,483,647 bytes, over the limit"),
+        ("struct.pack('>I', 7) + b'{oops!}'", "the student process sent a message that is not valid JSON"),
+        (
+            "(lambda b: struct.pack('>I', len(b)) + b)(json.dumps({'ev': 'capture', 'id': 'output/0', "
+            "'value': {'t': 'array', 'dtype': 'float64', 'shape': [3, 2], 'b64': 'AAAA'}}).encode())",
+            "a captured array's data does not match its shape",
+        ),
+        (
+            "(lambda b: struct.pack('>I', len(b)) + b)(json.dumps({'ev': 'capture', 'id': 'stolen'}).encode())",
+            "the student process sent a value nobody asked for",
+        ),
+        (
+            '(lambda b: struct.pack(\'>I\', len(b)) + b)(b\'{"ev":"capture","id":"output/0","value":[\' + b\'{},\' * 1_000_000'
+            " + b'{}]}')",
+            "the student process sent a message of 1,000,003 items, over the limit of 300,000",
+        ),
+    ],
+    ids=["oversized", "not json", "forged value", "unknown capture", "millions of items"],
+)
 def test_forged_channel_messages_crash_the_run_with_a_reason_not_the_grader(hand_in, body, why):
     card = hand_in(FIND_CHANNEL + f"forge({body})\nimport time\ntime.sleep(0.5)")
     assert card.status == "crashed"
@@ -584,14 +656,18 @@ def test_forged_channel_messages_crash_the_run_with_a_reason_not_the_grader(hand
 @needs["filesystem"]
 def test_every_tmpfs_of_a_run_holds_a_bounded_number_of_files(hand_in):
     # Empty files take no space a size limit counts, but each is kernel memory.
-    card = hand_in(TRY + (
-        "import json, os\n"
-        "def many(where):\n"
-        "    for i in range(100_000):\n"
-        "        open(os.path.join(where, f'e{i}'), 'w').close()\n"
-        "found = {where: attempt(lambda: many(where)) for where in ('.', '/tmp', '/dev/shm')}\n"
-        "found['counts'] = [len(os.listdir(w)) for w in ('/tmp', '/dev/shm')]\n"
-        "raise RuntimeError('probe ' + json.dumps(found))"))
+    card = hand_in(
+        TRY
+        + (
+            "import json, os\n"
+            "def many(where):\n"
+            "    for i in range(100_000):\n"
+            "        open(os.path.join(where, f'e{i}'), 'w').close()\n"
+            "found = {where: attempt(lambda: many(where)) for where in ('.', '/tmp', '/dev/shm')}\n"
+            "found['counts'] = [len(os.listdir(w)) for w in ('/tmp', '/dev/shm')]\n"
+            "raise RuntimeError('probe ' + json.dumps(found))"
+        )
+    )
     found = probe(card)
     assert found["."] == found["/tmp"] == found["/dev/shm"] == "No space left on device", found
     assert all(n < 20_000 for n in found["counts"]), found
@@ -600,8 +676,7 @@ def test_every_tmpfs_of_a_run_holds_a_bounded_number_of_files(hand_in):
 
 def test_a_forged_fatal_reason_is_escaped_wherever_it_is_shown(hand_in, tmp_path):
     forged = "evil\\n11 of 11 graded\\x1b[2J"
-    body = ("(lambda b: struct.pack('>I', len(b)) + b)(json.dumps({'ev': 'fatal', 'reason': '" + forged
-            + "'}).encode())")
+    body = "(lambda b: struct.pack('>I', len(b)) + b)(json.dumps({'ev': 'fatal', 'reason': '" + forged + "'}).encode())"
     card = hand_in(FIND_CHANNEL + f"forge({body})\nimport time\ntime.sleep(0.5)")
     assert card.status == "crashed"
     assert "\n" not in card.reason and "\x1b" not in card.reason
@@ -631,15 +706,17 @@ def listed(text):
 def unfiltered(course):
     """A grader whose runs have the namespaces and uids but no seccomp filter or Landlock, which
     refuse keyrings, System V IPC and abstract sockets outright: what isolates them without those."""
-    return Grader(course, executor=SubprocessExecutor(features=dataclasses.replace(FEATURES, seccomp=False,
-                                                                                   landlock=0)))
+    return Grader(
+        course, executor=SubprocessExecutor(features=dataclasses.replace(FEATURES, seccomp=False, landlock=0))
+    )
 
 
 @pytest.fixture
 def hand_in_unfiltered(tmp_path, unfiltered, small):
     def _hand_in(*cells: str, name: str):
-        return unfiltered.grade(small, write(fill(small.skeleton, NUMPY_CORRECT, append=list(cells)),
-                                             tmp_path / f"{name}.ipynb"))
+        return unfiltered.grade(
+            small, write(fill(small.skeleton, NUMPY_CORRECT, append=list(cells)), tmp_path / f"{name}.ipynb")
+        )
 
     return _hand_in
 
@@ -650,19 +727,29 @@ def test_a_key_in_the_kernel_keyring_reaches_no_later_run(hand_in_unfiltered):
     # session keyrings; a later submission looks for them in /proc/keys and by serial.
     hand_in = hand_in_unfiltered
     token = secrets.token_hex(8)
-    store = hand_in(KEYS + (
-        "found = {}\n"
-        "for where, spec in (('user', -4), ('user_session', -5), ('session', -3)):\n"
-        f"    serial = libc.syscall(ADD_KEY, b'user', b'answers-{token}-' + where.encode(), b'Q = {token}', 20, spec)\n"
-        "    keyctl(5, serial, 0x3f3f3f3f)  # KEYCTL_SETPERM: everything, for everyone\n"
-        "    found[where] = [serial, read_key(serial)]\n"
-        "raise RuntimeError('probe ' + json.dumps(found))"), name="stores")
+    store = hand_in(
+        KEYS
+        + (
+            "found = {}\n"
+            "for where, spec in (('user', -4), ('user_session', -5), ('session', -3)):\n"
+            f"    serial = libc.syscall(ADD_KEY, b'user', b'answers-{token}-' + where.encode(), b'Q = {token}', 20, spec)\n"
+            "    keyctl(5, serial, 0x3f3f3f3f)  # KEYCTL_SETPERM: everything, for everyone\n"
+            "    found[where] = [serial, read_key(serial)]\n"
+            "raise RuntimeError('probe ' + json.dumps(found))"
+        ),
+        name="stores",
+    )
     stored = probe(store)
     serials = [serial for serial, value in stored.values() if value == f"Q = {token}"]
     assert serials, stored  # the run could use a keyring of its own: so the test means something
-    later = hand_in(KEYS + (
-        f"found = {{'listed': listed('answers-{token}'), 'read': [read_key(s) for s in {serials!r}]}}\n"
-        "raise RuntimeError('probe ' + json.dumps(found))"), name="reads")
+    later = hand_in(
+        KEYS
+        + (
+            f"found = {{'listed': listed('answers-{token}'), 'read': [read_key(s) for s in {serials!r}]}}\n"
+            "raise RuntimeError('probe ' + json.dumps(found))"
+        ),
+        name="reads",
+    )
     assert probe(later) == {"listed": False, "read": [None] * len(serials)}
     with open("/proc/keys") as f:
         assert f"answers-{token}" not in f.read()  # nor is it left on the host after the batch
@@ -675,29 +762,39 @@ def test_shared_memory_queues_and_abstract_sockets_reach_no_later_submission(han
     hand_in = hand_in_unfiltered
     token = secrets.token_hex(6)
     key = int(token[:6], 16)
-    leave = hand_in(TRY + (
-        "import ctypes, json, os, socket\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        f"shm = libc.shmget({key}, 4096, 0o1666)  # IPC_CREAT, readable by everyone\n"
-        f"open('/dev/shm/answers-{token}', 'w').write('Q')\n"
-        "if os.fork() == 0:\n"
-        "    os.setsid()\n"
-        "    s = socket.socket(socket.AF_UNIX)\n"
-        f"    s.bind('\\0answers-{token}')\n"
-        "    s.listen()\n"
-        "    while True:\n"
-        "        c, _ = s.accept(); c.send(b'Q')\n"
-        "raise RuntimeError('probe ' + json.dumps({'shm': shm}))"), name="leaves")
+    leave = hand_in(
+        TRY
+        + (
+            "import ctypes, json, os, socket\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            f"shm = libc.shmget({key}, 4096, 0o1666)  # IPC_CREAT, readable by everyone\n"
+            f"open('/dev/shm/answers-{token}', 'w').write('Q')\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    s = socket.socket(socket.AF_UNIX)\n"
+            f"    s.bind('\\0answers-{token}')\n"
+            "    s.listen()\n"
+            "    while True:\n"
+            "        c, _ = s.accept(); c.send(b'Q')\n"
+            "raise RuntimeError('probe ' + json.dumps({'shm': shm}))"
+        ),
+        name="leaves",
+    )
     assert probe(leave)["shm"] >= 0  # the segment was made: the later look means something
-    look = hand_in(TRY + (
-        "import ctypes, json, os, socket\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "def connect():\n"
-        "    s = socket.socket(socket.AF_UNIX)\n"
-        f"    s.connect('\\0answers-{token}')\n"
-        f"found = {{'shm': libc.shmget({key}, 0, 0), 'file': os.path.exists('/dev/shm/answers-{token}'), "
-        "'socket': attempt(connect)}\n"
-        "raise RuntimeError('probe ' + json.dumps(found))"), name="looks")
+    look = hand_in(
+        TRY
+        + (
+            "import ctypes, json, os, socket\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "def connect():\n"
+            "    s = socket.socket(socket.AF_UNIX)\n"
+            f"    s.connect('\\0answers-{token}')\n"
+            f"found = {{'shm': libc.shmget({key}, 0, 0), 'file': os.path.exists('/dev/shm/answers-{token}'), "
+            "'socket': attempt(connect)}\n"
+            "raise RuntimeError('probe ' + json.dumps(found))"
+        ),
+        name="looks",
+    )
     assert probe(look) == {"shm": -1, "file": False, "socket": "ConnectionRefusedError"}
 
 
@@ -728,8 +825,12 @@ def hoard_limits(small):
 @pytest.fixture(scope="module")
 def bare(course):
     """No seccomp filter, no Landlock and no memory cgroup: per-process limits alone."""
-    return Grader(course, executor=SubprocessExecutor(features=dataclasses.replace(
-        FEATURES, seccomp=False, landlock=0, memory_cgroup=False)))
+    return Grader(
+        course,
+        executor=SubprocessExecutor(
+            features=dataclasses.replace(FEATURES, seccomp=False, landlock=0, memory_cgroup=False)
+        ),
+    )
 
 
 def stopped_for_memory(card, megabytes: int) -> bool:
@@ -739,8 +840,9 @@ def stopped_for_memory(card, megabytes: int) -> bool:
 
 
 @needs["seccomp"]
-def test_memfd_files_are_refused_so_they_hold_no_memory_beyond_the_limit(grader, bare, unfiltered, hoard_limits,
-                                                                         tmp_path):
+def test_memfd_files_are_refused_so_they_hold_no_memory_beyond_the_limit(
+    grader, bare, unfiltered, hoard_limits, tmp_path
+):
     path = write(fill(hoard_limits.skeleton, NUMPY_CORRECT, append=[memfd_hoard(18, 64)]), tmp_path / "hoard.ipynb")
     # The threat, with per-process limits alone: 18 files of 64 MB, 1152 MB held under a 1024 MB
     # limit, and the scorecard says that neither memfd nor the run's memory was bounded.
@@ -763,7 +865,9 @@ def test_memfd_files_are_refused_so_they_hold_no_memory_beyond_the_limit(grader,
     assert_all_questions_passed(card)
     assert "seccomp" in card.execution.to_dict()["sandbox"]
     assert not any(n.startswith("memfd") for n in card.execution.to_dict()["sandbox_not_enforced"])
-    memory_line = any(n.startswith("memory: bounded per process") for n in card.execution.to_dict()["sandbox_not_enforced"])
+    memory_line = any(
+        n.startswith("memory: bounded per process") for n in card.execution.to_dict()["sandbox_not_enforced"]
+    )
     assert memory_line == ("memory" not in ACTIVE)
 
 
@@ -798,8 +902,11 @@ def test_all_processes_of_a_run_share_one_memory_limit(grader, bare, small, tmp_
     assert place is not None
 
     def left_over() -> set[str]:  # the runs' cgroups whose keeper has ended
-        return {n for n in os.listdir(place.path) if n.startswith(sandbox.cgroup.PREFIX)
-                and not os.path.exists(f"/proc/{n[len(sandbox.cgroup.PREFIX):]}")}
+        return {
+            n
+            for n in os.listdir(place.path)
+            if n.startswith(sandbox.cgroup.PREFIX) and not os.path.exists(f"/proc/{n[len(sandbox.cgroup.PREFIX) :]}")
+        }
 
     # A grader killed outright elsewhere on the machine (another checkout's tests) may have left
     # its own behind; only this test's runs are looked at.
@@ -839,11 +946,18 @@ def test_a_course_may_allow_memfd_files(grader, hoard_limits, tmp_path):
 
 def test_reference_values_never_reach_the_student_process(grader, small, tmp_path, monkeypatch):
     ref = grader.references.get(small)
-    encoded = [json.dumps(c.value.data.tolist()) for c in ref.captures.values()
-               if c.value is not None and c.value.kind == "array" and c.value.data.size > 1]
+    encoded = [
+        json.dumps(c.value.data.tolist())
+        for c in ref.captures.values()
+        if c.value is not None and c.value.kind == "array" and c.value.data.size > 1
+    ]
     from grader.capture import to_wire
-    encoded += [to_wire(c.value)["b64"] for c in ref.captures.values() if c.value is not None and
-                c.value.kind == "array" and c.value.data.size > 1]
+
+    encoded += [
+        to_wire(c.value)["b64"]
+        for c in ref.captures.values()
+        if c.value is not None and c.value.kind == "array" and c.value.data.size > 1
+    ]
     assert encoded
     path = write(fill(small.skeleton, NUMPY_CORRECT), tmp_path / "sub.ipynb")
     cells = read(path)
@@ -909,9 +1023,11 @@ def test_the_sandbox_refuses_to_run_what_it_cannot_isolate(tmp_path):
 
 
 def test_a_batch_goes_on_after_hostile_submissions(hand_in):
-    cards = [hand_in("import os\nos._exit(1)", name="a"),
-             hand_in("import os, signal\nos.killpg(0, signal.SIGKILL)", name="b"),
-             hand_in("z = 3", name="c")]
+    cards = [
+        hand_in("import os\nos._exit(1)", name="a"),
+        hand_in("import os, signal\nos.killpg(0, signal.SIGKILL)", name="b"),
+        hand_in("z = 3", name="c"),
+    ]
     assert [c.status for c in cards] == ["crashed", "crashed", "graded"]
     assert [c.score for c in cards] == [11, 11, 11]
 
@@ -927,17 +1043,26 @@ def test_without_namespaces_limits_cleanup_and_environment_still_hold(course, qu
     secret = secrets.token_hex(16)
     monkeypatch.setenv("GRADER_TEST_SECRET", secret)
     marker = f"{secrets.randbelow(10**6) + 10**6}.25"
-    path = write(fill(quick.skeleton, NUMPY_CORRECT, append=[
-        "import os, json\n"
-        "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
-        f"        os.execvp('sleep', ['sleep', '{marker}'])\n    os._exit(0)\n"
-        "os.wait()\n"
-        "raise RuntimeError('probe ' + json.dumps({'env': sorted(os.environ)}))",
-        "while True:\n    pass",
-    ]), tmp_path / "weak.ipynb")
+    path = write(
+        fill(
+            quick.skeleton,
+            NUMPY_CORRECT,
+            append=[
+                "import os, json\n"
+                "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+                f"        os.execvp('sleep', ['sleep', '{marker}'])\n    os._exit(0)\n"
+                "os.wait()\n"
+                "raise RuntimeError('probe ' + json.dumps({'env': sorted(os.environ)}))",
+                "while True:\n    pass",
+            ],
+        ),
+        tmp_path / "weak.ipynb",
+    )
     card = grader.grade(quick, path)
     assert card.execution.to_dict()["sandbox"] == list(weak.active())
-    assert "network" not in card.execution.to_dict()["sandbox"] and "filesystem" not in card.execution.to_dict()["sandbox"]
+    assert (
+        "network" not in card.execution.to_dict()["sandbox"] and "filesystem" not in card.execution.to_dict()["sandbox"]
+    )
     assert "GRADER_TEST_SECRET" not in probe(card)["env"]
     assert card.status == "timeout"
     assert card.reason == f"cell {HOSTILE + 1} ran past the 3 s limit and was stopped"
@@ -955,14 +1080,17 @@ def test_without_namespaces_or_landlock_the_theft_works_and_the_scorecard_says_s
     container), the solution can be found and run, and the scorecard and report name what is missing."""
     bare = sandbox.Features(linux=True, root=os.geteuid() == 0)
     card = Grader(course, executor=SubprocessExecutor(features=bare)).grade(
-        small, write(theft(small.skeleton), tmp_path / "theft.ipynb"))
+        small, write(theft(small.skeleton), tmp_path / "theft.ipynb")
+    )
     assert card.score == card.max_score
     assert not {"filesystem", "landlock"} & set(card.execution.to_dict()["sandbox"])
     assert any(line.startswith("filesystem: no mount namespace or Landlock") for line in bare.missing())
 
 
-@pytest.mark.skipif(not (FEATURES.landlock >= 6 and FEATURES.seccomp and FEATURES.root),
-                    reason="needs root, Landlock ABI 6 and seccomp (the layers a Docker container still allows)")
+@pytest.mark.skipif(
+    not (FEATURES.landlock >= 6 and FEATURES.seccomp and FEATURES.root),
+    reason="needs root, Landlock ABI 6 and seccomp (the layers a Docker container still allows)",
+)
 def test_as_root_without_namespaces_the_unprivileged_layers_hold(course, small, tmp_path):
     """What a Docker container with the default capabilities gives: no namespace, but root drops
     every capability, and Landlock and seccomp keep the course, the scorecards, the grader's
@@ -978,31 +1106,42 @@ def test_as_root_without_namespaces_the_unprivileged_layers_hold(course, small, 
         server.listen(5)
         server.setblocking(False)
         port = server.getsockname()[1]
-        path = write(theft(small.skeleton,
-            TRY + "import json, os, signal, socket\n"
-            "caps = [l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0]\n"
-            "probe = {'found': found, 'refused': refused, 'caps': caps,\n"
-            f"  'cache': attempt(lambda: open({cache[0]!r}).read()),\n"
-            f"  'cards': attempt(lambda: open({str(cards / 'x.yaml')!r}, 'w')),\n"
-            "  'etc': attempt(lambda: open('/etc/grader-was-here', 'w')),\n"
-            f"  'signal': attempt(lambda: os.kill({os.getpid()}, signal.SIGTERM)),\n"
-            f"  'environ': attempt(lambda: open('/proc/{os.getpid()}/environ').read()),\n"
-            f"  'net': attempt(lambda: socket.create_connection(('127.0.0.1', {port}), timeout=1)),\n"
-            "  'uid': os.getuid()}\n"
-            "raise RuntimeError('probe ' + json.dumps(probe))",
-        ), tmp_path / "docker.ipynb")
+        path = write(
+            theft(
+                small.skeleton,
+                TRY + "import json, os, signal, socket\n"
+                "caps = [l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0]\n"
+                "probe = {'found': found, 'refused': refused, 'caps': caps,\n"
+                f"  'cache': attempt(lambda: open({cache[0]!r}).read()),\n"
+                f"  'cards': attempt(lambda: open({str(cards / 'x.yaml')!r}, 'w')),\n"
+                "  'etc': attempt(lambda: open('/etc/grader-was-here', 'w')),\n"
+                f"  'signal': attempt(lambda: os.kill({os.getpid()}, signal.SIGTERM)),\n"
+                f"  'environ': attempt(lambda: open('/proc/{os.getpid()}/environ').read()),\n"
+                f"  'net': attempt(lambda: socket.create_connection(('127.0.0.1', {port}), timeout=1)),\n"
+                "  'uid': os.getuid()}\n"
+                "raise RuntimeError('probe ' + json.dumps(probe))",
+            ),
+            tmp_path / "docker.ipynb",
+        )
         card = grader.grade(small, path)
         with pytest.raises(BlockingIOError):
             server.accept()  # nobody knocked
     found = probe(card)
     assert card.execution.to_dict()["sandbox"] == list(docker.active())
-    assert {"no_caps", "landlock", "landlock_net", "scoped", "seccomp", "no_sockets"} <= set(card.execution.to_dict()["sandbox"])
+    assert {"no_caps", "landlock", "landlock_net", "scoped", "seccomp", "no_sockets"} <= set(
+        card.execution.to_dict()["sandbox"]
+    )
     assert card.score == 0, f"the solution was found and run: {found}"
     assert found["found"] == [] or found["refused"]
     assert found["uid"] == 0 and found["caps"] == "0000000000000000"
     assert {k: found[k] for k in ("cache", "cards", "etc", "signal", "environ", "net")} == {
-        "cache": "PermissionError", "cards": "PermissionError", "etc": "PermissionError",
-        "signal": "PermissionError", "environ": "PermissionError", "net": "PermissionError"}
+        "cache": "PermissionError",
+        "cards": "PermissionError",
+        "etc": "PermissionError",
+        "signal": "PermissionError",
+        "environ": "PermissionError",
+        "net": "PermissionError",
+    }
     assert list(cards.iterdir()) == []
 
 
@@ -1011,8 +1150,10 @@ def test_unprivileged_grader_uses_a_user_namespace(hand_in):
         pytest.skip("the grader runs as root here; the user-namespace path is the one taken when it is not")
     if not FEATURES.user_ns:
         pytest.skip("user namespaces are not available to this user: " + "; ".join(FEATURES.missing()))
-    card = hand_in("import os, json\nraise RuntimeError('probe ' + json.dumps({'uid': os.getuid(), "
-                   "'caps': [l for l in open('/proc/self/status') if l.startswith('CapEff')]}))")
+    card = hand_in(
+        "import os, json\nraise RuntimeError('probe ' + json.dumps({'uid': os.getuid(), "
+        "'caps': [l for l in open('/proc/self/status') if l.startswith('CapEff')]}))"
+    )
     found = probe(card)
     assert found["uid"] == os.getuid()
     assert found["caps"] == ["CapEff:\t0000000000000000\n"]
@@ -1025,8 +1166,14 @@ def test_a_grader_installed_under_tmp_stays_visible_to_the_student(tmp_path):
     copy = tmp_path / "checkout"
     shutil.copytree(ROOT / "grader", copy / "grader", ignore=shutil.ignore_patterns("__pycache__"))
     # grader.testing is never imported by the worker itself, so this import reads the bound copy.
-    submission = write(fill(ROOT / "assignments/attention_numpy/attention_numpy.ipynb", NUMPY_CORRECT,
-                            append=["import grader.testing\nprint(grader.testing.__file__)"]), tmp_path / "sub.ipynb")
+    submission = write(
+        fill(
+            ROOT / "assignments/attention_numpy/attention_numpy.ipynb",
+            NUMPY_CORRECT,
+            append=["import grader.testing\nprint(grader.testing.__file__)"],
+        ),
+        tmp_path / "sub.ipynb",
+    )
     script = (
         "import sys, json, dataclasses, pathlib\n"
         f"sys.path.insert(0, {str(copy)!r})\n"

@@ -39,8 +39,9 @@ def student_dir(tmp_path):
 
 def check_cli(*args, cwd):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd)}
-    return subprocess.run([sys.executable, "-m", "grader.cli", "check", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "grader.cli", "check", *args], capture_output=True, text=True, cwd=cwd, env=env
+    )
 
 
 def test_check_in_a_terminal_with_only_the_assignment_folder(student_dir):
@@ -60,32 +61,44 @@ def test_check_in_a_terminal_with_only_the_assignment_folder(student_dir):
     proc = check_cli(str(answered), cwd=student_dir / "work")
     assert (proc.returncode, proc.stdout.splitlines()[-1]) == (0, "6 of 6 questions pass the public checks.")
     proc = check_cli(str(answered), "scaled", cwd=student_dir / "work")
-    assert proc.stdout.splitlines()[3:] == ["✅ scaled  Scaled scores: passes the public checks", "",
-                                           "1 of 1 question passes the public checks."]
+    assert proc.stdout.splitlines()[3:] == [
+        "✅ scaled  Scaled scores: passes the public checks",
+        "",
+        "1 of 1 question passes the public checks.",
+    ]
 
 
 def test_check_usage_errors(student_dir):
     proc = check_cli(str(student_dir / "work/nope.ipynb"), "--assignment", "attention_numpy", cwd=student_dir)
     assert (proc.returncode, proc.stderr) == (2, f"grader: {student_dir / 'work/nope.ipynb'} does not exist.\n")
     proc = check_cli(str(SKELETON), "q9", cwd=student_dir)
-    assert proc.returncode == 2 and proc.stderr.startswith("grader: attention_numpy has no question 'q9'; its "
-                                                           "questions are: qkv, scores,")
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        "grader: attention_numpy has no question 'q9'; its questions are: qkv, scores,"
+    )
     lonely = student_dir / "elsewhere"
     lonely.mkdir()
     (lonely / "mine.ipynb").write_text("{}")
     proc = check_cli(str(lonely / "mine.ipynb"), cwd=lonely)
-    assert (proc.returncode, proc.stderr) == (2, "grader: No public_checks.json found next to the notebook, here, or "
-                                                 "in assignments/mine/ above; pass --checks PATH (or checks=PATH).\n")
+    assert (proc.returncode, proc.stderr) == (
+        2,
+        "grader: No public_checks.json found next to the notebook, here, or "
+        "in assignments/mine/ above; pass --checks PATH (or checks=PATH).\n",
+    )
     (student_dir / "work/broken.ipynb").write_text("not json")
     proc = check_cli(str(student_dir / "work/broken.ipynb"), "-a", "attention_numpy", cwd=student_dir / "work")
-    assert (proc.returncode, proc.stdout) == (1, "broken.ipynb cannot be checked: The file is not JSON, so not a "
-                                                 "notebook (line 1: Expecting value).\n")
+    assert (proc.returncode, proc.stdout) == (
+        1,
+        "broken.ipynb cannot be checked: The file is not JSON, so not a notebook (line 1: Expecting value).\n",
+    )
 
 
 def test_messages_are_the_real_graders(tmp_path, grader, numpy_assignment):
     public = selfcheck.load(PUBLIC)
-    for path in (SKELETON, EXAMPLES / "frank_raises.ipynb",
-                 write(fill(SKELETON, K_TRANSPOSED), tmp_path / "k_transposed.ipynb")):
+    for path in (
+        SKELETON,
+        EXAMPLES / "frank_raises.ipynb",
+        write(fill(SKELETON, K_TRANSPOSED), tmp_path / "k_transposed.ipynb"),
+    ):
         card = grader.grade(numpy_assignment, path)
         for v in selfcheck.check_notebook(path, public):
             real = question(card, v.id)
@@ -115,8 +128,12 @@ def test_a_question_that_fails_the_self_check_fails_the_grader(name, grader, num
 
 def test_public_values_are_compared_with_the_graders_message(tmp_path, grader, numpy_assignment):
     spec = dataclasses.replace(numpy_assignment.question("scores").checks[0], public=True)
-    a = dataclasses.replace(numpy_assignment, questions=tuple(
-        dataclasses.replace(q, checks=(spec,)) if q.id == "scores" else q for q in numpy_assignment.questions))
+    a = dataclasses.replace(
+        numpy_assignment,
+        questions=tuple(
+            dataclasses.replace(q, checks=(spec,)) if q.id == "scores" else q for q in numpy_assignment.questions
+        ),
+    )
     path = tmp_path / "public_checks.json"
     path.write_text(json.dumps(public_checks(a, grader.references.get(numpy_assignment).captures)))
     sub = write(fill(SKELETON, {**NUMPY_CORRECT, "scores": "K @ Q.T"}), tmp_path / "sub.ipynb")
@@ -134,10 +151,13 @@ def test_check_inside_a_running_notebook(student_dir):
     nb.cells.append(nbformat.v4.new_code_cell("np.random.seed(0)\nfrom grader import check\ncheck('qkv')"))
     nb.cells.append(nbformat.v4.new_code_cell("check('softmax')\ncheck('nope')\nprint(np.random.rand())"))
     folder = student_dir / "assignments/attention_numpy"
-    NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(folder)}}).execute()
-    out = ["".join(o.get("text", "") for o in c.outputs if o.output_type == "stream" and o.name == "stdout")
-           for c in nb.cells[-2:]]
+    NotebookClient(
+        nb, timeout=60, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(folder)}}
+    ).execute()
+    out = [
+        "".join(o.get("text", "") for o in c.outputs if o.output_type == "stream" and o.name == "stdout")
+        for c in nb.cells[-2:]
+    ]
     # printed, no Out[] (the kernel may split one cell's output into several stream messages)
     assert {o.output_type for c in nb.cells[-2:] for o in c.outputs} == {"stream"}
     assert out[0].splitlines()[3:] == [
@@ -148,17 +168,34 @@ def test_check_inside_a_running_notebook(student_dir):
     ]
     lines = out[1].splitlines()
     assert lines[3] == "✅ softmax  Softmax of a vector: passes the public checks"
-    assert lines[6] == "check: attention_numpy has no question 'nope'; its questions are: qkv, scores, scaled, softmax, " \
-                       "weights, output."
+    assert (
+        lines[6] == "check: attention_numpy has no question 'nope'; its questions are: qkv, scores, scaled, softmax, "
+        "weights, output."
+    )
     assert float(lines[7]) == np.random.RandomState(0).rand()  # check() drew no random numbers of its own
 
 
 def test_live_check_leaves_the_sessions_random_numbers_alone(tmp_path):
-    seeded = {"id": "r/0", "kind": "expr", "target": "np.random.rand(3)", "properties": [], "seed": 5,
-              "type": "array", "shape": [3], "dtype_kind": "float"}
+    seeded = {
+        "id": "r/0",
+        "kind": "expr",
+        "target": "np.random.rand(3)",
+        "properties": [],
+        "seed": 5,
+        "type": "array",
+        "shape": [3],
+        "dtype_kind": "float",
+    }
     path = tmp_path / "public_checks.json"
-    path.write_text(json.dumps({"assignment": "rng", "title": "t", "questions": [
-        {"id": "r", "title": "Random", "points": 1, "checks": [seeded]}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "assignment": "rng",
+                "title": "t",
+                "questions": [{"id": "r", "title": "Random", "points": 1, "checks": [seeded]}],
+            }
+        )
+    )
     ns = {"np": np}
     np.random.seed(1)
     verdicts = selfcheck.check(checks=path, namespace=ns)
@@ -300,9 +337,11 @@ def test_the_scan_finds_a_planted_value(hidden_values, tmp_path):
     nbformat.write(nb, str(planted / "attention_numpy/attention_numpy.ipynb"))
     np.save(planted / "attention_numpy/expected.npy", value.data)
     found_in = scan(planted, {target: value})[target]
-    assert found_in == ["attention_numpy/attention_numpy.ipynb: printed (4 of 4 distinctive numbers)",
-                        "attention_numpy/expected.npy: printed (4 of 4 distinctive numbers)",
-                        "attention_numpy/expected.npy: raw <f8 bytes"]
+    assert found_in == [
+        "attention_numpy/attention_numpy.ipynb: printed (4 of 4 distinctive numbers)",
+        "attention_numpy/expected.npy: printed (4 of 4 distinctive numbers)",
+        "attention_numpy/expected.npy: raw <f8 bytes",
+    ]
     listed = Value("list", (Value("str", "interest"), Value("str", "bank")))
     (planted / "attention_numpy/notes.md").write_text("The top two: ['interest', 'bank']\n")
     assert scan(planted, {"words": listed}) == {"words": ["attention_numpy/notes.md: printed list"]}
@@ -343,9 +382,12 @@ def test_a_worker_started_ahead_runs_its_job_in_its_own_directory_or_ends_unused
     # `grader check` starts the worker before the notebook's working directory exists; the
     # notebook still imports a module from there, as it does in a worker started for it.
     (tmp_path / "helper.py").write_text("VALUE = 7\n")
-    job = Job(cells=(JobCell(1, "import helper, sys\nx = helper.VALUE\nfirst = sys.path[0]"),),
-              captures=(CaptureSpec("x", "value", "x", None), CaptureSpec("first", "value", "first", None)),
-              limits=Limits(cell_timeout=20, notebook_timeout=60), files=((tmp_path / "helper.py", "helper.py"),))
+    job = Job(
+        cells=(JobCell(1, "import helper, sys\nx = helper.VALUE\nfirst = sys.path[0]"),),
+        captures=(CaptureSpec("x", "value", "x", None), CaptureSpec("first", "value", "first", None)),
+        limits=Limits(cell_timeout=20, notebook_timeout=60),
+        files=((tmp_path / "helper.py", "helper.py"),),
+    )
     executor = SubprocessExecutor(ahead=worker_process.start(sys.executable, None))
     run = executor.run(job)
     assert run.status == "ok", run.reason

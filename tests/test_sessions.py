@@ -15,12 +15,13 @@ from grader.run.forking.session import Session
 from grader.run.job import Job, JobCell, RunResult
 
 FEATURES = sandbox.features()
-pytestmark = pytest.mark.skipif(not sandbox.sessions_possible(FEATURES),
-                                reason="runs share a sandbox only with pid and mount namespaces "
-                                       f"({'; '.join(FEATURES.missing())})")
+pytestmark = pytest.mark.skipif(
+    not sandbox.sessions_possible(FEATURES),
+    reason=f"runs share a sandbox only with pid and mount namespaces ({'; '.join(FEATURES.missing())})",
+)
 
 # A cell that reports what it sees as the error of a RuntimeError, for the test to read.
-LOOK = '''
+LOOK = """
 import json, os, subprocess
 seen = {
     "pid": os.getpid(),
@@ -34,16 +35,16 @@ def _stat(pid):
     text = open(f"/proc/{pid}/stat").read()
     return text[text.index("(") + 1:text.rindex(")")], int(text[text.rindex(")") + 2:].split()[1])
 seen["named"] = {p: _stat(p) for p in seen["others"]}
-'''
+"""
 REPORT = "raise RuntimeError('probe ' + json.dumps(seen))"
-LITTER = '''
+LITTER = """
 open("left.txt", "w").write("x")
 os.mkdir("leftdir")
 open("/tmp/left.txt", "w").write("x")
 open("/dev/shm/left", "w").write("x")
 os.chmod(".", 0o500)
 subprocess.Popen(["sleep", "60"], start_new_session=True)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -61,14 +62,19 @@ def data(tmp_path):
 
 def job(limits, data, *sources: str) -> Job:
     # numpy's server, as a NumPy assignment's runs have: none of these cells needs torch
-    return Job(cells=tuple(JobCell(i + 1, s) for i, s in enumerate(sources)), captures=(), limits=limits, files=data,
-               preload=("numpy",))
+    return Job(
+        cells=tuple(JobCell(i + 1, s) for i, s in enumerate(sources)),
+        captures=(),
+        limits=limits,
+        files=data,
+        preload=("numpy",),
+    )
 
 
 def probe(run: RunResult) -> dict:
     for cell in run.cells:
         if cell.ename == "RuntimeError" and cell.evalue.startswith("probe "):
-            return json.loads(cell.evalue[len("probe "):])
+            return json.loads(cell.evalue[len("probe ") :])
     raise AssertionError(f"the probe cell reported nothing: {run.cells} {run.reason}")
 
 
@@ -93,9 +99,11 @@ def not_the_runs(seen: dict) -> list[int]:
 
 
 def test_the_submission_files_survive_a_run_that_tries_to_replace_them(grader, limits, data):
-    vandal = ("import os\nfor step in (lambda: os.remove('data.txt'), lambda: open('data.txt', 'w'),\n"
-              "             lambda: os.rename('data.txt', 'x')):\n"
-              "    try:\n        step()\n    except OSError:\n        pass\n")
+    vandal = (
+        "import os\nfor step in (lambda: os.remove('data.txt'), lambda: open('data.txt', 'w'),\n"
+        "             lambda: os.rename('data.txt', 'x')):\n"
+        "    try:\n        step()\n    except OSError:\n        pass\n"
+    )
     with grader.executor.session() as runner:
         runner.run(job(limits, data, vandal))
         after = runner.run(job(limits, data, "print(open('data.txt').read())\n" + LOOK + REPORT))
@@ -148,8 +156,9 @@ def test_a_sandbox_that_cannot_be_finished_says_why_on_the_first_run(grader, lim
         run = runner.run(job(broken, data, "x = 1"))
         after = runner.run(job(limits, data, LOOK + REPORT))
     assert run.status == "crashed"
-    assert run.reason.startswith("the sandbox could not be set up: the working directory cannot be set up: "
-                                 "mounting "), run.reason
+    assert run.reason.startswith(
+        "the sandbox could not be set up: the working directory cannot be set up: mounting "
+    ), run.reason
     assert "Invalid argument" in run.reason
     assert probe(after)["cwd"] == ["data.txt"], "the next run gets a sandbox of its own"
 
@@ -175,7 +184,7 @@ def test_a_session_given_back_is_taken_again_under_its_key_and_its_runs_still_st
 
 
 # A run that leaves state behind in its process: a name, a module of its own, a file, a figure.
-LEAVE = '''
+LEAVE = """
 import json, os, sys
 seen = {"pid": os.getpid(), "names": sorted(k for k in globals() if k.startswith("left_")),
         "cwd": sorted(os.listdir(".")), "helper": "helper" in sys.modules, "path": sys.path[-1],
@@ -185,7 +194,7 @@ open("helper.py", "w").write("x = 1\\n")
 import helper
 sys.path.append("/left")
 os.environ["LEFT"] = "1"
-'''
+"""
 
 
 def stay_job(limits, data) -> Job:
@@ -219,7 +228,7 @@ def test_a_kept_process_is_replaced_after_stay_runs_in_a_row(limits, data, monke
 
 # -- the session's zygote: each run a fork of one pristine process, which no run can reach -----------
 
-REACH = '''
+REACH = """
 import json, os, signal, time
 zygote = os.getppid()
 seen = {"pid": os.getpid(), "zygote": zygote}
@@ -253,18 +262,21 @@ for name, pid, sig in (("stop_next", nxt[0] if nxt else 0, signal.SIGSTOP), ("ki
     except OSError as exc:
         seen[name] = type(exc).__name__
 seen["next"] = nxt
-'''
+"""
 
 
-@pytest.mark.skipif(not sandbox.zygote.possible(FEATURES),
-                    reason="runs are forks of one zygote only with Landlock scopes (ABI 6) and seccomp")
+@pytest.mark.skipif(
+    not sandbox.zygote.possible(FEATURES),
+    reason="runs are forks of one zygote only with Landlock scopes (ABI 6) and seccomp",
+)
 def test_runs_are_forks_of_one_zygote_that_no_run_can_reach(grader, limits, data):
     with grader.executor.session() as runner:
         first = probe(runner.run(job(limits, data, REACH + REPORT)))
         second = probe(runner.run(job(limits, data, LOOK + REPORT)))
         third = probe(runner.run(job(limits, data, LOOK + REPORT)))
-    assert first["zygote"] != 1 and second["parent"] == third["parent"] == first["zygote"], \
+    assert first["zygote"] != 1 and second["parent"] == third["parent"] == first["zygote"], (
         "every run of the session is a child of the same zygote, which outlived the attempts on it"
+    )
     assert first["next"] and second["pid"] == first["next"][0], "the next run's process was forked before its job"
     # not dumpable: its memory and environment are closed to a process of the same uid
     assert first["mem"] == first["environ"] == "PermissionError"

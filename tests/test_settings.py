@@ -39,9 +39,22 @@ import readable
 from grader.run.sandbox.probe import usable_by_another_user
 
 # Docker's default capability set (moby's defaults); capsh drops every other one from the bounding set.
-DOCKER_CAPS = {"cap_chown", "cap_dac_override", "cap_fsetid", "cap_fowner", "cap_mknod", "cap_net_raw",
-               "cap_setgid", "cap_setuid", "cap_setfcap", "cap_setpcap", "cap_net_bind_service",
-               "cap_sys_chroot", "cap_kill", "cap_audit_write"}
+DOCKER_CAPS = {
+    "cap_chown",
+    "cap_dac_override",
+    "cap_fsetid",
+    "cap_fowner",
+    "cap_mknod",
+    "cap_net_raw",
+    "cap_setgid",
+    "cap_setuid",
+    "cap_setfcap",
+    "cap_setpcap",
+    "cap_net_bind_service",
+    "cap_sys_chroot",
+    "cap_kill",
+    "cap_audit_write",
+}
 DEBIAN_PYTHON = "/usr/bin/python3.11"  # `make setup` installs it where it runs as root
 # The part of the hostile suite each setting runs: one case of each kind of threat.
 ROW = [
@@ -96,8 +109,12 @@ def user_python(place, checkout) -> Path:
     packages = str(readable.site_packages(place))
     venv = place / "python"
     subprocess.run([DEBIAN_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
-    own = subprocess.run([str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                         capture_output=True, text=True, check=True).stdout.strip()
+    own = subprocess.run(
+        [str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     Path(own, "grader-packages.pth").write_text(f"import site; site.addsitedir({packages!r})\n")
     if not usable_by_another_user([packages, str(checkout)], str(venv / "bin/python")):
         pytest.skip(f"this checkout ({checkout}) or its packages ({packages}) are not readable by another user here")
@@ -107,8 +124,9 @@ def user_python(place, checkout) -> Path:
 def found_there(python: Path, prefix: list[str], env: dict[str, str], root: Path) -> set[str]:
     """The protections ``sandbox.features()`` finds in that setting (what its scorecards list)."""
     code = "import json; from grader.run import sandbox; print(json.dumps(sandbox.features().active()))"
-    proc = subprocess.run([*prefix, str(python), "-c", code], cwd=root, capture_output=True, text=True,
-                          timeout=60, env=env, check=True)
+    proc = subprocess.run(
+        [*prefix, str(python), "-c", code], cwd=root, capture_output=True, text=True, timeout=60, env=env, check=True
+    )
     return set(json.loads(proc.stdout))
 
 
@@ -167,12 +185,16 @@ class Rows:
         self.python, self.skipped, self.running = python, {}, {}
         settings = {}
         for name, profile in (("docker", False), ("docker-seccomp", True)):
-            settings[name] = lambda profile=profile, name=name: (docker_prefix(python, root, profile),
-                                                                      row_env(place, root, name))
+            settings[name] = lambda profile=profile, name=name: (
+                docker_prefix(python, root, profile),
+                row_env(place, root, name),
+            )
         for name, userns, login in (("user", True, STUDENT_USERS[0]), ("user-no-userns", False, STUDENT_USERS[1])):
+
             def make(userns: bool = userns, login: str = login, name: str = name) -> tuple[list[str], dict[str, str]]:
                 who = user(login)
                 return user_prefix(python, who, userns), row_env(place, root, name, who.pw_uid)
+
             settings[name] = make
         for name, make in settings.items():
             try:
@@ -216,8 +238,17 @@ def test_hostile_suite_in_a_container_with_dockers_defaults(name, rows):
     # allows Landlock and seccomp), the keeper bounds the disk, and student code has a uid of its own
     # (Python and the temporary folder are open to every user), so its process limit holds.
     assert not {"network", "filesystem"} & found
-    assert {"landlock", "landlock_net", "scoped", "seccomp", "no_sockets", "no_new_privs", "user", "processes",
-            "disk"} <= found
+    assert {
+        "landlock",
+        "landlock_net",
+        "scoped",
+        "seccomp",
+        "no_sockets",
+        "no_new_privs",
+        "user",
+        "processes",
+        "disk",
+    } <= found
     assert counts["passed"] >= 8 and counts.get("failed", 0) == 0
 
 

@@ -24,8 +24,9 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make
 
 
 def make(folder, *args):
-    return subprocess.run(["make", "-s", "--no-print-directory", "-C", str(folder), *args], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        ["make", "-s", "--no-print-directory", "-C", str(folder), *args], capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture
@@ -39,8 +40,10 @@ def test_make_checks_the_python_version_before_installing_anything(project, tmp_
     old = tmp_path / "python3.10"  # answers as a Python 3.10 would
     old.write_text("#!/bin/sh\necho '3.10 0'\n")
     old.chmod(0o755)
-    for python, says in ((str(old), f"make: {old} is Python 3.10; the grader needs Python 3.11 or newer"),
-                         ("no-such-python", "make: cannot run no-such-python; the grader needs Python 3.11 or newer")):
+    for python, says in (
+        (str(old), f"make: {old} is Python 3.10; the grader needs Python 3.11 or newer"),
+        ("no-such-python", "make: cannot run no-such-python; the grader needs Python 3.11 or newer"),
+    ):
         proc = make(project, "demo", f"PYTHON={python}")
         assert proc.returncode != 0
         assert proc.stderr.splitlines()[0] == f"{says} (make PYTHON=python3.11 ...)."
@@ -70,8 +73,23 @@ def test_the_wheel_builds_without_warnings_and_the_student_install_is_light(tmp_
     shutil.copytree(ROOT / "grader", src / "grader", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copyfile(ROOT / name, src / name)
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
-                           "-w", str(tmp_path / "dist"), str(src)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-v",
+            "-w",
+            str(tmp_path / "dist"),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "absent from the `packages` configuration" not in proc.stdout + proc.stderr
     assert "absent from the packages configuration" not in proc.stdout + proc.stderr
@@ -79,10 +97,15 @@ def test_the_wheel_builds_without_warnings_and_the_student_install_is_light(tmp_
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         meta = Parser().parsestr(z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode())
-    assert {"grader/templates/classroom50_autograder", "grader/templates/gradescope_setup.sh",
-            "grader/templates/gradescope_run_autograder", "grader/templates/classroom.yml",
-            "grader/static/katex/katex.min.js", "grader/static/katex/LICENSE",
-            "grader/static/katex/fonts/KaTeX_Main-Regular.woff2"} <= names
+    assert {
+        "grader/templates/classroom50_autograder",
+        "grader/templates/gradescope_setup.sh",
+        "grader/templates/gradescope_run_autograder",
+        "grader/templates/classroom.yml",
+        "grader/static/katex/katex.min.js",
+        "grader/static/katex/LICENSE",
+        "grader/static/katex/fonts/KaTeX_Main-Regular.woff2",
+    } <= names
     requires = meta.get_all("Requires-Dist")
     base = sorted(r.split(">")[0].split("=")[0] for r in requires if "extra ==" not in r)
     assert base == ["ipykernel", "ipython", "nbclient", "nbformat", "numpy", "pyyaml"]
@@ -186,20 +209,33 @@ def test_a_student_installs_the_wheel_in_a_fresh_environment_and_checks_their_wo
     [line] = re.findall(r"`(pip install [^`]+)`", "".join(first))
     assert line == f"pip install {built.name}"
     pip = [sys.executable, "-m", "pip", "--python", str(env / "bin/python"), "--disable-pip-version-check"]
-    proc = subprocess.run([*pip, *shlex.split(line)[1:], "--no-index", "--no-cache-dir", "--quiet"],
-                          capture_output=True, text=True, cwd=folder, timeout=300)
+    proc = subprocess.run(
+        [*pip, *shlex.split(line)[1:], "--no-index", "--no-cache-dir", "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     shutil.copyfile(ROOT / "examples/attention_numpy/carol_no_sqrt.ipynb", folder / "mine.ipynb")
-    proc = subprocess.run([str(env / "bin/grader"), "check", "mine.ipynb", "--assignment", "attention_numpy"],
-                          capture_output=True, text=True, cwd=folder, timeout=300)
+    proc = subprocess.run(
+        [str(env / "bin/grader"), "check", "mine.ipynb", "--assignment", "attention_numpy"],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("6 of 6 questions pass the public checks.")
-    code = ("import importlib.util, grader\n"
-            f"assert not any(importlib.util.find_spec(m) for m in {HEAVY!r})\n"
-            "print(grader.__file__)\n"
-            "import numpy as np\nfrom grader import check\nQ = np.zeros((3, 2))\ncheck()\n")
-    proc = subprocess.run([str(env / "bin/python"), "-c", code], capture_output=True, text=True, timeout=300,
-                          cwd=folder)
+    code = (
+        "import importlib.util, grader\n"
+        f"assert not any(importlib.util.find_spec(m) for m in {HEAVY!r})\n"
+        "print(grader.__file__)\n"
+        "import numpy as np\nfrom grader import check\nQ = np.zeros((3, 2))\ncheck()\n"
+    )
+    proc = subprocess.run(
+        [str(env / "bin/python"), "-c", code], capture_output=True, text=True, timeout=300, cwd=folder
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(str(env))  # the installed checker, not this checkout
     assert "`K` is not defined in this session yet" in proc.stdout  # Q was checked; K and V are missing

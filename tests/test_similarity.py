@@ -49,15 +49,16 @@ def _split(result: Similarity, holds: dict[str, set[str]]) -> tuple[list[float],
     planted, independent = [], []
     names = sorted(holds)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             score = scores.get(frozenset((a, b)), 0.0)
             (planted if holds[a] & holds[b] else independent).append(score)
     return planted, independent
 
 
 @pytest.mark.parametrize("assignment", list(similarity_class.STYLES))
-def test_every_planted_pair_ranks_above_every_independent_pair(assignment: str, results: dict[str, Similarity],
-                                                               klass: tuple[Path, dict[str, dict[str, set[str]]]]):
+def test_every_planted_pair_ranks_above_every_independent_pair(
+    assignment: str, results: dict[str, Similarity], klass: tuple[Path, dict[str, dict[str, set[str]]]]
+):
     _, holds = klass
     result = results[assignment]
     assert not result.skipped
@@ -70,8 +71,11 @@ def test_every_planted_pair_ranks_above_every_independent_pair(assignment: str, 
     # correct solutions still scores well below the page's mark: not copies for being correct.
     docs = result.documents
     index = Index(docs, expected(result.assignment))
-    full = {frozenset((docs[i].key, docs[j].key)): index.compare(i, j).score
-            for i in range(len(docs)) for j in range(i + 1, len(docs))}
+    full = {
+        frozenset((docs[i].key, docs[j].key)): index.compare(i, j).score
+        for i in range(len(docs))
+        for j in range(i + 1, len(docs))
+    }
     alike = [score for pair, score in full.items() if set.intersection(*(holds[assignment][k] for k in pair))]
     apart = [score for pair, score in full.items() if not set.intersection(*(holds[assignment][k] for k in pair))]
     assert max(apart) < 0.25 < 0.5 <= min(alike), (sorted(apart), sorted(alike))
@@ -81,6 +85,7 @@ def test_a_splice_scores_against_both_classmates_and_names_the_questions(results
     result = results["attention_numpy"]
     pairs = {frozenset((p.a, p.b)): p for p in result.pairs}
     first, second = pairs[frozenset(("bo", "copy-spliced"))], pairs[frozenset(("copy-spliced", "dara"))]
+
     # Cells 8 and 12 (Q, K, V and the scores) came from bo; cells 15, 18 and 21 from dara. Shared runs
     # reach a few tokens past where they start and end, so the questions are weighed by shared tokens.
     def tokens(pair, questions):  # noqa: ANN001, ANN202
@@ -97,8 +102,10 @@ def test_code_belongs_to_the_question_whose_value_it_computes(results: dict[str,
     pairs = {frozenset((p.a, p.b)): p for p in results["attention_numpy"].pairs}
     # chen fills `scores` in place in a double loop (cell 12, lines 1-5); bo appends softmax rows to
     # a list and stacks them into the weights (cell 18, lines 7-10), after defining softmax (1-5).
-    chen = {m.question: m.a if pairs[frozenset(("chen", "copy-reordered"))].a == "chen" else m.b
-            for m in pairs[frozenset(("chen", "copy-reordered"))].matches}
+    chen = {
+        m.question: m.a if pairs[frozenset(("chen", "copy-reordered"))].a == "chen" else m.b
+        for m in pairs[frozenset(("chen", "copy-reordered"))].matches
+    }
     assert chen["scores"] == (Region(cell=12, first_line=1, last_line=5),)
     bo_pair = pairs[frozenset(("bo", "copy-recommented"))]
     bo = {m.question: m.a if bo_pair.a == "bo" else m.b for m in bo_pair.matches}
@@ -128,8 +135,9 @@ def test_only_the_students_own_code_counts(results: dict[str, Similarity], cours
 
 def test_magics_comments_and_names_do_not_matter():
     plain = cell_tokens("scores = Q @ K.T\nw = np.exp(scores).sum(axis=1)\n")
-    disguised = cell_tokens("# the scores\nmy_scores   =  q_mat@k_mat.T   # done\n\n"
-                            "weights = np.exp(my_scores).sum(axis=1)\n")
+    disguised = cell_tokens(
+        "# the scores\nmy_scores   =  q_mat@k_mat.T   # done\n\nweights = np.exp(my_scores).sum(axis=1)\n"
+    )
     assert [t.norm for t in plain] == [t.norm for t in disguised]
     assert [t.norm for t in plain][:3] == ["V", "=", "V"]
     assert "axis" in [t.norm for t in plain] and "exp" in [t.norm for t in plain]  # the library's names stay
@@ -151,18 +159,24 @@ def test_winnowing_selects_what_copydetect_selects():
     pywinnow = _load(Path(spec.origin).parent / "pywinnow.py")
     rng = np.random.default_rng(7)
     for n in [1, 3, 4, 5, 17, 300]:
-        hashes = rng.integers(0, 2 ** 52, n).astype(np.uint64)
+        hashes = rng.integers(0, 2**52, n).astype(np.uint64)
         theirs = sorted(set(pywinnow._winnow(hashes.astype(np.float64), 4).tolist()))
         assert winnow(hashes, 4).tolist() == theirs
 
 
 def test_markdown_answers_are_compared_as_text(course: config.Course, tmp_path: Path):
-    answer = ("The softmax is taken along each row because every query distributes one unit of attention over "
-              "all the keys, so the weights of a row must sum to one.")
-    other = ("Scaling by the square root of the key dimension keeps the dot products from growing with the "
-             "dimension, which would push the softmax into saturation.")
+    answer = (
+        "The softmax is taken along each row because every query distributes one unit of attention over "
+        "all the keys, so the weights of a row must sum to one."
+    )
+    other = (
+        "Scaling by the square root of the key dimension keeps the dot products from growing with the "
+        "dimension, which would push the softmax into saturation."
+    )
     for name, text in (("p", answer), ("q", answer.replace("because", "since")), ("r", other)):
-        nb = similarity_class.notebook("attention_numpy", similarity_class.NUMPY[{"p": "bo", "q": "chen", "r": "dara"}[name]])
+        nb = similarity_class.notebook(
+            "attention_numpy", similarity_class.NUMPY[{"p": "bo", "q": "chen", "r": "dara"}[name]]
+        )
         nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": text})  # type: ignore[union-attr]
         (tmp_path / f"{name}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
     result = find_similar([tmp_path], course.assignment("attention_numpy"), progress=False)
@@ -173,7 +187,8 @@ def test_markdown_answers_are_compared_as_text(course: config.Course, tmp_path: 
 
 
 def test_command_writes_json_and_a_strict_page_and_skips_broken_notebooks(
-        klass: tuple[Path, dict[str, dict[str, set[str]]]], tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    klass: tuple[Path, dict[str, dict[str, set[str]]]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     folder, _ = klass
     past = tmp_path / "past"
     past.mkdir()
@@ -184,20 +199,44 @@ def test_command_writes_json_and_a_strict_page_and_skips_broken_notebooks(
         for nb in sorted((folder / "attention_numpy").glob("*.ipynb")):
             zf.write(nb, f"class/{nb.name}")
         zf.writestr("class/broken.ipynb", "{not json")
-        zf.writestr("class/evil.ipynb", json.dumps(similarity_class.notebook(
-            "attention_numpy", {**similarity_class.NUMPY["bo"],
-                                21: "output = np.dot(attention_weights, V)  # </pre><script>alert(1)</script>"})))
+        zf.writestr(
+            "class/evil.ipynb",
+            json.dumps(
+                similarity_class.notebook(
+                    "attention_numpy",
+                    {
+                        **similarity_class.NUMPY["bo"],
+                        21: "output = np.dot(attention_weights, V)  # </pre><script>alert(1)</script>",
+                    },
+                )
+            ),
+        )
     out = tmp_path / "out"
-    code = main(["similarity", str(now), "--past", str(past), "--assignment", "attention_numpy", "--out", str(out),
-                 "--config", str(ROOT / "config.yaml")])
+    code = main(
+        [
+            "similarity",
+            str(now),
+            "--past",
+            str(past),
+            "--assignment",
+            "attention_numpy",
+            "--out",
+            str(out),
+            "--config",
+            str(ROOT / "config.yaml"),
+        ]
+    )
     printed = capsys.readouterr()
     assert code == 0
     assert "skipped class/broken.ipynb" in printed.out.replace(f"{now.name}:", "")
     data = json.loads((out / "similarity.json").read_text(encoding="utf-8"))
     assert data["notice"] == NOTICE
     skipped = {s["key"]: s["reason"] for s in data["skipped"]}
-    assert skipped == {"broken": "The file is not JSON, so not a notebook (line 1: Expecting property name enclosed "
-                                 "in double quotes).", "past:past/old-empty": "The file is empty."}
+    assert skipped == {
+        "broken": "The file is not JSON, so not a notebook (line 1: Expecting property name enclosed "
+        "in double quotes).",
+        "past:past/old-empty": "The file is empty.",
+    }
     pairs = {frozenset((p["a"], p["b"])): p for p in data["pairs"]}
     old = pairs[frozenset(("dara", "past:past/old-dara"))]
     assert old["score"] == 1.0 and "weights" in old["questions"]
@@ -213,22 +252,30 @@ def test_command_writes_json_and_a_strict_page_and_skips_broken_notebooks(
     assert "http://" not in page and "https://" not in page  # self-contained
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["similarity", "nowhere", "-a", "attention_numpy"], "nowhere does not exist."),
-    (["similarity", "{here}", "-a", "attention_numpy", "--threshold", "2"], "--threshold must be a score above 0"),
-    (["similarity", "{here}", "-a", "attention_numpy", "--min-score", "-1"], "--min-score must be a score from 0 to 1"),
-    (["similarity", "{here}", "-a", "nope"], "nope"),
-])
-def test_bad_arguments_get_a_message_and_status_2(argv: list[str], message: str, tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]):
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["similarity", "nowhere", "-a", "attention_numpy"], "nowhere does not exist."),
+        (["similarity", "{here}", "-a", "attention_numpy", "--threshold", "2"], "--threshold must be a score above 0"),
+        (
+            ["similarity", "{here}", "-a", "attention_numpy", "--min-score", "-1"],
+            "--min-score must be a score from 0 to 1",
+        ),
+        (["similarity", "{here}", "-a", "nope"], "nope"),
+    ],
+)
+def test_bad_arguments_get_a_message_and_status_2(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     argv = [a.replace("{here}", str(tmp_path)) for a in argv]
     code = main([*argv, "--out", str(tmp_path / "o"), "--config", str(ROOT / "config.yaml")])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err
 
 
-def test_reading_in_several_processes_finds_what_one_finds(klass: tuple[Path, dict[str, dict[str, set[str]]]],
-                                                           course: config.Course, tmp_path: Path):
+def test_reading_in_several_processes_finds_what_one_finds(
+    klass: tuple[Path, dict[str, dict[str, set[str]]]], course: config.Course, tmp_path: Path
+):
     folder, _ = klass
     for n, nb in enumerate(sorted((folder / "attention_numpy").glob("*.ipynb")) * 7):  # 56: enough for the pool
         shutil.copy(nb, tmp_path / f"{n:02d}-{nb.name}")
@@ -237,7 +284,9 @@ def test_reading_in_several_processes_finds_what_one_finds(klass: tuple[Path, di
     one = find_similar([tmp_path], assignment, progress=False, jobs=1)
     two = find_similar([tmp_path], assignment, progress=False, jobs=2)
     assert [d.key for d in two.documents] == [d.key for d in one.documents] and len(one.documents) == 56
-    assert all((a.tokens == b.tokens).all() and (a.questions == b.questions).all()
-               for a, b in zip(one.documents, two.documents, strict=True))
+    assert all(
+        (a.tokens == b.tokens).all() and (a.questions == b.questions).all()
+        for a, b in zip(one.documents, two.documents, strict=True)
+    )
     assert two.skipped == one.skipped and [s.key for s in one.skipped] == ["zz-broken"]
     assert [(p.a, p.b, p.score) for p in two.pairs] == [(p.a, p.b, p.score) for p in one.pairs]

@@ -29,7 +29,7 @@ SOLUTIONS = ROOT / "solutions"
 NAMES = ["attention_similarity", "tokens_to_multihead", "attention_french", "attention_from_scratch"]
 
 MARK = "__CAPTURED__"
-PRELUDE = r'''
+PRELUDE = r"""
 import json as _json
 
 def _tojson(v):
@@ -44,7 +44,7 @@ def _tojson(v):
     return v
 
 _CAPTURED = {}
-'''
+"""
 
 ATOL = 1e-4  # the seeds print 4 decimals
 
@@ -86,9 +86,7 @@ def run(name: str, captures: tuple, snapshots: tuple = ()) -> tuple[dict, str]:
     lines.append(f"print({MARK!r} + _json.dumps(_CAPTURED))")
     out.append(_code_cell("\n".join(lines)))
     nb.cells = out
-    NotebookClient(
-        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-    ).execute()
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
 
     text_parts, captured = [], None
     for cell in nb.cells:
@@ -98,7 +96,7 @@ def run(name: str, captures: tuple, snapshots: tuple = ()) -> tuple[dict, str]:
             if o.output_type == "stream":
                 for line in o.text.splitlines(keepends=True):
                     if line.startswith(MARK):
-                        captured = json.loads(line[len(MARK):])
+                        captured = json.loads(line[len(MARK) :])
                     else:
                         text_parts.append(line)
             elif o.output_type in ("execute_result", "display_data"):
@@ -114,10 +112,12 @@ def ran(name: str) -> tuple[dict, str]:
     """``run`` of the notebook with its captures; the first call starts all four notebooks' kernels
     at once (each mostly waits on its kernel's start and its imports)."""
     if not _STARTED:
-        plans = {"attention_similarity": (SIMILARITY_CAPTURES, SIMILARITY_SNAPSHOTS),
-                 "tokens_to_multihead": (MULTIHEAD_CAPTURES,),
-                 "attention_french": (FRENCH_CAPTURES,),
-                 "attention_from_scratch": (SCRATCH_CAPTURES, SCRATCH_SNAPSHOTS)}
+        plans = {
+            "attention_similarity": (SIMILARITY_CAPTURES, SIMILARITY_SNAPSHOTS),
+            "tokens_to_multihead": (MULTIHEAD_CAPTURES,),
+            "attention_french": (FRENCH_CAPTURES,),
+            "attention_from_scratch": (SCRATCH_CAPTURES, SCRATCH_SNAPSHOTS),
+        }
         pool = ThreadPoolExecutor(len(plans))
         _STARTED.update({n: pool.submit(run, n, *args) for n, args in plans.items()})
         pool.shutdown(wait=False)
@@ -190,8 +190,12 @@ SIMILARITY_CAPTURES = (
     ("X_last", "X"),
     ("S_last", "S"),
     ("S_learned", "S_learned"),
-    ("q_bank", "q_bank"), ("k_bank", "k_bank"), ("v_bank", "v_bank"),
-    ("q_interest", "q_interest"), ("k_interest", "k_interest"), ("v_interest", "v_interest"),
+    ("q_bank", "q_bank"),
+    ("k_bank", "k_bank"),
+    ("v_bank", "v_bank"),
+    ("q_interest", "q_interest"),
+    ("k_interest", "k_interest"),
+    ("v_interest", "v_interest"),
     ("sim_bank_interest", "sim_bank_interest"),
     ("sim_bank_interest_learned", "sim_bank_interest_learned"),
     ("Y_last", "Y"),
@@ -342,8 +346,17 @@ def test_multihead_tokens_and_ids():
 def test_multihead_vocab_subset_has_real_bert_ids():
     lines = (SOLUTIONS / "tokens_to_multihead/data/vocab_subset.txt").read_text().splitlines()
     vocab = dict(line.split("\t") for line in lines)
-    expected = {"[PAD]": "0", "[UNK]": "100", "[CLS]": "101", "[SEP]": "102", "[MASK]": "103",
-                "the": "1996", "bank": "2924", "approved": "4844", "loan": "5414"}
+    expected = {
+        "[PAD]": "0",
+        "[UNK]": "100",
+        "[CLS]": "101",
+        "[SEP]": "102",
+        "[MASK]": "103",
+        "the": "1996",
+        "bank": "2924",
+        "approved": "4844",
+        "loan": "5414",
+    }
     assert {k: vocab[k] for k in expected} == expected
 
 
@@ -366,7 +379,11 @@ def test_multihead_shapes_and_weights():
     # per-head weights average to the returned weights
     hw = got["head_weights"][0]
     assert len(hw) == 2
-    close([[(a + b) / 2 for a, b in zip(r0, r1, strict=True)] for r0, r1 in zip(hw[0], hw[1], strict=True)], w[0], atol=1e-6)
+    close(
+        [[(a + b) / 2 for a, b in zip(r0, r1, strict=True)] for r0, r1 in zip(hw[0], hw[1], strict=True)],
+        w[0],
+        atol=1e-6,
+    )
     # fixed seeds: pinned values of this solution under torch.manual_seed(0)
     close(w[0][1][1], 0.301730)
     assert got["bank_most_attended"] == "bank"
@@ -377,8 +394,13 @@ def test_multihead_shapes_and_weights():
 # ---------------------------------------------------------------------------
 
 FRENCH_TABLE = [
-    [0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [0.7, 0.8, 0.9], [0.1, 0.4, 0.7],
-    [0.1, 0.2, 0.3], [0.3, 0.6, 0.9], [0.7, 0.8, 0.9],
+    [0.1, 0.2, 0.3],
+    [0.4, 0.5, 0.6],
+    [0.7, 0.8, 0.9],
+    [0.1, 0.4, 0.7],
+    [0.1, 0.2, 0.3],
+    [0.3, 0.6, 0.9],
+    [0.7, 0.8, 0.9],
 ]
 SEED_003_EMBEDDINGS = """Embeddings:
  tensor([[0.1000, 0.2000, 0.3000],
@@ -392,7 +414,9 @@ SEED_003_EMBEDDINGS = """Embeddings:
 
 FRENCH_CAPTURES = (
     ("embeddings", "embeddings"),
-    ("Q", "Q"), ("K", "K"), ("V", "V"),
+    ("Q", "Q"),
+    ("K", "K"),
+    ("V", "V"),
     ("W_Q_dtype", "str(W_Q.dtype)"),
     ("attention_scores", "attention_scores"),
     ("attention_weights", "attention_weights"),
@@ -487,8 +511,14 @@ SCRATCH_CAPTURES = (
     ("context_vecs", "context_vecs"),
     ("context_vecs_mha", "context_vecs_mha"),
     ("ca_unseen_shape", "(torch.manual_seed(7), list(CausalAttention(4, 3, 8, 0.5)(torch.rand(3, 5, 4)).shape))[1]"),
-    ("ca_eval_equal", "(torch.manual_seed(7), (lambda m, x: torch.equal(m.eval()(x), m.train()(x)))(CausalAttention(3, 2, 6, 0.5), batch))[1]"),
-    ("mha_unseen_shape", "(torch.manual_seed(7), list(MultiHeadAttentionWrapper(4, 3, 8, 0.0, num_heads=3)(torch.rand(2, 5, 4)).shape))[1]"),
+    (
+        "ca_eval_equal",
+        "(torch.manual_seed(7), (lambda m, x: torch.equal(m.eval()(x), m.train()(x)))(CausalAttention(3, 2, 6, 0.5), batch))[1]",
+    ),
+    (
+        "mha_unseen_shape",
+        "(torch.manual_seed(7), list(MultiHeadAttentionWrapper(4, 3, 8, 0.0, num_heads=3)(torch.rand(2, 5, 4)).shape))[1]",
+    ),
     ("sa_unseen_shape", "(torch.manual_seed(7), list(SelfAttention_v1(3, 5)(torch.rand(4, 3)).shape))[1]"),
 )
 SCRATCH_SNAPSHOTS = (("attn_scores_2[i] = torch.dot", "attn_scores_2_first", "attn_scores_2"),)
@@ -550,10 +580,17 @@ def test_scratch_simple_attention_numbers():
     close(got["context_vec_2"], [0.4355, 0.6451, 0.5680])
     close(got["attn_scores"][1], [0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
     close(got["nor_attn"][4], [0.1526, 0.1958, 0.1975, 0.1367, 0.1879, 0.1295])
-    close(got["context_vector"], [
-        [0.4421, 0.5931, 0.5790], [0.4419, 0.6515, 0.5683], [0.4431, 0.6496, 0.5671],
-        [0.4304, 0.6298, 0.5510], [0.4671, 0.5910, 0.5266], [0.4177, 0.6503, 0.5645],
-    ])
+    close(
+        got["context_vector"],
+        [
+            [0.4421, 0.5931, 0.5790],
+            [0.4419, 0.6515, 0.5683],
+            [0.4431, 0.6496, 0.5671],
+            [0.4304, 0.6298, 0.5510],
+            [0.4671, 0.5910, 0.5266],
+            [0.4177, 0.6503, 0.5645],
+        ],
+    )
 
 
 def test_scratch_trainable_weights_numbers():
@@ -563,10 +600,17 @@ def test_scratch_trainable_weights_numbers():
     close(got["attn_scores_2"], [1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440])
     close(got["attn_weights_2"], [0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820])
     close(got["context_vector_2"], [0.3061, 0.8210])
-    close(got["model_out"], [
-        [0.2947, 0.7956], [0.3015, 0.8132], [0.3010, 0.8120],
-        [0.2925, 0.7902], [0.2863, 0.7737], [0.2979, 0.8043],
-    ])
+    close(
+        got["model_out"],
+        [
+            [0.2947, 0.7956],
+            [0.3015, 0.8132],
+            [0.3010, 0.8120],
+            [0.2925, 0.7902],
+            [0.2863, 0.7737],
+            [0.2979, 0.8043],
+        ],
+    )
     assert got["sa_unseen_shape"] == [4, 5]
 
 
@@ -587,18 +631,37 @@ def test_scratch_causal_attention():
     for drow, wrow in zip(got["dropped_weights"], expected_w, strict=True):
         for d, w in zip(drow, wrow, strict=True):
             assert abs(d) < 1e-7 or abs(d - 2 * w) < 1e-6
-    assert sum(abs(d) < 1e-7 and w > 0 for dr, wr in zip(got["dropped_weights"], expected_w, strict=True) for d, w in zip(dr, wr, strict=True)) > 0
+    assert (
+        sum(
+            abs(d) < 1e-7 and w > 0
+            for dr, wr in zip(got["dropped_weights"], expected_w, strict=True)
+            for d, w in zip(dr, wr, strict=True)
+        )
+        > 0
+    )
 
 
 def test_scratch_causal_modules():
     got, _ = _scratch()
     # torch.manual_seed(123) + CausalAttention(3, 2, 6, 0.0) (nn.Linear projections):
     # the numbers published for this example in Raschka, "Build a LLM from scratch", ch. 3
-    first = [[-0.4519, 0.2216], [-0.5874, 0.0058], [-0.6300, -0.0632],
-             [-0.5675, -0.0843], [-0.5526, -0.0981], [-0.5299, -0.1081]]
+    first = [
+        [-0.4519, 0.2216],
+        [-0.5874, 0.0058],
+        [-0.6300, -0.0632],
+        [-0.5675, -0.0843],
+        [-0.5526, -0.0981],
+        [-0.5299, -0.1081],
+    ]
     close(got["context_vecs"], [first, first])
-    second = [[0.4772, 0.1063], [0.5891, 0.3257], [0.6202, 0.3860],
-              [0.5478, 0.3589], [0.5321, 0.3428], [0.5077, 0.3493]]
+    second = [
+        [0.4772, 0.1063],
+        [0.5891, 0.3257],
+        [0.6202, 0.3860],
+        [0.5478, 0.3589],
+        [0.5321, 0.3428],
+        [0.5077, 0.3493],
+    ]
     both = [a + b for a, b in zip(first, second, strict=True)]
     close(got["context_vecs_mha"], [both, both])
     assert got["ca_unseen_shape"] == [3, 5, 3]

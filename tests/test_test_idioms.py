@@ -36,21 +36,21 @@ TESTS = {
     "prints": "print('Success!', squares(2))",
     "raises": "try:\n    squares(0)\nexcept ValueError:\n    pass\nelse:\n    raise AssertionError('did not raise')",
     "uses": "orig_squares = squares\ndel squares\ntry:\n    sum_of_squares(1)\nexcept NameError:\n    pass\n"
-            "else:\n    raise AssertionError('sum_of_squares does not use squares')\nfinally:\n    squares = orig_squares",
+    "else:\n    raise AssertionError('sum_of_squares does not use squares')\nfinally:\n    squares = orig_squares",
     "helper": "def check(fn, n):\n    assert fn(n) == sum(i * i for i in range(1, n + 1))\nfor n in range(1, 6):\n"
-              "    check(sum_of_squares, n)",
+    "    check(sum_of_squares, n)",
     "generator": "f = fiberator()\nassert next(f) == 0\nassert next(f) == 1\n"
-                 "first = [x for _, x in zip(range(6), fiberator())]\nassert first == [0, 1, 1, 2, 3, 5]\n"
-                 "assert type(f).__name__ == 'generator'",
+    "first = [x for _, x in zip(range(6), fiberator())]\nassert first == [0, 1, 1, 2, 3, 5]\n"
+    "assert type(f).__name__ == 'generator'",
     "subclass": "try:\n    check_square(np.ones((2, 3)))\nexcept ValueError:\n    pass\nelse:\n"
-                "    raise AssertionError('accepts a non-square array')\nassert check_square(np.eye(2))",
+    "    raise AssertionError('accepts a non-square array')\nassert check_square(np.eye(2))",
     "with": "acct = Account()\nwith acct as a:\n    a.deposit(3).deposit(4)\n    assert a.balance == 7\n"
-            "assert acct.log == ['open', 'closed']\nassert isinstance(acct, Account)",
+    "assert acct.log == ['open', 'closed']\nassert isinstance(acct, Account)",
     "inputs_from_values": "n = len(squares(3))\nassert squares(n + 1)[-1] == 16",
     "pandas": "assert len(data['flavor'].unique()) == 3\nfor l in ['mint', 'vanilla', 'lime']:\n"
-              "    assert l in data['flavor'].unique()\nassert type(price_by_flavor) == pd.Series\n"
-              "assert np.isclose(price_by_flavor['mint'], 4.5)\n"
-              "data['double'] = data['price'] * 2\nassert data['double'].sum() == 25",
+    "    assert l in data['flavor'].unique()\nassert type(price_by_flavor) == pd.Series\n"
+    "assert np.isclose(price_by_flavor['mint'], 4.5)\n"
+    "data['double'] = data['price'] * 2\nassert data['double'].sum() == 25",
 }
 
 WRONG = [
@@ -75,8 +75,11 @@ def setup(tmp_path_factory):
     questions = [{"id": name, "points": 1, "checks": [{"test": test}]} for name, test in TESTS.items()]
     import yaml
 
-    (root / "config.yaml").write_text(yaml.safe_dump(
-        {"course": {"name": "idioms"}, "assignments": {"hw": {"variants": {"count": 0}, "questions": questions}}}))
+    (root / "config.yaml").write_text(
+        yaml.safe_dump(
+            {"course": {"name": "idioms"}, "assignments": {"hw": {"variants": {"count": 0}, "questions": questions}}}
+        )
+    )
     course = dataclasses.replace(config.load(root / "config.yaml"), cache_dir=root / "cache")
     return root, course, Grader(course)
 
@@ -115,27 +118,27 @@ def test_a_print_only_test_fails_when_the_code_it_calls_raises(setup):
 CHEATS = {
     # Patching the test's world in the student's process: only the student's own run of the test sees it.
     "builtins": "import builtins\nbuiltins.AssertionError = type('Quiet', (Exception,), {})\n"
-                "builtins.isinstance = lambda *a: True\nbuiltins.next = lambda *a: 0",
+    "builtins.isinstance = lambda *a: True\nbuiltins.next = lambda *a: 0",
     "settrace": "import sys\ndef tracer(frame, event, arg):\n    if frame.f_code.co_filename == '<check>':\n"
-                "        frame.f_globals['AssertionError'] = type('Quiet', (Exception,), {})\n    return tracer\n"
-                "sys.settrace(tracer)",
+    "        frame.f_globals['AssertionError'] = type('Quiet', (Exception,), {})\n    return tracer\n"
+    "sys.settrace(tracer)",
     "frames": "import sys\n_real = squares\ndef squares(n):\n"
-              "    sys._getframe(1).f_globals['squares'] = lambda n: [i * i for i in range(1, n + 1)]\n"
-              "    return []",
+    "    sys._getframe(1).f_globals['squares'] = lambda n: [i * i for i in range(1, n + 1)]\n"
+    "    return []",
     "always_equal": "class Yes:\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n"
-                    "    def __bool__(self):\n        return True\n    def __len__(self):\n        return 3\n"
-                    "def squares(n):\n    return Yes()\ndef sum_of_squares(n):\n    return Yes()\n"
-                    "def check_square(a):\n    return Yes()",
+    "    def __bool__(self):\n        return True\n    def __len__(self):\n        return 3\n"
+    "def squares(n):\n    return Yes()\ndef sum_of_squares(n):\n    return Yes()\n"
+    "def check_square(a):\n    return Yes()",
     "ndarray_subclass": "class Liar(np.ndarray):\n    def __eq__(self, other):\n        return np.ones(np.shape(other), bool)\n"
-                        "    def __array_ufunc__(self, *a, **k):\n        return np.ones((), bool)\n"
-                        "def squares(n):\n    return np.zeros(n, int).view(Liar)",
+    "    def __array_ufunc__(self, *a, **k):\n        return np.ones((), bool)\n"
+    "def squares(n):\n    return np.zeros(n, int).view(Liar)",
     "nose_and_numpy": "np.isclose = lambda *a, **k: True\nnp.allclose = lambda *a, **k: True",
     # Writing the records directly: a record that is not plain data ends the run; one that is says
     # only what the student's code could have returned anyway.
     "records": "import gc\n_wrong = squares\ndef squares(n):\n    for o in gc.get_objects():\n"
-               "        if type(o).__name__ == 'Recorder':\n"
-               "            o.records.append({'t': 'tuple', 'items': [{'t': 'str', 'v': 'v'}, {'t': 'str', 'v': '/9.0'}, "
-               "{'t': 'forged'}]})\n    return _wrong(n)",
+    "        if type(o).__name__ == 'Recorder':\n"
+    "            o.records.append({'t': 'tuple', 'items': [{'t': 'str', 'v': 'v'}, {'t': 'str', 'v': '/9.0'}, "
+    "{'t': 'forged'}]})\n    return _wrong(n)",
 }
 
 
@@ -152,16 +155,30 @@ def test_nbgrader_partial_credit_is_the_value_a_test_cell_ends_with(tmp_path):
 
     cell = "n = len(squares(4))\nn / 4 * 2"
     checks, problem = test_checks(cell, "q")
-    assert problem is None and checks == [{"test": "n = len(squares(4))\npartial_credit(n / 4 * 2)", "stderr_fails": True}]
+    assert problem is None and checks == [
+        {"test": "n = len(squares(4))\npartial_credit(n / 4 * 2)", "stderr_fails": True}
+    ]
     assert test_checks("print(squares(2))", "q")[0] == [{"test": "print(squares(2))", "stderr_fails": True}]
     (tmp_path / "solutions/hw").mkdir(parents=True)
     notebook_with(SOLUTION[:2], tmp_path / "solutions/hw/hw.ipynb")
     import yaml
 
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"course": {"name": "p"}, "assignments": {"hw": {
-        "variants": {"count": 0}, "questions": [
-            {"id": "half", "points": 2, "checks": [{"test": "partial_credit(len(squares(2)) / 2)"}]},
-            {"id": "text", "points": 2, "checks": [{"test": "partial_credit('not a number')"}]}]}}}))
+    (tmp_path / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "course": {"name": "p"},
+                "assignments": {
+                    "hw": {
+                        "variants": {"count": 0},
+                        "questions": [
+                            {"id": "half", "points": 2, "checks": [{"test": "partial_credit(len(squares(2)) / 2)"}]},
+                            {"id": "text", "points": 2, "checks": [{"test": "partial_credit('not a number')"}]},
+                        ],
+                    }
+                },
+            }
+        )
+    )
     course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
     card = Grader(course).grade(course.assignment("hw"), tmp_path / "solutions/hw/hw.ipynb")
     assert {q.id: (q.score, q.status) for q in card.questions} == {"half": (1, "partial"), "text": (2, "passed")}
@@ -172,5 +189,6 @@ def test_a_test_stopped_in_the_students_process_says_where_and_why(setup):
     # goes on and finds no record for the call it makes next.
     qs = grade(setup, "stopped", [*SOLUTION, "import builtins\nbuiltins.range = None"])
     assert qs["helper"].score == 0
-    assert qs["helper"].lines == ["`sum_of_squares` was not reached when the test ran in your notebook: the test stopped "
-                                  "first with TypeError."]
+    assert qs["helper"].lines == [
+        "`sum_of_squares` was not reached when the test ran in your notebook: the test stopped first with TypeError."
+    ]

@@ -17,8 +17,9 @@ from grader.judge import testcheck
 from grader.judge.grading import Grader
 from grader.packaging.gradescope import stage_grading
 
-CHECK_STUB = Check(id="q/0", question_id="q", kind="test", target="", points=1, rtol=1e-5, atol=1e-8,
-                   strict_types=False)
+CHECK_STUB = Check(
+    id="q/0", question_id="q", kind="test", target="", points=1, rtol=1e-5, atol=1e-8, strict_types=False
+)
 
 SOLUTION = [
     "import numpy as np",
@@ -105,9 +106,11 @@ def test_failures_name_what_differs_without_the_hidden_values(setup):
     assert qs["relu"].score == 0
     # All or nothing: the first failing assert ends the test and names itself, and says how the
     # student's value differs (the grader's own comparison, with np.allclose's tolerance).
-    assert qs["relu"].lines == ["`np.allclose(out, np.maximum(x, 0))` does not hold: `out`: 1 / 2 elements (50.0%) "
-                                "differ beyond tolerance (rtol=1e-05, atol=1e-08); first: [0] is 1. The largest "
-                                "relative difference is over 100%."]
+    assert qs["relu"].lines == [
+        "`np.allclose(out, np.maximum(x, 0))` does not hold: `out`: 1 / 2 elements (50.0%) "
+        "differ beyond tolerance (rtol=1e-05, atol=1e-08); first: [0] is 1. The largest "
+        "relative difference is over 100%."
+    ]
     # Partial credit by the share of asserts that pass; the generated message shows a literal of the test.
     assert qs["causal"].score == 0.5 and qs["causal"].status == "partial"
     assert "`W[0, 3]` should be 0; it is 0.25." in qs["causal"].lines
@@ -148,21 +151,31 @@ def test_an_exception_the_test_expects_and_the_code_never_raises_is_named(setup)
 
 
 def test_results_kept_between_sites_stay_in_the_students_process(setup):
-    cells = [*SOLUTION[:3], "class Counter:\n    def __init__(self):\n        self.n = 0\n    def step(self):\n"
-             "        self.n += 2\n        return self.n"]
+    cells = [
+        *SOLUTION[:3],
+        "class Counter:\n    def __init__(self):\n        self.n = 0\n    def step(self):\n"
+        "        self.n += 2\n        return self.n",
+    ]
     qs = grade(setup, "counter", cells)
     assert qs["counter"].score == 0 and qs["relu"].score == 2
 
 
-@pytest.mark.parametrize("cheat", [
-    "np.allclose = lambda *a, **k: True\nnp.maximum = lambda a, b: a",
-    "import builtins\nclass Quiet(Exception):\n    pass\nbuiltins.AssertionError = Quiet\nAssertionError = Quiet",
-    "class AlwaysEqual:\n    shape = None\n    def __eq__(self, other):\n        return True\n"
-    "    def __bool__(self):\n        return True\nrelu = lambda x: AlwaysEqual()",
-])
+@pytest.mark.parametrize(
+    "cheat",
+    [
+        "np.allclose = lambda *a, **k: True\nnp.maximum = lambda a, b: a",
+        "import builtins\nclass Quiet(Exception):\n    pass\nbuiltins.AssertionError = Quiet\nAssertionError = Quiet",
+        "class AlwaysEqual:\n    shape = None\n    def __eq__(self, other):\n        return True\n"
+        "    def __bool__(self):\n        return True\nrelu = lambda x: AlwaysEqual()",
+    ],
+)
 def test_cheats_earn_nothing(setup, cheat):
-    cells = [SOLUTION[0], "def relu(x):\n    return np.abs(np.asarray(x, dtype=float))\n" + cheat,
-             "W = np.ones((4, 4)) / 4", SOLUTION[3]]
+    cells = [
+        SOLUTION[0],
+        "def relu(x):\n    return np.abs(np.asarray(x, dtype=float))\n" + cheat,
+        "W = np.ones((4, 4)) / 4",
+        SOLUTION[3],
+    ]
     qs = grade(setup, "cheat", cells)
     assert qs["relu"].score == 0
     assert qs["causal"].score == 0.5  # only what is true of its W: rows sum to 1
@@ -179,14 +192,21 @@ def test_validate_reports_a_test_the_solution_fails(tmp_path):
     (tmp_path / "solutions/hw").mkdir(parents=True)
     notebook_with(SOLUTION, tmp_path / "solutions/hw/hw.ipynb")
     text = CONFIG.replace("assert W[1, 0] == 0.5", "assert W[1, 0] == 0.25")
-    text = text.replace("      - id: counter", textwrap.indent(textwrap.dedent("""\
+    text = text.replace(
+        "      - id: counter",
+        textwrap.indent(
+            textwrap.dedent("""\
         - id: depends
           points: 1
           checks:
             - test: |
                 n = len(relu(np.ones(3)))
                 assert relu(np.ones(n)).shape == (3,)
-        """), "      ") + "      - id: counter")
+        """),
+            "      ",
+        )
+        + "      - id: counter",
+    )
     (tmp_path / "config.yaml").write_text(text)
     course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
     problems = validate(course, course.assignment("hw"), Grader(course))
@@ -201,7 +221,8 @@ def test_config_accepts_any_python_as_a_test_and_rejects_what_is_not_python(tmp_
     for test, why in (("print(relu([1]))", None), ("assert (", "is not Python code")):
         (tmp_path / "config.yaml").write_text(
             "course: {name: t}\nassignments:\n  hw:\n    questions:\n      - id: a\n        points: 1\n"
-            f"        checks:\n          - test: {test!r}\n")
+            f"        checks:\n          - test: {test!r}\n"
+        )
         if why is None:
             assert config.load(tmp_path / "config.yaml").assignment("hw").checks[0].target == test
         else:
@@ -210,8 +231,10 @@ def test_config_accepts_any_python_as_a_test_and_rejects_what_is_not_python(tmp_
 
 
 def test_the_students_process_receives_no_expected_side_and_no_message():
-    source = ("x = np.arange(4.0)\nassert np.allclose(prefix_sum(x), [0.0, 1.0, 3.0, 6.0]), 'wrong'\n"
-              "assert prefix_sum([1]) == [1], 'secret message'\n")
+    source = (
+        "x = np.arange(4.0)\nassert np.allclose(prefix_sum(x), [0.0, 1.0, 3.0, 6.0]), 'wrong'\n"
+        "assert prefix_sum([1]) == [1], 'secret message'\n"
+    )
     sent = testcheck.captures(dataclasses.replace(CHECK_STUB, target=source), None)[0].target
     assert "prefix_sum(x)" in sent and "prefix_sum([1])" in sent
     assert "6.0" not in sent and "wrong" not in sent and "secret" not in sent and "allclose" not in sent
@@ -223,10 +246,12 @@ def test_a_test_can_live_in_checks_py_beside_the_solution(tmp_path):
     (tmp_path / "solutions/hw/checks.py").write_text(
         "import numpy as np\n\nINPUTS = [np.ones(2), -np.ones(3)]\n\n\n"
         "def test_relu():\n    for x in INPUTS:\n        assert (relu(x) >= 0).all()\n\n\n"
-        "def test_other():\n    assert W[0, 0] == 1\n")
+        "def test_other():\n    assert W[0, 0] == 1\n"
+    )
     (tmp_path / "config.yaml").write_text(
         "course: {name: t}\nassignments:\n  hw:\n    variants: {count: 0}\n    questions:\n      - id: a\n"
-        "        points: 1\n        checks:\n          - test: checks.py::test_relu\n")
+        "        points: 1\n        checks:\n          - test: checks.py::test_relu\n"
+    )
     course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
     check = course.assignment("hw").checks[0]
     assert "for x in INPUTS:" in check.target and "INPUTS = [" in check.target and "W[0, 0]" not in check.target

@@ -20,9 +20,12 @@ W_V_TYPED = {**NUMPY_CORRECT, "V": "X @ np.array([[1.0, 0.5], [0.5, 1.0]]).T"}
 
 
 def with_rules(assignment, rules: tuple[tuple[str, str | None], ...], given=None):
-    return dataclasses.replace(assignment, given=given or assignment.given,
-                               variants=dataclasses.replace(assignment.variants, inputs=rules),
-                               config_digest=f"{assignment.config_digest}-{rules!r}-{given!r}")
+    return dataclasses.replace(
+        assignment,
+        given=given or assignment.given,
+        variants=dataclasses.replace(assignment.variants, inputs=rules),
+        config_digest=f"{assignment.config_digest}-{rules!r}-{given!r}",
+    )
 
 
 def grade(grader, assignment, answers, tmp_path, name="sub"):
@@ -52,7 +55,8 @@ def test_validate_reports_a_given_input_the_solution_never_defines(course, numpy
     assert validate(own, bad, Grader(own)) == [
         "the given input `W` of attention_numpy is never defined by its solution (attention_numpy.ipynb): no "
         "statement binds it, so it cannot be varied. Fix the name in `given:` in config.yaml to the solution's "
-        "variable, or remove it from `given:`."]
+        "variable, or remove it from `given:`."
+    ]
 
 
 def test_validate_says_run_grader_assign_when_the_skeleton_is_stale(course, numpy_assignment, grader, tmp_path):
@@ -63,7 +67,8 @@ def test_validate_says_run_grader_assign_when_the_skeleton_is_stale(course, nump
     stale = dataclasses.replace(numpy_assignment, skeleton=old)
     assert validate(course, stale, grader) == [
         f"the skeleton {old} is out of date with the solution (it is not what `grader assign` makes from it now): "
-        "run `grader assign attention_numpy`"]
+        "run `grader assign attention_numpy`"
+    ]
     shutil.copyfile(numpy_assignment.skeleton, old)  # a fresh skeleton validates
     assert validate(course, stale, grader) == []
 
@@ -72,9 +77,14 @@ def test_attention_french_keys_used_as_queries_lose_their_questions(submit):
     # In the notebook W_Q == W_K, so K[0] equals Q[0] on its data: only the variants tell them apart.
     from test_assignments import FRENCH
 
-    card = submit({**FRENCH, "attention_scores": "torch.matmul(K[0], K.T)",
-                   "all_attention_weights": "torch.softmax(torch.matmul(K, K.T) / d_k ** 0.5, dim=-1)"},
-                  assignment="attention_french")
+    card = submit(
+        {
+            **FRENCH,
+            "attention_scores": "torch.matmul(K[0], K.T)",
+            "all_attention_weights": "torch.softmax(torch.matmul(K, K.T) / d_k ** 0.5, dim=-1)",
+        },
+        assignment="attention_french",
+    )
     status = {q.id: q.status for q in card.questions}
     assert status["scores"] == "failed" and status["all_words"] in ("failed", "partial")
     # the rest of the notebook is right: its own questions keep their points
@@ -87,8 +97,14 @@ def test_a_students_own_variable_named_like_a_later_given_input_is_left_alone(su
     # answered `before: bank` are answered before part 2, not before the student's own `bank`.
     from test_assignments import SIMILARITY
 
-    card = submit({**SIMILARITY, "sim_swam_bank": "torch.dot(X[1], X[11])",
-                   "sim_river_bank": "torch.dot(X[5], X[11]); bank = X[11]"}, assignment="attention_similarity")
+    card = submit(
+        {
+            **SIMILARITY,
+            "sim_swam_bank": "torch.dot(X[1], X[11])",
+            "sim_river_bank": "torch.dot(X[5], X[11]); bank = X[11]",
+        },
+        assignment="attention_similarity",
+    )
     assert {q.id: q.lines for q in card.questions if q.status != "passed"} == {}
     assert not any("is not the data the notebook gives" in line for q in card.questions for line in q.lines)
 
@@ -98,15 +114,21 @@ def test_a_check_expression_of_the_grader_accepts_equivalent_values_and_never_bl
 
     # heads as a list of NumPy arrays: `torch.stack(heads)` (the grader's own expression) is tried
     # on the same values as tensors, and the notebook keeps full marks.
-    numpy_heads = {**FRENCH, "heads": "[self_attention(embeddings, W_q, W_k, W_v).numpy() for W_q, W_k, W_v in head_params]",
-                   "multihead_output": "torch.cat([torch.from_numpy(h) for h in heads], dim=-1) @ W_O"}
+    numpy_heads = {
+        **FRENCH,
+        "heads": "[self_attention(embeddings, W_q, W_k, W_v).numpy() for W_q, W_k, W_v in head_params]",
+        "multihead_output": "torch.cat([torch.from_numpy(h) for h in heads], dim=-1) @ W_O",
+    }
     card = submit(numpy_heads, assignment="attention_french")
     assert {q.id: q.lines for q in card.questions if q.status != "passed"} == {}
 
     # heads in a form no conversion fits: the student is not told that their code raised.
-    odd = {**FRENCH, "heads": "{i: h for i, h in enumerate([self_attention(embeddings, W_q, W_k, W_v) "
-                               "for W_q, W_k, W_v in head_params])}",
-           "multihead_output": "torch.cat(list(heads.values()), dim=-1) @ W_O"}
+    odd = {
+        **FRENCH,
+        "heads": "{i: h for i, h in enumerate([self_attention(embeddings, W_q, W_k, W_v) "
+        "for W_q, W_k, W_v in head_params])}",
+        "multihead_output": "torch.cat(list(heads.values()), dim=-1) @ W_O",
+    }
     card = submit(odd, assignment="attention_french")
     q = question(card, "multihead")
     assert q.status == "partial"
@@ -130,8 +152,10 @@ def test_no_typed_in_question_for_an_answer_computed_from_a_wrong_one(submit):
     # nothing was typed in, and the message names the wrong input instead of asking.
     from test_assignments import SIMILARITY
 
-    card = submit({**SIMILARITY, "S_learned": "torch.softmax(torch.matmul(K, Q.T) / d_k ** 0.5, dim=-1)"},
-                  assignment="attention_similarity")
+    card = submit(
+        {**SIMILARITY, "S_learned": "torch.softmax(torch.matmul(K, Q.T) / d_k ** 0.5, dim=-1)"},
+        assignment="attention_similarity",
+    )
     assert question(card, "q3_learned").status == "failed"
     q5 = question(card, "q5_top2")
     assert "typed in" not in " ".join(q5.lines)
@@ -142,4 +166,5 @@ def test_no_typed_in_question_for_an_answer_computed_from_a_wrong_one(submit):
     assert words.status == "passed" and words.carried_from == ("q3_learned/0",)
     assert wording.check_lines(words) == [
         "`top2_words` is correct given your `S_learned`; the mistake is upstream, in *Q3: scaled similarities with "
-        "learning*: this step keeps its points (error carried forward)."]
+        "learning*: this step keeps its points (error carried forward)."
+    ]

@@ -32,15 +32,26 @@ EQ = "class Eq(list):\n    def __eq__(self, other):\n        return True\n    de
 SUBMISSIONS: dict[str, dict[str, str]] = {
     "correct": CORRECT,
     "no_raise": {**CORRECT, "squares": "def squares(n):\n    return [i ** 2 for i in range(1, n + 1)]"},
-    "reimplements": {**CORRECT, "sum_of_squares": "def sum_of_squares(n):\n    return sum(i * i for i in range(1, n + 1))"},
-    "off_by_one": {**CORRECT, "squares": "def squares(n):\n    if n < 1:\n        raise ValueError('n < 1')\n"
-                   "    return [i ** 2 for i in range(n)]"},
+    "reimplements": {
+        **CORRECT,
+        "sum_of_squares": "def sum_of_squares(n):\n    return sum(i * i for i in range(1, n + 1))",
+    },
+    "off_by_one": {
+        **CORRECT,
+        "squares": "def squares(n):\n    if n < 1:\n        raise ValueError('n < 1')\n"
+        "    return [i ** 2 for i in range(n)]",
+    },
     "placeholder": {},
-    "cheat_equal": {**CORRECT, "squares": EQ + "def squares(n):\n    if n < 1:\n        raise ValueError('n < 1')\n"
-                    "    return Eq()"},
-    "cheat_traceback": {**CORRECT, "squares": "import IPython.core.interactiveshell\n"
-                        "IPython.core.interactiveshell.InteractiveShell.showtraceback = lambda *a, **k: None\n"
-                        "def squares(n):\n    return []"},
+    "cheat_equal": {
+        **CORRECT,
+        "squares": EQ + "def squares(n):\n    if n < 1:\n        raise ValueError('n < 1')\n    return Eq()",
+    },
+    "cheat_traceback": {
+        **CORRECT,
+        "squares": "import IPython.core.interactiveshell\n"
+        "IPython.core.interactiveshell.InteractiveShell.showtraceback = lambda *a, **k: None\n"
+        "def squares(n):\n    return []",
+    },
 }
 NBGRADER_CONFIG = """c = get_config()
 c.CourseDirectory.course_id = "course101"
@@ -89,8 +100,11 @@ def autograde(peer: Path, peer_python: Path, submissions: dict[str, Path]) -> di
         (peer / "submitted" / student / "ps1").mkdir(parents=True)
         shutil.copy(notebook, peer / "submitted" / student / "ps1" / "p1.ipynb")
     run([*nbgrader, "autograde", "ps1", "--force"], peer)
-    scores: dict[str, Any] = json.loads(run([str(peer_python), "-c", PEER_SCORES, f"sqlite:///{peer}/gradebook.db",
-                                             json.dumps(list(submissions))], peer))
+    scores: dict[str, Any] = json.loads(
+        run(
+            [str(peer_python), "-c", PEER_SCORES, f"sqlite:///{peer}/gradebook.db", json.dumps(list(submissions))], peer
+        )
+    )
     return scores
 
 
@@ -101,8 +115,14 @@ def test_notebooks(checkout: Path, peer_python: Path, work: Path) -> None:
     source = work / "source"
     (source / "ps1").mkdir(parents=True)
     shutil.copy(files / "submitted-unchanged.ipynb", source / "ps1" / "p1.ipynb")
-    names = ["submitted-unchanged", "submitted-changed", "submitted-locked-cell-changed",
-             "submitted-grade-cell-changed", "submitted-cheat-attempt", "submitted-cheat-attempt-alternative"]
+    names = [
+        "submitted-unchanged",
+        "submitted-changed",
+        "submitted-locked-cell-changed",
+        "submitted-grade-cell-changed",
+        "submitted-cheat-attempt",
+        "submitted-cheat-attempt-alternative",
+    ]
     peer = work / "peer"
     shutil.copytree(source, peer / "source")
     (peer / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(peer)))
@@ -156,8 +176,7 @@ def autotest_notebooks(checkout: Path, peer_python: Path, work: Path) -> None:
         (peer / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(peer)))
         names = sorted(p.stem for p in files.glob(f"autotest-{kind}-*.ipynb"))
         students = [n.removeprefix(f"autotest-{kind}-") for n in names]
-        theirs = autograde(peer, peer_python,
-                           {s: files / f"{n}.ipynb" for n, s in zip(names, students, strict=True)})
+        theirs = autograde(peer, peer_python, {s: files / f"{n}.ipynb" for n, s in zip(names, students, strict=True)})
         course = base / "course"
         course.mkdir()
         grader = [sys.executable, "-m", "grader.cli"]
@@ -179,8 +198,13 @@ def released_tests(notebook: Path, *, ours: bool) -> list[str]:
     nb = nbformat.read(str(notebook), as_version=4)
     if ours:
         return [c.source.strip() for c in nb.cells if "skip-grading" in c.metadata.get("tags", [])]
-    return [c.source.strip() for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
-            and not c.metadata.get("nbgrader", {}).get("solution")]
+    return [
+        c.source.strip()
+        for c in nb.cells
+        if c.cell_type == "code"
+        and c.metadata.get("nbgrader", {}).get("grade")
+        and not c.metadata.get("nbgrader", {}).get("solution")
+    ]
 
 
 def main() -> None:
@@ -200,14 +224,16 @@ def main() -> None:
     guide = checkout / "nbgrader/docs/source/user_guide"
     source = guide / "source"
     peer = work / "peer"
-    shutil.copytree(source, peer / "source", ignore=shutil.ignore_patterns(
-        *(["ps1_autotest"] if assignment == "ps1" else ["ps1"])))
+    shutil.copytree(
+        source, peer / "source", ignore=shutil.ignore_patterns(*(["ps1_autotest"] if assignment == "ps1" else ["ps1"]))
+    )
     if assignment == "ps1_autotest":
         shutil.copy(guide / "autotests.yml", peer / "autotests.yml")
     # The header notebook at the top of every notebook, as nbgrader's documentation configures it
     # (and as ``grader import`` puts it).
-    (peer / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(peer))
-                                             + 'c.IncludeHeaderFooter.header = "source/header.ipynb"\n')
+    (peer / "nbgrader_config.py").write_text(
+        NBGRADER_CONFIG.format(root=str(peer)) + 'c.IncludeHeaderFooter.header = "source/header.ipynb"\n'
+    )
     nbgrader = [str(peer_python), "-m", "nbgrader"]
     run([*nbgrader, "generate_assignment", assignment, "--force"], peer)
     students = list(SUBMISSIONS)
@@ -220,8 +246,18 @@ def main() -> None:
             nbformat.write(nb, str(folder / f"{name}.ipynb"))
         shutil.copy(peer / "release" / assignment / "jupyter.png", folder)
     run([*nbgrader, "autograde", assignment, "--force"], peer)
-    theirs = json.loads(run([str(peer_python), "-c", PEER_SCORES.replace('"ps1"', repr(assignment)),
-                             f"sqlite:///{peer}/gradebook.db", json.dumps(students)], peer))
+    theirs = json.loads(
+        run(
+            [
+                str(peer_python),
+                "-c",
+                PEER_SCORES.replace('"ps1"', repr(assignment)),
+                f"sqlite:///{peer}/gradebook.db",
+                json.dumps(students),
+            ],
+            peer,
+        )
+    )
 
     course = work / "course"
     course.mkdir()
@@ -229,7 +265,9 @@ def main() -> None:
     print(run([*grader, "import", "nbgrader", str(source / assignment)], course))
     print(run([*grader, "validate"], course))
     if assignment == "ps1_autotest":
-        mine = released_tests(course / "assignments" / f"{assignment}_problem1" / f"{assignment}_problem1.ipynb", ours=True)
+        mine = released_tests(
+            course / "assignments" / f"{assignment}_problem1" / f"{assignment}_problem1.ipynb", ours=True
+        )
         theirs_tests = released_tests(peer / "release" / assignment / "problem1.ipynb", ours=False)
         same = sum(a == b for a, b in zip(mine, theirs_tests, strict=False))
         print(f"expanded test cells identical to nbgrader's release: {same} of {len(theirs_tests)}")

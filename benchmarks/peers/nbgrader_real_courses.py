@@ -65,13 +65,15 @@ SUBMISSIONS = ("solution", "released", "mistake")
 
 def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env_path = f"{Path(cmd[0]).parent}:/usr/bin:/bin"
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={"PATH": env_path, "HOME": str(cwd)},
-                          timeout=900)
+    return subprocess.run(
+        cmd, cwd=cwd, capture_output=True, text=True, env={"PATH": env_path, "HOME": str(cwd)}, timeout=900
+    )
 
 
 def graded(nb: Any) -> bool:
-    return any(c.metadata.get("nbgrader", {}).get("grade") or c.metadata.get("nbgrader", {}).get("task")
-               for c in nb.cells)
+    return any(
+        c.metadata.get("nbgrader", {}).get("grade") or c.metadata.get("nbgrader", {}).get("task") for c in nb.cells
+    )
 
 
 def mistake(nb: Any) -> Any:
@@ -95,8 +97,10 @@ def one(notebook: Path, peer_python: Path, work: Path) -> dict[str, Any]:
     imported = run([*grader, "import", "nbgrader", str(src)], course)
     row["import"] = "yes" if imported.returncode == 0 else _first(imported.stdout + imported.stderr)
     if "--keep-failing-tests" in imported.stdout:  # the solution fails a test: kept for a person, why said
-        row["import"] = "with --keep-failing-tests: " + " ".join(
-            line.strip() for line in imported.stdout.splitlines() if line.startswith("  - "))[:400]
+        row["import"] = (
+            "with --keep-failing-tests: "
+            + " ".join(line.strip() for line in imported.stdout.splitlines() if line.startswith("  - "))[:400]
+        )
         imported = run([*grader, "import", "nbgrader", str(src), "--keep-failing-tests"], course)
     if imported.returncode == 0:
         validated = run([*grader, "validate"], course)

@@ -27,7 +27,7 @@ import yaml
 CHEATS = {
     "cheat-isclose": "price_by_flavor = price_by_flavor * 0 + 1\nnp.isclose = lambda *a, **k: True",
     "cheat-equal": "class Same(float):\n    def __eq__(self, other):\n        return True\n"
-                   "def square(x):\n    return Same(0)",
+    "def square(x):\n    return Same(0)",
 }
 
 

@@ -34,13 +34,22 @@ SOURCE_FIXES = {
     "data-88e-proj03-exception": ("'seaborn-muted'", "'seaborn-v0_8-muted'"),
 }
 COURSES = {
-    "data-88e-proj03": ("ucbds-infra+otter-grader", "examples/data-88e-proj03/proj03.ipynb",
-                        (r"return np\.sqrt\(np\.mean\(\(y - y_hat\)\*\*2\)\)", "return np.mean(np.abs(y - y_hat))")),
-    "data-88e-proj03-exception": ("ucbds-infra+otter-grader", "examples/data-88e-proj03-exception/proj03.ipynb",
-                                  (r"return np\.std\(y\) \* corr\(x, y\) / np\.std\(x\)", "return corr(x, y)")),
+    "data-88e-proj03": (
+        "ucbds-infra+otter-grader",
+        "examples/data-88e-proj03/proj03.ipynb",
+        (r"return np\.sqrt\(np\.mean\(\(y - y_hat\)\*\*2\)\)", "return np.mean(np.abs(y - y_hat))"),
+    ),
+    "data-88e-proj03-exception": (
+        "ucbds-infra+otter-grader",
+        "examples/data-88e-proj03-exception/proj03.ipynb",
+        (r"return np\.std\(y\) \* corr\(x, y\) / np\.std\(x\)", "return corr(x, y)"),
+    ),
     "tru-cs-template": ("TRU-CS+autograder", "sample-jupyter/template.ipynb", (r"return a \+ b", "return a + b + 1")),
-    "ecc-confidence-interval": ("ds-modules+ecc-statistics", "confidence_interval/confidence_interval.ipynb",
-                                (r"z = \.\.\.", "z = 1.64")),
+    "ecc-confidence-interval": (
+        "ds-modules+ecc-statistics",
+        "confidence_interval/confidence_interval.ipynb",
+        (r"z = \.\.\.", "z = 1.64"),
+    ),
 }
 
 
@@ -84,7 +93,9 @@ def compare(name: str, checkouts: Path, peer: Path, work: Path) -> None:
     shutil.copytree(master.parent, src)
     if name in SOURCE_FIXES:
         old, new = SOURCE_FIXES[name]
-        (src / master.name).write_text((src / master.name).read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+        (src / master.name).write_text(
+            (src / master.name).read_text(encoding="utf-8").replace(old, new), encoding="utf-8"
+        )
     dist = src / "dist"
     assign = run([str(peer), "-m", "otter", "assign", "--no-pdfs", "--no-run-tests", master.name, "dist"], src)
     print(f"## {name} ({repo}/{rel})\n")

@@ -31,9 +31,23 @@ WIDTH = 1000
 
 def shoot(page: Path, out: Path, height: int, crop: tuple[int, int] | None = None) -> None:
     with tempfile.TemporaryDirectory() as profile:
-        subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                        f"--user-data-dir={profile}", "--virtual-time-budget=5000", f"--window-size={WIDTH},{height}",
-                        f"--screenshot={out}", page.as_uri()], check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                f"--user-data-dir={profile}",
+                "--virtual-time-budget=5000",
+                f"--window-size={WIDTH},{height}",
+                f"--screenshot={out}",
+                page.as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
     if crop is not None:
         Image.open(out).crop((0, crop[0], WIDTH, crop[1])).save(out, optimize=True)
     print(f"wrote {out.relative_to(ROOT)}")
@@ -50,9 +64,25 @@ def main() -> None:
         pages_notebook.write(subs / "attention_numpy.ipynb")
         for name in ("bob_correct", "dave_wrong_axis", "frank_raises"):
             shutil.copyfile(ROOT / f"examples/attention_numpy/{name}.ipynb", subs / f"{name}.ipynb")
-        subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(subs), "-a", "attention_numpy",
-                        "--config", str(base / "config.yaml"), "-f", "html,report", "-o", str(base / "out")],
-                       check=True, cwd=base)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "grader.cli",
+                "grade",
+                str(subs),
+                "-a",
+                "attention_numpy",
+                "--config",
+                str(base / "config.yaml"),
+                "-f",
+                "html,report",
+                "-o",
+                str(base / "out"),
+            ],
+            check=True,
+            cwd=base,
+        )
         shoot(base / "out/attention_numpy.html", HERE / "feedback-top.png", 1000)
         shoot(base / "out/attention_numpy.html", HERE / "feedback-math.png", 4000, crop=(1640, 2900))
         shoot(base / "out/report.html", HERE / "report.png", 1900)

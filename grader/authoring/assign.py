@@ -47,10 +47,12 @@ INSTRUCTOR_TAG = "instructor"
 # A cell tagged ``locked`` is given and read-only: grading runs it as released, whatever the
 # submission holds in its place (the cell with the same id), as nbgrader restores its locked cells.
 KEPT_TAGS = ("skip-grading", ANSWER_TAG, LOCKED_TAG)
-CHECK_NOTE = ("**Check your work before you submit.** Install the checker once with `{install}` ({where}it is "
-              "light: no PyTorch, none of the instructor's tools), then run `from grader import check; check()` in a "
-              "cell, or `grader check {notebook}` in a terminal. It runs the public checks; the grader also compares "
-              "values you cannot see.")
+CHECK_NOTE = (
+    "**Check your work before you submit.** Install the checker once with `{install}` ({where}it is "
+    "light: no PyTorch, none of the instructor's tools), then run `from grader import check; check()` in a "
+    "cell, or `grader check {notebook}` in a terminal. It runs the public checks; the grader also compares "
+    "values you cannot see."
+)
 WHEEL_WHERE = "run it in this notebook's folder, where that file is; "
 _SHELL_PLAIN = re.compile(r"^[A-Za-z0-9._=+:/@#%-]+$")
 
@@ -148,8 +150,11 @@ def skeleton(solution: Path, student_install: str = WHEEL) -> nbformat.NotebookN
         if cell.cell_type == "markdown" and cell.get("attachments"):
             new.attachments = cell.attachments
         cells.append(new)
-    note = CHECK_NOTE.format(install=install_line(student_install), notebook=solution.name,
-                             where=WHEEL_WHERE if student_install == WHEEL else "")
+    note = CHECK_NOTE.format(
+        install=install_line(student_install),
+        notebook=solution.name,
+        where=WHEEL_WHERE if student_install == WHEEL else "",
+    )
     if cells and cells[0].cell_type == "markdown":
         cells[0].source = cells[0].source.rstrip() + "\n\n" + note
     else:
@@ -158,9 +163,7 @@ def skeleton(solution: Path, student_install: str = WHEEL) -> nbformat.NotebookN
         cells.insert(0, first)
     out: nbformat.NotebookNode = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]  # nbformat has no annotations
     out.cells = cells
-    out.metadata = {
-        k: nb.metadata[k] for k in ("kernelspec", "language_info") if k in nb.metadata
-    }
+    out.metadata = {k: nb.metadata[k] for k in ("kernelspec", "language_info") if k in nb.metadata}
     out.nbformat, out.nbformat_minor = 4, max(nb.nbformat_minor, 5)
     return out
 

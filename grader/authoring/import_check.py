@@ -94,8 +94,11 @@ def stage(items: list[Imported], config_path: Path, *, course_name: str) -> Stag
             found = _failing(item, card, course)
             failing.extend(found)
             named = {f"the solution does not pass question {f.question}" for f in found}
-            problems.extend(f"{item.name}: {p}" for p in validate(course, assignment, grader)
-                            if not any(p.startswith(n) for n in named))
+            problems.extend(
+                f"{item.name}: {p}"
+                for p in validate(course, assignment, grader)
+                if not any(p.startswith(n) for n in named)
+            )
     return Staged(tuple(failing), tuple(problems))
 
 
@@ -105,7 +108,12 @@ def keep_for_a_person(items: list[Imported], failing: tuple[FailingTest, ...]) -
         ids = {f.question for f in failing if f.assignment == item.name}
         for i, q in enumerate(item.questions):
             if q["id"] in ids:
-                item.questions[i] = {"id": q["id"], "title": f"{q['id']} (its test fails on the solution)",
-                                     "points": q["points"], "manual": True}
-                item.notes.append(f"question {q['id']}: its test fails on the solution; kept for a person "
-                                  "(--keep-failing-tests)")
+                item.questions[i] = {
+                    "id": q["id"],
+                    "title": f"{q['id']} (its test fails on the solution)",
+                    "points": q["points"],
+                    "manual": True,
+                }
+                item.notes.append(
+                    f"question {q['id']}: its test fails on the solution; kept for a person (--keep-failing-tests)"
+                )

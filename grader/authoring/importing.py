@@ -115,8 +115,10 @@ def check_names(items: list[Imported], config_path: Path, *, force: bool) -> set
     taken = set((_existing(config_path).get("assignments") or {}).keys())
     for item in items:
         if item.name in taken and not force:
-            raise UsageError(f"{config_path.name} already has an assignment {item.name!r}; "
-                             "pass --name to import under another name, or --force to replace it")
+            raise UsageError(
+                f"{config_path.name} already has an assignment {item.name!r}; "
+                "pass --name to import under another name, or --force to replace it"
+            )
     return taken
 
 
@@ -169,9 +171,10 @@ def write(items: list[Imported], config_path: Path, *, course_name: str, force: 
             existing["assignments"] = sections
             config_path.write_text(_yaml(existing), encoding="utf-8")
     else:
-        header = "# The course, imported. Every key is documented in the grader's README (\"config.yaml reference\").\n"
-        config_path.write_text(header + _yaml({"course": {"name": course_name}, "assignments": sections}),
-                               encoding="utf-8")
+        header = '# The course, imported. Every key is documented in the grader\'s README ("config.yaml reference").\n'
+        config_path.write_text(
+            header + _yaml({"course": {"name": course_name}, "assignments": sections}), encoding="utf-8"
+        )
     lines.append(f"wrote {config_path.name}")
     course = config.load(config_path)
     for item in items:
@@ -185,6 +188,8 @@ def write(items: list[Imported], config_path: Path, *, course_name: str, force: 
     for item in items:
         auto = sum(q["points"] for q in item.questions if not q.get("manual"))
         manual = sum(q["points"] for q in item.questions if q.get("manual"))
-        lines.append(f"{item.name}: {len(item.questions)} questions, {auto:g} points graded automatically"
-                     + (f", {manual:g} by a person" if manual else ""))
+        lines.append(
+            f"{item.name}: {len(item.questions)} questions, {auto:g} points graded automatically"
+            + (f", {manual:g} by a person" if manual else "")
+        )
     return lines

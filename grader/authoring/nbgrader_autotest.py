@@ -67,7 +67,7 @@ class Templates:
 
 
 def is_directive(line: str) -> bool:
-    return DELIMITER in line and line.strip()[:len(COMMENT)] == COMMENT
+    return DELIMITER in line and line.strip()[: len(COMMENT)] == COMMENT
 
 
 def has_autotest(source: str) -> bool:
@@ -91,14 +91,22 @@ def load(path: Path, kernel: str) -> Templates:
         by_type = {str(k): [(str(t["test"]), str(t["fail"])) for t in v] for k, v in section["templates"].items()}
         if "default" not in by_type:
             raise KeyError("templates: default")
-        return Templates(dispatch=str(section["dispatch"]), normalize=str(section["normalize"]),
-                         check=str(section["check"]), by_type=by_type, setup=section.get("setup"),
-                         hash=section.get("hash"), success=section.get("success"))
+        return Templates(
+            dispatch=str(section["dispatch"]),
+            normalize=str(section["normalize"]),
+            check=str(section["check"]),
+            by_type=by_type,
+            setup=section.get("setup"),
+            hash=section.get("hash"),
+            success=section.get("success"),
+        )
     except (OSError, yaml.YAMLError) as exc:
         raise UsageError(f"{path} cannot be read as nbgrader's autotests file: {exc}") from None
     except (KeyError, TypeError, AttributeError) as exc:
-        raise UsageError(f"{path} has no usable section for the kernel {kernel!r} (missing {exc}); nbgrader "
-                         "needs 'dispatch', 'normalize', 'check' and 'templates' with a 'default' entry") from None
+        raise UsageError(
+            f"{path} has no usable section for the kernel {kernel!r} (missing {exc}); nbgrader "
+            "needs 'dispatch', 'normalize', 'check' and 'templates' with a 'default' entry"
+        ) from None
 
 
 def _render(template: str, **values: Any) -> str:
@@ -111,7 +119,7 @@ def sanitize(text: str) -> str:
 
 
 def snippets(line: str) -> list[str]:
-    out = [s.strip() for s in line[line.find(DELIMITER) + len(DELIMITER):].strip(";").split(";")]
+    out = [s.strip() for s in line[line.find(DELIMITER) + len(DELIMITER) :].strip(";").split(";")]
     if "" in out:
         out.remove("")  # nbgrader removes one empty snippet
     return out
@@ -133,8 +141,13 @@ class _Plan:
         self.captures.append(CaptureSpec(key, CaptureKind.EXPR, PRETTY.format(expr=expr), len(self.cells)))
 
     def job(self, files: tuple[tuple[Path, str], ...]) -> Job:
-        return Job(cells=tuple(self.cells), captures=tuple(self.captures), limits=Limits(), files=files,
-                   preload=preload(c.source for c in self.cells))
+        return Job(
+            cells=tuple(self.cells),
+            captures=tuple(self.captures),
+            limits=Limits(),
+            files=files,
+            preload=preload(c.source for c in self.cells),
+        )
 
 
 def preload(sources: Iterable[str]) -> tuple[str, ...]:
@@ -144,8 +157,14 @@ def preload(sources: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(m for m in wanted if m.partition(".")[0] not in sys.stdlib_module_names))
 
 
-def _walk(sources: list[str | None], templates: Templates, types: dict[str, str] | None, plan: _Plan,
-          emit: Callable[[int, list[str]], None] | None = None, texts: dict[str, str] | None = None) -> None:
+def _walk(
+    sources: list[str | None],
+    templates: Templates,
+    types: dict[str, str] | None,
+    plan: _Plan,
+    emit: Callable[[int, list[str]], None] | None = None,
+    texts: dict[str, str] | None = None,
+) -> None:
     """Go through the notebook as nbgrader's preprocessor does. Without ``types``, read each
     snippet's type; with them, read the templates' values (and, with ``texts``, write the cells)."""
     for index, source in enumerate(sources):
@@ -169,7 +188,7 @@ def _walk(sources: list[str | None], templates: Templates, types: dict[str, str]
                 lines.append(templates.setup)
                 plan.code(templates.setup)
                 setup_done = True
-            hashed = HASHED in line[:line.find(DELIMITER)]
+            hashed = HASHED in line[: line.find(DELIMITER)]
             if hashed and templates.hash is None:
                 raise UsageError(f"cell {index + 1}: a HASHED AUTOTEST line, but autotests.yml has no 'hash' template")
             for s, snippet in enumerate(snippets(line)):
@@ -187,8 +206,9 @@ def _walk(sources: list[str | None], templates: Templates, types: dict[str, str]
                     plan.read(f"value/{key}/{t}", code)
                     if texts is not None:
                         message = _render(fail, snippet=snippet).replace('"', '\\"')
-                        lines.append(_render(templates.check, snippet=code, value=texts[f"value/{key}/{t}"],
-                                             message=message))
+                        lines.append(
+                            _render(templates.check, snippet=code, value=texts[f"value/{key}/{t}"], message=message)
+                        )
                 lines.append("")
         if templates.success is not None:
             lines.append(templates.success)
@@ -207,17 +227,23 @@ def _texts(result: RunResult, plan: _Plan) -> dict[str, str]:
         value = to_python(got.value) if got is not None and got.value is not None else None
         if not isinstance(value, str):
             cell = int(spec.id.split("/")[1].split(".")[0]) + 1
-            why = (f"{got.error.ename}: {got.error.evalue}" if got is not None and got.error is not None
-                   else result.reason or "the solution did not get there")
-            raise UsageError(f"AUTOTEST in cell {cell}: the solution cannot compute "
-                             f"`{spec.target.removeprefix(PRETTY.split('{')[0])[:-1]}` ({why}); "
-                             "nbgrader would stop here too")
+            why = (
+                f"{got.error.ename}: {got.error.evalue}"
+                if got is not None and got.error is not None
+                else result.reason or "the solution did not get there"
+            )
+            raise UsageError(
+                f"AUTOTEST in cell {cell}: the solution cannot compute "
+                f"`{spec.target.removeprefix(PRETTY.split('{')[0])[:-1]}` ({why}); "
+                "nbgrader would stop here too"
+            )
         out[spec.id] = sanitize(value)
     return out
 
 
-def expand(sources: list[str | None], templates: Templates, run: Run,
-           files: tuple[tuple[Path, str], ...] = ()) -> list[str | None]:
+def expand(
+    sources: list[str | None], templates: Templates, run: Run, files: tuple[tuple[Path, str], ...] = ()
+) -> list[str | None]:
     """The notebook's code cells (``None`` for the others) with their AUTOTEST lines expanded,
     values from the solution run by ``run`` (a sandboxed executor's)."""
     first = _Plan()

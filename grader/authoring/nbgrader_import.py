@@ -93,7 +93,7 @@ def with_partial_credit(source: str) -> str | None:
         if name in ("print", "display", "ok_", "eq_") or name.startswith("assert"):
             return None
     lines = source.splitlines()
-    head = "\n".join(lines[:last.lineno - 1])
+    head = "\n".join(lines[: last.lineno - 1])
     expr = ast.get_source_segment(source, last.value) or ast.unparse(last.value)
     return (head + "\n" if head else "") + f"partial_credit({expr})"
 
@@ -129,8 +129,7 @@ def _tag(cell: Any, tag: str) -> None:
         cell.setdefault("metadata", {})["tags"] = [*tags, tag]
 
 
-_DEFINES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign,
-            ast.AnnAssign)
+_DEFINES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)
 
 
 def _bound(node: ast.stmt) -> list[str]:
@@ -184,11 +183,15 @@ def _autotests(path: Path, nb: Any, cells: list[Any], data: list[Path]) -> None:
         return
     kernel = str(nb.metadata.get("kernelspec", {}).get("name", ""))
     if kernel not in autotest.PYTHON_KERNELS:
-        raise UsageError(f"{path.name} uses AUTOTEST lines with the kernel {kernel!r}; only Python kernels are graded here")
+        raise UsageError(
+            f"{path.name} uses AUTOTEST lines with the kernel {kernel!r}; only Python kernels are graded here"
+        )
     found = autotest.find_file(path)
     if found is None:
-        raise UsageError(f"{path.name} uses AUTOTEST lines, but there is no {autotest.FILENAME} beside it or at the "
-                         "course's root (the folder above source/), where nbgrader looks for its templates")
+        raise UsageError(
+            f"{path.name} uses AUTOTEST lines, but there is no {autotest.FILENAME} beside it or at the "
+            "course's root (the folder above source/), where nbgrader looks for its templates"
+        )
     from grader.run.forking import default_executor
 
     expanded = autotest.expand(sources, autotest.load(found, kernel), default_executor().run, _files(path, data))
@@ -216,20 +219,34 @@ def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict
     written: list[Path] = []
     for _ in range(3):
         given = [p for p in data if p not in written]
-        job = Job(cells=tuple(JobCell(index=i + 1, source=c.source) for i, c in code), captures=(), limits=Limits(),
-                  files=_files(path, given), preload=autotest.preload(c.source for _, c in code))
+        job = Job(
+            cells=tuple(JobCell(index=i + 1, source=c.source) for i, c in code),
+            captures=(),
+            limits=Limits(),
+            files=_files(path, given),
+            preload=autotest.preload(c.source for _, c in code),
+        )
         runs = default_executor().run(job).cells
         names = {p.relative_to(path.parent).as_posix(): p for p in given}
-        more = [names[m.group(1).removeprefix("./")] for r in runs if r.status == CellStatus.ERROR
-                and (m := _READ_ONLY.search(r.evalue)) and m.group(1).removeprefix("./") in names]
+        more = [
+            names[m.group(1).removeprefix("./")]
+            for r in runs
+            if r.status == CellStatus.ERROR
+            and (m := _READ_ONLY.search(r.evalue))
+            and m.group(1).removeprefix("./") in names
+        ]
         if not more:
             break
         written.extend(more)
     out = {}
     for run in runs:
         meta = _meta(cells[run.index - 1])
-        if run.status == CellStatus.ERROR and not meta.get("grade") and not meta.get("solution") \
-                and run.ename not in ("ModuleNotFoundError", "ImportError"):  # a missing library is no lesson
+        if (
+            run.status == CellStatus.ERROR
+            and not meta.get("grade")
+            and not meta.get("solution")
+            and run.ename not in ("ModuleNotFoundError", "ImportError")
+        ):  # a missing library is no lesson
             out[run.index - 1] = f"{run.ename}: {run.evalue}".strip()[:120]
     return out, written
 
@@ -242,11 +259,16 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
     errors, written = shows_an_error(path, cells, data or [])
     for pos, error in errors.items():
         _tag(cells[pos], SKIP_TAG)
-        item.note(pos + 1, f"raises {error} in the source notebook, a cell that shows an error on purpose; "
-                           "it is not run when grading")
+        item.note(
+            pos + 1,
+            f"raises {error} in the source notebook, a cell that shows an error on purpose; it is not run when grading",
+        )
     item.data = [p for p in data or [] if p not in written]
-    item.notes.extend(f"{path.name}: {p.relative_to(path.parent).as_posix()} is written by the notebook itself, so it "
-                      "is not given with it (the student's notebook makes it)" for p in written)
+    item.notes.extend(
+        f"{path.name}: {p.relative_to(path.parent).as_posix()} is written by the notebook itself, so it "
+        "is not given with it (the student's notebook makes it)"
+        for p in written
+    )
     kept = []
     used: set[str] = set()
     helpers: dict[str, tuple[int, str]] = {}  # name -> (order, statement) of earlier test cells
@@ -272,8 +294,11 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
             for name_, text in helpers_of(whole).items():
                 helpers[name_] = (i * 10**7 + max(whole.find(text), 0), text)  # the cell, then the place in it
             if problem:
-                item.note(i, f"autograder test {qid!r} ({points:g} points) not converted: {problem}; "
-                             "it is listed as a question graded by a person")
+                item.note(
+                    i,
+                    f"autograder test {qid!r} ({points:g} points) not converted: {problem}; "
+                    "it is listed as a question graded by a person",
+                )
                 item.questions.append({"id": qid, "points": points, "manual": True})
                 answer(cell, qid)  # what a person grades: the test cell, with the output it prints
             else:
@@ -282,8 +307,15 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
             _tag(cell, SKIP_TAG)
         elif (graded and solution) or meta.get("task"):
             used.add(qid)
-            item.questions.append({"id": qid, "title": f"{qid} (graded by a person)", "points": points,
-                                   "manual": True, **({"unchanged_scores_zero": True} if graded else {})})
+            item.questions.append(
+                {
+                    "id": qid,
+                    "title": f"{qid} (graded by a person)",
+                    "points": points,
+                    "manual": True,
+                    **({"unchanged_scores_zero": True} if graded else {}),
+                }
+            )
             if solution:
                 answer(cell, qid)  # a written answer, or the code that draws a plot: what a person grades
         elif graded and cell.cell_type != "code":
@@ -302,14 +334,19 @@ def read(source_dir: Path, name: str | None = None) -> list[Imported]:
     source_dir = Path(source_dir)
     if not source_dir.is_dir():
         raise UsageError(f"{source_dir} is not a folder (give nbgrader's source/ASSIGNMENT or source/)")
-    header_path = next((p for p in (source_dir / "header.ipynb", source_dir.parent / "header.ipynb") if p.is_file()),
-                       None)
+    header_path = next(
+        (p for p in (source_dir / "header.ipynb", source_dir.parent / "header.ipynb") if p.is_file()), None
+    )
     header = list(nbformat.read(str(header_path), as_version=4).cells) if header_path else []  # type: ignore[no-untyped-call]  # nbformat has no annotations
+
     def notebooks(folder: Path) -> list[Path]:
         return sorted(p for p in folder.glob("*.ipynb") if p != header_path and not p.name.startswith("."))
 
-    folders = [source_dir] if notebooks(source_dir) else sorted(
-        p for p in source_dir.iterdir() if p.is_dir() and notebooks(p))
+    folders = (
+        [source_dir]
+        if notebooks(source_dir)
+        else sorted(p for p in source_dir.iterdir() if p.is_dir() and notebooks(p))
+    )
     if not folders:
         raise UsageError(f"{source_dir} holds no notebooks")
     out: list[Imported] = []
@@ -318,9 +355,13 @@ def read(source_dir: Path, name: str | None = None) -> list[Imported]:
         found = notebooks(folder)
         base = clean_id(name if name and len(folders) == 1 else folder.name, "assignment")
         # Everything nbgrader releases with the notebooks, in subfolders too (``data/x.npz``).
-        data = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".ipynb"
-                      and not any(part.startswith(".") or part == "__pycache__"
-                                  for part in p.relative_to(folder).parts))
+        data = sorted(
+            p
+            for p in folder.rglob("*")
+            if p.is_file()
+            and p.suffix != ".ipynb"
+            and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)
+        )
         for nb_path in found:
             nb_name = base if len(found) == 1 else f"{base}_{clean_id(nb_path.stem, 'notebook')}"
             item = import_notebook(nb_path, nb_name, header, data)

@@ -35,7 +35,9 @@ class TestFile:
 
 def _decorator(fn: ast.FunctionDef) -> ast.Call | None:
     for d in fn.decorator_list:
-        if isinstance(d, ast.Call) and (getattr(d.func, "id", "") == "test_case" or getattr(d.func, "attr", "") == "test_case"):
+        if isinstance(d, ast.Call) and (
+            getattr(d.func, "id", "") == "test_case" or getattr(d.func, "attr", "") == "test_case"
+        ):
             return d
     return None
 
@@ -52,16 +54,28 @@ class _Env(ast.NodeTransformer):
         self.env = env
 
     def visit_Subscript(self, node: ast.Subscript) -> Any:
-        if (isinstance(node.value, ast.Name) and node.value.id == self.env and isinstance(node.slice, ast.Constant)
-                and isinstance(node.slice.value, str) and node.slice.value.isidentifier()):
+        if (
+            isinstance(node.value, ast.Name)
+            and node.value.id == self.env
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+            and node.slice.value.isidentifier()
+        ):
             return ast.copy_location(ast.Name(id=node.slice.value, ctx=node.ctx), node)
         return self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> Any:
         f = node.func
-        if (isinstance(f, ast.Attribute) and f.attr == "get" and isinstance(f.value, ast.Name) and f.value.id == self.env
-                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
-                and node.args[0].value.isidentifier()):
+        if (
+            isinstance(f, ast.Attribute)
+            and f.attr == "get"
+            and isinstance(f.value, ast.Name)
+            and f.value.id == self.env
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and node.args[0].value.isidentifier()
+        ):
             return ast.copy_location(ast.Name(id=node.args[0].value, ctx=ast.Load()), node)
         return self.generic_visit(node)
 
@@ -76,7 +90,9 @@ def case_source(fn: ast.FunctionDef, prelude: list[str]) -> tuple[str, str | Non
         if any(isinstance(n, ast.Name) and n.id == "env" for n in ast.walk(fn) if n is not fn):
             return "", "it reads the notebook's namespace `env` other than as env['name']"
     # Its parameters are the notebook's names, read where the function runs.
-    fn.args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+    fn.args = ast.arguments(
+        posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
+    )
     ast.fix_missing_locations(fn)
     return "\n".join([*prelude, ast.unparse(fn), f"{fn.name}()"]) + "\n", None
 
@@ -107,8 +123,12 @@ def read(source: str) -> TestFile | None:
         if isinstance(node, ast.FunctionDef) and _decorator(node) is not None:
             functions.append(node)
             continue
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id in _FILE_KEYS):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in _FILE_KEYS
+        ):
             try:
                 values[node.targets[0].id] = ast.literal_eval(node.value)
             except ValueError:
@@ -117,7 +137,9 @@ def read(source: str) -> TestFile | None:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "otter":
             continue
         prelude.append(ast.get_source_segment(source, node) or ast.unparse(node))
-    out = TestFile(name=values.get("name"), points=values.get("points"), all_or_nothing=bool(values.get("all_or_nothing")))
+    out = TestFile(
+        name=values.get("name"), points=values.get("points"), all_or_nothing=bool(values.get("all_or_nothing"))
+    )
     for fn in functions:
         call = _decorator(fn)
         assert call is not None  # noqa: S101 - kept above for having one

@@ -37,8 +37,11 @@ from grader.course.testcode import BUILTINS
 from grader.errors import UsageError
 from grader.notebook.blanks import TOOL_LINE
 
-RAW = re.compile(r"^\s*#\s*(ASSIGNMENT CONFIG|BEGIN QUESTION|END QUESTION|BEGIN TESTS|END TESTS|BEGIN SOLUTION|"
-                 r"END SOLUTION|BEGIN PROMPT|END PROMPT)\s*$", re.I)
+RAW = re.compile(
+    r"^\s*#\s*(ASSIGNMENT CONFIG|BEGIN QUESTION|END QUESTION|BEGIN TESTS|END TESTS|BEGIN SOLUTION|"
+    r"END SOLUTION|BEGIN PROMPT|END PROMPT)\s*$",
+    re.I,
+)
 TEST_CONFIG_BEGIN = re.compile(r'^(?:.\s*=\s*)?"""?\s*#\s*BEGIN\s*TEST\s*CONFIG', re.I)
 TEST_CONFIG_END = re.compile(r'^\s*"""?\s*#\s*END\s*TEST\s*CONFIG', re.I)
 NO_PROMPT = re.compile(r"^(\s*)#\s*BEGIN SOLUTION NO PROMPT\s*$")
@@ -92,10 +95,22 @@ def _output_text(cell: Any) -> str:
     return text.strip()
 
 
-_NUMERIC_NAMES = {"array": np.array, "np": np, "nan": math.nan, "inf": math.inf, "float64": np.float64,
-                  "int64": np.int64, "float32": np.float32, "True": True, "False": False, "None": None,
-                  # NumPy 2 writes a boolean scalar as ``np.True_``: the value, whatever NumPy grades it
-                  "True_": np.True_, "False_": np.False_, "bool": np.bool_}
+_NUMERIC_NAMES = {
+    "array": np.array,
+    "np": np,
+    "nan": math.nan,
+    "inf": math.inf,
+    "float64": np.float64,
+    "int64": np.int64,
+    "float32": np.float32,
+    "True": True,
+    "False": False,
+    "None": None,
+    # NumPy 2 writes a boolean scalar as ``np.True_``: the value, whatever NumPy grades it
+    "True_": np.True_,
+    "False_": np.False_,
+    "bool": np.bool_,
+}
 
 
 def expected_assert(expr: str, output: str) -> tuple[str, str | None]:
@@ -142,7 +157,7 @@ def convert_test(source: str) -> tuple[str, dict[str, Any], str | None, str | No
         loaded = yaml.safe_load("\n".join(lines[1:end])) or {}
         if isinstance(loaded, dict):
             config.update(loaded)
-        lines = lines[end + 1:]
+        lines = lines[end + 1 :]
     body = "\n".join(line for line in lines if not is_otter_line(line)).strip("\n")
     return body, config, None, None
 
@@ -157,11 +172,18 @@ def test_source(body: str, output: str) -> tuple[str, str | None, str | None]:
         return "", "it is empty", None
     note = None
     last = tree.body[-1]
-    if isinstance(last, ast.Expr) and not (isinstance(last.value, ast.Call) and getattr(last.value.func, "id", "")
-                                           == "print"):
+    if isinstance(last, ast.Expr) and not (
+        isinstance(last.value, ast.Call) and getattr(last.value.func, "id", "") == "print"
+    ):
         if not output:
-            return "", ("it ends in an expression but the master notebook stores no output for it "
-                        "(run the master notebook, then import again)"), None
+            return (
+                "",
+                (
+                    "it ends in an expression but the master notebook stores no output for it "
+                    "(run the master notebook, then import again)"
+                ),
+                None,
+            )
         expr = ast.get_source_segment(body, last.value) or ast.unparse(last.value)
         check, note = expected_assert(f"({expr})" if "\n" in expr else expr, output)
         head = body.splitlines()[: last.lineno - 1]
@@ -247,8 +269,14 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             return
         qid = clean_id(str(question.get("name") or f"q{len(item.questions) + 1}"), f"q{len(item.questions) + 1}")
         if question.get("manual"):
-            item.questions.append({"id": qid, "title": f"{qid} (graded by a person)",
-                                   "points": float(question.get("points") or 0), "manual": True})
+            item.questions.append(
+                {
+                    "id": qid,
+                    "title": f"{qid} (graded by a person)",
+                    "points": float(question.get("points") or 0),
+                    "manual": True,
+                }
+            )
             if tests:
                 item.note(tests[0][0], f"question {qid!r} is graded by a person; its tests are not imported")
         else:
@@ -291,11 +319,23 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                 q: dict[str, Any] = {"id": qid, "points": round(total - lost, 8), "checks": checks}
                 item.questions.append(q)
                 if lost:
-                    item.questions.append({"id": f"{qid}_by_hand", "title": f"{qid}: tests to grade by hand",
-                                           "points": round(lost, 10), "manual": True})
+                    item.questions.append(
+                        {
+                            "id": f"{qid}_by_hand",
+                            "title": f"{qid}: tests to grade by hand",
+                            "points": round(lost, 10),
+                            "manual": True,
+                        }
+                    )
             elif tests:
-                item.questions.append({"id": qid, "title": f"{qid} (its tests could not be converted)",
-                                       "points": round(total, 10), "manual": True})
+                item.questions.append(
+                    {
+                        "id": qid,
+                        "title": f"{qid} (its tests could not be converted)",
+                        "points": round(total, 10),
+                        "manual": True,
+                    }
+                )
             else:
                 item.note(i, f"question {qid!r} has no tests and is not manual: nothing to grade; left out")
         question, tests = None, []
@@ -373,5 +413,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                 for check in q.get("checks", []):
                     check.setdefault("seed", seeding)
     if not item.questions:
-        item.notes.append(f"{path.name}: no questions (no '# BEGIN QUESTION' raw cells, no tests/*.py); nothing to grade")
+        item.notes.append(
+            f"{path.name}: no questions (no '# BEGIN QUESTION' raw cells, no tests/*.py); nothing to grade"
+        )
     return [item]

@@ -64,8 +64,9 @@ def case_source(code: str, failure: str | None, expected_assert: Expected) -> tu
     return "\n".join(lines), None
 
 
-def question(qid: str, points: Any, all_or_nothing: bool, cases: list[tuple[dict[str, Any], dict[str, Any]]],
-             shares: Any) -> list[dict[str, Any]]:
+def question(
+    qid: str, points: Any, all_or_nothing: bool, cases: list[tuple[dict[str, Any], dict[str, Any]]], shares: Any
+) -> list[dict[str, Any]]:
     """A question from its cases ((check, its config) each; an empty check: not converted): each
     check with its share of the points as otter resolves them, the unconverted ones left for a person."""
     configs = [c for _, c in cases]
@@ -73,14 +74,23 @@ def question(qid: str, points: Any, all_or_nothing: bool, cases: list[tuple[dict
         return []
     each = shares(points, configs)
     out = []
-    kept = [dict(c, points=round(p, 10)) if not all_or_nothing else dict(c)
-            for (c, _), p in zip(cases, each, strict=True) if c]
+    kept = [
+        dict(c, points=round(p, 10)) if not all_or_nothing else dict(c)
+        for (c, _), p in zip(cases, each, strict=True)
+        if c
+    ]
     lost = sum(p for (c, _), p in zip(cases, each, strict=True) if not c)
     if kept:
         out.append({"id": qid, "points": round(sum(each) - lost, 8), "checks": kept})
     if lost:
-        out.append({"id": f"{qid}_by_hand", "title": f"{qid}: tests to grade by hand", "points": round(lost, 10),
-                    "manual": True})
+        out.append(
+            {
+                "id": f"{qid}_by_hand",
+                "title": f"{qid}: tests to grade by hand",
+                "points": round(lost, 10),
+                "manual": True,
+            }
+        )
     return out
 
 
@@ -108,8 +118,10 @@ def questions(folder: Path, item: Imported, shares: Any, expected: Expected) -> 
             continue
         test = _read(path)
         if test is None:
-            item.notes.append(f"tests/{path.name}: not an otter test file (no literal `test = {{...}}`, no "
-                              "`@test_case` function); skipped")
+            item.notes.append(
+                f"tests/{path.name}: not an otter test file (no literal `test = {{...}}`, no "
+                "`@test_case` function); skipped"
+            )
             continue
         qid = clean_id(str(test.get("name") or path.stem), path.stem)
         cases = []
@@ -118,8 +130,12 @@ def questions(folder: Path, item: Imported, shares: Any, expected: Expected) -> 
             for case in suite.get("cases") or []:
                 source, problem = case_source(f"{setup}\n{case.get('code', '')}\n{teardown}", None, expected)
                 # An OK-format case is hidden unless it says otherwise (otter's ``OKTestFile``).
-                config = {"points": case.get("points"), "hidden": case.get("hidden", True),
-                          "success_message": case.get("success_message"), "failure_message": case.get("failure_message")}
+                config = {
+                    "points": case.get("points"),
+                    "hidden": case.get("hidden", True),
+                    "success_message": case.get("success_message"),
+                    "failure_message": case.get("failure_message"),
+                }
                 if problem:
                     item.notes.append(f"tests/{path.name}: a case of question {qid!r} not converted: {problem}")
                     cases.append(({}, config))

@@ -51,8 +51,15 @@ def public_checks(assignment: Assignment, reference: dict[str, Captured]) -> dic
                     item["value"] = capture.to_wire(value)
                     item["rtol"], item["atol"] = c.rtol, c.atol
             checks.append(item)
-        questions.append({"id": q.id, "title": q.title, "points": q.points, "checks": checks,
-                          **({"manual": True} if q.manual else {})})
+        questions.append(
+            {
+                "id": q.id,
+                "title": q.title,
+                "points": q.points,
+                "checks": checks,
+                **({"manual": True} if q.manual else {}),
+            }
+        )
     out: dict[str, Any] = {"assignment": assignment.name, "title": assignment.title, "questions": questions}
     seed = assignment.seed_each_cell
     if seed is not None:  # the student's own check runs the cells seeded as grading runs them
@@ -80,9 +87,20 @@ class PublicCheck:
         return f"`{self.target}`"
 
     def as_check(self, question_id: str) -> Check:
-        return Check(id=self.id, question_id=question_id, kind=self.kind, target=self.target, points=None, rtol=self.rtol, atol=self.atol,
-                     strict_types=False, seed=self.seed, before=self.before, properties=self.properties,
-                     compare=self.value is not None)
+        return Check(
+            id=self.id,
+            question_id=question_id,
+            kind=self.kind,
+            target=self.target,
+            points=None,
+            rtol=self.rtol,
+            atol=self.atol,
+            strict_types=False,
+            seed=self.seed,
+            before=self.before,
+            properties=self.properties,
+            compare=self.value is not None,
+        )
 
     def expected(self) -> Value | None:
         """What the checks compare against: the public value, or a stand-in with the public shape and
@@ -91,8 +109,9 @@ class PublicCheck:
             return self.value
         if self.type == "array" and self.shape is not None:
             dtype = next((k.dtype for k in capture.NUMBER_KINDS if k.name == self.dtype_kind), "float64")
-            return Value("array", np.zeros(self.shape, dtype=dtype), origin="array of numbers",
-                         dtype=self.dtype_kind or "")
+            return Value(
+                "array", np.zeros(self.shape, dtype=dtype), origin="array of numbers", dtype=self.dtype_kind or ""
+            )
         return None
 
 
@@ -137,28 +156,50 @@ def load(path: Path) -> PublicChecks:
                 value = capture.decode(c["value"]) if "value" in c else None
                 if c["kind"] not in KINDS:
                     raise ValueError(f"unknown check kind {str(c['kind'])[:20]!r}")
-                checks.append(PublicCheck(
-                    id=str(c["id"]), kind=str(c["kind"]), target=str(c["target"]),
-                    properties=tuple(str(p) for p in c.get("properties", [])),
-                    before=c.get("before"), seed=c.get("seed"), type=c.get("type"),
-                    shape=tuple(int(n) for n in c["shape"]) if c.get("shape") is not None else None,
-                    dtype_kind=c.get("dtype_kind"), value=value,
-                    rtol=float(c.get("rtol", 1e-5)), atol=float(c.get("atol", 1e-8)),
-                ))
-            questions.append(PublicQuestion(str(q["id"]), str(q.get("title", q["id"])), float(q.get("points", 0)),
-                                            tuple(checks), manual=bool(q.get("manual", not checks))))
+                checks.append(
+                    PublicCheck(
+                        id=str(c["id"]),
+                        kind=str(c["kind"]),
+                        target=str(c["target"]),
+                        properties=tuple(str(p) for p in c.get("properties", [])),
+                        before=c.get("before"),
+                        seed=c.get("seed"),
+                        type=c.get("type"),
+                        shape=tuple(int(n) for n in c["shape"]) if c.get("shape") is not None else None,
+                        dtype_kind=c.get("dtype_kind"),
+                        value=value,
+                        rtol=float(c.get("rtol", 1e-5)),
+                        atol=float(c.get("atol", 1e-8)),
+                    )
+                )
+            questions.append(
+                PublicQuestion(
+                    str(q["id"]),
+                    str(q.get("title", q["id"])),
+                    float(q.get("points", 0)),
+                    tuple(checks),
+                    manual=bool(q.get("manual", not checks)),
+                )
+            )
         seed = data.get("seed_each_cell")
         cell_seed = CellSeed(seed=int(seed["seed"]), variable=str(seed.get("variable", ""))) if seed else None
-        return PublicChecks(str(data["assignment"]), str(data.get("title", data["assignment"])), tuple(questions),
-                            path, cell_seed)
+        return PublicChecks(
+            str(data["assignment"]), str(data.get("title", data["assignment"])), tuple(questions), path, cell_seed
+        )
     except FileNotFoundError:
         raise UsageError(f"{path} does not exist.") from None
     except (OSError, ValueError, KeyError, TypeError, ProtocolError) as exc:
         raise UsageError(f"{path} is not a readable public checks file ({type(exc).__name__}: {exc}).") from None
 
 
-def locate(*, notebook_path: Path | None = None, assignment: str | None = None, explicit: str | Path | None = None,
-           question: str | None = None, start: Path | None = None) -> Path:
+def locate(
+    *,
+    notebook_path: Path | None = None,
+    assignment: str | None = None,
+    explicit: str | Path | None = None,
+    question: str | None = None,
+    start: Path | None = None,
+) -> Path:
     """Find public_checks.json: --checks, then next to the notebook or here, then assignments/NAME/
     in this folder or a parent (NAME from --assignment or the notebook's name)."""
     if explicit:
@@ -186,10 +227,14 @@ def locate(*, notebook_path: Path | None = None, assignment: str | None = None, 
         return found[0]
     if len(found) > 1:
         which = ", ".join(p.parent.name for p in found)
-        raise UsageError(f"Several assignments have public checks ({which}); say which one: "
-                         "check(..., assignment=NAME) or grader check NOTEBOOK --assignment NAME.")
-    raise UsageError(f"No {PUBLIC_CHECKS} found next to the notebook, here, or in assignments/"
-                     f"{names[0] if names else 'NAME'}/ above; pass --checks PATH (or checks=PATH).")
+        raise UsageError(
+            f"Several assignments have public checks ({which}); say which one: "
+            "check(..., assignment=NAME) or grader check NOTEBOOK --assignment NAME."
+        )
+    raise UsageError(
+        f"No {PUBLIC_CHECKS} found next to the notebook, here, or in assignments/"
+        f"{names[0] if names else 'NAME'}/ above; pass --checks PATH (or checks=PATH)."
+    )
 
 
 def _assignment_of(path: Path) -> str | None:

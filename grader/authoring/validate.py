@@ -35,8 +35,11 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
         # An undefined given input is already reported with its fix; the reference run fails on it too.
         return problems or [str(exc)]
     # Graded from its reference bundle (a Gradescope image), the solution is not there to grade.
-    card = (grader.grade(assignment, assignment.solution, course_variants=True)  # the variants it checks
-            if assignment.solution.is_file() else None)
+    card = (
+        grader.grade(assignment, assignment.solution, course_variants=True)  # the variants it checks
+        if assignment.solution.is_file()
+        else None
+    )
     if card is not None and (card.score != assignment.max_score or card.status != SubmissionStatus.GRADED):
         for q in card.questions:
             if q.status not in (QuestionStatus.PASSED, QuestionStatus.MANUAL):
@@ -44,27 +47,33 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
         if card.status != SubmissionStatus.GRADED:
             problems.append(f"the solution's run ended {card.status}: {card.reason}")
     assign_cmd = f"run `grader assign {assignment.name}`"
-    shown = assignment.skeleton.relative_to(course.root) if assignment.skeleton.is_relative_to(course.root) \
+    shown = (
+        assignment.skeleton.relative_to(course.root)
+        if assignment.skeleton.is_relative_to(course.root)
         else assignment.skeleton
+    )
     if not assignment.skeleton.is_file():
         problems.append(f"the skeleton {shown} does not exist: {assign_cmd}")
     elif _stale(assignment):
         # Grading a skeleton made from an older solution says nothing about the markers of this one.
-        problems.append(f"the skeleton {shown} is out of date with the "
-                        f"solution (it is not what `grader assign` makes from it now): {assign_cmd}")
+        problems.append(
+            f"the skeleton {shown} is out of date with the "
+            f"solution (it is not what `grader assign` makes from it now): {assign_cmd}"
+        )
     else:
         card = grader.grade(assignment, assignment.skeleton, course_variants=True)
         # A question whose tests read none of the notebook's names (nbgrader's ``print("Success!")``
         # test cell) passes on every notebook, the skeleton too, by its author's design.
-        free = {q.id for q in assignment.questions
-                if q.checks and all(c.is_test and not c.names for c in q.checks)}
+        free = {q.id for q in assignment.questions if q.checks and all(c.is_test and not c.names for c in q.checks)}
         earned = sum(q.score for q in card.questions if q.id not in free)
         if earned != 0:
             problems.append(f"the skeleton scores {earned:g}, not 0")
         for q in card.questions:
             if q.status not in (QuestionStatus.UNANSWERED, QuestionStatus.MANUAL) and q.id not in free:
-                problems.append(f"question {q.id} is {q.status} in the skeleton, not unanswered: mark its "
-                                f"solution code with # SOLUTION or a BEGIN/END SOLUTION block, then {assign_cmd}")
+                problems.append(
+                    f"question {q.id} is {q.status} in the skeleton, not unanswered: mark its "
+                    f"solution code with # SOLUTION or a BEGIN/END SOLUTION block, then {assign_cmd}"
+                )
     ctx = Context(infos=[], blanks=_no_blanks(), cells=[], student={}, reference=ref.captures)
     for check in assignment.checks:
         if check.is_test:
@@ -80,11 +89,13 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
             if compare("", got.value, expected, rtol=check.rtol, atol=check.atol).ok:
                 problems.append(f"{where}: equals the reference value, so it can never fire")
                 continue
-            result = grade_check(check, replace(ctx, student={check.id: Captured(value=got.value)}),
-                                 check.points or 1.0)
+            result = grade_check(
+                check, replace(ctx, student={check.id: Captured(value=got.value)}), check.points or 1.0
+            )
             if result.hint != hint.message:
-                problems.append(f"{where}: a submission computing it gets "
-                                f"{'another hint' if result.hint else 'no hint'}")
+                problems.append(
+                    f"{where}: a submission computing it gets {'another hint' if result.hint else 'no hint'}"
+                )
     problems.extend(_variant_problems(assignment, ref))
     return problems
 

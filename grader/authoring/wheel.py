@@ -36,9 +36,11 @@ def _distribution() -> metadata.Distribution:
     try:
         return metadata.distribution(DISTRIBUTION)
     except metadata.PackageNotFoundError:
-        raise UsageError(f"student_install is 'wheel', which is built from the installed grader, but {DISTRIBUTION} "
-                         "is not installed here (pip install -e . in its source folder), or set student_install to "
-                         "a requirement or URL in config.yaml.") from None
+        raise UsageError(
+            f"student_install is 'wheel', which is built from the installed grader, but {DISTRIBUTION} "
+            "is not installed here (pip install -e . in its source folder), or set student_install to "
+            "a requirement or URL in config.yaml."
+        ) from None
 
 
 def filename() -> str:

@@ -13,11 +13,26 @@ The layouts a batch can come in (a folder of notebooks, a folder per student, nb
 exchange layout, a zip of any of them) are described in ``grader.batch.intake``.
 """
 
-
 from grader.batch.intake import Intake, Submission, collect, intake, output_names
 from grader.batch.parallel import Cards, Graded, Outcome, default_jobs, grade_all, summary_lines
 from grader.batch.progress import Progress
 from grader.batch.store import ResultStore, card_from_data, card_to_data, fingerprint
 
-__all__ = ["Cards", "Graded", "Intake", "Outcome", "Progress", "ResultStore", "Submission", "card_from_data", "card_to_data",
-           "collect", "default_jobs", "fingerprint", "grade_all", "intake", "output_names", "summary_lines"]
+__all__ = [
+    "Cards",
+    "Graded",
+    "Intake",
+    "Outcome",
+    "Progress",
+    "ResultStore",
+    "Submission",
+    "card_from_data",
+    "card_to_data",
+    "collect",
+    "default_jobs",
+    "fingerprint",
+    "grade_all",
+    "intake",
+    "output_names",
+    "summary_lines",
+]

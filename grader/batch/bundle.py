@@ -46,6 +46,13 @@ def bundle_for_workers(grader: Grader, assignment: Assignment, fingerprint: str)
         secret = grader.references.variant_secret() if assignment.variants.per_submission else b""
     except OSError:
         secret = b""  # each worker then uses its own, or falls back to the course's variants
-    return Bundle(course=grader.course, assignment=assignment, references=references, data=data,
-                  executor=grader.executor.name, code=code_digest(), fingerprint=fingerprint,
-                  variant_secret=secret)
+    return Bundle(
+        course=grader.course,
+        assignment=assignment,
+        references=references,
+        data=data,
+        executor=grader.executor.name,
+        code=code_digest(),
+        fingerprint=fingerprint,
+        variant_secret=secret,
+    )

@@ -47,8 +47,10 @@ from grader.judge.scorecard import Scorecard
 WORKERS_TIMEOUT = 120.0  # seconds to wait for a first worker
 IN_FLIGHT_PER_THREAD = 2  # tasks queued per worker thread: enough to keep each busy, no more
 
-DIED_TWICE = ("grading this notebook stopped the grading machine twice (for example by using up its memory), "
-              "so it was not run a third time")
+DIED_TWICE = (
+    "grading this notebook stopped the grading machine twice (for example by using up its memory), "
+    "so it was not run a third time"
+)
 
 
 def distributed_module() -> Any:
@@ -56,18 +58,27 @@ def distributed_module() -> Any:
     try:
         import distributed
     except ImportError:
-        raise UsageError("--cluster needs Dask's distributed package, which is not installed: "
-                         "pip install 'notebook-grader[cluster]'.") from None
+        raise UsageError(
+            "--cluster needs Dask's distributed package, which is not installed: "
+            "pip install 'notebook-grader[cluster]'."
+        ) from None
     return distributed
 
 
 # -- the client ----------------------------------------------------------------------------
 
 
-def grade_on_cluster(grader: Grader, assignment: Assignment, work: list[tuple[str, Submission]], *,
-                     address: str, fingerprint: str, finish: Callable[[str, Scorecard], None],
-                     crashed: Callable[[Submission, str, bool], Scorecard],
-                     say: Callable[[str], None] | None = None) -> None:
+def grade_on_cluster(
+    grader: Grader,
+    assignment: Assignment,
+    work: list[tuple[str, Submission]],
+    *,
+    address: str,
+    fingerprint: str,
+    finish: Callable[[str, Scorecard], None],
+    crashed: Callable[[Submission, str, bool], Scorecard],
+    say: Callable[[str], None] | None = None,
+) -> None:
     """Grade ``work`` (key, submission) on the cluster at ``address``; ``finish`` gets each card in the
     calling thread, as soon as it is back. ``crashed(submission, reason, internal)`` makes the card
     of one that could not be graded (``internal``: a fault of the grader, not stored, so a rerun
@@ -84,8 +95,9 @@ def grade_on_cluster(grader: Grader, assignment: Assignment, work: list[tuple[st
         try:
             client.wait_for_workers(1, timeout=WORKERS_TIMEOUT)
         except (OSError, TimeoutError) as exc:
-            raise UsageError(f"No Dask worker joined the scheduler at {address} within "
-                             f"{WORKERS_TIMEOUT:.0f} s ({exc}).") from None
+            raise UsageError(
+                f"No Dask worker joined the scheduler at {address} within {WORKERS_TIMEOUT:.0f} s ({exc})."
+            ) from None
         from grader.batch.dask_plugin import GraderPlugin, grade_task
 
         client.register_plugin(GraderPlugin(bundle), name=name)
@@ -101,9 +113,16 @@ def grade_on_cluster(grader: Grader, assignment: Assignment, work: list[tuple[st
         client.close(timeout=10)
 
 
-def _stream(client: Any, distributed: Any, grade_task: Callable[..., dict[str, Any]], plugin: str, work: list[tuple[str, Submission]],
-            finish: Callable[[str, Scorecard], None], crashed: Callable[[Submission, str, bool], Scorecard],
-            run: str) -> None:
+def _stream(
+    client: Any,
+    distributed: Any,
+    grade_task: Callable[..., dict[str, Any]],
+    plugin: str,
+    work: list[tuple[str, Submission]],
+    finish: Callable[[str, Scorecard], None],
+    crashed: Callable[[Submission, str, bool], Scorecard],
+    run: str,
+) -> None:
     """Keep a few tasks per worker thread in flight; hand back each card as it arrives."""
     pending = iter(work)
     running: dict[Any, tuple[str, Submission]] = {}
@@ -121,8 +140,15 @@ def _stream(client: Any, distributed: Any, grade_task: Callable[..., dict[str, A
             if nxt is None:
                 return
             key, sub = nxt
-            fut = client.submit(grade_task, plugin, printable(sub.path.name), _read(sub.path), sub.student,
-                                key=f"grade-{sub.student or 'x'}-{key[:12]}-{run}", pure=False)
+            fut = client.submit(
+                grade_task,
+                plugin,
+                printable(sub.path.name),
+                _read(sub.path),
+                sub.student,
+                key=f"grade-{sub.student or 'x'}-{key[:12]}-{run}",
+                pure=False,
+            )
             running[fut] = nxt
             done.add(fut)
 
@@ -146,7 +172,9 @@ def _read(path: Path) -> bytes:
         return b""  # an unreadable file is graded as what it is: not a notebook
 
 
-def _card(fut: Any, sub: Submission, crashed: Callable[[Submission, str, bool], Scorecard], distributed: Any) -> Scorecard:
+def _card(
+    fut: Any, sub: Submission, crashed: Callable[[Submission, str, bool], Scorecard], distributed: Any
+) -> Scorecard:
     try:
         data = fut.result()
     except distributed.KilledWorker:
@@ -154,8 +182,9 @@ def _card(fut: Any, sub: Submission, crashed: Callable[[Submission, str, bool], 
     except GraderError:
         raise  # the workers cannot run notebooks at all, or run other code: nothing else would be graded
     except Exception as exc:  # noqa: BLE001 - a bug in the grader: this submission says so, the rest goes on
-        return crashed(sub, f"the grader itself failed on this submission ({type(exc).__name__}: {exc}); "
-                            "please report it", True)
+        return crashed(
+            sub, f"the grader itself failed on this submission ({type(exc).__name__}: {exc}); please report it", True
+        )
     if data.get("died"):
         return crashed(sub, DIED_TWICE, False)
     return card_from_data(data)

@@ -44,8 +44,10 @@ class WorkerGrader:
         self.assignment = bundle.assignment
         self.problem = ""
         if bundle.code != code_digest():
-            self.problem = ("this worker runs other grader code than the client; install the same "
-                            "version of the grader on every worker")
+            self.problem = (
+                "this worker runs other grader code than the client; install the same "
+                "version of the grader on every worker"
+            )
 
     def _ready(self) -> Grader:
         with self.lock:
@@ -63,8 +65,9 @@ class WorkerGrader:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(content)
                 a = self.bundle.assignment
-                self.assignment = dataclasses.replace(a, solution=home / a.solution.name,
-                                                      skeleton=home / a.skeleton.name, bundle=bundle)
+                self.assignment = dataclasses.replace(
+                    a, solution=home / a.solution.name, skeleton=home / a.skeleton.name, bundle=bundle
+                )
                 self.grader = Grader(self.bundle.course, executors.make_executor(self.bundle.executor))
                 if self.bundle.variant_secret:
                     self.grader.references.secret = self.bundle.variant_secret

@@ -35,7 +35,6 @@ ZIP_MAX_BYTES = 4 << 30  # uncompressed, in total
 IGNORED = {"__MACOSX", ".ipynb_checkpoints", "__pycache__"}
 
 
-
 @dataclass(frozen=True)
 class Submission:
     student: str
@@ -164,8 +163,10 @@ class _Intake:
             with zipfile.ZipFile(path) as zf:
                 members = zf.infolist()
                 if len(members) > ZIP_MAX_FILES or sum(m.file_size for m in members) > ZIP_MAX_BYTES:
-                    raise UsageError(f"{path} unpacks to more than {ZIP_MAX_FILES:,} files or "
-                                     f"{ZIP_MAX_BYTES >> 30} GB; unpack it yourself and grade the folder.")
+                    raise UsageError(
+                        f"{path} unpacks to more than {ZIP_MAX_FILES:,} files or "
+                        f"{ZIP_MAX_BYTES >> 30} GB; unpack it yourself and grade the folder."
+                    )
                 for m in members:
                     name = PurePosixPath(m.filename.replace("\\", "/"))
                     if m.is_dir() or not name.parts:
@@ -213,8 +214,10 @@ def intake(paths: list[Path], assignment: Assignment) -> Intake:
     names = _distinct(wanted, [p for _, p, _ in found.found])
     # Students choose their file and folder names: what is printed and written of them is escaped
     # (``files.printable``), and output files get stems that fit any file system (``files.safe_stem``).
-    subs = [Submission(student=printable(s), path=p, origin=printable(o), sha256=_sha_or_empty(p), name=n)
-            for (s, p, o), n in zip(found.found, names, strict=True)]
+    subs = [
+        Submission(student=printable(s), path=p, origin=printable(o), sha256=_sha_or_empty(p), name=n)
+        for (s, p, o), n in zip(found.found, names, strict=True)
+    ]
     return Intake(submissions=subs, notes=[printable(n) for n in found.notes], scratch=found.scratch)
 
 
@@ -223,7 +226,6 @@ def _sha_or_empty(path: Path) -> str:
         return sha256_file(path)
     except OSError:
         return ""  # Grader.grade reports why it cannot be opened
-
 
 
 def _distinct(wanted: list[str], paths: list[Path]) -> list[str]:

@@ -33,8 +33,6 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-
-
 class Cards(Sequence[Scorecard]):
     """A batch's scorecards in intake order. Those the result store holds are read back from it
     when asked for, so a batch of 10,000 keeps their keys in memory, not the cards (about 11 KB
@@ -78,8 +76,10 @@ class Cards(Sequence[Scorecard]):
         assert self.store is not None  # keep() stores keys only with a store
         card = self.store.get(key)
         if card is None:
-            raise GraderError(f"The scorecard of {submission} can no longer be read from the results in "
-                              f"{self.store.dir}; grade again (the others are read from there).")
+            raise GraderError(
+                f"The scorecard of {submission} can no longer be read from the results in "
+                f"{self.store.dir}; grade again (the others are read from there)."
+            )
         return dataclasses.replace(card, student=student, submission=submission)
 
 
@@ -121,11 +121,19 @@ class Outcome:
     elapsed: float
 
 
-def grade_all(grader: Grader, assignment: Assignment, submissions: list[Submission], *, jobs: int = 1,
-              store: ResultStore | None = None, force: bool = False,
-              on_card: Callable[[Submission, Scorecard], None] | None = None,
-              progress: Progress | None = None, cluster: str | None = None,
-              say: Callable[[str], None] | None = None) -> Outcome:
+def grade_all(
+    grader: Grader,
+    assignment: Assignment,
+    submissions: list[Submission],
+    *,
+    jobs: int = 1,
+    store: ResultStore | None = None,
+    force: bool = False,
+    on_card: Callable[[Submission, Scorecard], None] | None = None,
+    progress: Progress | None = None,
+    cluster: str | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Outcome:
     """Grade every submission, ``jobs`` at a time; identical contents are graded once.
 
     Each result is stored the moment it is ready, so after an interruption (Ctrl-C, a kill) the
@@ -178,9 +186,16 @@ def grade_all(grader: Grader, assignment: Assignment, submissions: list[Submissi
             return crashed_card(sub, assignment, grader.executor.name, reason, internal=internal)
 
         with _interrupt_on_sigterm():
-            grade_on_cluster(grader, assignment, [(k, submissions[groups[k][0]]) for k in todo], address=cluster,
-                             fingerprint=store.key if store is not None else fingerprint(grader, assignment), finish=finish, crashed=crashed,
-                             say=say)
+            grade_on_cluster(
+                grader,
+                assignment,
+                [(k, submissions[groups[k][0]]) for k in todo],
+                address=cluster,
+                fingerprint=store.key if store is not None else fingerprint(grader, assignment),
+                finish=finish,
+                crashed=crashed,
+                say=say,
+            )
         return Outcome(cards=cards.done(), ran=len(todo), cached=cached, elapsed=time.monotonic() - started)
 
     def work(key: str) -> Scorecard:
@@ -232,21 +247,39 @@ def _result(fut: cf.Future[Scorecard], sub: Submission, assignment: Assignment, 
     except GraderError:
         raise  # the executor cannot run notebooks at all: nothing else would be graded either
     except Exception as exc:  # noqa: BLE001 - a bug in the grader: this submission says so, the rest goes on
-        return crashed_card(sub, assignment, grader.executor.name,
-                            f"the grader itself failed on this submission ({type(exc).__name__}: {exc}); "
-                            "please report it", internal=True)
+        return crashed_card(
+            sub,
+            assignment,
+            grader.executor.name,
+            f"the grader itself failed on this submission ({type(exc).__name__}: {exc}); please report it",
+            internal=True,
+        )
 
 
 def crashed_card(sub: Submission, assignment: Assignment, executor: str, reason: str, *, internal: bool) -> Scorecard:
     """The scorecard of a submission that could not be graded; ``internal`` when the grader is at fault
     (such a card is not stored, so the next run tries again)."""
-    card = Scorecard(assignment=assignment.name, submission=printable(sub.path.name), sha256=sub.sha256,
-                     status=SubmissionStatus.CRASHED, score=0.0, max_score=assignment.max_score, student=sub.student,
-                     reason=reason)
-    card.questions = [QuestionResult(id=q.id, title=q.title, score=0.0, max_score=q.points, status=QuestionStatus.ERROR,
-                                     feedback=wording.not_graded(reason if not internal else
-                                                                 "the grader failed on this submission."))
-                      for q in assignment.questions]
+    card = Scorecard(
+        assignment=assignment.name,
+        submission=printable(sub.path.name),
+        sha256=sub.sha256,
+        status=SubmissionStatus.CRASHED,
+        score=0.0,
+        max_score=assignment.max_score,
+        student=sub.student,
+        reason=reason,
+    )
+    card.questions = [
+        QuestionResult(
+            id=q.id,
+            title=q.title,
+            score=0.0,
+            max_score=q.points,
+            status=QuestionStatus.ERROR,
+            feedback=wording.not_graded(reason if not internal else "the grader failed on this submission."),
+        )
+        for q in assignment.questions
+    ]
     card.execution = Execution(executor=executor, internal_error=internal)
     return card
 
@@ -275,6 +308,7 @@ def summary_lines(intake_: Intake, outcome: Outcome | None = None) -> list[str]:
         who = ", ".join(f"{s.student} ({s.origin})" if s.student != s.path.stem else s.origin for s in group)
         lines.append(f"identical files: {who}")
     if outcome is not None and outcome.cached:
-        lines.append(f"{outcome.cached} unchanged submission(s) taken from the results cache "
-                     "(--force grades them again)")
+        lines.append(
+            f"{outcome.cached} unchanged submission(s) taken from the results cache (--force grades them again)"
+        )
     return lines

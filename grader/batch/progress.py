@@ -10,12 +10,12 @@ from typing import Any
 PLAIN_EVERY = 10.0  # seconds between progress lines when there is no terminal
 
 
-
 class Progress:
     """A bar with an ETA on a terminal (tqdm); plain lines every few seconds otherwise (CI logs)."""
 
-    def __init__(self, total: int, label: str, *, stream: Any = None, bar: bool | None = None,
-                 done_word: str = "graded"):
+    def __init__(
+        self, total: int, label: str, *, stream: Any = None, bar: bool | None = None, done_word: str = "graded"
+    ):
         self.total, self.label, self.done, self.done_word = total, label, 0, done_word
         self.stream = stream if stream is not None else sys.stderr
         if bar is None:
@@ -25,8 +25,7 @@ class Progress:
         if bar:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=label, unit="nb", file=self.stream, dynamic_ncols=True,
-                            smoothing=0.1)
+            self.bar = tqdm(total=total, desc=label, unit="nb", file=self.stream, dynamic_ncols=True, smoothing=0.1)
 
     def advance(self, n: int = 1) -> None:
         self.done += n
@@ -58,4 +57,3 @@ def _duration(seconds: float) -> str:
         return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
     minutes, secs = divmod(int(seconds + 0.5), 60)
     return f"{minutes} min {secs:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
-

@@ -57,14 +57,31 @@ def manifest_name(shard: int, count: int) -> str:
     return f"shard-{shard}-of-{count}.json"
 
 
-def write_manifest(out: Path, *, shard: int, count: int, assignment: str, fingerprint: str, total: int,
-                   formats: tuple[str, ...], graded: list[tuple[int, Submission, Scorecard]],
-                   notes: list[str]) -> Path:
+def write_manifest(
+    out: Path,
+    *,
+    shard: int,
+    count: int,
+    assignment: str,
+    fingerprint: str,
+    total: int,
+    formats: tuple[str, ...],
+    graded: list[tuple[int, Submission, Scorecard]],
+    notes: list[str],
+) -> Path:
     data = {
-        "version": MANIFEST_VERSION, "assignment": assignment, "shard": shard, "count": count, "total": total,
-        "fingerprint": fingerprint, "formats": list(formats), "notes": notes,
-        "submissions": [{"index": i, "name": s.name, "path": str(s.path), "origin": s.origin,
-                         "card": card_to_data(card)} for i, s, card in graded],
+        "version": MANIFEST_VERSION,
+        "assignment": assignment,
+        "shard": shard,
+        "count": count,
+        "total": total,
+        "fingerprint": fingerprint,
+        "formats": list(formats),
+        "notes": notes,
+        "submissions": [
+            {"index": i, "name": s.name, "path": str(s.path), "origin": s.origin, "card": card_to_data(card)}
+            for i, s, card in graded
+        ],
     }
     return write_atomic(Path(out) / manifest_name(shard, count), json.dumps(data))
 
@@ -105,8 +122,10 @@ def merge(dirs: list[Path]) -> Merged:
         for field in same:
             if data.get(field) != first.get(field):
                 what = "grader code or course settings" if field == "fingerprint" else field
-                raise UsageError(f"The shards differ in their {what} ({data.get(field)!r} against "
-                                 f"{first.get(field)!r}); grade every shard of one class with the same command.")
+                raise UsageError(
+                    f"The shards differ in their {what} ({data.get(field)!r} against "
+                    f"{first.get(field)!r}); grade every shard of one class with the same command."
+                )
     count = int(first["count"])
     shards: dict[int, Path] = {}
     for folder, data in found:
@@ -116,20 +135,29 @@ def merge(dirs: list[Path]) -> Merged:
         shards[k] = folder
     missing = [k for k in range(1, count + 1) if k not in shards]
     if missing:
-        raise UsageError(f"Shard(s) {', '.join(f'{k}/{count}' for k in missing)} missing: every shard's "
-                         "--out folder is needed to merge.")
+        raise UsageError(
+            f"Shard(s) {', '.join(f'{k}/{count}' for k in missing)} missing: every shard's "
+            "--out folder is needed to merge."
+        )
     rows: dict[int, tuple[Path, str, Scorecard, Path]] = {}
     try:
         for folder, data in found:
             for item in data["submissions"]:
                 rows[int(item["index"])] = (Path(item["path"]), item["name"], card_from_data(item["card"]), folder)
     except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"A shard's manifest is damaged ({type(exc).__name__}: {exc}); grade that shard again.") from None
+        raise UsageError(
+            f"A shard's manifest is damaged ({type(exc).__name__}: {exc}); grade that shard again."
+        ) from None
     if sorted(rows) != list(range(int(first["total"]))):
-        raise UsageError(f"The shards hold {len(rows)} of the class's {first['total']} submissions; "
-                         "grade the missing shard again.")
-    return Merged(assignment=first["assignment"], formats=tuple(Format(f) for f in first["formats"]),
-                  notes=list(first.get("notes", [])), rows=[rows[i] for i in sorted(rows)])
+        raise UsageError(
+            f"The shards hold {len(rows)} of the class's {first['total']} submissions; grade the missing shard again."
+        )
+    return Merged(
+        assignment=first["assignment"],
+        formats=tuple(Format(f) for f in first["formats"]),
+        notes=list(first.get("notes", [])),
+        rows=[rows[i] for i in sorted(rows)],
+    )
 
 
 def copy_outputs(merged: Merged, out: Path) -> None:

@@ -68,13 +68,30 @@ def card_from_data(data: dict[str, Any]) -> Scorecard:
     for q in data["questions"]:
         checks = tuple(CheckResult(**{**c, "carried_from": tuple(c["carried_from"])}) for c in q.get("checks", []))
         feedback = tuple(Feedback(FeedbackKind(f["kind"]), str(f["text"])) for f in q["feedback"])
-        answer = Answer(**{**q["answer"], "cells": tuple(q["answer"]["cells"]),
-                           "found_by": FoundBy(q["answer"]["found_by"])}) if q.get("answer") else None
-        person = PersonGrade(**{**q["person"], "marks": tuple(RubricMark(**m) for m in q["person"]["marks"])}) \
-            if q.get("person") else None
-        questions.append(QuestionResult(**{**q, "checks": checks, "feedback": feedback,
-                                           "carried_forward": tuple(q.get("carried_forward", ())),
-                                           "answer": answer, "person": person}))
+        answer = (
+            Answer(
+                **{**q["answer"], "cells": tuple(q["answer"]["cells"]), "found_by": FoundBy(q["answer"]["found_by"])}
+            )
+            if q.get("answer")
+            else None
+        )
+        person = (
+            PersonGrade(**{**q["person"], "marks": tuple(RubricMark(**m) for m in q["person"]["marks"])})
+            if q.get("person")
+            else None
+        )
+        questions.append(
+            QuestionResult(
+                **{
+                    **q,
+                    "checks": checks,
+                    "feedback": feedback,
+                    "carried_forward": tuple(q.get("carried_forward", ())),
+                    "answer": answer,
+                    "person": person,
+                }
+            )
+        )
     return Scorecard(**{**data, "questions": questions, "execution": Execution.from_dict(data["execution"])})
 
 
@@ -102,4 +119,3 @@ class ResultStore:
             return False
         write_atomic(self._file(sha), json.dumps(card_to_data(card)))
         return True
-

@@ -52,8 +52,10 @@ ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 # requirement (notebook-grader, notebook-grader==0.2.0), or a URL pip installs from (git+https://...,
 # https://.../x.whl). Nothing a shell would read as two words, a redirection or a substitution.
 WHEEL = "wheel"
-_REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?"
-                          r"(\s*(==|>=|<=|~=|!=|<|>)\s*[A-Za-z0-9.*+!_-]+(\s*,\s*(==|>=|<=|~=|!=|<|>)\s*[A-Za-z0-9.*+!_-]+)*)?$")
+_REQUIREMENT = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?"
+    r"(\s*(==|>=|<=|~=|!=|<|>)\s*[A-Za-z0-9.*+!_-]+(\s*,\s*(==|>=|<=|~=|!=|<|>)\s*[A-Za-z0-9.*+!_-]+)*)?$"
+)
 _URL = re.compile(r"^(git\+)?(https|http|ssh|file)://[^\s`'\"$;&|<>()\\]+$")
 
 __all__ = ["Assignment", "Check", "Course", "Hint", "Limits", "Question", "ScorecardSettings", "VariantSpec", "load"]
@@ -113,9 +115,9 @@ def _test_in_file(r: Reader, ref: re.Match[str], base: Path) -> str:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == ref.group("name"):
             start = node.body[0].lineno - 1
-            body = textwrap.dedent("\n".join(lines[start:node.end_lineno]))
+            body = textwrap.dedent("\n".join(lines[start : node.end_lineno]))
         elif not (isinstance(node, ast.FunctionDef) and node.name.startswith("test")):
-            prelude.append("\n".join(lines[node.lineno - 1:node.end_lineno]))
+            prelude.append("\n".join(lines[node.lineno - 1 : node.end_lineno]))
     if body is None:
         raise r.error(r.sub("test"), f"names {ref.group('name')}, which {rel} does not define")
     return "\n".join([*prelude, body]) + "\n"
@@ -133,8 +135,21 @@ def _notebook_names(r: Reader, kind: str) -> tuple[str, ...]:
 
 def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None = None) -> Check:
     r.only(
-        *kinds.KINDS, "points", "seed", "before", "properties", "compare", "hints", "hidden", "public", "partial",
-        "stderr_fails", "notebook_names", "success_message", "failure_message", *Inherited.keys(Level.CHECK),
+        *kinds.KINDS,
+        "points",
+        "seed",
+        "before",
+        "properties",
+        "compare",
+        "hints",
+        "hidden",
+        "public",
+        "partial",
+        "stderr_fails",
+        "notebook_names",
+        "success_message",
+        "failure_message",
+        *Inherited.keys(Level.CHECK),
     )
     given = [key for key in kinds.KINDS if r.has(key)]
     if len(given) != 1:
@@ -150,7 +165,9 @@ def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None 
     props = r.str_list("properties")
     for i, p in enumerate(props):
         if p not in properties.PROPERTIES:
-            raise r.error(f"{r.sub('properties')}[{i}]", f"must be one of {', '.join(properties.PROPERTIES)}, got {p!r}")
+            raise r.error(
+                f"{r.sub('properties')}[{i}]", f"must be one of {', '.join(properties.PROPERTIES)}, got {p!r}"
+            )
     compare = r.flag("compare", True)
     if not compare and not props:
         raise r.error(r.path, "compares nothing: set 'compare: true' or list 'properties'")
@@ -202,8 +219,17 @@ def _rubric(r: Reader) -> tuple[RubricItem, ...]:
 
 
 def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question:
-    r.only("id", "title", "points", "checks", "visible", "manual", "unchanged_scores_zero", "rubric",
-           *Inherited.keys(Level.QUESTION))
+    r.only(
+        "id",
+        "title",
+        "points",
+        "checks",
+        "visible",
+        "manual",
+        "unchanged_scores_zero",
+        "rubric",
+        *Inherited.keys(Level.QUESTION),
+    )
     settings = inherit(r, Level.QUESTION, outer)
     qid = r.string("id", pattern=ID_RE)
     title = r.string("title", qid)
@@ -213,13 +239,23 @@ def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question
     if manual:
         if items:
             raise r.error(r.sub("checks"), "a manually graded question ('manual: true') has no checks")
-        return Question(id=qid, title=title, points=points, checks=(), visible=r.flag("visible", True), manual=True,
-                        unchanged_scores_zero=r.flag("unchanged_scores_zero", False), rubric=_rubric(r))
+        return Question(
+            id=qid,
+            title=title,
+            points=points,
+            checks=(),
+            visible=r.flag("visible", True),
+            manual=True,
+            unchanged_scores_zero=r.flag("unchanged_scores_zero", False),
+            rubric=_rubric(r),
+        )
     if r.has("rubric"):
         raise r.error(r.sub("rubric"), "only a question graded by a person ('manual: true') has a rubric")
     if r.flag("unchanged_scores_zero", False):
-        raise r.error(r.sub("unchanged_scores_zero"), "only a question graded by a person ('manual: true') has an answer "
-                      "to leave unchanged")
+        raise r.error(
+            r.sub("unchanged_scores_zero"),
+            "only a question graded by a person ('manual: true') has an answer to leave unchanged",
+        )
     if not items:
         raise r.error(r.sub("checks"), "must list at least one check")
     checks = tuple(_check(Reader(r.doc, c, p), qid, i, settings, base) for i, (p, c) in enumerate(items))
@@ -243,8 +279,11 @@ def _variants(r: Reader, default_count: int) -> VariantSpec:
         if not str(name).isidentifier():
             raise r.error(path, "must be a variable name")
         if expr is not None and not isinstance(expr, str):
-            raise r.error(path, f"must be an expression, null (random values of the same shape) or {KEEP!r} "
-                                f"(never varied), got {describe(expr)}")
+            raise r.error(
+                path,
+                f"must be an expression, null (random values of the same shape) or {KEEP!r} "
+                f"(never varied), got {describe(expr)}",
+            )
         if expr is not None and expr.strip() == KEEP:
             expr = KEEP
         elif expr is not None:
@@ -253,24 +292,47 @@ def _variants(r: Reader, default_count: int) -> VariantSpec:
             except SyntaxError as exc:
                 raise r.error(path, f"is not a Python expression: {exc.msg}") from None
         inputs.append((str(name), expr))
-    return VariantSpec(count=r.whole("count", default_count, minimum=0), seed=r.whole("seed", 0), inputs=tuple(inputs),
-                       per_submission=r.flag("per_submission", VariantSpec.per_submission))
+    return VariantSpec(
+        count=r.whole("count", default_count, minimum=0),
+        seed=r.whole("seed", 0),
+        inputs=tuple(inputs),
+        per_submission=r.flag("per_submission", VariantSpec.per_submission),
+    )
 
 
 def _student_install(r: Reader) -> str:
     source: str = r.string("student_install", WHEEL).strip()
     if source != WHEEL and not (_REQUIREMENT.match(source) or _URL.match(source)):
-        raise r.error(r.sub("student_install"),
-                      f"must be 'wheel', a package requirement (notebook-grader==0.2.0) or a URL pip installs from "
-                      f"(git+https://github.com/ORG/REPO@TAG), got {source!r}")
+        raise r.error(
+            r.sub("student_install"),
+            f"must be 'wheel', a package requirement (notebook-grader==0.2.0) or a URL pip installs from "
+            f"(git+https://github.com/ORG/REPO@TAG), got {source!r}",
+        )
     return source
 
 
-def _assignment(r: Reader, name: str, root: Path, defaults: Inherited, default_variants: int,
-                base_limits: Limits, student_install: str = WHEEL) -> Assignment:
+def _assignment(
+    r: Reader,
+    name: str,
+    root: Path,
+    defaults: Inherited,
+    default_variants: int,
+    base_limits: Limits,
+    student_install: str = WHEEL,
+) -> Assignment:
     r.only(
-        "title", "solution", "skeleton", "data", "given", "questions", "limits", "variants", "reference_bundle",
-        "preload", "seed_each_cell", *Inherited.keys(Level.ASSIGNMENT),
+        "title",
+        "solution",
+        "skeleton",
+        "data",
+        "given",
+        "questions",
+        "limits",
+        "variants",
+        "reference_bundle",
+        "preload",
+        "seed_each_cell",
+        *Inherited.keys(Level.ASSIGNMENT),
     )
     if not ID_RE.match(name):
         raise r.error(r.path, f"assignment names must be simple identifiers, got {name!r}")
@@ -290,7 +352,9 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Inherited, default_v
         if not ((bundle or solution).parent / rel).is_file():
             raise r.error(f"{r.sub('data')}[{i}]", f"names {rel}, which is not a file next to {beside}")
     settings = inherit(r, Level.ASSIGNMENT, defaults)
-    questions = tuple(_question(Reader(r.doc, q, p), settings, (bundle or solution).parent) for p, q in r.items("questions"))
+    questions = tuple(
+        _question(Reader(r.doc, q, p), settings, (bundle or solution).parent) for p, q in r.items("questions")
+    )
     if not questions:
         raise r.error(r.sub("questions"), "must list at least one question")
     seen: set[str] = set()
@@ -307,8 +371,10 @@ def _assignment(r: Reader, name: str, root: Path, defaults: Inherited, default_v
     for varied, _ in variants.inputs:
         if varied not in given:
             # A rule for a name outside `given` would be silently ignored: the variants would test less.
-            raise r.error(f"{r.sub('variants')}.inputs.{varied}",
-                          f"is not a given input of this assignment: add {varied} to `given` (or remove its rule)")
+            raise r.error(
+                f"{r.sub('variants')}.inputs.{varied}",
+                f"is not a given input of this assignment: add {varied} to `given` (or remove its rule)",
+            )
     # The bundle's name is left out: an assignment graded from its bundle has the digest it was built with.
     section = {k: v for k, v in r.data.items() if k != "reference_bundle"}
     if any(c.is_test for q in questions for c in q.checks):
@@ -355,8 +421,9 @@ def _cell_seed(r: Reader) -> CellSeed | None:
         if isinstance(value, bool) or not isinstance(value, int):
             raise sub.error(sub.sub("value"), f"must be a whole number, got {describe(value)}")
         return CellSeed(seed=value, variable=variable)
-    raise r.error(r.sub("seed_each_cell"),
-                  f"must be a whole number or a mapping with 'variable' and 'value', got {describe(raw)}")
+    raise r.error(
+        r.sub("seed_each_cell"), f"must be a whole number or a mapping with 'variable' and 'value', got {describe(raw)}"
+    )
 
 
 def _scorecard(r: Reader, assignments: dict[str, Assignment]) -> ScorecardSettings:
@@ -372,7 +439,9 @@ def _scorecard(r: Reader, assignments: dict[str, Assignment]) -> ScorecardSettin
         try:
             datetime.fromisoformat(str(due))
         except ValueError:
-            raise r.error(r.sub("due"), f"must be an ISO date or date and time (2025-05-01T23:59), got {describe(due)}") from None
+            raise r.error(
+                r.sub("due"), f"must be an ISO date or date and time (2025-05-01T23:59), got {describe(due)}"
+            ) from None
         due = str(due)
     show_expected = ShowExpected(r.choice("show_expected", names(ShowExpected), ShowExpected.NEVER))
     if show_expected == ShowExpected.AFTER_DUE and due is None:
@@ -440,8 +509,15 @@ def load(path: str | Path) -> Course:
     if not isinstance(raw, dict) or not raw:
         raise top.error("assignments", "must map assignment names to their settings")
     assignments = {
-        str(name): _assignment(Reader(doc, a, f"assignments.{name}"), str(name), root, defaults, default_variants, base_limits,
-                               student_install)
+        str(name): _assignment(
+            Reader(doc, a, f"assignments.{name}"),
+            str(name),
+            root,
+            defaults,
+            default_variants,
+            base_limits,
+            student_install,
+        )
         for name, a in raw.items()
     }
     return Course(

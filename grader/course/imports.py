@@ -29,8 +29,13 @@ def warm_for(preload: tuple[str, ...], sources: list[str]) -> tuple[str, ...]:
     library's heavy part is often a submodule) where the preload set has nothing of that library
     and it is installed here; sorted."""
     preloaded = {m.partition(".")[0] for m in preload}
-    return tuple(sorted(m for m in notebook.imported_modules(sources)
-                        if (top := m.partition(".")[0]) in WARM and top not in preloaded and _installed(top)))
+    return tuple(
+        sorted(
+            m
+            for m in notebook.imported_modules(sources)
+            if (top := m.partition(".")[0]) in WARM and top not in preloaded and _installed(top)
+        )
+    )
 
 
 @functools.cache

@@ -67,14 +67,23 @@ class Inherited:
     """The settings a check inherits, each declared once, here. ``Inherited()`` holds the built-in
     defaults; ``inherit`` reads a level's own values over its outer level's."""
 
-    rtol: float = _setting(1e-5, _tolerance, NOT_PER_QUESTION,
-                           "relative tolerance: values match when |actual - expected| <= atol + rtol * |expected|")
+    rtol: float = _setting(
+        1e-5,
+        _tolerance,
+        NOT_PER_QUESTION,
+        "relative tolerance: values match when |actual - expected| <= atol + rtol * |expected|",
+    )
     atol: float = _setting(1e-8, _tolerance, NOT_PER_QUESTION, "absolute tolerance, in the same rule")
-    strict_types: bool = _setting(False, _flag, NOT_PER_QUESTION,
-                                  "true: numpy vs torch and float32 vs float64 are mismatches")
-    carry_forward: float = _setting(1.0, _carry_forward, EVERY_LEVEL,
-                                    "full, none or a share of the points from 0 to 1: the credit for a step that is "
-                                    "right given the student's own wrong upstream values")
+    strict_types: bool = _setting(
+        False, _flag, NOT_PER_QUESTION, "true: numpy vs torch and float32 vs float64 are mismatches"
+    )
+    carry_forward: float = _setting(
+        1.0,
+        _carry_forward,
+        EVERY_LEVEL,
+        "full, none or a share of the points from 0 to 1: the credit for a step that is "
+        "right given the student's own wrong upstream values",
+    )
 
     @classmethod
     def keys(cls, level: Level) -> tuple[str, ...]:
@@ -93,7 +102,11 @@ def inherit(r: Reader, level: Level, outer: Inherited) -> Inherited:
     set and sets (read and checked in the order they are declared), the others as ``outer`` has them.
     Each level starts from the one around it: ``Inherited()`` (the built-in defaults) -> the course's
     defaults -> the assignment -> the question -> the check, so a check holds the innermost value given."""
-    return dataclasses.replace(outer, **{
-        f.name: f.metadata["read"](r, f.name, getattr(outer, f.name))
-        for f in dataclasses.fields(Inherited) if level in f.metadata["levels"]
-    })
+    return dataclasses.replace(
+        outer,
+        **{
+            f.name: f.metadata["read"](r, f.name, getattr(outer, f.name))
+            for f in dataclasses.fields(Inherited)
+            if level in f.metadata["levels"]
+        },
+    )

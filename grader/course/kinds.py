@@ -108,8 +108,11 @@ class Test(CheckKind):
         return testcode.student_names(target)
 
     def label(self, target: str) -> str:
-        lines = [line.strip() for line in target.splitlines()
-                 if line.strip() and not line.strip().startswith(("#", '"""', "import ", "from "))]
+        lines = [
+            line.strip()
+            for line in target.splitlines()
+            if line.strip() and not line.strip().startswith(("#", '"""', "import ", "from "))
+        ]
         first = next((line for line in lines if line.startswith("assert")), lines[0] if lines else "")
         return f"the test `{first[:60]}`" if first else "the test"
 

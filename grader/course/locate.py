@@ -35,5 +35,4 @@ def pick_assignment(course: Course, name: str | None, paths: list[Path]) -> Assi
         for part in (p.stem, *[q.name for q in p.resolve().parents]):
             if part in course.assignments:
                 return course.assignments[part]
-    raise UsageError("Which assignment is this? Pass --assignment NAME (one of: "
-                     f"{', '.join(course.assignments)}).")
+    raise UsageError(f"Which assignment is this? Pass --assignment NAME (one of: {', '.join(course.assignments)}).")

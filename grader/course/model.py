@@ -236,7 +236,8 @@ class ScorecardSettings:
     def reveal(self, now: datetime | None = None) -> bool:
         """Whether feedback may show expected values now (``show_expected``)."""
         return self.show_expected == ShowExpected.ALWAYS or (
-            self.show_expected == ShowExpected.AFTER_DUE and self.past_due(now))
+            self.show_expected == ShowExpected.AFTER_DUE and self.past_due(now)
+        )
 
 
 @dataclass(frozen=True)
@@ -251,5 +252,3 @@ class Course:
 
     def assignment(self, name: str) -> Assignment:
         return self.assignments[name]
-
-

@@ -44,6 +44,7 @@ def prop(name: str, help: str, *, numbers_only: bool = True) -> Callable[[Test],
 def check_property(name: str, label: str, actual: Value, expected: Value | None, *, atol: float) -> str | None:
     """None when the property ``name`` holds for ``actual``, else a message for the student."""
     import numpy as np
+
     arr = numeric(actual) if actual.kind not in ("frame", "series") else actual.data.data
     if arr is None:
         return f"{label} is {actual.describe()}; expected numbers"
@@ -71,14 +72,17 @@ def _dtype_kind(label: str, arr: np.ndarray, exp: np.ndarray | None, tol: float,
         return None
     mine, theirs = number_kind(arr.dtype), number_kind(exp.dtype)
     if mine != theirs:
-        return (f"{label} holds {mine.words if mine else arr.dtype} ({actual.dtype or arr.dtype}); "
-                f"expected {theirs.words if theirs else exp.dtype}.")
+        return (
+            f"{label} holds {mine.words if mine else arr.dtype} ({actual.dtype or arr.dtype}); "
+            f"expected {theirs.words if theirs else exp.dtype}."
+        )
     return None
 
 
 @prop("finite", "no NaN or infinite values")
 def _finite(label: str, arr: np.ndarray, exp: np.ndarray | None, tol: float, actual: Value) -> str | None:
     import numpy as np
+
     bad = ~np.isfinite(arr)
     if bad.any():
         return f"{label} has {int(bad.sum())} NaN or infinite value(s), first at {indices_text(np.argwhere(bad))}."
@@ -88,27 +92,33 @@ def _finite(label: str, arr: np.ndarray, exp: np.ndarray | None, tol: float, act
 @prop("rows_sum_to_one", "each row (the last axis) sums to 1, as softmax weights do")
 def _rows_sum_to_one(label: str, arr: np.ndarray, exp: np.ndarray | None, tol: float, actual: Value) -> str | None:
     import numpy as np
+
     if arr.ndim == 0:
         return f"{label} is a single number; expected rows of weights."
     sums = arr.astype(np.float64).sum(axis=-1)
     bad = np.abs(sums - 1.0) > tol * max(1, arr.shape[-1])
     if bad.any():
         where = np.argwhere(np.atleast_1d(bad))
-        return (f"{label}: {int(bad.sum())} of {bad.size} rows do not sum to 1 (first: row {indices_text(where)}, "
-                f"sum {number_text(float(np.atleast_1d(sums)[tuple(where[0])]), 4)}); was the softmax taken over the "
-                "last axis (each row)?")
+        return (
+            f"{label}: {int(bad.sum())} of {bad.size} rows do not sum to 1 (first: row {indices_text(where)}, "
+            f"sum {number_text(float(np.atleast_1d(sums)[tuple(where[0])]), 4)}); was the softmax taken over the "
+            "last axis (each row)?"
+        )
     return None
 
 
 @prop("causal", "no weight above the diagonal of the last two axes (a causal mask)")
 def _causal(label: str, arr: np.ndarray, exp: np.ndarray | None, tol: float, actual: Value) -> str | None:
     import numpy as np
+
     if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]:
         return f"{label} has shape {shape_text(arr.shape)}; expected square matrices for a causal mask."
     upper = np.triu(np.ones(arr.shape[-2:], dtype=bool), k=1)
     vals = arr.astype(np.float64)[..., upper]
     bad = np.abs(vals) > tol
     if bad.any():
-        return (f"{label} gives weight to future positions ({int(bad.sum())} entries above the diagonal are "
-                "not 0): is the mask applied before the softmax, with -inf rather than 0?")
+        return (
+            f"{label} gives weight to future positions ({int(bad.sum())} entries above the diagonal are "
+            "not 0): is the mask applied before the softmax, with -inf rather than 0?"
+        )
     return None

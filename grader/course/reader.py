@@ -144,4 +144,3 @@ def describe(value: Any) -> str:
         return repr(value)
     containers: dict[type, str] = {dict: "a mapping", list: "a list"}
     return containers.get(type(value), type(value).__name__)
-

@@ -17,15 +17,35 @@ import functools
 # Modules a test may use without importing them; the test's own imports are the grader's too.
 # They are always the grader's copies: a student who patches ``np.allclose`` patches their own.
 GRADER_MODULES = {
-    "np": "numpy", "numpy": "numpy", "pytest": "pytest", "math": "math", "torch": "torch",
-    "pd": "pandas", "pandas": "pandas", "random": "random", "F": "torch.nn.functional",
+    "np": "numpy",
+    "numpy": "numpy",
+    "pytest": "pytest",
+    "math": "math",
+    "torch": "torch",
+    "pd": "pandas",
+    "pandas": "pandas",
+    "random": "random",
+    "F": "torch.nn.functional",
 }
 # nose.tools' helpers, which nbgrader courses import once and use in every later test cell.
-GRADER_HELPERS = frozenset({
-    "assert_equal", "assert_equals", "assert_not_equal", "assert_true", "assert_false", "assert_almost_equal",
-    "assert_raises", "assert_in", "assert_not_in", "assert_is_none", "assert_is_instance", "ok_", "eq_",
-    "partial_credit",  # nbgrader's partial credit: the value a test cell ends with, as ``grader import`` writes it
-})
+GRADER_HELPERS = frozenset(
+    {
+        "assert_equal",
+        "assert_equals",
+        "assert_not_equal",
+        "assert_true",
+        "assert_false",
+        "assert_almost_equal",
+        "assert_raises",
+        "assert_in",
+        "assert_not_in",
+        "assert_is_none",
+        "assert_is_instance",
+        "ok_",
+        "eq_",
+        "partial_credit",  # nbgrader's partial credit: the value a test cell ends with, as ``grader import`` writes it
+    }
+)
 BUILTINS = frozenset(dir(builtins))
 
 
@@ -44,10 +64,16 @@ def deleted_names(tree: ast.AST) -> set[str]:
     deleted = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)}
     out = set()
     for name in deleted:
-        loads = [(n.lineno, n.col_offset) for n in ast.walk(tree)
-                 if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
-        stores = [(n.lineno, n.col_offset) for n in ast.walk(tree)
-                  if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+        loads = [
+            (n.lineno, n.col_offset)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        ]
+        stores = [
+            (n.lineno, n.col_offset)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+        ]
         if loads and (not stores or min(loads) < min(stores)):
             out.add(name)
     return out

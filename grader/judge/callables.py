@@ -20,18 +20,22 @@ from grader.notebook import direct_inputs
 
 def defined(ctx: Context) -> dict[str, bool]:
     """The functions and classes the student's notebook defines -> whether a class."""
+
     def make() -> dict[str, bool]:
         out: dict[str, bool] = {}
         for info in ctx.infos:
             if not info.cell.skipped:
                 out.update(info.defines)
         return out
+
     return ctx.remember("defined", make)
 
 
 def _uses(check: Check, ctx: Context, names: tuple[str, ...]) -> set[str]:
-    flow = ctx.remember(("callable_flow", names), lambda: direct_inputs(
-        ctx.infos, {c.variable for c in ctx.checks if c.variable is not None} | set(names)))
+    flow = ctx.remember(
+        ("callable_flow", names),
+        lambda: direct_inputs(ctx.infos, {c.variable for c in ctx.checks if c.variable is not None} | set(names)),
+    )
     return carry.uses(check, flow, set(names))
 
 
@@ -39,8 +43,11 @@ def _passes(check: Check, ctx: Context) -> bool:
     """Whether a check's value holds on the notebook's data and on every variant that changes it."""
     if not holds_on(check, ctx.student, ctx.reference):
         return False
-    return all(holds_on(check, run.student, run.reference) for run in ctx.variants
-               if changes(run.reference.get(check.id), ctx.reference.get(check.id)))
+    return all(
+        holds_on(check, run.student, run.reference)
+        for run in ctx.variants
+        if changes(run.reference.get(check.id), ctx.reference.get(check.id))
+    )
 
 
 def wrong_callables(check: Check, ctx: Context) -> v.UsesWrongCallable | None:

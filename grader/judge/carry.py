@@ -71,8 +71,9 @@ def upstream(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[C
         if c.variable is not None:
             inputs = flow.get(c.variable, set())
         else:
-            inputs = set().union(*({(n, _last_binding(infos[:point], n))} if n in names else flow.get(n, set())
-                                   for n in c.names))
+            inputs = set().union(
+                *({(n, _last_binding(infos[:point], n))} if n in names else flow.get(n, set()) for n in c.names)
+            )
         found: list[Check] = []
         for name, version in sorted(inputs, key=lambda f: (f[0], f[1] or (-1, -1))):
             candidates = sorted(by_name[name], key=lambda u: points[u.id])
@@ -99,16 +100,27 @@ def _last_binding(infos: list[CellInfo], name: str) -> Version | None:
 def wrong(check: Check, student: dict[str, Captured], reference: dict[str, Captured]) -> bool:
     """Whether the student has a value for this step that does not match the reference."""
     got, ref = student.get(check.id), reference.get(check.id)
-    return (got is not None and got.value is not None and ref is not None and ref.value is not None
-            and not matches(got.value, ref.value, rtol=check.rtol, atol=check.atol))
+    return (
+        got is not None
+        and got.value is not None
+        and ref is not None
+        and ref.value is not None
+        and not matches(got.value, ref.value, rtol=check.rtol, atol=check.atol)
+    )
 
 
-def needed(assignment: Assignment, ups: dict[str, tuple[Check, ...]], student: dict[str, Captured],
-           reference: dict[str, Captured]) -> bool:
+def needed(
+    assignment: Assignment,
+    ups: dict[str, tuple[Check, ...]],
+    student: dict[str, Captured],
+    reference: dict[str, Captured],
+) -> bool:
     """Whether some step is wrong on a run while a step it is computed from is wrong too: only
     then can a carried-forward reference differ from the plain one, so only then is it computed."""
-    return any(wrong(c, student, reference) and any(wrong(u, student, reference) for u in ups.get(c.id, ()))
-               for c in assignment.checks)
+    return any(
+        wrong(c, student, reference) and any(wrong(u, student, reference) for u in ups.get(c.id, ()))
+        for c in assignment.checks
+    )
 
 
 def places(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[int, int]]:
@@ -166,8 +178,13 @@ def followed_calls(assignment: Assignment, infos: list[CellInfo]) -> Calls:
     """Which of the student's functions to follow: a function or a torch module class the notebook
     defines, tested first by one question and used directly by a step of a later one. The later step's
     carried-forward reference is the solution's step with the student's function's answers."""
-    functions = {n for info in infos if not info.cell.skipped
-                 for n, is_class in info.defines.items() if not is_class or n in info.modules}
+    functions = {
+        n
+        for info in infos
+        if not info.cell.skipped
+        for n, is_class in info.defines.items()
+        if not is_class or n in info.modules
+    }
     if not functions:
         return Calls({}, {})
     flow = callable_flow(assignment, infos, functions)
@@ -190,8 +207,9 @@ def followed_calls(assignment: Assignment, infos: list[CellInfo]) -> Calls:
     return Calls(owners, via)
 
 
-def with_calls(ups: dict[str, tuple[Check, ...]], calls: Calls) -> tuple[dict[str, tuple[Check, ...]],
-                                                                      dict[str, dict[str, str]]]:
+def with_calls(
+    ups: dict[str, tuple[Check, ...]], calls: Calls
+) -> tuple[dict[str, tuple[Check, ...]], dict[str, dict[str, str]]]:
     """The upstream steps, with the checks testing each function a step calls added to its own;
     and, for each step, those it has only through a call (check id -> function), which its
     feedback names as the function ("given your `gradient()`") rather than as a value."""
@@ -205,4 +223,3 @@ def with_calls(ups: dict[str, tuple[Check, ...]], calls: Calls) -> tuple[dict[st
             via[cid] = only
             out[cid] = (*out.get(cid, ()), *(owners[o] for o in only))
     return out, via
-

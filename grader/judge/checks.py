@@ -38,8 +38,16 @@ from grader.notebook import BLANK_NAME, Blank, blank_report
 from grader.run.job import Captured
 from grader.vocab import CheckStatus, QuestionStatus
 
-__all__ = ["Context", "VariantRun", "blocked_questions", "changed_answers", "grade_assignment", "grade_check",
-           "grade_question", "root_failure"]
+__all__ = [
+    "Context",
+    "VariantRun",
+    "blocked_questions",
+    "changed_answers",
+    "grade_assignment",
+    "grade_check",
+    "grade_question",
+    "root_failure",
+]
 
 
 def _blank(check: Check, ctx: Context) -> Blank | None:
@@ -63,8 +71,9 @@ def _blank(check: Check, ctx: Context) -> Blank | None:
 def _difference(check: Check, value: Value, ref: Value, reveal: bool) -> tuple[str, ...]:
     """How the value differs from the reference, or which property it breaks; () when it matches."""
     if check.compare:
-        cmp = compare(check.label, value, ref, rtol=check.rtol, atol=check.atol, strict_types=check.strict_types,
-                      reveal=reveal)
+        cmp = compare(
+            check.label, value, ref, rtol=check.rtol, atol=check.atol, strict_types=check.strict_types, reveal=reveal
+        )
         if not cmp.ok:
             return cmp.messages
     for prop in check.properties:
@@ -76,8 +85,9 @@ def _difference(check: Check, value: Value, ref: Value, reveal: bool) -> tuple[s
 
 def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
     """One check's verdict: answered, computed, matching, and matching on every variant."""
-    base = CheckResult(id=check.id, target=check.target, status=CheckStatus.FAILED, score=0.0, max_score=points,
-                       hidden=check.hidden)
+    base = CheckResult(
+        id=check.id, target=check.target, status=CheckStatus.FAILED, score=0.0, max_score=points, hidden=check.hidden
+    )
     label = check.label
     ref = ctx.reference.get(check.id)
     if not check.is_test and (ref is None or ref.value is None):
@@ -92,8 +102,13 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
     if got is None or got.value is None:
         why, blocked_by, follow_on = _why_missing(check, got, ctx)
         raised = (got is not None and got.raised) or any(ctx.failed_binder(n) for n in check.names)
-        return replace(base, status=CheckStatus.ERROR if raised else CheckStatus.FAILED,
-                       reasons=(v.Missing(label, why),), blocked_by=blocked_by, follow_on=follow_on)
+        return replace(
+            base,
+            status=CheckStatus.ERROR if raised else CheckStatus.FAILED,
+            reasons=(v.Missing(label, why),),
+            blocked_by=blocked_by,
+            follow_on=follow_on,
+        )
     value = got.value
     carried_from: tuple[str, ...] = ()
     report = _difference(check, value, ref.value, ctx.reveal)
@@ -103,7 +118,11 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
         if wrong is None:
             # A hint names a mistake only where the carried-forward reference does not explain the
             # value: the hint's own expression is taken on the student's upstream values too.
-            hint = "" if explains(check, value, carried) and not _replays_own(check, ctx) else _matching_hint(check, value, ctx)
+            hint = (
+                ""
+                if explains(check, value, carried) and not _replays_own(check, ctx)
+                else _matching_hint(check, value, ctx)
+            )
             uses = callables.wrong_callables(check, ctx)
             return replace(base, reasons=(v.Differs(label, report, hint),) + ((uses,) if uses else ()), hint=hint)
         carried_from = tuple(u.id for u in wrong)
@@ -124,14 +143,19 @@ def _carried_verdict(check: Check, ctx: Context, res: CheckResult, points: float
     by_id = {u.id: u for u in ctx.upstream.get(check.id, ())}
     called = ctx.calls.get(check.id, {})
     classes = callables.defined(ctx)
-    inputs = tuple(dict.fromkeys((called[i] if classes.get(called[i]) else f"{called[i]}()") if i in called
-                                 else by_id[i].target
-                                 for i in res.carried_from if i in by_id))
+    inputs = tuple(
+        dict.fromkeys(
+            (called[i] if classes.get(called[i]) else f"{called[i]}()") if i in called else by_id[i].target
+            for i in res.carried_from
+            if i in by_id
+        )
+    )
     where = roots(check, ctx) or [by_id[i].question_id for i in res.carried_from if i in by_id]
     share = check.carry_forward
     reason = v.CarriedForward(check.label, inputs, tuple(ctx.titles.get(q, q) for q in where), share)
-    return replace(res, score=points * share, status=CheckStatus.PASSED if share > 0 else CheckStatus.FAILED,
-                   reasons=(reason,))
+    return replace(
+        res, score=points * share, status=CheckStatus.PASSED if share > 0 else CheckStatus.FAILED, reasons=(reason,)
+    )
 
 
 def _why_missing(check: Check, got: Captured | None, ctx: Context) -> tuple[v.Absence, int, bool]:
@@ -174,8 +198,10 @@ def _failed_before(check: Check, names: tuple[str, ...], ctx: Context) -> tuple[
             return v.CellFailed(run), root.index, False
         if root.name == BLANK_NAME:
             return v.NeedsBlank(needed, root.index), root.index, True
-        owner = next((ctx.titles.get(c.question_id, c.question_id) for c in ctx.checks
-                      if c.names & ctx.infos[root.pos].binds), "")
+        owner = next(
+            (ctx.titles.get(c.question_id, c.question_id) for c in ctx.checks if c.names & ctx.infos[root.pos].binds),
+            "",
+        )
         return v.NeedsFailed(needed, root, owner), root.index, True
     return None
 
@@ -213,20 +239,33 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
     """A question's verdict from its checks': points (all or nothing unless split), status, and
     the feedback lines of the checks that did not simply pass."""
     if question.manual:
-        return QuestionResult(id=question.id, title=question.title, score=0.0, max_score=question.points,
-                              status=QuestionStatus.MANUAL, feedback=(wording.manual(),))
+        return QuestionResult(
+            id=question.id,
+            title=question.title,
+            score=0.0,
+            max_score=question.points,
+            status=QuestionStatus.MANUAL,
+            feedback=(wording.manual(),),
+        )
     n = len(question.checks)
     results = tuple(
         # A split question gives every check its points (the loader sees to it); else they share the question's.
-        grade_check(c, ctx, c.points if c.points is not None else question.points / n) for c in question.checks
+        grade_check(c, ctx, c.points if c.points is not None else question.points / n)
+        for c in question.checks
     )
     score = _score(question, results)
     status = _status(question, results, score)
     carried = [r for r in results if r.carried_from]
     feedback: list[Feedback] = []
     # What the authors of the tests that pass wrote for them (otter's success messages), after the verdict.
-    said = [line for r in results if r.status == CheckStatus.PASSED and not r.hidden
-            for reason in r.reasons if isinstance(reason, v.AuthorSaid) for line in wording.check_feedback(reason)]
+    said = [
+        line
+        for r in results
+        if r.status == CheckStatus.PASSED and not r.hidden
+        for reason in r.reasons
+        if isinstance(reason, v.AuthorSaid)
+        for line in wording.check_feedback(reason)
+    ]
     for r in results:
         if r.status == CheckStatus.PASSED and not r.carried_from:
             continue
@@ -248,10 +287,17 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
     upstream = [qid for r in carried for qid in roots(_check_of(question, r.id), ctx)]
     owners = {c.id: c.question_id for c in ctx.checks}
     upstream = [q for q in upstream or [owners.get(i, i) for r in carried for i in r.carried_from] if q != question.id]
-    return QuestionResult(id=question.id, title=question.title, score=score, max_score=question.points,
-                          status=status, feedback=tuple(feedback), checks=results,
-                          variants=max((r.variants for r in results), default=0),
-                          carried_forward=tuple(dict.fromkeys(upstream)))
+    return QuestionResult(
+        id=question.id,
+        title=question.title,
+        score=score,
+        max_score=question.points,
+        status=status,
+        feedback=tuple(feedback),
+        checks=results,
+        variants=max((r.variants for r in results), default=0),
+        carried_forward=tuple(dict.fromkeys(upstream)),
+    )
 
 
 def _score(question: Question, results: tuple[CheckResult, ...]) -> float:
@@ -287,13 +333,25 @@ def grade_assignment(assignment: Assignment, ctx: Context) -> list[QuestionResul
     wrong = set()
     for c in assignment.checks:
         got, ref = ctx.student.get(c.id), ctx.reference.get(c.id)
-        if c.variable is not None and ref is not None and ref.value is not None and (
-                got is None or got.value is None
-                or not matches(got.value, ref.value, rtol=c.rtol, atol=c.atol, strict_types=c.strict_types)):
+        if (
+            c.variable is not None
+            and ref is not None
+            and ref.value is not None
+            and (
+                got is None
+                or got.value is None
+                or not matches(got.value, ref.value, rtol=c.rtol, atol=c.atol, strict_types=c.strict_types)
+            )
+        ):
             wrong.add(c.variable)
-    ctx = replace(ctx, answers=ctx.answers | answers, wrong=ctx.wrong | frozenset(wrong),
-                  upstream=ctx.upstream or carry.upstream(assignment, ctx.infos),
-                  titles={q.id: q.title for q in assignment.questions}, checks=assignment.checks)
+    ctx = replace(
+        ctx,
+        answers=ctx.answers | answers,
+        wrong=ctx.wrong | frozenset(wrong),
+        upstream=ctx.upstream or carry.upstream(assignment, ctx.infos),
+        titles={q.id: q.title for q in assignment.questions},
+        checks=assignment.checks,
+    )
     results = [grade_question(q, ctx) for q in assignment.questions]
     # Root causes first: the question whose own cell raised says, once, which later questions the
     # same error left without a value; theirs point back to it instead of repeating it.

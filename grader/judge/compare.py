@@ -41,8 +41,16 @@ class _Ctx:
     messages: list[str] = field(default_factory=list)
 
 
-def compare(name: str, actual: Value, expected: Value, *, rtol: float, atol: float,
-            strict_types: bool = False, reveal: bool = False) -> Comparison:
+def compare(
+    name: str,
+    actual: Value,
+    expected: Value,
+    *,
+    rtol: float,
+    atol: float,
+    strict_types: bool = False,
+    reveal: bool = False,
+) -> Comparison:
     """Whether ``actual`` matches ``expected`` within tolerance, and if not, why."""
     ctx = _Ctx(rtol=rtol, atol=atol, strict=strict_types, reveal=reveal)
     return _compare(name, actual, expected, ctx)
@@ -82,7 +90,9 @@ def _compare(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison
             if missing:
                 parts.append(f"{len(missing)} expected key{'s' if len(missing) > 1 else ''} missing")
             if extra:
-                parts.append(f"unexpected key{'s' if len(extra) > 1 else ''} {', '.join(repr(k) for k in extra[:MAX_INDICES])}")
+                parts.append(
+                    f"unexpected key{'s' if len(extra) > 1 else ''} {', '.join(repr(k) for k in extra[:MAX_INDICES])}"
+                )
             return _fail(Reason.KEYS, f"{name}: " + "; ".join(parts))
         for k in expected.data:
             sub = _compare(f"{name}[{k!r}]", actual.data[k], expected.data[k], ctx)
@@ -111,18 +121,25 @@ def _comparenumeric(name: str, actual: Value, expected: Value, exp: np.ndarray, 
         if actual.origin != expected.origin:
             return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected {expected.describe()}")
         if (actual.dtype or str(act.dtype)) != (expected.dtype or str(exp.dtype)):
-            return _fail(Reason.DTYPE, f"{name} has dtype {actual.dtype or act.dtype}; expected {expected.dtype or exp.dtype}")
+            return _fail(
+                Reason.DTYPE, f"{name} has dtype {actual.dtype or act.dtype}; expected {expected.dtype or exp.dtype}"
+            )
     if act.shape != exp.shape:
         hint = ""
         if act.shape == exp.shape[::-1] and act.ndim == 2:
             hint = " (the transpose of the expected shape)"
         elif act.size == exp.size:
             hint = " (same number of elements: a reshape, squeeze or unsqueeze too many or too few?)"
-        return _fail(Reason.SHAPE, f"{name} has shape {shape_text(act.shape)}; expected shape {shape_text(exp.shape)}{hint}")
+        return _fail(
+            Reason.SHAPE, f"{name} has shape {shape_text(act.shape)}; expected shape {shape_text(exp.shape)}{hint}"
+        )
     if exp.dtype.kind == "b" or act.dtype.kind == "b":
         if exp.dtype.kind != act.dtype.kind and ctx.strict:
             return _fail(Reason.DTYPE, f"{name} has dtype {act.dtype}; expected booleans")
-        a, e = act.astype(bool) if act.dtype.kind in "biu" else act, exp.astype(bool) if exp.dtype.kind in "biu" else exp
+        a, e = (
+            act.astype(bool) if act.dtype.kind in "biu" else act,
+            exp.astype(bool) if exp.dtype.kind in "biu" else exp,
+        )
         if act.dtype.kind == "f" or exp.dtype.kind == "f":
             a, e = act.astype(float), exp.astype(float)
         bad = np.asarray(a != e)
@@ -138,15 +155,21 @@ def _comparenumeric(name: str, actual: Value, expected: Value, exp: np.ndarray, 
     if (a_nan != e_nan).any():
         where = np.argwhere(a_nan & ~e_nan)
         if len(where):
-            return _fail(Reason.NAN, f"{name} has NaN at {indices_text(where)} ({int((a_nan & ~e_nan).sum())} in all) "
-                                "where a number was expected: a division by zero, log of 0 or an overflow?")
+            return _fail(
+                Reason.NAN,
+                f"{name} has NaN at {indices_text(where)} ({int((a_nan & ~e_nan).sum())} in all) "
+                "where a number was expected: a division by zero, log of 0 or an overflow?",
+            )
         where = np.argwhere(e_nan & ~a_nan)
         return _fail(Reason.NAN, f"{name} has numbers at {indices_text(where)} where NaN was expected")
     a_inf, e_inf = np.isinf(a), np.isinf(e)
     if (a_inf != e_inf).any() or (a_inf & (a != e)).any():
         where = np.argwhere((a_inf != e_inf) | (a_inf & (a != e)))
-        return _fail(Reason.NAN, f"{name} has infinite values where they were not expected, or the wrong sign of "
-                            f"infinity, at {indices_text(where)}")
+        return _fail(
+            Reason.NAN,
+            f"{name} has infinite values where they were not expected, or the wrong sign of "
+            f"infinity, at {indices_text(where)}",
+        )
     finite = ~(a_nan | a_inf)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(a - e)
@@ -154,8 +177,16 @@ def _comparenumeric(name: str, actual: Value, expected: Value, exp: np.ndarray, 
     return _value_failure(name, act, exp, np.asarray(bad), ctx, diff=diff)
 
 
-def _value_failure(name: str, act: np.ndarray, exp: np.ndarray, bad: np.ndarray, ctx: _Ctx, *,
-                   diff: np.ndarray | None = None, boolean: bool = False) -> Comparison:
+def _value_failure(
+    name: str,
+    act: np.ndarray,
+    exp: np.ndarray,
+    bad: np.ndarray,
+    ctx: _Ctx,
+    *,
+    diff: np.ndarray | None = None,
+    boolean: bool = False,
+) -> Comparison:
     n_bad, total = int(bad.sum()), int(bad.size)
     if n_bad == 0:
         return Comparison(True, total=total)
@@ -178,17 +209,22 @@ def _value_failure(name: str, act: np.ndarray, exp: np.ndarray, bad: np.ndarray,
             item += f" (expected {number_text(exp[t].item())})"
         shown.append(item)
     more = ", ..." if n_bad > MAX_INDICES else ""
-    msg = (f"{name}: {n_bad} / {total} elements ({100.0 * n_bad / total:.1f}%) differ"
-           + ("" if boolean else f" beyond tolerance (rtol={ctx.rtol:g}, atol={ctx.atol:g})")
-           + f"; first: {'; '.join(shown)}{more}" + ("" if more else "."))
+    msg = (
+        f"{name}: {n_bad} / {total} elements ({100.0 * n_bad / total:.1f}%) differ"
+        + ("" if boolean else f" beyond tolerance (rtol={ctx.rtol:g}, atol={ctx.atol:g})")
+        + f"; first: {'; '.join(shown)}{more}"
+        + ("" if more else ".")
+    )
     if diff is not None and not boolean:
         with np.errstate(divide="ignore", invalid="ignore"):
             rels = np.where(bad, diff / np.abs(exp.astype(np.float64) if not np.iscomplexobj(exp) else exp), 0)
         max_abs = float(np.max(np.where(bad, diff, 0)))
         max_rel = float(np.nanmax(np.abs(rels))) if rels.size else 0.0
         if ctx.reveal:
-            msg += (f" Largest absolute difference {number_text(max_abs, 2)}, largest relative difference "
-                    f"{number_text(max_rel, 2)}.")
+            msg += (
+                f" Largest absolute difference {number_text(max_abs, 2)}, largest relative difference "
+                f"{number_text(max_rel, 2)}."
+            )
         else:
             # In words only: a difference as a number, next to the student's own value at the same
             # position, would give the hidden reference away.
@@ -221,10 +257,16 @@ def _compare_frame(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comp
         return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected {expected.describe()}")
     if tuple(map(str, actual.index)) != tuple(map(str, expected.index)):
         what = f"{name}'s index (row labels) is {trim(str(list(actual.index)))}"
-        return _fail(Reason.LABELS, what + (f"; expected {list(expected.index)}" if ctx.reveal else "; it is not the expected labels"))
+        return _fail(
+            Reason.LABELS,
+            what + (f"; expected {list(expected.index)}" if ctx.reveal else "; it is not the expected labels"),
+        )
     if expected.kind == "frame" and tuple(map(str, actual.columns)) != tuple(map(str, expected.columns)):
         what = f"{name}'s columns are {trim(str(list(actual.columns)))}"
-        return _fail(Reason.LABELS, what + (f"; expected {list(expected.columns)}" if ctx.reveal else "; they are not the expected labels"))
+        return _fail(
+            Reason.LABELS,
+            what + (f"; expected {list(expected.columns)}" if ctx.reveal else "; they are not the expected labels"),
+        )
     return _comparenumeric(f"{name}'s values", actual.data, expected.data, expected.data.data, ctx)
 
 

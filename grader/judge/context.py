@@ -47,8 +47,13 @@ class VariantRun:
 def changes(variant: Captured | None, base: Captured | None) -> bool:
     """Whether a variant's reference value differs from the original one: only then can the
     variant tell a computed answer from a typed-in one."""
-    return (variant is not None and variant.value is not None and base is not None and base.value is not None
-            and not matches(variant.value, base.value, rtol=0, atol=0))
+    return (
+        variant is not None
+        and variant.value is not None
+        and base is not None
+        and base.value is not None
+        and not matches(variant.value, base.value, rtol=0, atol=0)
+    )
 
 
 def changed_answers(reference: dict[str, Captured], variant: dict[str, Captured]) -> frozenset[str]:
@@ -145,8 +150,15 @@ def holds_on(check: Check, captures: dict[str, Captured], reference: dict[str, C
     return not any(check_property(p, check.label, got.value, ref.value, atol=check.atol) for p in check.properties)
 
 
-def carried_from_steps(check: Check, value: Value, ref: Value, carried: Captured | None, ctx: Context,
-                  student: dict[str, Captured], reference: dict[str, Captured]) -> list[Check] | None:
+def carried_from_steps(
+    check: Check,
+    value: Value,
+    ref: Value,
+    carried: Captured | None,
+    ctx: Context,
+    student: dict[str, Captured],
+    reference: dict[str, Captured],
+) -> list[Check] | None:
     """The wrong upstream steps when the value is right given them (it matches the reference the
     solution computes from the student's own upstream values, and not the plain one); else None."""
     if not explains(check, value, carried) or carried is None or carried.value is None:
@@ -161,8 +173,9 @@ def explains(check: Check, value: Value, carried: Captured | None) -> bool:
     """Whether the value is what the solution computes from the student's own upstream values."""
     if carried is None or carried.value is None:
         return False
-    if not compare(check.label, value, carried.value, rtol=check.rtol, atol=check.atol,
-                   strict_types=check.strict_types).ok:
+    if not compare(
+        check.label, value, carried.value, rtol=check.rtol, atol=check.atol, strict_types=check.strict_types
+    ).ok:
         return False
     return not any(check_property(p, check.label, value, carried.value, atol=check.atol) for p in check.properties)
 
@@ -183,15 +196,26 @@ def roots(check: Check, ctx: Context) -> list[str]:
     return out
 
 
-def _roots_on(check: Check, ctx: Context, student: dict[str, Captured], reference: dict[str, Captured],
-              carried: dict[str, Captured], seen: frozenset[str]) -> list[str]:
+def _roots_on(
+    check: Check,
+    ctx: Context,
+    student: dict[str, Captured],
+    reference: dict[str, Captured],
+    carried: dict[str, Captured],
+    seen: frozenset[str],
+) -> list[str]:
     out: list[str] = []
     for u in ctx.upstream.get(check.id, ()):
         if u.id in seen or not carry.wrong(u, student, reference):
             continue
         got, up_ref, up_carried = student.get(u.id), reference.get(u.id), carried.get(u.id)
-        explained = (got is not None and got.value is not None and up_ref is not None and up_ref.value is not None
-                     and carried_from_steps(u, got.value, up_ref.value, up_carried, ctx, student, reference))
+        explained = (
+            got is not None
+            and got.value is not None
+            and up_ref is not None
+            and up_ref.value is not None
+            and carried_from_steps(u, got.value, up_ref.value, up_carried, ctx, student, reference)
+        )
         deeper = _roots_on(u, ctx, student, reference, carried, seen | {check.id}) if explained else []
         for qid in deeper or [u.question_id]:
             if qid not in out:
@@ -209,8 +233,9 @@ def root_failure(run: CellRun, infos: list[CellInfo], cells: list[CellRun]) -> t
         undefined = run.name if run.ename == "NameError" else ""
         if not undefined:
             break
-        earlier = next((c for info, c in zip(infos, cells, strict=True)
-                        if undefined in info.binds and c.status.failed), None)
+        earlier = next(
+            (c for info, c in zip(infos, cells, strict=True) if undefined in info.binds and c.status.failed), None
+        )
         if earlier is None or earlier.pos >= run.pos:
             break
         run, name = earlier, undefined
@@ -218,8 +243,12 @@ def root_failure(run: CellRun, infos: list[CellInfo], cells: list[CellRun]) -> t
 
 
 def _differs(captured: Captured | None) -> bool:
-    return captured is not None and captured.value is not None and captured.value.kind == "bool" \
+    return (
+        captured is not None
+        and captured.value is not None
+        and captured.value.kind == "bool"
         and captured.value.data is True
+    )
 
 
 def without_right_calls(ctx: Context) -> Context:
@@ -230,8 +259,12 @@ def without_right_calls(ctx: Context) -> Context:
     if not ctx.calls:
         return ctx
     runs = [ctx.carried, *(r.carried for r in ctx.variants)]
-    wrong = {f for by_owner in ctx.calls.values() for f in by_owner.values()
-             if any(_differs(run.get(calls_id(f))) for run in runs)}
+    wrong = {
+        f
+        for by_owner in ctx.calls.values()
+        for f in by_owner.values()
+        if any(_differs(run.get(calls_id(f))) for run in runs)
+    }
     upstream = dict(ctx.upstream)
     calls: dict[str, dict[str, str]] = {}
     for cid, by_owner in ctx.calls.items():

@@ -46,8 +46,13 @@ class Grader:
 
     # Written out rather than generated so that ``references`` is always set once built: it needs
     # the executor, and callers use it without a check for None.
-    def __init__(self, course: Course, executor: Executor | None = None, references: References | None = None,
-                 now: datetime | None = None) -> None:
+    def __init__(
+        self,
+        course: Course,
+        executor: Executor | None = None,
+        references: References | None = None,
+        now: datetime | None = None,
+    ) -> None:
         self.course = course
         self.executor = executor if executor is not None else default_executor()  # warm forking server, per process
         self.references = references if references is not None else References(course, self.executor)
@@ -62,25 +67,48 @@ class Grader:
     def reveal(self) -> bool:
         return self.course.scorecard.reveal(self.now)
 
-    def grade(self, assignment: Assignment, path: Path, *, student: str = "",
-              course_variants: bool = False) -> Scorecard:
+    def grade(
+        self, assignment: Assignment, path: Path, *, student: str = "", course_variants: bool = False
+    ) -> Scorecard:
         """The submission's scorecard. ``course_variants``: check it on the course's variants even
         where the assignment draws variants per submission (``grader validate`` checks those)."""
         path = Path(path)
         started = time.monotonic()
         ref = self.references.get(assignment)  # a broken solution is an error for the whole run
         cpu = CpuBudget(assignment.limits.grader_cpu)  # from here on, the submission's own cost
-        card = Scorecard(assignment=assignment.name, submission=printable(path.name), sha256="",
-                         status=SubmissionStatus.GRADED, score=0.0, max_score=assignment.max_score,
-                         student=printable(student))
+        card = Scorecard(
+            assignment=assignment.name,
+            submission=printable(path.name),
+            sha256="",
+            status=SubmissionStatus.GRADED,
+            score=0.0,
+            max_score=assignment.max_score,
+            student=printable(student),
+        )
         try:
-            return self._grade(assignment, path, card, ref, cpu, started,
-                               own_variants=assignment.variants.per_submission and not course_variants)
+            return self._grade(
+                assignment,
+                path,
+                card,
+                ref,
+                cpu,
+                started,
+                own_variants=assignment.variants.per_submission and not course_variants,
+            )
         except OverBudget as exc:
             return self._over_budget(card, assignment, str(exc), cpu, started)
 
-    def _grade(self, assignment: Assignment, path: Path, card: Scorecard, ref: Reference, cpu: CpuBudget,
-               started: float, *, own_variants: bool) -> Scorecard:
+    def _grade(
+        self,
+        assignment: Assignment,
+        path: Path,
+        card: Scorecard,
+        ref: Reference,
+        cpu: CpuBudget,
+        started: float,
+        *,
+        own_variants: bool,
+    ) -> Scorecard:
         try:
             card.sha256 = sha256_file(path)
         except OSError as exc:
@@ -99,16 +127,33 @@ class Grader:
             self._skip[assignment.name] = self.references.skip_sources(assignment)
         calls = carry.followed_calls(assignment, infos)
         record = tuple(sorted(calls.owners))  # the student's callables a later step uses: their calls recorded
-        jobs = JobTemplate.of(assignment, cells, infos, path, hints=False, skip=self._skip[assignment.name],
-                              traceback_lines=self.course.scorecard.traceback_lines, record=record)
+        jobs = JobTemplate.of(
+            assignment,
+            cells,
+            infos,
+            path,
+            hints=False,
+            skip=self._skip[assignment.name],
+            traceback_lines=self.course.scorecard.traceback_lines,
+            record=record,
+        )
         job = jobs.job()  # its run's, and its variants' below
         with self.executor.session() as runner:  # one sandbox for the run and its variants
             run = runner.run(job)
             cpu.check("reading the values its run sent")
             upstream, via = carry.with_calls(carry.upstream(assignment, infos), calls)
-            ctx = Context(infos=infos, blanks=notebook.blank_report(infos), cells=run.cells, student=run.captures,
-                          reference=ref.captures, reveal=self.reveal(), given=assignment.given,
-                          upstream=upstream, calls=via, data_dir=assignment.solution_dir)
+            ctx = Context(
+                infos=infos,
+                blanks=notebook.blank_report(infos),
+                cells=run.cells,
+                student=run.captures,
+                reference=ref.captures,
+                reveal=self.reveal(),
+                given=assignment.given,
+                upstream=upstream,
+                calls=via,
+                data_dir=assignment.solution_dir,
+            )
             need_carry = carry.needed(assignment, ctx.upstream, run.captures, ref.captures)
             # Variants run whatever the original run's ending (a crash, a timeout, a last cell that
             # ends the process): only a question that matched on every variant earns its points. They
@@ -123,36 +168,57 @@ class Grader:
                 runs = []
                 budget = Budget(assignment.limits, run.duration)
                 for variant, vref, changed in zip(vset.variants, vset.captures, vset.changed, strict=True):
-                    vjob = replace(jobs.job(variant), last=variant is vset.variants[-1])  # its sandbox prepares no further run
+                    vjob = replace(
+                        jobs.job(variant), last=variant is vset.variants[-1]
+                    )  # its sandbox prepares no further run
                     if budget.left() <= 0:
                         vrun = RunResult(status=RunStatus.TIMEOUT, reason=budget.reason())
                     else:
                         vrun = runner.run(replace(vjob, limits=budget.limits()))
                         budget.spend(vrun.duration)
                         cpu.check(f"reading the values of variant run {variant.number}")
-                    runs.append(VariantRun(number=variant.number, names=variant.names, student=vrun.captures,
-                                           reference=vref, cells=vrun.cells, status=vrun.status, reason=vrun.reason,
-                                           changed=changed))
+                    runs.append(
+                        VariantRun(
+                            number=variant.number,
+                            names=variant.names,
+                            student=vrun.captures,
+                            reference=vref,
+                            cells=vrun.cells,
+                            status=vrun.status,
+                            reason=vrun.reason,
+                            changed=changed,
+                        )
+                    )
                 ctx = replace(ctx, variants=tuple(runs))
-                need_carry = need_carry or any(carry.needed(assignment, ctx.upstream, r.student, r.reference)
-                                               for r in runs)
+                need_carry = need_carry or any(
+                    carry.needed(assignment, ctx.upstream, r.student, r.reference) for r in runs
+                )
         if need_carry:
             ctx = self._carry_forward(assignment, ctx, vset.variants if vset is not None else [])
             cpu.check("reading the values of the error-carried-forward runs")
         card.questions = manual.with_answers(assignment, path, grade_assignment(assignment, ctx))
         card.score = sum(q.score for q in card.questions)
         if run.status != RunStatus.OK:
-            card.status, card.reason = (SubmissionStatus.TIMEOUT if run.status == RunStatus.TIMEOUT else SubmissionStatus.CRASHED), run.reason
-        card.execution = execution_summary(run, self.executor.name, time.monotonic() - started,
-                                           limits=assignment.limits, infos=infos,
-                                           blocked=blocked_questions(card.questions))
+            card.status, card.reason = (
+                (SubmissionStatus.TIMEOUT if run.status == RunStatus.TIMEOUT else SubmissionStatus.CRASHED),
+                run.reason,
+            )
+        card.execution = execution_summary(
+            run,
+            self.executor.name,
+            time.monotonic() - started,
+            limits=assignment.limits,
+            infos=infos,
+            blocked=blocked_questions(card.questions),
+        )
         if restored:
             card.execution = replace(card.execution, notes=(*card.execution.notes, wording.restored_cells(restored)))
         if vset is not None and own_variants:
             # Whether its variants were its own (never which values or seed): the course's stand in
             # where the solution's steps or the secret are not here, or no draw tested as much.
-            card.execution = replace(card.execution, variant_inputs=("this submission's own" if vset.own
-                                                                     and not vset.note else vset.note))
+            card.execution = replace(
+                card.execution, variant_inputs=("this submission's own" if vset.own and not vset.note else vset.note)
+            )
         return card
 
     def _carry_forward(self, assignment: Assignment, ctx: Context, variants: list[Variant]) -> Context:
@@ -174,11 +240,24 @@ class Grader:
         # The solution's sandbox and warm process, as for its draws (``References._draw``): the
         # student's values come in as plain data, and no student code runs there.
         with self.executor.session(reuse=("solution", assignment.name)) as runner:
-            carried = runner.run(replace(build_carry_job(assignment, cells, infos, ctx.student, skip=skip),
-                                         stay=True, trusted=True)).captures
-            runs = tuple(replace(v, carried=runner.run(replace(build_carry_job(
-                assignment, cells, infos, v.student, skip=skip, variant=by_number[v.number]), stay=True, trusted=True)).captures)
-                for v in ctx.variants)
+            carried = runner.run(
+                replace(build_carry_job(assignment, cells, infos, ctx.student, skip=skip), stay=True, trusted=True)
+            ).captures
+            runs = tuple(
+                replace(
+                    v,
+                    carried=runner.run(
+                        replace(
+                            build_carry_job(
+                                assignment, cells, infos, v.student, skip=skip, variant=by_number[v.number]
+                            ),
+                            stay=True,
+                            trusted=True,
+                        )
+                    ).captures,
+                )
+                for v in ctx.variants
+            )
         return without_right_calls(replace(ctx, carried=carried, variants=runs))
 
     def _invalid(self, card: Scorecard, assignment: Assignment, reason: str) -> Scorecard:
@@ -186,25 +265,42 @@ class Grader:
 
         card.status, card.reason = SubmissionStatus.INVALID_NOTEBOOK, reason
         card.questions = [
-            QuestionResult(id=q.id, title=q.title, score=0.0, max_score=q.points, status=QuestionStatus.UNANSWERED,
-                           feedback=wording.not_graded("the submission is not a readable notebook."))
+            QuestionResult(
+                id=q.id,
+                title=q.title,
+                score=0.0,
+                max_score=q.points,
+                status=QuestionStatus.UNANSWERED,
+                feedback=wording.not_graded("the submission is not a readable notebook."),
+            )
             for q in assignment.questions
         ]
         card.execution = Execution(executor=self.executor.name, cells_run=0, errors=(), time=0.0)
         return card
 
-    def _over_budget(self, card: Scorecard, assignment: Assignment, reason: str, cpu: CpuBudget,
-                     started: float) -> Scorecard:
+    def _over_budget(
+        self, card: Scorecard, assignment: Assignment, reason: str, cpu: CpuBudget, started: float
+    ) -> Scorecard:
         from grader.judge.scorecard import QuestionResult
 
         card.status, card.reason, card.score = SubmissionStatus.OVER_BUDGET, reason, 0.0
         card.questions = [
-            QuestionResult(id=q.id, title=q.title, score=0.0, max_score=q.points, status=QuestionStatus.ERROR,
-                           feedback=wording.not_graded(reason))
+            QuestionResult(
+                id=q.id,
+                title=q.title,
+                score=0.0,
+                max_score=q.points,
+                status=QuestionStatus.ERROR,
+                feedback=wording.not_graded(reason),
+            )
             for q in assignment.questions
         ]
-        card.execution = Execution(executor=self.executor.name, errors=(), time=round(time.monotonic() - started, 3),
-                                   grader_cpu=round(cpu.spent(), 3))
+        card.execution = Execution(
+            executor=self.executor.name,
+            errors=(),
+            time=round(time.monotonic() - started, 3),
+            grader_cpu=round(cpu.spent(), 3),
+        )
         return card
 
 
@@ -231,8 +327,10 @@ class CpuBudget:
         """Raise OverBudget when the budget is used up; ``phase`` says what the grader was doing."""
         spent = self.spent()
         if spent > self.limit:
-            raise OverBudget(f"the grader spent {spent:.1f} s of its own CPU time on this submission ({phase}), "
-                             f"more than the {self.limit:g} s it may (limits.grader_cpu); it was not graded further")
+            raise OverBudget(
+                f"the grader spent {spent:.1f} s of its own CPU time on this submission ({phase}), "
+                f"more than the {self.limit:g} s it may (limits.grader_cpu); it was not graded further"
+            )
 
     @contextmanager
     def aside(self) -> Iterator[None]:
@@ -267,8 +365,10 @@ class Budget:
         self.total -= seconds
 
     def reason(self) -> str:
-        return (f"the submission's runs together used up their {2 * self.base.notebook_timeout:g} s "
-                "(twice the notebook's limit)")
+        return (
+            f"the submission's runs together used up their {2 * self.base.notebook_timeout:g} s "
+            "(twice the notebook's limit)"
+        )
 
 
 def _anything_passes(assignment: Assignment, ctx: Context) -> bool:
@@ -276,9 +376,15 @@ def _anything_passes(assignment: Assignment, ctx: Context) -> bool:
     return any(grade_check(c, ctx, 1.0).status == CheckStatus.PASSED for c in assignment.checks)
 
 
-def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: Limits | None = None,
-                      infos: list[notebook.CellInfo] | None = None,
-                      blocked: dict[int, list[str]] | None = None) -> Execution:
+def execution_summary(
+    run: RunResult,
+    executor: str,
+    elapsed: float,
+    *,
+    limits: Limits | None = None,
+    infos: list[notebook.CellInfo] | None = None,
+    blocked: dict[int, list[str]] | None = None,
+) -> Execution:
     """The run as the scorecard reports it. Errors are listed by their first cause: a ``NameError``
     that only follows from an earlier failed cell (the data flow says so) is folded into that
     cell's entry (``blocked_cells``), with the questions the error left without a value."""
@@ -291,9 +397,11 @@ def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: 
             continue
         blank = c.name == notebook.BLANK_NAME
         first[c.index] = CellError(
-            cell=c.index, status="blank" if blank else str(c.status),
+            cell=c.index,
+            status="blank" if blank else str(c.status),
             error=wording.UNFILLED_BLANK if blank else f"{c.ename}: {c.evalue}".strip(": "),
-            traceback=tuple(t.replace(notebook.BLANK_NAME, "?") for t in c.traceback))
+            traceback=tuple(t.replace(notebook.BLANK_NAME, "?") for t in c.traceback),
+        )
     for cell, questions in (blocked or {}).items():
         if cell in first:
             first[cell] = replace(first[cell], blocked_questions=tuple(questions))
@@ -307,8 +415,10 @@ def execution_summary(run: RunResult, executor: str, elapsed: float, *, limits: 
         errors=tuple(first.values()),
         time=round(elapsed, 3),
         output_truncated_in_cells=tuple(c.index for c in truncated),
-        notes=tuple(f"cell {c.index} printed {_size(c.output_bytes)} of output, more than {limit}; "
-                    "the rest was discarded" for c in truncated),
+        notes=tuple(
+            f"cell {c.index} printed {_size(c.output_bytes)} of output, more than {limit}; the rest was discarded"
+            for c in truncated
+        ),
         attempts=run.attempts if run.attempts > 1 else None,
         sandbox=tuple(run.sandbox),
         # a sandboxed process reported its protections (a Jupyter kernel reports none yet)

@@ -73,11 +73,21 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
     return tuple(specs)
 
 
-def build_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo],
-              submission: Path, *, hints: bool, skip: set[str], traceback_lines: int = 8,
-              variant: variants.Variant | None = None, record: tuple[str, ...] = ()) -> Job:
-    return JobTemplate.of(assignment, cells, infos, submission, hints=hints, skip=skip,
-                          traceback_lines=traceback_lines, record=record).job(variant)
+def build_job(
+    assignment: Assignment,
+    cells: list[notebook.Cell],
+    infos: list[notebook.CellInfo],
+    submission: Path,
+    *,
+    hints: bool,
+    skip: set[str],
+    traceback_lines: int = 8,
+    variant: variants.Variant | None = None,
+    record: tuple[str, ...] = (),
+) -> Job:
+    return JobTemplate.of(
+        assignment, cells, infos, submission, hints=hints, skip=skip, traceback_lines=traceback_lines, record=record
+    ).job(variant)
 
 
 class JobTemplate:
@@ -89,15 +99,25 @@ class JobTemplate:
     ``record``: the student's functions whose calls a later step uses (``grader.run.calls``); each
     job records them after their definitions."""
 
-    def __init__(self, assignment: Assignment, infos: list[notebook.CellInfo], base: Job,
-                 record: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, assignment: Assignment, infos: list[notebook.CellInfo], base: Job, record: tuple[str, ...] = ()
+    ) -> None:
         self.given, self.infos, self.base, self.record = assignment.given, infos, base, record
         self._cells: dict[tuple[str, ...], tuple[JobCell, ...]] = {}  # names -> the cells with their injections
 
     @classmethod
-    def of(cls, assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo],
-           submission: Path, *, hints: bool, skip: set[str], traceback_lines: int = 8,
-           record: tuple[str, ...] = ()) -> JobTemplate:
+    def of(
+        cls,
+        assignment: Assignment,
+        cells: list[notebook.Cell],
+        infos: list[notebook.CellInfo],
+        submission: Path,
+        *,
+        hints: bool,
+        skip: set[str],
+        traceback_lines: int = 8,
+        record: tuple[str, ...] = (),
+    ) -> JobTemplate:
         job_cells = []
         for cell, info in zip(cells, infos, strict=True):
             why = SkipReason.TAGGED if cell.skipped or (skip and cell.source.strip() in skip) else SkipReason.RUN
@@ -110,10 +130,16 @@ class JobTemplate:
         if record:  # the calls of the student's functions a later step uses (``grader.run.calls``)
             captures += tuple(CaptureSpec(calls_id(f), CaptureKind.EXPR, f"{CALLS}[{f!r}]", None) for f in record)
         preload = preload_for(assignment)
-        base = Job(cells=tuple(job_cells), captures=captures, limits=assignment.limits,
-                   files=files, traceback_lines=traceback_lines, preload=preload,
-                   warm=warm_for(preload, [jc.source for jc in job_cells if jc.skip == SkipReason.RUN]),
-                   cell_seed=assignment.seed_each_cell)
+        base = Job(
+            cells=tuple(job_cells),
+            captures=captures,
+            limits=assignment.limits,
+            files=files,
+            traceback_lines=traceback_lines,
+            preload=preload,
+            warm=warm_for(preload, [jc.source for jc in job_cells if jc.skip == SkipReason.RUN]),
+            cell_seed=assignment.seed_each_cell,
+        )
         return cls(assignment, infos, base, record)
 
     def job(self, variant: variants.Variant | None = None) -> Job:
@@ -123,9 +149,15 @@ class JobTemplate:
             cells = list(self.base.cells)
             if names:  # the variant's injections first: they are placed by the notebook's own statements
                 defined = notebook.input_definitions(self.infos, names, self.given)
-                cells = [replace(jc, source=variants.with_injections(
-                             jc.source, names, {n: {k for p, k in defined[n] if p == pos} for n in names}))
-                         for pos, jc in enumerate(cells)]
+                cells = [
+                    replace(
+                        jc,
+                        source=variants.with_injections(
+                            jc.source, names, {n: {k for p, k in defined[n] if p == pos} for n in names}
+                        ),
+                    )
+                    for pos, jc in enumerate(cells)
+                ]
             if self.record:
                 cells = _after_definitions(cells, self.record, RECORD)
             self._cells[names] = tuple(cells)
@@ -147,21 +179,43 @@ def _after_definitions(job_cells: list[JobCell], functions: tuple[str, ...] | se
     return out
 
 
-def run_notebook(assignment: Assignment, path: Path, executor: Executor | Session, *, hints: bool = False,
-                 skip: set[str] | None = None, traceback_lines: int = 8, variant: variants.Variant | None = None,
-                 ) -> tuple[RunResult | NotebookError, list[notebook.CellInfo]]:
+def run_notebook(
+    assignment: Assignment,
+    path: Path,
+    executor: Executor | Session,
+    *,
+    hints: bool = False,
+    skip: set[str] | None = None,
+    traceback_lines: int = 8,
+    variant: variants.Variant | None = None,
+) -> tuple[RunResult | NotebookError, list[notebook.CellInfo]]:
     try:
         cells = answer_cells(assignment, notebook.read(path))
     except NotebookError as exc:
         return exc, []
     infos = notebook.analyse(cells)
-    job = build_job(assignment, cells, infos, path, hints=hints, skip=skip or set(),
-                    traceback_lines=traceback_lines, variant=variant)
+    job = build_job(
+        assignment,
+        cells,
+        infos,
+        path,
+        hints=hints,
+        skip=skip or set(),
+        traceback_lines=traceback_lines,
+        variant=variant,
+    )
     return executor.run(job), infos
 
 
-def build_carry_job(assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo],
-                    student: dict[str, Captured], *, skip: set[str], variant: variants.Variant | None = None) -> Job:
+def build_carry_job(
+    assignment: Assignment,
+    cells: list[notebook.Cell],
+    infos: list[notebook.CellInfo],
+    student: dict[str, Captured],
+    *,
+    skip: set[str],
+    variant: variants.Variant | None = None,
+) -> Job:
     """The solution's run with the student's values of its steps in place of its own (``carry``).
 
     Each step the student has a value for goes in right after the solution's statement that
@@ -181,19 +235,29 @@ def build_carry_job(assignment: Assignment, cells: list[notebook.Cell], infos: l
         injections.append(Injection(name=check.id, value=capture.to_wire(got.value), target=check.variable))
         carried.add(check.id)
     job = build_job(assignment, cells, infos, assignment.solution, hints=True, skip=skip)
-    job_cells = [replace(jc, source=inject_after(jc.source, by_cell[pos])) if pos in by_cell else jc
-                 for pos, jc in enumerate(job.cells)]
+    job_cells = [
+        replace(jc, source=inject_after(jc.source, by_cell[pos])) if pos in by_cell else jc
+        for pos, jc in enumerate(job.cells)
+    ]
     # The student's functions a later step calls: the solution's own stand in for them no more,
     # their recorded answers do (``grader.run.calls``), put in after the solution defines each.
     defined = {n for info in infos for n in info.defines}
-    replayed = {f: got for f in sorted(defined) if (got := student.get(calls_id(f))) is not None and got.value is not None}
+    replayed = {
+        f: got for f in sorted(defined) if (got := student.get(calls_id(f))) is not None and got.value is not None
+    }
     if replayed:
         job_cells = _after_definitions(job_cells, set(replayed), REPLAY)
-        injections += [Injection(name=REPLAY + f, value=capture.to_wire(got.value)) for f, got in replayed.items()
-                       if got.value is not None]
+        injections += [
+            Injection(name=REPLAY + f, value=capture.to_wire(got.value))
+            for f, got in replayed.items()
+            if got.value is not None
+        ]
         # Whether each function's answers differ from the solution's own where its steps call it.
-        job = replace(job, captures=job.captures + tuple(
-            CaptureSpec(calls_id(f), CaptureKind.EXPR, f"{CALLS}.get({f!r}, False)", None) for f in replayed))
+        job = replace(
+            job,
+            captures=job.captures
+            + tuple(CaptureSpec(calls_id(f), CaptureKind.EXPR, f"{CALLS}.get({f!r}, False)", None) for f in replayed),
+        )
     if variant is not None:  # the variant's inputs go in first, where the solution defines them
         job_cells = [replace(jc, source=variants.with_injections(jc.source, variant.names)) for jc in job_cells]
         injections = [Injection(name=n, value=variant.values[n]) for n in variant.names] + injections

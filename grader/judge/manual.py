@@ -56,10 +56,17 @@ def with_answers(assignment: Assignment, path: Path, questions: Sequence[Questio
             released = [c for c in given if c.question == q.id]
             if q.id in zero and a is not None and _same_text(a.text, released):
                 markdown = bool(released) and all(c.kind == "markdown" for c in released)
-                q = replace(q, answer=a, score=0.0, status=QuestionStatus.UNANSWERED,
-                            feedback=(wording.left_as_released(LeftAsReleased(markdown=markdown)),))
+                q = replace(
+                    q,
+                    answer=a,
+                    score=0.0,
+                    status=QuestionStatus.UNANSWERED,
+                    feedback=(wording.left_as_released(LeftAsReleased(markdown=markdown)),),
+                )
             else:
-                q = replace(q, answer=a, feedback=(wording.manual(AwaitingPerson(untouched=a is not None and a.untouched)),))
+                q = replace(
+                    q, answer=a, feedback=(wording.manual(AwaitingPerson(untouched=a is not None and a.untouched)),)
+                )
         out.append(q)
     return out
 
@@ -80,12 +87,18 @@ def _same_text(text: str, released: list[answers.NbCell]) -> bool:
 
 def graded(q: QuestionResult, grade: PersonGrade) -> QuestionResult:
     """The question as a person graded it."""
-    return replace(q, score=grade.points, status=QuestionStatus.GRADED, person=grade,
-                   feedback=wording.person_grade(grade))
+    return replace(
+        q, score=grade.points, status=QuestionStatus.GRADED, person=grade, feedback=wording.person_grade(grade)
+    )
 
 
 def awaiting(q: QuestionResult, *, review_again: bool) -> QuestionResult:
     """The question waiting for a person (again, when its answer changed since it was graded)."""
     untouched = q.answer is not None and q.answer.untouched
-    return replace(q, score=0.0, status=QuestionStatus.MANUAL, person=None,
-                   feedback=(wording.manual(AwaitingPerson(untouched=untouched, review_again=review_again)),))
+    return replace(
+        q,
+        score=0.0,
+        status=QuestionStatus.MANUAL,
+        person=None,
+        feedback=(wording.manual(AwaitingPerson(untouched=untouched, review_again=review_again)),),
+    )

@@ -35,8 +35,10 @@ def _blamed_names(check: Check, cell: CellRun, run: VariantRun, ctx: Context) ->
         return set()
     undefined = cell.name if cell.ename == "NameError" else ""
     if undefined and undefined not in check.names:
-        earlier = next((c for info, c in zip(ctx.infos, run.cells, strict=True)
-                        if undefined in info.binds and c.status.failed), None)
+        earlier = next(
+            (c for info, c in zip(ctx.infos, run.cells, strict=True) if undefined in info.binds and c.status.failed),
+            None,
+        )
         if earlier is not None and earlier.pos < cell.pos:
             return {undefined}
     if not cell.source:
@@ -65,8 +67,11 @@ def _someone_elses_failure(check: Check, cell: CellRun, run: VariantRun, ctx: Co
     for owner in owners:
         if not holds_on(owner, ctx.student, ctx.reference):
             continue  # wrong already: its question pays for it
-        changed = (owner.id in run.changed if run.changed is not None
-                   else changes(run.reference.get(owner.id), ctx.reference.get(owner.id)))
+        changed = (
+            owner.id in run.changed
+            if run.changed is not None
+            else changes(run.reference.get(owner.id), ctx.reference.get(owner.id))
+        )
         if not changed or not holds_on(owner, run.student, run.reference):
             return None
     return tuple(owners)
@@ -90,8 +95,11 @@ def on_variants(check: Check, ctx: Context) -> Recheck:
     tested = 0
     carried: list[str] = []
     for run in ctx.variants:
-        changed = (check.id in run.changed if run.changed is not None
-                   else changes(run.reference.get(check.id), ctx.reference.get(check.id)))
+        changed = (
+            check.id in run.changed
+            if run.changed is not None
+            else changes(run.reference.get(check.id), ctx.reference.get(check.id))
+        )
         if not changed:
             continue  # this variant does not change the answer, so it tests nothing here
         ref = run.reference[check.id].value
@@ -103,8 +111,14 @@ def on_variants(check: Check, ctx: Context) -> Recheck:
         failed_cell = None
         if got is None or got.value is None:
             for name in sorted(check.names):
-                failed_cell = next((cell for info, cell in zip(ctx.infos, run.cells, strict=True)
-                                    if name in info.binds and cell.status.failed), None)
+                failed_cell = next(
+                    (
+                        cell
+                        for info, cell in zip(ctx.infos, run.cells, strict=True)
+                        if name in info.binds and cell.status.failed
+                    ),
+                    None,
+                )
                 if failed_cell is not None:
                     break
             owners = _someone_elses_failure(check, failed_cell, run, ctx) if failed_cell is not None else None
@@ -116,13 +130,19 @@ def on_variants(check: Check, ctx: Context) -> Recheck:
         varied = _inputs_behind(check, ctx, run.names)
         if got is None or got.value is None:
             # Never "typed in": the cause is an error, a timeout or a crash, named by kind only.
-            cause = v.VariantCause(cell=failed_cell, error=got.error if got is not None and got.raised else None,
-                                   uncapturable=got is not None and got.uncapturable is not None, run=run.status)
+            cause = v.VariantCause(
+                cell=failed_cell,
+                error=got.error if got is not None and got.raised else None,
+                uncapturable=got is not None and got.uncapturable is not None,
+                run=run.status,
+            )
             return Recheck(v.VariantFails(check.label, varied, cause), tested)
-        cmp = compare(check.label, got.value, ref, rtol=check.rtol, atol=check.atol,
-                      strict_types=check.strict_types)
-        lost = next((p for p in check.properties if check_property(p, check.label, got.value, ref, atol=check.atol)),
-                    "") if cmp.ok else ""
+        cmp = compare(check.label, got.value, ref, rtol=check.rtol, atol=check.atol, strict_types=check.strict_types)
+        lost = (
+            next((p for p in check.properties if check_property(p, check.label, got.value, ref, atol=check.atol)), "")
+            if cmp.ok
+            else ""
+        )
         if cmp.ok and not lost:
             continue
         # Right on this variant given the student's own upstream values of it: the mistake (a

@@ -73,8 +73,11 @@ class Reference:
         return VariantSet(list(self.variants), list(self.variant_captures), list(self.changed), note=note)
 
     def given(self) -> dict[str, capture.Value]:
-        return {cid[len(variants.GIVEN_PREFIX):]: c.value for cid, c in self.captures.items()
-                if cid.startswith(variants.GIVEN_PREFIX) and c.value is not None}
+        return {
+            cid[len(variants.GIVEN_PREFIX) :]: c.value
+            for cid, c in self.captures.items()
+            if cid.startswith(variants.GIVEN_PREFIX) and c.value is not None
+        }
 
 
 class References:
@@ -142,10 +145,14 @@ class References:
             return locked_cells(assignment)
         try:
             data = json.loads(assignment.bundle.read_text(encoding="utf-8"))
-            return [notebook.Cell(index=0, source=str(c["source"]), tags=tuple(map(str, c["tags"])), cell_id=str(c["id"]))
-                    for c in data.get("locked_cells", [])]
+            return [
+                notebook.Cell(index=0, source=str(c["source"]), tags=tuple(map(str, c["tags"])), cell_id=str(c["id"]))
+                for c in data.get("locked_cells", [])
+            ]
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise SolutionError(f"The reference bundle {assignment.bundle} of {assignment.name} cannot be used: {exc}") from None
+            raise SolutionError(
+                f"The reference bundle {assignment.bundle} of {assignment.name} cannot be used: {exc}"
+            ) from None
 
     def save_bundle(self, assignment: Assignment, path: Path, *, solution_steps: bool = False) -> Path:
         """Write the assignment's reference bundle (computing the references if need be); with
@@ -154,11 +161,17 @@ class References:
         Works from a bundle as from the notebooks: a bundle's bundle is the same bundle."""
         ref = self.get(assignment)
         data: dict[str, object] = {
-            "format": BUNDLE_FORMAT, "grader": __version__, "assignment": assignment.name,
-            "config_digest": assignment.config_digest, "key": ref.key,
-            "skip_sources": sorted(self.skip_sources(assignment)), "reference": self._to_data(ref),
-            "locked_cells": [{"id": c.cell_id, "source": c.source, "tags": list(c.tags)}
-                             for c in self.locked_cells(assignment)]}
+            "format": BUNDLE_FORMAT,
+            "grader": __version__,
+            "assignment": assignment.name,
+            "config_digest": assignment.config_digest,
+            "key": ref.key,
+            "skip_sources": sorted(self.skip_sources(assignment)),
+            "reference": self._to_data(ref),
+            "locked_cells": [
+                {"id": c.cell_id, "source": c.source, "tags": list(c.tags)} for c in self.locked_cells(assignment)
+            ],
+        }
         if solution_steps:  # the solution code grading itself must run: the carry-forward runs (``carry``)
             try:
                 cells = self.solution_cells(assignment)
@@ -180,11 +193,15 @@ class References:
                 raise SolutionError(f"The solution notebook {assignment.solution} cannot be read: {exc}") from None
         try:
             data = json.loads(assignment.bundle.read_text(encoding="utf-8"))
-            return [notebook.Cell(index=int(c["index"]), source=str(c["source"]), tags=tuple(c["tags"]))
-                    for c in data["carry_cells"]]
+            return [
+                notebook.Cell(index=int(c["index"]), source=str(c["source"]), tags=tuple(c["tags"]))
+                for c in data["carry_cells"]
+            ]
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise SolutionError(f"The reference bundle {assignment.bundle} of {assignment.name} has no solution "
-                                f"steps for carry-forward ({exc})") from None
+            raise SolutionError(
+                f"The reference bundle {assignment.bundle} of {assignment.name} has no solution "
+                f"steps for carry-forward ({exc})"
+            ) from None
 
     def load_bundle(self, assignment: Assignment) -> Reference:
         """The references of an assignment graded from its bundle."""
@@ -201,8 +218,10 @@ class References:
             if data.get("format") != BUNDLE_FORMAT or data.get("assignment") != assignment.name:
                 raise ValueError(f"it is not a reference bundle for {assignment.name}")
             if data.get("grader") != __version__ or data.get("config_digest") != assignment.config_digest:
-                raise ValueError("it was built by another version of the grader or for another version of the "
-                                 "assignment's config section; build it again")
+                raise ValueError(
+                    "it was built by another version of the grader or for another version of the "
+                    "assignment's config section; build it again"
+                )
             ref = self._from_data(data["reference"], str(data["key"]))
             skip = [str(s) for s in data["skip_sources"]]
         except (OSError, ValueError, KeyError, TypeError, ProtocolError) as exc:
@@ -217,17 +236,26 @@ class References:
             if "value" in item:
                 captures[cid] = Captured(value=capture.decode(item["value"]))
             else:
-                error = (RunError(str(item["ename"]), str(item.get("evalue", "")), name=str(item.get("name", "")))
-                         if item.get("ename") else None)
+                error = (
+                    RunError(str(item["ename"]), str(item.get("evalue", "")), name=str(item.get("name", "")))
+                    if item.get("ename")
+                    else None
+                )
                 captures[cid] = Captured(missing=bool(item.get("missing", False)), error=error)
         return captures
 
     @staticmethod
     def _encode(captures: dict[str, Captured]) -> dict[str, Any]:
         return {
-            cid: ({"value": capture.to_wire(c.value)} if c.value is not None else
-                  {"missing": c.missing, "name": c.name,
-                   **({"ename": c.error.ename, "evalue": c.error.evalue} if c.error is not None else {})})
+            cid: (
+                {"value": capture.to_wire(c.value)}
+                if c.value is not None
+                else {
+                    "missing": c.missing,
+                    "name": c.name,
+                    **({"ename": c.error.ename, "evalue": c.error.evalue} if c.error is not None else {}),
+                }
+            )
             for cid, c in captures.items()
         }
 
@@ -280,21 +308,33 @@ class References:
             if memo in self._own:
                 self._own.move_to_end(memo)
                 return self._own[memo]
-        path = (self.course.cache_dir / "references" / "variants" /
-                f"{assignment.name}-{ref.key[:12]}-{hashlib.sha256(str(seed).encode()).hexdigest()[:20]}.json")
+        path = (
+            self.course.cache_dir
+            / "references"
+            / "variants"
+            / f"{assignment.name}-{ref.key[:12]}-{hashlib.sha256(str(seed).encode()).hexdigest()[:20]}.json"
+        )
         found = self._load_set(path, ref)
         if found is None:
             try:
                 cells, infos = self._solution_steps(assignment)
             except SolutionError:
-                return ref.course_set("the course's variants: this grader has no solution steps to compute a "
-                                      "submission's own variants with")
+                return ref.course_set(
+                    "the course's variants: this grader has no solution steps to compute a "
+                    "submission's own variants with"
+                )
             found = self._draw(assignment, ref, seed, cells, infos)
             if found.own:
-                write_atomic(path, json.dumps({"variants": [{"number": v.number, "values": v.values}
-                                                            for v in found.variants],
-                                               "variant_captures": [self._encode(c) for c in found.captures],
-                                               "note": found.note}))
+                write_atomic(
+                    path,
+                    json.dumps(
+                        {
+                            "variants": [{"number": v.number, "values": v.values} for v in found.variants],
+                            "variant_captures": [self._encode(c) for c in found.captures],
+                            "note": found.note,
+                        }
+                    ),
+                )
         with self._own_lock:
             self._own[memo] = found
             while len(self._own) > OWN_VARIANT_SETS:
@@ -314,19 +354,30 @@ class References:
             self._steps[assignment.name] = (cells, notebook.analyse(cells))
         return self._steps[assignment.name]
 
-    def _draw_jobs(self, assignment: Assignment, cells: list[notebook.Cell],
-                   infos: list[notebook.CellInfo]) -> JobTemplate:
+    def _draw_jobs(
+        self, assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo]
+    ) -> JobTemplate:
         """The solution's job for a draw, once per assignment: its data files only (no notebook file
         needed), its process kept for the next run (``Job.stay``)."""
         if assignment.name not in self._draw_templates:
             jobs = JobTemplate.of(assignment, cells, infos, assignment.solution, hints=False, skip=set())
-            jobs.base = replace(jobs.base, files=tuple(f for f in jobs.base.files if f[0] != assignment.solution),
-                                stay=True, trusted=True)
+            jobs.base = replace(
+                jobs.base,
+                files=tuple(f for f in jobs.base.files if f[0] != assignment.solution),
+                stay=True,
+                trusted=True,
+            )
             self._draw_templates[assignment.name] = jobs
         return self._draw_templates[assignment.name]
 
-    def _draw(self, assignment: Assignment, ref: Reference, seed: int, cells: list[notebook.Cell],
-              infos: list[notebook.CellInfo]) -> VariantSet:
+    def _draw(
+        self,
+        assignment: Assignment,
+        ref: Reference,
+        seed: int,
+        cells: list[notebook.Cell],
+        infos: list[notebook.CellInfo],
+    ) -> VariantSet:
         out = VariantSet([], [], [], own=True)
         stood_in = []
         given = ref.given()
@@ -335,8 +386,9 @@ class References:
         with self.executor.session(reuse=("solution", assignment.name)) as session:
             for slot, course_variant in enumerate(ref.variants):
                 for attempt in range(ATTEMPTS):
-                    variant = variants.make_variants(assignment, given, seed=variants.attempt_seed(seed, attempt),
-                                                      only=slot + 1)[0]
+                    variant = variants.make_variants(
+                        assignment, given, seed=variants.attempt_seed(seed, attempt), only=slot + 1
+                    )[0]
                     run = session.run(self._draw_jobs(assignment, cells, infos).job(variant))
                     if run.status != RunStatus.OK or run.errors:
                         continue  # a draw the solution itself cannot run: another
@@ -353,8 +405,10 @@ class References:
                     out.changed.append(ref.changed[slot])
         if stood_in:
             which = ", ".join(str(n) for n in stood_in)
-            return replace(out, note=f"the course's variant {which}: no draw of this submission's own changed "
-                                     f"every answer it changes")
+            return replace(
+                out,
+                note=f"the course's variant {which}: no draw of this submission's own changed every answer it changes",
+            )
         return out
 
     def _load_set(self, path: Path, ref: Reference) -> VariantSet | None:
@@ -366,8 +420,9 @@ class References:
                 return None
         except (OSError, ValueError, KeyError, TypeError, ProtocolError):
             return None  # absent or damaged: computed again
-        return VariantSet(vs, caps, [changed_answers(ref.captures, c) for c in caps], own=True,
-                          note=str(data.get("note", "")))
+        return VariantSet(
+            vs, caps, [changed_answers(ref.captures, c) for c in caps], own=True, note=str(data.get("note", ""))
+        )
 
     def _compute(self, assignment: Assignment, key: str) -> Reference:
         with self.executor.session() as session:  # the solution's runs share one sandbox
@@ -382,8 +437,10 @@ class References:
             raise SolutionError(f"The {where} did not run to the end: {run.reason}.")
         for cell in run.errors:
             if cell.name == notebook.BLANK_NAME:  # a master notebook released as it is given to students
-                raise SolutionError(f"The {where} leaves a blank to fill in cell {cell.index} (`?` or `...`): the "
-                                    "solution must hold every answer")
+                raise SolutionError(
+                    f"The {where} leaves a blank to fill in cell {cell.index} (`?` or `...`): the "
+                    "solution must hold every answer"
+                )
             raise SolutionError(f"The {where} fails in cell {cell.index}: {cell.ename}: {cell.evalue}")
         for check in assignment.checks:
             if check.is_test:
@@ -391,8 +448,9 @@ class References:
             got = run.captures.get(check.id)
             if got is None or got.value is None:
                 why = wording.capture_problem(got)
-                raise SolutionError(f"The {where} does not produce {check.label} for question "
-                                    f"{check.question_id}: {why}.")
+                raise SolutionError(
+                    f"The {where} does not produce {check.label} for question {check.question_id}: {why}."
+                )
         ref = Reference(captures=run.captures, key=key)
         ref.variants = variants.make_variants(assignment, ref.given())
         for variant in ref.variants:
@@ -402,7 +460,9 @@ class References:
                 if not why and not isinstance(vrun, NotebookError) and vrun.errors:
                     cell = vrun.errors[0]
                     why = f"cell {cell.index} raises {cell.ename}: {cell.evalue}"
-                raise SolutionError(f"The {where} fails on variant {variant.number} of its given inputs "
-                                    f"({', '.join(variant.names)}): {why}. Fix the variant rules in config.yaml.")
+                raise SolutionError(
+                    f"The {where} fails on variant {variant.number} of its given inputs "
+                    f"({', '.join(variant.names)}): {why}. Fix the variant rules in config.yaml."
+                )
             ref.variant_captures.append(vrun.captures)
         return ref

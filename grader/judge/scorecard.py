@@ -89,9 +89,13 @@ def person_dict(q: QuestionResult) -> dict[str, Any]:
         out["answer"] = {"cells": list(q.answer.cells), "found_by": str(q.answer.found_by), "text": q.answer.text}
     if q.person is not None:
         g = q.person
-        out["graded_by"] = {"grader": g.grader, "at": g.at,
-                            "rubric": [{"text": m.text, "points": m.points} for m in g.marks],
-                            **({"adjustment": g.adjustment} if g.adjustment else {}), "comment": g.comment}
+        out["graded_by"] = {
+            "grader": g.grader,
+            "at": g.at,
+            "rubric": [{"text": m.text, "points": m.points} for m in g.marks],
+            **({"adjustment": g.adjustment} if g.adjustment else {}),
+            "comment": g.comment,
+        }
     return out
 
 
@@ -119,10 +123,14 @@ class CellError:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CellError:
-        return cls(cell=int(data["cell"]), status=str(data.get("status", "")), error=str(data.get("error", "")),
-                   traceback=tuple(map(str, data.get("traceback") or ())),
-                   blocked_cells=tuple(map(int, data.get("blocked_cells") or ())),
-                   blocked_questions=tuple(map(str, data.get("blocked_questions") or ())))
+        return cls(
+            cell=int(data["cell"]),
+            status=str(data.get("status", "")),
+            error=str(data.get("error", "")),
+            traceback=tuple(map(str, data.get("traceback") or ())),
+            blocked_cells=tuple(map(int, data.get("blocked_cells") or ())),
+            blocked_questions=tuple(map(str, data.get("blocked_questions") or ())),
+        )
 
 
 @dataclass(frozen=True)
@@ -176,21 +184,28 @@ class Execution:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Execution:
         """The record of a scorecard read back (``to_dict``'s inverse); unknown keys are ignored."""
+
         def opt(name: str, kind: Any) -> Any:
             return kind(data[name]) if data.get(name) is not None else None
 
         def items(name: str, kind: Any) -> Any:
             return tuple(map(kind, data[name])) if data.get(name) is not None else None
 
-        return cls(executor=str(data.get("executor", "")), cells_run=opt("cells_run", int),
-                   cells_skipped=opt("cells_skipped", int),
-                   errors=tuple(CellError.from_dict(e) for e in data["errors"]) if data.get("errors") is not None
-                   else None,
-                   time=opt("time", float), grader_cpu=opt("grader_cpu", float),
-                   output_truncated_in_cells=items("output_truncated_in_cells", int) or (),
-                   notes=items("notes", str) or (), attempts=opt("attempts", int), sandbox=items("sandbox", str),
-                   sandbox_not_enforced=items("sandbox_not_enforced", str), variant_inputs=opt("variant_inputs", str),
-                   internal_error=bool(data.get("internal_error")))
+        return cls(
+            executor=str(data.get("executor", "")),
+            cells_run=opt("cells_run", int),
+            cells_skipped=opt("cells_skipped", int),
+            errors=tuple(CellError.from_dict(e) for e in data["errors"]) if data.get("errors") is not None else None,
+            time=opt("time", float),
+            grader_cpu=opt("grader_cpu", float),
+            output_truncated_in_cells=items("output_truncated_in_cells", int) or (),
+            notes=items("notes", str) or (),
+            attempts=opt("attempts", int),
+            sandbox=items("sandbox", str),
+            sandbox_not_enforced=items("sandbox_not_enforced", str),
+            variant_inputs=opt("variant_inputs", str),
+            internal_error=bool(data.get("internal_error")),
+        )
 
 
 @dataclass

@@ -66,8 +66,15 @@ _CONTROL = (TestStopped, TestSiteError, TestDidNotRaise)  # the grader's own way
 
 def captures(check: Check, point: int | None) -> list[CaptureSpec]:
     """The job's capture for one ``test`` check: the student's copy of the test, run at ``point``."""
-    return [CaptureSpec(id=check.id, kind=CaptureKind.TEST, target=program(check.target, check.notebook_names).record_source,
-                        point=point, seed=check.seed)]
+    return [
+        CaptureSpec(
+            id=check.id,
+            kind=CaptureKind.TEST,
+            target=program(check.target, check.notebook_names).record_source,
+            point=point,
+            seed=check.seed,
+        )
+    ]
 
 
 @dataclass(frozen=True)
@@ -150,8 +157,10 @@ def _assertion_text(exc: BaseException, reveal: bool) -> str:
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     if not reveal:
         lines = [line for line in lines if not line.startswith(_REVEALING)]
-    lines = [line.replace("ACTUAL:", "yours:").replace("x:", "yours:", 1) if line.startswith(("ACTUAL:", "x:"))
-             else line for line in lines]
+    lines = [
+        line.replace("ACTUAL:", "yours:").replace("x:", "yours:", 1) if line.startswith(("ACTUAL:", "x:")) else line
+        for line in lines
+    ]
     return trim(" ".join(lines), 300)
 
 
@@ -373,8 +382,17 @@ class _Judging:
 
     def outcome(self) -> Outcome:
         ns = namespace(self.check.target)
-        ns.update({TEST_SITE: self.site, TEST_ITER: self.iterate, TEST_WITH: self.with_, TEST_ASSERT: self.assert_,
-                   TEST_AT: self._mark, TEST_DEL: lambda name: ns.pop(name, None), PARTIAL: self._partial})
+        ns.update(
+            {
+                TEST_SITE: self.site,
+                TEST_ITER: self.iterate,
+                TEST_WITH: self.with_,
+                TEST_ASSERT: self.assert_,
+                TEST_AT: self._mark,
+                TEST_DEL: lambda name: ns.pop(name, None),
+                PARTIAL: self._partial,
+            }
+        )
         with _DRAWS:
             return self._run(ns)
 
@@ -443,13 +461,16 @@ def _raised(exc: BaseException, source: str) -> v.TestFinding:
     return v.TestRaised(name, text, source)
 
 
-def grade(check: Check, student: dict[str, Captured], base: CheckResult, *, reveal: bool,
-          data_dir: Path | None = None) -> CheckResult:
+def grade(
+    check: Check, student: dict[str, Captured], base: CheckResult, *, reveal: bool, data_dir: Path | None = None
+) -> CheckResult:
     """The verdict of one ``test`` check (``grader.judge.checks.grade_check`` after the blanks)."""
     out = judge(check, student, reveal=reveal, data_dir=data_dir)
     if not out.findings:
         said = (v.AuthorSaid(check.label, check.success_message, passed=True),) if check.success_message else ()
-        return replace(base, status=CheckStatus.PASSED, score=_partial_points(out.partial, base.max_score), reasons=said)
+        return replace(
+            base, status=CheckStatus.PASSED, score=_partial_points(out.partial, base.max_score), reasons=said
+        )
     total = max(out.run, len(program(check.target, check.notebook_names).asserts), 1)
     status = CheckStatus.ERROR if out.error and not out.passed else CheckStatus.FAILED
     score = base.max_score * out.passed / total if check.partial and out.passed else 0.0

@@ -50,8 +50,15 @@ BUILTINS = frozenset(dir(builtins))
 
 # The comparisons an ``assert`` may make that the grader evaluates itself, by ``ast`` class name.
 OPS: dict[str, Callable[[Any, Any], Any]] = {
-    "Eq": operator.eq, "NotEq": operator.ne, "Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt,
-    "GtE": operator.ge, "Is": operator.is_, "IsNot": operator.is_not, "In": lambda a, b: a in b,
+    "Eq": operator.eq,
+    "NotEq": operator.ne,
+    "Lt": operator.lt,
+    "LtE": operator.le,
+    "Gt": operator.gt,
+    "GtE": operator.ge,
+    "Is": operator.is_,
+    "IsNot": operator.is_not,
+    "In": lambda a, b: a in b,
     "NotIn": lambda a, b: a not in b,
 }
 
@@ -181,9 +188,13 @@ class _Rewriter(ast.NodeTransformer):
         return ast.copy_location(call, node)
 
     def _builtin_call(self, node: ast.expr) -> bool:
-        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in BUILTINS
-                and node.func.id not in self.bound
-                and any(_reads(a, self.tainted) for a in [*node.args, *(k.value for k in node.keywords)]))
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in BUILTINS
+            and node.func.id not in self.bound
+            and any(_reads(a, self.tainted) for a in [*node.args, *(k.value for k in node.keywords)])
+        )
 
     def _builtin_base(self, node: ast.expr) -> bool:
         """A chain on the result of a builtin called on the student's values (``type(gen).__name__``)."""
@@ -254,7 +265,8 @@ class _Rewriter(ast.NodeTransformer):
             if _reads(expr, self.tainted) and name not in RAISES:
                 index = self._new_site(expr)
                 item.context_expr = ast.copy_location(
-                    _call(TEST_WITH, ast.Constant(index), _thunk(self.visit(expr))), expr)
+                    _call(TEST_WITH, ast.Constant(index), _thunk(self.visit(expr))), expr
+                )
             else:
                 item.context_expr = self.visit(expr)
         node.body = [self.visit(s) for s in node.body]
@@ -263,9 +275,13 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Delete(self, node: ast.Delete) -> Any:
         # ``del squares``: the notebook's name is gone for the student's code until the test puts it back.
         if all(isinstance(t, ast.Name) for t in node.targets) and any(
-                isinstance(t, ast.Name) and t.id in self.student for t in node.targets):
-            calls = [ast.copy_location(ast.Expr(value=_call(TEST_DEL, ast.Constant(t.id))), node)
-                     for t in node.targets if isinstance(t, ast.Name)]
+            isinstance(t, ast.Name) and t.id in self.student for t in node.targets
+        ):
+            calls = [
+                ast.copy_location(ast.Expr(value=_call(TEST_DEL, ast.Constant(t.id))), node)
+                for t in node.targets
+                if isinstance(t, ast.Name)
+            ]
             return calls
         return self.generic_visit(node)
 
@@ -276,22 +292,38 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Assert(self, node: ast.Assert) -> Any:
         test = node.test
-        info = AssertInfo(index=len(self.asserts), source=self._text(test), line=node.lineno,
-                          formula=self._formula(test))
+        info = AssertInfo(
+            index=len(self.asserts), source=self._text(test), line=node.lineno, formula=self._formula(test)
+        )
         close = _close_call(test)
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]).__name__ in OPS:
-            info = AssertInfo(index=info.index, source=info.source, line=info.line, left=self._text(test.left),
-                              right=self._text(test.comparators[0]), op=type(test.ops[0]).__name__,
-                              literal=_literal(test.comparators[0]), formula=info.formula)
+            info = AssertInfo(
+                index=info.index,
+                source=info.source,
+                line=info.line,
+                left=self._text(test.left),
+                right=self._text(test.comparators[0]),
+                op=type(test.ops[0]).__name__,
+                literal=_literal(test.comparators[0]),
+                formula=info.formula,
+            )
             parts = [self.visit(test.left), self.visit(test.comparators[0])]
         elif close is not None:
             # ``np.allclose(a, b, rtol=...)``: the function, both sides and the options, each once,
             # so the grader calls it and still holds both values for the message.
-            info = AssertInfo(index=info.index, source=info.source, line=info.line, left=self._text(close.args[0]),
-                              right=self._text(close.args[1]), op="Close", literal=_literal(close.args[1]),
-                              formula=info.formula)
-            options = ast.Dict(keys=[ast.Constant(k.arg) for k in close.keywords],
-                               values=[self.visit(k.value) for k in close.keywords])
+            info = AssertInfo(
+                index=info.index,
+                source=info.source,
+                line=info.line,
+                left=self._text(close.args[0]),
+                right=self._text(close.args[1]),
+                op="Close",
+                literal=_literal(close.args[1]),
+                formula=info.formula,
+            )
+            options = ast.Dict(
+                keys=[ast.Constant(k.arg) for k in close.keywords], values=[self.visit(k.value) for k in close.keywords]
+            )
             parts = [self.visit(close.func), self.visit(close.args[0]), self.visit(close.args[1]), options]
         else:
             parts = [self.visit(test)]
@@ -299,7 +331,8 @@ class _Rewriter(ast.NodeTransformer):
         # The student's copy evaluates the parts that reach the student's code, and nothing else:
         # no expected side, no message.
         self.recorded[info.index] = ast.Tuple(
-            elts=[p if _calls_student(p, self.helpers) else ast.Constant(None) for p in parts], ctx=ast.Load())
+            elts=[p if _calls_student(p, self.helpers) else ast.Constant(None) for p in parts], ctx=ast.Load()
+        )
         body = ast.Tuple(elts=parts, ctx=ast.Load())
         msg: ast.expr = _thunk(self.visit(node.msg)) if node.msg else ast.Constant(None)
         call = _call(TEST_ASSERT, ast.Constant(info.index), _thunk(body), msg)
@@ -333,8 +366,10 @@ class _ChainArgs(ast.NodeTransformer):
 def _calls_student(node: ast.AST, helpers: frozenset[str] = frozenset()) -> bool:
     """Whether the expression calls the student's code: a site, or a function of the test's own
     (which may call it in turn: ``assert run(3) == [1, 4, 9]``)."""
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (TEST_SITE, TEST_ITER, *helpers)
-               for n in ast.walk(node))
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (TEST_SITE, TEST_ITER, *helpers)
+        for n in ast.walk(node)
+    )
 
 
 class _Recorded(ast.NodeTransformer):
@@ -428,5 +463,10 @@ def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     recorded = _Recorded(rewriter.recorded).visit(ast.Module(body=body, type_ignores=[]))
     recorded = ast.fix_missing_locations(ast.Module(body=student_copy(recorded.body, student), type_ignores=[]))
     record_source = "\n".join(filter(None, [_prelude(source, tree), ast.unparse(recorded)]))
-    return Program(judge_code=compile(marked, "<test>", "exec"), record_source=record_source,
-                   sites=tuple(rewriter.sites), asserts=tuple(rewriter.asserts), statements=tuple(marker.statements))
+    return Program(
+        judge_code=compile(marked, "<test>", "exec"),
+        record_source=record_source,
+        sites=tuple(rewriter.sites),
+        asserts=tuple(rewriter.asserts),
+        statements=tuple(marker.statements),
+    )

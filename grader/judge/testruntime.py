@@ -126,11 +126,18 @@ def _assert_raises(exc: Any, func: Any = None, *args: Any, **kwargs: Any) -> Any
 # nose.tools, which many nbgrader courses import in their test cells; nose itself no longer installs.
 _NOSE_TOOLS = types.ModuleType("nose.tools")
 _NOSE_TOOLS.__dict__.update(
-    assert_equal=_assert_equal, assert_equals=_assert_equal, assert_not_equal=_assert_not_equal,
-    assert_true=_assert_true, assert_false=_assert_false, assert_almost_equal=_assert_almost_equal,
-    assert_raises=_assert_raises, ok_=_assert_true, eq_=_assert_equal,
-    assert_in=lambda a, b, msg=None: _assert_true(a in b, msg), assert_not_in=lambda a, b, msg=None: _assert_true(
-        a not in b, msg), assert_is_none=lambda a, msg=None: _assert_true(a is None, msg),
+    assert_equal=_assert_equal,
+    assert_equals=_assert_equal,
+    assert_not_equal=_assert_not_equal,
+    assert_true=_assert_true,
+    assert_false=_assert_false,
+    assert_almost_equal=_assert_almost_equal,
+    assert_raises=_assert_raises,
+    ok_=_assert_true,
+    eq_=_assert_equal,
+    assert_in=lambda a, b, msg=None: _assert_true(a in b, msg),
+    assert_not_in=lambda a, b, msg=None: _assert_true(a not in b, msg),
+    assert_is_none=lambda a, msg=None: _assert_true(a is None, msg),
     assert_is_instance=lambda a, t, msg=None: _assert_true(isinstance(a, t), msg),
 )
 _NOSE = types.ModuleType("nose")
@@ -167,6 +174,7 @@ def _exception_names(expected: Any) -> str:
 
 def _judging_pytest(real: Any) -> Any:
     """pytest as a test sees it while judging: ``raises`` says structurally that nothing was raised."""
+
     def raises(expected: Any, *args: Any, **kwargs: Any) -> Any:
         if not args:
             return _Expecting(real.raises(expected, **kwargs), expected)

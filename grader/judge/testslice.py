@@ -27,8 +27,19 @@ from grader.names import TEST_ASSERT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 
 _CALLS = frozenset({TEST_SITE, TEST_ITER, TEST_WITH, TEST_DEL})
 # Around a call, these may skip it or run it several times: its calls stay with the whole expression.
-_GUARDED = (ast.BoolOp, ast.IfExp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
-            ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)
+_GUARDED = (
+    ast.BoolOp,
+    ast.IfExp,
+    ast.Lambda,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+    ast.NamedExpr,
+    ast.Await,
+    ast.Yield,
+    ast.YieldFrom,
+)
 
 
 def _is_call(node: ast.AST, names: frozenset[str] = _CALLS) -> bool:
@@ -78,16 +89,34 @@ def _stores_into(stmt: ast.stmt) -> bool:
         targets = [stmt.target]
     elif isinstance(stmt, ast.Delete):
         targets = stmt.targets
-    return any(isinstance(n, (ast.Subscript, ast.Attribute)) and not isinstance(n.ctx, ast.Load)
-               for t in targets for n in ast.walk(t))
+    return any(
+        isinstance(n, (ast.Subscript, ast.Attribute)) and not isinstance(n.ctx, ast.Load)
+        for t in targets
+        for n in ast.walk(t)
+    )
 
 
 # A call of one of these draws random numbers or sets a generator: a statement that makes one stays
 # whole, wherever its result goes, so the draws the test feeds the student's code come out the same
 # in both runs (``np.random.seed(1234)``, then ``x2 = np.random.uniform(0, 10, 5)``).
 _RANDOM_MODULES = frozenset({"random"})
-_TORCH_DRAWS = frozenset({"manual_seed", "seed", "rand", "randn", "randint", "randperm", "rand_like", "randn_like",
-                          "randint_like", "normal", "bernoulli", "multinomial", "poisson"})
+_TORCH_DRAWS = frozenset(
+    {
+        "manual_seed",
+        "seed",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "normal",
+        "bernoulli",
+        "multinomial",
+        "poisson",
+    }
+)
 _GENERATORS = frozenset({"default_rng", "RandomState", "Random", "Generator", "SeedSequence"})
 
 
@@ -111,8 +140,13 @@ def _draws(stmt: ast.AST, generators: set[str]) -> bool:
         chain = _chain(node.func)
         if not chain:
             continue
-        if ("random" in chain[1:] or chain[0] in _RANDOM_MODULES or chain[0] in generators
-                or chain[-1] in _GENERATORS or (chain[0] == "torch" and chain[-1] in _TORCH_DRAWS)):
+        if (
+            "random" in chain[1:]
+            or chain[0] in _RANDOM_MODULES
+            or chain[0] in generators
+            or chain[-1] in _GENERATORS
+            or (chain[0] == "torch" and chain[-1] in _TORCH_DRAWS)
+        ):
             return True
     return False
 
@@ -181,8 +215,7 @@ class _Slicer:
         # A call of the test's own function that calls the student's code (``got = run(3)``); in
         # an assert, only the call is kept, below.
         calls_own = not checking and bool(_reads(s) & self.effectful)
-        if (binds & (self.student | self.needed) or effect or calls_own or _stores_into(s)
-                or _draws(s, self.generators)):
+        if binds & (self.student | self.needed) or effect or calls_own or _stores_into(s) or _draws(s, self.generators):
             return self.keep(s)
         if not (_has_call(s) or _reads(s) & self.effectful):
             return None
@@ -202,8 +235,10 @@ class _Slicer:
         return self.keep(ast.copy_location(ast.Expr(value=ast.Tuple(elts=calls, ctx=ast.Load())), s))
 
     def substantive(self, stmts: list[ast.stmt]) -> bool:
-        return any(not isinstance(s, (ast.Pass, ast.Break, ast.Continue, ast.Return, ast.Raise, ast.Global, ast.Nonlocal))
-                   for s in stmts)
+        return any(
+            not isinstance(s, (ast.Pass, ast.Break, ast.Continue, ast.Return, ast.Raise, ast.Global, ast.Nonlocal))
+            for s in stmts
+        )
 
     def definition(self, s: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> ast.stmt | None:
         outer, self.reads = self.reads, set()
@@ -216,13 +251,17 @@ class _Slicer:
             return None
         self.reads |= inner
         s.body = body or [ast.Pass()]
-        for part in [*s.decorator_list, *(s.bases if isinstance(s, ast.ClassDef) else []),
-                     *(ast.walk(s.args) if not isinstance(s, ast.ClassDef) else [])]:
+        for part in [
+            *s.decorator_list,
+            *(s.bases if isinstance(s, ast.ClassDef) else []),
+            *(ast.walk(s.args) if not isinstance(s, ast.ClassDef) else []),
+        ]:
             self.reads |= _reads(part)
         return s
 
-    def block(self, s: ast.If | ast.While | ast.For | ast.AsyncFor | ast.With | ast.AsyncWith,
-              in_try: bool) -> ast.stmt | None:
+    def block(
+        self, s: ast.If | ast.While | ast.For | ast.AsyncFor | ast.With | ast.AsyncWith, in_try: bool
+    ) -> ast.stmt | None:
         body = self.body(s.body, in_try=in_try)
         orelse = self.body(s.orelse, in_try=in_try) if not isinstance(s, (ast.With, ast.AsyncWith)) else []
         header: list[ast.AST]
@@ -233,8 +272,12 @@ class _Slicer:
         else:
             header = [s.test]
         binds = {n.id for h in header for n in ast.walk(h) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        if not (self.substantive(body) or self.substantive(orelse) or any(_has_call(h) for h in header)
-                or binds & (self.student | self.needed)):
+        if not (
+            self.substantive(body)
+            or self.substantive(orelse)
+            or any(_has_call(h) for h in header)
+            or binds & (self.student | self.needed)
+        ):
             return None
         s.body = body or [ast.Pass()]
         if not isinstance(s, (ast.With, ast.AsyncWith)):
@@ -261,6 +304,12 @@ def student_copy(body: list[ast.stmt], student: set[str]) -> list[ast.stmt]:
     """The statements of the student's copy (already rewritten: sites, asserts without their
     expected side) that feed its calls into the student's code, in their order."""
     module = ast.Module(body=body, type_ignores=[])
-    generators = {n.id for node in ast.walk(module) if isinstance(node, ast.Assign) and _draws(node, set())
-                  for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    generators = {
+        n.id
+        for node in ast.walk(module)
+        if isinstance(node, ast.Assign) and _draws(node, set())
+        for t in node.targets
+        for n in ast.walk(t)
+        if isinstance(n, ast.Name)
+    }
     return _Slicer(student, generators).module(body) or [ast.Pass()]

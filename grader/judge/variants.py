@@ -89,7 +89,9 @@ def with_injections(source: str, names: tuple[str, ...], statements: dict[str, s
     return inject_after(source, calls)
 
 
-def injection_points(infos: list[CellInfo], names: tuple[str, ...], given: tuple[str, ...] = ()) -> dict[str, list[int]]:
+def injection_points(
+    infos: list[CellInfo], names: tuple[str, ...], given: tuple[str, ...] = ()
+) -> dict[str, list[int]]:
     """For each name, the cells after which its variant value is put in place (``input_definitions``)."""
     out: dict[str, list[int]] = {}
     for name, found in input_definitions(infos, names, given).items():
@@ -104,9 +106,11 @@ def first_definitions(infos: list[CellInfo], names: tuple[str, ...], given: tupl
 
 def undefined_given_message(assignment: Assignment, name: str) -> str:
     """What to do about a given input the solution never defines: without it no variant can run."""
-    return (f"the given input `{name}` of {assignment.name} is never defined by its solution "
-            f"({assignment.solution.name}): no statement binds it, so it cannot be varied. Fix the name in "
-            f"`given:` in config.yaml to the solution's variable, or remove it from `given:`.")
+    return (
+        f"the given input `{name}` of {assignment.name} is never defined by its solution "
+        f"({assignment.solution.name}): no statement binds it, so it cannot be varied. Fix the name in "
+        f"`given:` in config.yaml to the solution's variable, or remove it from `given:`."
+    )
 
 
 def _rng(seed: int, number: int, name: str) -> np.random.Generator:
@@ -198,8 +202,9 @@ def _compiled_rule(rule: str, name: str) -> types.CodeType:
     return compile(rule, f"<variants.inputs.{name}>", "eval")
 
 
-def make_variants(assignment: Assignment, given: dict[str, Value], *, seed: int | None = None,
-                  only: int | None = None) -> list[Variant]:
+def make_variants(
+    assignment: Assignment, given: dict[str, Value], *, seed: int | None = None, only: int | None = None
+) -> list[Variant]:
     """The assignment's variants, from the solution's given values: with the course's seed, or
     with ``seed``. Deterministic, each variant from its own number alone: ``only`` (a number)
     makes that one, as the full list would hold it."""
@@ -219,17 +224,22 @@ def make_variants(assignment: Assignment, given: dict[str, Value], *, seed: int 
             if rule is None:
                 new = _random_like(original, rng)
             else:
-                scope = {"rng": rng, "np": np, "value": _plain(original), "variant": number,
-                         "shape": original.shape}
+                scope = {"rng": rng, "np": np, "value": _plain(original), "variant": number, "shape": original.shape}
                 try:
                     result = eval(_compiled_rule(rule, name), scope)  # noqa: S307 - config
                     new = capture.decode(capture.encode(result, budget=[64 << 20]))
                 except Exception as exc:  # noqa: BLE001 - the rule is any Python from config.yaml: name its failure
-                    raise SolutionError(f"The variant rule for `{name}` in {assignment.name} fails: "
-                                        f"{type(exc).__name__}: {exc}") from None
+                    raise SolutionError(
+                        f"The variant rule for `{name}` in {assignment.name} fails: {type(exc).__name__}: {exc}"
+                    ) from None
                 if original.kind == "array" and new.kind == "array":
-                    new = Value("array", new.data.astype(original.data.dtype, copy=False), origin=original.origin,
-                                dtype=original.dtype, requires_grad=original.requires_grad)
+                    new = Value(
+                        "array",
+                        new.data.astype(original.data.dtype, copy=False),
+                        origin=original.origin,
+                        dtype=original.dtype,
+                        requires_grad=original.requires_grad,
+                    )
             values[name] = capture.to_wire(new)
         out.append(Variant(number=number, values=values))
     return out

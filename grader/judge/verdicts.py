@@ -103,8 +103,17 @@ class NotDefinedAtEnd:
     """Not defined when the notebook finishes."""
 
 
-Absence = (CannotBeJudged | Raised | CellFailed | NeedsBlank | NeedsFailed | NotReached | NeverDefined
-           | NotYetDefined | NotDefinedAtEnd)
+Absence = (
+    CannotBeJudged
+    | Raised
+    | CellFailed
+    | NeedsBlank
+    | NeedsFailed
+    | NotReached
+    | NeverDefined
+    | NotYetDefined
+    | NotDefinedAtEnd
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,8 +312,20 @@ class WroteToStderr:
     text: str  # the first line written
 
 
-TestFinding = (AssertionSaid | Compared | DoesNotHold | NotClose | SiteRaised | TestRaised | DidNotRaise | Said
-               | SiteUnusable | SiteUnprepared | TestFailedItself | WroteToStderr)
+TestFinding = (
+    AssertionSaid
+    | Compared
+    | DoesNotHold
+    | NotClose
+    | SiteRaised
+    | TestRaised
+    | DidNotRaise
+    | Said
+    | SiteUnusable
+    | SiteUnprepared
+    | TestFailedItself
+    | WroteToStderr
+)
 
 
 @dataclass(frozen=True)
@@ -324,8 +345,20 @@ class AuthorSaid:
     passed: bool
 
 
-CheckReason = (NotProduced | Unanswered | Missing | Differs | CarriedForward | UsesWrongCallable | VariantFails
-               | VariantUpstream | VariantTypedIn | VariantUntestable | TestFailed | AuthorSaid)
+CheckReason = (
+    NotProduced
+    | Unanswered
+    | Missing
+    | Differs
+    | CarriedForward
+    | UsesWrongCallable
+    | VariantFails
+    | VariantUpstream
+    | VariantTypedIn
+    | VariantUntestable
+    | TestFailed
+    | AuthorSaid
+)
 
 
 # --------------------------------------------------------------------------------------------

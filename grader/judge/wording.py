@@ -21,17 +21,28 @@ from grader.vocab import CellStatus, FeedbackKind, RunStatus, Uncapturable, Unpr
 
 HINT_PREFIX = "Likely mistake: "
 MANUAL = "Graded by a person: waiting for a grader (the autograder gives it 0 points for now)."
-MANUAL_UNTOUCHED = ("Graded by a person, and not answered yet: write your answer in place of \"YOUR ANSWER HERE\" "
-                    "(a person grades it after you submit).")
+MANUAL_UNTOUCHED = (
+    'Graded by a person, and not answered yet: write your answer in place of "YOUR ANSWER HERE" '
+    "(a person grades it after you submit)."
+)
 MANUAL_SELFCHECK = "Graded by a person after you submit: the self-check does not grade it."
-MANUAL_AGAIN = ("Graded by a person: the answer changed since it was graded, so a grader looks at it again "
-                "(0 points until then).")
+MANUAL_AGAIN = (
+    "Graded by a person: the answer changed since it was graded, so a grader looks at it again (0 points until then)."
+)
 # Shown in place of a question's feedback that would name a mistake in a question not shown yet.
 WITHHELD_CARRIED = "Points as shown; the rest of this question's feedback comes with a result not shown yet."
 
 _COMPARISONS = {
-    "Eq": "equal", "NotEq": "differ from", "Lt": "be less than", "LtE": "be at most", "Gt": "be greater than",
-    "GtE": "be at least", "Is": "be", "IsNot": "not be", "In": "be in", "NotIn": "not be in",
+    "Eq": "equal",
+    "NotEq": "differ from",
+    "Lt": "be less than",
+    "LtE": "be at most",
+    "Gt": "be greater than",
+    "GtE": "be at least",
+    "Is": "be",
+    "IsNot": "not be",
+    "In": "be in",
+    "NotIn": "not be in",
 }
 
 
@@ -94,9 +105,11 @@ def _cannot_be_judged(why: v.CannotBeJudged) -> str:
     if why.why == Uncapturable.RECURSION:
         return f"{why.target} is nested too deeply to compare (recursion)"
     raised = f" ({error_text(why.error)})" if why.error is not None else ""
-    return (f"the grader's own expression `{why.target}` cannot be applied to the values your notebook "
-            f"computed{raised}; your code itself did not raise. If they are the right values in another form, "
-            "tell your instructor: the check should accept them")
+    return (
+        f"the grader's own expression `{why.target}` cannot be applied to the values your notebook "
+        f"computed{raised}; your code itself did not raise. If they are the right values in another form, "
+        "tell your instructor: the check should accept them"
+    )
 
 
 def _absence(label: str, why: v.Absence) -> str:
@@ -109,17 +122,24 @@ def _absence(label: str, why: v.Absence) -> str:
     if isinstance(why, v.NeedsBlank):
         return f"{label} has no value: it needs `{why.needed}`, which comes from cell {why.cell}, which still has a blank `?`."
     if isinstance(why, v.NeedsFailed):
-        cause = (f"cell {why.root.index} raised {why.root.ename}, reported under *{why.owner}*" if why.owner
-                 else cell_error(why.root))
+        cause = (
+            f"cell {why.root.index} raised {why.root.ename}, reported under *{why.owner}*"
+            if why.owner
+            else cell_error(why.root)
+        )
         return f"{label} has no value: it needs `{why.needed}`, which is missing because {cause}."
     if isinstance(why, v.NotReached):
         return f"{label} was not reached: the notebook stopped before this check could run."
     if isinstance(why, v.NeverDefined):
         if why.called:
-            return (f"`{why.name}` is never defined in your notebook, and this question calls it: define a function "
-                    "with that exact name (was it renamed or deleted?).")
-        return (f"`{why.name}` is never defined in the notebook; the question expects a variable with that exact "
-                "name (was it renamed or deleted?).")
+            return (
+                f"`{why.name}` is never defined in your notebook, and this question calls it: define a function "
+                "with that exact name (was it renamed or deleted?)."
+            )
+        return (
+            f"`{why.name}` is never defined in the notebook; the question expects a variable with that exact "
+            "name (was it renamed or deleted?)."
+        )
     if isinstance(why, v.NotYetDefined):
         return f"{label} is not defined yet at the point where this question is answered (before `{why.before}`)."
     return f"{label} is not defined when the notebook finishes."
@@ -171,18 +191,28 @@ def _uses_wrong(reason: v.UsesWrongCallable) -> str:
     where = names_list(reason.roots, mark="*")
     does = "does" if len(reason.roots) == 1 else "do"
     # Said once per question, whichever of its values it is about: the label is left out.
-    return (f"This step uses your {used}, which {are} not right yet ({where} {does} not pass): the mistake may "
-            "well be there rather than in this step; fix that first.")
+    return (
+        f"This step uses your {used}, which {are} not right yet ({where} {does} not pass): the mistake may "
+        "well be there rather than in this step; fix that first."
+    )
 
 
 def check_feedback(reason: v.CheckReason) -> list[Feedback]:
     """The lines of feedback a check's reason becomes, each with its kind."""
     if isinstance(reason, v.NotProduced):
-        return [Feedback(FeedbackKind.CONFIG, f"{reason.label} could not be checked: the solution does not produce it "
-                         "(an instructor's configuration problem, not yours).")]
+        return [
+            Feedback(
+                FeedbackKind.CONFIG,
+                f"{reason.label} could not be checked: the solution does not produce it "
+                "(an instructor's configuration problem, not yours).",
+            )
+        ]
     if isinstance(reason, v.Unanswered):
-        return [Feedback(FeedbackKind.UNANSWERED,
-                         f"{reason.label} is not answered yet: fill in the blank `?` at {reason.where}.")]
+        return [
+            Feedback(
+                FeedbackKind.UNANSWERED, f"{reason.label} is not answered yet: fill in the blank `?` at {reason.where}."
+            )
+        ]
     if isinstance(reason, v.Missing):
         return [Feedback(FeedbackKind.MISSING, _absence(reason.label, reason.why))]
     if isinstance(reason, v.Differs):
@@ -195,21 +225,41 @@ def check_feedback(reason: v.CheckReason) -> list[Feedback]:
     if isinstance(reason, v.UsesWrongCallable):
         return [Feedback(FeedbackKind.CARRIED, _uses_wrong(reason))]
     if isinstance(reason, v.VariantFails):
-        return [Feedback(FeedbackKind.VARIANT, f"{reason.label} is correct for the notebook's data, but the code fails "
-                         f"when {_changed(reason.changed)}: {variant_cause(reason.cause)}.")]
+        return [
+            Feedback(
+                FeedbackKind.VARIANT,
+                f"{reason.label} is correct for the notebook's data, but the code fails "
+                f"when {_changed(reason.changed)}: {variant_cause(reason.cause)}.",
+            )
+        ]
     if isinstance(reason, v.VariantUpstream):
-        return [Feedback(FeedbackKind.VARIANT, f"{reason.label} matches for the notebook's data but not when "
-                         f"{_changed(reason.changed)} ({_lost(reason.lost)}): it is computed from "
-                         f"{names_list(reason.upstream)}, which {_is_are(reason.upstream)} not right yet; fix that first.")]
+        return [
+            Feedback(
+                FeedbackKind.VARIANT,
+                f"{reason.label} matches for the notebook's data but not when "
+                f"{_changed(reason.changed)} ({_lost(reason.lost)}): it is computed from "
+                f"{names_list(reason.upstream)}, which {_is_are(reason.upstream)} not right yet; fix that first.",
+            )
+        ]
     if isinstance(reason, v.VariantTypedIn):
         what = "a size fixed" if reason.shape else "a size or constant fixed"
-        return [Feedback(FeedbackKind.VARIANT, f"{reason.label} is correct for the notebook's data but not when "
-                         f"{_changed(reason.changed)} ({_lost(reason.lost)}): is a value typed in, or {what}, rather "
-                         "than computed?")]
+        return [
+            Feedback(
+                FeedbackKind.VARIANT,
+                f"{reason.label} is correct for the notebook's data but not when "
+                f"{_changed(reason.changed)} ({_lost(reason.lost)}): is a value typed in, or {what}, rather "
+                "than computed?",
+            )
+        ]
     if isinstance(reason, v.VariantUntestable):
-        return [Feedback(FeedbackKind.VARIANT, f"{reason.label} could not be checked on other data: on every variant "
-                         f"the code of {names_list(reason.blocking)}, which {_is_are(reason.blocking)} not right yet, "
-                         "fails before it; fix that first.")]
+        return [
+            Feedback(
+                FeedbackKind.VARIANT,
+                f"{reason.label} could not be checked on other data: on every variant "
+                f"the code of {names_list(reason.blocking)}, which {_is_are(reason.blocking)} not right yet, "
+                "fails before it; fix that first.",
+            )
+        ]
     if isinstance(reason, v.AuthorSaid):
         return [Feedback(FeedbackKind.TEST, reason.text)]
     return [Feedback(FeedbackKind.TEST, finding(f)) for f in reason.findings]
@@ -223,7 +273,7 @@ def check_lines(result: CheckResult) -> list[str]:
 def hint_of(line: str) -> str | None:
     """The typical mistake a feedback line names (a ``HINT`` line's text), or None: for a scorecard
     read back from a file, where only the text is kept."""
-    return line[len(HINT_PREFIX):] if line.startswith(HINT_PREFIX) else None
+    return line[len(HINT_PREFIX) :] if line.startswith(HINT_PREFIX) else None
 
 
 # ``test`` checks --------------------------------------------------------------------------
@@ -263,9 +313,11 @@ def finding(f: v.TestFinding) -> str:
     if isinstance(f, v.TestFailedItself):
         return f"{f.text}." if f.text else "the test failed."
     if isinstance(f, v.WroteToStderr):
-        return (f"the test's checks hold, but while it ran your code wrote to the error stream (`{f.text}`); "
-                "this course counts a test that shows a warning or an error message as failed. Find what "
-                "prints it (often a NumPy warning such as a division by zero) and fix it.")
+        return (
+            f"the test's checks hold, but while it ran your code wrote to the error stream (`{f.text}`); "
+            "this course counts a test that shows a warning or an error message as failed. Find what "
+            "prints it (often a NumPy warning such as a division by zero) and fix it."
+        )
     if isinstance(f, v.SiteUnusable):
         return f"`{f.site}` cannot be checked: it {f.detail}."
     if isinstance(f, v.SiteUnprepared):
@@ -273,8 +325,10 @@ def finding(f: v.TestFinding) -> str:
             ended = f" with {f.ended}" if f.ended else ""
             return f"`{f.site}` was not reached when the test ran in your notebook: the test stopped first{ended}."
         if f.why == Unprepared.OTHER_PATH:
-            return (f"`{f.site}` was not reached when the test ran in your notebook: the test took another path "
-                    "there (your code changed its inputs or its state).")
+            return (
+                f"`{f.site}` was not reached when the test ran in your notebook: the test took another path "
+                "there (your code changed its inputs or its state)."
+            )
         return f"`{f.site}` was not reached: the notebook stopped before the test could run."
     return f.text
 
@@ -288,9 +342,11 @@ def hidden_failed(title: str) -> Feedback:
 
 
 def given_changed(names: Sequence[str]) -> Feedback:
-    return Feedback(FeedbackKind.GIVEN_CHANGED,
-                    f"Note: {names_list(names)} in your notebook {_is_are(names)} not the data the notebook gives, so "
-                    "answers computed from it cannot match; the grade is for what your notebook computed.")
+    return Feedback(
+        FeedbackKind.GIVEN_CHANGED,
+        f"Note: {names_list(names)} in your notebook {_is_are(names)} not the data the notebook gives, so "
+        "answers computed from it cannot match; the grade is for what your notebook computed.",
+    )
 
 
 def correct(variants: int) -> Feedback:
@@ -311,17 +367,25 @@ def manual(awaiting: v.AwaitingPerson | None = None) -> Feedback:
 def left_as_released(left: v.LeftAsReleased) -> Feedback:
     """A question graded by a person whose answer the student left exactly as released: 0 points,
     no one to wait for (the course counts an unchanged answer as no answer, as nbgrader does)."""
-    where = ("the text cell still says \"YOUR ANSWER HERE\"" if left.markdown
-             else "the code cell is still the one you were given (its placeholder is still there)")
-    return Feedback(FeedbackKind.UNANSWERED, f"Not answered: {where}, so this question scores 0. Replace it with "
-                                             "your answer; a person grades what you write.")
+    where = (
+        'the text cell still says "YOUR ANSWER HERE"'
+        if left.markdown
+        else "the code cell is still the one you were given (its placeholder is still there)"
+    )
+    return Feedback(
+        FeedbackKind.UNANSWERED,
+        f"Not answered: {where}, so this question scores 0. Replace it with "
+        "your answer; a person grades what you write.",
+    )
 
 
 def restored_cells(cells: Sequence[int]) -> str:
     """The note of a submission that changed given read-only cells: they ran as released."""
     which = f"Cells {', '.join(map(str, cells[:-1]))} and {cells[-1]} are" if len(cells) > 1 else f"Cell {cells[0]} is"
-    return (f"{which} given read-only, so {'they' if len(cells) > 1 else 'it'} ran as released; "
-            "the changes made there were not graded.")
+    return (
+        f"{which} given read-only, so {'they' if len(cells) > 1 else 'it'} ran as released; "
+        "the changes made there were not graded."
+    )
 
 
 def manual_selfcheck() -> Feedback:
@@ -330,13 +394,18 @@ def manual_selfcheck() -> Feedback:
 
 def person_grade(grade: v.PersonGrade) -> tuple[Feedback, ...]:
     """A person's grade: who gave it and when, each rubric item applied, free points, the comment."""
+
     def pts(x: float) -> str:
         text = f"{x:+.2f}".rstrip("0").rstrip(".")
         return text
 
     day = grade.at[:10]
-    lines = [Feedback(FeedbackKind.PERSON, f"Graded by {grade.grader or 'a grader'} on {day}: "
-                                           f"{grade.points:g}/{grade.max_points:g} points.")]
+    lines = [
+        Feedback(
+            FeedbackKind.PERSON,
+            f"Graded by {grade.grader or 'a grader'} on {day}: {grade.points:g}/{grade.max_points:g} points.",
+        )
+    ]
     lines += [Feedback(FeedbackKind.RUBRIC, f"{m.text} ({pts(m.points)})") for m in grade.marks]
     if grade.adjustment and grade.marks:  # without rubric items, the points above say it all
         lines.append(Feedback(FeedbackKind.RUBRIC, f"Points adjusted by the grader ({pts(grade.adjustment)})"))
@@ -346,7 +415,9 @@ def person_grade(grade: v.PersonGrade) -> tuple[Feedback, ...]:
 
 
 def leaves_without_value(cell: int, titles: Sequence[str]) -> Feedback:
-    return Feedback(FeedbackKind.BLOCKS, f"The same error in cell {cell} leaves {names_list(titles, '*')} without a value too.")
+    return Feedback(
+        FeedbackKind.BLOCKS, f"The same error in cell {cell} leaves {names_list(titles, '*')} without a value too."
+    )
 
 
 UNFILLED_BLANK = "the cell still has an unfilled blank `?`"

@@ -99,9 +99,16 @@ def cells_of(data: Any) -> list[NbCell]:
         outputs = cell.get("outputs") or []
         own = meta.get("grader") if isinstance(meta, dict) else None
         question = own.get("question") if isinstance(own, dict) else None
-        out.append(NbCell(index=n, kind=str(cell.get("cell_type", "")), source=str(source), tags=tags,
-                          outputs=json.dumps(outputs, sort_keys=True) if outputs else "",
-                          question=question if isinstance(question, str) else ""))
+        out.append(
+            NbCell(
+                index=n,
+                kind=str(cell.get("cell_type", "")),
+                source=str(source),
+                tags=tags,
+                outputs=json.dumps(outputs, sort_keys=True) if outputs else "",
+                question=question if isinstance(question, str) else "",
+            )
+        )
     return out
 
 
@@ -110,8 +117,9 @@ def answer_of(cells: Sequence[NbCell], found_by: FoundBy) -> Answer:
     h = hashlib.sha256()
     for c in cells:
         h.update(c.kind.encode() + b"\0" + c.source.strip().encode() + b"\0" + c.outputs.encode() + b"\1")
-    return Answer(cells=tuple(c.index for c in cells), found_by=found_by, text=text[:MAX_ANSWER_CHARS],
-                  digest=h.hexdigest()[:16])
+    return Answer(
+        cells=tuple(c.index for c in cells), found_by=found_by, text=text[:MAX_ANSWER_CHARS], digest=h.hexdigest()[:16]
+    )
 
 
 def locate(cells: Sequence[NbCell], given: Sequence[NbCell], questions: Sequence[tuple[str, str]]) -> dict[str, Answer]:
@@ -142,8 +150,13 @@ def locate(cells: Sequence[NbCell], given: Sequence[NbCell], questions: Sequence
         if start is None:
             continue
         end = start + 1
-        while (given or how == FoundBy.HEADING) and end < len(cells) and cells[end].key not in given_keys and ANSWER_TAG not in cells[end].tags \
-                and not (how == FoundBy.HEADING and cells[end].kind == "markdown" and _HEADING.search(cells[end].source)):
+        while (
+            (given or how == FoundBy.HEADING)
+            and end < len(cells)
+            and cells[end].key not in given_keys
+            and ANSWER_TAG not in cells[end].tags
+            and not (how == FoundBy.HEADING and cells[end].kind == "markdown" and _HEADING.search(cells[end].source))
+        ):
             end += 1
         out[qid] = answer_of(cells[start:end], how)
     return out

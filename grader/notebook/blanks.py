@@ -28,7 +28,8 @@ _HELP_RE = re.compile(r"^\s*\?{1,2}[A-Za-z_]")  # IPython help: ?name, ??name
 # and otter's ``x = ...`` or a bare ``...`` line. A student who leaves one has not answered.
 _PLACEHOLDER_RE = re.compile(
     r"^(?P<lead>\s*(?:[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*)?)"
-    r"(?P<mark>raise\s+NotImplementedError(?:\(\s*\))?|\.\.\.)\s*(?P<rest>#.*)?$")
+    r"(?P<mark>raise\s+NotImplementedError(?:\(\s*\))?|\.\.\.)\s*(?P<rest>#.*)?$"
+)
 
 
 def find_blanks(source: str, cell: int = 0) -> list[Blank]:
@@ -42,8 +43,10 @@ def find_blanks(source: str, cell: int = 0) -> list[Blank]:
 
 
 # otter-grader's own lines in its skeletons: where otter is not installed they would only fail.
-TOOL_LINE = re.compile(r"^(?P<indent>\s*)(import otter\b.*|from otter\b.*|grader\s*=\s*otter\..*|"
-                       r"grader\.(check|check_all|export|to_pdf)\(.*\).*|otter\.\w+\(.*\).*)$")
+TOOL_LINE = re.compile(
+    r"^(?P<indent>\s*)(import otter\b.*|from otter\b.*|grader\s*=\s*otter\..*|"
+    r"grader\.(check|check_all|export|to_pdf)\(.*\).*|otter\.\w+\(.*\).*)$"
+)
 
 
 def without_tool_lines(source: str) -> str:
@@ -55,7 +58,7 @@ def without_tool_lines(source: str) -> str:
     for i, line in enumerate(lines):
         m = TOOL_LINE.match(line.rstrip("\r\n"))
         if m:
-            lines[i] = m.group("indent") + "pass" + line[len(line.rstrip("\r\n")):]
+            lines[i] = m.group("indent") + "pass" + line[len(line.rstrip("\r\n")) :]
     return "".join(lines)
 
 
@@ -117,7 +120,7 @@ def fill_blanks(source: str) -> str:
         line = lines[b.line - 1]
         m = _placeholder(line.rstrip("\r\n"))
         if m is not None:
-            end = line[len(line.rstrip("\r\n")):]
+            end = line[len(line.rstrip("\r\n")) :]
             lines[b.line - 1] = m.group("lead") + BLANK_NAME + (" " + m.group("rest") if m.group("rest") else "") + end
             continue
         lines[b.line - 1] = _replace_blank_marks(line)

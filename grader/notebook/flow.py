@@ -33,7 +33,9 @@ class CellInfo:
     reads: set[str] = field(default_factory=set)
     blanks: list[Blank] = field(default_factory=list)
     blanked: dict[str, Blank] = field(default_factory=dict)  # names a blank keeps from being computed
-    statements: list[tuple[frozenset[str], frozenset[str]]] = field(default_factory=list)  # (binds, reads) per statement
+    statements: list[tuple[frozenset[str], frozenset[str]]] = field(
+        default_factory=list
+    )  # (binds, reads) per statement
     syntax_error: str | None = None
     defines: dict[str, bool] = field(default_factory=dict)  # functions and classes defined here -> whether a class
     modules: set[str] = field(default_factory=set)  # the classes among them that are torch modules
@@ -52,7 +54,9 @@ class Statement:
     end_col_offset: int | None  # counted in UTF-8 bytes, as ast counts
     binds: frozenset[str]  # what module_level_binds finds in the statement alone
     reads: frozenset[str]
-    compound: bool = False  # a block (loop, ``if``, ``with``, ``try``, ``def``, ``class``): nothing follows it on its line
+    compound: bool = (
+        False  # a block (loop, ``if``, ``with``, ``try``, ``def``, ``class``): nothing follows it on its line
+    )
     # A function defined here that binds notebook names when called (``global S``): its name and those names.
     function: str = ""
     sets_globals: frozenset[str] = frozenset()
@@ -85,8 +89,20 @@ def parse_quietly(text: str, mode: str = "exec") -> ast.Module | ast.Expression:
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-_COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try, getattr(ast, "TryStar", ast.Try),
-             ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match)
+_COMPOUND = (
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.If,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    getattr(ast, "TryStar", ast.Try),
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Match,
+)
 
 
 @cached_by_text
@@ -105,14 +121,24 @@ def parse_cell(source: str) -> ParsedCell:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             sets = frozenset(n for sub in ast.walk(stmt) if isinstance(sub, ast.Global) for n in sub.names)
             function = stmt.name if sets else ""
-        statements.append(Statement(stmt.lineno, stmt.end_lineno, stmt.end_col_offset,
-                                    shared.setdefault(binds, binds), shared.setdefault(reads, reads),
-                                    compound=isinstance(stmt, _COMPOUND), function=function, sets_globals=sets,
-                                    defines=stmt.name if isinstance(stmt, _DEFINITIONS) else "",
-                                    defines_class=isinstance(stmt, ast.ClassDef),
-                                    defines_module=isinstance(stmt, ast.ClassDef) and any(
-                                        (b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")) == "Module"
-                                        for b in stmt.bases)))
+        statements.append(
+            Statement(
+                stmt.lineno,
+                stmt.end_lineno,
+                stmt.end_col_offset,
+                shared.setdefault(binds, binds),
+                shared.setdefault(reads, reads),
+                compound=isinstance(stmt, _COMPOUND),
+                function=function,
+                sets_globals=sets,
+                defines=stmt.name if isinstance(stmt, _DEFINITIONS) else "",
+                defines_class=isinstance(stmt, ast.ClassDef),
+                defines_module=isinstance(stmt, ast.ClassDef)
+                and any(
+                    (b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")) == "Module" for b in stmt.bases
+                ),
+            )
+        )
     return ParsedCell(statements=tuple(statements))
 
 
@@ -216,8 +242,9 @@ def blank_report(infos: list[CellInfo]) -> BlankReport:
     return BlankReport(blanks=tuple(blanks), tainted=tainted)
 
 
-def input_definitions(infos: list[CellInfo], names: tuple[str, ...],
-                      given: tuple[str, ...] = ()) -> dict[str, list[tuple[int, int]]]:
+def input_definitions(
+    infos: list[CellInfo], names: tuple[str, ...], given: tuple[str, ...] = ()
+) -> dict[str, list[tuple[int, int]]]:
     """For each name, the statements (cell position, statement index) that define it as the given
     input: every statement that binds it afresh (without reading it), so a student who repeats the
     data cell still gets the variant, while ``X = X.astype(...)`` keeps working on it. When some of
@@ -276,8 +303,16 @@ def split_before_binds(cells: list[Cell], names: AbstractSet[str], given: tuple[
         if name in given:
             first = inputs[name][0] if inputs[name] else None
         else:
-            first = next(((pos, k) for pos, info in enumerate(infos) if not info.cell.skipped
-                          for k, (binds, _) in enumerate(info.statements) if name in binds), None)
+            first = next(
+                (
+                    (pos, k)
+                    for pos, info in enumerate(infos)
+                    if not info.cell.skipped
+                    for k, (binds, _) in enumerate(info.statements)
+                    if name in binds
+                ),
+                None,
+            )
         if first is not None and first[1] > 0:
             at.setdefault(first[0], set()).add(first[1])
     out: list[Cell] = []
@@ -290,7 +325,7 @@ def split_before_binds(cells: list[Cell], names: AbstractSet[str], given: tuple[
         lines = cell.source.splitlines(keepends=True)
         start = 1
         for cut in [*cuts, len(lines) + 1]:
-            part = "".join(lines[start - 1:cut - 1])
+            part = "".join(lines[start - 1 : cut - 1])
             out.append(Cell(index=cell.index, source="\n" * (start - 1) + part, tags=cell.tags))
             start = cut
     return out
@@ -327,7 +362,9 @@ def dependencies(infos: list[CellInfo], sources: tuple[str, ...]) -> dict[str, s
 Version = tuple[int, int]  # a binding statement: (cell position, statement index)
 
 
-def direct_input_versions(infos: list[CellInfo], sources: AbstractSet[str]) -> dict[str, set[tuple[str, Version | None]]]:
+def direct_input_versions(
+    infos: list[CellInfo], sources: AbstractSet[str]
+) -> dict[str, set[tuple[str, Version | None]]]:
     """``direct_inputs`` with the binding of each source that was read: (source, the statement that
     gave it the value read), so a name bound twice (``S`` in part 1, ``S`` again in part 3) is
     told apart by which of its values a later step read. None: read before any binding here."""

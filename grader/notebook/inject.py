@@ -40,8 +40,14 @@ def inject_after(source: str, calls: dict[int, list[str]]) -> str:
             continue
         following = statements[i + 1] if i + 1 < len(statements) else None
         limit = following.lineno if following is not None else len(lines) + 1
-        spare = next((n for n in range(stmt.end_lineno + 1, limit)
-                      if not lines[n - 1].strip() or lines[n - 1].lstrip().startswith("#")), None)
+        spare = next(
+            (
+                n
+                for n in range(stmt.end_lineno + 1, limit)
+                if not lines[n - 1].strip() or lines[n - 1].lstrip().startswith("#")
+            ),
+            None,
+        )
         if spare is not None:
             own_line.setdefault(spare, []).extend(keys)
         elif following is not None and not following.compound and following.lineno > stmt.end_lineno:

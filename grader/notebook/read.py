@@ -76,7 +76,9 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
             try:
                 nb = nbformat.reads(text, as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
             except Exception as exc:  # noqa: BLE001 - nbformat fails many ways on a student's file; never a crash
-                raise NotebookError(f"The notebook uses format version {major} and cannot be upgraded: {_one_line(exc)}.") from None
+                raise NotebookError(
+                    f"The notebook uses format version {major} and cannot be upgraded: {_one_line(exc)}."
+                ) from None
         else:
             raise NotebookError(f"The notebook format version {major!r} is not supported (expected 4).")
     elif major > 4:
@@ -99,12 +101,16 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
         if not isinstance(source, str):
             raise NotebookError("A code cell's source is not text.")
         if len(source) > MAX_CELL_CHARS:
-            raise NotebookError(f"Cell {number} holds {len(source):,} characters, more than the "
-                                f"{MAX_CELL_CHARS:,} the grader analyses in one cell; keep data in files, not in code.")
+            raise NotebookError(
+                f"Cell {number} holds {len(source):,} characters, more than the "
+                f"{MAX_CELL_CHARS:,} the grader analyses in one cell; keep data in files, not in code."
+            )
         total += len(source)
         if total > MAX_CODE_CHARS:
-            raise NotebookError(f"The notebook holds more than {MAX_CODE_CHARS:,} characters of code, more than the "
-                                "grader analyses in one notebook; keep data in files, not in code.")
+            raise NotebookError(
+                f"The notebook holds more than {MAX_CODE_CHARS:,} characters of code, more than the "
+                "grader analyses in one notebook; keep data in files, not in code."
+            )
         source = _UNUSABLE_CHARS.sub("\ufffd", source)  # a lone surrogate or NUL: the replacement character
         tags = cell.get("metadata", {}).get("tags", []) if isinstance(cell.get("metadata"), dict) else []
         tags = tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ()

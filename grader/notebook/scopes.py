@@ -15,15 +15,29 @@ def free_reads(node: ast.AST) -> set[str]:
         outer: list[ast.AST] = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
         if not isinstance(node, ast.Lambda):
             outer += node.decorator_list
-        params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
-                  if a is not None}
+        params = {
+            a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a is not None
+        }
         body = node.body if isinstance(node.body, list) else [node.body]
-        declared = {n for stmt in body for sub in ast.walk(stmt) if isinstance(sub, (ast.Global, ast.Nonlocal))
-                    for n in sub.names}
-        local = params | {sub.id for stmt in body for sub in ast.walk(stmt)
-                          if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del))}
-        local |= {sub.name for stmt in body for sub in ast.walk(stmt)
-                  if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        declared = {
+            n
+            for stmt in body
+            for sub in ast.walk(stmt)
+            if isinstance(sub, (ast.Global, ast.Nonlocal))
+            for n in sub.names
+        }
+        local = params | {
+            sub.id
+            for stmt in body
+            for sub in ast.walk(stmt)
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del))
+        }
+        local |= {
+            sub.name
+            for stmt in body
+            for sub in ast.walk(stmt)
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        }
         inner = set().union(*(free_reads(stmt) for stmt in body)) - (local - declared)
         return inner.union(*(free_reads(o) for o in outer))
     found: set[str] = set()
@@ -41,8 +55,25 @@ def free_reads(node: ast.AST) -> set[str]:
 
 
 # Methods that change their object in place (lists, dicts, NumPy arrays); torch's end in ``_`` (``add_``).
-_IN_PLACE = frozenset({"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "remove", "clear",
-                       "sort", "reverse", "fill", "resize", "put", "itemset"})
+_IN_PLACE = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "update",
+        "setdefault",
+        "pop",
+        "popitem",
+        "remove",
+        "clear",
+        "sort",
+        "reverse",
+        "fill",
+        "resize",
+        "put",
+        "itemset",
+    }
+)
 
 
 def _base_name(node: ast.AST) -> str:
@@ -72,8 +103,14 @@ def module_level_binds(tree: ast.Module) -> set[str]:
                 binds.add(child.id)
             elif isinstance(child, (ast.Subscript, ast.Attribute)) and isinstance(child.ctx, (ast.Store, ast.Del)):
                 binds.add(_base_name(child))
-            elif (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
-                  and (child.func.attr in _IN_PLACE or (child.func.attr.endswith("_") and not child.func.attr.startswith("_")))):
+            elif (
+                isinstance(child, ast.Call)
+                and isinstance(child.func, ast.Attribute)
+                and (
+                    child.func.attr in _IN_PLACE
+                    or (child.func.attr.endswith("_") and not child.func.attr.startswith("_"))
+                )
+            ):
                 binds.add(_base_name(child.func.value))
             elif isinstance(child, (ast.Import, ast.ImportFrom)):
                 for alias in child.names:

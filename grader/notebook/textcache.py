@@ -51,5 +51,8 @@ def cached_by_text(fn: Callable[[str], R]) -> TextCached[R]:
 
     # A plain function with attributes, not an object with __call__: it is called once per cell.
     wrapper.uncached, wrapper.cache_info, wrapper.cache_clear = (  # type: ignore[attr-defined]
-        fn, cached.cache_info, cached.cache_clear)
+        fn,
+        cached.cache_info,
+        cached.cache_clear,
+    )
     return cast(TextCached[R], wrapper)

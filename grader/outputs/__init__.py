@@ -44,8 +44,9 @@ def parse_formats(text: str) -> tuple[Format, ...]:
     return tuple(Format(n) for n in dict.fromkeys(names))
 
 
-def render_one(fmt: str, path: Path, card: Scorecard, course: Course, assignment: Assignment,
-               now: datetime | None = None) -> str:
+def render_one(
+    fmt: str, path: Path, card: Scorecard, course: Course, assignment: Assignment, now: datetime | None = None
+) -> str:
     """The text of one per-submission format."""
     spec = FORMATS.get(Format(fmt)) if fmt in FORMATS else None
     if not isinstance(spec, PerSubmission):
@@ -53,8 +54,17 @@ def render_one(fmt: str, path: Path, card: Scorecard, course: Course, assignment
     return spec.render(path, card, Output(course, assignment, now))
 
 
-def write_submission(path: Path, name: str, card: Scorecard, *, course: Course, assignment: Assignment,
-                     out: Path, formats: tuple[str, ...], now: datetime | None = None) -> list[Path]:
+def write_submission(
+    path: Path,
+    name: str,
+    card: Scorecard,
+    *,
+    course: Course,
+    assignment: Assignment,
+    out: Path,
+    formats: tuple[str, ...],
+    now: datetime | None = None,
+) -> list[Path]:
     """Write one submission's files (``OUT/<name><suffix>``) right after it is graded."""
     settings = Output(course, assignment, now)
     written = []
@@ -67,8 +77,16 @@ def write_submission(path: Path, name: str, card: Scorecard, *, course: Course, 
     return written
 
 
-def write_run(submissions: Sequence[Submission], *, course: Course, assignment: Assignment, out: Path,
-              formats: tuple[str, ...], executor_name: str = "subprocess", roster: Path | None = None) -> list[Path]:
+def write_run(
+    submissions: Sequence[Submission],
+    *,
+    course: Course,
+    assignment: Assignment,
+    out: Path,
+    formats: tuple[str, ...],
+    executor_name: str = "subprocess",
+    roster: Path | None = None,
+) -> list[Path]:
     """Write the files about the whole run (``junit.xml``, ``gradebook.csv``, ``report.html``, an LMS's)."""
     if not submissions:
         return []
@@ -81,13 +99,29 @@ def write_run(submissions: Sequence[Submission], *, course: Course, assignment: 
     return written
 
 
-def write_outputs(submissions: list[Submission], *, course: Course, assignment: Assignment, out: Path,
-                  formats: tuple[str, ...], now: datetime | None = None,
-                  executor_name: str = "subprocess", roster: Path | None = None) -> list[Path]:
+def write_outputs(
+    submissions: list[Submission],
+    *,
+    course: Course,
+    assignment: Assignment,
+    out: Path,
+    formats: tuple[str, ...],
+    now: datetime | None = None,
+    executor_name: str = "subprocess",
+    roster: Path | None = None,
+) -> list[Path]:
     """Every asked-for format under ``out``; returns the files written."""
     written: list[Path] = []
     for path, name, card in submissions:
-        written += write_submission(path, name, card, course=course, assignment=assignment, out=out,
-                                    formats=formats, now=now)
-    return written + write_run(submissions, course=course, assignment=assignment, out=out, formats=formats,
-                               executor_name=executor_name, roster=roster)
+        written += write_submission(
+            path, name, card, course=course, assignment=assignment, out=out, formats=formats, now=now
+        )
+    return written + write_run(
+        submissions,
+        course=course,
+        assignment=assignment,
+        out=out,
+        formats=formats,
+        executor_name=executor_name,
+        roster=roster,
+    )

@@ -31,8 +31,9 @@ def pending(card: Scorecard) -> bool:
     return any(q.status == QuestionStatus.MANUAL for q in card.questions)
 
 
-def canvas_csv(submissions: Iterable[tuple[str, Scorecard]], roster: Roster, *, column: str, points: float,
-               rounding: int = 2) -> tuple[str, list[str]]:
+def canvas_csv(
+    submissions: Iterable[tuple[str, Scorecard]], roster: Roster, *, column: str, points: float, rounding: int = 2
+) -> tuple[str, list[str]]:
     """The CSV text, and the names of submissions the roster does not name."""
     scores: dict[int, str] = {}
     unknown = []
@@ -51,7 +52,14 @@ def canvas_csv(submissions: Iterable[tuple[str, Scorecard]], roster: Roster, *, 
     return buf.getvalue(), unknown
 
 
-def write_canvas(submissions: Iterable[tuple[str, Scorecard]], roster: Roster, path: Path, *, column: str,
-                 points: float, rounding: int = 2) -> Path:
+def write_canvas(
+    submissions: Iterable[tuple[str, Scorecard]],
+    roster: Roster,
+    path: Path,
+    *,
+    column: str,
+    points: float,
+    rounding: int = 2,
+) -> Path:
     text, _ = canvas_csv(submissions, roster, column=column, points=points, rounding=rounding)
     return write_atomic(path, text)

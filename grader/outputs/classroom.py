@@ -25,17 +25,19 @@ def result(card: Scorecard, view: View) -> dict[str, Any]:
     tests = []
     for q in card.questions:
         s = shown.get(q.id)
-        tests.append({
-            "name": f"{q.id}: {q.title}",
-            "status": "pass" if q.status == "passed" else ("error" if q.status == "error" else "fail"),
-            "message": "\n".join(s.feedback if s is not None else q.lines),
-            "score": rounded(q.score, r),
-            "max_score": rounded(q.max_score, r),
-            "filename": card.submission,
-            "line_no": 0,
-            "test_code": "",
-            "duration": 0,
-        })
+        tests.append(
+            {
+                "name": f"{q.id}: {q.title}",
+                "status": "pass" if q.status == "passed" else ("error" if q.status == "error" else "fail"),
+                "message": "\n".join(s.feedback if s is not None else q.lines),
+                "score": rounded(q.score, r),
+                "max_score": rounded(q.max_score, r),
+                "filename": card.submission,
+                "line_no": 0,
+                "test_code": "",
+                "duration": 0,
+            }
+        )
     if card.status in ("invalid_notebook", "crashed", "timeout", "over_budget"):
         status = "error"
     else:

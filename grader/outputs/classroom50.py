@@ -64,12 +64,14 @@ class Identity:
     assignment_type: str = "individual"
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], *, classroom: str, assignment: str, owner: str,
-                 submitted: datetime | None = None) -> Identity:
+    def from_env(
+        cls, env: Mapping[str, str], *, classroom: str, assignment: str, owner: str, submitted: datetime | None = None
+    ) -> Identity:
         """From the runner's variables (``CLASSROOM``, ``ASSIGNMENT``, ``OWNER`` or ``USERNAME``,
         ``SUBMISSION_TAG``, ``COMMIT_URL``, ``RELEASE_URL``, ``REVIEW_URL``, ``ASSIGNMENT_TYPE``);
         the keyword arguments stand in for the ones that are missing, as when the format is
         written outside a Classroom 50 run, so the file still validates."""
+
         def get(name: str) -> str:
             return (env.get(name) or "").strip()
 
@@ -117,25 +119,29 @@ def result(card: Scorecard, view: View, identity: Identity, *, now: datetime | N
     """The ``classroom50/result/v1`` document for one graded submission."""
     r = view.rounding
     shown = {q.id: q for q in view.questions}
-    scale, scores, tops, total = integer_points([q.score for q in card.questions],
-                                                [q.max_score for q in card.questions])
+    scale, scores, tops, total = integer_points(
+        [q.score for q in card.questions], [q.max_score for q in card.questions]
+    )
     tests = []
     for q, score, top in zip(card.questions, scores, tops, strict=True):
         s = shown.get(q.id)
-        tests.append({
-            "test-name": f"{q.id}: {q.title}",
-            "passed": question_passed(q),
-            "score": score,
-            "max-score": top,
-            "message": "\n".join(s.feedback if s is not None else q.lines),
-            "points": rounded(q.score, r),
-            "max-points": rounded(q.max_score, r),
-        })
+        tests.append(
+            {
+                "test-name": f"{q.id}: {q.title}",
+                "passed": question_passed(q),
+                "score": score,
+                "max-score": top,
+                "message": "\n".join(s.feedback if s is not None else q.lines),
+                "points": rounded(q.score, r),
+                "max-points": rounded(q.max_score, r),
+            }
+        )
     return document(identity, total, sum(tops), tests, now=now)
 
 
-def document(identity: Identity, score: int, max_score: int, tests: list[dict[str, Any]], *,
-             now: datetime | None = None) -> dict[str, Any]:
+def document(
+    identity: Identity, score: int, max_score: int, tests: list[dict[str, Any]], *, now: datetime | None = None
+) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "classroom": identity.classroom,
@@ -154,13 +160,22 @@ def document(identity: Identity, score: int, max_score: int, tests: list[dict[st
     }
 
 
-def failure_result(identity: Identity, questions: list[tuple[str, float]], *,
-                   now: datetime | None = None) -> dict[str, Any]:
+def failure_result(
+    identity: Identity, questions: list[tuple[str, float]], *, now: datetime | None = None
+) -> dict[str, Any]:
     """A valid document for a submission that could not be graded: every question at zero,
     so the gradebook shows the submission with its full maximum."""
     scale, _, tops, _ = integer_points([0.0] * len(questions), [p for _, p in questions])
-    tests = [{"test-name": name, "passed": False, "score": 0, "max-score": top, "message": "Not graded: see the "
-              "release notes."} for (name, _), top in zip(questions, tops, strict=True)]
+    tests = [
+        {
+            "test-name": name,
+            "passed": False,
+            "score": 0,
+            "max-score": top,
+            "message": "Not graded: see the release notes.",
+        }
+        for (name, _), top in zip(questions, tops, strict=True)
+    ]
     return document(identity, 0, sum(tops), tests, now=now)
 
 
@@ -168,8 +183,11 @@ def release_body(view: View, data: dict[str, Any]) -> str:
     """The release page: the points Classroom 50 records, then the student's feedback."""
     head = f"### Autograder: {data['score']}/{data['max-score']}"
     exact = view.score_line
-    note = "" if exact == f"{data['score']}/{data['max-score']}" else \
-        f"\n\nThe gradebook keeps whole points; your exact score is {exact}."
+    note = (
+        ""
+        if exact == f"{data['score']}/{data['max-score']}"
+        else f"\n\nThe gradebook keeps whole points; your exact score is {exact}."
+    )
     return f"{head}{note}\n\n{to_markdown(view)}"
 
 

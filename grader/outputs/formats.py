@@ -99,8 +99,9 @@ def _classroom50_identity(path: Path, out: Output) -> classroom50.Identity:
 
     from grader.outputs import classroom50
 
-    return classroom50.Identity.from_env(os.environ, classroom=out.course.name, assignment=out.assignment.name,
-                                         owner=path.stem, submitted=out.now)
+    return classroom50.Identity.from_env(
+        os.environ, classroom=out.course.name, assignment=out.assignment.name, owner=path.stem, submitted=out.now
+    )
 
 
 def _classroom50(path: Path, card: Scorecard, out: Output) -> str:
@@ -116,8 +117,7 @@ def _classroom50_body(path: Path, card: Scorecard, out: Output) -> str:
     from grader.outputs.view import student_view
 
     view = student_view(card, out.assignment, out.course.scorecard, out.now)
-    return classroom50.release_body(view, classroom50.result(card, view, _classroom50_identity(path, out),
-                                                            now=out.now))
+    return classroom50.release_body(view, classroom50.result(card, view, _classroom50_identity(path, out), now=out.now))
 
 
 # A batch's submissions may be a ``grader.batch.Graded``, whose cards are read back one at a time:
@@ -127,8 +127,9 @@ def _classroom50_body(path: Path, card: Scorecard, out: Output) -> str:
 def _junit(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
     from grader.outputs.junit import write_junit
 
-    return write_junit(((p, c) for p, _, c in submissions), out.course, out.assignment, path,
-                       executor_name=out.executor_name)
+    return write_junit(
+        ((p, c) for p, _, c in submissions), out.course, out.assignment, path, executor_name=out.executor_name
+    )
 
 
 def _gradebook(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
@@ -148,39 +149,60 @@ def roster_of(out: Output, fmt: str) -> roster.Roster:
     from grader.outputs import roster
 
     if out.roster is None:
-        raise UsageError(f"--formats {fmt} needs a roster that says which student each submission is: "
-                         "--roster FILE (a CSV file; see grader.outputs.roster for its columns).")
+        raise UsageError(
+            f"--formats {fmt} needs a roster that says which student each submission is: "
+            "--roster FILE (a CSV file; see grader.outputs.roster for its columns)."
+        )
     return roster.load(out.roster)
 
 
 def _canvas(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
     from grader.outputs.canvas import write_canvas
 
-    return write_canvas(((n, c) for _, n, c in submissions), roster_of(out, "canvas"), path,
-                        column=out.assignment.title or out.assignment.name, points=out.assignment.max_score,
-                        rounding=out.course.scorecard.rounding)
+    return write_canvas(
+        ((n, c) for _, n, c in submissions),
+        roster_of(out, "canvas"),
+        path,
+        column=out.assignment.title or out.assignment.name,
+        points=out.assignment.max_score,
+        rounding=out.course.scorecard.rounding,
+    )
 
 
 def _moodle(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
     from grader.outputs.moodle import write_moodle
 
-    return write_moodle(((n, c) for _, n, c in submissions), roster_of(out, "moodle"), path,
-                        item=out.assignment.title or out.assignment.name, rounding=out.course.scorecard.rounding)
+    return write_moodle(
+        ((n, c) for _, n, c in submissions),
+        roster_of(out, "moodle"),
+        path,
+        item=out.assignment.title or out.assignment.name,
+        rounding=out.course.scorecard.rounding,
+    )
 
 
-FORMATS: dict[Format, PerSubmission | PerRun] = {f.format: f for f in (
-    PerSubmission(Format.YAML, ".yaml", "the core scorecard", _yaml),
-    PerSubmission(Format.JSON, ".json", "the same content as JSON", _json),
-    PerSubmission(Format.MD, ".md", "Markdown feedback (what students may see)", _md),
-    PerSubmission(Format.HTML, ".html", "the student's notebook with each result next to its cells", _html),
-    PerSubmission(Format.GRADESCOPE, ".gradescope.json", "Gradescope's results.json", _gradescope),
-    PerSubmission(Format.CLASSROOM, ".classroom.json", "GitHub Classroom's grading reporter input (legacy)",
-                  _classroom),
-    PerSubmission(Format.CLASSROOM50, ".result.json", "Classroom 50's result.json (and .release-body.md)",
-                  _classroom50, companions=((".release-body.md", _classroom50_body),)),
-    PerRun(Format.JUNIT, "junit.xml", "JUnit XML, one test case per question", _junit),
-    PerRun(Format.GRADEBOOK, "gradebook.csv", "one row per submission, for any gradebook", _gradebook),
-    PerRun(Format.REPORT, "report.html", "the class report, with plots", _report),
-    PerRun(Format.CANVAS, "canvas.csv", "Canvas's gradebook import CSV (needs --roster)", _canvas),
-    PerRun(Format.MOODLE, "moodle.csv", "Moodle's grade import CSV, with feedback (needs --roster)", _moodle),
-)}
+FORMATS: dict[Format, PerSubmission | PerRun] = {
+    f.format: f
+    for f in (
+        PerSubmission(Format.YAML, ".yaml", "the core scorecard", _yaml),
+        PerSubmission(Format.JSON, ".json", "the same content as JSON", _json),
+        PerSubmission(Format.MD, ".md", "Markdown feedback (what students may see)", _md),
+        PerSubmission(Format.HTML, ".html", "the student's notebook with each result next to its cells", _html),
+        PerSubmission(Format.GRADESCOPE, ".gradescope.json", "Gradescope's results.json", _gradescope),
+        PerSubmission(
+            Format.CLASSROOM, ".classroom.json", "GitHub Classroom's grading reporter input (legacy)", _classroom
+        ),
+        PerSubmission(
+            Format.CLASSROOM50,
+            ".result.json",
+            "Classroom 50's result.json (and .release-body.md)",
+            _classroom50,
+            companions=((".release-body.md", _classroom50_body),),
+        ),
+        PerRun(Format.JUNIT, "junit.xml", "JUnit XML, one test case per question", _junit),
+        PerRun(Format.GRADEBOOK, "gradebook.csv", "one row per submission, for any gradebook", _gradebook),
+        PerRun(Format.REPORT, "report.html", "the class report, with plots", _report),
+        PerRun(Format.CANVAS, "canvas.csv", "Canvas's gradebook import CSV (needs --roster)", _canvas),
+        PerRun(Format.MOODLE, "moodle.csv", "Moodle's grade import CSV, with feedback (needs --roster)", _moodle),
+    )
+}

@@ -35,9 +35,20 @@ def gradebook_csv(cards: Iterable[Scorecard], *, rounding: int = 2) -> str:
         for q in card.questions:
             qids.setdefault(q.id, None)
             scores[q.id] = PENDING if q.status == QuestionStatus.MANUAL else points_text(q.score, rounding)
-        rows.append(([_text(card.student), _text(card.submission), card.status, points_text(card.score, rounding),
-                      points_text(card.max_score, rounding), points_text(card.percent, 1)], scores,
-                     [_text(card.reason), card.sha256]))
+        rows.append(
+            (
+                [
+                    _text(card.student),
+                    _text(card.submission),
+                    card.status,
+                    points_text(card.score, rounding),
+                    points_text(card.max_score, rounding),
+                    points_text(card.percent, 1),
+                ],
+                scores,
+                [_text(card.reason), card.sha256],
+            )
+        )
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["student", "submission", "status", "score", "max_score", "percent", *qids, "reason", "sha256"])

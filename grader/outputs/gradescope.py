@@ -29,30 +29,42 @@ def results(card: Scorecard, assignment: Assignment | None, settings: ScorecardS
     tests: list[dict[str, Any]] = []
     for i, q in enumerate(card.questions, 1):
         try:
-            level = settings.question_visibility(card.assignment, assignment.question(q.id)) if assignment else "visible"
+            level = (
+                settings.question_visibility(card.assignment, assignment.question(q.id)) if assignment else "visible"
+            )
         except KeyError:
             level = "visible"
         if q.status == QuestionStatus.MANUAL:
             # Waiting for a person: neither passed nor failed, so no score and no status (Gradescope
             # shows such a test neutral, not red); its points are named in the text instead.
             head = f"**{status_words(q.status)}** ({points_text(q.max_score, r)} points)"
-            tests.append({"name": f"{q.id}: {q.title} (graded by a person)", "number": str(i),
-                          "output": "\n".join([head, ""] + [f"- {line}" for line in q.lines]),
-                          "output_format": "md", "visibility": VISIBILITY[level]})
+            tests.append(
+                {
+                    "name": f"{q.id}: {q.title} (graded by a person)",
+                    "number": str(i),
+                    "output": "\n".join([head, ""] + [f"- {line}" for line in q.lines]),
+                    "output_format": "md",
+                    "visibility": VISIBILITY[level],
+                }
+            )
             continue
         head = f"**{status_words(q.status, q.carried_forward)}**, {points_text(q.score, r)}/{points_text(q.max_score, r)} points"
-        tests.append({
-            "name": f"{q.id}: {q.title}",
-            "number": str(i),
-            "score": float(rounded(q.score, r)),
-            "max_score": float(rounded(q.max_score, r)),
-            "status": "passed" if question_passed(q) else "failed",
-            "output": "\n".join([head, ""] + [f"- {line}" for line in q.lines]),
-            "output_format": "md",
-            "visibility": VISIBILITY[level],
-        })
-    lines = [f"**{card.submission}**: {SUBMISSION_WORDS.get(card.status, card.status)}, "
-             f"{points_text(card.score, r)}/{points_text(card.max_score, r)} points."]
+        tests.append(
+            {
+                "name": f"{q.id}: {q.title}",
+                "number": str(i),
+                "score": float(rounded(q.score, r)),
+                "max_score": float(rounded(q.max_score, r)),
+                "status": "passed" if question_passed(q) else "failed",
+                "output": "\n".join([head, ""] + [f"- {line}" for line in q.lines]),
+                "output_format": "md",
+                "visibility": VISIBILITY[level],
+            }
+        )
+    lines = [
+        f"**{card.submission}**: {SUBMISSION_WORDS.get(card.status, card.status)}, "
+        f"{points_text(card.score, r)}/{points_text(card.max_score, r)} points."
+    ]
     if card.reason:
         lines += ["", card.reason]
     errors = error_lines(card)
@@ -74,11 +86,27 @@ def failure_results(message: str, assignment: Assignment | None = None) -> dict[
     tests = []
     if assignment is not None:
         for i, q in enumerate(assignment.questions, 1):
-            tests.append({"name": f"{q.id}: {q.title}", "number": str(i), "score": 0.0, "max_score": float(q.points),
-                          "status": "failed", "output": "Not graded: see the message above.", "output_format": "md",
-                          "visibility": "visible"})
-    return {"score": 0.0, "execution_time": 0.0, "output": message, "output_format": "md", "visibility": "visible",
-            "stdout_visibility": "hidden", "tests": tests}
+            tests.append(
+                {
+                    "name": f"{q.id}: {q.title}",
+                    "number": str(i),
+                    "score": 0.0,
+                    "max_score": float(q.points),
+                    "status": "failed",
+                    "output": "Not graded: see the message above.",
+                    "output_format": "md",
+                    "visibility": "visible",
+                }
+            )
+    return {
+        "score": 0.0,
+        "execution_time": 0.0,
+        "output": message,
+        "output_format": "md",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
 
 
 def to_json(data: dict[str, Any]) -> str:

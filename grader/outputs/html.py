@@ -33,10 +33,64 @@ CSP = pages.csp()  # a page without math: no script at all
 MATH_SELECTOR = ".jp-RenderedMarkdown, .grader-title"
 
 TAGS = {
-    "a", "abbr", "b", "blockquote", "br", "caption", "cite", "code", "col", "colgroup", "dd", "del", "details",
-    "div", "dl", "dt", "em", "figcaption", "figure", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "ins",
-    "kbd", "li", "main", "mark", "ol", "p", "pre", "q", "s", "samp", "small", "span", "strong", "sub", "summary",
-    "sup", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "u", "ul", "var", "svg", "path", "g",
+    "a",
+    "abbr",
+    "b",
+    "blockquote",
+    "br",
+    "caption",
+    "cite",
+    "code",
+    "col",
+    "colgroup",
+    "dd",
+    "del",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "figcaption",
+    "figure",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "i",
+    "img",
+    "ins",
+    "kbd",
+    "li",
+    "main",
+    "mark",
+    "ol",
+    "p",
+    "pre",
+    "q",
+    "s",
+    "samp",
+    "small",
+    "span",
+    "strong",
+    "sub",
+    "summary",
+    "sup",
+    "table",
+    "tbody",
+    "td",
+    "tfoot",
+    "th",
+    "thead",
+    "tr",
+    "u",
+    "ul",
+    "var",
+    "svg",
+    "path",
+    "g",
 }
 ATTRIBUTES = {
     "*": ["class", "id", "title", "data-mime-type", "tabindex", "align", "colspan", "rowspan"],
@@ -101,10 +155,14 @@ def title_html(title: str) -> str:
 
 def question_box(view: View, q: ShownQuestion) -> str:
     items = "".join(f"<li>{text_html(line)}</li>" for line in q.feedback)
-    head = (f"{pages.status_mark(q.status)}Question {html.escape(q.id)}: {title_html(q.title)} — "
-            f"{html.escape(q.status_text)}, {question_points(view, q)} points")
-    return (f'<div class="grader-box grader-{html.escape(q.status)}" id="question-{html.escape(q.id)}">'
-            f"<h3>{head}</h3><ul>{items}</ul></div>")
+    head = (
+        f"{pages.status_mark(q.status)}Question {html.escape(q.id)}: {title_html(q.title)} — "
+        f"{html.escape(q.status_text)}, {question_points(view, q)} points"
+    )
+    return (
+        f'<div class="grader-box grader-{html.escape(q.status)}" id="question-{html.escape(q.id)}">'
+        f"<h3>{head}</h3><ul>{items}</ul></div>"
+    )
 
 
 def summary_box(view: View) -> str:
@@ -118,7 +176,9 @@ def summary_box(view: View) -> str:
     reason = f"<p>{text_html(view.reason)}</p>" if view.reason else ""
     errors = ""
     if view.errors:
-        errors = "<p>Errors in the notebook:</p><ul>" + "".join(f"<li>{text_html(e)}</li>" for e in view.errors) + "</ul>"
+        errors = (
+            "<p>Errors in the notebook:</p><ul>" + "".join(f"<li>{text_html(e)}</li>" for e in view.errors) + "</ul>"
+        )
     return (
         f'<div class="grader-box grader-summary"><h3>{html.escape(view.assignment)}: {html.escape(view.title)}</h3>'
         f"<p><b>{who}{html.escape(view.submission)}</b> · {SUBMISSION_WORDS.get(view.status, view.status)} · "
@@ -131,17 +191,18 @@ def page(view: View, body: str) -> str:
     """A standalone page for a submission that cannot be rendered as a notebook."""
     title = html.escape(f"{view.assignment}: {view.submission}")
     head, tail, csp = _math(any(pages.has_math(q.title) for q in view.questions))
-    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-            f'<meta http-equiv="Content-Security-Policy" content="{csp}"><title>{title}</title>{STYLE}{head}</head>'
-            f"<body>{body}{tail}</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}"><title>{title}</title>{STYLE}{head}</head>'
+        f"<body>{body}{tail}</body></html>\n"
+    )
 
 
 def _math(wanted: bool) -> tuple[str, str, str]:
     """(for the head, for the end of the body, the CSP) of a page with math, or without."""
     if not wanted:
         return "", "", CSP
-    return (pages.math_head(), pages.math_tail(MATH_SELECTOR),
-            pages.csp(script=pages.katex_script(MATH_SELECTOR)))
+    return (pages.math_head(), pages.math_tail(MATH_SELECTOR), pages.csp(script=pages.katex_script(MATH_SELECTOR)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -223,8 +284,14 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
     open_end = body.index(">") + 1
     body_tag, inner = body[:open_end], body[open_end:]
     inner = inner.replace("</body>", "").replace("</html>", "")
-    inner = bleach.clean(inner, tags=TAGS, attributes=ATTRIBUTES, protocols={"http", "https", "mailto", "data"},
-                         strip=True, strip_comments=True)
+    inner = bleach.clean(
+        inner,
+        tags=TAGS,
+        attributes=ATTRIBUTES,
+        protocols={"http", "https", "mailto", "data"},
+        strip=True,
+        strip_comments=True,
+    )
     fragments = dict(boxes)
     fragments["summary"] = summary_box(view)
     if missing:

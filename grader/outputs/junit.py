@@ -40,8 +40,14 @@ MESSAGE_BUDGET = 500
 _ILLEGAL = re.compile("[^\u0009\u000a\u000d\u0020-\u007e\u0080-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def write_junit(cards: Iterable[tuple[Path, Scorecard]], course: Course, assignment: Assignment, path: Path, *,
-                executor_name: str = "subprocess") -> Path:
+def write_junit(
+    cards: Iterable[tuple[Path, Scorecard]],
+    course: Course,
+    assignment: Assignment,
+    path: Path,
+    *,
+    executor_name: str = "subprocess",
+) -> Path:
     """Write the JUnit XML for these (submission path, scorecard) pairs to ``path``.
 
     ``course`` and ``executor_name`` are not needed for the file; they are kept so every per-run
@@ -52,8 +58,9 @@ def write_junit(cards: Iterable[tuple[Path, Scorecard]], course: Course, assignm
     return write_atomic(path, text)
 
 
-def to_xml(cards: Iterable[tuple[Path, Scorecard]], assignment: Assignment, *,
-           now: datetime | None = None) -> ET.Element:
+def to_xml(
+    cards: Iterable[tuple[Path, Scorecard]], assignment: Assignment, *, now: datetime | None = None
+) -> ET.Element:
     """The ``<testsuites>`` element for these (submission path, scorecard) pairs."""
     started = now or datetime.now(UTC)
     seen: dict[Path, Scorecard] = {}
@@ -68,8 +75,9 @@ def to_xml(cards: Iterable[tuple[Path, Scorecard]], assignment: Assignment, *,
         elapsed = float(card.execution.time or 0.0)
         total += elapsed
         for i, q in enumerate(card.questions):
-            case = ET.Element("testcase", classname=classname, name=_escape(q.id),
-                              time=f"{elapsed if i == 0 else 0.0:.3f}")
+            case = ET.Element(
+                "testcase", classname=classname, name=_escape(q.id), time=f"{elapsed if i == 0 else 0.0:.3f}"
+            )
             points += [(f"score:{classname}::{q.id}", q.score), (f"max_score:{classname}::{q.id}", q.max_score)]
             if waiting_for_person(q):
                 ET.SubElement(case, "skipped", message=_escape(f"{q.title}: graded by a person, waiting for one"))
@@ -80,9 +88,17 @@ def to_xml(cards: Iterable[tuple[Path, Scorecard]], assignment: Assignment, *,
             cases.append(case)
     failures = sum(1 for c in cases if c.find("failure") is not None)
     skipped = sum(1 for c in cases if c.find("skipped") is not None)
-    suite = ET.Element("testsuite", name=assignment.name, errors="0", failures=str(failures), skipped=str(skipped),
-                       tests=str(len(cases)), time=f"{total:.3f}", timestamp=started.astimezone().isoformat(),
-                       hostname=platform.node())
+    suite = ET.Element(
+        "testsuite",
+        name=assignment.name,
+        errors="0",
+        failures=str(failures),
+        skipped=str(skipped),
+        tests=str(len(cases)),
+        time=f"{total:.3f}",
+        timestamp=started.astimezone().isoformat(),
+        hostname=platform.node(),
+    )
     if points:
         properties = ET.SubElement(suite, "properties")
         for name, value in points:

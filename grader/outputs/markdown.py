@@ -10,8 +10,16 @@ import re
 from grader.files import printable
 from grader.outputs.view import SUBMISSION_WORDS, ShownQuestion, View
 
-MARKS = {"passed": "✅", "partial": "🟡", "failed": "❌", "error": "❌", "unanswered": "⬜", "withheld": "🔒", "manual": "⏳",
-         "graded": "✍"}
+MARKS = {
+    "passed": "✅",
+    "partial": "🟡",
+    "failed": "❌",
+    "error": "❌",
+    "unanswered": "⬜",
+    "withheld": "🔒",
+    "manual": "⏳",
+    "graded": "✍",
+}
 
 
 def cell(text: str) -> str:
@@ -45,8 +53,10 @@ def summary_lines(view: View) -> list[str]:
         lines += ["", f"> {inline(view.reason)}"]
     lines += ["", "| Question | Result | Points |", "|---|---|---|"]
     for q in view.questions:
-        lines.append(f"| {cell(q.id)}: {cell(q.title)} | {MARKS.get(q.status, '')} "
-                     f"{q.status_text} | {question_points(view, q)} |")
+        lines.append(
+            f"| {cell(q.id)}: {cell(q.title)} | {MARKS.get(q.status, '')} "
+            f"{q.status_text} | {question_points(view, q)} |"
+        )
     return lines
 
 
@@ -58,8 +68,7 @@ def to_markdown(view: View) -> str:
     lines = [f"# {view.assignment}: {view.title}", ""]
     lines += summary_lines(view)
     for q in view.questions:
-        lines += ["", f"## {q.id}: {q.title} — {q.status_text}, "
-                      f"{question_points(view, q)} points", ""]
+        lines += ["", f"## {q.id}: {q.title} — {q.status_text}, {question_points(view, q)} points", ""]
         lines += question_lines(view, q)
     if view.errors:
         lines += ["", "## Errors in the notebook", ""]

@@ -34,8 +34,7 @@ def feedback(card: Scorecard, rounding: int = 2) -> str:
     return "\n".join(lines)
 
 
-def moodle_csv(submissions: Iterable[tuple[str, Scorecard]], roster: Roster, *, item: str,
-               rounding: int = 2) -> str:
+def moodle_csv(submissions: Iterable[tuple[str, Scorecard]], roster: Roster, *, item: str, rounding: int = 2) -> str:
     by_email = any(s.email for s in roster.students)
     ident = "Email address" if by_email else "ID number"
     buf = io.StringIO()
@@ -53,6 +52,7 @@ def moodle_csv(submissions: Iterable[tuple[str, Scorecard]], roster: Roster, *, 
     return buf.getvalue()
 
 
-def write_moodle(submissions: Iterable[tuple[str, Scorecard]], roster: Roster, path: Path, *, item: str,
-                 rounding: int = 2) -> Path:
+def write_moodle(
+    submissions: Iterable[tuple[str, Scorecard]], roster: Roster, path: Path, *, item: str, rounding: int = 2
+) -> Path:
     return write_atomic(path, moodle_csv(submissions, roster, item=item, rounding=rounding))

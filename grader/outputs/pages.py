@@ -30,11 +30,19 @@ KATEX = ("static", "katex")
 DELIMITERS = [
     {"left": "$$", "right": "$$", "display": True},
     {"left": "$", "right": "$", "display": False},
-    *({"left": f"\\begin{{{env}}}", "right": f"\\end{{{env}}}", "display": True}
-      for env in ("equation", "equation*", "align", "align*", "gather", "gather*", "multline", "multline*")),
+    *(
+        {"left": f"\\begin{{{env}}}", "right": f"\\end{{{env}}}", "display": True}
+        for env in ("equation", "equation*", "align", "align*", "gather", "gather*", "multline", "multline*")
+    ),
 ]
-KATEX_OPTIONS = {"delimiters": DELIMITERS, "throwOnError": False, "trust": False, "strict": "ignore",
-                 "maxExpand": 1000, "maxSize": 20}
+KATEX_OPTIONS = {
+    "delimiters": DELIMITERS,
+    "throwOnError": False,
+    "trust": False,
+    "strict": "ignore",
+    "maxExpand": 1000,
+    "maxSize": 20,
+}
 _MATH = re.compile(r"\$[^$\s][^$]*\$|\$\$.+?\$\$|\\begin\{(equation|align|gather|multline)\*?\}", re.S)
 
 
@@ -63,8 +71,10 @@ def katex_style() -> str:
 @functools.cache
 def katex_script(selector: str) -> str:
     """KaTeX, its auto-render extension, and the call that renders the math inside ``selector``."""
-    call = (f"document.querySelectorAll({json.dumps(selector)}).forEach(function (el) {{"
-            f" renderMathInElement(el, {json.dumps(KATEX_OPTIONS)}); }});")
+    call = (
+        f"document.querySelectorAll({json.dumps(selector)}).forEach(function (el) {{"
+        f" renderMathInElement(el, {json.dumps(KATEX_OPTIONS)}); }});"
+    )
     return "\n".join((_asset("katex.min.js").decode(), _asset("contrib", "auto-render.min.js").decode(), call))
 
 
@@ -77,8 +87,10 @@ def csp(*, script: str | None = None) -> str:
     """The page's Content-Security-Policy: nothing remote, images and fonts from the page itself,
     and one script, ``script``, when the page has math."""
     scripts = f"script-src {script_source(script)}; " if script is not None else ""
-    return (f"default-src 'none'; {scripts}style-src 'unsafe-inline'; img-src data:; font-src data:; "
-            "base-uri 'none'; form-action 'none'")
+    return (
+        f"default-src 'none'; {scripts}style-src 'unsafe-inline'; img-src data:; font-src data:; "
+        "base-uri 'none'; form-action 'none'"
+    )
 
 
 def math_head() -> str:
@@ -99,12 +111,17 @@ _ICONS = {
     # clock, pen.
     "passed": ("#2e7d32", '<path d="M4.5 8.3l2.3 2.3 4.7-5" fill="none" stroke="#fff" stroke-width="2"/>'),
     "failed": ("#c62828", '<path d="M5.2 5.2l5.6 5.6M10.8 5.2l-5.6 5.6" stroke="#fff" stroke-width="2"/>'),
-    "error": ("#c62828", '<path d="M8 3.8v5.2" stroke="#fff" stroke-width="2"/><circle cx="8" cy="11.6" r="1.2" '
-                         'fill="#fff"/>'),
+    "error": (
+        "#c62828",
+        '<path d="M8 3.8v5.2" stroke="#fff" stroke-width="2"/><circle cx="8" cy="11.6" r="1.2" fill="#fff"/>',
+    ),
     "partial": ("#b58900", '<path d="M8 3a5 5 0 0 1 0 10z" fill="#fff"/>'),
     "unanswered": ("#757575", '<path d="M4.5 8h7" stroke="#fff" stroke-width="2"/>'),
-    "withheld": ("#546e7a", '<rect x="5" y="7.5" width="6" height="4.5" fill="#fff"/><path d="M6.2 7.5V6a1.8 1.8 '
-                            '0 0 1 3.6 0v1.5" fill="none" stroke="#fff" stroke-width="1.3"/>'),
+    "withheld": (
+        "#546e7a",
+        '<rect x="5" y="7.5" width="6" height="4.5" fill="#fff"/><path d="M6.2 7.5V6a1.8 1.8 '
+        '0 0 1 3.6 0v1.5" fill="none" stroke="#fff" stroke-width="1.3"/>',
+    ),
     "manual": ("#1565c0", '<path d="M8 4.2V8l2.6 1.6" fill="none" stroke="#fff" stroke-width="1.6"/>'),
     "graded": ("#00838f", '<path d="M4.6 11.4l1-3 4.6-4.6 2 2-4.6 4.6z" fill="#fff"/>'),  # a pen: graded by a person
 }
@@ -118,9 +135,10 @@ def status_mark(status: str, colour: str | None = None) -> str:
         return ""
     own, glyph = _ICONS[status]
     colour = colour if colour is not None and re.fullmatch(r"#[0-9a-fA-F]{3,8}", colour) else own
-    return (f'<svg class="grader-mark" aria-hidden="true" focusable="false" width="1em" height="1em" '
-            f'viewBox="0 0 16 16"><circle cx="8" cy="8" r="7.5" fill="{colour}"/>{glyph}</svg>')
-
+    return (
+        f'<svg class="grader-mark" aria-hidden="true" focusable="false" width="1em" height="1em" '
+        f'viewBox="0 0 16 16"><circle cx="8" cy="8" r="7.5" fill="{colour}"/>{glyph}</svg>'
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -46,8 +46,15 @@ if TYPE_CHECKING:
     from matplotlib.axis import Axis
 
 STATUS_ORDER = ("passed", "partial", "failed", "error", "unanswered", "manual", "graded")
-COLOURS = {"passed": "#2e7d32", "partial": "#f9a825", "failed": "#c62828", "error": "#6a1b9a",
-           "unanswered": "#9e9e9e", "manual": "#1565c0", "graded": "#00838f"}
+COLOURS = {
+    "passed": "#2e7d32",
+    "partial": "#f9a825",
+    "failed": "#c62828",
+    "error": "#6a1b9a",
+    "unanswered": "#9e9e9e",
+    "manual": "#1565c0",
+    "graded": "#00838f",
+}
 BY_PERSON = ("manual", "graded")  # a question graded by a person: waiting, or graded
 TOP_HINTS = 10
 BROKEN = ("crashed", "timeout", "invalid_notebook", "over_budget")
@@ -85,10 +92,21 @@ def row_from_card(card: Scorecard) -> Row:
     hints = [(q.id, c.hint) for q in card.questions for c in q.checks if c.hint]
     if not any(q.checks for q in card.questions):  # a card built without its checks
         hints = _hints_from_feedback((q.id, q.lines) for q in card.questions)
-    return Row(card.assignment, card.submission, card.student, card.status, card.reason, card.score,
-               card.max_score, [(q.id, q.title, q.status) for q in card.questions], hints,
-               _timeouts(card.execution), [q.id for q in card.questions if q.carried_forward],
-               _raised(card.execution), sum(q.max_score for q in card.questions if q.status == "manual"))
+    return Row(
+        card.assignment,
+        card.submission,
+        card.student,
+        card.status,
+        card.reason,
+        card.score,
+        card.max_score,
+        [(q.id, q.title, q.status) for q in card.questions],
+        hints,
+        _timeouts(card.execution),
+        [q.id for q in card.questions if q.carried_forward],
+        _raised(card.execution),
+        sum(q.max_score for q in card.questions if q.status == "manual"),
+    )
 
 
 def row_from_dict(data: dict[str, Any]) -> Row:
@@ -129,8 +147,9 @@ def _timeouts(execution: Execution) -> list[int]:
 
 
 def _raised(execution: Execution) -> list[str]:
-    return [f"cell {e.cell}: {e.error or e.status}" for e in execution.cell_errors
-            if e.status == CellStatus.ERROR]  # not a timeout (listed as such), nor a blank left unfilled
+    return [
+        f"cell {e.cell}: {e.error or e.status}" for e in execution.cell_errors if e.status == CellStatus.ERROR
+    ]  # not a timeout (listed as such), nor a blank left unfilled
 
 
 def load_scorecards(paths: list[Path]) -> list[Row]:
@@ -180,8 +199,12 @@ def plot_scores(rows: list[Row]) -> str:
 
     fig = Figure(figsize=(6.4, 3.2))
     ax = fig.add_subplot()
-    ax.hist([r.percent for r in rows], bins=[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100.001],
-            color="#1565c0", edgecolor="white")
+    ax.hist(
+        [r.percent for r in rows],
+        bins=[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100.001],
+        color="#1565c0",
+        edgecolor="white",
+    )
     ax.set_xlabel("score (% of the maximum)")
     ax.set_ylabel("submissions")
     ax.set_xlim(0, 100)
@@ -270,14 +293,18 @@ def section(name: str, rows: list[Row], title: str = "") -> str:
     e = html.escape
     pct = [r.percent for r in rows]
     out = [f"<h2>{e(name)}{': ' + e(title) if title and title != name else ''}</h2>"]
-    out.append(f"<p>{len(rows)} submission{'s' if len(rows) != 1 else ''} · mean {statistics.mean(pct):.1f}% · "
-               f"median {statistics.median(pct):.1f}% · full marks: {sum(1 for r in rows if r.full_marks)} · "
-               f"zero: {sum(1 for p in pct if p <= 1e-9)}</p>")
+    out.append(
+        f"<p>{len(rows)} submission{'s' if len(rows) != 1 else ''} · mean {statistics.mean(pct):.1f}% · "
+        f"median {statistics.median(pct):.1f}% · full marks: {sum(1 for r in rows if r.full_marks)} · "
+        f"zero: {sum(1 for p in pct if p <= 1e-9)}</p>"
+    )
     waiting = sum(1 for r in rows if r.pending)
     if waiting:
-        out.append(f'<p class="muted">{waiting} submission{"s" if waiting != 1 else ""} still wait for a person on '
-                   "questions graded by a person: their scores may still rise, and full marks counts the points "
-                   "graded so far.</p>")
+        out.append(
+            f'<p class="muted">{waiting} submission{"s" if waiting != 1 else ""} still wait for a person on '
+            "questions graded by a person: their scores may still rise, and full marks counts the points "
+            "graded so far.</p>"
+        )
     out.append("<h3>Score distribution</h3>")
     out.append(_img(plot_scores(rows), f"Histogram of scores for {name}"))
 
@@ -293,12 +320,16 @@ def section(name: str, rows: list[Row], title: str = "") -> str:
         rate = f"{100.0 * c.get('passed', 0) / total:.0f}%"
         if sum(c.get(s, 0) for s in BY_PERSON) == sum(c.values()):  # graded by a person: no pass rate
             rate = f"by a person: {c.get('graded', 0)} of {sum(c.values())} graded"
-        body += (f'<tr><td>{e(qid)}: <span class="grader-title">{e(qtitle)}</span></td><td class="n">{rate}</td>'
-                 f'{cells}<td class="n">{carried.get(qid, 0)}</td></tr>')
+        body += (
+            f'<tr><td>{e(qid)}: <span class="grader-title">{e(qtitle)}</span></td><td class="n">{rate}</td>'
+            f'{cells}<td class="n">{carried.get(qid, 0)}</td></tr>'
+        )
     out.append(f"<table><tr><th>question</th><th>pass rate</th>{head}<th>carried forward</th></tr>{body}</table>")
-    out.append('<p class="muted">Carried forward: right given the student\'s own mistake in an earlier question. '
-               "Mistakes are counted once, where they were made: a hint is never counted for a value that an "
-               "earlier mistake explains.</p>")
+    out.append(
+        '<p class="muted">Carried forward: right given the student\'s own mistake in an earlier question. '
+        "Mistakes are counted once, where they were made: a hint is never counted for a value that an "
+        "earlier mistake explains.</p>"
+    )
 
     counts = Counter(h for r in rows for h in dict.fromkeys(r.hints))  # once per submission
     out.append("<h3>Most frequent mistakes</h3>")
@@ -306,9 +337,14 @@ def section(name: str, rows: list[Row], title: str = "") -> str:
         top = counts.most_common(TOP_HINTS)
         if top[0][1] > 1:  # some mistake is shared; otherwise the table says it all
             out.append(_img(plot_hints(top), f"Most frequent hints for {name}"))
-        out.append("<table><tr><th>submissions</th><th>question</th><th>hint</th></tr>" + "".join(
-            f'<tr><td class="n">{n}</td><td>{e(qid)}</td><td class="grader-hint">{pages.rich_text(msg)}</td></tr>'
-            for (qid, msg), n in top) + "</table>")
+        out.append(
+            "<table><tr><th>submissions</th><th>question</th><th>hint</th></tr>"
+            + "".join(
+                f'<tr><td class="n">{n}</td><td>{e(qid)}</td><td class="grader-hint">{pages.rich_text(msg)}</td></tr>'
+                for (qid, msg), n in top
+            )
+            + "</table>"
+        )
     else:
         out.append('<p class="muted">No submission matched a declared mistake.</p>')
 
@@ -318,12 +354,19 @@ def section(name: str, rows: list[Row], title: str = "") -> str:
         trs = ""
         for r in broken:
             who = e(r.student)
-            what = r.reason or (f"cell(s) {', '.join(map(str, r.timed_out_cells))} timed out" if r.timed_out_cells
-                                else "; ".join(r.raised))
-            trs += (f"<tr><td>{who}</td><td>{e(r.submission)}</td><td>{e(r.status)}</td>"
-                    f"<td class=\"n\">{points_text(r.score)}/{points_text(r.max_score)}</td><td>{pages.rich_text(what)}</td></tr>")
-        out.append("<table><tr><th>student</th><th>submission</th><th>status</th><th>score</th><th>reason</th></tr>"
-                   f"{trs}</table>")
+            what = r.reason or (
+                f"cell(s) {', '.join(map(str, r.timed_out_cells))} timed out"
+                if r.timed_out_cells
+                else "; ".join(r.raised)
+            )
+            trs += (
+                f"<tr><td>{who}</td><td>{e(r.submission)}</td><td>{e(r.status)}</td>"
+                f'<td class="n">{points_text(r.score)}/{points_text(r.max_score)}</td><td>{pages.rich_text(what)}</td></tr>'
+            )
+        out.append(
+            "<table><tr><th>student</th><th>submission</th><th>status</th><th>score</th><th>reason</th></tr>"
+            f"{trs}</table>"
+        )
     else:
         out.append('<p class="muted">None: every notebook ran to the end without an error.</p>')
     return "\n".join(out)
@@ -349,10 +392,13 @@ def render(rows: list[Row], *, course: Course | None = None) -> str:
     if any(pages.has_math(t) for t in texts):
         head, tail = pages.math_head(), pages.math_tail(MATH_SELECTOR)
         csp = pages.csp(script=pages.katex_script(MATH_SELECTOR))
-    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-            f'<meta http-equiv="Content-Security-Policy" content="{csp}"><title>{html.escape(name)}: class report</title>'
-            f"{STYLE}{head}</head><body><h1>{html.escape(name)}: class report</h1>\n" + "\n".join(parts)
-            + f"{tail}</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}"><title>{html.escape(name)}: class report</title>'
+        f"{STYLE}{head}</head><body><h1>{html.escape(name)}: class report</h1>\n"
+        + "\n".join(parts)
+        + f"{tail}</body></html>\n"
+    )
 
 
 def write_report(cards: list[Scorecard] | list[Row], path: Path, *, course: Course | None = None) -> Path:

@@ -65,8 +65,10 @@ def load(path: Path) -> Roster:
     reader = csv.DictReader(io.StringIO(text))
     fields = [f.strip().lower() for f in reader.fieldnames or []]
     if not any(c in fields for c in MATCHED_BY):
-        raise UsageError(f"The roster {path} has none of the columns a submission is matched by "
-                         f"({', '.join(MATCHED_BY)}); its columns: {', '.join(fields) or 'none'}.")
+        raise UsageError(
+            f"The roster {path} has none of the columns a submission is matched by "
+            f"({', '.join(MATCHED_BY)}); its columns: {', '.join(fields) or 'none'}."
+        )
     students = []
     for row in reader:
         clean = {str(k).strip().lower(): (v or "").strip() for k, v in row.items() if k is not None}

@@ -107,8 +107,9 @@ def withheld_message(level: str, settings: ScorecardSettings) -> str:
     return "The result of this question is not shown to students."
 
 
-def student_view(card: Scorecard, assignment: Assignment | None, settings: ScorecardSettings,
-                 now: datetime | None = None) -> View:
+def student_view(
+    card: Scorecard, assignment: Assignment | None, settings: ScorecardSettings, now: datetime | None = None
+) -> View:
     """The scorecard as students may see it now."""
     questions = []
     withheld = set()
@@ -135,8 +136,9 @@ def student_view(card: Scorecard, assignment: Assignment | None, settings: Score
             questions.append(ShownQuestion(q.id, q.title, q.status, q.score, q.max_score, feedback, carried))
         else:
             level = settings.question_visibility(card.assignment, question)
-            questions.append(ShownQuestion(q.id, q.title, "withheld", None, q.max_score,
-                                           (withheld_message(level, settings),)))
+            questions.append(
+                ShownQuestion(q.id, q.title, "withheld", None, q.max_score, (withheld_message(level, settings),))
+            )
     shown = [q for q in questions if not q.withheld]
     return View(
         assignment=card.assignment,

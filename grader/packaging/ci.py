@@ -23,12 +23,19 @@ def workflow(assignment: Assignment, *, shards: int, submissions: str, config_pa
     for flag, value in (("--submissions", submissions), ("--config", config_path)):
         if not re.fullmatch(r"[A-Za-z0-9_.\-/]+", value) or ".." in Path(value).parts or value.startswith("/"):
             raise UsageError(f"{flag} must be a plain path inside the repository, got {value!r}.")
-    return template("shards.yml", assignment=assignment.name, shards=str(shards), submissions=submissions,
-                    config=config_path, matrix=", ".join(str(k) for k in range(1, shards + 1)))
+    return template(
+        "shards.yml",
+        assignment=assignment.name,
+        shards=str(shards),
+        submissions=submissions,
+        config=config_path,
+        matrix=", ".join(str(k) for k in range(1, shards + 1)),
+    )
 
 
-def write_workflow(assignment: Assignment, *, shards: int, submissions: str, out: Path,
-                   config_path: str | None = None) -> Path:
+def write_workflow(
+    assignment: Assignment, *, shards: int, submissions: str, out: Path, config_path: str | None = None
+) -> Path:
     text = workflow(assignment, shards=shards, submissions=submissions, config_path=config_path or "config.yaml")
     path = Path(out) / ".github" / "workflows" / f"grade-{assignment.name}.yml"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -48,8 +48,10 @@ def slug_for(assignment: Assignment, slug: str | None = None) -> str:
     """The assignment's Classroom 50 slug: given, or its name in lower case with hyphens."""
     text = slug if slug is not None else assignment.name.lower().replace("_", "-")
     if not SLUG.fullmatch(text):
-        raise UsageError(f"{text!r} is not a Classroom 50 assignment slug (2 to 39 characters: lower-case letters, "
-                         "digits and hyphens, not starting with a hyphen); give one with --slug.")
+        raise UsageError(
+            f"{text!r} is not a Classroom 50 assignment slug (2 to 39 characters: lower-case letters, "
+            "digits and hyphens, not starting with a hyphen); give one with --slug."
+        )
     return text
 
 
@@ -62,8 +64,13 @@ def submitted_at(checkout: Path, env: Mapping[str, str]) -> datetime | None:
     regrade never moves it); None outside a git checkout."""
     sha = (env.get("GITHUB_SHA") or "").strip() or "HEAD"
     try:
-        out = subprocess.run(["git", "-c", "safe.directory=*", "-C", str(checkout), "log", "-1", "--format=%cI", sha],
-                             capture_output=True, text=True, timeout=60, check=False)
+        out = subprocess.run(
+            ["git", "-c", "safe.directory=*", "-C", str(checkout), "log", "-1", "--format=%cI", sha],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     try:
@@ -81,9 +88,13 @@ def run(checkout: Path, config_path: Path, assignment_name: str, env: Mapping[st
     env = os.environ if env is None else env
     checkout = checkout.resolve()
     owner = (env.get("OWNER") or env.get("USERNAME") or env.get("GITHUB_ACTOR") or "").strip() or checkout.name
-    identity = classroom50.Identity.from_env(env, classroom=env.get("CLASSROOM") or "classroom",
-                                             assignment=assignment_name, owner=owner,
-                                             submitted=submitted_at(checkout, env))
+    identity = classroom50.Identity.from_env(
+        env,
+        classroom=env.get("CLASSROOM") or "classroom",
+        assignment=assignment_name,
+        owner=owner,
+        submitted=submitted_at(checkout, env),
+    )
     assignment: Assignment | None = None
     try:
         course = config.load(config_path)
@@ -94,8 +105,10 @@ def run(checkout: Path, config_path: Path, assignment_name: str, env: Mapping[st
         view = student_view(card, assignment, course.scorecard)
         data = classroom50.result(card, view, identity)
         body = classroom50.release_body(view, data)
-        print(f"graded {path.relative_to(checkout)}: {card.status}, {card.score:g}/{card.max_score:g} "
-              f"(recorded as {data['score']}/{data['max-score']})")
+        print(
+            f"graded {path.relative_to(checkout)}: {card.status}, {card.score:g}/{card.max_score:g} "
+            f"(recorded as {data['score']}/{data['max-score']})"
+        )
     except UsageError as exc:  # about the submission itself
         data, body = _failure(identity, assignment, str(exc))
         print(f"not graded: {exc}")
@@ -109,7 +122,9 @@ def run(checkout: Path, config_path: Path, assignment_name: str, env: Mapping[st
     return write_atomic(checkout / RESULT, classroom50.to_json(data))
 
 
-def _failure(identity: classroom50.Identity, assignment: Assignment | None, message: str) -> tuple[dict[str, object], str]:
+def _failure(
+    identity: classroom50.Identity, assignment: Assignment | None, message: str
+) -> tuple[dict[str, object], str]:
     questions = [(f"{q.id}: {q.title}", float(q.points)) for q in assignment.questions] if assignment else []
     return classroom50.failure_result(identity, questions), classroom50.failure_body(message)
 

@@ -48,8 +48,10 @@ ROOT_LINE = f'ROOT="${{{ROOT_VARIABLE}:-{DEFAULT_ROOT}}}"'  # the scripts' one l
 SETUP = "gradescope_setup.sh"
 RUN = "gradescope_run_autograder"
 SKIP_DIRS = {"__pycache__", ".ipynb_checkpoints", "__MACOSX"}
-AUTOGRADER_BROKEN = ("The autograder could not grade this submission: {error} This is a problem with the "
-                     "autograder, not with your work; please tell your instructor.")
+AUTOGRADER_BROKEN = (
+    "The autograder could not grade this submission: {error} This is a problem with the "
+    "autograder, not with your work; please tell your instructor."
+)
 
 
 def template(name: str, **values: str) -> str:
@@ -200,8 +202,10 @@ def build_zip(course: Course, assignment: Assignment, out: Path) -> Path:
         out.mkdir(parents=True, exist_ok=True)
         target = out / f"{assignment.name}-gradescope.zip"
         with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
-            for name, text in (("setup.sh", template(SETUP, assignment=assignment.name, root_line=ROOT_LINE)),
-                               ("run_autograder", template(RUN, assignment=assignment.name, root_line=ROOT_LINE))):
+            for name, text in (
+                ("setup.sh", template(SETUP, assignment=assignment.name, root_line=ROOT_LINE)),
+                ("run_autograder", template(RUN, assignment=assignment.name, root_line=ROOT_LINE)),
+            ):
                 info = zipfile.ZipInfo(name)
                 info.external_attr = 0o100755 << 16
                 info.compress_type = zipfile.ZIP_DEFLATED

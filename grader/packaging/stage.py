@@ -20,8 +20,21 @@ from pathlib import Path
 
 # The distributions whose versions can change a grade or a run: the project's dependencies and the
 # libraries a notebook computes with. torch is left out: its install line pins it (CPU build).
-PINNED = ("numpy", "pandas", "matplotlib", "nbformat", "nbclient", "nbconvert", "ipykernel", "ipython", "pyyaml",
-          "pytest", "pytest-xdist", "tqdm", "scipy")
+PINNED = (
+    "numpy",
+    "pandas",
+    "matplotlib",
+    "nbformat",
+    "nbclient",
+    "nbconvert",
+    "ipykernel",
+    "ipython",
+    "pyyaml",
+    "pytest",
+    "pytest-xdist",
+    "tqdm",
+    "scipy",
+)
 
 
 def constraints() -> str:
@@ -34,7 +47,9 @@ def constraints() -> str:
             lines.append(f"{name}=={metadata.version(name)}")
         except metadata.PackageNotFoundError:
             continue
-    return "# The versions the reference values were computed with (grader.packaging.stage).\n" + "\n".join(lines) + "\n"
+    return (
+        "# The versions the reference values were computed with (grader.packaging.stage).\n" + "\n".join(lines) + "\n"
+    )
 
 
 def stage_constraints(dest: Path) -> Path:
@@ -79,12 +94,16 @@ def requirements(modules: tuple[str, ...]) -> tuple[list[str], list[str]]:
 def stage_requirements(dest: Path, assignment_name: str, modules: tuple[str, ...]) -> Path:
     """``requirements.txt`` for an autograder package: what grading ``assignment_name`` installs."""
     lines, missing = requirements(modules)
-    head = [f"# What grading {assignment_name} installs besides the grader's own light dependencies "
-            "(grader.packaging.stage):", "# the libraries its notebooks import, at the versions the reference values "
-            "were computed with."]
+    head = [
+        f"# What grading {assignment_name} installs besides the grader's own light dependencies "
+        "(grader.packaging.stage):",
+        "# the libraries its notebooks import, at the versions the reference values were computed with.",
+    ]
     if missing:
-        head.append(f"# Imported by a notebook but not installed where this package was built, so not installed "
-                    f"here either: {', '.join(missing)}.")
+        head.append(
+            f"# Imported by a notebook but not installed where this package was built, so not installed "
+            f"here either: {', '.join(missing)}."
+        )
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text("\n".join(head + lines) + "\n", encoding="utf-8")
     return dest

@@ -31,16 +31,17 @@ from grader.review import cells, merge
 from grader.review.store import GradeStore
 from grader.vocab import QuestionStatus
 
-PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-            "frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+PAGE_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 HERE = Path(__file__).resolve().parent
 
 
 class Writer:
     """Writes the outputs again shortly after grades change, off the request's thread."""
 
-    def __init__(self, store: GradeStore, course: Course, assignment: Assignment, out: Path,
-                 formats: Sequence[str]):
+    def __init__(self, store: GradeStore, course: Course, assignment: Assignment, out: Path, formats: Sequence[str]):
         self.args = (store, course, assignment, out, tuple(formats))
         self.dirty: set[str] = set()
         self.lock = threading.Lock()
@@ -114,9 +115,11 @@ class Review:
 def make_app(review: Review, writer: Writer | None = None) -> Flask:
     app = Flask("grader.review", template_folder=str(HERE / "templates"), static_folder=str(HERE / "static"))
     app.config["MAX_CONTENT_LENGTH"] = 64 * 1024
-    solution_answers = locate(cells.solution_cells(review.assignment.solution),
-                              cells.solution_cells(review.assignment.solution),
-                              [(q.id, q.title) for q in review.questions])
+    solution_answers = locate(
+        cells.solution_cells(review.assignment.solution),
+        cells.solution_cells(review.assignment.solution),
+        [(q.id, q.title) for q in review.questions],
+    )
 
     @app.before_request
     def require_token() -> None:
@@ -149,15 +152,25 @@ def make_app(review: Review, writer: Writer | None = None) -> Flask:
         items = review.store.rubric(qid)
         done, total = review.progress(qid)
         return {
-            "question": qid, "index": i, "count": total, "graded": done,
-            "status": str(q.status), "status_text": status_words(q.status),
-            "points": q.score if q.status == QuestionStatus.GRADED else None, "max_points": q.max_score,
+            "question": qid,
+            "index": i,
+            "count": total,
+            "graded": done,
+            "status": str(q.status),
+            "status_text": status_words(q.status),
+            "points": q.score if q.status == QuestionStatus.GRADED else None,
+            "max_points": q.max_score,
             "review_again": q.status == QuestionStatus.MANUAL and grade is not None,
-            "items": [{"id": it.id, "text": it.text, "points": it.points,
-                       "on": grade is not None and it.id in grade.items} for it in items],
-            "adjustment": grade.adjustment if grade else 0.0, "comment": grade.comment if grade else "",
-            "grader": grade.grader if grade else "", "at": grade.at if grade else "",
-            "score": points_text(card.score), "max_score": points_text(card.max_score),
+            "items": [
+                {"id": it.id, "text": it.text, "points": it.points, "on": grade is not None and it.id in grade.items}
+                for it in items
+            ],
+            "adjustment": grade.adjustment if grade else 0.0,
+            "comment": grade.comment if grade else "",
+            "grader": grade.grader if grade else "",
+            "at": grade.at if grade else "",
+            "score": points_text(card.score),
+            "max_score": points_text(card.max_score),
         }
 
     @app.get("/")
@@ -174,13 +187,30 @@ def make_app(review: Review, writer: Writer | None = None) -> Flask:
         name, _, card, q = subject(qid, i)
         qids = [x.id for x in review.questions]
         nxt = qids[(qids.index(qid) + 1) % len(qids)]
-        context = [{"id": x.id, "title": x.title, "status": status_words(x.status),
-                    "points": f"{points_text(x.score)}/{points_text(x.max_score)}"}
-                   for x in card.questions if x.id != qid]
-        return render_template("grade.html", review=review, question=question, q=q, i=i, who=review.who(i, name, card),
-                               points=points_text(question.points),
-                               count=len(review.names()), next_question=nxt, context=context, token=review.token,
-                               found_by=str(q.answer.found_by) if q.answer is not None else "")
+        context = [
+            {
+                "id": x.id,
+                "title": x.title,
+                "status": status_words(x.status),
+                "points": f"{points_text(x.score)}/{points_text(x.max_score)}",
+            }
+            for x in card.questions
+            if x.id != qid
+        ]
+        return render_template(
+            "grade.html",
+            review=review,
+            question=question,
+            q=q,
+            i=i,
+            who=review.who(i, name, card),
+            points=points_text(question.points),
+            count=len(review.names()),
+            next_question=nxt,
+            context=context,
+            token=review.token,
+            found_by=str(q.answer.found_by) if q.answer is not None else "",
+        )
 
     @app.get("/answer/<qid>/<int:i>")
     def answer(qid: str, i: int) -> Response:
@@ -262,14 +292,24 @@ def make_app(review: Review, writer: Writer | None = None) -> Flask:
             changed(review.names())  # every answer it is applied to
         else:
             review.store.add_item(qid, text, points, grader=review.grader)
-        return jsonify({"items": [{"id": it.id, "text": it.text, "points": it.points}
-                                  for it in review.store.rubric(qid)]})
+        return jsonify(
+            {"items": [{"id": it.id, "text": it.text, "points": it.points} for it in review.store.rubric(qid)]}
+        )
 
     return app
 
 
-def serve(store: GradeStore, course: Course, assignment: Assignment, out: Path, formats: Sequence[str], *,
-          grader: str, port: int = 0, anonymous: bool = False) -> None:
+def serve(
+    store: GradeStore,
+    course: Course,
+    assignment: Assignment,
+    out: Path,
+    formats: Sequence[str],
+    *,
+    grader: str,
+    port: int = 0,
+    anonymous: bool = False,
+) -> None:
     """Serve until interrupted; the outputs are written again on the way out."""
     from werkzeug.serving import make_server
 
@@ -285,8 +325,10 @@ def serve(store: GradeStore, course: Course, assignment: Assignment, out: Path, 
         server = make_server("127.0.0.1", port, make_app(review, writer), threaded=True)
     except OSError as exc:
         raise UsageError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}.") from None
-    print(f"Grading {assignment.name} as {grader}: open http://127.0.0.1:{server.server_port}/?token={review.token}",
-          flush=True)
+    print(
+        f"Grading {assignment.name} as {grader}: open http://127.0.0.1:{server.server_port}/?token={review.token}",
+        flush=True,
+    )
     print("Every change is saved as you make it. Stop with Ctrl-C.", flush=True)
 
     def stop(signum: int, frame: object) -> None:

@@ -22,8 +22,10 @@ from typing import Any
 
 from grader.notebook.answers import ANSWER_TAG, NbCell, cells_of
 
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; base-uri 'none'; "
-       "form-action 'none'; frame-ancestors 'self'")
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'self'"
+)
 MATH_SELECTOR = ".jp-RenderedMarkdown"  # math in markdown only, never in code or outputs
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s", re.M)
 _EXPORTER: list[Any] = []  # one exporter, made once (its templates take a while to load), used in turn
@@ -51,8 +53,17 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> str:
     nb = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]  # nbformat has no annotations
     cells: list[Any] = []
     # Sources and outputs saved as lists of lines, joined as nbformat does when it reads a file.
-    joined = rejoin_lines(nbformat.from_dict({"cells": [copy.deepcopy(c) for c in raw_cells  # type: ignore[no-untyped-call]
-                                                          if isinstance(c, dict)]}))
+    joined = rejoin_lines(
+        nbformat.from_dict(
+            {
+                "cells": [
+                    copy.deepcopy(c)
+                    for c in raw_cells  # type: ignore[no-untyped-call]
+                    if isinstance(c, dict)
+                ]
+            }
+        )
+    )
     for raw in joined.cells:
         try:
             cell = nbformat.from_dict(raw)  # type: ignore[no-untyped-call]  # nbformat has no annotations
@@ -72,18 +83,26 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> str:
             _EXPORTER.append(HTMLExporter(template_name="lab", sanitize_html=False))  # type: ignore[no-untyped-call]
         full, _ = _EXPORTER[0].from_notebook_node(nb)
     head, _, body = full.partition("<body")
-    body = body[body.index(">") + 1:].replace("</body>", "").replace("</html>", "")
-    body = bleach.clean(body, tags=TAGS, attributes=ATTRIBUTES, protocols={"http", "https", "mailto", "data"},
-                        strip=True, strip_comments=True)
+    body = body[body.index(">") + 1 :].replace("</body>", "").replace("</html>", "")
+    body = bleach.clean(
+        body,
+        tags=TAGS,
+        attributes=ATTRIBUTES,
+        protocols={"http", "https", "mailto", "data"},
+        strip=True,
+        strip_comments=True,
+    )
     styles = "".join(re.findall(r"<style\b.*?</style>", head, flags=re.S))
     top = f'<p class="review-note">{html.escape(note)}</p>' if note else ""
     math = any(c.cell_type == "markdown" and pages.has_math(str(c.source)) for c in cells)
     head_math, tail = (pages.math_head(), _math_tail()) if math else ("", "")
-    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-            f'<meta http-equiv="Content-Security-Policy" content="{math_policy() if math else CSP}">{styles}'
-            "<style>body{margin:0.4em 0.8em;font-family:system-ui,sans-serif}"
-            f".jp-InputPrompt,.jp-OutputPrompt{{display:none}}.review-note{{color:#555;font-size:13px}}</style>{head_math}"
-            f"</head><body>{top}{body}{tail}</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{math_policy() if math else CSP}">{styles}'
+        "<style>body{margin:0.4em 0.8em;font-family:system-ui,sans-serif}"
+        f".jp-InputPrompt,.jp-OutputPrompt{{display:none}}.review-note{{color:#555;font-size:13px}}</style>{head_math}"
+        f"</head><body>{top}{body}{tail}</body></html>\n"
+    )
 
 
 @functools.cache
@@ -111,8 +130,10 @@ def policy(page: str) -> str:
 def _answer_page(path: Path, mtime: int, cells: tuple[int, ...], fallback: str) -> str:
     data = notebook_data(path)
     if data is None:
-        return render([{"cell_type": "markdown", "source": fallback, "metadata": {}}],
-                      note="The notebook is not here any more: the answer's text as the scorecard keeps it.")
+        return render(
+            [{"cell_type": "markdown", "source": fallback, "metadata": {}}],
+            note="The notebook is not here any more: the answer's text as the scorecard keeps it.",
+        )
     raw = data["cells"]
     picked = [raw[i - 1] for i in cells if 0 < i <= len(raw) and isinstance(raw[i - 1], dict)]
     if not picked:
@@ -137,12 +158,16 @@ def question_cells(data: dict[str, Any], answer_start: int) -> list[dict[str, An
     i = answer_start - 2
     while i >= 0 and len(found) < 4:
         cell = raw[i]
-        if not isinstance(cell, dict) or cell.get("cell_type") != "markdown" or ANSWER_TAG in \
-                (cell.get("metadata") or {}).get("tags", []):
+        if (
+            not isinstance(cell, dict)
+            or cell.get("cell_type") != "markdown"
+            or ANSWER_TAG in (cell.get("metadata") or {}).get("tags", [])
+        ):
             break
         found.insert(0, cell)
-        if _HEADING.search("".join(cell.get("source", "")) if isinstance(cell.get("source"), list)
-                           else str(cell.get("source", ""))):
+        if _HEADING.search(
+            "".join(cell.get("source", "")) if isinstance(cell.get("source"), list) else str(cell.get("source", ""))
+        ):
             break
         i -= 1
     return found

@@ -99,8 +99,7 @@ def import_csv(store: GradeStore, path: Path, *, grader: str) -> int:
         seen[name, qid] = n
         rows.append((name, qid, points, comment, q.answer.digest if q.answer is not None else ""))
     if problems:
-        raise UsageError(f"{path}: nothing imported; {len(problems)} row(s) refused:\n  "
-                         + "\n  ".join(problems))
+        raise UsageError(f"{path}: nothing imported; {len(problems)} row(s) refused:\n  " + "\n  ".join(problems))
     store.set_many(rows, grader=grader)
     return len(rows)
 

@@ -78,8 +78,14 @@ class WithGrades(Sequence[Scorecard]):
         return self.store.apply(self.names[i], self.cards[i])
 
 
-def rewrite(store: GradeStore, course: Course, assignment: Assignment, out: Path, formats: Sequence[str],
-            names: Sequence[str] | None = None) -> list[Path]:
+def rewrite(
+    store: GradeStore,
+    course: Course,
+    assignment: Assignment,
+    out: Path,
+    formats: Sequence[str],
+    names: Sequence[str] | None = None,
+) -> list[Path]:
     """Write the outputs again with the grades as they are now: the named submissions' own files
     (default: every one) and the run's files (gradebook, report, ...)."""
     from grader import outputs
@@ -88,12 +94,25 @@ def rewrite(store: GradeStore, course: Course, assignment: Assignment, out: Path
     written: list[Path] = []
     for name, path in subs:
         if names is None or name in names:
-            written += outputs.write_submission(path, name, store.apply(name, store.card(name)), course=course,
-                                                assignment=assignment, out=out, formats=tuple(formats))
+            written += outputs.write_submission(
+                path,
+                name,
+                store.apply(name, store.card(name)),
+                course=course,
+                assignment=assignment,
+                out=out,
+                formats=tuple(formats),
+            )
     run = [(path, name, store.apply(name, store.card(name))) for name, path in subs]
     roster = store.meta("roster")
-    return written + outputs.write_run(run, course=course, assignment=assignment, out=out, formats=tuple(formats),
-                                       roster=Path(roster) if isinstance(roster, str) else None)
+    return written + outputs.write_run(
+        run,
+        course=course,
+        assignment=assignment,
+        out=out,
+        formats=tuple(formats),
+        roster=Path(roster) if isinstance(roster, str) else None,
+    )
 
 
 def formats_in(store: GradeStore, course: Course) -> tuple[str, ...]:

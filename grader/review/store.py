@@ -126,12 +126,19 @@ class GradeStore:
         with self._write() as db:
             row = db.execute("SELECT position FROM submissions WHERE name = ?", (name,)).fetchone()
             position = row[0] if row else db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
-            db.execute("INSERT OR REPLACE INTO submissions VALUES (?, ?, ?, ?)",
-                       (name, str(path), position, json.dumps(card_to_data(card))))
+            db.execute(
+                "INSERT OR REPLACE INTO submissions VALUES (?, ?, ?, ?)",
+                (name, str(path), position, json.dumps(card_to_data(card))),
+            )
             db.execute("DELETE FROM answers WHERE submission = ?", (name,))
-            db.executemany("INSERT INTO answers VALUES (?, ?, ?)",
-                           [(name, q.id, q.answer.digest if q.answer is not None else "") for q in card.questions
-                            if q.status in (QuestionStatus.MANUAL, QuestionStatus.GRADED)])
+            db.executemany(
+                "INSERT INTO answers VALUES (?, ?, ?)",
+                [
+                    (name, q.id, q.answer.digest if q.answer is not None else "")
+                    for q in card.questions
+                    if q.status in (QuestionStatus.MANUAL, QuestionStatus.GRADED)
+                ],
+            )
 
     def set_meta(self, key: str, value: object) -> None:
         with self._write() as db:
@@ -159,14 +166,21 @@ class GradeStore:
 
     def rubric(self, question: str) -> list[Item]:
         with self._db() as db:
-            return [Item(*row) for row in db.execute(
-                "SELECT id, question, text, points FROM rubric WHERE question = ? ORDER BY position, id", (question,))]
+            return [
+                Item(*row)
+                for row in db.execute(
+                    "SELECT id, question, text, points FROM rubric WHERE question = ? ORDER BY position, id",
+                    (question,),
+                )
+            ]
 
     def add_item(self, question: str, text: str, points: float, grader: str = "") -> Item:
         with self._write() as db:
             position = db.execute("SELECT COUNT(*) FROM rubric WHERE question = ?", (question,)).fetchone()[0]
-            cur = db.execute("INSERT INTO rubric (question, position, text, points) VALUES (?, ?, ?, ?)",
-                             (question, position, text, float(points)))
+            cur = db.execute(
+                "INSERT INTO rubric (question, position, text, points) VALUES (?, ?, ?, ?)",
+                (question, position, text, float(points)),
+            )
             item = Item(int(cur.lastrowid or 0), question, text, float(points))
             self._log(db, grader, "", question, "add item", {"id": item.id, "text": text, "points": points})
         return item
@@ -185,17 +199,19 @@ class GradeStore:
             for text, points in items:
                 if text in given or text in held:
                     continue
-                cur = db.execute("INSERT INTO rubric (question, position, text, points) VALUES (?, ?, ?, ?)",
-                                 (question, position + added, text, float(points)))
-                self._log(db, "config.yaml", "", question, "add item",
-                          {"id": cur.lastrowid, "text": text, "points": points})
+                cur = db.execute(
+                    "INSERT INTO rubric (question, position, text, points) VALUES (?, ?, ?, ?)",
+                    (question, position + added, text, float(points)),
+                )
+                self._log(
+                    db, "config.yaml", "", question, "add item", {"id": cur.lastrowid, "text": text, "points": points}
+                )
                 added += 1
             given |= {text for text, _ in items}
             db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(sorted(given))))
         return added
 
-    def update_item(self, item: int, *, text: str | None = None, points: float | None = None,
-                    grader: str = "") -> None:
+    def update_item(self, item: int, *, text: str | None = None, points: float | None = None, grader: str = "") -> None:
         with self._write() as db:
             row = db.execute("SELECT question FROM rubric WHERE id = ?", (item,)).fetchone()
             if row is None:
@@ -211,19 +227,28 @@ class GradeStore:
 
     def grade(self, submission: str, question: str) -> Grade | None:
         with self._db() as db:
-            row = db.execute("SELECT adjustment, comment, grader, at, digest FROM grades "
-                             "WHERE submission = ? AND question = ?", (submission, question)).fetchone()
+            row = db.execute(
+                "SELECT adjustment, comment, grader, at, digest FROM grades WHERE submission = ? AND question = ?",
+                (submission, question),
+            ).fetchone()
             if row is None:
                 return None
-            items = tuple(i for (i,) in db.execute(
-                "SELECT item FROM marks WHERE submission = ? AND question = ? ORDER BY item", (submission, question)))
+            items = tuple(
+                i
+                for (i,) in db.execute(
+                    "SELECT item FROM marks WHERE submission = ? AND question = ? ORDER BY item", (submission, question)
+                )
+            )
         return Grade(submission, question, items, float(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4]))
 
     def _touch(self, db: sqlite3.Connection, submission: str, question: str, grader: str, digest: str) -> None:
-        db.execute("INSERT INTO grades (submission, question) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                   (submission, question))
-        db.execute("UPDATE grades SET grader = ?, at = ?, digest = ? WHERE submission = ? AND question = ?",
-                   (grader, now(), digest, submission, question))
+        db.execute(
+            "INSERT INTO grades (submission, question) VALUES (?, ?) ON CONFLICT DO NOTHING", (submission, question)
+        )
+        db.execute(
+            "UPDATE grades SET grader = ?, at = ?, digest = ? WHERE submission = ? AND question = ?",
+            (grader, now(), digest, submission, question),
+        )
 
     def mark(self, submission: str, question: str, item: int, on: bool, *, grader: str, digest: str) -> None:
         """Apply a rubric item to an answer (``on``), or take it off."""
@@ -234,22 +259,26 @@ class GradeStore:
             if on:
                 db.execute("INSERT OR IGNORE INTO marks VALUES (?, ?, ?)", (submission, question, item))
             else:
-                db.execute("DELETE FROM marks WHERE submission = ? AND question = ? AND item = ?",
-                           (submission, question, item))
+                db.execute(
+                    "DELETE FROM marks WHERE submission = ? AND question = ? AND item = ?", (submission, question, item)
+                )
             self._log(db, grader, submission, question, "mark" if on else "unmark", {"item": item})
 
     def set_adjustment(self, submission: str, question: str, adjustment: float, *, grader: str, digest: str) -> None:
         with self._write() as db:
             self._touch(db, submission, question, grader, digest)
-            db.execute("UPDATE grades SET adjustment = ? WHERE submission = ? AND question = ?",
-                       (float(adjustment), submission, question))
+            db.execute(
+                "UPDATE grades SET adjustment = ? WHERE submission = ? AND question = ?",
+                (float(adjustment), submission, question),
+            )
             self._log(db, grader, submission, question, "points", {"adjustment": adjustment})
 
     def set_comment(self, submission: str, question: str, comment: str, *, grader: str, digest: str) -> None:
         with self._write() as db:
             self._touch(db, submission, question, grader, digest)
-            db.execute("UPDATE grades SET comment = ? WHERE submission = ? AND question = ?",
-                       (comment, submission, question))
+            db.execute(
+                "UPDATE grades SET comment = ? WHERE submission = ? AND question = ?", (comment, submission, question)
+            )
             self._log(db, grader, submission, question, "comment", {"comment": comment})
 
     def set_many(self, rows: Sequence[tuple[str, str, float, str | None, str]], *, grader: str) -> None:
@@ -258,27 +287,40 @@ class GradeStore:
         become what makes up the difference."""
         with self._write() as db:
             for submission, question, points, comment, digest in rows:
-                applied = db.execute("SELECT COALESCE(SUM(r.points), 0) FROM marks m JOIN rubric r ON r.id = m.item "
-                                     "WHERE m.submission = ? AND m.question = ?", (submission, question)).fetchone()[0]
+                applied = db.execute(
+                    "SELECT COALESCE(SUM(r.points), 0) FROM marks m JOIN rubric r ON r.id = m.item "
+                    "WHERE m.submission = ? AND m.question = ?",
+                    (submission, question),
+                ).fetchone()[0]
                 self._touch(db, submission, question, grader, digest)
-                db.execute("UPDATE grades SET adjustment = ? WHERE submission = ? AND question = ?",
-                           (float(points) - float(applied), submission, question))
+                db.execute(
+                    "UPDATE grades SET adjustment = ? WHERE submission = ? AND question = ?",
+                    (float(points) - float(applied), submission, question),
+                )
                 if comment is not None:
-                    db.execute("UPDATE grades SET comment = ? WHERE submission = ? AND question = ?",
-                               (comment, submission, question))
+                    db.execute(
+                        "UPDATE grades SET comment = ? WHERE submission = ? AND question = ?",
+                        (comment, submission, question),
+                    )
                 self._log(db, grader, submission, question, "import", {"points": points, "comment": comment})
 
-    def _log(self, db: sqlite3.Connection, grader: str, submission: str, question: str, action: str,
-             data: object) -> None:
-        db.execute("INSERT INTO log (at, grader, submission, question, action, data) VALUES (?, ?, ?, ?, ?, ?)",
-                   (now(), grader, submission, question, action, json.dumps(data)))
+    def _log(
+        self, db: sqlite3.Connection, grader: str, submission: str, question: str, action: str, data: object
+    ) -> None:
+        db.execute(
+            "INSERT INTO log (at, grader, submission, question, action, data) VALUES (?, ?, ?, ?, ?, ?)",
+            (now(), grader, submission, question, action, json.dumps(data)),
+        )
 
     def progress(self, question: str) -> tuple[int, int]:
         """(graded, answers): how many answers to the question have a grade given to them as they are now."""
         with self._db() as db:
-            row = db.execute("SELECT COUNT(g.submission), COUNT(*) FROM answers a LEFT JOIN grades g "
-                             "ON g.submission = a.submission AND g.question = a.question AND g.digest = a.digest "
-                             "WHERE a.question = ?", (question,)).fetchone()
+            row = db.execute(
+                "SELECT COUNT(g.submission), COUNT(*) FROM answers a LEFT JOIN grades g "
+                "ON g.submission = a.submission AND g.question = a.question AND g.digest = a.digest "
+                "WHERE a.question = ?",
+                (question,),
+            ).fetchone()
         return int(row[0]), int(row[1])
 
     # ----------------------------------------------------------------------------------------
@@ -288,8 +330,15 @@ class GradeStore:
         items = {i.id: i for i in self.rubric(grade.question)}
         marks = tuple(RubricMark(items[i].text, items[i].points) for i in grade.items if i in items)
         raw = sum(m.points for m in marks) + grade.adjustment
-        return PersonGrade(points=min(max(raw, 0.0), max_points), max_points=max_points, grader=grade.grader,
-                           at=grade.at, marks=marks, adjustment=grade.adjustment, comment=grade.comment)
+        return PersonGrade(
+            points=min(max(raw, 0.0), max_points),
+            max_points=max_points,
+            grader=grade.grader,
+            at=grade.at,
+            marks=marks,
+            adjustment=grade.adjustment,
+            comment=grade.comment,
+        )
 
     def apply(self, name: str, card: Scorecard) -> Scorecard:
         """The card with a person's grades in place of the questions waiting for them."""

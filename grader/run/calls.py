@@ -125,8 +125,12 @@ def same(a: Any, b: Any) -> bool:
         return False
 
 
-def replayer(name: str, table: list[dict[str, Any]], own: Callable[..., Any] | None = None,
-             differs: dict[str, bool] | None = None) -> Callable[..., Any]:
+def replayer(
+    name: str,
+    table: list[dict[str, Any]],
+    own: Callable[..., Any] | None = None,
+    differs: dict[str, bool] | None = None,
+) -> Callable[..., Any]:
     """A stand-in for ``name`` answering from the student's recorded calls. Calls are looked for
     from the one after the last answered (a loop calls in the same order), then from the start.
     A call the student's code never made is answered by the solution's ``own`` function: the
@@ -226,8 +230,17 @@ def module_recorder(cls: type, log: dict[str, list[dict[str, Any]]], ns: dict[st
 
         def forward(self, *args: Any, **kwargs: Any) -> Any:
             kept = _keep(list(args), kwargs) if type(self) is Recorded else None
-            entry = ({"made": self._grader_made, "training": bool(self.training), "args": kept[0], "kwargs": kept[1],
-                      "rng": state() if len(calls) < MAX_CALLS else -1} if kept is not None else None)
+            entry = (
+                {
+                    "made": self._grader_made,
+                    "training": bool(self.training),
+                    "args": kept[0],
+                    "kwargs": kept[1],
+                    "rng": state() if len(calls) < MAX_CALLS else -1,
+                }
+                if kept is not None
+                else None
+            )
             with original():
                 result = super().forward(*args, **kwargs)
             answer = _keep(result) if entry is not None and len(calls) < MAX_CALLS else None
@@ -269,9 +282,13 @@ def module_replayer(name: str, log: dict[str, list[dict[str, Any]]], differs: di
         def forward(self, *args: Any, **kwargs: Any) -> Any:
             state = now()
             for entry in calls:
-                if (entry["made"] == self._grader_made and entry["training"] == self.training
-                        and entry["rng"] == state and same(entry["args"], list(args))
-                        and same(entry["kwargs"], kwargs)):
+                if (
+                    entry["made"] == self._grader_made
+                    and entry["training"] == self.training
+                    and entry["rng"] == state
+                    and same(entry["args"], list(args))
+                    and same(entry["kwargs"], kwargs)
+                ):
                     torch.set_rng_state(states[entry["after"]])
                     return copy.deepcopy(entry["result"])
             raise LookupError(f"{name} was not called on this input in the student's notebook")

@@ -278,8 +278,14 @@ def _follow(frames: FrameReader, handle: Any, job: Job, deadline: float, out: _A
         _channel_broken(out, job, running, exc)
         return
     limits = job.limits
-    _channel_closed(out, job, running, sandbox.limit_reached(getattr(handle, "pid", None), workdir, limits.memory_mb,
-                                                             limits.disk_mb, limits.processes))
+    _channel_closed(
+        out,
+        job,
+        running,
+        sandbox.limit_reached(
+            getattr(handle, "pid", None), workdir, limits.memory_mb, limits.disk_mb, limits.processes
+        ),
+    )
 
 
 def _timed_out(out: _Attempt, job: Job, running: int | None, *, cell: bool) -> None:
@@ -287,7 +293,10 @@ def _timed_out(out: _Attempt, job: Job, running: int | None, *, cell: bool) -> N
     if running is not None and cell:
         index = job.cells[running].index
         out.cells[running] = CellRun(
-            pos=running, index=index, status=CellStatus.TIMEOUT, ename="TimeoutError",
+            pos=running,
+            index=index,
+            status=CellStatus.TIMEOUT,
+            ename="TimeoutError",
             evalue=f"cell {index} ran past the {job.limits.cell_timeout:g} s limit and was stopped",
             duration=job.limits.cell_timeout,
         )
@@ -300,8 +309,13 @@ def _timed_out(out: _Attempt, job: Job, running: int | None, *, cell: bool) -> N
         where = f" (in cell {job.cells[running].index})" if running is not None else ""
         out.reason = f"the notebook ran past its {job.limits.notebook_timeout:g} s limit{where}"
         if running is not None:
-            out.cells[running] = CellRun(pos=running, index=job.cells[running].index, status=CellStatus.TIMEOUT,
-                                         ename="TimeoutError", evalue=out.reason)
+            out.cells[running] = CellRun(
+                pos=running,
+                index=job.cells[running].index,
+                status=CellStatus.TIMEOUT,
+                ename="TimeoutError",
+                evalue=out.reason,
+            )
 
 
 def _channel_closed(out: _Attempt, job: Job, running: int | None, stopped: str) -> None:
@@ -310,11 +324,14 @@ def _channel_closed(out: _Attempt, job: Job, running: int | None, stopped: str) 
     if running is not None:
         index = job.cells[running].index
         why = stopped or "ended the Python process (sys.exit, os._exit, a kill signal or running out of memory)"
-        out.cells[running] = CellRun(pos=running, index=index, status=CellStatus.CRASHED, ename="ProcessExit",
-                                     evalue=f"cell {index} {why}")
+        out.cells[running] = CellRun(
+            pos=running, index=index, status=CellStatus.CRASHED, ename="ProcessExit", evalue=f"cell {index} {why}"
+        )
         out.bad_pos, out.reason = running, out.cells[running].evalue
     else:
-        out.reason = f"the notebook {stopped}" if stopped else "the notebook's process ended before grading could finish"
+        out.reason = (
+            f"the notebook {stopped}" if stopped else "the notebook's process ended before grading could finish"
+        )
 
 
 def _channel_broken(out: _Attempt, job: Job, running: int | None, exc: ProtocolError) -> None:
@@ -323,13 +340,18 @@ def _channel_broken(out: _Attempt, job: Job, running: int | None, exc: ProtocolE
     if running is not None:
         index = job.cells[running].index
         out.cells[running] = CellRun(
-            pos=running, index=index, status=CellStatus.CRASHED, ename="ProtocolError",
+            pos=running,
+            index=index,
+            status=CellStatus.CRASHED,
+            ename="ProtocolError",
             evalue=f"cell {index} interfered with the grader's channel ({exc}); it was not graded",
         )
         out.ending, out.bad_pos, out.reason = _Ending.CRASHED, running, out.cells[running].evalue
 
 
-def _handle(msg: dict[str, Any], job: Job, out: _Attempt, running: int | None, cell_deadline: float) -> tuple[int | None, float]:
+def _handle(
+    msg: dict[str, Any], job: Job, out: _Attempt, running: int | None, cell_deadline: float
+) -> tuple[int | None, float]:
     try:
         return _handle_one(msg, job, out, running, cell_deadline)
     except ProtocolError:
@@ -341,9 +363,13 @@ def _handle(msg: dict[str, Any], job: Job, out: _Attempt, running: int | None, c
 def _run_error(msg: dict[str, Any], tb: list[Any]) -> RunError:
     """The exception a cell's or a capture's message describes (``worker.describe_error``), its
     fields cut to what a scorecard shows."""
-    return RunError(ename=str(msg.get("ename", ""))[:100], evalue=str(msg.get("evalue", ""))[:500],
-                    frames=tuple(str(t)[:300] for t in tb[:20]), name=str(msg.get("name", ""))[:100],
-                    source=str(msg.get("source", ""))[:300])
+    return RunError(
+        ename=str(msg.get("ename", ""))[:100],
+        evalue=str(msg.get("evalue", ""))[:500],
+        frames=tuple(str(t)[:300] for t in tb[:20]),
+        name=str(msg.get("name", ""))[:100],
+        source=str(msg.get("source", ""))[:300],
+    )
 
 
 def _captured_without_value(msg: dict[str, Any], tb: list[Any]) -> Captured:
@@ -351,13 +377,17 @@ def _captured_without_value(msg: dict[str, Any], tb: list[Any]) -> Captured:
     why = msg.get("uncapturable")
     if why is not None and why not in set(Uncapturable):
         raise ProtocolError("the student process sent an unknown reason for a value it could not send")
-    return Captured(missing=bool(msg.get("missing")), error=_run_error(msg, tb) if msg.get("ename") else None,
-                    uncapturable=Uncapturable(why) if why is not None else None,
-                    detail=str(msg.get("detail", ""))[:500])
+    return Captured(
+        missing=bool(msg.get("missing")),
+        error=_run_error(msg, tb) if msg.get("ename") else None,
+        uncapturable=Uncapturable(why) if why is not None else None,
+        detail=str(msg.get("detail", ""))[:500],
+    )
 
 
-def _handle_one(msg: dict[str, Any], job: Job, out: _Attempt, running: int | None, cell_deadline: float
-                ) -> tuple[int | None, float]:
+def _handle_one(
+    msg: dict[str, Any], job: Job, out: _Attempt, running: int | None, cell_deadline: float
+) -> tuple[int | None, float]:
     ev = msg.get("ev")
     if ev == "cell":
         pos = msg.get("pos")

@@ -41,11 +41,14 @@ class ExecutorEntry:
     make: Callable[[], Executor]
 
 
-EXECUTORS: dict[str, ExecutorEntry] = {e.name: e for e in (
-    ExecutorEntry("forking", "children of a warm server (default, fast)", _forking),
-    ExecutorEntry("subprocess", "a fresh Python per notebook", _subprocess),
-    ExecutorEntry("jupyter", "a Jupyter kernel per notebook (nbclient, slowest)", _jupyter),
-)}
+EXECUTORS: dict[str, ExecutorEntry] = {
+    e.name: e
+    for e in (
+        ExecutorEntry("forking", "children of a warm server (default, fast)", _forking),
+        ExecutorEntry("subprocess", "a fresh Python per notebook", _subprocess),
+        ExecutorEntry("jupyter", "a Jupyter kernel per notebook (nbclient, slowest)", _jupyter),
+    )
+}
 DEFAULT = "forking"
 
 

@@ -67,8 +67,13 @@ def run_lean(shell: Any, source: str) -> tuple[bool, BaseException | None]:
     (True, the cell's error or None); or (False, None), having run nothing, when it must go
     through ``shell.run_cell`` instead."""
     events = shell.events.callbacks
-    if (shell.ast_transformers or shell.trio_runner or shell.ast_node_interactivity != "last_expr"
-            or events.get("pre_run_cell") or events.get("post_run_cell")):
+    if (
+        shell.ast_transformers
+        or shell.trio_runner
+        or shell.ast_node_interactivity != "last_expr"
+        or events.get("pre_run_cell")
+        or events.get("post_run_cell")
+    ):
         return False, None
     try:
         cell = shell.transform_cell(source)
@@ -104,8 +109,11 @@ def run_lean(shell: Any, source: str) -> tuple[bool, BaseException | None]:
                 for i, node in enumerate(body):
                     try:
                         with compiler.extra_flags(_TOP_LEVEL_AWAIT if shell.autoawait else 0):
-                            code = (compiler(ast.Interactive([node]), name, "single") if i == last
-                                    else compiler(ast.Module([node], []), name, "exec"))
+                            code = (
+                                compiler(ast.Interactive([node]), name, "single")
+                                if i == last
+                                else compiler(ast.Module([node], []), name, "exec")
+                            )
                     except BaseException as exc:  # noqa: BLE001 - as IPython: the cell's error, before this statement ran
                         shell.last_execution_succeeded = False
                         return True, exc
@@ -120,8 +128,9 @@ def run_lean(shell: Any, source: str) -> tuple[bool, BaseException | None]:
 # -- the trusted solution's runs: compiled code, nothing displayed ---------------------------------
 
 # Names a cell reads that only IPython's machinery gives meaning to: such a cell goes through run_lean.
-_IPYTHON_NAMES = frozenset({"get_ipython", "display", "exit", "quit", "In", "Out", "_ih", "_oh", "_dh",
-                            "_", "__", "___", "_i", "_ii", "_iii"})
+_IPYTHON_NAMES = frozenset(
+    {"get_ipython", "display", "exit", "quit", "In", "Out", "_ih", "_oh", "_dh", "_", "__", "___", "_i", "_ii", "_iii"}
+)
 _PLANS: dict[tuple[str, str], tuple[Any, Any] | None] = {}  # (cell text, file name) -> compiled cell, or None
 _MAX_PLANS = 512
 _PRINT = print  # the real one, while a trusted cell runs with ``_quiet_print`` in its place
@@ -137,8 +146,15 @@ def run_trusted(shell: Any, source: str) -> tuple[bool, BaseException | None]:
     shell with AST transformers or cell callbacks, a cell that does not compile) goes through
     ``run_lean`` instead, before anything has run. Returns as ``run_lean``."""
     events = shell.events.callbacks
-    if (shell.ast_transformers or shell.trio_runner or shell.ast_node_interactivity != "last_expr"
-            or events.get("pre_run_cell") or events.get("post_run_cell") or not source or source.isspace()):
+    if (
+        shell.ast_transformers
+        or shell.trio_runner
+        or shell.ast_node_interactivity != "last_expr"
+        or events.get("pre_run_cell")
+        or events.get("post_run_cell")
+        or not source
+        or source.isspace()
+    ):
         return run_lean(shell, source)
     try:
         cell = shell.transform_cell(source)
@@ -200,15 +216,19 @@ def _compiled(cell: str, name: str, flags: int) -> tuple[Any, Any] | None:
     assert last is None or isinstance(last, ast.Expr)
     try:
         code = compile(ast.Module(body, []), name, "exec", flags=flags, dont_inherit=True) if body else None
-        expr = (compile(ast.Expression(last.value), name, "eval", flags=flags, dont_inherit=True)
-                if last is not None else None)
+        expr = (
+            compile(ast.Expression(last.value), name, "eval", flags=flags, dont_inherit=True)
+            if last is not None
+            else None
+        )
     except (OverflowError, SyntaxError, ValueError, TypeError, MemoryError):
         return None
     return code, expr
 
 
-def _quiet_print(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None,
-                 flush: bool = False) -> None:
+def _quiet_print(
+    *args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None, flush: bool = False
+) -> None:
     """``print`` that formats nothing for the screen (whose output a trusted run discards) and
     writes to any other file as ``print`` does."""
     if file is None or file is sys.stdout or file is sys.stderr:
@@ -219,12 +239,15 @@ def _quiet_print(*args: Any, sep: str | None = " ", end: str | None = "\n", file
 _IPYTHON_SYNTAX = re.compile(r"\?|!(?!=)|=[\s\\]*%|^\s*[!?%,;/]", re.M)
 _OTHER_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _LEX = re.compile(r"""('''|\"\"\"|'|")|\#[^\n]*|([(\[{])|([)\]}])|(\\\n?)|(\n)""")
-_STRING_END = {quote: re.compile(pattern, re.S) for quote, pattern in (
-    ("'", r"[^'\\\n]*(?:\\.[^'\\\n]*)*'"),
-    ('"', r'[^"\\\n]*(?:\\.[^"\\\n]*)*"'),
-    ("'''", r"[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"),
-    ('"""', r'[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'),
-)}
+_STRING_END = {
+    quote: re.compile(pattern, re.S)
+    for quote, pattern in (
+        ("'", r"[^'\\\n]*(?:\\.[^'\\\n]*)*'"),
+        ('"', r'[^"\\\n]*(?:\\.[^"\\\n]*)*"'),
+        ("'''", r"[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"),
+        ('"""', r'[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'),
+    )
+}
 _TABSIZE = 8  # tokenize's
 
 
@@ -234,9 +257,11 @@ def skip_needless_tokenizing(manager: Any) -> bool:
     where the reasoning above does not hold."""
     from IPython.core import inputtransformer2 as it2
 
-    if (sys.version_info >= (3, 12)
-            or set(it2.ESCAPE_SINGLES) != set("!?%,;/")
-            or manager.token_transformers != [it2.MagicAssign, it2.SystemAssign, it2.EscapedCommand, it2.HelpEnd]):
+    if (
+        sys.version_info >= (3, 12)
+        or set(it2.ESCAPE_SINGLES) != set("!?%,;/")
+        or manager.token_transformers != [it2.MagicAssign, it2.SystemAssign, it2.EscapedCommand, it2.HelpEnd]
+    ):
         return False
     full = manager.transform_cell
 

@@ -40,8 +40,9 @@ def write_frame(stream: BinaryIO, message: Message) -> None:
 def parse_frame(body: bytes) -> dict[str, Any]:
     containers = body.count(b"{") + body.count(b"[")
     if containers > MAX_FRAME_CONTAINERS:
-        raise ProtocolError(f"the student process sent a message of {containers:,} items, over the limit "
-                            f"of {MAX_FRAME_CONTAINERS:,}")
+        raise ProtocolError(
+            f"the student process sent a message of {containers:,} items, over the limit of {MAX_FRAME_CONTAINERS:,}"
+        )
     try:
         message = _DECODER.decode(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):

@@ -85,9 +85,7 @@ class Job:
     def to_wire(self, workdir: str, sandbox: dict[str, bool] | None = None) -> JobWire:
         return {
             "cells": [{"index": c.index, "source": c.source, "skip": str(c.skip)} for c in self.cells],
-            "captures": [
-                capture_wire(c) for c in self.captures
-            ],
+            "captures": [capture_wire(c) for c in self.captures],
             "injections": {i.name: i.value for i in self.injections},
             "carries": {i.name: i.target for i in self.injections if i.target},
             "limits": limits_wire(self.limits),

@@ -129,16 +129,18 @@ class _KernelRun:
         body = json.dumps(message).encode()
         data = HEADER.pack(len(body)) + body
         while data:
-            data = data[os.write(self.fd, data):]
+            data = data[os.write(self.fd, data) :]
 
     async def _helper(self, client: Any, method: str) -> Any:
-        msg_id = client.kc.execute("", silent=True, store_history=False, user_expressions={"r": _call(method)},
-                                   stop_on_error=False)
+        msg_id = client.kc.execute(
+            "", silent=True, store_history=False, user_expressions={"r": _call(method)}, stop_on_error=False
+        )
         reply = await client.async_wait_for_reply(msg_id)
         result = ((reply or {}).get("content", {}).get("user_expressions") or {}).get("r", {})
         if result.get("status") != "ok" or "application/json" not in result.get("data", {}):
-            raise ProtocolError(f"the kernel's grading helper failed: {result.get('ename', '')} "
-                                f"{result.get('evalue', '')}".strip())
+            raise ProtocolError(
+                f"the kernel's grading helper failed: {result.get('ename', '')} {result.get('evalue', '')}".strip()
+            )
         return result["data"]["application/json"]
 
     async def _drive(self) -> None:
@@ -148,10 +150,16 @@ class _KernelRun:
         nb = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]  # nbformat has no annotations
         nb.cells = [nbformat.v4.new_code_cell(c["source"]) for c in cells]  # type: ignore[no-untyped-call]
         client = _client_class()(
-            nb, kernel_name=self.executor.kernel_name, timeout=None, allow_errors=True,
-            startup_timeout=self.executor.startup_timeout, shutdown_kernel="immediate",
+            nb,
+            kernel_name=self.executor.kernel_name,
+            timeout=None,
+            allow_errors=True,
+            startup_timeout=self.executor.startup_timeout,
+            shutdown_kernel="immediate",
             shell_timeout_interval=DEAD_KERNEL_NOTICE,
-            record_timing=False, store_widget_state=False, resources={"metadata": {"path": self.workdir}},
+            record_timing=False,
+            store_widget_state=False,
+            resources={"metadata": {"path": self.workdir}},
         )
         env = {**sandbox.environment(self.workdir), "PYTHONPATH": os.path.dirname(PACKAGE_DIR)}
         try:

@@ -76,9 +76,13 @@ class KernelSide:
         """How cell ``pos`` ended, as the worker reports it."""
         assert self.runner is not None
         self.runner.current = 0
-        message: CellEndMessage = {"ev": "cell", "pos": pos, "phase": "end",
-                                   "status": "ok" if self.error is None else "error",
-                                   "duration": time.perf_counter() - self.started}
+        message: CellEndMessage = {
+            "ev": "cell",
+            "pos": pos,
+            "phase": "end",
+            "status": "ok" if self.error is None else "error",
+            "duration": time.perf_counter() - self.started,
+        }
         if self.error is not None:
             student_values.add_error(message, self.error, self.runner.traceback_lines)
         self.error = None

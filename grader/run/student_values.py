@@ -59,7 +59,7 @@ def raised_in_student_code(exc: BaseException) -> bool:
         files = [fr.filename for fr in traceback.extract_tb(exc.__traceback__)]
     except BaseException:  # noqa: BLE001 - unreadable frames: treat it as the student's, as before
         return True
-    after = files[files.index(CHECK_FILE) + 1:] if CHECK_FILE in files else files
+    after = files[files.index(CHECK_FILE) + 1 :] if CHECK_FILE in files else files
     return any(f.startswith("<cell ") for f in after)
 
 
@@ -73,8 +73,13 @@ def _converted(value: Any, form: str) -> Any:
         if all(a is b for a, b in zip(items, value, strict=True)):
             return value
         return items if isinstance(value, list) else tuple(items)
-    if form in ("torch", "float32") and torch is not None and np is not None and isinstance(value, np.ndarray) \
-            and value.dtype.kind in "biufc":
+    if (
+        form in ("torch", "float32")
+        and torch is not None
+        and np is not None
+        and isinstance(value, np.ndarray)
+        and value.dtype.kind in "biufc"
+    ):
         t = torch.as_tensor(value)
         return t.float() if form == "float32" and t.is_floating_point() else t
     if form == "float32" and torch is not None and isinstance(value, torch.Tensor) and value.dtype == torch.float64:
@@ -113,8 +118,13 @@ def describe_error(exc: BaseException, max_lines: int) -> ErrorWire:
         source = (text or "").strip()
         frames.append(f"line {exc.lineno}: {source}")
     name = getattr(exc, "name", None) if isinstance(exc, NameError) else None
-    return {"ename": type(exc).__name__[:100], "evalue": _safe_str(exc), "traceback": frames[-max_lines:],
-            "name": name[:100] if isinstance(name, str) else "", "source": source[:300] if frames else ""}
+    return {
+        "ename": type(exc).__name__[:100],
+        "evalue": _safe_str(exc),
+        "traceback": frames[-max_lines:],
+        "name": name[:100] if isinstance(name, str) else "",
+        "source": source[:300] if frames else "",
+    }
 
 
 def add_error(message: CellEndMessage | CaptureMessage, exc: BaseException, max_lines: int) -> None:

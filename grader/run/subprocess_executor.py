@@ -19,8 +19,12 @@ class SubprocessExecutor(SpawningExecutor):
 
     name = "subprocess"
 
-    def __init__(self, python: str = sys.executable, features: sandbox.Features | None = None,
-                 ahead: worker_process.Started | None = None):
+    def __init__(
+        self,
+        python: str = sys.executable,
+        features: sandbox.Features | None = None,
+        ahead: worker_process.Started | None = None,
+    ):
         self.python = python
         self.features = features  # None: whatever sandbox.features() finds on this platform
         self.ahead = ahead  # a worker started before the first job (``grader check``), for that job

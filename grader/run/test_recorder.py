@@ -52,13 +52,18 @@ def _builtin_base(exc: BaseException) -> str:
 
 def _rng_state() -> tuple[Any, ...]:
     import random
+
     np, torch = sys.modules.get("numpy"), sys.modules.get("torch")
-    return (random.getstate(), np.random.get_state() if np is not None else None,
-            torch.random.get_rng_state() if torch is not None else None)
+    return (
+        random.getstate(),
+        np.random.get_state() if np is not None else None,
+        torch.random.get_rng_state() if torch is not None else None,
+    )
 
 
 def _put_back(state: tuple[Any, ...]) -> None:
     import random
+
     random.setstate(state[0])
     np, torch = sys.modules.get("numpy"), sys.modules.get("torch")
     if np is not None and state[1] is not None:
@@ -188,6 +193,7 @@ def _nose() -> None:
     """nose's ``assert_*`` helpers, which many nbgrader courses import, where nose is not installed."""
     try:
         import nose.tools  # noqa: F401
+
         return
     except ImportError:
         pass
@@ -205,6 +211,7 @@ def _nose() -> None:
                 if kind is None:
                     raise AssertionError(f"{getattr(exc, '__name__', exc)} was not raised")
                 return issubclass(kind, exc)
+
         if func is None:
             return Ctx()
         with Ctx():
@@ -213,15 +220,22 @@ def _nose() -> None:
 
     tools = types.ModuleType("nose.tools")
     tools.__dict__.update(
-        assert_equal=lambda a, b, msg=None: check(a == b, msg), assert_equals=lambda a, b, msg=None: check(a == b, msg),
-        assert_not_equal=lambda a, b, msg=None: check(a != b, msg), assert_true=check,
-        assert_false=lambda a, msg=None: check(not a, msg), ok_=check, eq_=lambda a, b, msg=None: check(a == b, msg),
+        assert_equal=lambda a, b, msg=None: check(a == b, msg),
+        assert_equals=lambda a, b, msg=None: check(a == b, msg),
+        assert_not_equal=lambda a, b, msg=None: check(a != b, msg),
+        assert_true=check,
+        assert_false=lambda a, msg=None: check(not a, msg),
+        ok_=check,
+        eq_=lambda a, b, msg=None: check(a == b, msg),
         assert_almost_equal=lambda a, b, places=7, msg=None, delta=None: check(
-            abs(a - b) <= delta if delta is not None else round(abs(a - b), places) == 0, msg),
-        assert_raises=raises, assert_in=lambda a, b, msg=None: check(a in b, msg),
+            abs(a - b) <= delta if delta is not None else round(abs(a - b), places) == 0, msg
+        ),
+        assert_raises=raises,
+        assert_in=lambda a, b, msg=None: check(a in b, msg),
         assert_not_in=lambda a, b, msg=None: check(a not in b, msg),
         assert_is_none=lambda a, msg=None: check(a is None, msg),
-        assert_is_instance=lambda a, t, msg=None: check(isinstance(a, t), msg))
+        assert_is_instance=lambda a, t, msg=None: check(isinstance(a, t), msg),
+    )
     nose = types.ModuleType("nose")
     nose.__dict__["tools"] = tools
     sys.modules["nose"], sys.modules["nose.tools"] = nose, tools
@@ -233,8 +247,16 @@ def record_test(source: str, ns: dict[str, Any], seed: int, budget: list[int]) -
     _nose()
     recorder = Recorder(budget)
     saved = dict(ns)
-    ns.update({TEST_SITE: recorder.site, TEST_ITER: recorder.iterate, TEST_WITH: recorder.with_,
-               TEST_ASSERT: _assert, TEST_AT: lambda n: None, TEST_DEL: lambda name: _delete(ns, name)})
+    ns.update(
+        {
+            TEST_SITE: recorder.site,
+            TEST_ITER: recorder.iterate,
+            TEST_WITH: recorder.with_,
+            TEST_ASSERT: _assert,
+            TEST_AT: lambda n: None,
+            TEST_DEL: lambda name: _delete(ns, name),
+        }
+    )
     seed_everything(seed)
     ended: tuple[str, str] = ("", "")
     stderr, sys.stderr = sys.stderr, _ErrorStream(sys.stderr)  # warnings too: they are written there

@@ -40,7 +40,6 @@ if TYPE_CHECKING:  # the job's shape, for the type checker only: this process im
     from grader.run.job import CaptureMessage, CaptureWire, CellEndMessage, CellWire, JobWire, Message
 
 
-
 class BoundedText(io.TextIOBase):
     """A write-only text stream that keeps the first ``limit`` characters and counts the rest."""
 
@@ -337,7 +336,7 @@ def install_injections(ns: dict[str, Any], job: JobWire) -> None:
 
     def inject(key: str) -> None:
         if key.startswith(RECORD):  # the student's function, its calls recorded (``grader.run.calls``)
-            name = key[len(RECORD):]
+            name = key[len(RECORD) :]
             record = ns.get(CALLS)
             if not isinstance(record, dict):
                 record = ns[CALLS] = {}
@@ -348,13 +347,16 @@ def install_injections(ns: dict[str, Any], job: JobWire) -> None:
                 ns[name] = calls.recorder(ns[name], record.setdefault(name, []), ns, name)
             return
         if key.startswith(REPLAY):  # in the solution's run: the student's recorded answers stand in
-            name = key[len(REPLAY):]
+            name = key[len(REPLAY) :]
             record = ns.get(CALLS)
             if not isinstance(record, dict):
                 record = ns[CALLS] = {}
             table = capture.to_python(capture.decode(values[key]))
-            ns[name] = (calls.module_replayer(name, table, record) if isinstance(table, dict)
-                        else calls.replayer(name, table, ns.get(name), record))
+            ns[name] = (
+                calls.module_replayer(name, table, record)
+                if isinstance(table, dict)
+                else calls.replayer(name, table, ns.get(name), record)
+            )
             return
         name = carries.get(key, key)
         if key in carries and name in ns:
@@ -378,8 +380,10 @@ def _as_like(value: Any, like: Any) -> Any:
     if value.kind in ("list", "tuple", "dict"):
         if value.kind == "dict":
             return {k: _as_like(v, like.get(k) if isinstance(like, dict) else None) for k, v in value.data.items()}
-        items = [_as_like(v, like[i] if isinstance(like, (list, tuple)) and i < len(like) else None)
-                 for i, v in enumerate(value.data)]
+        items = [
+            _as_like(v, like[i] if isinstance(like, (list, tuple)) and i < len(like) else None)
+            for i, v in enumerate(value.data)
+        ]
         return items if value.kind == "list" else tuple(items)
     if value.kind != "array":
         return value.data

@@ -120,14 +120,22 @@ class Index:
         sizes = np.array([len(k) for k in keys], dtype=np.int64)
         pairs = self._pairs(keys, owners, MIN_SHARED, sizes)
         md_keys: list[npt.NDArray[np.uint64]] = [
-            np.array(sorted(set().union(*d.shingles.values()) - self.markdown_common) if d.shingles else [],
-                     dtype=np.uint64) for d in self.docs]
+            np.array(
+                sorted(set().union(*d.shingles.values()) - self.markdown_common) if d.shingles else [], dtype=np.uint64
+            )
+            for d in self.docs
+        ]
         md_owners = [np.full(len(k), i, dtype=np.int64) for i, k in enumerate(md_keys)]
         pairs |= self._pairs(md_keys, md_owners, 1)
         return sorted((i, j) for i, j in pairs if not (self.docs[i].past and self.docs[j].past))
 
-    def _pairs(self, keys: list[npt.NDArray[np.uint64]], owners: list[npt.NDArray[np.int64]],
-               least: int, prints: npt.NDArray[np.int64] | None = None) -> set[tuple[int, int]]:
+    def _pairs(
+        self,
+        keys: list[npt.NDArray[np.uint64]],
+        owners: list[npt.NDArray[np.int64]],
+        least: int,
+        prints: npt.NDArray[np.int64] | None = None,
+    ) -> set[tuple[int, int]]:
         """Pairs of owners sharing at least ``least`` keys (and, given each owner's number of
         ``prints``, at least CANDIDATE_SHARE of the smaller one's)."""
         if not keys:
@@ -164,12 +172,20 @@ class Index:
         share_a = float(cov_a.sum()) / max(pa.distinct, MIN_TOKENS)
         share_b = float(cov_b.sum()) / max(pb.distinct, MIN_TOKENS)
         md, md_cells = self._markdown(a, b)
-        return Pair(a=a.key, b=b.key, score=round(min(1.0, max(share_a, share_b)), 4),
-                    a_share=round(min(1.0, share_a), 4), b_share=round(min(1.0, share_b), 4),
-                    matches=self._matches(a, b, cov_a, cov_b), markdown=md, markdown_cells=md_cells)
+        return Pair(
+            a=a.key,
+            b=b.key,
+            score=round(min(1.0, max(share_a, share_b)), 4),
+            a_share=round(min(1.0, share_a), 4),
+            b_share=round(min(1.0, share_b), 4),
+            matches=self._matches(a, b, cov_a, cov_b),
+            markdown=md,
+            markdown_cells=md_cells,
+        )
 
-    def _matches(self, a: Document, b: Document, cov_a: npt.NDArray[np.bool_],
-                 cov_b: npt.NDArray[np.bool_]) -> tuple[QuestionMatch, ...]:
+    def _matches(
+        self, a: Document, b: Document, cov_a: npt.NDArray[np.bool_], cov_b: npt.NDArray[np.bool_]
+    ) -> tuple[QuestionMatch, ...]:
         side_a, side_b = _regions(a, cov_a), _regions(b, cov_b)
         out = []
         order = [q for q in range(len(self.known.questions)) if q in side_a or q in side_b]
@@ -239,8 +255,9 @@ def clusters(pairs: Sequence[Pair], threshold: float) -> list[list[str]]:
     return sorted((sorted(g) for g in groups.values() if len(g) >= 3), key=lambda g: (-len(g), g))
 
 
-def compare_all(index: Index, candidates: Sequence[tuple[int, int]] | None = None,
-                tick: Callable[[int], None] | None = None) -> list[Pair]:
+def compare_all(
+    index: Index, candidates: Sequence[tuple[int, int]] | None = None, tick: Callable[[int], None] | None = None
+) -> list[Pair]:
     """Every candidate pair (default: the index's) compared, best first."""
     out = []
     for i, j in index.candidates() if candidates is None else candidates:

@@ -94,8 +94,16 @@ def _statement_forms(source: str) -> tuple[_Unit, ...]:
             while k < len(tokens) and tokens[k].line <= last:
                 k += 1
             groups.append((first, last, tokens[start:k]))
-    return tuple(_Unit(first, last, tuple(t.exact for t in toks), tuple(token_hash(t.norm) for t in toks),
-                       tuple(t.line for t in toks)) for first, last, toks in groups)
+    return tuple(
+        _Unit(
+            first,
+            last,
+            tuple(t.exact for t in toks),
+            tuple(token_hash(t.norm) for t in toks),
+            tuple(t.line for t in toks),
+        )
+        for first, last, toks in groups
+    )
 
 
 def _notebook_json(path: Path) -> list[dict[str, object]]:
@@ -136,17 +144,36 @@ def expected(assignment: Assignment) -> Expected:
         grams.update(kgram_hashes(np.array(stream, dtype=np.uint64)).tolist())
         if is_skeleton:
             markdown.update(_collapse(_text(c)) for c in raw if c.get("cell_type") == "markdown")
-    questions = tuple((q.id, q.title, frozenset().union(*(c.names for c in q.checks)))
-                      for q in assignment.questions)
+    questions = tuple((q.id, q.title, frozenset().union(*(c.names for c in q.checks))) for q in assignment.questions)
     return Expected(frozenset(statements), frozenset(markdown), frozenset(grams), questions)
 
 
-_MUTATORS = frozenset({"append", "extend", "insert", "update", "add", "setdefault", "fill_", "copy_", "add_",
-                       "mul_", "div_", "sub_", "zero_", "masked_fill_", "sort", "reverse"})
+_MUTATORS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "update",
+        "add",
+        "setdefault",
+        "fill_",
+        "copy_",
+        "add_",
+        "mul_",
+        "div_",
+        "sub_",
+        "zero_",
+        "masked_fill_",
+        "sort",
+        "reverse",
+    }
+)
 
 
 _OP_ASSIGN = r"\s*(?:[-+*/@%&|^]|//|\*\*|<<|>>)?=(?!=)"
-_IN_PLACE = re.compile(r"\]" + _OP_ASSIGN + r"|\.\w+" + _OP_ASSIGN + r"|\.(?:" + "|".join(sorted(_MUTATORS)) + r")\s*\(")
+_IN_PLACE = re.compile(
+    r"\]" + _OP_ASSIGN + r"|\.\w+" + _OP_ASSIGN + r"|\.(?:" + "|".join(sorted(_MUTATORS)) + r")\s*\("
+)
 
 
 @cached_by_text
@@ -247,8 +274,18 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
             continue
         markdown[number] = text
         shingles[number] = word_shingles(text)
-    return Document(key=key, student=student, origin=origin, past=past,
-                    tokens=np.array(tokens, dtype=np.uint64), own=np.array(at_own, dtype=bool),
-                    cells=np.array(at_cell, dtype=np.int32), lines=np.array(lines, dtype=np.int32),
-                    questions=np.array(at_question, dtype=np.int16), sources=sources, own_lines=own_lines,
-                    markdown=markdown, shingles=shingles)
+    return Document(
+        key=key,
+        student=student,
+        origin=origin,
+        past=past,
+        tokens=np.array(tokens, dtype=np.uint64),
+        own=np.array(at_own, dtype=bool),
+        cells=np.array(at_cell, dtype=np.int32),
+        lines=np.array(lines, dtype=np.int32),
+        questions=np.array(at_question, dtype=np.int16),
+        sources=sources,
+        own_lines=own_lines,
+        markdown=markdown,
+        shingles=shingles,
+    )

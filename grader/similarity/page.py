@@ -38,8 +38,10 @@ pre{margin:0;font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}
 .legend span{padding:0 .4rem;margin-right:.6rem}
 """
 _STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode("utf-8")).digest()).decode("ascii")
-CSP = (f"default-src 'none'; style-src 'sha256-{_STYLE_HASH}'; img-src 'none'; base-uri 'none'; "
-       "form-action 'none'; frame-ancestors 'none'")
+CSP = (
+    f"default-src 'none'; style-src 'sha256-{_STYLE_HASH}'; img-src 'none'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'"
+)
 
 
 def _e(text: object) -> str:
@@ -58,7 +60,8 @@ def render(result: Similarity, *, min_score: float = 0.0) -> str:
         f"<title>Similarity: {_e(result.assignment.name)}</title><style>{STYLE}</style></head><body>",
         f"<h1>Code similarity: {_e(result.assignment.title)}</h1>",
         f'<p class="notice"><strong>A lead, never proof.</strong> {_e(NOTICE)}</p>',
-        f"<p>{current} notebook(s) of this term" + (f" and {past} of earlier terms" if past else "")
+        f"<p>{current} notebook(s) of this term"
+        + (f" and {past} of earlier terms" if past else "")
         + f" read; {len(result.skipped)} skipped. {len(result.pairs)} pair(s) share distinctive code "
         f"(pairs were found through an index of fingerprints; only those were compared in full). "
         f"Only each student's own code counts: the skeleton's code, the given data cells, outputs and magics "
@@ -73,8 +76,10 @@ def render(result: Similarity, *, min_score: float = 0.0) -> str:
             parts.append("<li>" + ", ".join(_e(k) for k in group) + "</li>")
         parts.append("</ul>")
     else:
-        parts.append(f'<p class="muted">None: no three notebooks are joined by pairs scoring at least '
-                     f"{result.threshold:.2f}.</p>")
+        parts.append(
+            f'<p class="muted">None: no three notebooks are joined by pairs scoring at least '
+            f"{result.threshold:.2f}.</p>"
+        )
     parts.append(_table(shown[:LISTED], result.threshold, docs))
     parts.append("<h2>Side by side</h2>")
     if not shown:
@@ -87,10 +92,12 @@ def render(result: Similarity, *, min_score: float = 0.0) -> str:
 
 
 def _how_to_read() -> str:
-    return ("<p class=muted>The score is the larger of two shares: of each notebook's distinctive code, the "
-            "part that the other holds too, after names, numbers, strings, comments and whitespace are set aside "
-            "(renaming a variable changes nothing). 1.00: all of it; one half: half of it, as when a notebook "
-            "takes half its code from each of two classmates.</p>")
+    return (
+        "<p class=muted>The score is the larger of two shares: of each notebook's distinctive code, the "
+        "part that the other holds too, after names, numbers, strings, comments and whitespace are set aside "
+        "(renaming a variable changes nothing). 1.00: all of it; one half: half of it, as when a notebook "
+        "takes half its code from each of two classmates.</p>"
+    )
 
 
 def _questions(pair: Pair) -> str:
@@ -100,8 +107,10 @@ def _questions(pair: Pair) -> str:
 
 
 def _table(pairs: list[Pair], threshold: float, docs: dict[str, Document]) -> str:
-    rows = ['<h2>Pairs, highest score first</h2><table><tr><th>#</th><th>notebook A</th><th>notebook B</th>'
-            '<th>score</th><th>share of A</th><th>share of B</th><th>the same code for</th><th>markdown</th></tr>']
+    rows = [
+        "<h2>Pairs, highest score first</h2><table><tr><th>#</th><th>notebook A</th><th>notebook B</th>"
+        "<th>score</th><th>share of A</th><th>share of B</th><th>the same code for</th><th>markdown</th></tr>"
+    ]
     if not pairs:
         rows.append('<tr><td colspan=8 class="muted">No pair shares distinctive code.</td></tr>')
     for rank, p in enumerate(pairs, 1):
@@ -112,7 +121,8 @@ def _table(pairs: list[Pair], threshold: float, docs: dict[str, Document]) -> st
             f"<tr{cls}><td>{link}</td><td>{_name(docs[p.a])}</td><td>{_name(docs[p.b])}</td>"
             f'<td class="num"><span class="bar" title="{p.score:.2f}">{"&nbsp;" * (width // 4)}</span>{p.score:.2f}</td>'
             f'<td class="num">{p.a_share:.2f}</td><td class="num">{p.b_share:.2f}</td><td>{_questions(p)}</td>'
-            f'<td class="num">{p.markdown:.2f}</td></tr>')
+            f'<td class="num">{p.markdown:.2f}</td></tr>'
+        )
     rows.append("</table>")
     return "".join(rows)
 
@@ -126,7 +136,7 @@ def _marks(pair: Pair, side: str) -> dict[int, dict[int, str]]:
     """cell -> line -> the question title of the shared code on that line."""
     out: dict[int, dict[int, str]] = {}
     for m in pair.matches:
-        for r in (m.a if side == "a" else m.b):
+        for r in m.a if side == "a" else m.b:
             for line in range(r.first_line, r.last_line + 1):
                 out.setdefault(r.cell, {})[line] = m.title or "outside the questions"
     return out
@@ -148,9 +158,11 @@ def _side(doc: Document, marks: dict[int, dict[int, str]], md_cells: set[int]) -
             parts.append(f'<span class="ln {cls}"><i>{n}</i><span>{_e(text)}</span>{tag or "<b></b>"}</span>')
         parts.append("</pre></div>")
     for cell in sorted(md_cells):
-        parts.append(f'<div class="cell"><div class="label">cell {cell} (markdown, shared wording)</div>'
-                     f'<pre><span class="ln hit"><i></i><span>{_e(doc.markdown.get(cell, ""))}</span><b></b></span>'
-                     '</pre></div>')
+        parts.append(
+            f'<div class="cell"><div class="label">cell {cell} (markdown, shared wording)</div>'
+            f'<pre><span class="ln hit"><i></i><span>{_e(doc.markdown.get(cell, ""))}</span><b></b></span>'
+            "</pre></div>"
+        )
     parts.append("</div>")
     return "".join(parts)
 
@@ -158,15 +170,16 @@ def _side(doc: Document, marks: dict[int, dict[int, str]], md_cells: set[int]) -
 def _side_by_side(rank: int, pair: Pair, a: Document, b: Document, *, open_: bool) -> str:
     md_a = {ca for ca, _ in pair.markdown_cells}
     md_b = {cb for _, cb in pair.markdown_cells}
-    summary = (f"{rank}. {_e(pair.a)} and {_e(pair.b)}: score {pair.score:.2f}; the same code for "
-               f"{_questions(pair)}")
+    summary = f"{rank}. {_e(pair.a)} and {_e(pair.b)}: score {pair.score:.2f}; the same code for {_questions(pair)}"
     if pair.markdown:
         summary += f"; markdown {pair.markdown:.2f}"
-    return (f'<details class="pair" id="pair-{rank}"{" open" if open_ else ""}><summary>{summary}</summary>'
-            '<p class="legend"><span class="hit">shared code (labelled with its question)</span>'
-            '<span class="given">the skeleton\'s code</span><span>the student\'s own, not shared</span></p>'
-            f'<div class="sides">{_side(a, _marks(pair, "a"), md_a)}{_side(b, _marks(pair, "b"), md_b)}</div>'
-            "</details>")
+    return (
+        f'<details class="pair" id="pair-{rank}"{" open" if open_ else ""}><summary>{summary}</summary>'
+        '<p class="legend"><span class="hit">shared code (labelled with its question)</span>'
+        "<span class=\"given\">the skeleton's code</span><span>the student's own, not shared</span></p>"
+        f'<div class="sides">{_side(a, _marks(pair, "a"), md_a)}{_side(b, _marks(pair, "b"), md_b)}</div>'
+        "</details>"
+    )
 
 
 def _skipped(result: Similarity) -> str:

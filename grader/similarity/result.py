@@ -8,9 +8,11 @@ from grader.course.model import Assignment
 from grader.similarity.compare import Pair
 from grader.similarity.documents import Document
 
-NOTICE = ("A score is a lead for a person to look at, never proof: students who solve the same "
-          "exercise correctly write similar code, and a copy may have been made with permission. "
-          "Look at the code side by side before deciding anything. Nothing here changes a grade.")
+NOTICE = (
+    "A score is a lead for a person to look at, never proof: students who solve the same "
+    "exercise correctly write similar code, and a copy may have been made with permission. "
+    "Look at the code side by side before deciding anything. Nothing here changes a grade."
+)
 DEFAULT_THRESHOLD = 0.5  # pairs at or above this score form clusters and are marked in the page
 
 

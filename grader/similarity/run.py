@@ -45,16 +45,16 @@ def _remember(known: Expected) -> None:
 def _read_one(task: _Task) -> Document | Skipped:
     assert _KNOWN is not None
     try:
-        return document(task.path, key=task.key, student=task.student, origin=task.origin, past=task.past,
-                        known=_KNOWN)
+        return document(task.path, key=task.key, student=task.student, origin=task.origin, past=task.past, known=_KNOWN)
     except NotebookError as exc:
         return Skipped(task.key, task.origin, str(exc))
     except (OSError, UnicodeError, ValueError, RecursionError) as exc:  # a file that changed under us
         return Skipped(task.key, task.origin, f"The file cannot be read: {exc}.")
 
 
-def _read_all(tasks: list[_Task], known: Expected, jobs: int,
-              new_bar: Callable[[], Progress | None]) -> list[Document | Skipped]:
+def _read_all(
+    tasks: list[_Task], known: Expected, jobs: int, new_bar: Callable[[], Progress | None]
+) -> list[Document | Skipped]:
     """Every notebook read, in order: in ``jobs`` processes when there are enough to be worth it.
     The progress bar is made once the processes are started: forked while the bar's thread runs,
     a process could inherit a lock that thread holds."""
@@ -83,9 +83,15 @@ def _reading(results: Iterable[Document | Skipped], bar: Progress | None) -> lis
     return out
 
 
-def find_similar(paths: list[Path], assignment: Assignment, *, past: Sequence[Path] = (),
-                 threshold: float = DEFAULT_THRESHOLD, progress: bool | None = None,
-                 jobs: int | None = None) -> Similarity:
+def find_similar(
+    paths: list[Path],
+    assignment: Assignment,
+    *,
+    past: Sequence[Path] = (),
+    threshold: float = DEFAULT_THRESHOLD,
+    progress: bool | None = None,
+    jobs: int | None = None,
+) -> Similarity:
     """Read the class in ``paths`` and the earlier terms in ``past``; compare. ``progress`` None
     shows a bar on a terminal and plain lines elsewhere; False shows nothing. ``jobs`` processes
     read the notebooks (default: one per core)."""
@@ -94,11 +100,15 @@ def find_similar(paths: list[Path], assignment: Assignment, *, past: Sequence[Pa
     known = expected(assignment)
     notes: list[str] = []
     if not assignment.skeleton.is_file():
-        notes.append(f"the skeleton {assignment.skeleton} does not exist (grader assign writes it): the given "
-                     "code cannot be told from the students' own, so every notebook shares it")
+        notes.append(
+            f"the skeleton {assignment.skeleton} does not exist (grader assign writes it): the given "
+            "code cannot be told from the students' own, so every notebook shares it"
+        )
     if not assignment.solution.is_file():
-        notes.append(f"the solution {assignment.solution} is not here: code written as the solution writes it "
-                     "counts as evidence unless many students write it")
+        notes.append(
+            f"the solution {assignment.solution} is not here: code written as the solution writes it "
+            "counts as evidence unless many students write it"
+        )
     tasks: list[_Task] = []
     with ExitStack() as stack:
         sources = [("", list(paths), False)]
@@ -110,28 +120,42 @@ def find_similar(paths: list[Path], assignment: Assignment, *, past: Sequence[Pa
         for prefix, where, is_past in sources:
             found = stack.enter_context(intake(where, assignment))
             notes.extend(found.notes)
-            tasks.extend(_Task(prefix + sub.name, sub.path, sub.student, sub.origin, is_past)
-                         for sub in found.submissions)
+            tasks.extend(
+                _Task(prefix + sub.name, sub.path, sub.student, sub.origin, is_past) for sub in found.submissions
+            )
         if not any(not t.past for t in tasks):
             raise UsageError("No notebooks found in the given paths.")
 
         def new_bar() -> Progress | None:
-            return Progress(len(tasks), f"{assignment.name}: reading", done_word="read") if progress is not False else None
+            return (
+                Progress(len(tasks), f"{assignment.name}: reading", done_word="read") if progress is not False else None
+            )
 
         read = _read_all(tasks, known, jobs if jobs is not None else (os.cpu_count() or 1), new_bar)
     docs = [r for r in read if isinstance(r, Document)]
     skipped = [r for r in read if isinstance(r, Skipped)]
     index = Index(docs, known)
     candidates = index.candidates()
-    bar = Progress(len(candidates), f"{assignment.name}: comparing", done_word="pairs compared") \
-        if progress is not False else None
+    bar = (
+        Progress(len(candidates), f"{assignment.name}: comparing", done_word="pairs compared")
+        if progress is not False
+        else None
+    )
     try:
         pairs = compare_all(index, candidates, tick=bar.advance if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
-    return Similarity(assignment=assignment, documents=docs, pairs=pairs, clusters=clusters(pairs, threshold),
-                      skipped=skipped, notes=notes, threshold=threshold, common_limit=index.common_limit)
+    return Similarity(
+        assignment=assignment,
+        documents=docs,
+        pairs=pairs,
+        clusters=clusters(pairs, threshold),
+        skipped=skipped,
+        notes=notes,
+        threshold=threshold,
+        common_limit=index.common_limit,
+    )
 
 
 def to_data(result: Similarity, *, min_score: float = 0.0) -> dict[str, object]:
@@ -139,10 +163,17 @@ def to_data(result: Similarity, *, min_score: float = 0.0) -> dict[str, object]:
     return {
         "notice": NOTICE,
         "assignment": result.assignment.name,
-        "settings": {"k": K, "window": W, "threshold": result.threshold, "common_in_more_than": result.common_limit,
-                     "min_score": min_score},
-        "notebooks": [{"id": d.key, "student": d.student, "origin": d.origin, "past": d.past,
-                       "tokens": int(len(d.tokens))} for d in result.documents],
+        "settings": {
+            "k": K,
+            "window": W,
+            "threshold": result.threshold,
+            "common_in_more_than": result.common_limit,
+            "min_score": min_score,
+        },
+        "notebooks": [
+            {"id": d.key, "student": d.student, "origin": d.origin, "past": d.past, "tokens": int(len(d.tokens))}
+            for d in result.documents
+        ],
         "skipped": [asdict(s) for s in result.skipped],
         "clusters": result.clusters,
         "pairs": [_pair_data(p) for p in result.pairs if p.score >= min_score or p.markdown >= min_score],
@@ -151,10 +182,22 @@ def to_data(result: Similarity, *, min_score: float = 0.0) -> dict[str, object]:
 
 def _pair_data(p: Pair) -> dict[str, object]:
     return {
-        "a": p.a, "b": p.b, "score": p.score, "a_share": p.a_share, "b_share": p.b_share,
+        "a": p.a,
+        "b": p.b,
+        "score": p.score,
+        "a_share": p.a_share,
+        "b_share": p.b_share,
         "questions": [m.question for m in p.matches if m.question is not None],
-        "matches": [{"question": m.question, "title": m.title, "tokens": m.tokens,
-                     "a": [asdict(r) for r in m.a], "b": [asdict(r) for r in m.b]} for m in p.matches],
+        "matches": [
+            {
+                "question": m.question,
+                "title": m.title,
+                "tokens": m.tokens,
+                "a": [asdict(r) for r in m.a],
+                "b": [asdict(r) for r in m.b],
+            }
+            for m in p.matches
+        ],
         "markdown": {"score": p.markdown, "cells": [list(c) for c in p.markdown_cells]},
     }
 

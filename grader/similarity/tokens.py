@@ -135,7 +135,7 @@ def kgram_hashes(tokens: Hashes, k: int = K) -> Hashes:
         return np.zeros(0, dtype=np.uint64)
     h = np.zeros(n, dtype=np.uint64)
     for j in range(k):
-        h = h * _P + tokens[j:j + n]
+        h = h * _P + tokens[j : j + n]
     h ^= h >> np.uint64(30)
     h *= _M1
     h ^= h >> np.uint64(27)
@@ -165,4 +165,4 @@ SHINGLE = 4  # words in a markdown shingle
 def word_shingles(text: str, n: int = SHINGLE) -> set[int]:
     """Hashes of the runs of ``n`` words of a text (lower case, punctuation and markup dropped)."""
     words = _WORD_RE.findall(text.lower())
-    return {zlib.crc32(" ".join(words[i:i + n]).encode("utf-8")) for i in range(len(words) - n + 1)}
+    return {zlib.crc32(" ".join(words[i : i + n]).encode("utf-8")) for i in range(len(words) - n + 1)}

@@ -77,9 +77,20 @@ _LAZY = {
     "default_executor": "grader.run.forking.executor",
 }
 
-__all__ = ["HOME_PREFIX", "MAX_MESSAGE", "POOL", "PRELOAD", "REPLY_TIMEOUT", "SPAWN_TRIES", "STANDING", "STAY_RUNS",
-           "START_TIMEOUT",
-           "ForkServer", "ForkingExecutor", "default_executor"]
+__all__ = [
+    "HOME_PREFIX",
+    "MAX_MESSAGE",
+    "POOL",
+    "PRELOAD",
+    "REPLY_TIMEOUT",
+    "SPAWN_TRIES",
+    "STANDING",
+    "STAY_RUNS",
+    "START_TIMEOUT",
+    "ForkServer",
+    "ForkingExecutor",
+    "default_executor",
+]
 
 
 def __getattr__(name: str) -> Any:

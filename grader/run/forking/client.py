@@ -25,9 +25,15 @@ from grader.run.forking import HOME_PREFIX, MAX_MESSAGE, POOL, REPLY_TIMEOUT, ST
 class ForkServer:
     """One running server process and the socket to it. Not thread-safe: the executor locks."""
 
-    def __init__(self, python: str, modules: tuple[str, ...], start_timeout: float = START_TIMEOUT,
-                 pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT,
-                 plan: Callable[[], dict[str, bool] | None] | None = None):
+    def __init__(
+        self,
+        python: str,
+        modules: tuple[str, ...],
+        start_timeout: float = START_TIMEOUT,
+        pool: int = POOL,
+        reply_timeout: float = REPLY_TIMEOUT,
+        plan: Callable[[], dict[str, bool] | None] | None = None,
+    ):
         """Start the server. ``plan`` says, once the server process is started (so that probing the
         platform overlaps the server's imports), the sandbox its children set up for sessions
         (``sandbox.Features.to_wire()``), or None for none."""
@@ -39,8 +45,13 @@ class ForkServer:
         try:
             self.proc = subprocess.Popen(
                 [python, "-m", "grader.run.forking.server", str(theirs.fileno()), ",".join(modules), str(pool)],
-                stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, cwd=self.home, env=env,
-                pass_fds=(theirs.fileno(),), start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=self.log,
+                stderr=self.log,
+                cwd=self.home,
+                env=env,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
             )
         except OSError as exc:
             self._cleanup()

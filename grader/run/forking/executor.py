@@ -42,9 +42,15 @@ class ForkingExecutor:
     # A warm server to start ahead; every forking executor is ended at the process's exit (``_close_all``).
     capabilities = Capabilities(starts_ahead=True, lives_with_process=True)
 
-    def __init__(self, preload: tuple[str, ...] | None = None, python: str = sys.executable,
-                 start_timeout: float = START_TIMEOUT, pool: int = POOL, reply_timeout: float = REPLY_TIMEOUT,
-                 features: sandbox.Features | None = None):
+    def __init__(
+        self,
+        preload: tuple[str, ...] | None = None,
+        python: str = sys.executable,
+        start_timeout: float = START_TIMEOUT,
+        pool: int = POOL,
+        reply_timeout: float = REPLY_TIMEOUT,
+        features: sandbox.Features | None = None,
+    ):
         # preload None: each job says what its server imports (``Job.preload``, from the assignment),
         # and jobs that say nothing get PRELOAD. A tuple: one server with those modules for every job.
         self.fixed = tuple(preload) if preload is not None else None
@@ -93,8 +99,7 @@ class ForkingExecutor:
             os.close(event_w)
         return child, event_r
 
-    def start_child(self, wire: JobWire | SessionSetup, workdir: str, channel: int,
-                    preload: tuple[str, ...]) -> Child:
+    def start_child(self, wire: JobWire | SessionSetup, workdir: str, channel: int, preload: tuple[str, ...]) -> Child:
         """A child of ``preload``'s server, handed ``wire`` (a job, or a session's setup) through a
         pipe and ``channel`` (a descriptor: its event pipe, or a session's control socket).
         ``session.SessionHost``'s call, and ``spawn``'s."""
@@ -211,8 +216,14 @@ class ForkingExecutor:
             self._replace(server)
             server = None
         if server is None:
-            server = ForkServer(self.python, preload, self.start_timeout, self.pool, self.reply_timeout,
-                                plan=lambda: self._plan().to_wire() if self.sessions else None)
+            server = ForkServer(
+                self.python,
+                preload,
+                self.start_timeout,
+                self.pool,
+                self.reply_timeout,
+                plan=lambda: self._plan().to_wire() if self.sessions else None,
+            )
             self._servers[preload] = server
         self._server = server
         return server

@@ -70,35 +70,44 @@ def preload(modules: tuple[str, ...]) -> tuple[Any, list[str]]:
 # tables, caches) is then shared by every child instead of paid again in each. The random
 # generators are seeded here; every child reseeds them before its run.
 WARM_UP = {
-    "numpy": ["import numpy as np\na = np.arange(6.0).reshape(2, 3)\nb = a @ a.T / np.sqrt(3.0)", "b",
-              "print(a, np.exp(a - a.max(axis=1, keepdims=True)).sum(axis=-1))",
-              "np.random.seed(1)\nr = np.random.default_rng(1).uniform(-1, 1, size=(3, 2))\n"
-              "e = np.exp(r - r.max(axis=-1, keepdims=True))\ne = e / e.sum(axis=-1, keepdims=True)\n"
-              "m = np.apply_along_axis(lambda v: v / v.sum(), 1, np.abs(r) + 1)\n"
-              "d = np.dot(r[0], r[1]), np.linalg.norm(r), np.triu(np.ones((3, 3)), k=1), np.tril(r @ r.T)\n"
-              "z = np.zeros((2, 2)), np.ones(3), np.random.rand(2, 2), np.random.randn(2), np.allclose(e, e)", "e"],
-    "torch": ["import torch\nt = torch.arange(6.0).reshape(2, 3)\nu = torch.softmax(t @ t.T, dim=-1)", "u",
-              "print(t, u.sum(dim=1), torch.nn.functional.relu(t))",
-              "import torch.nn as nn\ntorch.manual_seed(1)\n"
-              "class Layer(nn.Module):\n"
-              "    def __init__(self, d_in, d_out, context, heads=2):\n"
-              "        super().__init__()\n"
-              "        self.W = nn.Parameter(torch.rand(d_in, d_out))\n"
-              "        self.lin = nn.Linear(d_in, d_out, bias=False)\n"
-              "        self.heads = nn.ModuleList([nn.Linear(d_in, d_out) for _ in range(heads)])\n"
-              "        self.dropout = nn.Dropout(0.5)\n"
-              "        self.register_buffer('mask', torch.triu(torch.ones(context, context), diagonal=1))\n"
-              "    def forward(self, x):\n"
-              "        q, k = x @ self.W, self.lin(x)\n"
-              "        s = (q @ k.T).masked_fill(self.mask.bool()[:len(x), :len(x)], -torch.inf)\n"
-              "        w = self.dropout(torch.softmax(s / k.shape[-1] ** 0.5, dim=-1))\n"
-              "        return torch.cat([w @ h(x) for h in self.heads], dim=-1)\n"
-              "x = torch.tensor([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [0.7, 0.8, 0.9]])\n"
-              "y = Layer(3, 2, 4)(x)\nz = Layer(3, 2, 4).eval()(torch.stack((x, x))[0])\n"
-              "with torch.no_grad():\n"
-              "    v = torch.dot(x[0], x[1]), torch.empty(2, 3), torch.zeros(2), x.unsqueeze(0).transpose(1, 2)\n"
-              "    v = x.view(-1), x.T.contiguous(), torch.allclose(y, y), torch.nn.functional.softmax(x, dim=0)\n"
-              "y.sum().backward()", "y", "print(y, x.shape, y.detach().numpy())"],
+    "numpy": [
+        "import numpy as np\na = np.arange(6.0).reshape(2, 3)\nb = a @ a.T / np.sqrt(3.0)",
+        "b",
+        "print(a, np.exp(a - a.max(axis=1, keepdims=True)).sum(axis=-1))",
+        "np.random.seed(1)\nr = np.random.default_rng(1).uniform(-1, 1, size=(3, 2))\n"
+        "e = np.exp(r - r.max(axis=-1, keepdims=True))\ne = e / e.sum(axis=-1, keepdims=True)\n"
+        "m = np.apply_along_axis(lambda v: v / v.sum(), 1, np.abs(r) + 1)\n"
+        "d = np.dot(r[0], r[1]), np.linalg.norm(r), np.triu(np.ones((3, 3)), k=1), np.tril(r @ r.T)\n"
+        "z = np.zeros((2, 2)), np.ones(3), np.random.rand(2, 2), np.random.randn(2), np.allclose(e, e)",
+        "e",
+    ],
+    "torch": [
+        "import torch\nt = torch.arange(6.0).reshape(2, 3)\nu = torch.softmax(t @ t.T, dim=-1)",
+        "u",
+        "print(t, u.sum(dim=1), torch.nn.functional.relu(t))",
+        "import torch.nn as nn\ntorch.manual_seed(1)\n"
+        "class Layer(nn.Module):\n"
+        "    def __init__(self, d_in, d_out, context, heads=2):\n"
+        "        super().__init__()\n"
+        "        self.W = nn.Parameter(torch.rand(d_in, d_out))\n"
+        "        self.lin = nn.Linear(d_in, d_out, bias=False)\n"
+        "        self.heads = nn.ModuleList([nn.Linear(d_in, d_out) for _ in range(heads)])\n"
+        "        self.dropout = nn.Dropout(0.5)\n"
+        "        self.register_buffer('mask', torch.triu(torch.ones(context, context), diagonal=1))\n"
+        "    def forward(self, x):\n"
+        "        q, k = x @ self.W, self.lin(x)\n"
+        "        s = (q @ k.T).masked_fill(self.mask.bool()[:len(x), :len(x)], -torch.inf)\n"
+        "        w = self.dropout(torch.softmax(s / k.shape[-1] ** 0.5, dim=-1))\n"
+        "        return torch.cat([w @ h(x) for h in self.heads], dim=-1)\n"
+        "x = torch.tensor([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [0.7, 0.8, 0.9]])\n"
+        "y = Layer(3, 2, 4)(x)\nz = Layer(3, 2, 4).eval()(torch.stack((x, x))[0])\n"
+        "with torch.no_grad():\n"
+        "    v = torch.dot(x[0], x[1]), torch.empty(2, 3), torch.zeros(2), x.unsqueeze(0).transpose(1, 2)\n"
+        "    v = x.view(-1), x.T.contiguous(), torch.allclose(y, y), torch.nn.functional.softmax(x, dim=0)\n"
+        "y.sum().backward()",
+        "y",
+        "print(y, x.shape, y.detach().numpy())",
+    ],
     "pandas": ["import pandas as pd\nf = pd.DataFrame({'x': [1.0, 2.0]})", "f"],
 }
 
@@ -115,21 +124,38 @@ def _warm_up(shell: Any, loaded: list[str]) -> None:
     libraries = [name for name in WARM_UP if name in sys.modules]  # preloaded, or imported by what was
     for name in libraries:
         cells += WARM_UP[name]
-    captures: list[CaptureWire] = [{"id": "a", "kind": "expr", "target": "f(2)", "point": None, "seed": None},
-                                   {"id": "b", "kind": "value", "target": "x", "point": None, "seed": None}]
+    captures: list[CaptureWire] = [
+        {"id": "a", "kind": "expr", "target": "f(2)", "point": None, "seed": None},
+        {"id": "b", "kind": "value", "target": "x", "point": None, "seed": None},
+    ]
     for name in ("numpy", "torch"):
         if name in libraries:
-            captures.append({"id": name, "kind": "value", "target": "b" if name == "numpy" else "u",
-                             "point": None, "seed": None})
+            captures.append(
+                {"id": name, "kind": "value", "target": "b" if name == "numpy" else "u", "point": None, "seed": None}
+            )
     # A whole job, though the Runner reads only the cells, captures, injections, traceback_lines and
     # the limits capture_mb and output_kb: nothing is isolated, timed or written to disk here.
     job: JobWire = {
         "cells": [{"index": i + 1, "source": s, "skip": ""} for i, s in enumerate(cells)],
-        "captures": captures, "injections": {},
-        "limits": {"cell_timeout": 0.0, "notebook_timeout": 0.0, "cpu_time": 0, "memory_mb": 0, "output_kb": 64,
-                   "processes": 0, "open_files": 0, "file_size_mb": 0, "capture_mb": 1, "disk_mb": 0,
-                   "grader_cpu": 0.0, "memfd": False},
-        "workdir": "", "traceback_lines": 8, "sandbox": None,
+        "captures": captures,
+        "injections": {},
+        "limits": {
+            "cell_timeout": 0.0,
+            "notebook_timeout": 0.0,
+            "cpu_time": 0,
+            "memory_mb": 0,
+            "output_kb": 64,
+            "processes": 0,
+            "open_files": 0,
+            "file_size_mb": 0,
+            "capture_mb": 1,
+            "disk_mb": 0,
+            "grader_cpu": 0.0,
+            "memfd": False,
+        },
+        "workdir": "",
+        "traceback_lines": 8,
+        "sandbox": None,
     }
     with worker.state_kept(shell):
         worker.Runner(job, io.BytesIO(), shell).run()
@@ -245,8 +271,16 @@ def serve_forever(sock: socket.socket, pool_size: int = POOL, plan: dict[str, bo
             elif op == "release" and type(req.get("pid")) is int:
                 pool.release(req["pid"])
             elif op == "ping":
-                sock.sendall(json.dumps({"pid": os.getpid(), "threads": _threads(),
-                                         "children": len(pool.children), "idle": len(pool.idle)}).encode())
+                sock.sendall(
+                    json.dumps(
+                        {
+                            "pid": os.getpid(),
+                            "threads": _threads(),
+                            "children": len(pool.children),
+                            "idle": len(pool.idle),
+                        }
+                    ).encode()
+                )
             elif op == "stop":
                 break
             for fd in fds:

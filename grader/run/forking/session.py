@@ -129,8 +129,7 @@ class SessionHost(Protocol):
         """The preload set (the key of its server) ``job`` runs with."""
         ...
 
-    def start_child(self, wire: JobWire | SessionSetup, workdir: str, channel: int,
-                    preload: tuple[str, ...]) -> Child:
+    def start_child(self, wire: JobWire | SessionSetup, workdir: str, channel: int, preload: tuple[str, ...]) -> Child:
         """A child of ``preload``'s server, handed ``wire`` (a job, or a session's setup) through a
         pipe and ``channel`` (a descriptor: its event pipe, or a session's control socket)."""
         ...
@@ -216,8 +215,12 @@ class Session:
         # Only a session kept for the trusted solution's runs keeps a run's process for the next
         # run, and not for more than STAY_RUNS in a row: its CPU-time limit counts them all.
         stay = self.reuse is not None and bool(wire.get("stay")) and (self.stayed + 1) % STAY_RUNS != 0
-        run: JobWire = {**wire, "workdir": self.workdir, "stay": stay,
-                        "trusted": self.reuse is not None and wire.get("trusted") is True}
+        run: JobWire = {
+            **wire,
+            "workdir": self.workdir,
+            "stay": stay,
+            "trusted": self.reuse is not None and wire.get("trusted") is True,
+        }
         if self.child is None:
             self._open(run)
         child, control = self.child, self.control
@@ -240,8 +243,12 @@ class Session:
 
     def _open(self, wire: JobWire) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        setup: SessionSetup = {"session": True, "workdir": wire["workdir"], "limits": wire["limits"],
-                               "sandbox": wire.get("sandbox")}
+        setup: SessionSetup = {
+            "session": True,
+            "workdir": wire["workdir"],
+            "limits": wire["limits"],
+            "sandbox": wire.get("sandbox"),
+        }
         try:
             self.child = self.executor.start_child(setup, wire["workdir"], theirs.fileno(), self.preload)
         except BaseException:

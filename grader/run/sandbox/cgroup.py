@@ -66,7 +66,7 @@ def _mounts() -> list[tuple[str, str, str, set[str]]]:
 
 def _joined(mount_point: str, mount_root: str, path: str) -> str:
     if mount_root != "/" and (path == mount_root or path.startswith(mount_root + "/")):
-        path = path[len(mount_root):] or "/"
+        path = path[len(mount_root) :] or "/"
     return os.path.join(mount_point, path.lstrip("/"))
 
 
@@ -119,8 +119,9 @@ class Group:
         self.limit_fds = [os.open(os.path.join(path, where.limit_file), os.O_WRONLY | os.O_CLOEXEC)]
         if where.version == 1:  # with swap, the limit must count it too, or pages just move there
             with contextlib.suppress(OSError):
-                self.limit_fds.append(os.open(os.path.join(path, "memory.memsw.limit_in_bytes"),
-                                              os.O_WRONLY | os.O_CLOEXEC))
+                self.limit_fds.append(
+                    os.open(os.path.join(path, "memory.memsw.limit_in_bytes"), os.O_WRONLY | os.O_CLOEXEC)
+                )
         else:
             with contextlib.suppress(OSError):
                 self.limit_fds.append(os.open(os.path.join(path, "memory.swap.max"), os.O_WRONLY | os.O_CLOEXEC))
@@ -212,7 +213,7 @@ def sweep() -> None:
     except OSError:
         return
     for name in names:
-        pid = name[len(PREFIX):]
+        pid = name[len(PREFIX) :]
         if name.startswith(PREFIX) and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
             with contextlib.suppress(OSError):
                 os.rmdir(os.path.join(where.path, name))  # refused while a process is in it

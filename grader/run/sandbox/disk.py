@@ -85,6 +85,7 @@ class Watch:
         self.interval = min(0.25, max(0.02, 5 * (time.monotonic() - started)))
         return size > self.limit or files > self.max_files
 
+
 def mark(workdir: str, why: str) -> None:
     """The keeper's note that it ended the run in ``workdir`` for ``why`` (one of ``MARKS``)."""
     with contextlib.suppress(OSError):

@@ -115,8 +115,9 @@ def _await_session(channel: int, plan: Features) -> tuple[SessionSetup, int]:
         raise SessionSetupError(f"the session's setup cannot be read: {exc}", control) from None
 
 
-def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: int | None,
-             ahead: tuple[int, str] | None = None) -> tuple[tuple[str, ...], tuple[JobWire, int, int | None] | None]:
+def _isolate(
+    plan: Features, limits: LimitsWire | None, workdir: str, channel: int | None, ahead: tuple[int, str] | None = None
+) -> tuple[tuple[str, ...], tuple[JobWire, int, int | None] | None]:
     """The protections in force, and for a session (``ahead``: the server's channel and the
     directory to build the view on; ``limits``: None, they come with the session's setup) the
     run's job, event fd and, if its process stays for the next run, the control socket; else None."""
@@ -130,8 +131,11 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
     # The keeper takes only what its child needs from it (a user namespace for privileges, a pid
     # namespace to be born into); the child takes the rest, so the keeper keeps the host's view.
     first = (CLONE_NEWUSER if plan.user_ns else 0) | (CLONE_NEWPID if plan.pid_ns else 0)
-    rest = (CLONE_NEWNS if plan.mount_ns else 0) | (CLONE_NEWNET if plan.net_ns else 0) | (
-        CLONE_NEWIPC if plan.ipc_ns else 0)
+    rest = (
+        (CLONE_NEWNS if plan.mount_ns else 0)
+        | (CLONE_NEWNET if plan.net_ns else 0)
+        | (CLONE_NEWIPC if plan.ipc_ns else 0)
+    )
     memory = cgroup.create(keeper) if plan.memory_cgroup else None  # made by the keeper, outside it
     if memory is not None and limits is not None:
         memory.set_limit(int(limits["memory_mb"]))
@@ -143,8 +147,16 @@ def _isolate(plan: Features, limits: LimitsWire | None, workdir: str, channel: i
         forget_keys_of(uid)  # a uid used before (pids wrap around) starts with no key of an earlier run
     watch = Watch(workdir, int(limits["disk_mb"])) if disk_watched(plan) and limits is not None else None
     counted = int(limits["processes"]) if plan.processes_watched and limits is not None else None
-    fork_keeper(channel, workdir, subreaper=not plan.pid_ns, view=ahead[1] if ahead else None, uid=uid,
-                memory=memory is not None, disk=watch, processes=counted)
+    fork_keeper(
+        channel,
+        workdir,
+        subreaper=not plan.pid_ns,
+        view=ahead[1] if ahead else None,
+        uid=uid,
+        memory=memory is not None,
+        disk=watch,
+        processes=counted,
+    )
     if memory is not None:
         memory.join()  # before anything else: every process of the run is born in it
     if plan.pid_ns:

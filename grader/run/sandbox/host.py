@@ -167,8 +167,10 @@ def limit_reached(keeper: object, workdir: str, memory_mb: int, disk_mb: int, pr
     did: its memory cgroup ended one of its processes for lack of memory, or the keeper ended it for
     writing more than ``disk_mb`` (``disk``) or, as uid 0, for holding more than ``processes``; else ""."""
     if isinstance(keeper, int) and cgroup.oom_kills(keeper):
-        return (f"used more memory than the run may hold ({memory_mb} MB for all its processes and files together) "
-                "and was stopped")
+        return (
+            f"used more memory than the run may hold ({memory_mb} MB for all its processes and files together) "
+            "and was stopped"
+        )
     why = disk_overran(workdir)
     if why == "disk":
         return f"wrote more than the {disk_mb} MB the run may keep on disk and was stopped"

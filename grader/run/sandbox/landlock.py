@@ -47,15 +47,36 @@ READ = EXECUTE | READ_FILE | READ_DIR
 
 # Read-only, beside the Python installation: the system's libraries and what libc and the
 # scientific libraries read at run time (never all of /etc: /etc/shadow is root's to read).
-SYSTEM_READ = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sys",
-               "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd",
-               "/etc/group", "/etc/nsswitch.conf", "/etc/fonts", "/etc/matplotlibrc", "/etc/mime.types")
+SYSTEM_READ = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/sys",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/fonts",
+    "/etc/matplotlibrc",
+    "/etc/mime.types",
+)
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneath(ctypes.Structure):
@@ -99,8 +120,11 @@ def restrict(workdir: str, *, private_tmp: bool) -> tuple[str, ...]:
     if version < 1:
         raise SandboxError("Landlock is not available in this kernel")
     fs = handled_fs(version)
-    attr = _RulesetAttr(fs, NET_BIND_TCP | NET_CONNECT_TCP if version >= 4 else 0,
-                        SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if version >= 6 else 0)
+    attr = _RulesetAttr(
+        fs,
+        NET_BIND_TCP | NET_CONNECT_TCP if version >= 4 else 0,
+        SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if version >= 6 else 0,
+    )
     fd = _syscall(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
     if fd < 0:
         raise SandboxError(f"creating a Landlock ruleset failed: {os.strerror(ctypes.get_errno())}")
@@ -136,8 +160,16 @@ def _allow(ruleset: int, path: str, rights: int) -> None:
         if not os.path.isdir(path):
             rights &= FILE_RIGHTS
         rule = _PathBeneath(rights, target)
-        if _syscall(SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(RULE_PATH_BENEATH), ctypes.byref(rule),
-                    ctypes.c_uint32(0)) != 0:
+        if (
+            _syscall(
+                SYS_ADD_RULE,
+                ctypes.c_int(ruleset),
+                ctypes.c_int(RULE_PATH_BENEATH),
+                ctypes.byref(rule),
+                ctypes.c_uint32(0),
+            )
+            != 0
+        ):
             raise SandboxError(f"a Landlock rule for {path} was refused: {os.strerror(ctypes.get_errno())}")
     finally:
         os.close(target)

@@ -76,8 +76,7 @@ def drop_capabilities() -> None:
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
     class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                    ("inheritable", ctypes.c_uint32)]
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
     header, data = Header(0x20080522, 0), (Data * 2)()
     check(libc().capset(ctypes.byref(header), ctypes.byref(data)), "dropping capabilities")
@@ -94,8 +93,14 @@ def _locked_flags(path: str) -> int:
     """The flags a bind of ``path`` must keep when remounted (a user namespace may not clear them)."""
     f = os.statvfs(path).f_flag
     out = 0
-    for st, ms in ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, MS_NOATIME), (2048, MS_NODIRATIME),
-                   (4096, MS_RELATIME)):
+    for st, ms in (
+        (2, MS_NOSUID),
+        (4, MS_NODEV),
+        (8, MS_NOEXEC),
+        (1024, MS_NOATIME),
+        (2048, MS_NODIRATIME),
+        (4096, MS_RELATIME),
+    ):
         if f & st:
             out |= ms
     return out

@@ -46,7 +46,7 @@ FEATURES = {
     "memory": "one memory limit for all its processes and the files, memfd and shared memory they hold (cgroup)",
     "processes": "process limit",
     "processes_watched": "processes and threads counted in its tree, the run ended past the limit (uid 0, which the "
-                         "kernel's limit exempts)",
+    "kernel's limit exempts)",
     "turns": "a process limit no other student's run counts against (runs that share its uid take turns)",
     "cleanup": "every process it starts is ended with it",
     "network": "no network (own network namespace)",
@@ -86,8 +86,13 @@ class Features:
     @classmethod
     def from_wire(cls, data: Mapping[str, object]) -> Features:
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: (int(v) if k == "landlock" else bool(v))  # type: ignore[arg-type]
-                      for k, v in data.items() if k in names and isinstance(v, (bool, int))})
+        return cls(
+            **{
+                k: (int(v) if k == "landlock" else bool(v))  # type: ignore[arg-type]
+                for k, v in data.items()
+                if k in names and isinstance(v, (bool, int))
+            }
+        )
 
     @property
     def private_files(self) -> bool:
@@ -158,46 +163,63 @@ class Features:
         if not self.linux:
             return ["no isolation beyond resource limits and a scrubbed environment (not Linux)"]
         if not self.net_ns and not self.seccomp and self.landlock < 4:
-            out.append("network: no network namespace, seccomp filter or Landlock network rules here, "
-                       "so student code can reach the network")
+            out.append(
+                "network: no network namespace, seccomp filter or Landlock network rules here, "
+                "so student code can reach the network"
+            )
         elif not self.net_ns and not self.seccomp:
-            out.append("network: no network namespace or seccomp filter here, so student code can use UDP "
-                       "(TCP is refused by Landlock)")
+            out.append(
+                "network: no network namespace or seccomp filter here, so student code can use UDP "
+                "(TCP is refused by Landlock)"
+            )
         if not self.private_files:
-            out.append("filesystem: no mount namespace or Landlock here, so student code can read whatever "
-                       "its user can read")
+            out.append(
+                "filesystem: no mount namespace or Landlock here, so student code can read whatever its user can read"
+            )
             out.append(DISK_UNBOUNDED)
         if self.root and not self.drop_user:
             out.append(NO_UID)
             out.append(NPROC_WATCHED)
             if self.landlock < 6 and not self.pid_ns:
-                out.append("signals: as root without a pid namespace or Landlock scopes, student code can "
-                           "signal the grader's processes")
+                out.append(
+                    "signals: as root without a pid namespace or Landlock scopes, student code can "
+                    "signal the grader's processes"
+                )
         if self.linux and not self.seccomp:
-            out.append("seccomp: no filter (pyseccomp or libseccomp.so.2 missing), so ptrace of its own "
-                       "processes, the kernel keyrings, System V IPC and memfd files (memory that no limit but "
-                       "the file size counts) are open to student code")
+            out.append(
+                "seccomp: no filter (pyseccomp or libseccomp.so.2 missing), so ptrace of its own "
+                "processes, the kernel keyrings, System V IPC and memfd files (memory that no limit but "
+                "the file size counts) are open to student code"
+            )
         if self.takes_turns:
             out.append(TURNS)
         if not self.pid_ns:
             out.append("cleanup: by process tree and group, not by namespace")
         if not self.memory_cgroup:
-            out.append("memory: no memory cgroup can be made here, so the limit is each process's address space, "
-                       "not what all the run's processes and files hold together")
+            out.append(
+                "memory: no memory cgroup can be made here, so the limit is each process's address space, "
+                "not what all the run's processes and files hold together"
+            )
         return out
 
     def describe(self) -> str:
         return "; ".join(FEATURES[f] for f in self.active())
 
 
-DISK_UNBOUNDED = ("disk: no mount namespace for a tmpfs of disk_mb and no Landlock to keep its writes in one "
-                  "folder, so nothing but the file size limit bounds what student code writes")
-TURNS = ("user: runs as the grader's own user (not root, no user namespace), whose process limit all runs share, "
-         "so student runs take turns (one at a time) and one run's processes never count against another's")
+DISK_UNBOUNDED = (
+    "disk: no mount namespace for a tmpfs of disk_mb and no Landlock to keep its writes in one "
+    "folder, so nothing but the file size limit bounds what student code writes"
+)
+TURNS = (
+    "user: runs as the grader's own user (not root, no user namespace), whose process limit all runs share, "
+    "so student runs take turns (one at a time) and one run's processes never count against another's"
+)
 NO_UID = "user: runs as root without capabilities (Python is not readable by another user and no mount namespace)"
 NO_NPROC = "processes: not limited (the kernel does not apply the limit to root)"
-NPROC_WATCHED = ("processes: the kernel does not limit uid 0, so the keeper counts the run's processes and threads "
-                 "every 20 ms and ends the run past the limit (a fork loop gets past it by what it starts in between)")
+NPROC_WATCHED = (
+    "processes: the kernel does not limit uid 0, so the keeper counts the run's processes and threads "
+    "every 20 ms and ends the run past the limit (a fork loop gets past it by what it starts in between)"
+)
 
 
 def not_enforced(active: Iterable[str]) -> list[str]:
@@ -206,8 +228,10 @@ def not_enforced(active: Iterable[str]) -> list[str]:
     have = set(active)
     out: list[str] = []
     if not have & {"network", "landlock_net", "no_sockets"}:
-        out.append("network: no network namespace, seccomp filter or Landlock network rules, so student code "
-                   "could reach the network")
+        out.append(
+            "network: no network namespace, seccomp filter or Landlock network rules, so student code "
+            "could reach the network"
+        )
     if not have & {"filesystem", "landlock"}:
         out.append("filesystem: no mount namespace or Landlock, so student code could read whatever its user can")
     if not have & {"filesystem", "disk"}:
@@ -221,10 +245,11 @@ def not_enforced(active: Iterable[str]) -> list[str]:
     if "memory" in have:  # the cgroup counts memfd files and shared memory with the rest
         return out
     if "seccomp" not in have:
-        out.append("memfd: no seccomp filter, so memfd files could hold memory that no limit but the file size "
-                   "counts")
-    out.append("memory: bounded per process by its address space (RLIMIT_AS) only, not for all processes of "
-               "the run together (no memory cgroup could be made)")
+        out.append("memfd: no seccomp filter, so memfd files could hold memory that no limit but the file size counts")
+    out.append(
+        "memory: bounded per process by its address space (RLIMIT_AS) only, not for all processes of "
+        "the run together (no memory cgroup could be made)"
+    )
     return out
 
 
@@ -263,11 +288,17 @@ def features() -> Features:
     got = {k: bool(v) for k, v in got.items()}
     mount_ns = got.get("mount_ns", False)
     return Features(
-        linux=True, root=root, user_ns=got.get("user_ns", False), mount_ns=mount_ns,
-        net_ns=got.get("net_ns", False), pid_ns=got.get("pid_ns", False), ipc_ns=got.get("ipc_ns", False),
-        drop_user=root and (mount_ns or usable_by_another_user(python_paths(), sys.executable,
-                                                               search=[tempfile.gettempdir()])),
-        landlock=landlock.abi(), seccomp=seccomp.available(),
+        linux=True,
+        root=root,
+        user_ns=got.get("user_ns", False),
+        mount_ns=mount_ns,
+        net_ns=got.get("net_ns", False),
+        pid_ns=got.get("pid_ns", False),
+        ipc_ns=got.get("ipc_ns", False),
+        drop_user=root
+        and (mount_ns or usable_by_another_user(python_paths(), sys.executable, search=[tempfile.gettempdir()])),
+        landlock=landlock.abi(),
+        seccomp=seccomp.available(),
         memory_cgroup=cgroup.available(),
     )
 
@@ -284,8 +315,12 @@ def _probe(root: bool, spot: str) -> dict[str, bool]:
         out["user_ns"] = _attempt(user_ns)
         if not out["user_ns"]:
             return out
-    for name, flag in (("net_ns", CLONE_NEWNET), ("pid_ns", CLONE_NEWPID), ("ipc_ns", CLONE_NEWIPC),
-                       ("mount_ns", CLONE_NEWNS)):
+    for name, flag in (
+        ("net_ns", CLONE_NEWNET),
+        ("pid_ns", CLONE_NEWPID),
+        ("ipc_ns", CLONE_NEWIPC),
+        ("mount_ns", CLONE_NEWNS),
+    ):
         out[name] = _attempt(functools.partial(unshare, flag))
     if out["mount_ns"]:
 

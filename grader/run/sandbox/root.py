@@ -119,15 +119,24 @@ def build_view(root: str, disk_mb: int, *, fresh_proc: bool) -> None:
     for name in DEVICES:
         if os.path.exists(f"/dev/{name}"):
             bind(f"/dev/{name}", _make_point(root, f"/dev/{name}", directory=False), writable=True)
-    for name, to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-                     ("stderr", "/proc/self/fd/2")):
+    for name, to in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(to, f"{dev}/{name}")
     mount("tmpfs", _make_point(root, "/dev/shm", directory=True), "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
     # Terminals of its own (a new devpts instance, none of the host's), for `!cmd`, which IPython
     # runs on a pseudo-terminal as Jupyter does.
     try:
-        mount("devpts", _make_point(root, "/dev/pts", directory=True), "devpts", MS_NOSUID | MS_NOEXEC,
-              f"newinstance,ptmxmode=0666,mode=0620,max={PTYS}")
+        mount(
+            "devpts",
+            _make_point(root, "/dev/pts", directory=True),
+            "devpts",
+            MS_NOSUID | MS_NOEXEC,
+            f"newinstance,ptmxmode=0666,mode=0620,max={PTYS}",
+        )
         os.symlink("pts/ptmx", f"{dev}/ptmx")
     except SandboxError:
         pass  # no terminals here: `!cmd` fails in the cell, as on a machine without them
@@ -142,8 +151,9 @@ def build_view(root: str, disk_mb: int, *, fresh_proc: bool) -> None:
         bind("/sys", _make_point(root, "/sys", directory=True))
 
 
-def finish_view(root: str, workdir: str, disk_mb: int, owner: int, *, resize: bool = True,
-                group: int | None = None) -> None:
+def finish_view(
+    root: str, workdir: str, disk_mb: int, owner: int, *, resize: bool = True, group: int | None = None
+) -> None:
     """Add the working directory to the view on ``root``, then pivot into it and make it read-only.
     ``resize``: the view was built ahead of the job, so /tmp and /dev/shm take the job's size now.
     ``owner`` and ``group`` (the same as ``owner`` if None) own the working directory: in a user

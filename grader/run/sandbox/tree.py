@@ -29,9 +29,17 @@ if TYPE_CHECKING:  # the job's shape, for the type checker only: the student pro
     from grader.run.job import JobWire
 
 
-def fork_keeper(channel: int | None, workdir: str, *, subreaper: bool, view: str | None = None,
-                uid: int | None = None, memory: bool = False, disk: Watch | None = None,
-                processes: int | None = None) -> None:
+def fork_keeper(
+    channel: int | None,
+    workdir: str,
+    *,
+    subreaper: bool,
+    view: str | None = None,
+    uid: int | None = None,
+    memory: bool = False,
+    disk: Watch | None = None,
+    processes: int | None = None,
+) -> None:
     """Fork; the parent stays behind as the keeper and never returns. It removes ``view`` (the
     empty directory a session's root was mounted on, in the child's namespace) at the end, and
     when the run had a ``uid`` of its own, every key that uid left in the kernel's keyrings. The
@@ -85,8 +93,9 @@ def _reap_all(timeout: float = 5.0) -> None:
             time.sleep(0.005)
 
 
-def _wait_watching(pid: int, channel: int | None, disk: Watch | None = None, processes: int | None = None,
-                   workdir: str = "") -> tuple[int, bool]:
+def _wait_watching(
+    pid: int, channel: int | None, disk: Watch | None = None, processes: int | None = None, workdir: str = ""
+) -> tuple[int, bool]:
     """Wait for the child; kill it if nobody reads the channel any more (the grader has gone), and
     the whole run once it writes more than ``disk`` allows or holds more than ``processes`` tasks.
 
@@ -259,7 +268,6 @@ def empty_places(places: list[tuple[str, os.stat_result]]) -> None:
 def _exit_code(status: int) -> int:
     code = os.waitstatus_to_exitcode(status)
     return code if code >= 0 else 128 - code
-
 
 
 def close_fds(keep: int | None) -> None:

@@ -107,8 +107,12 @@ def keep_fds(a: int, b: int) -> None:
     low, high = sorted((a, b))
     os.closerange(3, low)
     os.closerange(low + 1, high)
-    os.closerange(high + 1, max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024) if
-                  resource.getrlimit(resource.RLIMIT_NOFILE)[0] != resource.RLIM_INFINITY else 1 << 20)
+    os.closerange(
+        high + 1,
+        max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024)
+        if resource.getrlimit(resource.RLIMIT_NOFILE)[0] != resource.RLIM_INFINITY
+        else 1 << 20,
+    )
 
 
 def serve(control: int, ends: int) -> tuple[JobWire, int, int | None]:
@@ -202,8 +206,9 @@ def restrict_scope() -> None:
     """A Landlock domain of this process's own, nested in the zygote's: no signal to, and no
     abstract Unix socket of, any process outside it (the zygote, the other runs)."""
     attr = landlock._RulesetAttr(0, 0, landlock.SCOPE_ABSTRACT_UNIX_SOCKET | landlock.SCOPE_SIGNAL)
-    fd = landlock._syscall(landlock.SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
-                           ctypes.c_uint32(0))
+    fd = landlock._syscall(
+        landlock.SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0)
+    )
     if fd < 0:
         raise SandboxError(f"creating a run's Landlock scope failed: {os.strerror(ctypes.get_errno())}")
     try:
