@@ -1,0 +1,310 @@
+"""The scorecard as one versioned document: ``dump`` and ``load``, the only pair that writes and reads it.
+
+    dump(card) -> dict        JSON-ready: {"format_version": N, <the card's fields>}, every record kept
+    load(data) -> Scorecard   the same card (``load(dump(card)) == card``), or a DocumentError
+
+Every consumer that reads a scorecard back (the batch's results cache, a cluster worker's answer,
+the review store, a shard's manifest, ``grader report`` over ``<name>.json`` files) goes through
+this pair; YAML, Markdown, HTML and the LMS files are renderings of the card, never read back.
+
+The codec is typed and closed. A card is a tree of frozen dataclasses (``RECORDS``, an explicit
+registry), ``StrEnum`` members, tuples and plain values. Each dataclass is written as an object of
+its fields, by name; where a field's declared type allows several records (a check's reasons, why a
+value is missing, a test's findings), the object carries its record's name under ``"type"``.
+Reading is directed by the declared field types alone: a value of another shape, a record name
+that is not registered or not allowed there, a field the record does not have, a number where text
+belongs all raise ``DocumentError`` with the path of the value in the document. Nothing is
+unpickled, evaluated or imported by a name found in the file.
+
+Versions (``FORMAT_VERSION``):
+
+    1   the results cache before this module: no ``format_version``, a check's reasons left out
+    2   every record kept; ``id``, the submission's identity
+
+A document of an older version cannot be upgraded (what version 1 left out is what grading found),
+so ``load`` says which grader wrote it and how to grade again; a newer one asks for a newer grader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from enum import Enum
+from typing import Any
+
+from grader.errors import DocumentError
+from grader.judge import verdicts as v
+from grader.judge.scorecard import CellError, CheckResult, Execution, Feedback, QuestionResult, Scorecard
+from grader.notebook.answers import Answer
+from grader.run.job import CellRun, RunError
+
+FORMAT_VERSION = 2
+TYPE = "type"  # the key naming a record where its field allows several
+VERSION = "format_version"
+
+# Every record a scorecard may hold; nothing else is read.
+RECORDS: tuple[type, ...] = (
+    Scorecard,
+    QuestionResult,
+    CheckResult,
+    Feedback,
+    Execution,
+    CellError,
+    Answer,
+    v.PersonGrade,
+    v.RubricMark,
+    RunError,
+    CellRun,
+    # why a check did not simply pass
+    v.NotProduced,
+    v.Unanswered,
+    v.Missing,
+    v.Differs,
+    v.CarriedForward,
+    v.UsesWrongCallable,
+    v.VariantFails,
+    v.VariantUpstream,
+    v.VariantTypedIn,
+    v.VariantUntestable,
+    v.TestFailed,
+    v.AuthorSaid,
+    v.VariantCause,
+    # why a value is missing
+    v.CannotBeJudged,
+    v.Raised,
+    v.CellFailed,
+    v.NeedsBlank,
+    v.NeedsFailed,
+    v.NotReached,
+    v.NeverDefined,
+    v.NotYetDefined,
+    v.NotDefinedAtEnd,
+    # a test's findings
+    v.AssertionSaid,
+    v.Compared,
+    v.DoesNotHold,
+    v.NotClose,
+    v.SiteRaised,
+    v.TestRaised,
+    v.DidNotRaise,
+    v.Said,
+    v.SiteUnusable,
+    v.SiteUnprepared,
+    v.TestFailedItself,
+    v.WroteToStderr,
+)
+BY_NAME: dict[str, type] = {cls.__name__: cls for cls in RECORDS}
+assert len(BY_NAME) == len(RECORDS), "two records of one name"
+
+
+def dump(card: Scorecard) -> dict[str, Any]:
+    """The card as JSON-ready data: ``format_version``, then its fields, every record kept."""
+    data = _dump(card, Scorecard)
+    assert isinstance(data, dict)
+    return {VERSION: FORMAT_VERSION, **data}
+
+
+def load(data: object) -> Scorecard:
+    """The card ``dump`` wrote; a DocumentError for anything else, an older or newer version included."""
+    if not isinstance(data, dict):
+        raise DocumentError(f"a scorecard document is a JSON object, not {_kind(data)}")
+    version = data.get(VERSION)
+    if version != FORMAT_VERSION:
+        raise DocumentError(_version_message(data, version))
+    card = _load({k: val for k, val in data.items() if k != VERSION}, Scorecard, "")
+    assert isinstance(card, Scorecard)
+    return card
+
+
+def _version_message(data: dict[str, Any], version: object) -> str:
+    wrote = data.get("grader_version")
+    by = f"grader {wrote}" if isinstance(wrote, str) and wrote else "an earlier grader"
+    if version is None:
+        return (
+            f"this scorecard was written by {by}, before scorecards carried a format_version and kept their "
+            f"records; this grader reads format {FORMAT_VERSION} only. Grade the submission again "
+            "(`grader grade SUBMISSIONS -a ASSIGNMENT --out DIR`) to write it in the current format"
+        )
+    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+        return (
+            f"this scorecard is in format {version}, written by {by}, newer than this grader's format "
+            f"{FORMAT_VERSION}: read it with that grader, or grade the submission again with this one"
+        )
+    return (
+        f"this scorecard is in format {version!r}, written by {by}; this grader reads format {FORMAT_VERSION} "
+        "only. Grade the submission again (`grader grade SUBMISSIONS -a ASSIGNMENT --out DIR`) to write it "
+        "in the current format"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The codec, directed by the declared types
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[tuple[str, Any, bool], ...]:
+    """(name, declared type, has a default) of each field of a registered record."""
+    hints = typing.get_type_hints(cls)
+    return tuple(
+        (
+            f.name,
+            hints[f.name],
+            f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING,
+        )
+        for f in dataclasses.fields(cls)
+        if f.init
+    )
+
+
+def _members(hint: Any) -> tuple[Any, ...]:
+    """The alternatives of a union (``X | Y``), or the type itself."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return typing.get_args(hint)
+    return (hint,)
+
+
+def _records_of(hint: Any) -> tuple[type, ...]:
+    return tuple(m for m in _members(hint) if isinstance(m, type) and dataclasses.is_dataclass(m))
+
+
+def _dump(value: Any, hint: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        cls = type(value)
+        if BY_NAME.get(cls.__name__) is not cls:
+            raise DocumentError(f"{cls.__name__} is not a record a scorecard may hold")
+        out: dict[str, Any] = {}
+        if len(_records_of(hint)) > 1:
+            out[TYPE] = cls.__name__
+        for name, field_hint, _ in _fields(cls):
+            out[name] = _dump(getattr(value, name), field_hint)
+        return out
+    if isinstance(value, tuple | list):
+        return [_dump(item, _item_hint(hint, i)) for i, item in enumerate(value)]
+    if isinstance(value, str | int | float | bool):
+        return value
+    raise DocumentError(f"a value of type {type(value).__name__} cannot be written in a scorecard")
+
+
+def _item_hint(hint: Any, i: int) -> Any:
+    for m in _members(hint):
+        if typing.get_origin(m) is tuple:
+            args = typing.get_args(m)
+            if len(args) == 2 and args[1] is Ellipsis:
+                return args[0]
+            return args[i] if i < len(args) else Any
+    return Any
+
+
+def _load(data: Any, hint: Any, path: str) -> Any:
+    members = _members(hint)
+    if data is None:
+        if type(None) in members:
+            return None
+        raise DocumentError(f"{_where(path)}: a value is missing (null)")
+    records = _records_of(hint)
+    if records:
+        return _load_record(data, records, path)
+    for m in members:
+        if m is type(None):
+            continue
+        if typing.get_origin(m) is tuple:
+            return _load_tuple(data, m, path)
+        if isinstance(m, type) and issubclass(m, Enum):
+            try:
+                return m(data)
+            except ValueError:
+                allowed = ", ".join(str(e.value) for e in m)
+                raise DocumentError(f"{_where(path)}: {data!r} is not one of {allowed}") from None
+        if m is bool:
+            if isinstance(data, bool):
+                return data
+        elif m is int:
+            if isinstance(data, int) and not isinstance(data, bool):
+                return data
+        elif m is float:
+            if isinstance(data, int | float) and not isinstance(data, bool):
+                return float(data) if isinstance(data, int) else data
+        elif m is str:
+            if isinstance(data, str):
+                return data
+        else:
+            raise DocumentError(f"{_where(path)}: a field of type {m!r} cannot be read")
+        break
+    raise DocumentError(f"{_where(path)}: expected {_hint_text(hint)}, found {_kind(data)}")
+
+
+def _load_tuple(data: Any, hint: Any, path: str) -> tuple[Any, ...]:
+    if not isinstance(data, list):
+        raise DocumentError(f"{_where(path)}: expected a list, found {_kind(data)}")
+    args = typing.get_args(hint)
+    if len(args) == 2 and args[1] is Ellipsis:
+        return tuple(_load(item, args[0], f"{path}[{i}]") for i, item in enumerate(data))
+    if len(data) != len(args):
+        raise DocumentError(f"{_where(path)}: expected a list of {len(args)}, found {len(data)} items")
+    return tuple(_load(item, a, f"{path}[{i}]") for i, (item, a) in enumerate(zip(data, args, strict=True)))
+
+
+def _load_record(data: Any, allowed: tuple[type, ...], path: str) -> Any:
+    if not isinstance(data, dict):
+        raise DocumentError(f"{_where(path)}: expected a record, found {_kind(data)}")
+    tag = data.get(TYPE)
+    if tag is None:
+        if len(allowed) > 1:
+            raise DocumentError(f"{_where(path)}: a record without its {TYPE!r}")
+        cls = allowed[0]
+    else:
+        found = BY_NAME.get(tag) if isinstance(tag, str) else None
+        if found is None:
+            raise DocumentError(f"{_where(path)}: {tag!r} is not a record a scorecard may hold")
+        if found not in allowed:
+            raise DocumentError(f"{_where(path)}: a {tag} cannot be here")
+        cls = found
+    fields = _fields(cls)
+    names = {name for name, _, _ in fields}
+    unknown = sorted(k for k in data if k != TYPE and k not in names)
+    if unknown:
+        raise DocumentError(f"{_where(path)}: {cls.__name__} has no field {', '.join(map(repr, unknown))}")
+    kwargs = {}
+    for name, field_hint, has_default in fields:
+        if name in data:
+            kwargs[name] = _load(data[name], field_hint, f"{path}.{name}" if path else name)
+        elif not has_default:
+            raise DocumentError(f"{_where(path)}: {cls.__name__} lacks its field {name!r}")
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise DocumentError(f"{_where(path)}: {cls.__name__} cannot be built ({exc})") from None
+
+
+def _where(path: str) -> str:
+    return f"at {path}" if path else "at the top"
+
+
+def _kind(data: object) -> str:
+    if data is None:
+        return "null"
+    return {dict: "an object", list: "a list", str: "text", bool: "true or false"}.get(
+        type(data), "a number" if isinstance(data, int | float) else type(data).__name__
+    )
+
+
+def _hint_text(hint: Any) -> str:
+    names = []
+    for m in _members(hint):
+        if m is type(None):
+            names.append("null")
+        elif m is str:
+            names.append("text")
+        elif m in (int, float):
+            names.append("a number")
+        elif m is bool:
+            names.append("true or false")
+        else:
+            names.append(getattr(m, "__name__", str(m)))
+    return " or ".join(dict.fromkeys(names))
