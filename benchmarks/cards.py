@@ -354,8 +354,11 @@ def neutral(card: Any, *, keep_sha: bool = True) -> Any:
     return dataclasses.replace(card, execution=ex, **({} if keep_sha else {"sha256": ""}))
 
 
+_DURATIONS = re.compile(r'("duration": )[0-9.eE+-]+')  # a cell's run time, in the document's cell records
+
+
 def neutral_text(text: str, root: Path = ROOT) -> str:
-    return _STAMPS.sub(r'\1\2"<time>"', plain_text(text, root))
+    return _DURATIONS.sub(r"\g<1>0", _STAMPS.sub(r'\1\2"<time>"', plain_text(text, root)))
 
 
 def render_card(path: Path, name: str, card: Any, course: Any, assignment: Any) -> dict[str, str]:
