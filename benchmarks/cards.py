@@ -463,41 +463,90 @@ def units(folder: Path, base: Path) -> dict[str, dict[str, str]]:
     return found
 
 
+def as_before(name: str, before: str | None, after: str) -> tuple[str, bool]:
+    """``after`` as ``before`` was written: a ``<name>.json`` that is now the scorecard's document,
+    where ``before`` is the YAML's content as JSON (the grader before ``grader.judge.document``),
+    rendered that way again (``to_dict``, rounded as the course rounds), so the comparison says
+    whether the document holds everything the old file said. (text, whether it was converted)"""
+    if not (name.endswith(".json") and before is not None and '"format_version"' in after):
+        return after, False
+    if '"format_version"' in before:
+        return after, False
+    try:
+        old = json.loads(before)
+        data = json.loads(after)
+    except ValueError:
+        return after, False
+    if not (isinstance(old, dict) and isinstance(data, dict) and "questions" in old):
+        return after, False
+    from grader.judge import document
+
+    card = document.load(data)
+    return json.dumps(card.to_dict(2), indent=2, ensure_ascii=False) + "\n", True
+
+
+def canonical_unit(files: dict[str, str], before: dict[str, str] | None = None) -> tuple[list[Any], int]:
+    """A unit's renderings as compared: a suite notebook's folders (one per distinct card, named by
+    a hash of its files) as a sorted list of their files; ``<name>.json`` documents as ``before``
+    wrote them (``as_before``). (canonical form, documents converted)"""
+    converted = 0
+    groups: dict[str, dict[str, str]] = {}
+    for inside, text in files.items():
+        folder, _, name = inside.rpartition("/")
+        groups.setdefault(folder, {})[name] = text
+    old_by_name: dict[str, str] = {}
+    for inside, text in (before or {}).items():
+        old_by_name.setdefault(inside.rpartition("/")[2], text)
+    out = []
+    for group in groups.values():
+        items = []
+        for name, text in sorted(group.items()):
+            text, done = as_before(name, old_by_name.get(name), text)
+            converted += done
+            items.append((name, text))
+        out.append(items)
+    return sorted(out), converted
+
+
 def compare_renders(before_dir: Path, after_dir: Path, *, show: int = 12) -> int:
     """Prints the units identical in both, those that differ (with their first changed lines) and
     those only one has; 1 when any differs or is missing."""
     before, after = units(before_dir, before_dir), units(after_dir, after_dir)
     keys = sorted(set(before) | set(after))
     same, differ, only_before, only_after = [], [], [], []
+    converted = 0
     for k in keys:
         if k not in after:
             only_before.append(k)
-        elif k not in before:
+            continue
+        if k not in before:
             only_after.append(k)
-        elif before[k] == after[k]:
+            continue
+        b, _ = canonical_unit(before[k])
+        a, n = canonical_unit(after[k], before[k])
+        converted += n
+        if a == b:
             same.append(k)
-        else:
-            differ.append(k)
-    for k in differ:
-        b, a = before[k], after[k]
+            continue
+        differ.append(k)
         print(f"\n=== {k}: differs")
-        for name in sorted(set(b) | set(a)):
-            if b.get(name) == a.get(name):
+        flat_b = {f"{i}/{name}": t for i, g in enumerate(b) for name, t in g}
+        flat_a = {f"{i}/{name}": t for i, g in enumerate(a) for name, t in g}
+        for name in sorted(set(flat_b) | set(flat_a)):
+            if flat_b.get(name) == flat_a.get(name):
                 continue
             diff = list(
                 difflib.unified_diff(
-                    (b.get(name) or "").splitlines(),
-                    (a.get(name) or "").splitlines(),
+                    (flat_b.get(name) or "").splitlines(),
+                    (flat_a.get(name) or "").splitlines(),
                     f"before/{name}",
                     f"after/{name}",
                     lineterm="",
                     n=1,
                 )
             )
-            print(
-                "\n".join(diff[: show + 2])
-                + (f"\n... ({len(diff) - show - 2} more lines)" if len(diff) > show + 2 else "")
-            )
+            more = f"\n... ({len(diff) - show - 2} more lines)" if len(diff) > show + 2 else ""
+            print("\n".join(diff[: show + 2]) + more)
     for label, which in (("only before", only_before), ("only after", only_after)):
         for k in which:
             print(f"{label}: {k}")
@@ -506,6 +555,11 @@ def compare_renders(before_dir: Path, after_dir: Path, *, show: int = 12) -> int
         f"\nrenderings of {after_dir} against {before_dir}: {len(keys)} units ({files} files after): "
         f"identical {len(same)}, differing {len(differ)}, only before {len(only_before)}, only after {len(only_after)}"
     )
+    if converted:
+        print(
+            f"({converted} <name>.json files are now the scorecard's document: compared as rendered by to_dict, "
+            "the YAML's content, as they were written before)"
+        )
     if differ:
         print("differing: " + ", ".join(differ))
     return 1 if differ or only_before or only_after else 0
