@@ -31,6 +31,7 @@ import dataclasses
 import functools
 import types
 import typing
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
@@ -113,7 +114,7 @@ def load(data: object) -> Scorecard:
     version = data.get(VERSION)
     if version != FORMAT_VERSION:
         raise DocumentError(_version_message(data, version))
-    card = _load({k: val for k, val in data.items() if k != VERSION}, Scorecard, "")
+    card = _load({k: val for k, val in data.items() if k != VERSION}, Scorecard)
     assert isinstance(card, Scorecard)
     return card
 
@@ -165,6 +166,7 @@ def _members(hint: Any) -> tuple[Any, ...]:
     return (hint,)
 
 
+@functools.cache
 def _records_of(hint: Any) -> tuple[type, ...]:
     return tuple(m for m in _members(hint) if isinstance(m, type) and dataclasses.is_dataclass(m))
 
@@ -191,6 +193,7 @@ def _dump(value: Any, hint: Any) -> Any:
     raise DocumentError(f"a value of type {type(value).__name__} cannot be written in a scorecard")
 
 
+@functools.cache
 def _item_hint(hint: Any, i: int) -> Any:
     for m in _members(hint):
         if typing.get_origin(m) is tuple:
@@ -201,85 +204,161 @@ def _item_hint(hint: Any, i: int) -> Any:
     return Any
 
 
-def _load(data: Any, hint: Any, path: str) -> Any:
+Decoder = Callable[[Any], Any]
+
+
+class _Bad(Exception):
+    """A value that cannot be read: the message, and the path to it (filled in on the way out)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path: list[str] = []
+
+
+def _load(data: Any, hint: Any) -> Any:
+    try:
+        return _decoder(hint)(data)
+    except _Bad as exc:
+        path = "".join(reversed(exc.path)).lstrip(".")
+        raise DocumentError(f"{_where(path)}: {exc.message}") from None
+
+
+@functools.cache
+def _decoder(hint: Any) -> Decoder:
+    """The function that reads a value of this declared type, made once per type."""
     members = _members(hint)
-    if data is None:
-        if type(None) in members:
-            return None
-        raise DocumentError(f"{_where(path)}: a value is missing (null)")
+    optional = type(None) in members
     records = _records_of(hint)
     if records:
-        return _load_record(data, records, path)
-    for m in members:
-        if m is type(None):
-            continue
-        if typing.get_origin(m) is tuple:
-            return _load_tuple(data, m, path)
-        if isinstance(m, type) and issubclass(m, Enum):
+        inner = _record_decoder(records)
+    else:
+        (kind,) = [m for m in members if m is not type(None)]
+        inner = _scalar_decoder(kind, hint)
+
+    def decode(data: Any) -> Any:
+        if data is None:
+            if optional:
+                return None
+            raise _Bad("a value is missing (null)")
+        return inner(data)
+
+    return decode
+
+
+def _scalar_decoder(kind: Any, hint: Any) -> Decoder:
+    expected = _hint_text(hint)
+    if typing.get_origin(kind) is tuple:
+        return _tuple_decoder(kind)
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        enum: type[Enum] = kind
+        allowed = ", ".join(str(e.value) for e in enum)
+
+        def member(data: Any) -> Any:
             try:
-                return m(data)
+                return enum(data)
             except ValueError:
-                allowed = ", ".join(str(e.value) for e in m)
-                raise DocumentError(f"{_where(path)}: {data!r} is not one of {allowed}") from None
-        if m is bool:
-            if isinstance(data, bool):
-                return data
-        elif m is int:
-            if isinstance(data, int) and not isinstance(data, bool):
-                return data
-        elif m is float:
-            if isinstance(data, int | float) and not isinstance(data, bool):
-                return float(data) if isinstance(data, int) else data
-        elif m is str:
-            if isinstance(data, str):
-                return data
-        else:
-            raise DocumentError(f"{_where(path)}: a field of type {m!r} cannot be read")
-        break
-    raise DocumentError(f"{_where(path)}: expected {_hint_text(hint)}, found {_kind(data)}")
+                raise _Bad(f"{data!r} is not one of {allowed}") from None
+
+        return member
+    accepts: dict[Any, tuple[type, ...]] = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
+    if kind not in accepts:
+        raise DocumentError(f"a field of type {kind!r} cannot be read")  # a record the registry should not hold
+    types_ok = accepts[kind]
+
+    def plain(data: Any) -> Any:
+        if isinstance(data, types_ok) and (kind is bool or not isinstance(data, bool)):
+            return float(data) if kind is float and type(data) is int else data
+        raise _Bad(f"expected {expected}, found {_kind(data)}")
+
+    return plain
 
 
-def _load_tuple(data: Any, hint: Any, path: str) -> tuple[Any, ...]:
-    if not isinstance(data, list):
-        raise DocumentError(f"{_where(path)}: expected a list, found {_kind(data)}")
+def _tuple_decoder(hint: Any) -> Decoder:
     args = typing.get_args(hint)
     if len(args) == 2 and args[1] is Ellipsis:
-        return tuple(_load(item, args[0], f"{path}[{i}]") for i, item in enumerate(data))
-    if len(data) != len(args):
-        raise DocumentError(f"{_where(path)}: expected a list of {len(args)}, found {len(data)} items")
-    return tuple(_load(item, a, f"{path}[{i}]") for i, (item, a) in enumerate(zip(data, args, strict=True)))
+        item = _decoder(args[0])
+
+        def items(data: Any) -> tuple[Any, ...]:
+            if not isinstance(data, list):
+                raise _Bad(f"expected a list, found {_kind(data)}")
+            out = []
+            for i, x in enumerate(data):
+                try:
+                    out.append(item(x))
+                except _Bad as exc:
+                    exc.path.append(f"[{i}]")
+                    raise
+            return tuple(out)
+
+        return items
+    each = [_decoder(a) for a in args]
+
+    def fixed(data: Any) -> tuple[Any, ...]:
+        if not isinstance(data, list):
+            raise _Bad(f"expected a list, found {_kind(data)}")
+        if len(data) != len(each):
+            raise _Bad(f"expected a list of {len(each)}, found {len(data)} items")
+        out = []
+        for i, (d, x) in enumerate(zip(each, data, strict=True)):
+            try:
+                out.append(d(x))
+            except _Bad as exc:
+                exc.path.append(f"[{i}]")
+                raise
+        return tuple(out)
+
+    return fixed
 
 
-def _load_record(data: Any, allowed: tuple[type, ...], path: str) -> Any:
-    if not isinstance(data, dict):
-        raise DocumentError(f"{_where(path)}: expected a record, found {_kind(data)}")
-    tag = data.get(TYPE)
-    if tag is None:
-        if len(allowed) > 1:
-            raise DocumentError(f"{_where(path)}: a record without its {TYPE!r}")
-        cls = allowed[0]
-    else:
-        found = BY_NAME.get(tag) if isinstance(tag, str) else None
+def _record_decoder(allowed: tuple[type, ...]) -> Decoder:
+    by_tag = {cls.__name__: cls for cls in allowed}
+
+    def record(data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise _Bad(f"expected a record, found {_kind(data)}")
+        tag = data.get(TYPE)
+        if tag is None:
+            if len(allowed) > 1:
+                raise _Bad(f"a record without its {TYPE!r}")
+            return _build(allowed[0], data)
+        found = by_tag.get(tag) if isinstance(tag, str) else None
         if found is None:
-            raise DocumentError(f"{_where(path)}: {tag!r} is not a record a scorecard may hold")
-        if found not in allowed:
-            raise DocumentError(f"{_where(path)}: a {tag} cannot be here")
-        cls = found
-    fields = _fields(cls)
-    names = {name for name, _, _ in fields}
-    unknown = sorted(k for k in data if k != TYPE and k not in names)
-    if unknown:
-        raise DocumentError(f"{_where(path)}: {cls.__name__} has no field {', '.join(map(repr, unknown))}")
+            if isinstance(tag, str) and tag in BY_NAME:
+                raise _Bad(f"a {tag} cannot be here")
+            raise _Bad(f"{tag!r} is not a record a scorecard may hold")
+        return _build(found, data)
+
+    return record
+
+
+@functools.cache
+def _field_decoders(cls: type) -> tuple[tuple[str, Decoder, bool], ...]:
+    return tuple((name, _decoder(hint), has_default) for name, hint, has_default in _fields(cls))
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    fields = _field_decoders(cls)
+    extra = len(data) - (TYPE in data)
     kwargs = {}
-    for name, field_hint, has_default in fields:
+    for name, decode, has_default in fields:
         if name in data:
-            kwargs[name] = _load(data[name], field_hint, f"{path}.{name}" if path else name)
+            extra -= 1
+            try:
+                kwargs[name] = decode(data[name])
+            except _Bad as exc:
+                exc.path.append(f".{name}")
+                raise
         elif not has_default:
-            raise DocumentError(f"{_where(path)}: {cls.__name__} lacks its field {name!r}")
+            raise _Bad(f"{cls.__name__} lacks its field {name!r}")
+    if extra:
+        names = {name for name, _, _ in fields}
+        unknown = sorted(repr(k) for k in data if k != TYPE and k not in names)
+        raise _Bad(f"{cls.__name__} has no field {', '.join(unknown)}")
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
-        raise DocumentError(f"{_where(path)}: {cls.__name__} cannot be built ({exc})") from None
+        raise _Bad(f"{cls.__name__} cannot be built ({exc})") from None
 
 
 def _where(path: str) -> str:
