@@ -35,7 +35,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from grader.errors import DocumentError
+from grader.errors import BadValue, DocumentError
 from grader.judge import verdicts as v
 from grader.judge.scorecard import CellError, CheckResult, Execution, Feedback, QuestionResult, Scorecard
 from grader.notebook.answers import Answer
@@ -207,19 +207,10 @@ def _item_hint(hint: Any, i: int) -> Any:
 Decoder = Callable[[Any], Any]
 
 
-class _Bad(Exception):
-    """A value that cannot be read: the message, and the path to it (filled in on the way out)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.path: list[str] = []
-
-
 def _load(data: Any, hint: Any) -> Any:
     try:
         return _decoder(hint)(data)
-    except _Bad as exc:
+    except BadValue as exc:
         path = "".join(reversed(exc.path)).lstrip(".")
         raise DocumentError(f"{_where(path)}: {exc.message}") from None
 
@@ -240,7 +231,7 @@ def _decoder(hint: Any) -> Decoder:
         if data is None:
             if optional:
                 return None
-            raise _Bad("a value is missing (null)")
+            raise BadValue("a value is missing (null)")
         return inner(data)
 
     return decode
@@ -258,7 +249,7 @@ def _scalar_decoder(kind: Any, hint: Any) -> Decoder:
             try:
                 return enum(data)
             except ValueError:
-                raise _Bad(f"{data!r} is not one of {allowed}") from None
+                raise BadValue(f"{data!r} is not one of {allowed}") from None
 
         return member
     accepts: dict[Any, tuple[type, ...]] = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
@@ -269,7 +260,7 @@ def _scalar_decoder(kind: Any, hint: Any) -> Decoder:
     def plain(data: Any) -> Any:
         if isinstance(data, types_ok) and (kind is bool or not isinstance(data, bool)):
             return float(data) if kind is float and type(data) is int else data
-        raise _Bad(f"expected {expected}, found {_kind(data)}")
+        raise BadValue(f"expected {expected}, found {_kind(data)}")
 
     return plain
 
@@ -281,12 +272,12 @@ def _tuple_decoder(hint: Any) -> Decoder:
 
         def items(data: Any) -> tuple[Any, ...]:
             if not isinstance(data, list):
-                raise _Bad(f"expected a list, found {_kind(data)}")
+                raise BadValue(f"expected a list, found {_kind(data)}")
             out = []
             for i, x in enumerate(data):
                 try:
                     out.append(item(x))
-                except _Bad as exc:
+                except BadValue as exc:
                     exc.path.append(f"[{i}]")
                     raise
             return tuple(out)
@@ -296,14 +287,14 @@ def _tuple_decoder(hint: Any) -> Decoder:
 
     def fixed(data: Any) -> tuple[Any, ...]:
         if not isinstance(data, list):
-            raise _Bad(f"expected a list, found {_kind(data)}")
+            raise BadValue(f"expected a list, found {_kind(data)}")
         if len(data) != len(each):
-            raise _Bad(f"expected a list of {len(each)}, found {len(data)} items")
+            raise BadValue(f"expected a list of {len(each)}, found {len(data)} items")
         out = []
         for i, (d, x) in enumerate(zip(each, data, strict=True)):
             try:
                 out.append(d(x))
-            except _Bad as exc:
+            except BadValue as exc:
                 exc.path.append(f"[{i}]")
                 raise
         return tuple(out)
@@ -316,17 +307,17 @@ def _record_decoder(allowed: tuple[type, ...]) -> Decoder:
 
     def record(data: Any) -> Any:
         if not isinstance(data, dict):
-            raise _Bad(f"expected a record, found {_kind(data)}")
+            raise BadValue(f"expected a record, found {_kind(data)}")
         tag = data.get(TYPE)
         if tag is None:
             if len(allowed) > 1:
-                raise _Bad(f"a record without its {TYPE!r}")
+                raise BadValue(f"a record without its {TYPE!r}")
             return _build(allowed[0], data)
         found = by_tag.get(tag) if isinstance(tag, str) else None
         if found is None:
             if isinstance(tag, str) and tag in BY_NAME:
-                raise _Bad(f"a {tag} cannot be here")
-            raise _Bad(f"{tag!r} is not a record a scorecard may hold")
+                raise BadValue(f"a {tag} cannot be here")
+            raise BadValue(f"{tag!r} is not a record a scorecard may hold")
         return _build(found, data)
 
     return record
@@ -346,19 +337,19 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
             extra -= 1
             try:
                 kwargs[name] = decode(data[name])
-            except _Bad as exc:
+            except BadValue as exc:
                 exc.path.append(f".{name}")
                 raise
         elif not has_default:
-            raise _Bad(f"{cls.__name__} lacks its field {name!r}")
+            raise BadValue(f"{cls.__name__} lacks its field {name!r}")
     if extra:
         names = {name for name, _, _ in fields}
         unknown = sorted(repr(k) for k in data if k != TYPE and k not in names)
-        raise _Bad(f"{cls.__name__} has no field {', '.join(unknown)}")
+        raise BadValue(f"{cls.__name__} has no field {', '.join(unknown)}")
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
-        raise _Bad(f"{cls.__name__} cannot be built ({exc})") from None
+        raise BadValue(f"{cls.__name__} cannot be built ({exc})") from None
 
 
 def _where(path: str) -> str:
