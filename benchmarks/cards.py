@@ -26,6 +26,22 @@ messages and hints, then the execution summary), then each distinct changed line
 number of cards it is in, so a reviewer can list the messages that changed. ``--fixed FILE`` names
 messages allowed to change (one a line): a card whose changed lines all contain one of them is
 shown but not counted. It exits with 1 when anything else differs.
+
+Renderings (the files ``grader grade`` writes, every format):
+
+    .venv/bin/python benchmarks/cards.py render DIR                  # examples, solutions, skeletons
+    .venv/bin/python benchmarks/cards.py render DIR --suite          # and the cards of a few test files
+    .venv/bin/python benchmarks/cards.py render NEW --compare DIR    # the same again, diffed with DIR
+
+``render`` grades as ``save`` does and writes each scorecard as every per-submission format renders
+it (``DIR/<group>/<assignment>/<name><suffix>``) and each group's per-run files (junit.xml,
+gradebook.csv, report.html, canvas.csv and moodle.csv from a roster of the names), with a fixed
+clock and the times of the run set to 0. ``--suite`` also runs the test files of ``RENDER_SUITE``
+with the recording plugin, which writes every card those tests make, rendered the same way, under
+``DIR/suite/<assignment>/<submission>#<notebook hash>/<rendering hash>/`` (a notebook graded to
+several distinct cards has several folders). ``--compare DIR`` compares unit by unit (a graded
+submission's files; a group's per-run files; a suite notebook's renderings) and prints how many are
+identical, which differ (with a diff of their first lines that changed) and which only one run has.
 """
 
 from __future__ import annotations
@@ -39,11 +55,13 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -310,6 +328,262 @@ def compare(saved: Path, jobs: int, against: Path | None, fixed: list[str]) -> i
     return report(before, after, f"scorecards against {saved}", fixed)
 
 
+# -- renderings: the files `grader grade` writes ---------------------------------------------------
+
+FIXED_NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)  # the clock every rendering is made with
+RENDER_SUITE = [  # test files whose cards ``render --suite`` renders: many kinds of verdicts, quickly
+    "tests/test_grading.py",
+    "tests/test_carry_forward.py",
+    "tests/test_variants.py",
+    "tests/test_testcheck.py",
+    "tests/test_review.py",
+    "tests/test_batch.py",
+]
+_STAMPS = re.compile(r'(timestamp|graded_at|datetime)(=|": )"[^"]*"')
+
+
+def neutral(card: Any, *, keep_sha: bool = True) -> Any:
+    """The card without what changes from run to run: its times (0), and its file's hash when the
+    file is written anew by each run (``keep_sha=False``)."""
+    ex = card.execution
+    ex = dataclasses.replace(
+        ex,
+        time=0.0 if ex.time is not None else None,
+        grader_cpu=0.0 if ex.grader_cpu is not None else None,
+    )
+    return dataclasses.replace(card, execution=ex, **({} if keep_sha else {"sha256": ""}))
+
+
+_DURATIONS = re.compile(r'("duration": )[0-9.eE+-]+')  # a cell's run time, in the document's cell records
+
+
+def neutral_text(text: str, root: Path = ROOT) -> str:
+    return _DURATIONS.sub(r"\g<1>0", _STAMPS.sub(r'\1\2"<time>"', plain_text(text, root)))
+
+
+def render_card(path: Path, name: str, card: Any, course: Any, assignment: Any) -> dict[str, str]:
+    """{file name: text} of every per-submission format (a format that raises: ``<file>.error``)."""
+    from grader.outputs.formats import FORMATS, Output, PerSubmission
+
+    settings = Output(course, assignment, FIXED_NOW)
+    out: dict[str, str] = {}
+    for spec in FORMATS.values():
+        if not isinstance(spec, PerSubmission):
+            continue
+        for suffix, render in ((spec.suffix, spec.render), *spec.companions):
+            try:
+                out[f"{name}{suffix}"] = render(path, card, settings)
+            except Exception as exc:  # noqa: BLE001 - a rendering that fails is a difference to show
+                out[f"{name}{suffix}.error"] = f"{type(exc).__name__}: {exc}\n"
+    return out
+
+
+def render_run(rows: list[tuple[Path, str, Any]], course: Any, assignment: Any) -> dict[str, str]:
+    """{file name: text} of every per-run format, the LMS files from a roster of the names."""
+    from grader import outputs
+    from grader.outputs.formats import FORMATS, PerRun
+
+    formats = tuple(str(f) for f, spec in FORMATS.items() if isinstance(spec, PerRun))
+    with tempfile.TemporaryDirectory(prefix="cards-run-") as tmp:
+        roster = Path(tmp) / "roster.csv"
+        roster.write_text("submission,name,email\n" + "".join(f"{n},{n},{n}@example.org\n" for _, n, _ in rows))
+        folder = Path(tmp) / "out"
+        try:
+            written = outputs.write_run(
+                rows, course=course, assignment=assignment, out=folder, formats=formats, roster=roster
+            )
+        except Exception as exc:  # noqa: BLE001
+            return {"run.error": f"{type(exc).__name__}: {exc}\n"}
+        return {p.name: p.read_text(encoding="utf-8") for p in written}
+
+
+def write_files(folder: Path, files: dict[str, str], root: Path = ROOT) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(neutral_text(text, root), encoding="utf-8")
+
+
+def render(out: Path, jobs: int, suite: bool) -> int:
+    """Grade the examples, solutions and skeletons; write their renderings under ``out``."""
+    os.environ["GRADER_VARIANT_SECRET"] = VARIANT_SECRET
+    from grader import batch
+    from grader.course import config
+    from grader.judge.grading import Grader
+
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="cards-cache-") as cache:
+        course = dataclasses.replace(config.load(ROOT / "config.yaml"), cache_dir=Path(cache))
+        grader = Grader(course, now=FIXED_NOW)
+        n = 0
+        try:
+            for group, name, paths in collect(course):
+                assignment = course.assignment(name)
+                folder = out / group / name
+                with batch.intake(paths, assignment) as found:
+                    outcome = batch.grade_all(grader, assignment, found.submissions, jobs=jobs)
+                    rows = []
+                    for sub, card in zip(found.submissions, outcome.cards, strict=True):
+                        card = neutral(card)
+                        rows.append((sub.path, sub.name, card))
+                        write_files(folder, render_card(sub.path, sub.name, card, course, assignment))
+                        n += 1
+                    write_files(folder / "(run)", render_run(rows, course, assignment))
+                print(f"  {group}/{name}: {len(found.submissions)} rendered")
+        finally:
+            grader.executor.close()
+    print(f"{n} scorecards rendered under {out}")
+    if suite:
+        records = out / "suite-records.jsonl"
+        os.environ["CARDS_RENDER"] = str((out / "suite").resolve())
+        try:
+            run_suite(records, ["-n", "2", *RENDER_SUITE])
+        finally:
+            os.environ.pop("CARDS_RENDER", None)
+        print(f"{len(units(out / 'suite', out))} suite notebooks rendered under {out / 'suite'}")
+    return 0
+
+
+def units(folder: Path, base: Path) -> dict[str, dict[str, str]]:
+    """{unit: {file: text}} of a render folder: a submission's files (``<group>/<assignment>/<name>``),
+    a group's per-run files, a suite notebook's renderings (every card it was graded to)."""
+    found: dict[str, dict[str, str]] = {}
+    if not folder.is_dir():
+        return found
+    for f in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".jsonl"):
+        rel = f.relative_to(base)
+        parts = rel.parts
+        if parts[0] == "suite":
+            unit, inside = "/".join(parts[:3]), "/".join(parts[3:])
+        elif parts[-2] == "(run)":
+            unit, inside = "/".join(parts[:-1]), parts[-1]
+        else:
+            stem = f.name.split(".", 1)[0]
+            unit, inside = "/".join([*parts[:-1], stem]), f.name
+        found.setdefault(unit, {})[inside] = f.read_text(encoding="utf-8")
+    return found
+
+
+def as_before(name: str, before: str | None, after: str) -> tuple[str, bool]:
+    """``after`` as ``before`` was written: a ``<name>.json`` that is now the scorecard's document,
+    where ``before`` is the YAML's content as JSON (the grader before ``grader.judge.document``),
+    rendered that way again (``to_dict``, rounded as the course rounds), so the comparison says
+    whether the document holds everything the old file said. (text, whether it was converted)"""
+    if not (name.endswith(".json") and before is not None and '"format_version"' in after):
+        return after, False
+    if '"format_version"' in before:
+        return after, False
+    try:
+        old = json.loads(before)
+        data = json.loads(after)
+    except ValueError:
+        return after, False
+    if not (isinstance(old, dict) and isinstance(data, dict) and "questions" in old):
+        return after, False
+    from grader.judge import document
+
+    card = document.load(data)
+    return json.dumps(card.to_dict(2), indent=2, ensure_ascii=False) + "\n", True
+
+
+def canonical_unit(files: dict[str, str], before: dict[str, str] | None = None) -> tuple[list[Any], int]:
+    """A unit's renderings as compared: a suite notebook's folders (one per distinct card, named by
+    a hash of its files) as a sorted list of their files; ``<name>.json`` documents as ``before``
+    wrote them (``as_before``). (canonical form, documents converted)"""
+    converted = 0
+    groups: dict[str, dict[str, str]] = {}
+    for inside, text in files.items():
+        folder, _, name = inside.rpartition("/")
+        groups.setdefault(folder, {})[name] = text
+    old_by_name: dict[str, str] = {}
+    for inside, text in (before or {}).items():
+        old_by_name.setdefault(inside.rpartition("/")[2], text)
+    out = []
+    for group in groups.values():
+        items = []
+        for name, text in sorted(group.items()):
+            text, done = as_before(name, old_by_name.get(name), text)
+            converted += done
+            items.append((name, text))
+        out.append(items)
+    return sorted(out), converted
+
+
+def compare_renders(before_dir: Path, after_dir: Path, *, show: int = 12) -> int:
+    """Prints the units identical in both, those that differ (with their first changed lines) and
+    those only one has; 1 when any differs or is missing."""
+    before, after = units(before_dir, before_dir), units(after_dir, after_dir)
+    keys = sorted(set(before) | set(after))
+    same, differ, only_before, only_after = [], [], [], []
+    converted = 0
+    for k in keys:
+        if k not in after:
+            only_before.append(k)
+            continue
+        if k not in before:
+            only_after.append(k)
+            continue
+        b, _ = canonical_unit(before[k])
+        a, n = canonical_unit(after[k], before[k])
+        converted += n
+        if a == b:
+            same.append(k)
+            continue
+        differ.append(k)
+        print(f"\n=== {k}: differs")
+        flat_b = {f"{i}/{name}": t for i, g in enumerate(b) for name, t in g}
+        flat_a = {f"{i}/{name}": t for i, g in enumerate(a) for name, t in g}
+        for name in sorted(set(flat_b) | set(flat_a)):
+            if flat_b.get(name) == flat_a.get(name):
+                continue
+            diff = list(
+                difflib.unified_diff(
+                    (flat_b.get(name) or "").splitlines(),
+                    (flat_a.get(name) or "").splitlines(),
+                    f"before/{name}",
+                    f"after/{name}",
+                    lineterm="",
+                    n=1,
+                )
+            )
+            more = f"\n... ({len(diff) - show - 2} more lines)" if len(diff) > show + 2 else ""
+            print("\n".join(diff[: show + 2]) + more)
+    for label, which in (("only before", only_before), ("only after", only_after)):
+        for k in which:
+            print(f"{label}: {k}")
+    files = sum(len(v) for v in after.values())
+    print(
+        f"\nrenderings of {after_dir} against {before_dir}: {len(keys)} units ({files} files after): "
+        f"identical {len(same)}, differing {len(differ)}, only before {len(only_before)}, only after {len(only_after)}"
+    )
+    if converted:
+        print(
+            f"({converted} <name>.json files are now the scorecard's document: compared as rendered by to_dict, "
+            "the YAML's content, as they were written before)"
+        )
+    if differ:
+        print("differing: " + ", ".join(differ))
+    return 1 if differ or only_before or only_after else 0
+
+
+def record_rendering(folder: Path, root: Path, assignment: Any, grader: Any, path: Path, card: Any) -> None:
+    """The suite's card rendered (``CARDS_RENDER``): under its notebook's folder, in a folder named
+    by the hash of its renderings, so equal cards share one and differing cards each have theirs."""
+    card = neutral(card, keep_sha=False)
+    name = Path(card.submission).stem or "submission"
+    files = {n: neutral_text(t, root) for n, t in render_card(path, name, card, grader.course, assignment).items()}
+    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:12]
+    where = folder / assignment.name / f"{card.submission}#{notebook_hash(path, root)[:12]}" / digest
+    if not where.exists():
+        tmp = Path(tempfile.mkdtemp(prefix=".part-", dir=folder))
+        for n, t in files.items():
+            (tmp / n).write_text(t, encoding="utf-8")
+        where.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            tmp.rename(where)
+        except OSError:  # another process wrote the same rendering first
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 # -- recording every Grader.grade call (benchmarks/cards_plugin.py, cards_site/sitecustomize.py) -----
 
 current = {"test": ""}  # the test running, set by cards_plugin
@@ -345,6 +619,10 @@ def _test() -> str:
 
 def _record(grader: Any, assignment: Any, path: Path, card: Any, kwargs: dict[str, Any]) -> None:
     root = _recording["root"]
+    rendering = os.environ.get("CARDS_RENDER")
+    if rendering and not isinstance(assignment, str):
+        Path(rendering).mkdir(parents=True, exist_ok=True)
+        record_rendering(Path(rendering), root, assignment, grader, path, card)
     name = assignment if isinstance(assignment, str) else assignment.name
     _write(
         _recording["out"],
@@ -545,7 +823,17 @@ def main(argv: Iterable[str] | None = None) -> int:
     cs.add_argument("--records", type=Path, help="compare with this records file instead of running the tests")
     cs.add_argument("--fixed", type=Path, help=FIXED_HELP)
     cs.add_argument("pytest_args", nargs="*")
+    r = sub.add_parser("render", help="grade them; write every format's rendering of each card under DIR")
+    r.add_argument("out", type=Path)
+    r.add_argument("--jobs", "-j", type=int, default=2)
+    r.add_argument("--suite", action="store_true", help="also render the cards of the test files in RENDER_SUITE")
+    r.add_argument("--compare", type=Path, help="then compare the renderings with those of this earlier DIR")
+    r.add_argument("--only-compare", action="store_true", help="compare OUT with --compare DIR without grading")
     args = ap.parse_args(list(argv) if argv is not None else None)
+    if args.command == "render":
+        if not args.only_compare:
+            render(args.out, args.jobs, args.suite)
+        return compare_renders(args.compare, args.out) if args.compare is not None else 0
     if args.command == "save":
         return save(args.out, args.jobs)
     if args.command == "compare":

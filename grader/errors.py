@@ -6,6 +6,8 @@
     ├── NotebookError           a submission cannot be read as a notebook (-> invalid_notebook)
     ├── ProtocolError           the student process sent a malformed or oversized payload (-> crashed)
     ├── SolutionError           the solution notebook fails, so nothing can be graded against it
+    ├── DocumentError           a saved scorecard is malformed, of an unknown record, or of another format_version
+    │   └── BadValue            one value of it, while its path in the document is being found (never shown as is)
     ├── ExecutorError           an executor cannot run notebooks at all (its server does not start)
     │   └── ServerGone          a forking server did not answer; the executor replaces it and asks again
     ├── SandboxError            a planned protection cannot be put in place; the notebook is not run
@@ -61,6 +63,21 @@ class ProtocolError(GraderError):
 
 class SolutionError(GraderError):
     """The solution notebook itself fails to run or lacks a value a check needs."""
+
+
+class DocumentError(GraderError):
+    """A saved scorecard (``grader.judge.document``) cannot be read: malformed, holding a record the
+    grader does not know, or written in another ``format_version`` (the message says how to regrade)."""
+
+
+class BadValue(DocumentError):
+    """One value of a saved scorecard that cannot be read; ``path`` collects where it is (innermost
+    first) as the reading unwinds, and the reader turns it into a DocumentError that says so."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path: list[str] = []
 
 
 class ExecutorError(GraderError):

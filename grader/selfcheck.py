@@ -23,15 +23,15 @@ from __future__ import annotations
 import contextlib
 import random
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from grader import capture, notebook
-from grader.authoring.public import PUBLIC_CHECKS, PublicCheck, PublicChecks, locate
+from grader.authoring.public import PUBLIC_CHECKS, PublicCheck, PublicChecks, PublicQuestion, locate
 from grader.authoring.public import load as load  # selfcheck.load: what tests and notebooks call
 from grader.capture import Value
 from grader.course.kinds import KINDS
@@ -41,12 +41,13 @@ from grader.errors import CaptureFailed, NotebookError, UsageError
 from grader.judge import wording
 from grader.judge.checks import Context, grade_check
 from grader.judge.compare import compare
-from grader.judge.verdicts import AwaitingPerson
+from grader.judge.scorecard import CheckResult, Feedback, QuestionResult
+from grader.judge.verdicts import AwaitingPerson, Differs
 from grader.notebook import answers
 from grader.notebook.answers import Answer
 from grader.run.execute import Executor
 from grader.run.job import Captured, CaptureSpec, ErrorWire, Job, JobCell, RunError
-from grader.vocab import CaptureKind, Reason, SkipReason, Uncapturable
+from grader.vocab import CaptureKind, CheckStatus, FeedbackKind, QuestionStatus, Reason, SkipReason, Uncapturable
 
 if TYPE_CHECKING:
     from grader.run.worker_process import Started
@@ -74,49 +75,45 @@ WORDS = {
 
 
 # --------------------------------------------------------------------------------------------
-# Verdicts
+# Verdicts: the grader's own records (``CheckResult``, ``QuestionResult``), worded by its wording
 
 
-@dataclass
-class Verdict:
-    id: str
-    title: str
-    status: str  # passed | failed | error | unanswered | skipped | manual (answered, graded by a person)
-    messages: list[str] = field(default_factory=list)
-
-
-def judge_check(pc: PublicCheck, question_id: str, ctx: Context) -> tuple[str, list[str]]:
-    """(status, messages) for one check, with the real grader's messages."""
+def judge_check(pc: PublicCheck, question_id: str, ctx: Context) -> CheckResult:
+    """The check's verdict, with the real grader's records: its reasons say why it did not pass."""
     expected = pc.expected()
     stand_in = expected if expected is not None else Value("none", None)
     base = replace(pc.as_check(question_id), compare=False, properties=())
     res = grade_check(base, replace(ctx, reference={pc.id: Captured(value=stand_in)}), 0.0)
-    if res.status != "passed":
-        return res.status, wording.check_lines(res)
+    if res.status != CheckStatus.PASSED:
+        return res
+
+    def differs(*report: str) -> CheckResult:
+        return replace(res, status=CheckStatus.FAILED, reasons=(Differs(pc.label, tuple(report)),))
+
     got = ctx.student[pc.id].value
     assert got is not None, "a check passes only on a value that exists"
     if pc.value is not None:
         cmp = compare(pc.label, got, pc.value, rtol=pc.rtol, atol=pc.atol, reveal=False)
         if not cmp.ok:
-            return "failed", list(cmp.messages)
+            return differs(*cmp.messages)
     elif expected is not None:
         cmp = compare(pc.label, got, expected, rtol=pc.rtol, atol=pc.atol, reveal=False)
         if not cmp.ok and cmp.reason in SHAPE_REASONS:
             if cmp.reason == Reason.TYPE:
                 shape = f" of shape {capture.shape_text(pc.shape)}" if pc.shape else ""
-                return "failed", [f"{pc.label} is {got.describe()}; expected numbers{shape}."]
-            return "failed", list(cmp.messages)
+                return differs(f"{pc.label} is {got.describe()}; expected numbers{shape}.")
+            return differs(*cmp.messages)
     elif not _same_kind(pc.type, got):
-        return "failed", [f"{pc.label} is {got.describe()}; expected a {pc.type}."]
+        return differs(f"{pc.label} is {got.describe()}; expected a {pc.type}.")
     if pc.shape is not None and pc.type in ("frame", "series"):
         problem = check_property("shape", pc.label, got, Value("array", np.zeros(pc.shape)), atol=pc.atol)
         if problem:
-            return "failed", [problem]
+            return differs(problem)
     for prop in pc.properties:
         problem = check_property(prop, pc.label, got, expected, atol=pc.atol)
         if problem:
-            return "failed", [problem]
-    return "passed", []
+            return differs(problem)
+    return res
 
 
 def _same_kind(expected: str | None, got: Value) -> bool:
@@ -136,9 +133,10 @@ def judge(
     only: str | None = None,
     live_ns: dict[str, Any] | None = None,
     written: dict[str, Answer] | None = None,
-) -> list[Verdict]:
-    """The verdict of each question; ``written``: the answers found to questions graded by a
-    person (None where the notebook's cells are not known, as in a live namespace)."""
+) -> tuple[QuestionResult, ...]:
+    """The verdict of each question, as the grader's records (no points: the self-check gives
+    none); ``written``: the answers found to questions graded by a person (None where the
+    notebook's cells are not known, as in a live namespace)."""
     out = []
     for q in public.questions:
         if only is not None and q.id != only:
@@ -146,38 +144,49 @@ def judge(
         if q.manual:
             found = (written or {}).get(q.id)
             if found is not None and found.untouched:
-                out.append(Verdict(q.id, q.title, "unanswered", [wording.manual(AwaitingPerson(untouched=True)).text]))
+                out.append(_question(q, QuestionStatus.UNANSWERED, (wording.manual(AwaitingPerson(untouched=True)),)))
             else:
-                out.append(Verdict(q.id, q.title, "manual", [wording.manual_selfcheck().text]))
+                out.append(_question(q, QuestionStatus.MANUAL, (wording.manual_selfcheck(),)))
             continue
-        results = []
+        checks: list[CheckResult] = []
+        statuses: list[str] = []
+        lines: list[Feedback] = []
         for pc in q.checks:
             if live_ns is not None and pc.before and pc.before in live_ns:
-                results.append(("skipped", [LIVE_BEFORE.format(label=pc.label, before=pc.before)]))
+                statuses.append(QuestionStatus.SKIPPED)
+                lines.append(Feedback(FeedbackKind.NOTE, LIVE_BEFORE.format(label=pc.label, before=pc.before)))
                 continue
             got = ctx.student.get(pc.id)
             if live_ns is not None and got is not None and got.missing:
-                results.append(("unanswered", [LIVE_MISSING.format(label=pc.label)]))
+                statuses.append(CheckStatus.UNANSWERED)
+                lines.append(Feedback(FeedbackKind.MISSING, LIVE_MISSING.format(label=pc.label)))
                 continue
-            results.append(judge_check(pc, q.id, ctx))
-        statuses = [s for s, _ in results]
+            res = judge_check(pc, q.id, ctx)
+            checks.append(res)
+            statuses.append(res.status)
+            lines += [line for reason in res.reasons for line in wording.check_feedback(reason)]
         if all(s == "passed" for s in statuses):
-            status = "passed"
+            status = QuestionStatus.PASSED
         elif all(s in ("passed", "skipped") for s in statuses):
-            status = "skipped" if all(s == "skipped" for s in statuses) else "passed"
+            status = QuestionStatus.SKIPPED if all(s == "skipped" for s in statuses) else QuestionStatus.PASSED
         elif all(s in ("unanswered", "skipped") for s in statuses):
-            status = "unanswered"
+            status = QuestionStatus.UNANSWERED
         elif "error" in statuses:
-            status = "error"
+            status = QuestionStatus.ERROR
         elif "failed" in statuses:
-            status = "failed"
+            status = QuestionStatus.FAILED
         else:
-            status = "unanswered"
-        messages: list[str] = []
-        for _, ms in results:
-            messages += [m for m in ms if m not in messages]
-        out.append(Verdict(q.id, q.title, status, messages))
-    return out
+            status = QuestionStatus.UNANSWERED
+        out.append(_question(q, status, tuple(dict.fromkeys(lines)), tuple(checks)))
+    return tuple(out)
+
+
+def _question(
+    q: PublicQuestion, status: QuestionStatus, feedback: tuple[Feedback, ...], checks: tuple[CheckResult, ...] = ()
+) -> QuestionResult:
+    return QuestionResult(
+        id=q.id, title=q.title, score=0.0, max_score=0.0, status=status, feedback=feedback, checks=checks
+    )
 
 
 def _no_blanks() -> notebook.BlankReport:
@@ -219,7 +228,7 @@ def check_notebook(
     only: str | None = None,
     executor: Executor | None = None,
     limits: Limits | None = None,
-) -> list[Verdict]:
+) -> tuple[QuestionResult, ...]:
     """Run the notebook the way the grader does (blanks found first, then a sandboxed run) and judge
     the public checks. Raises NotebookError for a file that is not a notebook."""
     path = Path(path)
@@ -310,7 +319,7 @@ def _error(info: ErrorWire) -> RunError:
     return RunError(info["ename"], info["evalue"], tuple(info["traceback"]), info["name"], info["source"])
 
 
-def check_namespace(ns: dict[str, Any], public: PublicChecks, *, only: str | None = None) -> list[Verdict]:
+def check_namespace(ns: dict[str, Any], public: PublicChecks, *, only: str | None = None) -> tuple[QuestionResult, ...]:
     captures = {pc.id: capture_live(ns, pc) for q in public.questions if only in (None, q.id) for pc in q.checks}
     ctx = Context(infos=[], blanks=_no_blanks(), cells=[], student=captures, reference={})
     return judge(public, ctx, only=only, live_ns=ns)
@@ -320,7 +329,7 @@ def check_namespace(ns: dict[str, Any], public: PublicChecks, *, only: str | Non
 # Report
 
 
-def format_report(public: PublicChecks, verdicts: list[Verdict]) -> str:
+def format_report(public: PublicChecks, verdicts: Sequence[QuestionResult]) -> str:
     width = max([len(v.id) for v in verdicts] + [2])
     lines = [
         f"Public checks for {public.assignment}: {public.title}",
@@ -330,7 +339,7 @@ def format_report(public: PublicChecks, verdicts: list[Verdict]) -> str:
     ]
     for v in verdicts:
         lines.append(f"{MARKS.get(v.status, ' ')} {v.id:<{width}}  {v.title}: {WORDS.get(v.status, v.status)}")
-        lines += [f"{'':<{width + 4}}- {m}" for m in v.messages]
+        lines += [f"{'':<{width + 4}}- {m}" for m in v.lines]
     n = sum(v.status == "passed" for v in verdicts)
     by_person = sum(v.status == "manual" for v in verdicts)
     auto = len(verdicts) - sum(v.id in manual_ids(public) for v in verdicts)
@@ -354,7 +363,7 @@ def check(
     assignment: str | None = None,
     checks: str | Path | None = None,
     namespace: dict[str, Any] | None = None,
-) -> list[Verdict]:
+) -> tuple[QuestionResult, ...]:
     """In a notebook: ``check("q2")`` or ``check()`` for every question. Prints the report and
     returns the verdicts. Reads the variables of the running notebook; runs nothing again."""
     if namespace is None:

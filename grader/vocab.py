@@ -31,6 +31,7 @@ class QuestionStatus(StrEnum):
     ERROR = "error"  # the student's code raised while computing its value
     MANUAL = "manual"  # graded by a person; waiting for one (0 points from the autograder)
     GRADED = "graded"  # graded by a person (``PersonGrade``): their points
+    SKIPPED = "skipped"  # the self-check, in a live session past the point a question is checked at
 
 
 class CheckStatus(StrEnum):

@@ -82,10 +82,17 @@ def test_everything_is_written_under_out_and_nothing_elsewhere(run):
     assert proc.stdout.splitlines()[-1] == f"Scorecards written to {base / 'out'}/ ({ALL.replace(',', ', ')})"
 
 
-def test_json_says_exactly_what_the_yaml_says(run):
+def test_json_is_the_document_the_yaml_renders(run):
+    # <name>.json is the scorecard's document (every record, format_version); read back, it renders
+    # to exactly the YAML the run wrote.
+    from grader.judge import document
+    from grader.outputs.yaml import to_yaml
+
     base, _, cards = run
     for name in PICKED:
-        assert json.loads((base / "out" / f"{name}.json").read_text()) == cards[name]
+        data = json.loads((base / "out" / f"{name}.json").read_text())
+        assert data[document.VERSION] == document.FORMAT_VERSION
+        assert yaml.safe_load(to_yaml(document.load(data))) == cards[name]
 
 
 def test_every_format_says_the_same_thing(run):
@@ -636,8 +643,13 @@ def test_setup_installs_torch_from_its_cpu_index_when_it_answers_else_from_the_c
 
 
 def test_grading_from_the_bundle_gives_the_scorecards_grading_from_the_solution_gives(autograder):
-    from grader.batch.store import card_to_data
+    from grader.judge import document
     from grader.judge.grading import Grader
+
+    def without_times(data):  # the run's time, and each cell's in the records
+        if isinstance(data, dict):
+            return {k: without_times(v) for k, v in data.items() if k not in ("time", "duration")}
+        return [without_times(v) for v in data] if isinstance(data, list) else data
 
     _, root = autograder
     bundled = config.load(root / "source/course/config.yaml")
@@ -650,9 +662,7 @@ def test_grading_from_the_bundle_gives_the_scorecards_grading_from_the_solution_
         a = dataclasses.replace(course.assignment("attention_numpy"), preload=("torch",))
         cards[name] = []
         for path in sorted(EXAMPLES.glob("*.ipynb")):
-            data = card_to_data(grader.grade(a, path))
-            data["execution"].pop("time", None)
-            cards[name].append(data)
+            cards[name].append(without_times(document.dump(grader.grade(a, path))))
     assert len(cards["bundle"]) == len(list(EXAMPLES.glob("*.ipynb"))) >= 8
     assert cards["bundle"] == cards["solutions"]
     assert {c["score"] for c in cards["bundle"]} != {0.0}
@@ -800,9 +810,18 @@ def _all_formats(card, course, assignment, tmp_path) -> dict[str, str]:
 def test_a_hidden_check_is_pass_fail_only_in_every_format(course, numpy_assignment, tmp_path):
     card, c, a = _carol_with(course, numpy_assignment, hidden=True)
     assert question(card, "scaled").lines == ["A hidden check on scaled scores did not pass."]
-    for fmt, text in _all_formats(card, c, a, tmp_path).items():
+    formats = _all_formats(card, c, a, tmp_path)
+    for fmt, text in formats.items():
+        if fmt == "json":
+            continue
         assert "A hidden check on scaled scores did not pass." in text, fmt
         assert "sqrt(d_k)" not in text and "4 / 9 elements" not in text, fmt
+    # The document is the instructor's whole record (grader report counts the hidden check's
+    # mistake): its check keeps the hint and the difference, beside the student's one line.
+    data = json.loads(formats["json"])
+    scaled = next(q for q in data["questions"] if q["id"] == "scaled")
+    assert [f["text"] for f in scaled["feedback"]] == ["A hidden check on scaled scores did not pass."]
+    assert scaled["checks"][0]["hidden"] and scaled["checks"][0]["hint"] == "The scores are not divided by sqrt(d_k)."
 
 
 def test_expected_values_appear_only_when_the_config_allows(course, numpy_assignment, tmp_path):

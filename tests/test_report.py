@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import html
+import json
 import re
 import subprocess
 import sys
@@ -13,8 +14,11 @@ from collections import Counter
 import pytest
 from conftest import ROOT
 
+from grader.files import write_atomic
+from grader.judge import document
 from grader.judge.scorecard import CellError, Execution, QuestionResult, Scorecard
-from grader.outputs.report import load_scorecards, render, row_from_card, row_from_dict, write_report
+from grader.outputs.json import to_json
+from grader.outputs.report import load_scorecards, render, row_from_card, write_report
 from grader.outputs.yaml import write_yaml
 
 EXAMPLES = ROOT / "examples/attention_numpy"
@@ -51,10 +55,12 @@ def cards(grader, numpy_assignment):
 
 @pytest.fixture(scope="module")
 def report(cards, tmp_path_factory):
-    """`grader report` run on the YAML scorecards, as an instructor would after a grading run."""
+    """`grader report` run on the scorecards a grading run writes (their JSON documents, beside the
+    YAML renderings), as an instructor would after a grading run."""
     base = tmp_path_factory.mktemp("report")
     for card in cards:
         write_yaml(card, base / "cards" / f"{card.student}.yaml")
+        write_atomic(base / "cards" / f"{card.student}.json", to_json(card))
     (base / "cards/gradebook.csv").write_text("not a scorecard\n")
     proc = subprocess.run(
         [
@@ -162,14 +168,18 @@ def test_a_mistake_shared_by_several_submissions_gets_a_chart(cards, tmp_path):
     assert "None: every notebook ran to the end without an error." in page
 
 
-def test_hints_read_back_from_files_match_the_graded_cards(cards):
+def test_hints_come_from_the_records_of_a_card_read_back(cards):
     for card in cards:
-        assert row_from_dict(card.to_dict()).hints == row_from_card(card).hints
+        back = document.load(json.loads(to_json(card)))
+        assert row_from_card(back) == row_from_card(card)
+    carol = row_from_card(cards[1])
+    assert carol.hints == [("scaled", "The scores are not divided by sqrt(d_k).")]
 
 
 def test_report_from_a_grading_run_equals_the_report_from_its_files(cards, tmp_path):
     for card in cards:
-        write_yaml(card, tmp_path / f"{card.student}.yaml")
+        write_atomic(tmp_path / f"{card.student}.json", to_json(card))
+        write_yaml(card, tmp_path / f"{card.student}.yaml")  # a rendering: not read
     direct = write_report(cards, tmp_path / "a.html").read_text()
     from_files = write_report(load_scorecards([tmp_path]), tmp_path / "b.html").read_text()
     strip = re.compile(r"base64,[A-Za-z0-9+/=]+")
@@ -182,7 +192,7 @@ def test_report_errors_are_usage_errors(tmp_path):
     )
     assert (proc.returncode, proc.stderr) == (
         2,
-        "grader: No scorecards found (YAML or JSON files written by grader grade).\n",
+        "grader: No scorecards found (the JSON scorecards written by grader grade --formats json).\n",
     )
     with pytest.raises(Exception, match="No scorecards to report on"):
         render([])

@@ -106,11 +106,11 @@ def test_messages_are_the_real_graders(tmp_path, grader, numpy_assignment):
                 # The grader also says, once and under the question whose cell raised, which later
                 # questions the same error left without a value: the whole notebook's view, not one question's.
                 feedback = [m for m in real.lines if not m.startswith("The same error in cell ")]
-                assert v.status == real.status and v.messages == feedback, (path.name, v.id)
-            for m in v.messages:
+                assert v.status == real.status and v.lines == feedback, (path.name, v.id)
+            for m in v.lines:
                 assert m in real.lines, (path.name, v.id, m)
     k = {v.id: v for v in selfcheck.check_notebook(tmp_path / "k_transposed.ipynb", public)}["qkv"]
-    assert k.messages == ["`K` has shape (2, 3); expected shape (3, 2) (the transpose of the expected shape)."]
+    assert k.lines == ["`K` has shape (2, 3); expected shape (3, 2) (the transpose of the expected shape)."]
 
 
 @pytest.mark.parametrize("name", ["carol_no_sqrt", "dave_wrong_axis", "erin_untransposed", "grace_half_done"])
@@ -139,8 +139,8 @@ def test_public_values_are_compared_with_the_graders_message(tmp_path, grader, n
     sub = write(fill(SKELETON, {**NUMPY_CORRECT, "scores": "K @ Q.T"}), tmp_path / "sub.ipynb")
     v = {v.id: v for v in selfcheck.check_notebook(sub, selfcheck.load(path))}["scores"]
     real = question(grader.grade(numpy_assignment, sub), "scores")
-    assert v.status == "failed" and v.messages == real.lines[:1]
-    assert v.messages[0].startswith("`scores`: 2 / 9 elements (22.2%) differ beyond tolerance")
+    assert v.status == "failed" and v.lines == real.lines[:1]
+    assert v.lines[0].startswith("`scores`: 2 / 9 elements (22.2%) differ beyond tolerance")
 
 
 def test_check_inside_a_running_notebook(student_dir):

@@ -16,7 +16,7 @@ exchange layout, a zip of any of them) are described in ``grader.batch.intake``.
 from grader.batch.intake import Intake, Submission, collect, intake, output_names
 from grader.batch.parallel import Cards, Graded, Outcome, default_jobs, grade_all, summary_lines
 from grader.batch.progress import Progress
-from grader.batch.store import ResultStore, card_from_data, card_to_data, fingerprint
+from grader.batch.store import ResultStore, fingerprint
 
 __all__ = [
     "Cards",
@@ -26,8 +26,6 @@ __all__ = [
     "Progress",
     "ResultStore",
     "Submission",
-    "card_from_data",
-    "card_to_data",
     "collect",
     "default_jobs",
     "fingerprint",

@@ -37,10 +37,10 @@ from typing import Any
 
 from grader.batch.bundle import bundle_for_workers
 from grader.batch.intake import Submission
-from grader.batch.store import card_from_data
 from grader.course.model import Assignment
 from grader.errors import GraderError, UsageError
 from grader.files import printable
+from grader.judge import document
 from grader.judge.grading import Grader
 from grader.judge.scorecard import Scorecard
 
@@ -187,4 +187,4 @@ def _card(
         )
     if data.get("died"):
         return crashed(sub, DIED_TWICE, False)
-    return card_from_data(data)
+    return document.load(data)

@@ -25,8 +25,9 @@ from typing import Any
 from distributed import WorkerPlugin, get_client, get_worker
 
 from grader.batch.bundle import Bundle
-from grader.batch.store import card_to_data, code_digest
+from grader.batch.store import code_digest
 from grader.errors import GraderError, UsageError
+from grader.judge import document
 from grader.judge.grading import Grader
 from grader.run import executors
 
@@ -83,7 +84,7 @@ class WorkerGrader:
         path = folder / (Path(name).name or "submission.ipynb")
         try:
             path.write_bytes(content)
-            return card_to_data(grader.grade(self.assignment, path, student=student))
+            return document.dump(grader.grade(self.assignment, path, student=student))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 

@@ -259,7 +259,7 @@ def _result(fut: cf.Future[Scorecard], sub: Submission, assignment: Assignment, 
 def crashed_card(sub: Submission, assignment: Assignment, executor: str, reason: str, *, internal: bool) -> Scorecard:
     """The scorecard of a submission that could not be graded; ``internal`` when the grader is at fault
     (such a card is not stored, so the next run tries again)."""
-    card = Scorecard(
+    return Scorecard(
         assignment=assignment.name,
         submission=printable(sub.path.name),
         sha256=sub.sha256,
@@ -268,20 +268,19 @@ def crashed_card(sub: Submission, assignment: Assignment, executor: str, reason:
         max_score=assignment.max_score,
         student=sub.student,
         reason=reason,
+        questions=tuple(
+            QuestionResult(
+                id=q.id,
+                title=q.title,
+                score=0.0,
+                max_score=q.points,
+                status=QuestionStatus.ERROR,
+                feedback=wording.not_graded(reason if not internal else "the grader failed on this submission."),
+            )
+            for q in assignment.questions
+        ),
+        execution=Execution(executor=executor, internal_error=internal),
     )
-    card.questions = [
-        QuestionResult(
-            id=q.id,
-            title=q.title,
-            score=0.0,
-            max_score=q.points,
-            status=QuestionStatus.ERROR,
-            feedback=wording.not_graded(reason if not internal else "the grader failed on this submission."),
-        )
-        for q in assignment.questions
-    ]
-    card.execution = Execution(executor=executor, internal_error=internal)
-    return card
 
 
 class _interrupt_on_sigterm:

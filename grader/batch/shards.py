@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from grader.batch.intake import Submission
-from grader.batch.store import card_from_data, card_to_data
-from grader.errors import UsageError
+from grader.errors import DocumentError, UsageError
 from grader.files import write_atomic
+from grader.judge import document
 from grader.judge.scorecard import Scorecard
 from grader.outputs.formats import FORMATS, PerSubmission
 from grader.vocab import Format
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: each card is the scorecard's document (``grader.judge.document``)
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -79,7 +79,7 @@ def write_manifest(
         "formats": list(formats),
         "notes": notes,
         "submissions": [
-            {"index": i, "name": s.name, "path": str(s.path), "origin": s.origin, "card": card_to_data(card)}
+            {"index": i, "name": s.name, "path": str(s.path), "origin": s.origin, "card": document.dump(card)}
             for i, s, card in graded
         ],
     }
@@ -105,10 +105,16 @@ def _manifests(dirs: list[Path]) -> list[tuple[Path, dict[str, Any]]]:
         for f in files:
             try:
                 data = json.loads(f.read_text(encoding="utf-8"))
-                if data.get("version") != MANIFEST_VERSION:
-                    raise ValueError(f"version {data.get('version')!r}, expected {MANIFEST_VERSION}")
             except (OSError, ValueError) as exc:
                 raise UsageError(f"{f} cannot be read: {exc}.") from None
+            if not isinstance(data, dict):
+                raise UsageError(f"{f} is not a shard's manifest.")
+            if data.get("version") != MANIFEST_VERSION:
+                raise UsageError(
+                    f"{f} is a manifest of version {data.get('version')!r}, written by another grader than this "
+                    f"one (version {MANIFEST_VERSION}); grade every shard again with this grader "
+                    "(`grader grade ... --shard K/N --out DIR`), then merge."
+                )
             found.append((f.parent, data))
     return found
 
@@ -140,14 +146,19 @@ def merge(dirs: list[Path]) -> Merged:
             "--out folder is needed to merge."
         )
     rows: dict[int, tuple[Path, str, Scorecard, Path]] = {}
-    try:
-        for folder, data in found:
+    for folder, data in found:
+        try:
             for item in data["submissions"]:
-                rows[int(item["index"])] = (Path(item["path"]), item["name"], card_from_data(item["card"]), folder)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(
-            f"A shard's manifest is damaged ({type(exc).__name__}: {exc}); grade that shard again."
-        ) from None
+                rows[int(item["index"])] = (Path(item["path"]), str(item["name"]), document.load(item["card"]), folder)
+        except DocumentError as exc:
+            raise UsageError(
+                f"A scorecard in {folder / manifest_name(int(data['shard']), count)} cannot be read ({exc}); "
+                "grade that shard again."
+            ) from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(
+                f"A shard's manifest is damaged ({type(exc).__name__}: {exc}); grade that shard again."
+            ) from None
     if sorted(rows) != list(range(int(first["total"]))):
         raise UsageError(
             f"The shards hold {len(rows)} of the class's {first['total']} submissions; grade the missing shard again."

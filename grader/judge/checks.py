@@ -15,6 +15,7 @@ them. Re-checking a value on the variants is ``grader.judge.rechecks``; the fact
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import replace
 
 from grader.capture import Value
@@ -367,7 +368,7 @@ def grade_assignment(assignment: Assignment, ctx: Context) -> list[QuestionResul
     return out
 
 
-def blocked_questions(results: list[QuestionResult]) -> dict[int, list[str]]:
+def blocked_questions(results: Iterable[QuestionResult]) -> dict[int, list[str]]:
     """The cell of each first error -> the questions left without a value by it (directly or not)."""
     out: dict[int, list[str]] = {}
     for r in results:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from grader import notebook
@@ -24,13 +25,16 @@ from grader.judge.checks import Context, VariantRun, blocked_questions, grade_as
 from grader.judge.context import without_right_calls
 from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job
 from grader.judge.reference import Reference, References, VariantSet
-from grader.judge.scorecard import CellError, Execution, Scorecard
+from grader.judge.scorecard import CellError, Execution, QuestionResult, Scorecard
 from grader.judge.variants import Variant
 from grader.run.execute import Executor
 from grader.run.forking import default_executor
 from grader.run.job import RunResult
 from grader.run.sandbox import not_enforced
 from grader.vocab import CellStatus, CheckStatus, QuestionStatus, RunStatus, SubmissionStatus
+
+# A submission's card, its fields known so far given: called once, with the rest, to build the card.
+CardOf = partial[Scorecard]
 
 # --------------------------------------------------------------------------------------------
 
@@ -68,28 +72,36 @@ class Grader:
         return self.course.scorecard.reveal(self.now)
 
     def grade(
-        self, assignment: Assignment, path: Path, *, student: str = "", course_variants: bool = False
+        self, assignment: Assignment, path: Path, *, student: str = "", id: str = "", course_variants: bool = False
     ) -> Scorecard:
-        """The submission's scorecard. ``course_variants``: check it on the course's variants even
+        """The submission's scorecard. ``id``: the submission's identity (``Scorecard.id``), empty
+        where the caller has none. ``course_variants``: check it on the course's variants even
         where the assignment draws variants per submission (``grader validate`` checks those)."""
         path = Path(path)
         started = time.monotonic()
         ref = self.references.get(assignment)  # a broken solution is an error for the whole run
         cpu = CpuBudget(assignment.limits.grader_cpu)  # from here on, the submission's own cost
-        card = Scorecard(
+        # What every card of this submission says whatever happens to it; the rest is computed
+        # below, and the card built once, at the end of the path grading takes.
+        card = partial(
+            Scorecard,
             assignment=assignment.name,
             submission=printable(path.name),
-            sha256="",
-            status=SubmissionStatus.GRADED,
-            score=0.0,
             max_score=assignment.max_score,
             student=printable(student),
+            id=id,
         )
+        try:
+            sha = sha256_file(path)
+        except OSError as exc:
+            return self._invalid(partial(card, sha256=""), assignment, f"The file cannot be opened ({exc.strerror}).")
+        card = partial(card, sha256=sha)
         try:
             return self._grade(
                 assignment,
                 path,
                 card,
+                sha,
                 ref,
                 cpu,
                 started,
@@ -102,18 +114,14 @@ class Grader:
         self,
         assignment: Assignment,
         path: Path,
-        card: Scorecard,
+        card: CardOf,
+        sha: str,
         ref: Reference,
         cpu: CpuBudget,
         started: float,
         *,
         own_variants: bool,
     ) -> Scorecard:
-        try:
-            card.sha256 = sha256_file(path)
-        except OSError as exc:
-            card.sha256 = ""
-            return self._invalid(card, assignment, f"The file cannot be opened ({exc.strerror}).")
         if assignment.name not in self._locked:
             self._locked[assignment.name] = self.references.locked_cells(assignment)
         try:
@@ -162,7 +170,7 @@ class Grader:
             if ref.variants and (need_carry or _anything_passes(assignment, ctx)):
                 if own_variants:
                     with cpu.aside():  # the solution's runs: not the submission's cost
-                        vset = self.references.variants_for(assignment, card.sha256)
+                        vset = self.references.variants_for(assignment, sha)
                 else:
                     vset = ref.course_set()
                 runs = []
@@ -196,30 +204,34 @@ class Grader:
         if need_carry:
             ctx = self._carry_forward(assignment, ctx, vset.variants if vset is not None else [])
             cpu.check("reading the values of the error-carried-forward runs")
-        card.questions = manual.with_answers(assignment, path, grade_assignment(assignment, ctx))
-        card.score = sum(q.score for q in card.questions)
+        questions = tuple(manual.with_answers(assignment, path, grade_assignment(assignment, ctx)))
+        status, reason = SubmissionStatus.GRADED, ""
         if run.status != RunStatus.OK:
-            card.status, card.reason = (
-                (SubmissionStatus.TIMEOUT if run.status == RunStatus.TIMEOUT else SubmissionStatus.CRASHED),
-                run.reason,
-            )
-        card.execution = execution_summary(
+            status = SubmissionStatus.TIMEOUT if run.status == RunStatus.TIMEOUT else SubmissionStatus.CRASHED
+            reason = run.reason
+        execution = execution_summary(
             run,
             self.executor.name,
             time.monotonic() - started,
             limits=assignment.limits,
             infos=infos,
-            blocked=blocked_questions(card.questions),
+            blocked=blocked_questions(questions),
         )
         if restored:
-            card.execution = replace(card.execution, notes=(*card.execution.notes, wording.restored_cells(restored)))
+            execution = replace(execution, notes=(*execution.notes, wording.restored_cells(restored)))
         if vset is not None and own_variants:
             # Whether its variants were its own (never which values or seed): the course's stand in
             # where the solution's steps or the secret are not here, or no draw tested as much.
-            card.execution = replace(
-                card.execution, variant_inputs=("this submission's own" if vset.own and not vset.note else vset.note)
+            execution = replace(
+                execution, variant_inputs=("this submission's own" if vset.own and not vset.note else vset.note)
             )
-        return card
+        return card(
+            status=status,
+            reason=reason,
+            score=sum(q.score for q in questions),
+            questions=questions,
+            execution=execution,
+        )
 
     def _carry_forward(self, assignment: Assignment, ctx: Context, variants: list[Variant]) -> Context:
         """The solution's values computed from the student's own upstream values (``carry``): one
@@ -260,48 +272,50 @@ class Grader:
             )
         return without_right_calls(replace(ctx, carried=carried, variants=runs))
 
-    def _invalid(self, card: Scorecard, assignment: Assignment, reason: str) -> Scorecard:
-        from grader.judge.scorecard import QuestionResult
-
-        card.status, card.reason = SubmissionStatus.INVALID_NOTEBOOK, reason
-        card.questions = [
-            QuestionResult(
-                id=q.id,
-                title=q.title,
-                score=0.0,
-                max_score=q.points,
-                status=QuestionStatus.UNANSWERED,
-                feedback=wording.not_graded("the submission is not a readable notebook."),
-            )
-            for q in assignment.questions
-        ]
-        card.execution = Execution(executor=self.executor.name, cells_run=0, errors=(), time=0.0)
-        return card
+    def _invalid(self, card: CardOf, assignment: Assignment, reason: str) -> Scorecard:
+        return card(
+            status=SubmissionStatus.INVALID_NOTEBOOK,
+            reason=reason,
+            score=0.0,
+            questions=tuple(
+                QuestionResult(
+                    id=q.id,
+                    title=q.title,
+                    score=0.0,
+                    max_score=q.points,
+                    status=QuestionStatus.UNANSWERED,
+                    feedback=wording.not_graded("the submission is not a readable notebook."),
+                )
+                for q in assignment.questions
+            ),
+            execution=Execution(executor=self.executor.name, cells_run=0, errors=(), time=0.0),
+        )
 
     def _over_budget(
-        self, card: Scorecard, assignment: Assignment, reason: str, cpu: CpuBudget, started: float
+        self, card: CardOf, assignment: Assignment, reason: str, cpu: CpuBudget, started: float
     ) -> Scorecard:
-        from grader.judge.scorecard import QuestionResult
-
-        card.status, card.reason, card.score = SubmissionStatus.OVER_BUDGET, reason, 0.0
-        card.questions = [
-            QuestionResult(
-                id=q.id,
-                title=q.title,
-                score=0.0,
-                max_score=q.points,
-                status=QuestionStatus.ERROR,
-                feedback=wording.not_graded(reason),
-            )
-            for q in assignment.questions
-        ]
-        card.execution = Execution(
-            executor=self.executor.name,
-            errors=(),
-            time=round(time.monotonic() - started, 3),
-            grader_cpu=round(cpu.spent(), 3),
+        return card(
+            status=SubmissionStatus.OVER_BUDGET,
+            reason=reason,
+            score=0.0,
+            questions=tuple(
+                QuestionResult(
+                    id=q.id,
+                    title=q.title,
+                    score=0.0,
+                    max_score=q.points,
+                    status=QuestionStatus.ERROR,
+                    feedback=wording.not_graded(reason),
+                )
+                for q in assignment.questions
+            ),
+            execution=Execution(
+                executor=self.executor.name,
+                errors=(),
+                time=round(time.monotonic() - started, 3),
+                grader_cpu=round(cpu.spent(), 3),
+            ),
         )
-        return card
 
 
 class CpuBudget:

@@ -1,12 +1,16 @@
-"""The result of grading one submission, and its YAML form (the core scorecard).
+"""The result of grading one submission: the scorecard, a frozen record of frozen records.
 
-Other formats (JSON, Markdown, HTML, Gradescope, ...) are renderers over ``Scorecard.to_dict()``;
-none of them reaches into grading logic.
+A ``Scorecard`` is built once, by the code that grades, from the records that decide it (its
+questions' verdicts, the run's summary), and never changed afterwards: a person's grade or any
+later policy makes a new card from the old one (``dataclasses.replace``, ``with_questions``).
+``grader.judge.document`` writes and reads it (JSON with a ``format_version``, every record kept);
+every output format is a rendering of it, the YAML scorecard (``to_dict``) among them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grader import __version__
@@ -121,17 +125,6 @@ class CellError:
             out["blocked_questions"] = list(self.blocked_questions)
         return out
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CellError:
-        return cls(
-            cell=int(data["cell"]),
-            status=str(data.get("status", "")),
-            error=str(data.get("error", "")),
-            traceback=tuple(map(str, data.get("traceback") or ())),
-            blocked_cells=tuple(map(int, data.get("blocked_cells") or ())),
-            blocked_questions=tuple(map(str, data.get("blocked_questions") or ())),
-        )
-
 
 @dataclass(frozen=True)
 class Execution:
@@ -181,35 +174,13 @@ class Execution:
             out["internal_error"] = True
         return out
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Execution:
-        """The record of a scorecard read back (``to_dict``'s inverse); unknown keys are ignored."""
 
-        def opt(name: str, kind: Any) -> Any:
-            return kind(data[name]) if data.get(name) is not None else None
-
-        def items(name: str, kind: Any) -> Any:
-            return tuple(map(kind, data[name])) if data.get(name) is not None else None
-
-        return cls(
-            executor=str(data.get("executor", "")),
-            cells_run=opt("cells_run", int),
-            cells_skipped=opt("cells_skipped", int),
-            errors=tuple(CellError.from_dict(e) for e in data["errors"]) if data.get("errors") is not None else None,
-            time=opt("time", float),
-            grader_cpu=opt("grader_cpu", float),
-            output_truncated_in_cells=items("output_truncated_in_cells", int) or (),
-            notes=items("notes", str) or (),
-            attempts=opt("attempts", int),
-            sandbox=items("sandbox", str),
-            sandbox_not_enforced=items("sandbox_not_enforced", str),
-            variant_inputs=opt("variant_inputs", str),
-            internal_error=bool(data.get("internal_error")),
-        )
-
-
-@dataclass
+@dataclass(frozen=True)
 class Scorecard:
+    """One submission's result. ``submission`` is its file's name as students see it; ``id`` its
+    identity, derived at intake and the key machines use (empty where the caller has none);
+    ``student`` who handed it in, as the layout says."""
+
     assignment: str
     submission: str
     sha256: str
@@ -217,10 +188,16 @@ class Scorecard:
     score: float
     max_score: float
     reason: str = ""
-    questions: list[QuestionResult] = field(default_factory=list)
+    questions: tuple[QuestionResult, ...] = ()
     execution: Execution = field(default_factory=lambda: Execution(executor=""))
     student: str = ""
+    id: str = ""
     grader_version: str = __version__
+
+    def __post_init__(self) -> None:
+        # Part of building it: a list of questions is kept as a tuple, so no one can change it later.
+        if not isinstance(self.questions, tuple):
+            object.__setattr__(self, "questions", tuple(self.questions))
 
     @property
     def percent(self) -> float:
@@ -234,6 +211,8 @@ class Scorecard:
             "assignment": self.assignment,
             "submission": self.submission,
         }
+        if self.id:
+            out["id"] = self.id
         if self.student:
             out["student"] = self.student
         out.update(
@@ -264,3 +243,10 @@ class Scorecard:
         if not self.reason:
             del out["reason"]
         return out
+
+
+def with_questions(card: Scorecard, questions: Iterable[QuestionResult]) -> Scorecard:
+    """A new card with these questions in place of the card's own, its score their sum (a person's
+    grade, or any later verdict on a question, makes its card this way)."""
+    questions = tuple(questions)
+    return replace(card, questions=questions, score=sum(q.score for q in questions))

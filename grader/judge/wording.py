@@ -270,12 +270,6 @@ def check_lines(result: CheckResult) -> list[str]:
     return [line.text for reason in result.reasons for line in check_feedback(reason)]
 
 
-def hint_of(line: str) -> str | None:
-    """The typical mistake a feedback line names (a ``HINT`` line's text), or None: for a scorecard
-    read back from a file, where only the text is kept."""
-    return line[len(HINT_PREFIX) :] if line.startswith(HINT_PREFIX) else None
-
-
 # ``test`` checks --------------------------------------------------------------------------
 
 

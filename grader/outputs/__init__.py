@@ -4,7 +4,7 @@ No renderer reaches into grading logic. Per submission, ``OUT/<name><suffix>``; 
 ``OUT/<filename>``:
 
     yaml        <name>.yaml              the core scorecard (grader.outputs.yaml)
-    json        <name>.json              the same content as JSON
+    json        <name>.json              the scorecard's document, every record (grader.judge.document)
     md          <name>.md                Markdown feedback (what students may see)
     html        <name>.html              the student's notebook with each result next to its cells
     gradescope  <name>.gradescope.json   Gradescope's results.json schema

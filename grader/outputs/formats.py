@@ -64,7 +64,7 @@ def _yaml(path: Path, card: Scorecard, out: Output) -> str:
 def _json(path: Path, card: Scorecard, out: Output) -> str:
     from grader.outputs.json import to_json
 
-    return to_json(card, out.course.scorecard.rounding)
+    return to_json(card)
 
 
 def _md(path: Path, card: Scorecard, out: Output) -> str:
@@ -185,7 +185,9 @@ FORMATS: dict[Format, PerSubmission | PerRun] = {
     f.format: f
     for f in (
         PerSubmission(Format.YAML, ".yaml", "the core scorecard", _yaml),
-        PerSubmission(Format.JSON, ".json", "the same content as JSON", _json),
+        PerSubmission(
+            Format.JSON, ".json", "the scorecard's document: every record, for tools and grader report", _json
+        ),
         PerSubmission(Format.MD, ".md", "Markdown feedback (what students may see)", _md),
         PerSubmission(Format.HTML, ".html", "the student's notebook with each result next to its cells", _html),
         PerSubmission(Format.GRADESCOPE, ".gradescope.json", "Gradescope's results.json", _gradescope),

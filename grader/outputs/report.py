@@ -14,8 +14,9 @@ base64 PNG, so the file can be mailed or attached anywhere. Like the feedback pa
 (grader.outputs.pages), the page loads nothing from elsewhere (its Content-Security-Policy says so),
 renders the math of question titles and hints with the bundled KaTeX when they have some, marks
 statuses with inline SVG in the charts' colours, and shows the marks of hints and reasons (`code`,
-*emphasis*) as HTML, made after escaping. Input is scorecards: the objects of a
-grading run, or the YAML/JSON scorecard files a run wrote (``grader report DIR``).
+*emphasis*) as HTML, made after escaping. Input is scorecards: the objects of a grading run, or
+the scorecards' documents a run wrote (``<name>.json``, read by ``grader.judge.document``; ``grader
+report DIR``). The typical mistakes are the checks' ``hint`` records in both cases.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import json
 import statistics
 import textwrap
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from grader.course.model import Course
-from grader.errors import UsageError
+from grader.errors import DocumentError, UsageError
 from grader.files import write_atomic
-from grader.judge import wording
+from grader.judge import document
 from grader.judge.scorecard import Execution, Scorecard, points_text
 from grader.outputs import pages
 from grader.vocab import CellStatus
@@ -89,9 +89,8 @@ class Row:
 
 
 def row_from_card(card: Scorecard) -> Row:
-    hints = [(q.id, c.hint) for q in card.questions for c in q.checks if c.hint]
-    if not any(q.checks for q in card.questions):  # a card built without its checks
-        hints = _hints_from_feedback((q.id, q.lines) for q in card.questions)
+    """What the report needs of a card: the typical mistakes are its checks' ``hint`` records
+    (hidden checks' too: the report is for the instructor), never read back from its sentences."""
     return Row(
         card.assignment,
         card.submission,
@@ -101,45 +100,12 @@ def row_from_card(card: Scorecard) -> Row:
         card.score,
         card.max_score,
         [(q.id, q.title, q.status) for q in card.questions],
-        hints,
+        [(q.id, c.hint) for q in card.questions for c in q.checks if c.hint],
         _timeouts(card.execution),
         [q.id for q in card.questions if q.carried_forward],
         _raised(card.execution),
         sum(q.max_score for q in card.questions if q.status == "manual"),
     )
-
-
-def row_from_dict(data: dict[str, Any]) -> Row:
-    qs = data.get("questions") or []
-    return Row(
-        assignment=str(data.get("assignment", "")),
-        submission=str(data.get("submission", "")),
-        student=str(data.get("student", "")),
-        status=str(data.get("status", "")),
-        reason=str(data.get("reason", "")),
-        score=float(data.get("score", 0) or 0),
-        max_score=float(data.get("max_score", 0) or 0),
-        questions=[(str(q.get("id")), str(q.get("title", q.get("id"))), str(q.get("status"))) for q in qs],
-        hints=_hints_from_feedback((str(q.get("id")), q.get("feedback") or []) for q in qs),
-        timed_out_cells=_timeouts(_execution(data)),
-        carried=[str(q.get("id")) for q in qs if q.get("carried_forward")],
-        raised=_raised(_execution(data)),
-        pending=sum(float(q.get("max_score", 0) or 0) for q in qs if q.get("status") == "manual"),
-    )
-
-
-def _hints_from_feedback(items: Iterable[tuple[str, list[str]]]) -> list[tuple[str, str]]:
-    """The typical mistakes named in a scorecard read back from a file, where only the text is kept."""
-    found = ((qid, wording.hint_of(line)) for qid, lines in items for line in lines if isinstance(line, str))
-    return [(qid, hint) for qid, hint in found if hint is not None]
-
-
-def _execution(data: dict[str, Any]) -> Execution:
-    """A scorecard file's execution section; an unreadable one reports no errors."""
-    try:
-        return Execution.from_dict(data.get("execution") or {})
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return Execution(executor="")
 
 
 def _timeouts(execution: Execution) -> list[int]:
@@ -152,33 +118,55 @@ def _raised(execution: Execution) -> list[str]:
     ]  # not a timeout (listed as such), nor a blank left unfilled
 
 
+SCORECARD_KEYS = {"assignment", "submission", "status", "questions"}
+
+
 def load_scorecards(paths: list[Path]) -> list[Row]:
-    """Scorecard files (.yaml, .json) from files and folders; other files are skipped."""
+    """The scorecards' documents (``<name>.json``, ``grader.judge.document``) in files and folders;
+    other files are skipped. A scorecard of another format version is a UsageError that says how
+    to grade again; so is a folder of YAML scorecards without their documents."""
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
-            files += sorted(q for q in p.iterdir() if q.suffix in (".yaml", ".yml", ".json"))
+            files += sorted(q for q in p.iterdir() if q.suffix in (".json", ".yaml", ".yml"))
         elif p.is_file():
             files.append(p)
         else:
             raise UsageError(f"{p} does not exist.")
-    rows, seen = [], set()
+    rows, renderings = [], []
     for f in files:
+        if f.suffix != ".json":
+            renderings.append(f)
+            continue
         try:
-            text = f.read_text(encoding="utf-8")
-            data = json.loads(text) if f.suffix == ".json" else yaml.safe_load(text)
-        except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
+            data = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
             continue
-        if not (isinstance(data, dict) and {"assignment", "submission", "status", "questions"} <= set(data)):
-            continue  # gradebook, Gradescope or Classroom files, or anything else
-        key = (data.get("assignment"), data.get("submission"), data.get("sha256"), data.get("student"))
-        if key in seen:  # the same scorecard as .yaml and .json
-            continue
-        seen.add(key)
-        rows.append(row_from_dict(data))
+        if not (isinstance(data, dict) and (document.VERSION in data or SCORECARD_KEYS <= set(data))):
+            continue  # Gradescope's, Classroom's or another tool's file
+        try:
+            rows.append(row_from_card(document.load(data)))
+        except DocumentError as exc:
+            raise UsageError(f"{f}: {exc}.") from None
     if not rows:
-        raise UsageError("No scorecards found (YAML or JSON files written by grader grade).")
+        yaml_cards = [f for f in renderings if _is_yaml_scorecard(f)]
+        if yaml_cards:
+            raise UsageError(
+                f"{yaml_cards[0].parent} holds YAML scorecards but not their JSON documents, which the report "
+                "reads: grade again with json among the formats (`grader grade ... --formats yaml,json`, or "
+                "`formats: [yaml, json]` in config.yaml's scorecard section), or have it write the report itself "
+                "(`--formats ...,report`)."
+            )
+        raise UsageError("No scorecards found (the JSON scorecards written by grader grade --formats json).")
     return rows
+
+
+def _is_yaml_scorecard(path: Path) -> bool:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    return isinstance(data, dict) and SCORECARD_KEYS <= set(data)
 
 
 # --------------------------------------------------------------------------------------------

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from grader.batch import card_from_data, card_to_data
-from grader.judge.scorecard import QuestionResult, Scorecard
+from grader.errors import DocumentError
+from grader.judge import document
+from grader.judge.scorecard import QuestionResult, Scorecard, with_questions
 from grader.judge.verdicts import PersonGrade, RubricMark
 from grader.vocab import QuestionStatus
 
@@ -128,7 +129,7 @@ class GradeStore:
             position = row[0] if row else db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
             db.execute(
                 "INSERT OR REPLACE INTO submissions VALUES (?, ?, ?, ?)",
-                (name, str(path), position, json.dumps(card_to_data(card))),
+                (name, str(path), position, json.dumps(document.dump(card))),
             )
             db.execute("DELETE FROM answers WHERE submission = ?", (name,))
             db.executemany(
@@ -159,7 +160,10 @@ class GradeStore:
             row = db.execute("SELECT card FROM submissions WHERE name = ?", (name,)).fetchone()
         if row is None:
             raise KeyError(name)
-        return card_from_data(json.loads(row[0]))
+        try:
+            return document.load(json.loads(row[0]))
+        except DocumentError as exc:
+            raise DocumentError(f"{self.path}: the scorecard of {name}: {exc}") from None
 
     # ----------------------------------------------------------------------------------------
     # Rubrics
@@ -356,6 +360,4 @@ class GradeStore:
                 else:
                     q = manual.graded(q, self.person_grade(grade, q.max_score))
             questions.append(q)
-        out = Scorecard(**{**card.__dict__, "questions": questions})
-        out.score = sum(q.score for q in questions)
-        return out
+        return with_questions(card, questions)
