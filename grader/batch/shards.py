@@ -79,7 +79,14 @@ def write_manifest(
         "formats": list(formats),
         "notes": notes,
         "submissions": [
-            {"index": i, "name": s.name, "path": str(s.path), "origin": s.origin, "card": card_to_data(card)}
+            {
+                "index": i,
+                "id": s.id,
+                "name": s.name,
+                "path": str(s.path),
+                "origin": s.origin,
+                "card": card_to_data(card),
+            }
             for i, s, card in graded
         ],
     }
@@ -140,9 +147,17 @@ def merge(dirs: list[Path]) -> Merged:
             "--out folder is needed to merge."
         )
     rows: dict[int, tuple[Path, str, Scorecard, Path]] = {}
+    where: dict[str, Path] = {}  # each submission's id: in one shard only
     try:
         for folder, data in found:
             for item in data["submissions"]:
+                sid = str(item.get("id") or item["name"])
+                if sid in where:
+                    raise UsageError(
+                        f"The submission {sid!r} is in two shards, {where[sid]} and {folder}: the shards were "
+                        "graded from different classes; grade every shard of one class with the same command."
+                    )
+                where[sid] = folder
                 rows[int(item["index"])] = (Path(item["path"]), item["name"], card_from_data(item["card"]), folder)
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(

@@ -68,7 +68,13 @@ class Grader:
         return self.course.scorecard.reveal(self.now)
 
     def grade(
-        self, assignment: Assignment, path: Path, *, student: str = "", course_variants: bool = False
+        self,
+        assignment: Assignment,
+        path: Path,
+        *,
+        student: str = "",
+        course_variants: bool = False,
+        id: str = "",  # noqa: A002 - the submission's id, as the scorecard names it
     ) -> Scorecard:
         """The submission's scorecard. ``course_variants``: check it on the course's variants even
         where the assignment draws variants per submission (``grader validate`` checks those)."""
@@ -84,6 +90,7 @@ class Grader:
             score=0.0,
             max_score=assignment.max_score,
             student=printable(student),
+            id=id,
         )
         try:
             return self._grade(

@@ -221,6 +221,7 @@ class Scorecard:
     execution: Execution = field(default_factory=lambda: Execution(executor=""))
     student: str = ""
     grader_version: str = __version__
+    id: str = ""  # the submission's identity, from where it came (``grader.batch.intake``)
 
     @property
     def percent(self) -> float:
