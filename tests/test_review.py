@@ -302,7 +302,9 @@ def test_two_graders_at_once_lose_nothing(run):
     store.mark("ada", "explain", item.id, True, grader="Tess", digest="d")
     store.mark("bob", "explain", item.id, True, grader="Uma", digest="d")
     store.update_item(item.id, points=1.5)
-    assert {store.person_grade(store.grade(n, "explain"), 3).points for n in ("ada", "bob")} == {1.5}
+    from grader.review import merge
+
+    assert {merge.person_grade(store, store.grade(n, "explain"), 3).points for n in ("ada", "bob")} == {1.5}
 
 
 def test_grading_again_keeps_grades_of_unchanged_answers_and_flags_changed_ones(graded, run, tmp_path):
@@ -360,17 +362,20 @@ def test_every_request_without_the_token_is_refused(client):
     http, _ = client
     for path in (
         "/",
-        "/grade/explain/0",
-        "/answer/explain/1",
+        "/grade/explain",
+        "/grade/explain/ada",
+        "/next/explain/ada",
+        "/answer/explain/bob",
         "/reference/explain",
-        "/api/state/explain/0",
+        "/api/state/explain/ada",
         "/static/review.js",
     ):
         assert http.get(path).status_code == 403, path
         assert http.get(path + "?token=wrong").status_code == 403, path
-    assert http.post("/api/grade/explain/0", json={"adjustment": 1}).status_code == 403
+    assert http.post("/api/grade/explain/ada", json={"adjustment": 1}).status_code == 403
     assert (
-        http.post("/api/grade/explain/0", json={"adjustment": 1}, headers={"X-Review-Token": "nope"}).status_code == 403
+        http.post("/api/grade/explain/ada", json={"adjustment": 1}, headers={"X-Review-Token": "nope"}).status_code
+        == 403
     )
     page = http.get("/?token=s3cret-token")
     assert page.status_code == 200 and "0 of 3 graded" in page.text
@@ -383,22 +388,24 @@ def test_grading_through_the_page_interface(client):
     items = http.post("/api/rubric/explain", json={"text": "Mentions symmetry", "points": 2}, headers=auth).json
     items = http.post("/api/rubric/explain", json={"text": "Explains why", "points": 1}, headers=auth).json["items"]
     first, second = items[0]["id"], items[1]["id"]
-    state = http.post("/api/grade/explain/0", json={"item": first, "on": True}, headers=auth).json
+    state = http.post("/api/grade/explain/ada", json={"item": first, "on": True}, headers=auth).json
     assert state["status"] == "graded" and state["points"] == 2 and state["graded"] == 1
-    state = http.post("/api/grade/explain/0", json={"adjustment": -0.5, "comment": "Close."}, headers=auth).json
+    assert state["submission"] == "ada"
+    state = http.post("/api/grade/explain/ada", json={"adjustment": -0.5, "comment": "Close."}, headers=auth).json
     assert state["points"] == 1.5 and state["comment"] == "Close."
-    http.post("/api/grade/explain/1", json={"item": first, "on": True}, headers=auth)
-    http.post("/api/grade/explain/1", json={"item": second, "on": True}, headers=auth)
+    http.post("/api/grade/explain/bob", json={"item": first, "on": True}, headers=auth)
+    http.post("/api/grade/explain/bob", json={"item": second, "on": True}, headers=auth)
     # One item's points changed: every answer it is applied to changes.
     http.post("/api/rubric/explain", json={"id": first, "text": "Mentions symmetry", "points": 1.5}, headers=auth)
-    assert http.get("/api/state/explain/0", headers=auth).json["points"] == 1.0
-    assert http.get("/api/state/explain/1", headers=auth).json["points"] == 2.5
-    assert http.get("/api/state/explain/1", headers=auth).json["graded"] == 2
-    # Free points within bounds only; a bad body is refused.
-    assert http.post("/api/grade/explain/0", json={"adjustment": 9}, headers=auth).status_code == 400
-    assert http.post("/api/grade/explain/0", json={"adjustment": "x"}, headers=auth).status_code == 400
-    assert http.post("/api/grade/explain/9", json={"adjustment": 1}, headers=auth).status_code == 404
-    assert http.post("/api/grade/mean/0", json={"adjustment": 1}, headers=auth).status_code == 404  # autograded
+    assert http.get("/api/state/explain/ada", headers=auth).json["points"] == 1.0
+    assert http.get("/api/state/explain/bob", headers=auth).json["points"] == 2.5
+    assert http.get("/api/state/explain/bob", headers=auth).json["graded"] == 2
+    # Free points within bounds only; a bad body is refused; a submission is named by its id only.
+    assert http.post("/api/grade/explain/ada", json={"adjustment": 9}, headers=auth).status_code == 400
+    assert http.post("/api/grade/explain/ada", json={"adjustment": "x"}, headers=auth).status_code == 400
+    for unknown in ("zed", "0", "1"):
+        assert http.post(f"/api/grade/explain/{unknown}", json={"adjustment": 1}, headers=auth).status_code == 404
+    assert http.post("/api/grade/mean/ada", json={"adjustment": 1}, headers=auth).status_code == 404  # autograded
     # The scorecards, once written again, say who graded it, with the items and the comment.
     from grader.review import merge
 
@@ -417,7 +424,7 @@ def test_grading_through_the_page_interface(client):
 
 def test_hostile_answers_are_inert_in_the_page(client):
     http, _ = client
-    resp = http.get("/answer/explain/1?token=s3cret-token")  # bob's: <script>, onerror=, javascript:
+    resp = http.get("/answer/explain/bob?token=s3cret-token")  # bob's: <script>, onerror=, javascript:
     assert resp.status_code == 200 and "And a second thought." in resp.text
     # Its markdown has math: the policy allows the bundled KaTeX's one script (by its hash), nothing else.
     csp = resp.headers["Content-Security-Policy"]
@@ -430,9 +437,9 @@ def test_hostile_answers_are_inert_in_the_page(client):
     student = resp.text[: resp.text.index("<script>")]  # the answer as rendered, before the one script
     assert "<script" not in student and "onerror" not in student and "onmouseover" not in student
     assert 'href="javascript:' not in resp.text
-    page = http.get("/grade/explain/1?token=s3cret-token").text
+    page = http.get("/grade/explain/bob?token=s3cret-token").text
     assert '<iframe id="answer" title="the student\'s answer" sandbox="allow-scripts"' in page  # no origin of its own
-    plain = http.get("/answer/explain/0?token=s3cret-token")  # ada's: no math, so no script at all
+    plain = http.get("/answer/explain/ada?token=s3cret-token")  # ada's: no math, so no script at all
     assert "<script" not in plain.text and "script-src" not in plain.headers["Content-Security-Policy"]
 
 
@@ -443,8 +450,16 @@ def test_anonymous_grading_hides_names(graded, run):
 
     course = config.load(graded / "config.yaml")
     review = Review(GradeStore.in_folder(run), course, course.assignment("rv"), "Tess", "t", anonymous=True)
-    page = make_app(review).test_client().get("/grade/weights/1?token=t").text
+    http = make_app(review).test_client()
+    key = review.key("bob")
+    assert key != "bob" and len(key) == 20  # the address names no one either
+    page = http.get(f"/grade/weights/{key}?token=t").text
     assert "Submission 2 of 3: <b>Submission 2</b>" in page and "bob" not in page
+    assert http.get("/grade/weights/bob?token=t").status_code == 404  # by a pseudonym only
+    nxt = http.get(f"/next/weights/{key}?token=t")
+    assert (
+        nxt.status_code == 302 and review.key("cy") in nxt.headers["Location"] and "cy" not in nxt.headers["Location"]
+    )
 
 
 ROSTER = (
@@ -573,8 +588,8 @@ def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded,
         wait.until(lambda d: text("saved") == "saved" and result in text("result"))
 
     try:
-        assert driver.get(base + "/grade/explain/0") is None and "Forbidden" in driver.page_source  # no token
-        driver.get(base + "/grade/explain/0?token=browser-token")
+        assert driver.get(base + "/grade/explain/ada") is None and "Forbidden" in driver.page_source  # no token
+        driver.get(base + "/grade/explain?token=browser-token")  # the question's first submission
         loaded("ada")
         # A rubric item added by the page, then applied by its key.
         driver.find_element(By.ID, "new-text").send_keys("Mentions symmetry")
