@@ -7,6 +7,7 @@ grades work on a copy of its output folder.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -14,7 +15,9 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import review_course
@@ -541,15 +544,14 @@ def _browser_missing() -> str:
     return ""
 
 
-@pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
-def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded, run):
+@contextlib.contextmanager
+def _page(graded: Path, run: Path, token: str) -> Iterator[tuple[Any, str, Any]]:
+    """The review app served on a free port (its outputs written again as grades change), and a
+    headless Chromium: (driver, base URL, the app's writer). Stops both on the way out."""
     import threading
 
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support.ui import WebDriverWait
     from werkzeug.serving import make_server
 
     from grader.course import config
@@ -560,34 +562,73 @@ def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded,
     course = config.load(graded / "config.yaml")
     assignment = course.assignment("rv")
     store = GradeStore.in_folder(run)
-    store.add_item("explain", "Explains why symmetry gives the mean", 1)
-    store.add_item("weights", "A weighted mean", 2)
-    review = Review(store, course, assignment, "Tess", "browser-token")
+    review = Review(store, course, assignment, "Tess", token)
     writer = Writer(store, course, assignment, run, ("yaml", "gradebook"))
     server = make_server("127.0.0.1", 0, make_app(review, writer), threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_port}"
     threading.Thread(target=cells.render, args=([],), daemon=True).start()  # nbconvert loads while Chromium starts
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
         options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    wait = WebDriverWait(driver, 10, poll_frequency=0.05)
-
-    def text(element_id: str) -> str:
-        return driver.find_element(By.ID, element_id).text
-
-    def loaded(who: str) -> None:
-        wait.until(lambda d: who in text("who") and text("progress"))
-
-    def keys(*pressed: str) -> None:
-        driver.find_element(By.TAG_NAME, "body").send_keys(*pressed)
-
-    def saved(result: str) -> None:
-        wait.until(lambda d: text("saved") == "saved" and result in text("result"))
-
     try:
+        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        try:
+            yield driver, f"http://127.0.0.1:{server.server_port}", writer
+        finally:
+            driver.quit()
+    finally:
+        server.shutdown()
+        writer.stop()
+
+
+class Page:
+    """What a grader does on the grading page, each step waited for as a person would see it."""
+
+    def __init__(self, driver: Any):
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        self.driver = driver
+        self.wait = WebDriverWait(driver, 20, poll_frequency=0.05)
+
+    def text(self, element_id: str) -> str:
+        from selenium.webdriver.common.by import By
+
+        return str(self.driver.find_element(By.ID, element_id).text)
+
+    def loaded(self, who: str) -> None:
+        self.wait.until(lambda d: f": {who}" in self.text("who") and self.text("progress"))
+
+    def keys(self, *pressed: str) -> None:
+        from selenium.webdriver.common.by import By
+
+        self.driver.find_element(By.TAG_NAME, "body").send_keys(*pressed)
+
+    def saved(self, result: str) -> None:
+        self.wait.until(lambda d: self.text("saved") == "saved" and result in self.text("result"))
+
+    def comment(self, text: str) -> None:
+        from selenium.webdriver.common.keys import Keys
+
+        self.keys("c")
+        self.driver.switch_to.active_element.send_keys(text)
+        self.driver.switch_to.active_element.send_keys(Keys.ESCAPE)  # leaving the field saves it
+        self.wait.until(lambda d: self.text("saved") == "saved")
+
+
+@pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
+def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded, run):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from grader.review.store import GradeStore
+
+    store = GradeStore.in_folder(run)
+    store.add_item("explain", "Explains why symmetry gives the mean", 1)
+    store.add_item("weights", "A weighted mean", 2)
+    with _page(graded, run, "browser-token") as (driver, base, _):
+        page = Page(driver)
+        wait, text, loaded, keys, saved = page.wait, page.text, page.loaded, page.keys, page.saved
         assert driver.get(base + "/grade/explain/ada") is None and "Forbidden" in driver.page_source  # no token
         driver.get(base + "/grade/explain?token=browser-token")  # the question's first submission
         loaded("ada")
@@ -629,10 +670,6 @@ def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded,
             keys("0")
             saved("Graded: 0 / 2 points")
         assert "pwned" not in driver.title
-    finally:
-        driver.quit()
-        server.shutdown()
-        writer.stop()
     book = {r["student"]: r for r in csv.DictReader(io.StringIO((run / "gradebook.csv").read_text()))}
     assert [(book[s]["explain"], book[s]["weights"], book[s]["score"]) for s in ("ada", "bob", "cy")] == [
         ("2", "2", "6"),
@@ -641,3 +678,71 @@ def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded,
     ]
     bob = question(card(run, "bob"), "explain")
     assert bob["graded_by"]["comment"] == "Say why symmetry gives the mean." and bob["graded_by"]["grader"] == "Tess"
+
+
+@pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
+def test_a_submission_graded_into_the_class_while_the_page_is_open_leaves_every_grade_on_its_student(
+    graded, run, tmp_path
+):
+    """The page names a submission by its id: aaron, graded into the same folder while bob's page
+    is open (and sorting before everyone), moves no grade or comment onto another student."""
+    from selenium.webdriver.common.keys import Keys
+
+    from grader.review import merge
+    from grader.review.store import GradeStore
+
+    subs = tmp_path / "subs"
+    shutil.copytree(graded / "subs", subs)
+    store = GradeStore.in_folder(run)
+    item = store.add_item("explain", "Names the symmetry", 2)
+    with _page(graded, run, "late-token") as (driver, base, writer):
+        page = Page(driver)
+        driver.get(base + "/grade/explain?token=late-token")
+        page.loaded("ada")
+        page.keys("1")
+        page.saved("Graded: 2 / 3 points")
+        page.comment("ada: symmetry, well put.")
+        page.keys(Keys.ARROW_RIGHT)
+        page.loaded("bob")
+        assert page.text("who") == "Submission 2 of 3: bob"
+        # A late submission, graded into the same output folder while bob's page is open.
+        review_course.student(
+            graded / "assignments/rv/rv.ipynb", subs / "aaron.ipynb", explain="Late, but symmetric around 2."
+        )
+        proc = grader("grade", str(subs), "--out", str(run), "--formats", "yaml,gradebook", cwd=graded)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert [s.id for s in store.submissions()] == ["aaron", "ada", "bob", "cy"]
+        # The page goes on grading bob, as it still says; the class has moved under it.
+        page.keys("1")
+        page.saved("Graded: 2 / 3 points")
+        page.comment("bob: a second thought is welcome.")
+        assert page.text("who") == "Submission 2 of 3: bob"
+        page.keys(Keys.ARROW_RIGHT)  # next as the class is now: cy, then round to aaron
+        page.loaded("cy")
+        assert page.text("who") == "Submission 4 of 4: cy"
+        page.keys("0")
+        page.saved("Graded: 0 / 3 points")
+        page.comment("cy: no answer yet.")
+        page.keys(Keys.ARROW_RIGHT)
+        page.loaded("aaron")
+        page.keys("1")
+        page.saved("Graded: 2 / 3 points")
+        page.comment("aaron: late but right.")
+        page.wait.until(lambda d: page.text("progress") == "4 of 4 graded")
+    expected = {
+        "aaron": (2.0, "aaron: late but right.", (item.id,)),
+        "ada": (2.0, "ada: symmetry, well put.", (item.id,)),
+        "bob": (2.0, "bob: a second thought is welcome.", (item.id,)),
+        "cy": (0.0, "cy: no answer yet.", ()),
+    }
+    # Read back from the store, as every output is written from it ...
+    for sid, (points, comment, items) in expected.items():
+        grade = store.grade(sid, "explain")
+        assert grade is not None and (grade.comment, grade.items) == (comment, items), sid
+        assert merge.person_grade(store, grade, 3).points == points, sid
+    # ... and from the outputs the page wrote again: each scorecard, and the gradebook's rows.
+    for sid, (points, comment, _) in expected.items():
+        explain = question(card(run, sid), "explain")
+        assert (explain["score"], explain["graded_by"]["comment"]) == (points, comment), sid
+    book = {r["student"]: r for r in csv.DictReader(io.StringIO((run / "gradebook.csv").read_text()))}
+    assert {s: book[s]["explain"] for s in expected} == {"aaron": "2", "ada": "2", "bob": "2", "cy": "0"}
