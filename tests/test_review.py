@@ -746,3 +746,113 @@ def test_a_submission_graded_into_the_class_while_the_page_is_open_leaves_every_
         assert (explain["score"], explain["graded_by"]["comment"]) == (points, comment), sid
     book = {r["student"]: r for r in csv.DictReader(io.StringIO((run / "gradebook.csv").read_text()))}
     assert {s: book[s]["explain"] for s in expected} == {"aaron": "2", "ada": "2", "bob": "2", "cy": "0"}
+
+
+# --------------------------------------------------------------------------------------------
+# The grades database's schema: versioned, and migrated from the one before ids.
+
+LEGACY = HERE / "data" / "grades-v0.sqlite"  # written by the grader before ids (schema version 0):
+# rv graded from subs/ (ada.ipynb, bob/rv.ipynb, cy.ipynb, dee/a.ipynb, dee/b.ipynb), then graded
+# by a person through GradeStore: a rubric item on ada's explain with a comment, free points on
+# bob's explain, a comment on bob's weights, and 2.5 points imported for dee-b's explain.
+
+
+def _rows(db: Path) -> dict[str, list[tuple]]:
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        return {
+            table: sorted(con.execute(f"SELECT * FROM {table}").fetchall())  # noqa: S608 - the tables named here
+            for table in ("rubric", "grades", "marks", "answers", "log")
+        }
+    finally:
+        con.close()
+
+
+def test_a_database_written_before_ids_is_migrated_and_keeps_every_grade(graded, tmp_path):
+    import sqlite3
+
+    from grader.errors import UsageError
+    from grader.review import merge
+    from grader.review.store import VERSION, GradeStore
+
+    out = tmp_path / "out"
+    out.mkdir()
+    shutil.copy(LEGACY, out / "grades.sqlite")
+    con = sqlite3.connect(out / "grades.sqlite")
+    assert con.execute("PRAGMA user_version").fetchone() == (0,)
+    old = {n: (p, json.loads(c)) for n, p, c in con.execute("SELECT name, path, card FROM submissions")}
+    con.close()
+    before = _rows(out / "grades.sqlite")
+    assert len(before["grades"]) == 4 and len(before["log"]) == 6 and len(old) == 5
+
+    store = GradeStore.in_folder(out)
+    con = sqlite3.connect(out / "grades.sqlite")
+    assert con.execute("PRAGMA user_version").fetchone() == (VERSION,)
+    con.close()
+    # Every submission keeps its name as its id, and its card (now carrying that id); nothing else changed.
+    assert [(s.id, s.name, str(s.path)) for s in store.submissions()] == [(n, n, old[n][0]) for n in sorted(old)]
+    con = sqlite3.connect(out / "grades.sqlite")
+    new = {i: json.loads(c) for i, c in con.execute("SELECT id, card FROM submissions")}
+    con.close()
+    assert new == {name: {**data, "id": name} for name, (_, data) in old.items()}
+    assert [store.card(name).id for name in sorted(old)] == sorted(old)
+    assert _rows(out / "grades.sqlite") == before
+    ada = merge.with_grades(store, "ada")
+    explain = next(q for q in ada.questions if q.id == "explain")
+    assert explain.status == "graded" and explain.score == 2 and explain.person.comment == "Good."
+    GradeStore.in_folder(out)  # opened again: already at its version, nothing to do
+    assert _rows(out / "grades.sqlite") == before
+
+    # Graded again by today's intake: dee's notebooks are dee/a and dee/b now, and take dee-a's
+    # and dee-b's rows over; every grade is still on its student.
+    root = tmp_path / "class"
+    shutil.copytree(graded, root, ignore=shutil.ignore_patterns("subs", "out", ".grader-cache"))
+    skeleton = root / "assignments/rv/rv.ipynb"
+    subs = root / "subs"
+    (subs / "bob").mkdir(parents=True)
+    (subs / "dee").mkdir()
+    review_course.student(
+        skeleton, subs / "ada.ipynb", explain="Symmetric values around 2.", weights="A weighted mean."
+    )
+    review_course.student(skeleton, subs / "bob" / "rv.ipynb", mean="2.0", explain="Because 10/5 = 2.")
+    review_course.student(skeleton, subs / "cy.ipynb", mean="x.sum()")
+    review_course.student(skeleton, subs / "dee" / "a.ipynb", explain="First try.")
+    review_course.student(skeleton, subs / "dee" / "b.ipynb", explain="Second try.")
+    proc = grader("grade", "subs", "--out", str(out), "--formats", "yaml,gradebook", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [(s.id, s.name) for s in store.submissions()] == [
+        ("ada", "ada"),
+        ("bob", "bob"),
+        ("cy", "cy"),
+        ("dee/a", "dee-a"),
+        ("dee/b", "dee-b"),
+    ]
+    after = _rows(out / "grades.sqlite")
+    assert {(g[0], g[1], g[3]) for g in after["grades"]} == {
+        ("ada", "explain", "Good."),
+        ("bob", "explain", ""),
+        ("bob", "weights", "Missing."),
+        ("dee/b", "explain", "Second is better."),
+    }
+    assert question(card(out, "ada"), "explain")["score"] == 2
+    assert question(card(out, "bob"), "explain")["score"] == 1.5
+    assert question(card(out, "dee-b"), "explain")["graded_by"]["comment"] == "Second is better."
+    assert question(card(out, "dee-b"), "explain")["score"] == 2.5
+    assert {r[3] for r in after["log"]} == {"", "ada", "bob", "dee/b"}  # the log follows the ids too
+
+    # A database written by a newer grader is refused, not read wrongly.
+    newer = tmp_path / "newer"
+    newer.mkdir()
+    shutil.copy(out / "grades.sqlite", newer / "grades.sqlite")
+    con = sqlite3.connect(newer / "grades.sqlite")
+    con.execute(f"PRAGMA user_version = {VERSION + 1}")
+    con.commit()
+    con.close()
+    with pytest.raises(UsageError, match=f"written by a newer grader \\(its schema is version {VERSION + 1}"):
+        GradeStore.in_folder(newer)
+    (newer / "grades.sqlite").unlink()
+    (newer / "grades.sqlite").write_text("not a database")
+    with pytest.raises(UsageError, match="is not a grades database this grader can read"):
+        GradeStore.in_folder(newer)
