@@ -172,7 +172,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
                 graded=[(i, s, c) for (i, s), c in zip(mine, outcome.cards, strict=True)],
                 notes=found.notes,
             )
-        from grader.outputs.roster import RosterConflict
+        from grader.errors import RosterConflict
 
         unplaced: RosterConflict | None = None
         try:

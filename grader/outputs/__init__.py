@@ -24,11 +24,10 @@ from datetime import datetime
 from pathlib import Path
 
 from grader.course.model import Assignment, Course
-from grader.errors import UsageError
+from grader.errors import RosterConflict, UsageError
 from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard
 from grader.outputs.formats import FORMATS, Output, PerRun, PerSubmission, Submission
-from grader.outputs.roster import RosterConflict
 from grader.vocab import Format
 
 __all__ = ["FORMATS", "Submission", "parse_formats", "render_one", "write_outputs", "write_run", "write_submission"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from grader.errors import UsageError
+from grader.errors import RosterConflict, UsageError
 from grader.files import printable
 from grader.judge.scorecard import Scorecard
 
@@ -39,10 +39,6 @@ MATCHED_BY = ("submission", "github", "email", "sis_login_id")
 BY_STUDENT_ID = ("submission", "github", "email", "sis_login_id")  # the columns a student id is looked up in
 
 T = TypeVar("T")
-
-
-class RosterConflict(UsageError):
-    """Submissions the roster cannot place without a guess; the files were written without them."""
 
 
 @dataclass(frozen=True)
