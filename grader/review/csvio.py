@@ -114,7 +114,7 @@ def _plain(value: str | None) -> str:
 
 
 def _by_student(cards: dict[str, Scorecard]) -> dict[str, str]:
-    """Student id -> submission name, for the ids that name one submission only."""
+    """Student id -> submission id, for the student ids that name one submission only."""
     count: dict[str, list[str]] = {}
     for name, card in cards.items():
         if card.student:
