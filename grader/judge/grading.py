@@ -74,7 +74,7 @@ class Grader:
         *,
         student: str = "",
         course_variants: bool = False,
-        id: str = "",  # noqa: A002 - the submission's id, as the scorecard names it
+        id: str = "",  # the submission's id, as the scorecard names it
     ) -> Scorecard:
         """The submission's scorecard. ``course_variants``: check it on the course's variants even
         where the assignment draws variants per submission (``grader validate`` checks those)."""

@@ -61,7 +61,7 @@ def person_grade(store: GradeStore, grade: Grade, max_points: float) -> PersonGr
     )
 
 
-def apply(store: GradeStore, id: str, card: Scorecard) -> Scorecard:  # noqa: A002 - the submission's id
+def apply(store: GradeStore, id: str, card: Scorecard) -> Scorecard:
     """The card with a person's grades in place of the questions waiting for them."""
     questions: list[QuestionResult] = []
     for q in card.questions:
@@ -78,7 +78,7 @@ def apply(store: GradeStore, id: str, card: Scorecard) -> Scorecard:  # noqa: A0
     return dataclasses.replace(card, questions=questions, score=sum(q.score for q in questions))
 
 
-def with_grades(store: GradeStore, id: str) -> Scorecard:  # noqa: A002 - the submission's id
+def with_grades(store: GradeStore, id: str) -> Scorecard:
     """The stored card of a submission, with a person's grades."""
     return apply(store, id, store.card(id))
 

@@ -191,7 +191,7 @@ class GradeStore:
     # ----------------------------------------------------------------------------------------
     # The autograder's scorecards
 
-    def put_card(self, id: str, name: str, path: Path, card: Scorecard) -> None:  # noqa: A002 - the submission's id
+    def put_card(self, id: str, name: str, path: Path, card: Scorecard) -> None:
         """Keep the autograder's card of the submission ``id`` (output files ``name``), and what its
         answers to the manual questions are now."""
         with self._write() as db:
@@ -210,7 +210,7 @@ class GradeStore:
                 ],
             )
 
-    def _adopt(self, db: sqlite3.Connection, id: str, name: str) -> None:  # noqa: A002 - the submission's id
+    def _adopt(self, db: sqlite3.Connection, id: str, name: str) -> None:
         """A version 0 row keyed by this output name: its rows become this id's (see the docstring)."""
         row = db.execute("SELECT value FROM meta WHERE key = ?", (ADOPT,)).fetchone()
         waiting = json.loads(row[0]) if row else []
@@ -222,7 +222,9 @@ class GradeStore:
         if id == name or taken:
             return
         for table in KEYED:
-            db.execute(f"UPDATE {table} SET submission = ? WHERE submission = ?", (id, name))  # noqa: S608 - KEYED
+            db.execute(
+                f"UPDATE {table} SET submission = ? WHERE submission = ?", (id, name)
+            )  # KEYED: the tables named above
         db.execute("DELETE FROM submissions WHERE id = ?", (name,))
 
     def set_meta(self, key: str, value: object) -> None:
@@ -240,12 +242,12 @@ class GradeStore:
             rows = db.execute("SELECT id, name, path FROM submissions ORDER BY name, id").fetchall()
         return [Stored(i, n, Path(p)) for i, n, p in rows]
 
-    def submission(self, id: str) -> Stored | None:  # noqa: A002 - the submission's id
+    def submission(self, id: str) -> Stored | None:
         with self._db() as db:
             row = db.execute("SELECT id, name, path FROM submissions WHERE id = ?", (id,)).fetchone()
         return Stored(row[0], row[1], Path(row[2])) if row else None
 
-    def card(self, id: str) -> Scorecard:  # noqa: A002 - the submission's id
+    def card(self, id: str) -> Scorecard:
         """The autograder's scorecard of a submission, without a person's grades."""
         with self._db() as db:
             row = db.execute("SELECT card FROM submissions WHERE id = ?", (id,)).fetchone()
