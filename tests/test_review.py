@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import io
 import json
 import re
 import shutil
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -444,6 +446,36 @@ def test_hostile_answers_are_inert_in_the_page(client):
     assert '<iframe id="answer" title="the student\'s answer" sandbox="allow-scripts"' in page  # no origin of its own
     plain = http.get("/answer/explain/ada?token=s3cret-token")  # ada's: no math, so no script at all
     assert "<script" not in plain.text and "script-src" not in plain.headers["Content-Security-Policy"]
+
+
+def test_every_link_and_call_of_the_page_names_the_submission_by_its_id(client):
+    """An id with a folder in it and escaped letters (``Zo%C3%AB%20Ng/hw``: the notebook hw.ipynb of
+    two graded from the folder ``Zoë Ng/``) goes through every link the page makes and back."""
+    import html as html_module
+
+    http, review = client
+    store = review.store
+    sid = "Zo%C3%AB%20Ng/hw"
+    ada = store.submission("ada")
+    store.put_card(sid, "Zoë Ng-hw", ada.path, dataclasses.replace(store.card("ada"), id=sid, student="Zoë Ng"))
+    page = http.get(f"/grade/explain/{urllib.parse.quote(sid)}?token=s3cret-token")
+    assert page.status_code == 200 and "<b>Zoë Ng-hw (Zoë Ng)</b>" in page.text
+    links = {k: html_module.unescape(v) for k, v in re.findall(r'data-([a-z-]+)-url="([^"]*)"', page.text)}
+    assert links["state"] == "/api/state/explain/Zo%25C3%25AB%2520Ng/hw"  # url_for's quoting of the id
+    auth = {"X-Review-Token": "s3cret-token"}
+    state = http.post(links["grade"], json={"comment": "Zoë's own."}, headers=auth).json
+    assert state["submission"] == sid and state["comment"] == "Zoë's own."
+    assert store.grade(sid, "explain").comment == "Zoë's own." and store.grade("ada", "explain") is None
+    assert http.get(links["state"], headers=auth).json["comment"] == "Zoë's own."
+    # Every address on the page came from url_for: none is built from a place in the class.
+    hrefs = re.findall(r'(?:href|src)="([^"]+)"', page.text)
+    assert all(
+        h.startswith(("/static/", "/next/", "/previous/", "/grade/", "/answer/", "/reference/", "/?")) for h in hrefs
+    )
+    nxt = http.get(html_module.unescape(links["next"]))  # Zoë Ng-hw sorts after cy: next is ada again
+    assert nxt.status_code == 302 and "/grade/explain/ada?" in nxt.headers["Location"]
+    prev = http.get(html_module.unescape(links["previous"]))
+    assert prev.status_code == 302 and "/grade/explain/cy?" in prev.headers["Location"]
 
 
 def test_anonymous_grading_hides_names(graded, run):
