@@ -137,7 +137,7 @@ class Review:
                 return found
             abort(404)
         for s in self.store.submissions():
-            if hmac.compare_digest(self.key(s.id), key):
+            if hmac.compare_digest(self.key(s.id).encode(), key.encode()):
                 return s
         abort(404)
 
