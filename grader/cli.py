@@ -172,15 +172,21 @@ def cmd_grade(args: argparse.Namespace) -> int:
                 graded=[(i, s, c) for (i, s), c in zip(mine, outcome.cards, strict=True)],
                 notes=found.notes,
             )
-        outputs.write_run(
-            done,
-            course=course,
-            assignment=assignment,
-            out=out,
-            formats=formats,
-            executor_name=grader.executor.name,
-            roster=roster,
-        )
+        from grader.errors import RosterConflict
+
+        unplaced: RosterConflict | None = None
+        try:
+            outputs.write_run(
+                done,
+                course=course,
+                assignment=assignment,
+                out=out,
+                formats=formats,
+                executor_name=grader.executor.name,
+                roster=roster,
+            )
+        except RosterConflict as exc:  # every file is written; the LMS's without the submissions it names
+            unplaced = exc
         names = done.names
         print_table(assignment, names, cards, course.scorecard.rounding)
         notes = batch.summary_lines(found, outcome)
@@ -190,7 +196,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
     print(f"\nScorecards written to {out}/ ({', '.join(formats)})")
     if grades is not None:
         print(f"Questions graded by a person: grade them with `grader review {assignment.name} --out {out}`")
-    return fail_under(names, cards, args.fail_under)
+    status = fail_under(names, cards, args.fail_under)
+    if unplaced is not None:
+        print(f"grader: {unplaced}", file=sys.stderr)
+        return EXIT_USAGE
+    return status
 
 
 def warm_up(executor: Executor, assignment: config.Assignment) -> None:
@@ -498,8 +508,10 @@ def cmd_review(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.import_csv:
         n = csvio.import_csv(store, Path(args.import_csv), grader=who)
-        merge.rewrite(store, course, assignment, out, formats)
-        print(f"imported {n} grade(s) from {args.import_csv}; outputs in {out}/ written again")
+        try:
+            merge.rewrite(store, course, assignment, out, formats)
+        finally:  # a roster conflict still leaves every grade imported and every other file written
+            print(f"imported {n} grade(s) from {args.import_csv}; outputs in {out}/ written again")
         return EXIT_OK
     from grader.review.app import serve
 

@@ -3,6 +3,7 @@
     GraderError                 base; carries a message a user can act on
     ├── ConfigError             config.yaml is malformed; names the file, key path and line
     ├── UsageError              a command was called wrongly (unknown assignment, missing path)
+    │   └── RosterConflict      a roster cannot place submissions without a guess (an LMS file written without them)
     ├── NotebookError           a submission cannot be read as a notebook (-> invalid_notebook)
     ├── ProtocolError           the student process sent a malformed or oversized payload (-> crashed)
     ├── SolutionError           the solution notebook fails, so nothing can be graded against it
@@ -51,6 +52,11 @@ class ConfigError(GraderError):
 
 class UsageError(GraderError):
     """A command was called with arguments that cannot work."""
+
+
+class RosterConflict(UsageError):
+    """Submissions a roster cannot place without a guess: two rows for one submission, or two
+    submissions for one row. The LMS's file is written without them; the message names both sides."""
 
 
 class NotebookError(GraderError):

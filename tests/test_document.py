@@ -28,6 +28,7 @@ from grader.judge import document
 from grader.judge import verdicts as v
 from grader.judge.grading import Grader
 from grader.judge.scorecard import Scorecard
+from grader.review import merge
 from grader.review.store import GradeStore
 from grader.testing import fill, write
 
@@ -78,17 +79,17 @@ def manual_cards(tmp_path_factory):
     raw = {name: grader.grade(a, path, student=name, id=f"rv-{name}") for name, path in paths.items()}
     store = GradeStore(root / "out" / "grades.sqlite")
     for name, card in raw.items():
-        store.put_card(name, paths[name], card)
+        store.put_card(card.id, name, paths[name], card)
     good = store.add_item("explain", "Names the symmetry", 2.0)
     vague = store.add_item("explain", "Vague", -1.0)
     answer = question(raw["ann"], "explain").answer
     assert answer is not None
     who = {"grader": "ta@example.org", "digest": answer.digest}
-    store.mark("ann", "explain", good.id, True, **who)
-    store.mark("ann", "explain", vague.id, True, **who)
-    store.set_adjustment("ann", "explain", 0.5, **who)
-    store.set_comment("ann", "explain", "Well put.", **who)
-    return store, raw, {name: store.apply(name, card) for name, card in raw.items()}
+    store.mark("rv-ann", "explain", good.id, True, **who)
+    store.mark("rv-ann", "explain", vague.id, True, **who)
+    store.set_adjustment("rv-ann", "explain", 0.5, **who)
+    store.set_comment("rv-ann", "explain", "Well put.", **who)
+    return store, raw, {name: merge.apply(store, card.id, card) for name, card in raw.items()}
 
 
 @pytest.fixture(scope="module")
@@ -326,14 +327,16 @@ def test_the_results_cache_keeps_every_record(cards, numpy_assignment, tmp_path)
 def test_the_review_store_keeps_the_card_as_graded(manual_cards):
     store, raw, applied = manual_cards
     for name in raw:
-        assert store.card(name) == raw[name]
-        assert store.apply(name, store.card(name)) == applied[name]
+        sid = raw[name].id
+        assert store.card(sid) == raw[name]
+        assert merge.apply(store, sid, store.card(sid)) == applied[name]
 
 
 def test_shards_merge_to_the_cards_they_graded(cards, tmp_path):
     names = sorted(cards)
     subs = [
-        Submission(path=tmp_path / f"{n}.ipynb", student=n, sha256=f"{i:064x}", origin=n) for i, n in enumerate(names)
+        Submission(path=tmp_path / f"{n}.ipynb", student=n, sha256=f"{i:064x}", origin=n, name=n, id=n)
+        for i, n in enumerate(names)
     ]
     for k in (1, 2):
         mine = [(i, s) for i, s in shards.select(subs, k, 2)]

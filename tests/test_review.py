@@ -7,14 +7,19 @@ grades work on a copy of its output folder.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import dataclasses
 import io
 import json
 import re
 import shutil
 import subprocess
 import sys
+import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import review_course
@@ -302,7 +307,9 @@ def test_two_graders_at_once_lose_nothing(run):
     store.mark("ada", "explain", item.id, True, grader="Tess", digest="d")
     store.mark("bob", "explain", item.id, True, grader="Uma", digest="d")
     store.update_item(item.id, points=1.5)
-    assert {store.person_grade(store.grade(n, "explain"), 3).points for n in ("ada", "bob")} == {1.5}
+    from grader.review import merge
+
+    assert {merge.person_grade(store, store.grade(n, "explain"), 3).points for n in ("ada", "bob")} == {1.5}
 
 
 def test_grading_again_keeps_grades_of_unchanged_answers_and_flags_changed_ones(graded, run, tmp_path):
@@ -360,17 +367,20 @@ def test_every_request_without_the_token_is_refused(client):
     http, _ = client
     for path in (
         "/",
-        "/grade/explain/0",
-        "/answer/explain/1",
+        "/grade/explain",
+        "/grade/explain/ada",
+        "/next/explain/ada",
+        "/answer/explain/bob",
         "/reference/explain",
-        "/api/state/explain/0",
+        "/api/state/explain/ada",
         "/static/review.js",
     ):
         assert http.get(path).status_code == 403, path
         assert http.get(path + "?token=wrong").status_code == 403, path
-    assert http.post("/api/grade/explain/0", json={"adjustment": 1}).status_code == 403
+    assert http.post("/api/grade/explain/ada", json={"adjustment": 1}).status_code == 403
     assert (
-        http.post("/api/grade/explain/0", json={"adjustment": 1}, headers={"X-Review-Token": "nope"}).status_code == 403
+        http.post("/api/grade/explain/ada", json={"adjustment": 1}, headers={"X-Review-Token": "nope"}).status_code
+        == 403
     )
     page = http.get("/?token=s3cret-token")
     assert page.status_code == 200 and "0 of 3 graded" in page.text
@@ -383,22 +393,24 @@ def test_grading_through_the_page_interface(client):
     items = http.post("/api/rubric/explain", json={"text": "Mentions symmetry", "points": 2}, headers=auth).json
     items = http.post("/api/rubric/explain", json={"text": "Explains why", "points": 1}, headers=auth).json["items"]
     first, second = items[0]["id"], items[1]["id"]
-    state = http.post("/api/grade/explain/0", json={"item": first, "on": True}, headers=auth).json
+    state = http.post("/api/grade/explain/ada", json={"item": first, "on": True}, headers=auth).json
     assert state["status"] == "graded" and state["points"] == 2 and state["graded"] == 1
-    state = http.post("/api/grade/explain/0", json={"adjustment": -0.5, "comment": "Close."}, headers=auth).json
+    assert state["submission"] == "ada"
+    state = http.post("/api/grade/explain/ada", json={"adjustment": -0.5, "comment": "Close."}, headers=auth).json
     assert state["points"] == 1.5 and state["comment"] == "Close."
-    http.post("/api/grade/explain/1", json={"item": first, "on": True}, headers=auth)
-    http.post("/api/grade/explain/1", json={"item": second, "on": True}, headers=auth)
+    http.post("/api/grade/explain/bob", json={"item": first, "on": True}, headers=auth)
+    http.post("/api/grade/explain/bob", json={"item": second, "on": True}, headers=auth)
     # One item's points changed: every answer it is applied to changes.
     http.post("/api/rubric/explain", json={"id": first, "text": "Mentions symmetry", "points": 1.5}, headers=auth)
-    assert http.get("/api/state/explain/0", headers=auth).json["points"] == 1.0
-    assert http.get("/api/state/explain/1", headers=auth).json["points"] == 2.5
-    assert http.get("/api/state/explain/1", headers=auth).json["graded"] == 2
-    # Free points within bounds only; a bad body is refused.
-    assert http.post("/api/grade/explain/0", json={"adjustment": 9}, headers=auth).status_code == 400
-    assert http.post("/api/grade/explain/0", json={"adjustment": "x"}, headers=auth).status_code == 400
-    assert http.post("/api/grade/explain/9", json={"adjustment": 1}, headers=auth).status_code == 404
-    assert http.post("/api/grade/mean/0", json={"adjustment": 1}, headers=auth).status_code == 404  # autograded
+    assert http.get("/api/state/explain/ada", headers=auth).json["points"] == 1.0
+    assert http.get("/api/state/explain/bob", headers=auth).json["points"] == 2.5
+    assert http.get("/api/state/explain/bob", headers=auth).json["graded"] == 2
+    # Free points within bounds only; a bad body is refused; a submission is named by its id only.
+    assert http.post("/api/grade/explain/ada", json={"adjustment": 9}, headers=auth).status_code == 400
+    assert http.post("/api/grade/explain/ada", json={"adjustment": "x"}, headers=auth).status_code == 400
+    for unknown in ("zed", "0", "1"):
+        assert http.post(f"/api/grade/explain/{unknown}", json={"adjustment": 1}, headers=auth).status_code == 404
+    assert http.post("/api/grade/mean/ada", json={"adjustment": 1}, headers=auth).status_code == 404  # autograded
     # The scorecards, once written again, say who graded it, with the items and the comment.
     from grader.review import merge
 
@@ -417,7 +429,7 @@ def test_grading_through_the_page_interface(client):
 
 def test_hostile_answers_are_inert_in_the_page(client):
     http, _ = client
-    resp = http.get("/answer/explain/1?token=s3cret-token")  # bob's: <script>, onerror=, javascript:
+    resp = http.get("/answer/explain/bob?token=s3cret-token")  # bob's: <script>, onerror=, javascript:
     assert resp.status_code == 200 and "And a second thought." in resp.text
     # Its markdown has math: the policy allows the bundled KaTeX's one script (by its hash), nothing else.
     csp = resp.headers["Content-Security-Policy"]
@@ -430,10 +442,40 @@ def test_hostile_answers_are_inert_in_the_page(client):
     student = resp.text[: resp.text.index("<script>")]  # the answer as rendered, before the one script
     assert "<script" not in student and "onerror" not in student and "onmouseover" not in student
     assert 'href="javascript:' not in resp.text
-    page = http.get("/grade/explain/1?token=s3cret-token").text
+    page = http.get("/grade/explain/bob?token=s3cret-token").text
     assert '<iframe id="answer" title="the student\'s answer" sandbox="allow-scripts"' in page  # no origin of its own
-    plain = http.get("/answer/explain/0?token=s3cret-token")  # ada's: no math, so no script at all
+    plain = http.get("/answer/explain/ada?token=s3cret-token")  # ada's: no math, so no script at all
     assert "<script" not in plain.text and "script-src" not in plain.headers["Content-Security-Policy"]
+
+
+def test_every_link_and_call_of_the_page_names_the_submission_by_its_id(client):
+    """An id with a folder in it and escaped letters (``Zo%C3%AB%20Ng/hw``: the notebook hw.ipynb of
+    two graded from the folder ``Zoë Ng/``) goes through every link the page makes and back."""
+    import html as html_module
+
+    http, review = client
+    store = review.store
+    sid = "Zo%C3%AB%20Ng/hw"
+    ada = store.submission("ada")
+    store.put_card(sid, "Zoë Ng-hw", ada.path, dataclasses.replace(store.card("ada"), id=sid, student="Zoë Ng"))
+    page = http.get(f"/grade/explain/{urllib.parse.quote(sid)}?token=s3cret-token")
+    assert page.status_code == 200 and "<b>Zoë Ng-hw (Zoë Ng)</b>" in page.text
+    links = {k: html_module.unescape(v) for k, v in re.findall(r'data-([a-z-]+)-url="([^"]*)"', page.text)}
+    assert links["state"] == "/api/state/explain/Zo%25C3%25AB%2520Ng/hw"  # url_for's quoting of the id
+    auth = {"X-Review-Token": "s3cret-token"}
+    state = http.post(links["grade"], json={"comment": "Zoë's own."}, headers=auth).json
+    assert state["submission"] == sid and state["comment"] == "Zoë's own."
+    assert store.grade(sid, "explain").comment == "Zoë's own." and store.grade("ada", "explain") is None
+    assert http.get(links["state"], headers=auth).json["comment"] == "Zoë's own."
+    # Every address on the page came from url_for: none is built from a place in the class.
+    hrefs = re.findall(r'(?:href|src)="([^"]+)"', page.text)
+    assert all(
+        h.startswith(("/static/", "/next/", "/previous/", "/grade/", "/answer/", "/reference/", "/?")) for h in hrefs
+    )
+    nxt = http.get(html_module.unescape(links["next"]))  # Zoë Ng-hw sorts after cy: next is ada again
+    assert nxt.status_code == 302 and "/grade/explain/ada?" in nxt.headers["Location"]
+    prev = http.get(html_module.unescape(links["previous"]))
+    assert prev.status_code == 302 and "/grade/explain/cy?" in prev.headers["Location"]
 
 
 def test_anonymous_grading_hides_names(graded, run):
@@ -443,8 +485,17 @@ def test_anonymous_grading_hides_names(graded, run):
 
     course = config.load(graded / "config.yaml")
     review = Review(GradeStore.in_folder(run), course, course.assignment("rv"), "Tess", "t", anonymous=True)
-    page = make_app(review).test_client().get("/grade/weights/1?token=t").text
+    http = make_app(review).test_client()
+    key = review.key("bob")
+    assert key != "bob" and len(key) == 20  # the address names no one either
+    page = http.get(f"/grade/weights/{key}?token=t").text
     assert "Submission 2 of 3: <b>Submission 2</b>" in page and "bob" not in page
+    for named in ("bob", "Zoë"):
+        assert http.get(f"/grade/weights/{named}?token=t").status_code == 404  # by a pseudonym only
+    nxt = http.get(f"/next/weights/{key}?token=t")
+    assert (
+        nxt.status_code == 302 and review.key("cy") in nxt.headers["Location"] and "cy" not in nxt.headers["Location"]
+    )
 
 
 ROSTER = (
@@ -526,15 +577,14 @@ def _browser_missing() -> str:
     return ""
 
 
-@pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
-def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded, run):
+@contextlib.contextmanager
+def _page(graded: Path, run: Path, token: str) -> Iterator[tuple[Any, str, Any]]:
+    """The review app served on a free port (its outputs written again as grades change), and a
+    headless Chromium: (driver, base URL, the app's writer). Stops both on the way out."""
     import threading
 
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support.ui import WebDriverWait
     from werkzeug.serving import make_server
 
     from grader.course import config
@@ -545,36 +595,75 @@ def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded,
     course = config.load(graded / "config.yaml")
     assignment = course.assignment("rv")
     store = GradeStore.in_folder(run)
-    store.add_item("explain", "Explains why symmetry gives the mean", 1)
-    store.add_item("weights", "A weighted mean", 2)
-    review = Review(store, course, assignment, "Tess", "browser-token")
+    review = Review(store, course, assignment, "Tess", token)
     writer = Writer(store, course, assignment, run, ("yaml", "gradebook"))
     server = make_server("127.0.0.1", 0, make_app(review, writer), threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_port}"
     threading.Thread(target=cells.render, args=([],), daemon=True).start()  # nbconvert loads while Chromium starts
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
         options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    wait = WebDriverWait(driver, 10, poll_frequency=0.05)
-
-    def text(element_id: str) -> str:
-        return driver.find_element(By.ID, element_id).text
-
-    def loaded(who: str) -> None:
-        wait.until(lambda d: who in text("who") and text("progress"))
-
-    def keys(*pressed: str) -> None:
-        driver.find_element(By.TAG_NAME, "body").send_keys(*pressed)
-
-    def saved(result: str) -> None:
-        wait.until(lambda d: text("saved") == "saved" and result in text("result"))
-
     try:
-        assert driver.get(base + "/grade/explain/0") is None and "Forbidden" in driver.page_source  # no token
-        driver.get(base + "/grade/explain/0?token=browser-token")
+        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        try:
+            yield driver, f"http://127.0.0.1:{server.server_port}", writer
+        finally:
+            driver.quit()
+    finally:
+        server.shutdown()
+        writer.stop()
+
+
+class Page:
+    """What a grader does on the grading page, each step waited for as a person would see it."""
+
+    def __init__(self, driver: Any):
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        self.driver = driver
+        self.wait = WebDriverWait(driver, 20, poll_frequency=0.05)
+
+    def text(self, element_id: str) -> str:
+        from selenium.webdriver.common.by import By
+
+        return str(self.driver.find_element(By.ID, element_id).text)
+
+    def loaded(self, who: str) -> None:
+        self.wait.until(lambda d: f": {who}" in self.text("who") and self.text("progress"))
+
+    def keys(self, *pressed: str) -> None:
+        from selenium.webdriver.common.by import By
+
+        self.driver.find_element(By.TAG_NAME, "body").send_keys(*pressed)
+
+    def saved(self, result: str) -> None:
+        self.wait.until(lambda d: self.text("saved") == "saved" and result in self.text("result"))
+
+    def comment(self, text: str) -> None:
+        from selenium.webdriver.common.keys import Keys
+
+        self.keys("c")
+        self.driver.switch_to.active_element.send_keys(text)
+        self.driver.switch_to.active_element.send_keys(Keys.ESCAPE)  # leaving the field saves it
+        self.wait.until(lambda d: self.text("saved") == "saved")
+
+
+@pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
+def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded, run):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from grader.review.store import GradeStore
+
+    store = GradeStore.in_folder(run)
+    store.add_item("explain", "Explains why symmetry gives the mean", 1)
+    store.add_item("weights", "A weighted mean", 2)
+    with _page(graded, run, "browser-token") as (driver, base, _):
+        page = Page(driver)
+        wait, text, loaded, keys, saved = page.wait, page.text, page.loaded, page.keys, page.saved
+        assert driver.get(base + "/grade/explain/ada") is None and "Forbidden" in driver.page_source  # no token
+        driver.get(base + "/grade/explain?token=browser-token")  # the question's first submission
         loaded("ada")
         # A rubric item added by the page, then applied by its key.
         driver.find_element(By.ID, "new-text").send_keys("Mentions symmetry")
@@ -614,10 +703,6 @@ def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded,
             keys("0")
             saved("Graded: 0 / 2 points")
         assert "pwned" not in driver.title
-    finally:
-        driver.quit()
-        server.shutdown()
-        writer.stop()
     book = {r["student"]: r for r in csv.DictReader(io.StringIO((run / "gradebook.csv").read_text()))}
     assert [(book[s]["explain"], book[s]["weights"], book[s]["score"]) for s in ("ada", "bob", "cy")] == [
         ("2", "2", "6"),
@@ -626,3 +711,185 @@ def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded,
     ]
     bob = question(card(run, "bob"), "explain")
     assert bob["graded_by"]["comment"] == "Say why symmetry gives the mean." and bob["graded_by"]["grader"] == "Tess"
+
+
+@pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
+def test_a_submission_graded_into_the_class_while_the_page_is_open_leaves_every_grade_on_its_student(
+    graded, run, tmp_path
+):
+    """The page names a submission by its id: aaron, graded into the same folder while bob's page
+    is open (and sorting before everyone), moves no grade or comment onto another student."""
+    from selenium.webdriver.common.keys import Keys
+
+    from grader.review import merge
+    from grader.review.store import GradeStore
+
+    subs = tmp_path / "subs"
+    shutil.copytree(graded / "subs", subs)
+    store = GradeStore.in_folder(run)
+    item = store.add_item("explain", "Names the symmetry", 2)
+    with _page(graded, run, "late-token") as (driver, base, writer):
+        page = Page(driver)
+        driver.get(base + "/grade/explain?token=late-token")
+        page.loaded("ada")
+        page.keys("1")
+        page.saved("Graded: 2 / 3 points")
+        page.comment("ada: symmetry, well put.")
+        page.keys(Keys.ARROW_RIGHT)
+        page.loaded("bob")
+        assert page.text("who") == "Submission 2 of 3: bob"
+        # A late submission, graded into the same output folder while bob's page is open.
+        review_course.student(
+            graded / "assignments/rv/rv.ipynb", subs / "aaron.ipynb", explain="Late, but symmetric around 2."
+        )
+        proc = grader("grade", str(subs), "--out", str(run), "--formats", "yaml,gradebook", cwd=graded)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert [s.id for s in store.submissions()] == ["aaron", "ada", "bob", "cy"]
+        # The page goes on grading bob, as it still says; the class has moved under it.
+        page.keys("1")
+        page.saved("Graded: 2 / 3 points")
+        page.comment("bob: a second thought is welcome.")
+        assert page.text("who") == "Submission 2 of 3: bob"
+        page.keys(Keys.ARROW_RIGHT)  # next as the class is now: cy, then round to aaron
+        page.loaded("cy")
+        assert page.text("who") == "Submission 4 of 4: cy"
+        page.keys("0")
+        page.saved("Graded: 0 / 3 points")
+        page.comment("cy: no answer yet.")
+        page.keys(Keys.ARROW_RIGHT)
+        page.loaded("aaron")
+        page.keys("1")
+        page.saved("Graded: 2 / 3 points")
+        page.comment("aaron: late but right.")
+        page.wait.until(lambda d: page.text("progress") == "4 of 4 graded")
+    expected = {
+        "aaron": (2.0, "aaron: late but right.", (item.id,)),
+        "ada": (2.0, "ada: symmetry, well put.", (item.id,)),
+        "bob": (2.0, "bob: a second thought is welcome.", (item.id,)),
+        "cy": (0.0, "cy: no answer yet.", ()),
+    }
+    # Read back from the store, as every output is written from it ...
+    for sid, (points, comment, items) in expected.items():
+        grade = store.grade(sid, "explain")
+        assert grade is not None and (grade.comment, grade.items) == (comment, items), sid
+        assert merge.person_grade(store, grade, 3).points == points, sid
+    # ... and from the outputs the page wrote again: each scorecard, and the gradebook's rows.
+    for sid, (points, comment, _) in expected.items():
+        explain = question(card(run, sid), "explain")
+        assert (explain["score"], explain["graded_by"]["comment"]) == (points, comment), sid
+    book = {r["student"]: r for r in csv.DictReader(io.StringIO((run / "gradebook.csv").read_text()))}
+    assert {s: book[s]["explain"] for s in expected} == {"aaron": "2", "ada": "2", "bob": "2", "cy": "0"}
+
+
+# --------------------------------------------------------------------------------------------
+# The grades database's schema: versioned, and migrated from the one before ids.
+
+LEGACY = HERE / "data" / "grades-v0.sqlite"  # written by the grader before ids (schema version 0):
+# rv graded from subs/ (ada.ipynb, bob/rv.ipynb, cy.ipynb, dee/a.ipynb, dee/b.ipynb), then graded
+# by a person through GradeStore: a rubric item on ada's explain with a comment, free points on
+# bob's explain, a comment on bob's weights, and 2.5 points imported for dee-b's explain.
+
+
+def _rows(db: Path) -> dict[str, list[tuple]]:
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        return {
+            table: sorted(con.execute(f"SELECT * FROM {table}").fetchall())  # the tables named here
+            for table in ("rubric", "grades", "marks", "answers", "log")
+        }
+    finally:
+        con.close()
+
+
+def test_a_database_written_before_ids_is_migrated_and_keeps_every_grade(graded, tmp_path):
+    import sqlite3
+
+    from grader.errors import DocumentError, UsageError
+    from grader.review import merge
+    from grader.review.store import VERSION, GradeStore
+
+    out = tmp_path / "out"
+    out.mkdir()
+    shutil.copy(LEGACY, out / "grades.sqlite")
+    con = sqlite3.connect(out / "grades.sqlite")
+    assert con.execute("PRAGMA user_version").fetchone() == (0,)
+    old = {n: (p, json.loads(c)) for n, p, c in con.execute("SELECT name, path, card FROM submissions")}
+    con.close()
+    before = _rows(out / "grades.sqlite")
+    assert len(before["grades"]) == 4 and len(before["log"]) == 6 and len(old) == 5
+
+    store = GradeStore.in_folder(out)
+    con = sqlite3.connect(out / "grades.sqlite")
+    assert con.execute("PRAGMA user_version").fetchone() == (VERSION,)
+    con.close()
+    # Every submission keeps its name as its id, and its card (now carrying that id); nothing else changed.
+    assert [(s.id, s.name, str(s.path)) for s in store.submissions()] == [(n, n, old[n][0]) for n in sorted(old)]
+    con = sqlite3.connect(out / "grades.sqlite")
+    new = {i: json.loads(c) for i, c in con.execute("SELECT id, card FROM submissions")}
+    con.close()
+    assert new == {name: {**data, "id": name} for name, (_, data) in old.items()}
+    # A card kept before scorecards were versioned documents is not read as one: the message says
+    # which grader wrote it and how to grade again (its person's grades are kept meanwhile).
+    for name in sorted(old):
+        with pytest.raises(DocumentError, match="before scorecards carried a format_version.*grader grade"):
+            store.card(name)
+    assert _rows(out / "grades.sqlite") == before
+    GradeStore.in_folder(out)  # opened again: already at its version, nothing to do
+    assert _rows(out / "grades.sqlite") == before
+
+    # Graded again by today's intake: dee's notebooks are dee/a and dee/b now, and take dee-a's
+    # and dee-b's rows over; every grade is still on its student.
+    root = tmp_path / "class"
+    shutil.copytree(graded, root, ignore=shutil.ignore_patterns("subs", "out", ".grader-cache"))
+    skeleton = root / "assignments/rv/rv.ipynb"
+    subs = root / "subs"
+    (subs / "bob").mkdir(parents=True)
+    (subs / "dee").mkdir()
+    review_course.student(
+        skeleton, subs / "ada.ipynb", explain="Symmetric values around 2.", weights="A weighted mean."
+    )
+    review_course.student(skeleton, subs / "bob" / "rv.ipynb", mean="2.0", explain="Because 10/5 = 2.")
+    review_course.student(skeleton, subs / "cy.ipynb", mean="x.sum()")
+    review_course.student(skeleton, subs / "dee" / "a.ipynb", explain="First try.")
+    review_course.student(skeleton, subs / "dee" / "b.ipynb", explain="Second try.")
+    proc = grader("grade", "subs", "--out", str(out), "--formats", "yaml,gradebook", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [(s.id, s.name) for s in store.submissions()] == [
+        ("ada", "ada"),
+        ("bob", "bob"),
+        ("cy", "cy"),
+        ("dee/a", "dee-a"),
+        ("dee/b", "dee-b"),
+    ]
+    after = _rows(out / "grades.sqlite")
+    assert {(g[0], g[1], g[3]) for g in after["grades"]} == {
+        ("ada", "explain", "Good."),
+        ("bob", "explain", ""),
+        ("bob", "weights", "Missing."),
+        ("dee/b", "explain", "Second is better."),
+    }
+    assert question(card(out, "ada"), "explain")["score"] == 2
+    assert question(card(out, "bob"), "explain")["score"] == 1.5
+    assert question(card(out, "dee-b"), "explain")["graded_by"]["comment"] == "Second is better."
+    assert question(card(out, "dee-b"), "explain")["score"] == 2.5
+    assert {r[3] for r in after["log"]} == {"", "ada", "bob", "dee/b"}  # the log follows the ids too
+    ada = merge.with_grades(store, "ada")
+    explain = next(q for q in ada.questions if q.id == "explain")
+    assert explain.status == "graded" and explain.score == 2 and explain.person.comment == "Good."
+
+    # A database written by a newer grader is refused, not read wrongly.
+    newer = tmp_path / "newer"
+    newer.mkdir()
+    shutil.copy(out / "grades.sqlite", newer / "grades.sqlite")
+    con = sqlite3.connect(newer / "grades.sqlite")
+    con.execute(f"PRAGMA user_version = {VERSION + 1}")
+    con.commit()
+    con.close()
+    with pytest.raises(UsageError, match=f"written by a newer grader \\(its schema is version {VERSION + 1}"):
+        GradeStore.in_folder(newer)
+    (newer / "grades.sqlite").unlink()
+    (newer / "grades.sqlite").write_text("not a database")
+    with pytest.raises(UsageError, match="is not a grades database this grader can read"):
+        GradeStore.in_folder(newer)

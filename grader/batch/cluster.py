@@ -146,7 +146,7 @@ def _stream(
                 printable(sub.path.name),
                 _read(sub.path),
                 sub.student,
-                key=f"grade-{sub.student or 'x'}-{key[:12]}-{run}",
+                key=f"grade-{sub.id or 'x'}-{key[:12]}-{run}",
                 pure=False,
             )
             running[fut] = nxt

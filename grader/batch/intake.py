@@ -1,4 +1,4 @@
-"""Intake: the submissions in the paths an instructor gives, with student ids and content hashes.
+"""Intake: the submissions in the paths an instructor gives, with their ids, student ids and content hashes.
 
 Layouts understood (each path given may be any of them, or a single file):
 
@@ -12,14 +12,34 @@ folder holds several notebooks, the one named after the assignment is graded if 
 otherwise each is graded as its own row. A student folder with no notebook at all has its files
 graded anyway, so the student gets a scorecard saying why nothing could be read.
 
+A submission's id (``Submission.id``) is derived here, once, from where it came from, and every
+later step keys by it (the scorecard, the grades database, the review page's URLs, shards, LMS
+rows): never a position in the class, and never a name a student chose inside her own folder.
+
+    class/alice.ipynb                    alice             its path under the folder given, without .ipynb
+    class/rv/alice.ipynb                 rv/alice          (a subfolder named after the assignment too)
+    class/alice/<anything>.ipynb         alice             the student's folder, whatever the notebook's name
+    class/frank/a.ipynb, b.ipynb         frank/a, frank/b  several graded from one folder: folder/file
+    course/submitted/alice/rv/*.ipynb    alice             nbgrader's student folder
+    class.zip holding class/alice.ipynb  alice             the same as the folder unpacked
+    alice.ipynb (a file named)           alice             its file name, without .ipynb
+
+Each part of the path is percent-encoded (RFC 3986: letters, digits and ``-._~`` stay as they
+are), so an id is URL-safe and two names never share one; parts are joined by ``/``. An id depends
+on its own submission's place alone: adding, removing or renaming another submission never changes
+it. Two submissions of one run with the same id (``class/alice.ipynb`` beside ``class/alice/``, or
+two paths given that both hold ``alice``) are a usage error naming both.
+
 ``collect`` and ``output_names`` are the plain form the pytest plugin uses: notebook files from
 files and folders, and a distinct output stem for each.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+import urllib.parse
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -42,6 +62,7 @@ class Submission:
     origin: str  # where it came from, as the person who handed it in would name it
     sha256: str
     name: str = ""  # a distinct stem for its output files, set by intake()
+    id: str = ""  # where it came from, URL-safe and unique in the run (the module's docstring), set by intake()
 
 
 @dataclass
@@ -97,7 +118,7 @@ def _walk(folder: Path) -> Iterator[Path]:
 class _Intake:
     def __init__(self, assignment: Assignment):
         self.assignment = assignment
-        self.found: list[tuple[str, Path, str]] = []  # (student, path, origin)
+        self.found: list[tuple[str, Path, str, str]] = []  # (student, path, origin, id)
         self.notes: list[str] = []
         self.scratch: Path | None = None
 
@@ -105,13 +126,14 @@ class _Intake:
         if not p.exists():
             raise UsageError(f"{p} does not exist.")
         if p.is_dir():
-            self.folder(p, origin=p)
+            self.folder(p, origin=p, at=())
         elif zipfile.is_zipfile(p) and p.suffix.lower() == ".zip":
             self.archive(p)
         else:  # a file named explicitly is graded whatever it is, so a wrong upload still gets a scorecard
-            self.found.append((p.stem, p, str(p)))
+            self.found.append((p.stem, p, str(p), submission_id((_part(p),))))
 
-    def folder(self, folder: Path, origin: Path | str) -> None:
+    def folder(self, folder: Path, origin: Path | str, at: tuple[str, ...]) -> None:
+        """A folder of notebooks or of students' folders; ``at``: its path under the batch root."""
         if folder.name == "submitted":
             return self.nbgrader(folder, origin)
         if (folder / "submitted").is_dir():
@@ -119,14 +141,15 @@ class _Intake:
         files, folders = _entries(folder)
         for f in files:
             if f.suffix == ".ipynb":
-                self.found.append((f.stem, f, f"{origin}/{f.name}"))
+                self.found.append((f.stem, f, f"{origin}/{f.name}", submission_id((*at, _part(f)))))
         for sub in folders:
             if sub.name == self.assignment.name:
-                self.folder(sub, f"{origin}/{sub.name}")
+                self.folder(sub, f"{origin}/{sub.name}", (*at, sub.name))
             else:
-                self.student(sub.name, sub, f"{origin}/{sub.name}")
+                self.student(sub.name, sub, f"{origin}/{sub.name}", (*at, sub.name))
 
-    def student(self, student: str, folder: Path, origin: str) -> None:
+    def student(self, student: str, folder: Path, origin: str, at: tuple[str, ...]) -> None:
+        """One student's folder; ``at``: the student's id (its path under the batch root)."""
         files = list(_walk(folder))
         notebooks = [f for f in files if f.suffix == ".ipynb"]
         if not files:
@@ -143,14 +166,17 @@ class _Intake:
             else:
                 self.notes.append(f"{student}: {len(notebooks)} notebooks in {origin}; each is graded")
         for f in notebooks:
-            self.found.append((student, f, f"{origin}/{f.relative_to(folder).as_posix()}"))
+            inside = f.relative_to(folder)
+            # One notebook graded from the folder is the student's; several are each a row of its own.
+            key = at if len(notebooks) == 1 else (*at, *inside.parent.parts, _part(f))
+            self.found.append((student, f, f"{origin}/{inside.as_posix()}", submission_id(key)))
 
     def nbgrader(self, submitted: Path, origin: Path | str) -> None:
         _, students = _entries(submitted)
         for sdir in students:
             adir = sdir / self.assignment.name
             if adir.is_dir():
-                self.student(sdir.name, adir, f"{origin}/{sdir.name}/{self.assignment.name}")
+                self.student(sdir.name, adir, f"{origin}/{sdir.name}/{self.assignment.name}", (sdir.name,))
             else:
                 self.notes.append(f"{sdir.name}: nothing submitted for {self.assignment.name} in {origin}/{sdir.name}")
 
@@ -191,34 +217,63 @@ class _Intake:
         files, folders = _entries(root)
         if not files and len(folders) == 1 and folders[0].name != "submitted":  # class.zip holding class/
             root = folders[0]
-        self.folder(root, f"{path.name}:{root.relative_to(dest).as_posix()}".rstrip(":."))
+        self.folder(root, f"{path.name}:{root.relative_to(dest).as_posix()}".rstrip(":."), at=())
 
 
 def intake(paths: list[Path], assignment: Assignment) -> Intake:
-    """Every submission in these paths, with student ids, content hashes and distinct output names."""
+    """Every submission in these paths, with ids, student ids, content hashes and distinct output names."""
     found = _Intake(assignment)
     try:
         for p in paths:
             found.path(Path(p))
+        _unique(found.found)
     except BaseException:
         if found.scratch is not None:
             shutil.rmtree(found.scratch, ignore_errors=True)
         raise
     per_student: dict[str, int] = {}
-    for student, _, _ in found.found:
+    for student, _, _, _ in found.found:
         per_student[student] = per_student.get(student, 0) + 1
     wanted = []
-    for student, path, _ in found.found:
+    for student, path, _, _ in found.found:
         one_each = per_student[student] == 1
         wanted.append(safe_stem(student if one_each or path.stem == student else f"{student}-{path.stem}"))
-    names = _distinct(wanted, [p for _, p, _ in found.found])
+    names = _distinct(wanted, [p for _, p, _, _ in found.found])
     # Students choose their file and folder names: what is printed and written of them is escaped
     # (``files.printable``), and output files get stems that fit any file system (``files.safe_stem``).
     subs = [
-        Submission(student=printable(s), path=p, origin=printable(o), sha256=_sha_or_empty(p), name=n)
-        for (s, p, o), n in zip(found.found, names, strict=True)
+        Submission(student=printable(s), path=p, origin=printable(o), sha256=_sha_or_empty(p), name=n, id=i)
+        for (s, p, o, i), n in zip(found.found, names, strict=True)
     ]
     return Intake(submissions=subs, notes=[printable(n) for n in found.notes], scratch=found.scratch)
+
+
+def _part(path: Path) -> str:
+    """A file's part of an id: its name, without ``.ipynb``."""
+    return path.stem if path.suffix == ".ipynb" else path.name
+
+
+def submission_id(parts: tuple[str, ...]) -> str:
+    """The id of a submission from its path under the batch root: each part percent-encoded
+    (letters, digits and ``-._~`` kept), joined by ``/``."""
+    return "/".join(urllib.parse.quote_from_bytes(os.fsencode(p), safe="") for p in parts)
+
+
+def _unique(found: list[tuple[str, Path, str, str]]) -> None:
+    """Two submissions of one run never share an id: a UsageError naming both."""
+    seen: dict[str, str] = {}
+    clashes = []
+    for _, _, origin, sid in found:
+        if sid in seen:
+            clashes.append(f"{printable(seen[sid])} and {printable(origin)} would both be {sid!r}")
+        else:
+            seen[sid] = origin
+    if clashes:
+        raise UsageError(
+            "Two submissions of this run have the same id (where each came from names it): "
+            + "; ".join(clashes)
+            + ". Grade them in separate runs (each with its own --out), or rename one."
+        )
 
 
 def _sha_or_empty(path: Path) -> str:

@@ -40,10 +40,10 @@ class Cards(Sequence[Scorecard]):
 
     def __init__(self, size: int, store: ResultStore | None):
         self.store = store
-        self.items: list[Scorecard | tuple[str, str, str] | None] = [None] * size
+        self.items: list[Scorecard | tuple[str, str, str, str] | None] = [None] * size
 
     def keep(self, i: int, card: Scorecard, key: str, stored: bool) -> None:
-        self.items[i] = (key, card.student, card.submission) if stored and self.store is not None else card
+        self.items[i] = (key, card.student, card.submission, card.id) if stored and self.store is not None else card
 
     def done(self) -> Cards:
         """The cards delivered, in order (a submission without one, left out)."""
@@ -67,12 +67,12 @@ class Cards(Sequence[Scorecard]):
     def __iter__(self) -> Iterator[Scorecard]:
         return (self._card(item) for item in self.items)
 
-    def _card(self, item: Scorecard | tuple[str, str, str] | None) -> Scorecard:
+    def _card(self, item: Scorecard | tuple[str, str, str, str] | None) -> Scorecard:
         if item is None:
             raise IndexError("this submission has no scorecard yet")
         if isinstance(item, Scorecard):
             return item
-        key, student, submission = item
+        key, student, submission, sid = item
         assert self.store is not None  # keep() stores keys only with a store
         card = self.store.get(key)
         if card is None:
@@ -80,7 +80,7 @@ class Cards(Sequence[Scorecard]):
                 f"The scorecard of {submission} can no longer be read from the results in "
                 f"{self.store.dir}; grade again (the others are read from there)."
             )
-        return dataclasses.replace(card, student=student, submission=submission)
+        return dataclasses.replace(card, student=student, submission=submission, id=sid)
 
 
 class Graded(Sequence[tuple[Path, str, Scorecard]]):
@@ -158,7 +158,7 @@ def grade_all(
     def deliver(key: str, card: Scorecard, stored: bool) -> None:
         for i in groups[key]:
             s = submissions[i]
-            own = dataclasses.replace(card, student=s.student, submission=printable(s.path.name))
+            own = dataclasses.replace(card, student=s.student, submission=printable(s.path.name), id=s.id)
             cards.keep(i, own, key, stored)
             if on_card is not None:
                 on_card(s, own)
@@ -200,7 +200,7 @@ def grade_all(
 
     def work(key: str) -> Scorecard:
         s = submissions[groups[key][0]]
-        return grader.grade(assignment, s.path, student=s.student)
+        return grader.grade(assignment, s.path, student=s.student, id=s.id)
 
     jobs = max(1, int(jobs))
     pending = iter(todo)
@@ -280,6 +280,7 @@ def crashed_card(sub: Submission, assignment: Assignment, executor: str, reason:
             for q in assignment.questions
         ),
         execution=Execution(executor=executor, internal_error=internal),
+        id=sub.id,
     )
 
 

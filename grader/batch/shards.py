@@ -79,7 +79,14 @@ def write_manifest(
         "formats": list(formats),
         "notes": notes,
         "submissions": [
-            {"index": i, "name": s.name, "path": str(s.path), "origin": s.origin, "card": document.dump(card)}
+            {
+                "index": i,
+                "id": s.id,
+                "name": s.name,
+                "path": str(s.path),
+                "origin": s.origin,
+                "card": document.dump(card),
+            }
             for i, s, card in graded
         ],
     }
@@ -146,9 +153,17 @@ def merge(dirs: list[Path]) -> Merged:
             "--out folder is needed to merge."
         )
     rows: dict[int, tuple[Path, str, Scorecard, Path]] = {}
+    where: dict[str, Path] = {}  # each submission's id: in one shard only
     for folder, data in found:
         try:
             for item in data["submissions"]:
+                sid = str(item.get("id") or item["name"])
+                if sid in where:
+                    raise UsageError(
+                        f"The submission {sid!r} is in two shards, {where[sid]} and {folder}: the shards were "
+                        "graded from different classes; grade every shard of one class with the same command."
+                    )
+                where[sid] = folder
                 rows[int(item["index"])] = (Path(item["path"]), str(item["name"]), document.load(item["card"]), folder)
         except DocumentError as exc:
             raise UsageError(

@@ -191,7 +191,7 @@ class Scorecard:
     questions: tuple[QuestionResult, ...] = ()
     execution: Execution = field(default_factory=lambda: Execution(executor=""))
     student: str = ""
-    id: str = ""
+    id: str = ""  # the submission's identity, from where it came (``grader.batch.intake``)
     grader_version: str = __version__
 
     def __post_init__(self) -> None:

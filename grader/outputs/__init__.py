@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from grader.course.model import Assignment, Course
-from grader.errors import UsageError
+from grader.errors import RosterConflict, UsageError
 from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard
 from grader.outputs.formats import FORMATS, Output, PerRun, PerSubmission, Submission
@@ -87,15 +87,25 @@ def write_run(
     executor_name: str = "subprocess",
     roster: Path | None = None,
 ) -> list[Path]:
-    """Write the files about the whole run (``junit.xml``, ``gradebook.csv``, ``report.html``, an LMS's)."""
+    """Write the files about the whole run (``junit.xml``, ``gradebook.csv``, ``report.html``, an LMS's).
+    A roster that cannot place some submissions without a guess (``RosterConflict``) leaves them out
+    of the LMS's file; every file is written, then the conflicts are raised together."""
     if not submissions:
         return []
     settings = Output(course, assignment, executor_name=executor_name, roster=roster)
     written = []
+    conflicts: list[str] = []
     for fmt in formats:
         spec = FORMATS[Format(fmt)]
         if isinstance(spec, PerRun):
-            written.append(spec.write(submissions, settings, Path(out) / spec.filename))
+            path = Path(out) / spec.filename
+            try:
+                written.append(spec.write(submissions, settings, path))
+            except RosterConflict as exc:
+                written.append(path)
+                conflicts.append(str(exc))
+    if conflicts:
+        raise RosterConflict("\n".join(conflicts))
     return written
 
 

@@ -2,9 +2,10 @@
 
 The layout of the file Canvas exports and imports (Gradebook → Import): the columns ``Student,
 ID, SIS User ID, SIS Login ID, Section``, then one column per assignment; a second row named
-``Points Possible`` holds each assignment's points. Each submission the roster names is a row; a
-submission still waiting for a person's grade has its cell left blank (Canvas imports a blank
-cell as no change), and a student of the roster without a submission has an empty cell too.
+``Points Possible`` holds each assignment's points. Each row of the roster is a row, with the score
+of the submission matched to it (``Roster.match``: by declared identity only); a submission still
+waiting for a person's grade has its cell left blank (Canvas imports a blank cell as no change), and
+so has a student of the roster without a submission, or with a conflict the roster cannot settle.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard, points_text
-from grader.outputs.roster import Roster
+from grader.outputs.roster import Matching, Roster, conflict
 from grader.vocab import QuestionStatus
 
 HEADER = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -33,23 +34,16 @@ def pending(card: Scorecard) -> bool:
 
 def canvas_csv(
     submissions: Iterable[tuple[str, Scorecard]], roster: Roster, *, column: str, points: float, rounding: int = 2
-) -> tuple[str, list[str]]:
-    """The CSV text, and the names of submissions the roster does not name."""
-    scores: dict[int, str] = {}
-    unknown = []
-    for name, card in submissions:
-        student = roster.find(name, card)
-        if student is None:
-            unknown.append(name)
-            continue
-        scores[roster.students.index(student)] = "" if pending(card) else points_text(card.score, rounding)
+) -> tuple[str, Matching[str]]:
+    """The CSV text, and how the roster placed the submissions (those it does not name, its conflicts)."""
+    placed = roster.match(submissions, lambda card: "" if pending(card) else points_text(card.score, rounding))
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([*HEADER, column])
     w.writerow(["Points Possible", "", "", "", "", points_text(points, rounding)])
     for i, s in enumerate(roster.students):
-        w.writerow([_text(s.name), s.lms_id, s.sis_user_id, s.sis_login_id, _text(s.section), scores.get(i, "")])
-    return buf.getvalue(), unknown
+        w.writerow([_text(s.name), s.lms_id, s.sis_user_id, s.sis_login_id, _text(s.section), placed.rows.get(i, "")])
+    return buf.getvalue(), placed
 
 
 def write_canvas(
@@ -61,5 +55,10 @@ def write_canvas(
     points: float,
     rounding: int = 2,
 ) -> Path:
-    text, _ = canvas_csv(submissions, roster, column=column, points=points, rounding=rounding)
-    return write_atomic(path, text)
+    """Write the file; then, where the roster could not place a submission without a guess, raise
+    ``RosterConflict`` naming both sides (their cells are left blank: no change in Canvas)."""
+    text, placed = canvas_csv(submissions, roster, column=column, points=points, rounding=rounding)
+    write_atomic(path, text)
+    if placed.conflicts:
+        raise conflict(path, placed.conflicts)
+    return path

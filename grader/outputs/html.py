@@ -7,7 +7,7 @@ check's ``before:`` point, if it has one), or for an expression, after the last 
 bind the names it reads. Questions whose names no cell binds are listed at the end.
 
 The notebook is the student's, so its markdown and outputs are untrusted HTML: the rendered body
-is cleaned with bleach (no scripts, no event handlers, no external loads), and the page carries a
+is cleaned with nh3 (``sanitize``: no scripts, no event handlers, no external loads), and the page carries a
 Content-Security-Policy that forbids remote resources and every script but one: when the notebook's
 markdown (or a question's title) has math, the bundled KaTeX renders it, from the page itself
 (grader.outputs.pages). Status marks are inline SVG, the feedback's `code` and *emphasis* marks
@@ -97,6 +97,26 @@ ATTRIBUTES = {
     "a": ["href"],
     "img": ["src", "alt", "width", "height"],
 }
+
+URL_SCHEMES = {"http", "https", "mailto", "data"}
+
+
+def sanitize(fragment: str) -> str:
+    """Untrusted HTML (a student's rendered cells) with only ``TAGS`` and ``ATTRIBUTES`` left: nh3
+    (the Rust ammonia sanitizer) drops every other tag, keeping its text, and drops a script's or a
+    style's text with it; links keep only ``URL_SCHEMES``, and comments go."""
+    import nh3
+
+    return str(
+        nh3.clean(
+            fragment,
+            tags=TAGS,
+            attributes={tag: set(names) for tag, names in ATTRIBUTES.items()},
+            url_schemes=URL_SCHEMES,
+            strip_comments=True,
+        )
+    )
+
 
 STYLE = """
 <style>
@@ -225,7 +245,6 @@ def to_html(view: View, assignment: Assignment | None, notebook_path: Path) -> s
 def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes: dict[str, str]) -> str:
     if view.status == "invalid_notebook":
         raise ValueError("not a notebook")
-    import bleach
     import nbformat
     from nbconvert import HTMLExporter
 
@@ -284,14 +303,7 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
     open_end = body.index(">") + 1
     body_tag, inner = body[:open_end], body[open_end:]
     inner = inner.replace("</body>", "").replace("</html>", "")
-    inner = bleach.clean(
-        inner,
-        tags=TAGS,
-        attributes=ATTRIBUTES,
-        protocols={"http", "https", "mailto", "data"},
-        strip=True,
-        strip_comments=True,
-    )
+    inner = sanitize(inner)
     fragments = dict(boxes)
     fragments["summary"] = summary_box(view)
     if missing:

@@ -2,7 +2,8 @@
 
 A CSV file with a header and any of these columns (one row per student)::
 
-    submission    the submission's name as the outputs use it (the notebook's file name without .ipynb)
+    submission    the submission's id (``grader.batch.intake``: ``alice`` for class/alice.ipynb,
+                  class/alice/<any>.ipynb or nbgrader's submitted/alice/), or its student id
     name          the student's name as the LMS shows it
     email         their e-mail address
     github        their GitHub login (GitHub Classroom's submissions are named by it)
@@ -11,22 +12,33 @@ A CSV file with a header and any of these columns (one row per student)::
     sis_login_id  the SIS login
     section       the course section
 
-A submission is matched to a row by its name, then by its student id (``Scorecard.student``)
-against ``submission``, ``github``, ``email`` and ``sis_login_id``, in that order.
+A submission is matched by a declared identity only: its id (``Scorecard.id``) against the
+``submission`` column, and the student id intake found (``Scorecard.student``: the student's folder,
+nbgrader's student, or the notebook's name in a folder of notebooks) against ``submission``,
+``github``, ``email`` and ``sis_login_id``, letters compared without case. Never by the name of a
+notebook inside a student's folder: alice's folder holding ``bob.ipynb`` is alice's. A submission
+that matches two rows, or a row that two submissions match, is a conflict: nothing is written for
+them (the others are), and ``RosterConflict`` names both after every file is written.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
-from grader.errors import UsageError
+from grader.errors import RosterConflict, UsageError
+from grader.files import printable
 from grader.judge.scorecard import Scorecard
 
 COLUMNS = ("submission", "name", "email", "github", "lms_id", "sis_user_id", "sis_login_id", "section")
 MATCHED_BY = ("submission", "github", "email", "sis_login_id")
+BY_STUDENT_ID = ("submission", "github", "email", "sis_login_id")  # the columns a student id is looked up in
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -39,6 +51,27 @@ class Student:
     sis_user_id: str = ""
     sis_login_id: str = ""
     section: str = ""
+    line: int = 0  # the row's line in the file (the header is line 1)
+
+    def label(self) -> str:
+        who = self.name or self.email or self.github or self.submission or self.sis_login_id or self.lms_id
+        return f"row {self.line} ({printable(who)})" if who else f"row {self.line}"
+
+
+@dataclass
+class Matching(Generic[T]):
+    """What ``Roster.match`` placed: for each roster row (by index) the value of the one submission
+    that is that student's; the submissions no row names; the conflicts, each naming both sides."""
+
+    rows: dict[int, T] = field(default_factory=dict)
+    unknown: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+
+
+def identity(name: str, card: Scorecard) -> str:
+    """How a submission is named in a message: its id (the output name for a card without one)."""
+    sid = card.id or name
+    return f"{sid!r}" if sid == name else f"{sid!r} ({name})"
 
 
 @dataclass(frozen=True)
@@ -46,14 +79,49 @@ class Roster:
     students: tuple[Student, ...]
     path: Path
 
-    def find(self, name: str, card: Scorecard) -> Student | None:
-        keys = [k.lower() for k in (name, card.student, Path(card.submission).stem) if k]
-        for column in MATCHED_BY:
-            for s in self.students:
-                value = getattr(s, column).strip().lower()
-                if value and value in keys:
-                    return s
-        return None
+    def candidates(self, name: str, card: Scorecard) -> list[int]:
+        """The rows this submission's declared identity names (indexes into ``students``)."""
+        sid = (card.id or name).strip().lower()
+        student = card.student.strip().lower()
+        found = []
+        for i, s in enumerate(self.students):
+            if sid and s.submission.strip().lower() == sid:
+                found.append(i)
+            elif student and any(getattr(s, c).strip().lower() == student for c in BY_STUDENT_ID):
+                found.append(i)
+        return found
+
+    def match(self, submissions: Iterable[tuple[str, Scorecard]], value: Callable[[Scorecard], T]) -> Matching[T]:
+        """Each submission placed on its row, ``value(card)`` kept for it (one card at a time is read)."""
+        out: Matching[T] = Matching()
+        claims: dict[int, list[tuple[str, T]]] = {}
+        for name, card in submissions:
+            rows = self.candidates(name, card)
+            who = identity(name, card)
+            if not rows:
+                out.unknown.append(who)
+            elif len(rows) > 1:
+                both = " and ".join(self.students[i].label() for i in rows)
+                out.conflicts.append(f"submission {who} matches {both} of {self.path.name}")
+            else:
+                claims.setdefault(rows[0], []).append((who, value(card)))
+        for i, claimed in sorted(claims.items()):
+            if len(claimed) == 1:
+                out.rows[i] = claimed[0][1]
+            else:
+                names = " and ".join(f"submission {w}" for w, _ in claimed)
+                out.conflicts.append(f"{self.students[i].label()} of {self.path.name} is matched by {names}")
+        return out
+
+
+def conflict(path: Path, conflicts: list[str]) -> RosterConflict:
+    """The error a writer raises once its file is written without the conflicting submissions."""
+    return RosterConflict(
+        f"{path.name} is written without {len(conflicts)} conflict(s) the roster cannot settle, "
+        "and nothing for the submissions involved:\n  "
+        + "\n  ".join(conflicts)
+        + "\nGive each submission's id in the roster's `submission` column, one row per student."
+    )
 
 
 def load(path: Path) -> Roster:
@@ -72,5 +140,5 @@ def load(path: Path) -> Roster:
     students = []
     for row in reader:
         clean = {str(k).strip().lower(): (v or "").strip() for k, v in row.items() if k is not None}
-        students.append(Student(**{c: clean.get(c, "") for c in COLUMNS}))
+        students.append(Student(**{c: clean.get(c, "") for c in COLUMNS}, line=reader.line_num))
     return Roster(tuple(students), Path(path))

@@ -1,8 +1,8 @@
 """The cells a person reads while grading, as HTML: a student's answer, the question and its reference.
 
 Cells are rendered with nbconvert's HTML exporter (markdown rendered, code highlighted by Pygments,
-outputs with their images), its scripts removed, and the body cleaned with bleach as the feedback
-page is (``grader.outputs.html``). The review app serves this HTML in a sandboxed frame (scripts,
+outputs with their images), its scripts removed, and the body cleaned with nh3 as the feedback
+page is (``grader.outputs.html.sanitize``). The review app serves this HTML in a sandboxed frame (scripts,
 but no origin of its own) under a Content-Security-Policy that allows no script at all, or, where
 a markdown cell has math, exactly one: the bundled KaTeX (``grader.outputs.pages``), which
 typesets it. A student's ``<script>``, ``onerror=`` or ``javascript:`` link never runs.
@@ -42,13 +42,12 @@ def notebook_data(path: Path) -> dict[str, Any] | None:
 
 def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> str:
     """A standalone, script-free page of these notebook cells."""
-    import bleach
     import nbformat
     from nbconvert import HTMLExporter
     from nbformat.v4.rwbase import rejoin_lines
 
     from grader.outputs import pages
-    from grader.outputs.html import ATTRIBUTES, TAGS
+    from grader.outputs.html import sanitize
 
     nb = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]  # nbformat has no annotations
     cells: list[Any] = []
@@ -84,14 +83,7 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> str:
         full, _ = _EXPORTER[0].from_notebook_node(nb)
     head, _, body = full.partition("<body")
     body = body[body.index(">") + 1 :].replace("</body>", "").replace("</html>", "")
-    body = bleach.clean(
-        body,
-        tags=TAGS,
-        attributes=ATTRIBUTES,
-        protocols={"http", "https", "mailto", "data"},
-        strip=True,
-        strip_comments=True,
-    )
+    body = sanitize(body)
     styles = "".join(re.findall(r"<style\b.*?</style>", head, flags=re.S))
     top = f'<p class="review-note">{html.escape(note)}</p>' if note else ""
     math = any(c.cell_type == "markdown" and pages.has_math(str(c.source)) for c in cells)

@@ -1,7 +1,7 @@
 """Grades in a spreadsheet: ``grader review NAME --export grades.csv`` and ``--import grades.csv``.
 
-Columns ``student, question, points, comment`` (``student``: the submission's name as the outputs
-use it, or its student id), one row per answer to a question graded by a person; the export adds
+Columns ``student, question, points, comment`` (``student``: the submission's id, as the export
+writes it; or the name of its output files, or its student id where only one submission has it), one row per answer to a question graded by a person; the export adds
 ``max_points`` and the ``answer`` text for whoever grades in the sheet, and the import ignores
 columns it does not know. A row with no points is left out (not graded yet). The import checks
 every row first and applies all of them in one transaction, or none: a bad row is refused with
@@ -18,6 +18,7 @@ from pathlib import Path
 from grader.errors import UsageError
 from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard, points_text
+from grader.review.merge import with_grades
 from grader.review.store import GradeStore
 from grader.vocab import QuestionStatus
 
@@ -37,15 +38,15 @@ def export_csv(store: GradeStore, path: Path) -> int:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([*COLUMNS, "max_points", "answer"])
     n = 0
-    for name, _ in store.submissions():
-        card = store.apply(name, store.card(name))
+    for s in store.submissions():
+        card = with_grades(store, s.id)
         for q in card.questions:
             if q.status not in BY_PERSON:
                 continue
             points = points_text(q.score) if q.status == QuestionStatus.GRADED else ""
             comment = q.person.comment if q.person is not None else ""
             answer = q.answer.text if q.answer is not None else ""
-            w.writerow([_text(name), q.id, points, _text(comment), points_text(q.max_score), _text(answer)])
+            w.writerow([_text(s.id), q.id, points, _text(comment), points_text(q.max_score), _text(answer)])
             n += 1
     write_atomic(Path(path), buf.getvalue())
     return n
@@ -62,7 +63,9 @@ def import_csv(store: GradeStore, path: Path, *, grader: str) -> int:
     missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
         raise UsageError(f"{path} has no column {', '.join(missing)}; the columns are {', '.join(COLUMNS)}.")
-    cards = {name: store.card(name) for name, _ in store.submissions()}
+    stored = store.submissions()
+    cards = {s.id: store.card(s.id) for s in stored}
+    by_name = {s.name: s.id for s in stored}
     by_student = _by_student(cards)
     rows: list[tuple[str, str, float, str | None, str]] = []
     problems: list[str] = []
@@ -72,7 +75,7 @@ def import_csv(store: GradeStore, path: Path, *, grader: str) -> int:
         raw, comment = (row.get("points") or "").strip(), _plain(row.get("comment"))
         if not raw:
             continue
-        name = who if who in cards else by_student.get(who, "")
+        name = who if who in cards else by_name.get(who) or by_student.get(who, "")
         if not name:
             problems.append(f"row {n}: no submission or student {who!r} in this run")
             continue
@@ -111,7 +114,7 @@ def _plain(value: str | None) -> str:
 
 
 def _by_student(cards: dict[str, Scorecard]) -> dict[str, str]:
-    """Student id -> submission name, for the ids that name one submission only."""
+    """Student id -> submission id, for the student ids that name one submission only."""
     count: dict[str, list[str]] = {}
     for name, card in cards.items():
         if card.student:

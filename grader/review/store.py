@@ -4,15 +4,27 @@ The standard library's sqlite3 in WAL mode: every change is its own short transa
 before the request that made it returns, so a killed server loses nothing saved, and two people
 grading at once (two browsers, or a browser and ``--import``) lose neither's work. Each change
 touches only what it changes (one rubric item on one answer, the free points, the comment), and
-every change is also appended to a log.
+every change is also appended to a log. This module only stores: a person's grades are put into
+a scorecard by ``grader.review.merge``.
 
-    submissions(name, path, position, card)          the autograder's scorecard of each submission
+Every row is keyed by the submission's id (``Scorecard.id``, from ``grader.batch.intake``), never
+by its place in the class or its output name, so a submission added to the class while a person
+grades moves nobody's grade:
+
+    submissions(id, name, path, card)                 the autograder's scorecard of each submission,
+                                                      and the stem of its output files
     answers(submission, question, digest)             what each answer to a manual question is now
     rubric(id, question, position, text, points)     items shared by every answer to a question
     grades(submission, question, adjustment, comment, grader, at, digest)
     marks(submission, question, item)                 the rubric items applied to an answer
     log(at, grader, submission, question, action, data)
     meta(key, value)                                  the run's assignment and output formats
+
+The schema's version is SQLite's ``PRAGMA user_version`` (``VERSION``). Opening a database of an
+older version migrates it in one transaction (``MIGRATIONS``); one of a newer version is refused.
+Version 0 (before ids) keyed submissions by their output name: each keeps its name as its id, and
+the first ``put_card`` of a submission whose id differs but whose output name is that one takes
+its rows over (``frank-a`` becomes ``frank/a``), so no grade is left behind.
 
 A grade's ``digest`` is that of the answer it was given to (``Answer.digest``): when a regrade
 finds the answer changed, the grade is kept but the question waits for a person again.
@@ -23,36 +35,57 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from grader.errors import DocumentError
+from grader.errors import DocumentError, UsageError
 from grader.judge import document
-from grader.judge.scorecard import QuestionResult, Scorecard, with_questions
-from grader.judge.verdicts import PersonGrade, RubricMark
+from grader.judge.scorecard import Scorecard
 from grader.vocab import QuestionStatus
 
 FILENAME = "grades.sqlite"
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS submissions (name TEXT PRIMARY KEY, path TEXT NOT NULL, position INTEGER NOT NULL,
-                                        card TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS rubric (id INTEGER PRIMARY KEY AUTOINCREMENT, question TEXT NOT NULL,
-                                   position INTEGER NOT NULL, text TEXT NOT NULL, points REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS grades (submission TEXT NOT NULL, question TEXT NOT NULL,
-                                   adjustment REAL NOT NULL DEFAULT 0, comment TEXT NOT NULL DEFAULT '',
-                                   grader TEXT NOT NULL DEFAULT '', at TEXT NOT NULL DEFAULT '',
-                                   digest TEXT NOT NULL DEFAULT '', PRIMARY KEY (submission, question));
-CREATE TABLE IF NOT EXISTS marks (submission TEXT NOT NULL, question TEXT NOT NULL, item INTEGER NOT NULL,
-                                  PRIMARY KEY (submission, question, item));
-CREATE TABLE IF NOT EXISTS answers (submission TEXT NOT NULL, question TEXT NOT NULL, digest TEXT NOT NULL,
-                                    PRIMARY KEY (submission, question));
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS log (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, grader TEXT NOT NULL,
-                                submission TEXT NOT NULL, question TEXT NOT NULL, action TEXT NOT NULL,
-                                data TEXT NOT NULL);
+VERSION = 1
+SUBMISSIONS = """CREATE TABLE submissions (id TEXT PRIMARY KEY, name TEXT NOT NULL, path TEXT NOT NULL,
+                                           card TEXT NOT NULL)"""
+SCHEMA = f"""
+{SUBMISSIONS};
+CREATE TABLE rubric (id INTEGER PRIMARY KEY AUTOINCREMENT, question TEXT NOT NULL,
+                     position INTEGER NOT NULL, text TEXT NOT NULL, points REAL NOT NULL);
+CREATE TABLE grades (submission TEXT NOT NULL, question TEXT NOT NULL,
+                     adjustment REAL NOT NULL DEFAULT 0, comment TEXT NOT NULL DEFAULT '',
+                     grader TEXT NOT NULL DEFAULT '', at TEXT NOT NULL DEFAULT '',
+                     digest TEXT NOT NULL DEFAULT '', PRIMARY KEY (submission, question));
+CREATE TABLE marks (submission TEXT NOT NULL, question TEXT NOT NULL, item INTEGER NOT NULL,
+                    PRIMARY KEY (submission, question, item));
+CREATE TABLE answers (submission TEXT NOT NULL, question TEXT NOT NULL, digest TEXT NOT NULL,
+                      PRIMARY KEY (submission, question));
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE log (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, grader TEXT NOT NULL,
+                  submission TEXT NOT NULL, question TEXT NOT NULL, action TEXT NOT NULL, data TEXT NOT NULL);
 """
+KEYED = ("grades", "marks", "answers", "log")  # the tables whose ``submission`` column holds an id
+ADOPT = "ids from output names"  # meta: version 0's names, each waiting for the id that takes its rows
+
+
+def _from_names(db: sqlite3.Connection) -> None:
+    """Version 0 -> 1: submissions keyed by id, not by output name (each name becomes its id, the
+    card carries it), and the output name kept beside it; no position."""
+    names = []
+    db.execute("ALTER TABLE submissions RENAME TO submissions_v0")
+    db.execute(SUBMISSIONS)
+    for name, path, card in db.execute("SELECT name, path, card FROM submissions_v0 ORDER BY name").fetchall():
+        data = json.loads(card)
+        data["id"] = name
+        db.execute("INSERT INTO submissions VALUES (?, ?, ?, ?)", (name, name, path, json.dumps(data)))
+        names.append(name)
+    db.execute("DROP TABLE submissions_v0")
+    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (ADOPT, json.dumps(names)))
+
+
+# Each step takes a database of the version before it to its own, inside the opening transaction.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _from_names}
 
 
 def now() -> str:
@@ -67,6 +100,15 @@ class Item:
     question: str
     text: str
     points: float
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A submission the store holds: its id, the stem of its output files, and its notebook."""
+
+    id: str
+    name: str
+    path: Path
 
 
 @dataclass(frozen=True)
@@ -89,9 +131,35 @@ class GradeStore:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with self._db() as db:
+                db.execute("PRAGMA journal_mode=WAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise UsageError(f"{self.path} is not a grades database this grader can read ({exc}).") from None
+
+    def _migrate(self) -> None:
+        """Bring the database to ``VERSION`` (a new one: created), in one transaction."""
         with self._db() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(SCHEMA)
+            if db.execute("PRAGMA user_version").fetchone()[0] == VERSION:
+                return
+        with self._write() as db:
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if version > VERSION:
+                raise UsageError(
+                    f"{self.path} was written by a newer grader (its schema is version {version}; this "
+                    f"grader reads up to {VERSION}): grade with the grader that wrote it, or upgrade this one."
+                )
+            if version == VERSION:  # another process migrated it first
+                return
+            held = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "submissions" in held:
+                for step in range(version + 1, VERSION + 1):
+                    MIGRATIONS[step](db)
+            for statement in SCHEMA.split(";"):  # a new database; or a table an old one never had
+                if statement.strip():
+                    db.execute(statement.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1))
+            db.execute(f"PRAGMA user_version = {VERSION}")
 
     @classmethod
     def in_folder(cls, out: Path) -> GradeStore:
@@ -123,23 +191,41 @@ class GradeStore:
     # ----------------------------------------------------------------------------------------
     # The autograder's scorecards
 
-    def put_card(self, name: str, path: Path, card: Scorecard) -> None:
+    def put_card(self, id: str, name: str, path: Path, card: Scorecard) -> None:
+        """Keep the autograder's card of the submission ``id`` (output files ``name``), and what its
+        answers to the manual questions are now."""
         with self._write() as db:
-            row = db.execute("SELECT position FROM submissions WHERE name = ?", (name,)).fetchone()
-            position = row[0] if row else db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
+            self._adopt(db, id, name)
             db.execute(
                 "INSERT OR REPLACE INTO submissions VALUES (?, ?, ?, ?)",
-                (name, str(path), position, json.dumps(document.dump(card))),
+                (id, name, str(path), json.dumps(document.dump(card))),
             )
-            db.execute("DELETE FROM answers WHERE submission = ?", (name,))
+            db.execute("DELETE FROM answers WHERE submission = ?", (id,))
             db.executemany(
                 "INSERT INTO answers VALUES (?, ?, ?)",
                 [
-                    (name, q.id, q.answer.digest if q.answer is not None else "")
+                    (id, q.id, q.answer.digest if q.answer is not None else "")
                     for q in card.questions
                     if q.status in (QuestionStatus.MANUAL, QuestionStatus.GRADED)
                 ],
             )
+
+    def _adopt(self, db: sqlite3.Connection, id: str, name: str) -> None:
+        """A version 0 row keyed by this output name: its rows become this id's (see the docstring)."""
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (ADOPT,)).fetchone()
+        waiting = json.loads(row[0]) if row else []
+        if name not in waiting:
+            return
+        waiting.remove(name)
+        db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (ADOPT, json.dumps(waiting)))
+        taken = db.execute("SELECT 1 FROM submissions WHERE id = ?", (id,)).fetchone() is not None
+        if id == name or taken:
+            return
+        for table in KEYED:
+            db.execute(
+                f"UPDATE {table} SET submission = ? WHERE submission = ?", (id, name)
+            )  # KEYED: the tables named above
+        db.execute("DELETE FROM submissions WHERE id = ?", (name,))
 
     def set_meta(self, key: str, value: object) -> None:
         with self._write() as db:
@@ -150,20 +236,27 @@ class GradeStore:
             row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else default
 
-    def submissions(self) -> list[tuple[str, Path]]:
+    def submissions(self) -> list[Stored]:
+        """Every submission, by output name (then id): the order a person goes through them."""
         with self._db() as db:
-            return [(n, Path(p)) for n, p in db.execute("SELECT name, path FROM submissions ORDER BY name")]
+            rows = db.execute("SELECT id, name, path FROM submissions ORDER BY name, id").fetchall()
+        return [Stored(i, n, Path(p)) for i, n, p in rows]
 
-    def card(self, name: str) -> Scorecard:
+    def submission(self, id: str) -> Stored | None:
+        with self._db() as db:
+            row = db.execute("SELECT id, name, path FROM submissions WHERE id = ?", (id,)).fetchone()
+        return Stored(row[0], row[1], Path(row[2])) if row else None
+
+    def card(self, id: str) -> Scorecard:
         """The autograder's scorecard of a submission, without a person's grades."""
         with self._db() as db:
-            row = db.execute("SELECT card FROM submissions WHERE name = ?", (name,)).fetchone()
+            row = db.execute("SELECT card FROM submissions WHERE id = ?", (id,)).fetchone()
         if row is None:
-            raise KeyError(name)
+            raise KeyError(id)
         try:
             return document.load(json.loads(row[0]))
         except DocumentError as exc:
-            raise DocumentError(f"{self.path}: the scorecard of {name}: {exc}") from None
+            raise DocumentError(f"{self.path}: the scorecard of {id}: {exc}") from None
 
     # ----------------------------------------------------------------------------------------
     # Rubrics
@@ -326,38 +419,3 @@ class GradeStore:
                 (question,),
             ).fetchone()
         return int(row[0]), int(row[1])
-
-    # ----------------------------------------------------------------------------------------
-    # A grade as a verdict
-
-    def person_grade(self, grade: Grade, max_points: float) -> PersonGrade:
-        items = {i.id: i for i in self.rubric(grade.question)}
-        marks = tuple(RubricMark(items[i].text, items[i].points) for i in grade.items if i in items)
-        raw = sum(m.points for m in marks) + grade.adjustment
-        return PersonGrade(
-            points=min(max(raw, 0.0), max_points),
-            max_points=max_points,
-            grader=grade.grader,
-            at=grade.at,
-            marks=marks,
-            adjustment=grade.adjustment,
-            comment=grade.comment,
-        )
-
-    def apply(self, name: str, card: Scorecard) -> Scorecard:
-        """The card with a person's grades in place of the questions waiting for them."""
-        from grader.judge import manual
-
-        questions: list[QuestionResult] = []
-        for q in card.questions:
-            if q.status in (QuestionStatus.MANUAL, QuestionStatus.GRADED):
-                grade = self.grade(name, q.id)
-                digest = q.answer.digest if q.answer is not None else ""
-                if grade is None:
-                    q = manual.awaiting(q, review_again=False) if q.status == QuestionStatus.GRADED else q
-                elif grade.digest != digest:
-                    q = manual.awaiting(q, review_again=True)
-                else:
-                    q = manual.graded(q, self.person_grade(grade, q.max_score))
-            questions.append(q)
-        return with_questions(card, questions)

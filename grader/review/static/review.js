@@ -3,13 +3,12 @@
 (function () {
   const body = document.body;
   if (body.dataset.page !== "grade") return;
-  const token = body.dataset.token, qid = body.dataset.question;
-  const index = Number(body.dataset.index), count = Number(body.dataset.count);
+  // Every address comes from the page (the server's url_for): this submission by its id, never a place in a list.
+  const token = body.dataset.token, urls = body.dataset;
   const $ = (id) => document.getElementById(id);
   let state = null;
 
-  function url(path) { return path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token); }
-  function go(i, question) { window.location.href = url("/grade/" + encodeURIComponent(question || qid) + "/" + i); }
+  function go(url) { window.location.href = url; }
 
   async function call(method, path, data) {
     const resp = await fetch(path, {
@@ -20,7 +19,7 @@
     return resp.json();
   }
   async function save(data) {
-    show(await call("POST", "/api/grade/" + encodeURIComponent(qid) + "/" + index, data));
+    show(await call("POST", urls.gradeUrl, data));
     $("saved").textContent = "saved";
   }
 
@@ -46,8 +45,8 @@
       pts.title = "this item's points, for every answer it is applied to";
       pts.addEventListener("click", (e) => e.stopPropagation());
       pts.addEventListener("change", async () => {
-        await call("POST", "/api/rubric/" + encodeURIComponent(qid), {id: item.id, text: item.text, points: Number(pts.value)});
-        show(await call("GET", "/api/state/" + encodeURIComponent(qid) + "/" + index));
+        await call("POST", urls.rubricUrl, {id: item.id, text: item.text, points: Number(pts.value)});
+        show(await call("GET", urls.stateUrl));
       });
       li.append(key, text, pts);
       li.addEventListener("click", () => toggle(n));
@@ -74,18 +73,18 @@
     e.preventDefault();
     const text = $("new-text").value.trim(), points = Number($("new-points").value);
     if (!text || $("new-points").value === "") return;
-    await call("POST", "/api/rubric/" + encodeURIComponent(qid), {text, points});
+    await call("POST", urls.rubricUrl, {text, points});
     $("new-text").value = ""; $("new-points").value = "";
-    show(await call("GET", "/api/state/" + encodeURIComponent(qid) + "/" + index));
+    show(await call("GET", urls.stateUrl));
   });
 
   document.addEventListener("keydown", (e) => {
     const t = e.target;
     if (e.key === "Escape") { t.blur && t.blur(); return; }
     if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA") || e.ctrlKey || e.metaKey || e.altKey) return;
-    if (e.key === "ArrowRight" || e.key === "j") go((index + 1) % count);
-    else if (e.key === "ArrowLeft" || e.key === "k") go((index - 1 + count) % count);
-    else if (e.key === "n") go(0, body.dataset.nextQuestion);
+    if (e.key === "ArrowRight" || e.key === "j") go(urls.nextUrl);
+    else if (e.key === "ArrowLeft" || e.key === "k") go(urls.previousUrl);
+    else if (e.key === "n") go(urls.nextQuestionUrl);
     else if (e.key >= "1" && e.key <= "9") toggle(Number(e.key) - 1);
     else if (e.key === "0") save({done: true});
     else if (e.key === "c") { e.preventDefault(); $("comment").focus(); }
@@ -94,11 +93,11 @@
     e.preventDefault();
   });
 
-  call("GET", "/api/state/" + encodeURIComponent(qid) + "/" + index).then(show);
+  call("GET", urls.stateUrl).then(show);
   // Another grader may work on the same class: their rubric items and grades show up here.
   setInterval(() => {
     const t = document.activeElement;
     if (document.hidden || (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA"))) return;
-    call("GET", "/api/state/" + encodeURIComponent(qid) + "/" + index).then(show).catch(() => {});
+    call("GET", urls.stateUrl).then(show).catch(() => {});
   }, 5000);
 })();
