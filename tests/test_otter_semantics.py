@@ -13,7 +13,8 @@ import nbformat
 import pytest
 import yaml
 
-from grader.authoring import importing, otter_import
+from grader.authoring import importing
+from grader.authoring.otter import importer as otter_import
 from grader.course import config
 from grader.judge.grading import Grader
 

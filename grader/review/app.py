@@ -219,14 +219,14 @@ def make_app(review: Review, writer: Writer | None = None) -> Flask:
             page = cells.render([], note="No answer to this question was found in the notebook.")
         else:
             page = cells.answer_page(path, q.answer.cells, q.answer.text)
-        return Response(page, headers={"Content-Security-Policy": cells.policy(page)}, mimetype="text/html")
+        return Response(page.html, headers={"Content-Security-Policy": page.policy}, mimetype="text/html")
 
     @app.get("/reference/<qid>")
     def reference(qid: str) -> Response:
         review.question(qid)
         found = solution_answers.get(qid)
         page = cells.reference_page(review.assignment.solution, found.cells if found is not None else None)
-        return Response(page, headers={"Content-Security-Policy": cells.policy(page)}, mimetype="text/html")
+        return Response(page.html, headers={"Content-Security-Policy": page.policy}, mimetype="text/html")
 
     @app.get("/api/state/<qid>/<int:i>")
     def get_state(qid: str, i: int) -> Response:

@@ -194,6 +194,8 @@ class ErrorWire(TypedDict):
     traceback: list[str]  # frames in the student's cells only
     name: str  # a NameError's undefined name (``NameError.name``), else ""
     source: str  # the code of the innermost frame in the student's cells, else ""
+    errno: int  # an OSError's ``errno``, else 0
+    filename: str  # an OSError's ``filename``, else ""
 
 
 class StartMessage(TypedDict):
@@ -220,6 +222,8 @@ class CellEndMessage(TypedDict, total=False):
     traceback: list[str]
     name: str
     source: str
+    errno: int
+    filename: str
 
 
 class CaptureMessage(TypedDict, total=False):
@@ -234,6 +238,8 @@ class CaptureMessage(TypedDict, total=False):
     traceback: list[str]
     name: str
     source: str
+    errno: int
+    filename: str
 
 
 class DoneMessage(TypedDict):
@@ -263,6 +269,8 @@ class RunError:
     frames: tuple[str, ...] = ()
     name: str = ""
     source: str = ""  # the code of the innermost frame, as the student wrote it
+    errno: int = 0  # an OSError's ``errno`` (``errno.EROFS``: a file that may not be written), else 0
+    filename: str = ""  # an OSError's ``filename``, else ""
 
     @property
     def where(self) -> str:
@@ -283,6 +291,8 @@ class CellRun:
     output_truncated: bool = False
     name: str = ""  # a NameError's undefined name
     source: str = ""  # the code of the innermost frame in the student's cells
+    errno: int = 0  # an OSError's ``errno``
+    filename: str = ""  # an OSError's ``filename``
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", CellStatus(self.status))
@@ -292,7 +302,7 @@ class CellRun:
         """The cell's exception as a record, when it raised one."""
         if not self.ename:
             return None
-        return RunError(self.ename, self.evalue, self.traceback, self.name, self.source)
+        return RunError(self.ename, self.evalue, self.traceback, self.name, self.source, self.errno, self.filename)
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,9 @@ import nbformat
 import numpy as np
 import yaml
 
-from grader.authoring import otter_exception, otter_ok
 from grader.authoring.importing import Imported, answer, clean_id, normalise
+from grader.authoring.otter import exception as otter_exception
+from grader.authoring.otter import ok as otter_ok
 from grader.course import testcode
 from grader.course.testcode import BUILTINS
 from grader.errors import UsageError
