@@ -79,7 +79,7 @@ class Job:
     # compiled code with their output discarded (``fast_cells.run_trusted``). Sent only in a session
     # kept for the solution (``forking.session.Session``); a student's run is never trusted.
     trusted: bool = False
-    # otter's seeding of every code cell (``Assignment.seed_each_cell``), applied by the student process.
+    # The seeding of every code cell (``Assignment.seed_each_cell``), applied by the student process.
     cell_seed: CellSeed | None = None
 
     def to_wire(self, workdir: str, sandbox: dict[str, bool] | None = None) -> JobWire:
@@ -170,7 +170,7 @@ class JobWire(TypedDict):
     last: NotRequired[bool]  # the session's last run (``Job.last``)
     stay: NotRequired[bool]  # the run's process takes the session's next run (``Job.stay``)
     trusted: NotRequired[bool]  # the solution's run: compiled cells, output discarded (``Job.trusted``)
-    cell_seed: NotRequired[CellSeedWire | None]  # otter's seeding before every code cell (``Job.cell_seed``)
+    cell_seed: NotRequired[CellSeedWire | None]  # the seeding before every code cell (``Job.cell_seed``)
 
 
 class SessionSetup(TypedDict):

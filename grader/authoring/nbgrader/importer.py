@@ -18,9 +18,10 @@ nbgrader keeps what a cell is in its metadata (``nbgrader``: ``solution``, ``gra
 Every notebook of an assignment becomes an assignment of its own (``NAME`` for one notebook,
 ``NAME_NOTEBOOK`` for several); ``header.ipynb`` beside the assignments is put at the top of each.
 
-nbgrader's own rules come along: read-only and test cells are tagged ``locked`` (grading runs them
-as released); a test check fails when the test writes to stderr (``stderr_fails``); an answer left
-as released scores 0 (``unchanged_scores_zero``); a solution cell without markers is blanked whole;
+nbgrader's own rules come along, lowered to generic settings of config.yaml: read-only and test
+cells are tagged ``locked`` (grading runs them as released); a test check fails when the test writes
+to stderr (``stderr_fails``); an answer left as released scores 0 (``unchanged_scores_zero``), nbgrader's
+stub counting as released (``blank_released_as``); a solution cell without markers is blanked whole;
 a test gets what earlier test cells defined (``with_helpers``); ``### AUTOTEST`` lines are expanded
 first (``grader.authoring.nbgrader.autotest``). The source notebook runs once in the sandbox
 (``shows_an_error``) to find the cells that raise on purpose and the released files it writes.
@@ -45,6 +46,8 @@ from grader.errors import UsageError
 from grader.run.job import Job, JobCell
 from grader.vocab import CellStatus
 
+# What nbgrader releases in place of a solution (its ``ClearSolutions.code_stub`` for Python).
+CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 HIDDEN_BEGIN = re.compile(r"^\s*#+\s*BEGIN HIDDEN TESTS\s*$")
 HIDDEN_END = re.compile(r"^\s*#+\s*END HIDDEN TESTS\s*$")
 SKIP_TAG = "skip-grading"
@@ -322,6 +325,9 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
         kept.append(cell)
     nb.cells = kept
     normalise(nb)
+    if any(q.get("unchanged_scores_zero") for q in item.questions):
+        # Students who got nbgrader's release have its stub where the skeleton has a blank.
+        item.settings["blank_released_as"] = CODE_STUB
     if not item.questions:
         item.notes.append(f"{path.name}: no graded cells (no nbgrader 'grade' metadata); nothing to grade")
     return item
