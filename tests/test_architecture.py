@@ -288,3 +288,35 @@ def test_each_peer_is_one_package_of_the_adapters():
         )
     loose = sorted(p.name for p in ADAPTERS.glob("*.py") if PEERS.search(p.stem))
     assert not loose, f"modules of a peer outside its package: {loose}"
+
+
+NOSE_HELPERS = {"assert_equal", "assert_not_equal", "assert_almost_equal", "assert_raises", "ok_", "eq_"}
+
+
+def _defines_a_nose_helper(tree: ast.Module) -> bool:
+    """A function of a nose helper's name, or one bound to it as a keyword (``module.__dict__.update(ok_=...)``)."""
+    return any(
+        (isinstance(n, ast.FunctionDef) and n.name.lstrip("_") in NOSE_HELPERS)
+        or (isinstance(n, ast.keyword) and n.arg in NOSE_HELPERS)
+        for n in ast.walk(tree)
+    )
+
+
+def _holds_the_formula_starts(tree: ast.Module) -> bool:
+    """A tuple of the characters a spreadsheet reads as the start of a formula."""
+    return any(
+        isinstance(n, ast.Tuple) and {"=", "+", "-", "@"} <= {e.value for e in n.elts if isinstance(e, ast.Constant)}
+        for n in ast.walk(tree)
+    )
+
+
+@pytest.mark.parametrize(
+    ("what", "found", "home"),
+    [
+        ("nose's assert helpers", _defines_a_nose_helper, "grader.nose_tools"),
+        ("the spreadsheet formula guard", _holds_the_formula_starts, "grader.outputs.spreadsheet"),
+    ],
+)
+def test_shared_helpers_exist_once(what, found, home):
+    where = [m for m, p in MODULES.items() if found(ast.parse(p.read_text(encoding="utf-8")))]
+    assert where == [home], f"{what} are defined in {where}, not only in {home}"

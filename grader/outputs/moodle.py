@@ -16,8 +16,9 @@ from pathlib import Path
 
 from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard, points_text
-from grader.outputs.canvas import _text, pending
+from grader.outputs.canvas import pending
 from grader.outputs.roster import Roster
+from grader.outputs.spreadsheet import cell_text
 from grader.vocab import QuestionStatus
 
 
@@ -48,7 +49,7 @@ def moodle_csv(submissions: Iterable[tuple[str, Scorecard]], roster: Roster, *, 
         if not key:
             continue
         grade = "" if pending(card) else points_text(card.score, rounding)
-        w.writerow([_text(key), grade, _text(feedback(card, rounding))])
+        w.writerow([cell_text(key), grade, cell_text(feedback(card, rounding))])
     return buf.getvalue()
 
 
