@@ -1,6 +1,6 @@
 """The ``grader`` command: a thin front end over the same code the pytest plugin uses.
 
-    grader grade PATH... [--assignment NAME] [--out DIR]   grade notebooks, folders, zips, nbgrader's
+    grader grade PATH... [--assignment NAME] [--out DIR]   grade notebooks, folders, zips, exchange
                          [--executor E] [--jobs N] [--force]  submitted/; in parallel, resumable
                          [--cluster ADDRESS] [--shard K/N]    on a Dask cluster, or one share of a class
     grader merge DIR... [--out DIR]                         the shards' outputs as one run's
@@ -345,13 +345,10 @@ def cmd_assign(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from grader.authoring import import_check, importing, nbgrader_import, otter_import
+    from grader.authoring import import_check, importing, peers
 
     config_path = Path(args.config) if args.config else Path.cwd() / "config.yaml"
-    if args.tool == "nbgrader":
-        items = nbgrader_import.read(Path(args.source), args.name)
-    else:
-        items = otter_import.read(Path(args.source), args.name)
+    items = peers.read(args.tool, Path(args.source), args.name)
     source = Path(args.source).resolve()
     course_name = args.course or (source.stem if source.is_file() else source.name)
     importing.check_names(items, config_path, force=args.force)

@@ -10,6 +10,7 @@ import argparse
 from collections.abc import Callable, Mapping
 
 from grader import __version__
+from grader.authoring import peers
 from grader.run import executors
 from grader.vocab import Format
 
@@ -157,11 +158,11 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     course_file(a)
     a.set_defaults(func=commands["assign"])
 
-    im = sub.add_parser("import", help="import an nbgrader or otter-grader course (notebooks, tests, points)")
-    im.add_argument("tool", choices=["nbgrader", "otter"], help="the tool the course was written for")
-    im.add_argument(
-        "source", help="nbgrader: the source folder (source/ or source/ASSIGNMENT); otter: the master notebook"
+    im = sub.add_parser(
+        "import", help=f"import a course written for another tool ({', '.join(peers.PEERS)}): notebooks, tests, points"
     )
+    im.add_argument("tool", choices=list(peers.PEERS), help="the tool the course was written for")
+    im.add_argument("source", help=peers.source_help())
     im.add_argument("--name", help="the assignment's name (default: the folder's or notebook's)")
     course_file(im, "course file to add to (default: ./config.yaml, created if missing)")
     im.add_argument("--course", help="the course's name, for a new config.yaml")

@@ -26,6 +26,8 @@ Signals that end one step of grading and become a verdict, never an error a pers
     └── SiteUnrecorded          the student's run of the test recorded nothing for the site
     TestStopped                 the first failed assert ends an all-or-nothing test
     TestDidNotRaise             a test's ``pytest.raises`` block raised nothing (the exception it expected)
+    TestComparisonFailed        a test's ``np.testing`` comparison did not hold: both values and its tolerance
+    HelperFailed                a test's nose-style helper did not hold; its message shows no expected value
     StudentException            base of a student's exception of a non-builtin type, raised again for a test
 
 Nothing here is shown to users as a traceback: the command line and the pytest plugin turn these
@@ -34,6 +36,8 @@ into one-line messages and exit statuses. The sandbox raises its errors in the s
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class GraderError(Exception):
@@ -156,6 +160,21 @@ class CheckFailed(Exception):
 
 class TestStopped(Exception):
     """The first failed assert ends an all-or-nothing test."""
+
+
+class TestComparisonFailed(AssertionError):
+    """A test's ``np.testing.assert_allclose`` (or ``assert_array_equal``, ...) did not hold, as data:
+    the student's side, the expected side, the tolerance it compared with and the test's own
+    ``err_msg``. An ``AssertionError``, so a test's ``except AssertionError`` still catches it."""
+
+    def __init__(self, actual: Any, desired: Any, rtol: float, atol: float, err_msg: str = ""):
+        super().__init__(err_msg)
+        self.actual, self.desired, self.rtol, self.atol, self.err_msg = actual, desired, rtol, atol, err_msg
+
+
+class HelperFailed(AssertionError):
+    """A test's nose-style helper (``assert_equal``, ``ok_``, ...) did not hold; its message is the
+    test's own, or describes the student's value only (``grader.nose_tools``)."""
 
 
 class TestDidNotRaise(Exception):

@@ -52,6 +52,14 @@ def given_name(capture: str) -> str | None:
     return capture[len(_GIVEN) :] if capture.startswith(_GIVEN) else None
 
 
+def autotest_id(stage: str, cell: int, line: int, snippet: int, template: int | None = None) -> str:
+    """The capture id of a value an expanded test line reads from the solution: a snippet's type
+    (``stage`` "type") or one template's value for it ("value"). Whoever builds one keeps the tuple
+    it was built from beside it, so that nothing reads it back."""
+    tail = "" if template is None else f"/{template}"
+    return f"__autotest__/{stage}/{cell}.{line}.{snippet}{tail}"
+
+
 def calls_id(function: str) -> str:
     """The capture id of the record of a student's function's calls (``grader.run.calls``)."""
     return _CALLS + function

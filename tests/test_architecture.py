@@ -18,7 +18,16 @@ PACKAGE = Path(__file__).resolve().parent.parent / "grader"
 
 # Lowest first. A module belongs to the longest prefix that names it.
 LAYERS: list[tuple[str, ...]] = [
-    ("grader", "grader.errors", "grader.vocab", "grader.names", "grader.seeding", "grader.files", "grader.capture"),
+    (
+        "grader",
+        "grader.errors",
+        "grader.vocab",
+        "grader.names",
+        "grader.seeding",
+        "grader.files",
+        "grader.capture",
+        "grader.nose_tools",
+    ),
     ("grader.notebook", "grader.testing"),
     ("grader.course",),
     ("grader.run",),
@@ -223,6 +232,7 @@ def test_the_student_side_imports_nothing_of_the_graders():
         "grader.run.calls",
         "grader.run.test_recorder",
         "grader.names",
+        "grader.nose_tools",
         "grader.vocab",
         "grader.seeding",
     }
@@ -248,3 +258,65 @@ def test_the_wire_form_of_limits_names_every_limit():
     names = [f.name for f in dataclasses.fields(Limits)]
     assert list(LimitsWire.__annotations__) == names
     assert limits_wire(Limits()) == dataclasses.asdict(Limits())
+
+
+# The tools a course can be imported from. Their semantics live in their packages under
+# grader/authoring/ and are lowered, when a course is imported, to generic settings of config.yaml
+# (``stderr_fails``, ``seed_each_cell``, ``inert_lines``, ...): no other module names one, in its
+# code, its comments or its docstrings, so that nothing else can decide by which tool a course came from.
+PEERS = re.compile(r"nbgrader|(?<![a-z])otter", re.IGNORECASE)
+ADAPTERS = PACKAGE / "authoring"
+
+
+def test_no_module_outside_the_adapters_names_a_peer():
+    named = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.is_relative_to(ADAPTERS):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if PEERS.search(line):
+                named.append(f"{path.relative_to(PACKAGE.parent)}:{number}: {line.strip()}")
+    assert not named, "modules outside grader/authoring/ that name nbgrader or otter:\n" + "\n".join(named)
+
+
+def test_each_peer_is_one_package_of_the_adapters():
+    from grader.authoring.peers import PEERS as REGISTERED
+
+    for name in REGISTERED:
+        assert (ADAPTERS / name / "__init__.py").is_file(), (
+            f"{name}'s adapter is not the package grader/authoring/{name}/"
+        )
+    loose = sorted(p.name for p in ADAPTERS.glob("*.py") if PEERS.search(p.stem))
+    assert not loose, f"modules of a peer outside its package: {loose}"
+
+
+NOSE_HELPERS = {"assert_equal", "assert_not_equal", "assert_almost_equal", "assert_raises", "ok_", "eq_"}
+
+
+def _defines_a_nose_helper(tree: ast.Module) -> bool:
+    """A function of a nose helper's name, or one bound to it as a keyword (``module.__dict__.update(ok_=...)``)."""
+    return any(
+        (isinstance(n, ast.FunctionDef) and n.name.lstrip("_") in NOSE_HELPERS)
+        or (isinstance(n, ast.keyword) and n.arg in NOSE_HELPERS)
+        for n in ast.walk(tree)
+    )
+
+
+def _holds_the_formula_starts(tree: ast.Module) -> bool:
+    """A tuple of the characters a spreadsheet reads as the start of a formula."""
+    return any(
+        isinstance(n, ast.Tuple) and {"=", "+", "-", "@"} <= {e.value for e in n.elts if isinstance(e, ast.Constant)}
+        for n in ast.walk(tree)
+    )
+
+
+@pytest.mark.parametrize(
+    ("what", "found", "home"),
+    [
+        ("nose's assert helpers", _defines_a_nose_helper, "grader.nose_tools"),
+        ("the spreadsheet formula guard", _holds_the_formula_starts, "grader.outputs.spreadsheet"),
+    ],
+)
+def test_shared_helpers_exist_once(what, found, home):
+    where = [m for m, p in MODULES.items() if found(ast.parse(p.read_text(encoding="utf-8")))]
+    assert where == [home], f"{what} are defined in {where}, not only in {home}"

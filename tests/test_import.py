@@ -417,6 +417,6 @@ def test_otter_ok_format_test_files_beside_the_notebook_become_questions(tmp_pat
     # The case's failure message, then what differs (as otter shows the message above the doctest's result).
     assert q(card, "q6")["score"] == 2 and q(card, "q6")["feedback"] == [
         "mean is the average of data",
-        "`np.testing.assert_allclose(round(float(mean), 2), 2.5, rtol=1e-6, atol=1e-8)`: "
-        "Not equal to tolerance rtol=1e-06, atol=1e-08 Mismatched elements: 1 / 1 (100%) yours: array(2.)",
+        "`np.testing.assert_allclose(round(float(mean), 2), 2.5, rtol=1e-6, atol=1e-8)` does not hold: "
+        "`round(float(mean), 2)` is 2, which is not the expected value within rtol=1e-06, atol=1e-08: it is too small.",
     ]

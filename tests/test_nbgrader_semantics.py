@@ -234,6 +234,26 @@ def test_an_answer_left_as_released_scores_zero_without_a_person(course):
     assert q(cards["correct"], "why")["status"] == "manual"
 
 
+def test_the_stub_counts_as_released_by_the_courses_setting_alone(course):
+    """The import lowers nbgrader's stub to the assignment's ``blank_released_as``; the grader knows
+    it from that setting only: without it, the stub is an answer a person reads."""
+    import dataclasses
+
+    from grader.course import config
+    from grader.judge.grading import Grader
+
+    section = yaml.safe_load((course["course"] / "config.yaml").read_text())["assignments"]["ps2_a_semantics"]
+    assert section["blank_released_as"].splitlines() == ["# YOUR CODE HERE", "raise NotImplementedError()"]
+    assert (
+        "blank_released_as"
+        not in yaml.safe_load((course["course"] / "config.yaml").read_text())["assignments"]["ps2_b_autotest"]
+    )  # nothing graded by a person there
+    loaded = config.load(course["course"] / "config.yaml")
+    plain = dataclasses.replace(loaded.assignment("ps2_a_semantics"), blank_released_as="")
+    card = Grader(loaded).grade(plain, course["subs"] / "nbgrader_stub.ipynb", student="nbgrader_stub")
+    assert next(x for x in card.questions if x.id == "describe").status == "manual"
+
+
 def test_autotest_lines_expand_from_the_templates_and_grade(course):
     tests = [
         c.source

@@ -13,7 +13,8 @@ import nbformat
 import pytest
 import yaml
 
-from grader.authoring import importing, otter_import
+from grader.authoring import importing
+from grader.authoring.otter import importer as otter_import
 from grader.course import config
 from grader.judge.grading import Grader
 
@@ -146,6 +147,7 @@ def test_the_import_reads_otters_seed_messages_and_test_files(lab):
     root, _, _ = lab
     section = yaml.safe_load((root / "config.yaml").read_text())["assignments"]["lab"]
     assert section["seed_each_cell"] == SEED
+    assert section["inert_lines"] == list(otter_import.INERT_LINES)  # otter's own lines, run as ``pass``
     # A data file stays in its folder, where the notebook reads it (the solution's run reads it there).
     assert section["data"] == ["data/w.csv"] and (root / "solutions/lab/data/w.csv").is_file()
     qs = {q["id"]: q for q in section["questions"]}
@@ -332,3 +334,48 @@ def test_the_students_own_check_seeds_the_cells_as_grading_does(tmp_path):
         tmp_path / "mine.ipynb", selfcheck.load(tmp_path / "public_checks.json"), executor=SubprocessExecutor()
     )  # one run: no server to start
     assert [(v.id, v.status) for v in verdicts] == [("q", "passed")]
+
+
+def test_a_tools_own_lines_are_inert_by_the_courses_setting_alone(lab, tmp_path):
+    """otter's lines in a submission run as ``pass`` because the import wrote them as the
+    assignment's ``inert_lines``: the grader reads that setting, for any tool's lines, and nothing else."""
+    from grader import notebook
+
+    _, course, grader = lab
+    cell = "import numpy as np\nimport otter\ngrader = otter.Notebook('lab.ipynb')\nw = 1"
+    inert = course.assignment("lab").inert_lines
+    assert notebook.without_inert_lines(cell, inert) == "import numpy as np\npass\npass\nw = 1"
+    assert notebook.without_inert_lines(cell, ()) == cell
+    assert (
+        notebook.without_inert_lines("if ok:\n    tool.submit(1)\n", (r"tool\.submit\(.*\)",)) == "if ok:\n    pass\n"
+    )
+    # Without the setting, otter's lines run: its import fails in the student's notebook, and the
+    # cells that use ``grader`` after it fail too.
+    plain = dataclasses.replace(course.assignment("lab"), inert_lines=())
+    path = submission(tmp_path / "sub.ipynb", **RIGHT)
+    assert not grader.grade(course.assignment("lab"), path).execution.errors
+    (error,) = grader.grade(plain, path).execution.errors
+    assert (error.cell, error.error, error.blocked_cells) == (
+        1,
+        "ModuleNotFoundError: No module named 'otter'",
+        (4, 6, 9, 10),
+    )
+
+
+def test_inert_lines_must_be_regular_expressions(tmp_path):
+    nb = tmp_path / "solutions/hw/hw.ipynb"
+    nb.parent.mkdir(parents=True)
+    book = nbformat.v4.new_notebook()
+    book.cells = [nbformat.v4.new_code_cell("x = 1")]
+    nbformat.write(book, str(nb))
+    section = {
+        "inert_lines": ["grader.check("],
+        "questions": [{"id": "q", "points": 1, "checks": [{"value": "x"}]}],
+    }
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"course": {"name": "c"}, "assignments": {"hw": section}}))
+    with pytest.raises(config.ConfigError) as err:
+        config.load(tmp_path / "config.yaml")
+    assert str(err.value) == (
+        f"{tmp_path / 'config.yaml'}:4: assignments.hw.inert_lines[0] is not a regular expression: "
+        "missing ), unterminated subpattern at position 12"
+    )

@@ -151,7 +151,7 @@ def test_cheats_in_the_students_process_earn_nothing(setup, cheat):
 def test_nbgrader_partial_credit_is_the_value_a_test_cell_ends_with(tmp_path):
     # nbgrader reads a test cell's output as the points it earns; `grader import` writes that value
     # as `partial_credit(...)`.
-    from grader.authoring.nbgrader_import import test_checks
+    from grader.authoring.nbgrader.importer import test_checks
 
     cell = "n = len(squares(4))\nn / 4 * 2"
     checks, problem = test_checks(cell, "q")

@@ -289,3 +289,95 @@ def test_tests_replayed_by_threads_at_once_keep_their_own_draws():
     for t in threads:
         t.join()
     assert failed == []
+
+
+LIBRARY_CONFIG = """
+course:
+  name: tests
+assignments:
+  hw:
+    variants: {count: 0}
+    questions:
+      - id: close
+        points: 1
+        checks:
+          - test: np.testing.assert_allclose(relu(np.array([-1.0, 2.0])), [0.0, 2.0])
+      - id: equal
+        points: 1
+        checks:
+          - test: |
+              from numpy.testing import assert_array_equal
+              assert_array_equal(W[0], [1.0, 0.0, 0.0, 0.0])
+      - id: err_msg
+        points: 1
+        checks:
+          - test: |
+              import numpy.testing as npt
+              npt.assert_allclose(W.sum(axis=1), 1, err_msg="each row of W should sum to 1")
+      - id: caught
+        points: 1
+        checks:
+          - test: |
+              try:
+                  np.testing.assert_allclose(relu(np.array([-3.0])), [0.0])
+              except AssertionError:
+                  raise AssertionError("relu should clip negative inputs")
+      - id: library
+        points: 1
+        checks:
+          - test: |
+              import unittest
+              unittest.TestCase().assertEqual(float(W[1, 0]), 0.5)
+      - id: fails_itself
+        points: 1
+        checks:
+          - test: |
+              if W[0, 0] != 1:
+                  pytest.fail("the first row of W should keep only its first element")
+      - id: nose
+        points: 1
+        checks:
+          - test: |
+              from nose.tools import assert_equal
+              assert_equal(float(W[0, 1]), 0.0)
+"""
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    root = tmp_path_factory.mktemp("testcheck_library")
+    (root / "solutions/hw").mkdir(parents=True)
+    notebook_with(SOLUTION, root / "solutions/hw/hw.ipynb")
+    (root / "config.yaml").write_text(LIBRARY_CONFIG)
+    course = dataclasses.replace(config.load(root / "config.yaml"), cache_dir=root / "cache")
+    return root, course, Grader(course)
+
+
+def test_a_failed_library_assertion_is_told_by_where_it_came_from_never_by_its_message(library):
+    assert all(q.score == 1 for q in grade(library, "solution", SOLUTION).values())
+    cells = [SOLUTION[0], "def relu(x):\n    return np.abs(x)", "W = np.ones((4, 4)) / 3", SOLUTION[3]]
+    qs = grade(library, "wrong", cells)
+    assert all(q.score == 0 for q in qs.values())
+    # numpy.testing's comparisons fail as data and are told as an np.allclose assert is: how the
+    # student's value differs, by the grader's comparison with numpy's tolerance, never numpy's
+    # lines (its DESIRED: and its largest differences give the expected values away).
+    assert qs["close"].lines == [
+        "`np.testing.assert_allclose(relu(np.array([-1.0, 2.0])), [0.0, 2.0])` does not hold: "
+        "`relu(np.array([-1.0, 2.0]))`: 1 / 2 elements (50.0%) differ beyond tolerance (rtol=1e-07, atol=0); "
+        "first: [0] is 1. The largest relative difference is over 100%."
+    ]
+    assert (
+        qs["equal"]
+        .lines[0]
+        .startswith(
+            "`assert_array_equal(W[0], [1.0, 0.0, 0.0, 0.0])` does not hold: `W[0]`: 4 / 4 elements (100.0%) differ"
+        )
+    )
+    # The test's own words: numpy's err_msg, and its own raise of an AssertionError it caught.
+    assert qs["err_msg"].lines == ["each row of W should sum to 1"]
+    assert qs["caught"].lines == ["relu should clip negative inputs"]
+    # Another library's message may hold the expected value (unittest's "0.333 != 0.5"): not shown.
+    assert qs["library"].lines == ["`unittest.TestCase().assertEqual(float(W[1, 0]), 0.5)` failed."]
+    # pytest.fail, recognised by pytest's own class; nose's helpers show the student's value only.
+    assert qs["fails_itself"].lines == ["the first row of W should keep only its first element."]
+    assert qs["nose"].lines == ["`assert_equal(float(W[0, 1]), 0.0)`: got 0.333333, which is not the expected value"]

@@ -1,6 +1,6 @@
 """What every course import shares (``grader import nbgrader`` / ``grader import otter``).
 
-An importer (``grader.authoring.nbgrader_import``, ``grader.authoring.otter_import``) reads the
+An importer (``grader.authoring.nbgrader.importer``, ``grader.authoring.otter.importer``) reads the
 other tool's notebooks into ``Imported`` assignments: a solution notebook in this grader's
 markers, the questions as config.yaml writes them (``test`` checks, ``manual`` questions), the
 data files beside it, and a note for every cell it could not convert. This module writes them:

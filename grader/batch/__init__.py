@@ -9,7 +9,7 @@
 Modules: ``intake`` (layouts), ``store`` (the results cache), ``progress``, ``parallel``
 (``grade_all``).
 
-The layouts a batch can come in (a folder of notebooks, a folder per student, nbgrader's
+The layouts a batch can come in (a folder of notebooks, a folder per student, an
 exchange layout, a zip of any of them) are described in ``grader.batch.intake``.
 """
 

@@ -4,7 +4,7 @@ Layouts understood (each path given may be any of them, or a single file):
 
     class/alice.ipynb                          a folder of notebooks: the student is the file name
     class/alice/<anything>.ipynb               a folder per student: the student is the folder name
-    course/submitted/alice/<assignment>/*.ipynb  nbgrader's exchange layout
+    course/submitted/alice/<assignment>/*.ipynb  an exchange layout (grader.authoring.layouts)
     class.zip                                  any of the above, inside a zip archive
 
 A subfolder named after the assignment is a folder of notebooks, not a student. When a student's
@@ -20,7 +20,7 @@ rows): never a position in the class, and never a name a student chose inside he
     class/rv/alice.ipynb                 rv/alice          (a subfolder named after the assignment too)
     class/alice/<anything>.ipynb         alice             the student's folder, whatever the notebook's name
     class/frank/a.ipynb, b.ipynb         frank/a, frank/b  several graded from one folder: folder/file
-    course/submitted/alice/rv/*.ipynb    alice             nbgrader's student folder
+    course/submitted/alice/rv/*.ipynb    alice             an exchange layout's student folder
     class.zip holding class/alice.ipynb  alice             the same as the folder unpacked
     alice.ipynb (a file named)           alice             its file name, without .ipynb
 
@@ -45,6 +45,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from grader.authoring import layouts
 from grader.course.model import Assignment
 from grader.errors import UsageError
 from grader.files import printable, safe_stem, sha256_file
@@ -134,10 +135,9 @@ class _Intake:
 
     def folder(self, folder: Path, origin: Path | str, at: tuple[str, ...]) -> None:
         """A folder of notebooks or of students' folders; ``at``: its path under the batch root."""
-        if folder.name == "submitted":
-            return self.nbgrader(folder, origin)
-        if (folder / "submitted").is_dir():
-            return self.nbgrader(folder / "submitted", f"{origin}/submitted")
+        exchange = layouts.find(folder)
+        if exchange is not None:
+            return self.exchange(*exchange, origin if exchange[1] == folder else f"{origin}/{exchange[1].name}")
         files, folders = _entries(folder)
         for f in files:
             if f.suffix == ".ipynb":
@@ -171,12 +171,12 @@ class _Intake:
             key = at if len(notebooks) == 1 else (*at, *inside.parent.parts, _part(f))
             self.found.append((student, f, f"{origin}/{inside.as_posix()}", submission_id(key)))
 
-    def nbgrader(self, submitted: Path, origin: Path | str) -> None:
-        _, students = _entries(submitted)
+    def exchange(self, layout: layouts.ExchangeLayout, root: Path, origin: Path | str) -> None:
+        _, students = _entries(root)
         for sdir in students:
-            adir = sdir / self.assignment.name
+            adir = layout.assignment_folder(sdir, self.assignment.name)
             if adir.is_dir():
-                self.student(sdir.name, adir, f"{origin}/{sdir.name}/{self.assignment.name}", (sdir.name,))
+                self.student(sdir.name, adir, f"{origin}/{sdir.name}/{adir.relative_to(sdir).as_posix()}", (sdir.name,))
             else:
                 self.notes.append(f"{sdir.name}: nothing submitted for {self.assignment.name} in {origin}/{sdir.name}")
 
@@ -215,7 +215,7 @@ class _Intake:
             raise UsageError(f"{path} cannot be unpacked: {exc}.") from None
         root = dest
         files, folders = _entries(root)
-        if not files and len(folders) == 1 and folders[0].name != "submitted":  # class.zip holding class/
+        if not files and len(folders) == 1 and not layouts.starts_at(folders[0]):  # class.zip holding class/
             root = folders[0]
         self.folder(root, f"{path.name}:{root.relative_to(dest).as_posix()}".rstrip(":."), at=())
 

@@ -332,6 +332,8 @@ def _assignment(
         "reference_bundle",
         "preload",
         "seed_each_cell",
+        "inert_lines",
+        "blank_released_as",
         *Inherited.keys(Level.ASSIGNMENT),
     )
     if not ID_RE.match(name):
@@ -401,8 +403,21 @@ def _assignment(
         preload=tuple(preload),
         student_install=student_install,
         seed_each_cell=_cell_seed(r),
+        inert_lines=_inert_lines(r),
+        blank_released_as=r.string("blank_released_as", ""),
         **settings.fields_of(Assignment),
     )
+
+
+def _inert_lines(r: Reader) -> tuple[str, ...]:
+    """``inert_lines``: regular expressions, each one a whole line (after its indentation) runs as ``pass``."""
+    patterns = r.str_list("inert_lines")
+    for i, pattern in enumerate(patterns):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise r.error(f"{r.sub('inert_lines')}[{i}]", f"is not a regular expression: {exc}") from None
+    return patterns
 
 
 def _cell_seed(r: Reader) -> CellSeed | None:

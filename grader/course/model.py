@@ -67,14 +67,14 @@ class Check:
     carry_forward: float = 1.0
     partial: bool = False  # a ``test`` check earns its points by the share of its asserts that pass
     # A ``test`` check that fails when the test writes to stderr in the student's notebook (a warning
-    # too), as nbgrader fails such a test cell.
+    # too), as a test cell that shows an error message fails.
     stderr_fails: bool = False
     # A ``test`` check: builtin names the test means as the notebook's own (a notebook that defines
-    # its own ``sum``, as otter and nbgrader run a test over the notebook's names). Only names the
+    # its own ``sum``, where a test cell would run over the notebook's names). Only names the
     # instructor lists: a student cannot make ``len`` theirs.
     notebook_names: tuple[str, ...] = ()
-    # What its author wrote for a student when it passes or fails (otter's ``success_message`` and
-    # ``failure_message``); a hidden check's are shown only where its details are.
+    # What its author wrote for a student when it passes or fails; a hidden check's are shown only
+    # where its details are.
     success_message: str = ""
     failure_message: str = ""
 
@@ -120,7 +120,7 @@ class Question:
     checks: tuple[Check, ...]
     visible: bool = True  # shown in student-facing feedback, unless ``scorecard.visibility`` says otherwise
     manual: bool = False  # graded by a person: the autograder scores it 0 and lists it as waiting
-    # A manual answer left exactly as released scores 0 and waits for no one (nbgrader's checksum rule).
+    # A manual answer left exactly as released scores 0 and waits for no one.
     unchanged_scores_zero: bool = False
     rubric: tuple[RubricItem, ...] = ()  # a manual question's rubric items, in order
 
@@ -146,9 +146,9 @@ class VariantSpec:
 
 @dataclass(frozen=True)
 class CellSeed:
-    """otter's seeding of a notebook (its assignment config's ``seed``): before every code cell,
-    NumPy's global generator and ``random`` are seeded with ``seed``; with a ``variable``, that
-    name is set to ``seed`` instead, for the notebook's own generators to read."""
+    """A notebook seeded cell by cell (``seed_each_cell``): before every code cell, NumPy's global
+    generator and ``random`` are seeded with ``seed``; with a ``variable``, that name is set to
+    ``seed`` instead, for the notebook's own generators to read."""
 
     seed: int
     variable: str = ""
@@ -179,7 +179,13 @@ class Assignment:
     # Where students install the checker from: the course's ``student_install`` (``"wheel"``, a
     # requirement such as ``notebook-grader==0.2.0``, or a URL such as ``git+https://...``).
     student_install: str = "wheel"
-    seed_each_cell: CellSeed | None = None  # every run's cells seeded as otter seeds them
+    seed_each_cell: CellSeed | None = None  # every run's code cells seeded, each before it runs
+    # Lines a student's notebook may hold that run as ``pass`` (regular expressions, each matched
+    # against a whole line after its indentation): calls of a tool the course is graded without.
+    inert_lines: tuple[str, ...] = ()
+    # The code a released notebook held in place of each blank ``?`` line, where students got the
+    # course's notebooks from elsewhere: a manual answer that still holds it is left as released.
+    blank_released_as: str = ""
 
     @property
     def max_score(self) -> float:

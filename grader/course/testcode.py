@@ -27,7 +27,7 @@ GRADER_MODULES = {
     "random": "random",
     "F": "torch.nn.functional",
 }
-# nose.tools' helpers, which nbgrader courses import once and use in every later test cell.
+# nose.tools' helpers (``grader.nose_tools``), which a test cell may import once for every later one.
 GRADER_HELPERS = frozenset(
     {
         "assert_equal",
@@ -43,7 +43,7 @@ GRADER_HELPERS = frozenset(
         "assert_is_instance",
         "ok_",
         "eq_",
-        "partial_credit",  # nbgrader's partial credit: the value a test cell ends with, as ``grader import`` writes it
+        "partial_credit",  # ``partial_credit(points)``: the test earns that many of its check's points
     }
 )
 BUILTINS = frozenset(dir(builtins))
@@ -55,7 +55,7 @@ def problem(source: str) -> str | None:
         ast.parse(source)
     except SyntaxError as exc:
         return f"is not Python code: {exc.msg} (line {exc.lineno})"
-    return None  # any Python is a test: it passes when it raises nothing, as nbgrader grades a test cell
+    return None  # any Python is a test: it passes when it raises nothing, as a test cell does
 
 
 def deleted_names(tree: ast.AST) -> set[str]:

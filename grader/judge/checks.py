@@ -258,7 +258,7 @@ def grade_question(question: Question, ctx: Context) -> QuestionResult:
     status = _status(question, results, score)
     carried = [r for r in results if r.carried_from]
     feedback: list[Feedback] = []
-    # What the authors of the tests that pass wrote for them (otter's success messages), after the verdict.
+    # What the authors of the tests that pass wrote for them (``success_message``), after the verdict.
     said = [
         line
         for r in results

@@ -122,7 +122,7 @@ class JobTemplate:
         for cell, info in zip(cells, infos, strict=True):
             why = SkipReason.TAGGED if cell.skipped or (skip and cell.source.strip() in skip) else SkipReason.RUN
             source = notebook.fill_blanks(cell.source) if info.blanks else cell.source
-            source = notebook.without_tool_lines(source)
+            source = notebook.without_inert_lines(source, assignment.inert_lines)
             job_cells.append(JobCell(index=cell.index, source=source, skip=why))
         files = tuple((assignment.solution_dir / rel, rel) for rel in assignment.data)
         files += ((submission, submission.name),)

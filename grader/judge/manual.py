@@ -54,7 +54,7 @@ def with_answers(assignment: Assignment, path: Path, questions: Sequence[Questio
         if q.status == QuestionStatus.MANUAL:
             a = found.get(q.id)
             released = [c for c in given if c.question == q.id]
-            if q.id in zero and a is not None and _same_text(a.text, released):
+            if q.id in zero and a is not None and _same_text(a.text, released, assignment.blank_released_as):
                 markdown = bool(released) and all(c.kind == "markdown" for c in released)
                 q = replace(
                     q,
@@ -71,17 +71,18 @@ def with_answers(assignment: Assignment, path: Path, questions: Sequence[Questio
     return out
 
 
-# What nbgrader releases in place of a solution (its ``ClearSolutions.code_stub`` for Python): a
-# student who got the course's notebook from nbgrader and left it so has not answered either.
-NBGRADER_CODE_STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
 _BLANK_LINE = re.compile(r"^(\s*)\?\s*$", re.M)
 
 
-def _same_text(text: str, released: list[answers.NbCell]) -> bool:
+def _same_text(text: str, released: list[answers.NbCell], blank_released_as: str = "") -> bool:
     """The answer holds exactly what the released notebook holds there (the skeleton's blank ``?``,
-    or nbgrader's stub in its place), whitespace aside."""
+    or ``blank_released_as`` in its place, where students got their notebooks from elsewhere),
+    whitespace aside."""
     given = "\n\n".join(c.source.strip() for c in released if c.source.strip())
-    stubbed = _BLANK_LINE.sub(lambda m: "\n".join(m.group(1) + line for line in NBGRADER_CODE_STUB), given)
+    if not blank_released_as:
+        return bool(released) and text.split() == given.split()
+    stub = blank_released_as.splitlines()
+    stubbed = _BLANK_LINE.sub(lambda m: "\n".join(m.group(1) + line for line in stub), given)
     return bool(released) and text.split() in (given.split(), stubbed.split())
 
 

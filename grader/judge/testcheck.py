@@ -1,6 +1,6 @@
 """``test`` checks: the instructor's own Python, run where the student cannot reach its verdict.
 
-A test passes when it raises nothing, as nbgrader grades a test cell. It runs twice, from one
+A test passes when it raises nothing, as a test cell of a notebook does. It runs twice, from one
 rewrite (``grader.judge.testrewrite``):
 
 1. *record*, in the student's sandbox, over the notebook's own namespace, exactly as its author
@@ -18,7 +18,10 @@ rewrite (``grader.judge.testrewrite``):
 Whatever the student's process does to its own builtins, ``AssertionError``, ``sys.settrace`` or
 the test's modules changes only what it records, which is what its code returns anyway: the asserts
 and so the verdict run here. What fails is kept as records (``grader.judge.verdicts``), worded by
-``grader.judge.wording``.
+``grader.judge.wording``: an ``AssertionError`` is told by where it came from (numpy.testing's
+comparison as data, ``TestComparisonFailed``; a nose-style helper's, ``HelperFailed``; the test's
+own ``raise``), never by reading its message; a library's message is shown only where the course
+shows expected values.
 
 Why one module: replaying a record and judging the assert it answers read the same state (which
 site ran, inside which other, which values an assert read), so they live in one class.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -39,9 +43,11 @@ import numpy as np
 from grader.capture import Value, decode, encode, to_python, trim
 from grader.course.model import Check
 from grader.errors import (
+    HelperFailed,
     SiteUnrecorded,
     SiteUnusable,
     StudentException,
+    TestComparisonFailed,
     TestDidNotRaise,
     TestSiteError,
     TestStopped,
@@ -49,7 +55,7 @@ from grader.errors import (
 from grader.judge import verdicts as v
 from grader.judge.compare import compare
 from grader.judge.scorecard import CheckResult
-from grader.judge.testrewrite import OPS, PARTIAL, AssertInfo, Site, program
+from grader.judge.testrewrite import OPS, PARTIAL, TEST_FILE, AssertInfo, Site, program
 from grader.judge.testruntime import Handle, namespace, show
 from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 from grader.run.job import Captured, CaptureSpec
@@ -147,21 +153,29 @@ def _raise_again(site: Site, rec: Record) -> Any:
 # Judging one submission
 
 
-# Lines of np.testing's messages that give the expected value away (directly, or as a difference
-# from the student's own value).
-_REVEALING = ("y:", "DESIRED:", "Max absolute difference", "Max relative difference", "Expected:")
+def _message(exc: BaseException) -> str:
+    """An exception's message on one line."""
+    return trim(" ".join(line.strip() for line in str(exc).splitlines() if line.strip()), 300)
 
 
-def _assertion_text(exc: BaseException, reveal: bool) -> str:
-    """An AssertionError's own message (``np.testing``'s, say), without the expected values unless allowed."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    if not reveal:
-        lines = [line for line in lines if not line.startswith(_REVEALING)]
-    lines = [
-        line.replace("ACTUAL:", "yours:").replace("x:", "yours:", 1) if line.startswith(("ACTUAL:", "x:")) else line
-        for line in lines
-    ]
-    return trim(" ".join(lines), 300)
+def _test_line(exc: BaseException) -> int:
+    """The test's innermost line in the exception's traceback (0: none)."""
+    line = 0
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == TEST_FILE:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _raised_by_test(exc: BaseException) -> bool:
+    """The exception was raised by the test's own code (its ``raise AssertionError("...")``), not
+    inside a library it called."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename == TEST_FILE
 
 
 def _as_value(x: Any) -> Value | None:
@@ -201,7 +215,7 @@ class _Judging:
         self.findings: list[v.TestFinding] = []
         self.error = False
         self.line = 0  # the test's line where it first failed
-        self.partial: Any = None  # the value given to ``partial_credit``, nbgrader's output of a test cell
+        self.partial: Any = None  # the value given to ``partial_credit``
 
     # Replaying the student's records ----------------------------------------------------------
 
@@ -309,8 +323,8 @@ class _Judging:
         except TestSiteError as exc:
             return self.fail(_site_finding(exc))
         except AssertionError as exc:
-            text = _assertion_text(exc, self.reveal)
-            return self.fail(v.AssertionSaid(text) if text else self._does_not_hold(info))
+            found = self._assertion(exc, "")
+            return self.fail(self._does_not_hold(info) if found == v.AssertionSaid("") else found)
         except Exception as exc:  # noqa: BLE001 - the student's exception, raised again here, or the test's own
             self.error = self.error or _from_student(exc)
             return self.fail(_raised(exc, info.source))
@@ -351,7 +365,7 @@ class _Judging:
         except (ValueError, TypeError):
             pass
         mine, expected = _as_value(left), _as_value(right)
-        exact = getattr(func, "__name__", "") in ("array_equal", "array_equiv")
+        exact = func in (np.array_equal, np.array_equiv)
         try:
             rtol = 0.0 if exact else float(options.get("rtol", 1e-5))
             atol = 0.0 if exact else float(options.get("atol", 1e-8))
@@ -364,15 +378,44 @@ class _Judging:
             return self._does_not_hold(info)
         return v.NotClose(info.left, cmp.messages, source="" if info.formula else info.source)
 
+    def _assertion(self, exc: AssertionError, where: str) -> v.TestFinding:
+        """An ``AssertionError`` that ended an assert or the test, by where it came from: numpy's
+        comparison (as data), a nose-style helper or the test's own ``raise`` (their messages are
+        the test's, or show the student's value only), or a library the test called, whose message
+        may hold the expected value and is shown only where the course shows those."""
+        if isinstance(exc, TestComparisonFailed):
+            return self._comparison(exc, where)
+        if isinstance(exc, HelperFailed) or _raised_by_test(exc) or self.reveal:
+            return v.AssertionSaid(_message(exc), where)
+        return v.AssertionSaid("", where)
+
+    def _comparison(self, exc: TestComparisonFailed, where: str) -> v.TestFinding:
+        """numpy.testing's comparison that failed, told as an ``np.allclose`` assert is: how the
+        student's value differs, by the grader's own comparison with the test's tolerance."""
+        if exc.err_msg:
+            return v.Said(trim(exc.err_msg, 300))
+        info = self.prog.comparison(_test_line(exc))
+        if info is None:
+            return v.AssertionSaid("", where)
+        desired = exc.desired
+        try:  # ``assert_allclose(rows, 1)``: numpy's own broadcasting, so the difference is told element by element
+            desired = (
+                np.broadcast_to(desired, np.shape(exc.actual)) if np.ndim(desired) < np.ndim(exc.actual) else desired
+            )
+        except (ValueError, TypeError):
+            pass
+        mine, expected = _as_value(exc.actual), _as_value(desired)
+        source = "" if info.formula else info.source
+        if mine is not None and expected is not None:
+            cmp = compare(f"`{info.left}`", mine, expected, rtol=exc.rtol, atol=exc.atol, reveal=self.reveal)
+            if not cmp.ok:
+                return v.NotClose(info.left, cmp.messages, source=source)
+        return v.DoesNotHold(info.source, ((info.left, show(exc.actual)),), shows_source=not info.formula)
+
     def where(self, exc: BaseException | None = None) -> str:
         """The statement an exception came from: the test's innermost line in its traceback (a
         ``finally`` that ran after it does not count), else the last statement begun."""
-        line = 0
-        tb = exc.__traceback__ if exc is not None else None
-        while tb is not None:
-            if tb.tb_frame.f_code.co_filename == "<test>":
-                line = tb.tb_lineno
-            tb = tb.tb_next
+        line = _test_line(exc) if exc is not None else 0
         lines = self.check.target.splitlines()
         if 0 < line <= len(lines):
             self.line = self.line or line
@@ -404,7 +447,7 @@ class _Judging:
             pass
         except AssertionError as exc:  # np.testing.assert_*, nose's assert_*, a bare raise
             self.run += 1
-            self.findings.append(v.AssertionSaid(_assertion_text(exc, self.reveal), self.where(exc)))
+            self.findings.append(self._assertion(exc, self.where(exc)))
         except TestSiteError as exc:
             self.run += 1
             self.where(exc)
@@ -418,7 +461,7 @@ class _Judging:
             self.error = _from_student(exc)
             self.findings.append(_raised(exc, self.where(exc)))
         if self.check.stderr_fails and self.records is not None and self.records.stderr and not self.findings:
-            self.findings.append(v.WroteToStderr(self.records.stderr))  # nbgrader's rule: the cell scores 0
+            self.findings.append(v.WroteToStderr(self.records.stderr))
         return Outcome(self.passed, self.run, tuple(self.findings), self.error, self.line, self.partial)
 
     def _mark(self, n: int) -> None:
@@ -456,9 +499,17 @@ def _raised(exc: BaseException, source: str) -> v.TestFinding:
     name = type(exc).__name__
     if site:
         return v.SiteRaised(site, name, text)
-    if name == "Failed":  # pytest.raises(...) whose block raised nothing
+    if _failed_by_pytest(exc):  # ``pytest.fail(...)``
         return v.TestFailedItself(text)
     return v.TestRaised(name, text, source)
+
+
+def _failed_by_pytest(exc: BaseException) -> bool:
+    """The test ended itself with pytest's ``Failed`` (``pytest.fail``). pytest is loaded where a
+    test could have raised it, so a process that never loaded it has seen none."""
+    outcomes = sys.modules.get("_pytest.outcomes")
+    failed = getattr(outcomes, "Failed", None)
+    return isinstance(failed, type) and isinstance(exc, failed)
 
 
 def grade(
@@ -479,8 +530,8 @@ def grade(
 
 
 def _partial_points(value: Any, points: float) -> float:
-    """nbgrader's rule for a test cell that ends with a value: its text (``repr``, as the notebook
-    shows it) read as a number of points between 0 and the cell's; anything else earns them all."""
+    """``partial_credit(value)``: the value's text (``repr``, as a notebook shows it) read as a
+    number of points between 0 and the check's; anything else earns them all."""
     if value is None:
         return points
     try:

@@ -43,8 +43,9 @@ from grader.judge.testslice import student_copy
 from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 
 RAISES = frozenset({"raises", "assert_raises", "assertRaises"})
-# ``partial_credit(value)``: nbgrader's partial credit, the value a test cell ends with (its output),
-# in points, as ``grader import nbgrader`` writes it.
+TEST_FILE = "<test>"  # the file name the grader's copy is compiled under: frames in it are the test's own
+# ``partial_credit(value)``: the test earns ``value`` points of its check's (a number between 0 and
+# them; anything else earns them all).
 PARTIAL = "partial_credit"
 BUILTINS = frozenset(dir(builtins))
 
@@ -65,6 +66,10 @@ OPS: dict[str, Callable[[Any, Any], Any]] = {
 # Calls that compare two values within tolerance: ``assert np.allclose(yours, expected)``. The
 # grader keeps both sides, so a failure says how the student's value differs, in kind.
 CLOSE = frozenset({"allclose", "array_equal", "isclose", "array_equiv"})
+# numpy.testing's comparisons, called as statements (``np.testing.assert_allclose(yours, expected)``):
+# each is kept with its two sides, so that its failure (``TestComparisonFailed``) is told like an
+# ``np.allclose`` assert's.
+TESTING = frozenset({"assert_allclose", "assert_array_equal", "assert_array_almost_equal", "assert_almost_equal"})
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,11 @@ class Program:
     sites: tuple[Site, ...]
     asserts: tuple[AssertInfo, ...]
     statements: tuple[str, ...] = ()  # each statement's text, by the number ``__grader_at__`` is called with
+    comparisons: tuple[AssertInfo, ...] = ()  # the test's ``TESTING`` calls, each at its line
+
+    def comparison(self, line: int) -> AssertInfo | None:
+        """The ``TESTING`` call of the test's line ``line``, if it has one."""
+        return next((c for c in self.comparisons if c.line == line), None)
 
 
 def _no_args() -> ast.arguments:
@@ -174,6 +184,7 @@ class _Rewriter(ast.NodeTransformer):
         self.helpers = helpers  # the test's own functions
         self.sites: list[Site] = []
         self.asserts: list[AssertInfo] = []
+        self.comparisons: list[AssertInfo] = []
         self.recorded: dict[int, ast.expr] = {}  # assert index -> what the student's copy evaluates
 
     def _text(self, node: ast.AST) -> str:
@@ -236,6 +247,19 @@ class _Rewriter(ast.NodeTransformer):
         # ``assert_raises(ValueError, f, 0)``: the student's function is called inside the test's
         # ``raises``, so the call becomes a site: ``assert_raises(ValueError, lambda: f(0))``.
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if name in TESTING and len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args[:2]):
+            self.comparisons.append(
+                AssertInfo(
+                    index=len(self.comparisons),
+                    source=self._text(node),
+                    line=node.lineno,
+                    left=self._text(node.args[0]),
+                    right=self._text(node.args[1]),
+                    op="Close",
+                    literal=_literal(node.args[1]),
+                    formula=self._formula(node),
+                )
+            )
         if name in RAISES and len(node.args) >= 2 and _reads(node.args[1], self.tainted):
             call = ast.Call(func=node.args[1], args=node.args[2:], keywords=node.keywords)
             node = ast.Call(func=node.func, args=[node.args[0], _thunk(ast.copy_location(call, node))], keywords=[])
@@ -464,9 +488,10 @@ def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     recorded = ast.fix_missing_locations(ast.Module(body=student_copy(recorded.body, student), type_ignores=[]))
     record_source = "\n".join(filter(None, [_prelude(source, tree), ast.unparse(recorded)]))
     return Program(
-        judge_code=compile(marked, "<test>", "exec"),
+        judge_code=compile(marked, TEST_FILE, "exec"),
         record_source=record_source,
         sites=tuple(rewriter.sites),
         asserts=tuple(rewriter.asserts),
         statements=tuple(marker.statements),
+        comparisons=tuple(rewriter.comparisons),
     )

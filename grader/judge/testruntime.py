@@ -1,21 +1,25 @@
 """What an instructor's test runs with in the grader: its modules (numpy, pytest, torch when it uses
-them), nose's ``assert_*`` helpers that many nbgrader courses import, and the stand-in for a student's
-value that stayed in the student's process (``Handle``).
+them), nose's ``assert_*`` helpers (``grader.nose_tools``), and the stand-in for a student's value
+that stayed in the student's process (``Handle``).
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import importlib
+import inspect
 import types
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from grader import nose_tools
 from grader.capture import number_text, shape_text, trim
 from grader.course import testcode
-from grader.errors import SiteUnusable, TestDidNotRaise
+from grader.errors import SiteUnusable, TestComparisonFailed, TestDidNotRaise
 
 
 class Handle:
@@ -74,80 +78,20 @@ def _module(name: str) -> Any:
         return None
 
 
-def _assert_equal(first: Any, second: Any, msg: str | None = None) -> None:
-    if not first == second:
-        raise AssertionError(msg or f"got {show(first)}, which is not the expected value")
-
-
-def _assert_not_equal(first: Any, second: Any, msg: str | None = None) -> None:
-    if first == second:
-        raise AssertionError(msg or f"got {show(first)}, which should differ")
-
-
-def _assert_true(value: Any, msg: str | None = None) -> None:
-    if not value:
-        raise AssertionError(msg or f"got {show(value)}, which is not true")
-
-
-def _assert_false(value: Any, msg: str | None = None) -> None:
-    if value:
-        raise AssertionError(msg or f"got {show(value)}, which is not false")
-
-
-def _assert_almost_equal(first: Any, second: Any, places: int = 7, msg: str | None = None, delta: Any = None) -> None:
-    ok = abs(first - second) <= delta if delta is not None else round(abs(first - second), places) == 0
-    if not ok:
-        raise AssertionError(msg or f"got {show(first)}, which is not close enough to the expected value")
-
-
-class _Raises:
-    """nose's ``assert_raises`` as a context manager: an AssertionError when nothing is raised."""
-
-    def __init__(self, exc: Any):
-        self.exc = exc
-
-    def __enter__(self) -> _Raises:
-        return self
-
-    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
-        if kind is None:
-            raise AssertionError(f"{getattr(self.exc, '__name__', self.exc)} was not raised")
-        return issubclass(kind, self.exc)
-
-
-def _assert_raises(exc: Any, func: Any = None, *args: Any, **kwargs: Any) -> Any:
-    if func is None:
-        return _Raises(exc)
-    with _Raises(exc):
-        func(*args, **kwargs)
-    return None
-
-
-# nose.tools, which many nbgrader courses import in their test cells; nose itself no longer installs.
-_NOSE_TOOLS = types.ModuleType("nose.tools")
-_NOSE_TOOLS.__dict__.update(
-    assert_equal=_assert_equal,
-    assert_equals=_assert_equal,
-    assert_not_equal=_assert_not_equal,
-    assert_true=_assert_true,
-    assert_false=_assert_false,
-    assert_almost_equal=_assert_almost_equal,
-    assert_raises=_assert_raises,
-    ok_=_assert_true,
-    eq_=_assert_equal,
-    assert_in=lambda a, b, msg=None: _assert_true(a in b, msg),
-    assert_not_in=lambda a, b, msg=None: _assert_true(a not in b, msg),
-    assert_is_none=lambda a, msg=None: _assert_true(a is None, msg),
-    assert_is_instance=lambda a, t, msg=None: _assert_true(isinstance(a, t), msg),
-)
-_NOSE = types.ModuleType("nose")
-_NOSE.__dict__["tools"] = _NOSE_TOOLS
+# nose.tools, which tests import; nose itself no longer installs (``grader.nose_tools``).
+_NOSE_TOOLS = nose_tools.tools(show)
+_NOSE = nose_tools.package(_NOSE_TOOLS)
 
 
 def _import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
     if name == "nose.tools" or name == "nose":
         return _NOSE_TOOLS if fromlist and name == "nose.tools" else _NOSE
-    return builtins.__import__(name, globals, locals, fromlist, level)
+    module = builtins.__import__(name, globals, locals, fromlist, level)
+    if module is np:  # ``import numpy``, ``import numpy.testing as npt``, ``from numpy import testing``
+        return _judged_numpy()[0]
+    if module is np.testing:  # ``from numpy.testing import assert_allclose``
+        return _judged_numpy()[1]
+    return module
 
 
 class _Expecting:
@@ -190,10 +134,66 @@ def _module_with(real: Any, **replaced: Any) -> Any:
     return types.SimpleNamespace(**{**{k: getattr(real, k) for k in dir(real) if not k.startswith("__")}, **replaced})
 
 
+class _Judged(types.ModuleType):
+    """A module as a test sees it while judging: the real one, but for the names replaced."""
+
+    def __init__(self, real: types.ModuleType, **replaced: Any):
+        super().__init__(real.__name__, real.__doc__)
+        self.__dict__.update(replaced, __grader_real__=real)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["__grader_real__"], name)
+
+
+def _decimal(arguments: dict[str, Any]) -> tuple[float, float]:
+    return 0.0, 1.5 * 10.0 ** -float(arguments["decimal"])
+
+
+# numpy.testing's comparisons, each with the tolerance it compares with (rtol, atol), read from its
+# arguments as it binds them.
+_TOLERANCE: dict[str, Callable[[dict[str, Any]], tuple[float, float]]] = {
+    "assert_allclose": lambda arguments: (float(arguments["rtol"]), float(arguments["atol"])),
+    "assert_array_equal": lambda arguments: (0.0, 0.0),
+    "assert_array_almost_equal": _decimal,
+    "assert_almost_equal": _decimal,
+}
+
+
+def _comparing(real: Callable[..., Any], tolerance: Callable[[dict[str, Any]], tuple[float, float]]) -> Any:
+    """numpy.testing's comparison as a test sees it while judging: numpy decides, as it does
+    anywhere; when it fails, the failure is ``TestComparisonFailed`` (both values, the tolerance and
+    the test's ``err_msg``), not numpy's sentence, whose lines would show the expected value."""
+    signature = inspect.signature(real)
+
+    @functools.wraps(real)
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return real(*args, **kwargs)
+        except AssertionError:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            actual, desired = list(bound.arguments.values())[:2]
+            rtol, atol = tolerance(bound.arguments)
+            err_msg = bound.arguments.get("err_msg")
+            raise TestComparisonFailed(
+                actual, desired, rtol, atol, err_msg if isinstance(err_msg, str) else ""
+            ) from None
+
+    return stand_in
+
+
+@functools.cache
+def _judged_numpy() -> tuple[types.ModuleType, types.ModuleType]:
+    """numpy and numpy.testing as a test sees them while judging (``_comparing``)."""
+    testing = _Judged(np.testing, **{name: _comparing(getattr(np.testing, name), t) for name, t in _TOLERANCE.items()})
+    return _Judged(np, testing=testing), testing
+
+
 def namespace(source: str) -> dict[str, Any]:
-    """The test's globals: the grader's own modules it uses, nose's helpers, pytest with a
-    ``raises`` that says structurally what it expected, and a ``print`` that prints nothing here
-    (a test that only prints passes when it raises nothing, as in nbgrader)."""
+    """The test's globals: the grader's own modules it uses (numpy's comparisons failing as data,
+    ``_comparing``), nose's helpers, pytest with a ``raises`` that says structurally what it
+    expected, and a ``print`` that prints nothing here (a test that only prints passes when it
+    raises nothing)."""
     grader_builtins = dict(vars(builtins))
     grader_builtins["print"] = lambda *args, **kwargs: None
     wrapped: dict[str, Any] = {}
@@ -209,7 +209,7 @@ def namespace(source: str) -> dict[str, Any]:
     for alias, name in testcode.GRADER_MODULES.items():
         if alias not in used:
             continue  # torch and pandas are imported only for a test that uses them
-        module = _module(name)
+        module = _judged_numpy()[0] if name == "numpy" else _module(name)
         if module is not None:
             ns[alias] = module
     ns.update({name: getattr(_NOSE_TOOLS, name) for name in testcode.GRADER_HELPERS if hasattr(_NOSE_TOOLS, name)})

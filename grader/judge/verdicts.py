@@ -306,8 +306,7 @@ class TestFailedItself:
 @dataclass(frozen=True)
 class WroteToStderr:
     """The test passed its asserts, but something wrote to stderr while it ran in the student's
-    notebook (a warning, an error message): nbgrader scores such a test cell 0, and a course imported
-    from nbgrader does too (``stderr_fails``)."""
+    notebook (a warning, an error message), and the check counts that as failed (``stderr_fails``)."""
 
     text: str  # the first line written
 
@@ -338,7 +337,7 @@ class TestFailed:
 @dataclass(frozen=True)
 class AuthorSaid:
     """The message a test's author wrote for a student, for when it passes or when it fails
-    (otter's ``success_message`` / ``failure_message``): shown beside the verdict, never instead."""
+    (``success_message`` / ``failure_message``): shown beside the verdict, never instead."""
 
     label: str
     text: str
@@ -399,7 +398,7 @@ class AwaitingPerson:
 @dataclass(frozen=True)
 class LeftAsReleased:
     """A question graded by a person whose answer is exactly as the notebook was released (the
-    course scores such an answer 0 without a person, as nbgrader does). ``markdown``: a written
-    answer, else code."""
+    course scores such an answer 0 without a person, ``unchanged_scores_zero``). ``markdown``: a
+    written answer, else code."""
 
     markdown: bool = False

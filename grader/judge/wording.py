@@ -360,7 +360,7 @@ def manual(awaiting: v.AwaitingPerson | None = None) -> Feedback:
 
 def left_as_released(left: v.LeftAsReleased) -> Feedback:
     """A question graded by a person whose answer the student left exactly as released: 0 points,
-    no one to wait for (the course counts an unchanged answer as no answer, as nbgrader does)."""
+    no one to wait for (the course counts an unchanged answer as no answer)."""
     where = (
         'the text cell still says "YOUR ANSWER HERE"'
         if left.markdown

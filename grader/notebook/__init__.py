@@ -9,7 +9,7 @@ Answers are found by what the notebook computes, not by cell ids or metadata, wh
 editors drop, copy and reorder.
 """
 
-from grader.notebook.blanks import BLANK_NAME, Blank, fill_blanks, find_blanks, without_tool_lines
+from grader.notebook.blanks import BLANK_NAME, Blank, fill_blanks, find_blanks, without_inert_lines
 from grader.notebook.flow import (
     BlankReport,
     CellInfo,
@@ -57,5 +57,5 @@ __all__ = [
     "read",
     "restore_locked",
     "split_before_binds",
-    "without_tool_lines",
+    "without_inert_lines",
 ]

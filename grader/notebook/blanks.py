@@ -1,8 +1,10 @@
 """The course's ``?`` blanks: found in a cell's text (they are not valid Python), and filled with a
-name that raises a recognisable NameError, so the rest of the notebook still runs."""
+name that raises a recognisable NameError, so the rest of the notebook still runs. Also the lines a
+course makes inert (``inert_lines``), run as ``pass``."""
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import tokenize
@@ -24,8 +26,8 @@ class Blank:
 
 
 _HELP_RE = re.compile(r"^\s*\?{1,2}[A-Za-z_]")  # IPython help: ?name, ??name
-# Other tools' placeholders, in skeletons made by them: nbgrader's ``raise NotImplementedError()``
-# and otter's ``x = ...`` or a bare ``...`` line. A student who leaves one has not answered.
+# The placeholders of released notebooks besides ``?``: ``raise NotImplementedError()``, and ``x = ...``
+# or a bare ``...`` line. A student who leaves one has not answered.
 _PLACEHOLDER_RE = re.compile(
     r"^(?P<lead>\s*(?:[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*)?)"
     r"(?P<mark>raise\s+NotImplementedError(?:\(\s*\))?|\.\.\.)\s*(?P<rest>#.*)?$"
@@ -42,21 +44,22 @@ def find_blanks(source: str, cell: int = 0) -> list[Blank]:
     return [Blank(cell=cell, line=line, text=text) for line, text in _blank_lines(source)]
 
 
-# otter-grader's own lines in its skeletons: where otter is not installed they would only fail.
-TOOL_LINE = re.compile(
-    r"^(?P<indent>\s*)(import otter\b.*|from otter\b.*|grader\s*=\s*otter\..*|"
-    r"grader\.(check|check_all|export|to_pdf)\(.*\).*|otter\.\w+\(.*\).*)$"
-)
+@functools.lru_cache(maxsize=64)
+def inert_line(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One expression for a course's ``inert_lines``: a whole line, after its indentation, that matches one."""
+    return re.compile(r"^(?P<indent>\s*)(?:" + "|".join(f"(?:{p})" for p in patterns) + r")$")
 
 
-def without_tool_lines(source: str) -> str:
-    """The source with otter's own lines (``import otter``, ``grader.check("q1")``, ...) made ``pass``,
-    so a submission made on an otter skeleton runs the same without otter."""
-    if "otter" not in source and "grader." not in source:
+def without_inert_lines(source: str, patterns: tuple[str, ...]) -> str:
+    """The source with each line that matches one of ``patterns`` (``Assignment.inert_lines``: the
+    calls of a tool the course is graded without) made ``pass``, so a submission made on that tool's
+    notebook runs the same without it."""
+    if not patterns:
         return source
+    inert = inert_line(patterns)
     lines = source.splitlines(keepends=True)
     for i, line in enumerate(lines):
-        m = TOOL_LINE.match(line.rstrip("\r\n"))
+        m = inert.match(line.rstrip("\r\n"))
         if m:
             lines[i] = m.group("indent") + "pass" + line[len(line.rstrip("\r\n")) :]
     return "".join(lines)

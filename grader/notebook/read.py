@@ -121,8 +121,8 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
 
 def restore_locked(cells: list[Cell], given: list[Cell]) -> tuple[list[Cell], tuple[int, ...]]:
     """The cells as they run: each cell that has the id of a given cell tagged ``locked`` holds
-    that cell's source and tags again, as nbgrader puts its read-only cells back before grading;
-    with the positions of the cells that had been changed."""
+    that cell's source and tags again (read-only cells are put back before grading); with the
+    positions of the cells that had been changed."""
     locked = {c.cell_id: c for c in given if c.locked and c.cell_id}
     if not locked:
         return cells, ()

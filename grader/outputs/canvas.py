@@ -18,14 +18,10 @@ from pathlib import Path
 from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard, points_text
 from grader.outputs.roster import Matching, Roster, conflict
+from grader.outputs.spreadsheet import cell_text
 from grader.vocab import QuestionStatus
 
 HEADER = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _text(value: str) -> str:
-    return "'" + value if value.startswith(FORMULA_START) else value
 
 
 def pending(card: Scorecard) -> bool:
@@ -42,7 +38,9 @@ def canvas_csv(
     w.writerow([*HEADER, column])
     w.writerow(["Points Possible", "", "", "", "", points_text(points, rounding)])
     for i, s in enumerate(roster.students):
-        w.writerow([_text(s.name), s.lms_id, s.sis_user_id, s.sis_login_id, _text(s.section), placed.rows.get(i, "")])
+        w.writerow(
+            [cell_text(s.name), s.lms_id, s.sis_user_id, s.sis_login_id, cell_text(s.section), placed.rows.get(i, "")]
+        )
     return buf.getvalue(), placed
 
 

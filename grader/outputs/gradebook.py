@@ -15,14 +15,10 @@ from pathlib import Path
 
 from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard, points_text
+from grader.outputs.spreadsheet import cell_text
 from grader.vocab import QuestionStatus
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 PENDING = "pending"  # a question graded by a person, not graded yet: its cell, in place of points
-
-
-def _text(value: str) -> str:
-    return "'" + value if value.startswith(FORMULA_START) else value
 
 
 def gradebook_csv(cards: Iterable[Scorecard], *, rounding: int = 2) -> str:
@@ -38,15 +34,15 @@ def gradebook_csv(cards: Iterable[Scorecard], *, rounding: int = 2) -> str:
         rows.append(
             (
                 [
-                    _text(card.student),
-                    _text(card.submission),
+                    cell_text(card.student),
+                    cell_text(card.submission),
                     card.status,
                     points_text(card.score, rounding),
                     points_text(card.max_score, rounding),
                     points_text(card.percent, 1),
                 ],
                 scores,
-                [_text(card.reason), card.sha256],
+                [cell_text(card.reason), card.sha256],
             )
         )
     buf = io.StringIO()

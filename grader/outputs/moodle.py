@@ -17,8 +17,9 @@ from pathlib import Path
 
 from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard, points_text
-from grader.outputs.canvas import _text, pending
+from grader.outputs.canvas import pending
 from grader.outputs.roster import Matching, Roster, conflict
+from grader.outputs.spreadsheet import cell_text
 from grader.vocab import QuestionStatus
 
 
@@ -52,7 +53,7 @@ def moodle_csv(
         if i not in placed.rows or not key:
             continue
         grade, comments = placed.rows[i]
-        w.writerow([_text(key), grade, _text(comments)])
+        w.writerow([cell_text(key), grade, cell_text(comments)])
     return buf.getvalue(), placed
 
 

@@ -320,7 +320,7 @@ def answer(qid: str, key: str) -> Response:
         page = cells.render([], note="No answer to this question was found in the notebook.")
     else:
         page = cells.answer_page(s.path, q.answer.cells, q.answer.text)
-    return Response(page, headers={"Content-Security-Policy": cells.policy(page)}, mimetype="text/html")
+    return Response(page.html, headers={"Content-Security-Policy": page.policy}, mimetype="text/html")
 
 
 @bp.get("/reference/<qid>")
@@ -329,7 +329,7 @@ def reference(qid: str) -> Response:
     review.question(qid)
     found = served().solution.get(qid)
     page = cells.reference_page(review.assignment.solution, found.cells if found is not None else None)
-    return Response(page, headers={"Content-Security-Policy": cells.policy(page)}, mimetype="text/html")
+    return Response(page.html, headers={"Content-Security-Policy": page.policy}, mimetype="text/html")
 
 
 @bp.get("/api/state/<qid>/<path:key>")

@@ -17,6 +17,7 @@ import json
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,20 @@ def notebook_data(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and isinstance(data.get("cells"), list) else None
 
 
-def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> str:
+@dataclass(frozen=True)
+class Page:
+    """A page of cells as rendered, and whether it carries the bundled KaTeX (its markdown has math)."""
+
+    html: str
+    math: bool = False
+
+    @property
+    def policy(self) -> str:
+        """The Content-Security-Policy to serve it with: KaTeX's one script where it has math, none otherwise."""
+        return math_policy() if self.math else CSP
+
+
+def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> Page:
     """A standalone, script-free page of these notebook cells."""
     import nbformat
     from nbconvert import HTMLExporter
@@ -88,12 +102,13 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> str:
     top = f'<p class="review-note">{html.escape(note)}</p>' if note else ""
     math = any(c.cell_type == "markdown" and pages.has_math(str(c.source)) for c in cells)
     head_math, tail = (pages.math_head(), _math_tail()) if math else ("", "")
-    return (
+    return Page(
         f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{math_policy() if math else CSP}">{styles}'
         "<style>body{margin:0.4em 0.8em;font-family:system-ui,sans-serif}"
         f".jp-InputPrompt,.jp-OutputPrompt{{display:none}}.review-note{{color:#555;font-size:13px}}</style>{head_math}"
-        f"</head><body>{top}{body}{tail}</body></html>\n"
+        f"</head><body>{top}{body}{tail}</body></html>\n",
+        math,
     )
 
 
@@ -113,13 +128,8 @@ def math_policy() -> str:
     return CSP.replace("default-src 'none'; ", f"default-src 'none'; script-src {script}; ", 1)
 
 
-def policy(page: str) -> str:
-    """The Content-Security-Policy to serve ``page`` (from ``render``) with."""
-    return math_policy() if page.endswith(_math_tail() + "</body></html>\n") else CSP
-
-
 @functools.lru_cache(maxsize=256)
-def _answer_page(path: Path, mtime: int, cells: tuple[int, ...], fallback: str) -> str:
+def _answer_page(path: Path, mtime: int, cells: tuple[int, ...], fallback: str) -> Page:
     data = notebook_data(path)
     if data is None:
         return render(
@@ -133,7 +143,7 @@ def _answer_page(path: Path, mtime: int, cells: tuple[int, ...], fallback: str) 
     return render(picked)
 
 
-def answer_page(path: Path, cells: tuple[int, ...], fallback: str) -> str:
+def answer_page(path: Path, cells: tuple[int, ...], fallback: str) -> Page:
     """The student's answer cells, rendered (cached while the file is unchanged)."""
     try:
         mtime = Path(path).stat().st_mtime_ns
@@ -165,7 +175,7 @@ def question_cells(data: dict[str, Any], answer_start: int) -> list[dict[str, An
     return found
 
 
-def reference_page(solution: Path, answer: tuple[int, ...] | None) -> str:
+def reference_page(solution: Path, answer: tuple[int, ...] | None) -> Page:
     """The question's text and the instructor's reference answer, from the solution notebook."""
     try:
         mtime = Path(solution).stat().st_mtime_ns
@@ -175,7 +185,7 @@ def reference_page(solution: Path, answer: tuple[int, ...] | None) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _reference_page(solution: Path, mtime: int, answer: tuple[int, ...] | None) -> str:
+def _reference_page(solution: Path, mtime: int, answer: tuple[int, ...] | None) -> Page:
     data = notebook_data(solution)
     if data is None or not answer:
         return render([], note="The solution notebook is not here: no reference answer to show.")

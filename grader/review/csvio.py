@@ -18,18 +18,13 @@ from pathlib import Path
 from grader.errors import UsageError
 from grader.files import write_atomic
 from grader.judge.scorecard import Scorecard, points_text
+from grader.outputs.spreadsheet import cell_text, typed_text
 from grader.review.merge import with_grades
 from grader.review.store import GradeStore
 from grader.vocab import QuestionStatus
 
 COLUMNS = ("student", "question", "points", "comment")
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 BY_PERSON = (QuestionStatus.MANUAL, QuestionStatus.GRADED)
-
-
-def _text(value: str) -> str:
-    """A cell a spreadsheet would run as a formula, quoted (the text comes from students)."""
-    return "'" + value if value.startswith(FORMULA_START) else value
 
 
 def export_csv(store: GradeStore, path: Path) -> int:
@@ -46,7 +41,7 @@ def export_csv(store: GradeStore, path: Path) -> int:
             points = points_text(q.score) if q.status == QuestionStatus.GRADED else ""
             comment = q.person.comment if q.person is not None else ""
             answer = q.answer.text if q.answer is not None else ""
-            w.writerow([_text(s.id), q.id, points, _text(comment), points_text(q.max_score), _text(answer)])
+            w.writerow([cell_text(s.id), q.id, points, cell_text(comment), points_text(q.max_score), cell_text(answer)])
             n += 1
     write_atomic(Path(path), buf.getvalue())
     return n
@@ -110,7 +105,7 @@ def import_csv(store: GradeStore, path: Path, *, grader: str) -> int:
 def _plain(value: str | None) -> str:
     """A cell as typed, without the apostrophe the export puts before a formula-like text."""
     text = (value or "").strip()
-    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_START) else text
+    return typed_text(text)
 
 
 def _by_student(cards: dict[str, Scorecard]) -> dict[str, str]:

@@ -369,6 +369,8 @@ def _run_error(msg: dict[str, Any], tb: list[Any]) -> RunError:
         frames=tuple(str(t)[:300] for t in tb[:20]),
         name=str(msg.get("name", ""))[:100],
         source=str(msg.get("source", ""))[:300],
+        errno=msg["errno"] if type(msg.get("errno")) is int else 0,
+        filename=str(msg.get("filename", ""))[:300],
     )
 
 
@@ -413,6 +415,8 @@ def _handle_one(
             traceback=error.frames,
             name=error.name,
             source=error.source,
+            errno=error.errno,
+            filename=error.filename,
             duration=float(msg.get("duration", 0.0)) if isinstance(msg.get("duration"), (int, float)) else 0.0,
             output_bytes=total,
             output_truncated=total > job.limits.output_kb * 1024,

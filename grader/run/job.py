@@ -79,7 +79,7 @@ class Job:
     # compiled code with their output discarded (``fast_cells.run_trusted``). Sent only in a session
     # kept for the solution (``forking.session.Session``); a student's run is never trusted.
     trusted: bool = False
-    # otter's seeding of every code cell (``Assignment.seed_each_cell``), applied by the student process.
+    # The seeding of every code cell (``Assignment.seed_each_cell``), applied by the student process.
     cell_seed: CellSeed | None = None
 
     def to_wire(self, workdir: str, sandbox: dict[str, bool] | None = None) -> JobWire:
@@ -170,7 +170,7 @@ class JobWire(TypedDict):
     last: NotRequired[bool]  # the session's last run (``Job.last``)
     stay: NotRequired[bool]  # the run's process takes the session's next run (``Job.stay``)
     trusted: NotRequired[bool]  # the solution's run: compiled cells, output discarded (``Job.trusted``)
-    cell_seed: NotRequired[CellSeedWire | None]  # otter's seeding before every code cell (``Job.cell_seed``)
+    cell_seed: NotRequired[CellSeedWire | None]  # the seeding before every code cell (``Job.cell_seed``)
 
 
 class SessionSetup(TypedDict):
@@ -194,6 +194,8 @@ class ErrorWire(TypedDict):
     traceback: list[str]  # frames in the student's cells only
     name: str  # a NameError's undefined name (``NameError.name``), else ""
     source: str  # the code of the innermost frame in the student's cells, else ""
+    errno: int  # an OSError's ``errno``, else 0
+    filename: str  # an OSError's ``filename``, else ""
 
 
 class StartMessage(TypedDict):
@@ -220,6 +222,8 @@ class CellEndMessage(TypedDict, total=False):
     traceback: list[str]
     name: str
     source: str
+    errno: int
+    filename: str
 
 
 class CaptureMessage(TypedDict, total=False):
@@ -234,6 +238,8 @@ class CaptureMessage(TypedDict, total=False):
     traceback: list[str]
     name: str
     source: str
+    errno: int
+    filename: str
 
 
 class DoneMessage(TypedDict):
@@ -263,6 +269,8 @@ class RunError:
     frames: tuple[str, ...] = ()
     name: str = ""
     source: str = ""  # the code of the innermost frame, as the student wrote it
+    errno: int = 0  # an OSError's ``errno`` (``errno.EROFS``: a file that may not be written), else 0
+    filename: str = ""  # an OSError's ``filename``, else ""
 
     @property
     def where(self) -> str:
@@ -283,6 +291,8 @@ class CellRun:
     output_truncated: bool = False
     name: str = ""  # a NameError's undefined name
     source: str = ""  # the code of the innermost frame in the student's cells
+    errno: int = 0  # an OSError's ``errno``
+    filename: str = ""  # an OSError's ``filename``
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", CellStatus(self.status))
@@ -292,7 +302,7 @@ class CellRun:
         """The cell's exception as a record, when it raised one."""
         if not self.ename:
             return None
-        return RunError(self.ename, self.evalue, self.traceback, self.name, self.source)
+        return RunError(self.ename, self.evalue, self.traceback, self.name, self.source, self.errno, self.filename)
 
 
 @dataclass(frozen=True)

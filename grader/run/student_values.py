@@ -118,12 +118,16 @@ def describe_error(exc: BaseException, max_lines: int) -> ErrorWire:
         source = (text or "").strip()
         frames.append(f"line {exc.lineno}: {source}")
     name = getattr(exc, "name", None) if isinstance(exc, NameError) else None
+    errno = exc.errno if isinstance(exc, OSError) else None
+    filename = exc.filename if isinstance(exc, OSError) else None
     return {
         "ename": type(exc).__name__[:100],
         "evalue": _safe_str(exc),
         "traceback": frames[-max_lines:],
         "name": name[:100] if isinstance(name, str) else "",
         "source": source[:300] if frames else "",
+        "errno": errno if type(errno) is int else 0,
+        "filename": filename[:300] if isinstance(filename, str) else "",
     }
 
 
@@ -135,3 +139,5 @@ def add_error(message: CellEndMessage | CaptureMessage, exc: BaseException, max_
         message["name"] = error["name"]
     if error["source"]:
         message["source"] = error["source"]
+    if error["errno"]:
+        message["errno"], message["filename"] = error["errno"], error["filename"]

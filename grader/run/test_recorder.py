@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import builtins
 import sys
-import types
 from typing import Any
 
-from grader import capture
+from grader import capture, nose_tools
 from grader.errors import CaptureFailed
 from grader.names import CHECK_FILE, TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 from grader.seeding import seed_everything
@@ -189,62 +188,17 @@ def _assert(index: int, thunk: Any, message: Any) -> None:
         pass
 
 
-def _nose() -> None:
-    """nose's ``assert_*`` helpers, which many nbgrader courses import, where nose is not installed."""
-    try:
-        import nose.tools  # noqa: F401
-
-        return
-    except ImportError:
-        pass
-
-    def check(ok: Any, msg: Any = None) -> None:
-        if not ok:
-            raise AssertionError(msg or "")
-
-    def raises(exc: Any, func: Any = None, *args: Any, **kwargs: Any) -> Any:
-        class Ctx:
-            def __enter__(self) -> Ctx:
-                return self
-
-            def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
-                if kind is None:
-                    raise AssertionError(f"{getattr(exc, '__name__', exc)} was not raised")
-                return issubclass(kind, exc)
-
-        if func is None:
-            return Ctx()
-        with Ctx():
-            func(*args, **kwargs)
-        return None
-
-    tools = types.ModuleType("nose.tools")
-    tools.__dict__.update(
-        assert_equal=lambda a, b, msg=None: check(a == b, msg),
-        assert_equals=lambda a, b, msg=None: check(a == b, msg),
-        assert_not_equal=lambda a, b, msg=None: check(a != b, msg),
-        assert_true=check,
-        assert_false=lambda a, msg=None: check(not a, msg),
-        ok_=check,
-        eq_=lambda a, b, msg=None: check(a == b, msg),
-        assert_almost_equal=lambda a, b, places=7, msg=None, delta=None: check(
-            abs(a - b) <= delta if delta is not None else round(abs(a - b), places) == 0, msg
-        ),
-        assert_raises=raises,
-        assert_in=lambda a, b, msg=None: check(a in b, msg),
-        assert_not_in=lambda a, b, msg=None: check(a not in b, msg),
-        assert_is_none=lambda a, msg=None: check(a is None, msg),
-        assert_is_instance=lambda a, t, msg=None: check(isinstance(a, t), msg),
-    )
-    nose = types.ModuleType("nose")
-    nose.__dict__["tools"] = tools
-    sys.modules["nose"], sys.modules["nose.tools"] = nose, tools
+def _not_described(value: Any) -> str:
+    """How a helper's failure describes the student's value here: not at all (the grader judges the
+    test again and words it; here only whether the helper raised matters), so no code of the
+    student's runs for it."""
+    return "a value"
 
 
 def record_test(source: str, ns: dict[str, Any], seed: int, budget: list[int]) -> dict[str, Any]:
-    """Run the rewritten test in the notebook's namespace (as nbgrader runs a test cell), then put
-    the namespace back as it was; the records, encoded, end with how the run ended."""
-    _nose()
+    """Run the rewritten test in the notebook's namespace (as a test cell runs there), then put the
+    namespace back as it was; the records, encoded, end with how the run ended."""
+    nose_tools.install(_not_described)
     recorder = Recorder(budget)
     saved = dict(ns)
     ns.update(
@@ -268,7 +222,7 @@ def record_test(source: str, ns: dict[str, Any], seed: int, budget: list[int]) -
         written, sys.stderr = getattr(sys.stderr, "first", ""), stderr
         ns.clear()
         ns.update(saved)
-    if written:  # nbgrader scores a test cell that shows anything on stderr 0 (``utils.determine_grade``)
+    if written:  # for a check with ``stderr_fails``: what the test showed on stderr fails it
         recorder.records.append({"t": "tuple", "items": [_str("stderr"), _str(""), _str(written)]})
     recorder.records.append({"t": "tuple", "items": [_str("stop"), _str(""), _str(ended[0]), _str(ended[1])]})
     return {"t": "list", "items": recorder.records}

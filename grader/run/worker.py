@@ -215,7 +215,7 @@ class Runner:
         self.send({"ev": "done"})
 
     def seed_cell(self, source: str) -> None:
-        """otter's seeding before a code cell (not a ``%%`` cell magic), as its grading adds it."""
+        """The course's seeding before a code cell (``seed_each_cell``; not before a ``%%`` cell magic)."""
         seed = self.job.get("cell_seed")
         if not seed or source.startswith("%%"):
             return

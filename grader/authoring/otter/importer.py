@@ -16,6 +16,11 @@ unless the question is ``all_or_nothing``. In code, ``# BEGIN SOLUTION NO PROMPT
 ordinary solution block, prompts are dropped (the skeleton gets a blank ``?``), ``# SEED`` lines
 are kept for everyone (so results stay reproducible), ``# IGNORE`` lines are dropped, and otter's
 own lines (``import otter``, ``grader.check(...)``, ``grader.export()``) are removed.
+
+otter's rules are lowered to generic settings of config.yaml: its seeding of every cell
+(``seed_each_cell``), its own lines in a student's notebook run as ``pass`` (``inert_lines``), a
+test over the notebook's own names (``notebook_names``), its messages (``success_message``,
+``failure_message``) and its points (each test its share of its question's, or all or nothing).
 """
 
 from __future__ import annotations
@@ -30,12 +35,13 @@ import nbformat
 import numpy as np
 import yaml
 
-from grader.authoring import otter_exception, otter_ok
 from grader.authoring.importing import Imported, answer, clean_id, normalise
+from grader.authoring.otter import exception as otter_exception
+from grader.authoring.otter import ok as otter_ok
 from grader.course import testcode
 from grader.course.testcode import BUILTINS
 from grader.errors import UsageError
-from grader.notebook.blanks import TOOL_LINE
+from grader.notebook.blanks import inert_line
 
 RAW = re.compile(
     r"^\s*#\s*(ASSIGNMENT CONFIG|BEGIN QUESTION|END QUESTION|BEGIN TESTS|END TESTS|BEGIN SOLUTION|"
@@ -48,6 +54,18 @@ NO_PROMPT = re.compile(r"^(\s*)#\s*BEGIN SOLUTION NO PROMPT\s*$")
 CODE_PROMPT_BEGIN = re.compile(r'^\s*(?:"""|\'\'\')\s*#\s*BEGIN PROMPT\s*$')
 CODE_PROMPT_END = re.compile(r'^\s*(?:"""|\'\'\')\s*;?\s*#\s*END PROMPT\s*$')
 SEED = re.compile(r"\s*#\s*SEED\s*$")
+# otter's own lines in the notebooks it releases (``import otter``, ``grader = otter.Notebook()``,
+# ``grader.check("q1")``, ...): where otter is not installed they would only fail. The import drops
+# them from the solution and writes them as the assignment's ``inert_lines``, so a submission made
+# on otter's notebook runs them as ``pass``.
+INERT_LINES = (
+    r"import otter\b.*",
+    r"from otter\b.*",
+    r"grader\s*=\s*otter\..*",
+    r"grader\.(check|check_all|export|to_pdf)\(.*\).*",
+    r"otter\.\w+\(.*\).*",
+)
+OTTER_LINE = inert_line(INERT_LINES)
 IGNORE = re.compile(r"#\s*IGNORE\s*$")
 
 
@@ -61,7 +79,7 @@ def _raw_marker(cell: Any) -> tuple[str, str] | None:
 
 def is_otter_line(line: str) -> bool:
     """One of otter's own lines in a student's notebook, which this grader does without."""
-    return bool(TOOL_LINE.match(line))
+    return bool(OTTER_LINE.match(line))
 
 
 def solution_code(source: str) -> str:
@@ -405,6 +423,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             mine = sorted(shadowed & testcode.student_reads(check["test"]))
             if mine:  # otter runs a test over the notebook's names: its ``sum`` is the notebook's
                 check["notebook_names"] = mine
+    item.settings["inert_lines"] = list(INERT_LINES)
     seeding = cell_seed(assignment_config)
     if seeding is not None:
         item.settings["seed_each_cell"] = seeding

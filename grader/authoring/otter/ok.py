@@ -1,12 +1,12 @@
 """Otter's test files (``tests/q1.py`` beside the notebook), as ``test`` checks: OK-format files
-here, exception-based ones through ``grader.authoring.otter_exception``.
+here, exception-based ones through ``grader.authoring.otter.exception``.
 
 A file holds ``test = {"name": ..., "points": ..., "suites": [{"cases": [...], "setup": ...,
 "teardown": ..., "type": "doctest"}]}``; it is read with ``ast.literal_eval``, never run. Each case
 is a doctest (``>>> square(1)`` then ``1``) with ``hidden``, ``points``, ``success_message`` and
 ``failure_message`` (a case is hidden unless it says otherwise, as otter reads it). A case becomes
 one ``test`` check: its statements, and for each example with an expected output the assert
-``otter_import.expected_assert`` makes of it; its messages become the check's ``success_message``
+``importer.expected_assert`` makes of it; its messages become the check's ``success_message``
 and ``failure_message``. The file's points are shared among its cases as otter shares them (a
 case's own ``points`` first), each case earning its share unless the file is ``all_or_nothing``.
 """
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from grader.authoring import otter_exception
 from grader.authoring.importing import Imported, clean_id
+from grader.authoring.otter import exception as otter_exception
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -38,7 +38,7 @@ def _read(path: Path) -> dict[str, Any] | None:
     return None
 
 
-Expected = Callable[[str, str], tuple[str, str | None]]  # ``otter_import.expected_assert``
+Expected = Callable[[str, str], tuple[str, str | None]]  # ``importer.expected_assert``
 
 
 def case_source(code: str, failure: str | None, expected_assert: Expected) -> tuple[str, str | None]:

@@ -18,32 +18,36 @@ nbgrader keeps what a cell is in its metadata (``nbgrader``: ``solution``, ``gra
 Every notebook of an assignment becomes an assignment of its own (``NAME`` for one notebook,
 ``NAME_NOTEBOOK`` for several); ``header.ipynb`` beside the assignments is put at the top of each.
 
-nbgrader's own rules come along: read-only and test cells are tagged ``locked`` (grading runs them
-as released); a test check fails when the test writes to stderr (``stderr_fails``); an answer left
-as released scores 0 (``unchanged_scores_zero``); a solution cell without markers is blanked whole;
+nbgrader's own rules come along, lowered to generic settings of config.yaml: read-only and test
+cells are tagged ``locked`` (grading runs them as released); a test check fails when the test writes
+to stderr (``stderr_fails``); an answer left as released scores 0 (``unchanged_scores_zero``), nbgrader's
+stub counting as released (``blank_released_as``); a solution cell without markers is blanked whole;
 a test gets what earlier test cells defined (``with_helpers``); ``### AUTOTEST`` lines are expanded
-first (``grader.authoring.nbgrader_autotest``). The source notebook runs once in the sandbox
+first (``grader.authoring.nbgrader.autotest``). The source notebook runs once in the sandbox
 (``shows_an_error``) to find the cells that raise on purpose and the released files it writes.
 """
 
 from __future__ import annotations
 
 import ast
+import errno
 import re
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
-from grader.authoring import nbgrader_autotest as autotest
 from grader.authoring.assign import BEGIN, LOCKED_TAG
 from grader.authoring.importing import Imported, answer, clean_id, normalise
+from grader.authoring.nbgrader import autotest
 from grader.course import testcode
 from grader.course.model import Limits
 from grader.errors import UsageError
 from grader.run.job import Job, JobCell
 from grader.vocab import CellStatus
 
+# What nbgrader releases in place of a solution (its ``ClearSolutions.code_stub`` for Python).
+CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 HIDDEN_BEGIN = re.compile(r"^\s*#+\s*BEGIN HIDDEN TESTS\s*$")
 HIDDEN_END = re.compile(r"^\s*#+\s*END HIDDEN TESTS\s*$")
 SKIP_TAG = "skip-grading"
@@ -204,9 +208,6 @@ def _files(path: Path, data: list[Path]) -> tuple[tuple[Path, str], ...]:
     return tuple((p, p.relative_to(path.parent).as_posix()) for p in data)
 
 
-_READ_ONLY = re.compile(r"\[Errno 30\] Read-only file system: '(.+)'")
-
-
 def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict[int, str], list[Path]]:
     """The given cells (neither an answer nor a test) that raise when the source notebook runs, by
     position, with the error: a notebook that shows an error on purpose (``a`` before ``a = 1``).
@@ -228,12 +229,12 @@ def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict
         )
         runs = default_executor().run(job).cells
         names = {p.relative_to(path.parent).as_posix(): p for p in given}
+        # A released file cannot be written over (it is given read-only): the cell that tries says
+        # which, by the OSError's own errno and file name.
         more = [
-            names[m.group(1).removeprefix("./")]
+            names[r.filename.removeprefix("./")]
             for r in runs
-            if r.status == CellStatus.ERROR
-            and (m := _READ_ONLY.search(r.evalue))
-            and m.group(1).removeprefix("./") in names
+            if r.status == CellStatus.ERROR and r.errno == errno.EROFS and r.filename.removeprefix("./") in names
         ]
         if not more:
             break
@@ -324,6 +325,9 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
         kept.append(cell)
     nb.cells = kept
     normalise(nb)
+    if any(q.get("unchanged_scores_zero") for q in item.questions):
+        # Students who got nbgrader's release have its stub where the skeleton has a blank.
+        item.settings["blank_released_as"] = CODE_STUB
     if not item.questions:
         item.notes.append(f"{path.name}: no graded cells (no nbgrader 'grade' metadata); nothing to grade")
     return item

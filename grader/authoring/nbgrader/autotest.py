@@ -36,6 +36,7 @@ import yaml
 from grader import notebook
 from grader.course.model import Limits
 from grader.errors import UsageError
+from grader.names import autotest_id
 from grader.run.job import CaptureSpec, Job, JobCell, RunResult
 from grader.vocab import CaptureKind
 
@@ -48,6 +49,9 @@ PYTHON_KERNELS = ("python", "python3")
 PRETTY = "__import__('IPython').lib.pretty.pretty({expr})"
 
 Run = Callable[[Job], RunResult]
+# Where a value is read: (cell, line, snippet) for a snippet's type, with the template's index for
+# a template's value.
+Key = tuple[int, int, int] | tuple[int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -131,14 +135,17 @@ class _Plan:
 
     cells: list[JobCell] = field(default_factory=list)
     captures: list[CaptureSpec] = field(default_factory=list)
-    pending: list[str] = field(default_factory=list)
+    keys: dict[str, Key] = field(default_factory=dict)  # capture id -> where its value is read
 
     def code(self, text: str) -> None:
         if text.strip():
             self.cells.append(JobCell(index=len(self.cells) + 1, source=text))
 
-    def read(self, key: str, expr: str) -> None:
-        self.captures.append(CaptureSpec(key, CaptureKind.EXPR, PRETTY.format(expr=expr), len(self.cells)))
+    def read(self, key: Key, expr: str) -> None:
+        template = key[3] if len(key) == 4 else None
+        capture = autotest_id("type" if template is None else "value", key[0], key[1], key[2], template)
+        self.keys[capture] = key
+        self.captures.append(CaptureSpec(capture, CaptureKind.EXPR, PRETTY.format(expr=expr), len(self.cells)))
 
     def job(self, files: tuple[tuple[Path, str], ...]) -> Job:
         return Job(
@@ -160,10 +167,10 @@ def preload(sources: Iterable[str]) -> tuple[str, ...]:
 def _walk(
     sources: list[str | None],
     templates: Templates,
-    types: dict[str, str] | None,
+    types: dict[Key, str] | None,
     plan: _Plan,
     emit: Callable[[int, list[str]], None] | None = None,
-    texts: dict[str, str] | None = None,
+    texts: dict[Key, str] | None = None,
 ) -> None:
     """Go through the notebook as nbgrader's preprocessor does. Without ``types``, read each
     snippet's type; with them, read the templates' values (and, with ``texts``, write the cells)."""
@@ -192,22 +199,22 @@ def _walk(
             if hashed and templates.hash is None:
                 raise UsageError(f"cell {index + 1}: a HASHED AUTOTEST line, but autotests.yml has no 'hash' template")
             for s, snippet in enumerate(snippets(line)):
-                key = f"{index}.{n}.{s}"
+                key = (index, n, s)
                 if hashed:
                     salt += 1
-                plan.read(f"type/{key}", _render(templates.dispatch, snippet=snippet))
+                plan.read(key, _render(templates.dispatch, snippet=snippet))
                 if types is None:
                     continue
-                for t, (test, fail) in enumerate(templates.tests_for(type_name(types[f"type/{key}"]))):
+                for t, (test, fail) in enumerate(templates.tests_for(type_name(types[key]))):
                     code = _render(templates.normalize, snippet=test)
                     if hashed:
                         code = _render(str(templates.hash), snippet=code, salt=hex(salt)[2:])
                     code = _render(code, snippet=snippet)
-                    plan.read(f"value/{key}/{t}", code)
+                    plan.read((index, n, s, t), code)
                     if texts is not None:
                         message = _render(fail, snippet=snippet).replace('"', '\\"')
                         lines.append(
-                            _render(templates.check, snippet=code, value=texts[f"value/{key}/{t}"], message=message)
+                            _render(templates.check, snippet=code, value=texts[(index, n, s, t)], message=message)
                         )
                 lines.append("")
         if templates.success is not None:
@@ -218,15 +225,16 @@ def _walk(
             emit(index, lines)
 
 
-def _texts(result: RunResult, plan: _Plan) -> dict[str, str]:
+def _texts(result: RunResult, plan: _Plan) -> dict[Key, str]:
     from grader.capture import to_python
 
-    out: dict[str, str] = {}
+    out: dict[Key, str] = {}
     for spec in plan.captures:
+        key = plan.keys[spec.id]
         got = result.captures.get(spec.id)
         value = to_python(got.value) if got is not None and got.value is not None else None
         if not isinstance(value, str):
-            cell = int(spec.id.split("/")[1].split(".")[0]) + 1
+            cell = key[0] + 1
             why = (
                 f"{got.error.ename}: {got.error.evalue}"
                 if got is not None and got.error is not None
@@ -237,7 +245,7 @@ def _texts(result: RunResult, plan: _Plan) -> dict[str, str]:
                 f"`{spec.target.removeprefix(PRETTY.split('{')[0])[:-1]}` ({why}); "
                 "nbgrader would stop here too"
             )
-        out[spec.id] = sanitize(value)
+        out[key] = sanitize(value)
     return out
 
 
