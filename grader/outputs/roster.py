@@ -3,7 +3,7 @@
 A CSV file with a header and any of these columns (one row per student)::
 
     submission    the submission's id (``grader.batch.intake``: ``alice`` for class/alice.ipynb,
-                  class/alice/<any>.ipynb or nbgrader's submitted/alice/), or its student id
+                  class/alice/<any>.ipynb or an exchange layout's submitted/alice/), or its student id
     name          the student's name as the LMS shows it
     email         their e-mail address
     github        their GitHub login (GitHub Classroom's submissions are named by it)
@@ -14,7 +14,7 @@ A CSV file with a header and any of these columns (one row per student)::
 
 A submission is matched by a declared identity only: its id (``Scorecard.id``) against the
 ``submission`` column, and the student id intake found (``Scorecard.student``: the student's folder,
-nbgrader's student, or the notebook's name in a folder of notebooks) against ``submission``,
+an exchange layout's student, or the notebook's name in a folder of notebooks) against ``submission``,
 ``github``, ``email`` and ``sis_login_id``, letters compared without case. Never by the name of a
 notebook inside a student's folder: alice's folder holding ``bob.ipynb`` is alice's. A submission
 that matches two rows, or a row that two submissions match, is a conflict: nothing is written for
