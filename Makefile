@@ -2,19 +2,22 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# What grading needs (make setup, make demo), and what only make test needs besides (make test-setup)
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.test-installed
 TORCH := torch==2.13.0
 # PyPI's Linux torch is the CUDA build (several GB); this index has the CPU build, 2.13.0+cpu, which
 # pip prefers to PyPI's 2.13.0 for the same pin. Used only when it answers within a few seconds, so a
 # machine that reaches PyPI alone (a mirror, a CPU wheel of its own) installs as before, without
 # waiting on retries.
 TORCH_INDEX := https://download.pytorch.org/whl/cpu
-# Docker's default seccomp profile (make setup puts it there; tests/docker_seccomp.py reads it)
+# Docker's default seccomp profile (make test-setup puts it there; tests/docker_seccomp.py reads it)
 DOCKER_SECCOMP := /usr/local/share/grader-tests/docker-default-seccomp.json
 
-.PHONY: setup demo test bench bench-long bench-cluster clean python-version torch-index-args
+.PHONY: setup test-setup demo test bench bench-long bench-cluster clean python-version torch-index-args
 
 setup: $(STAMP)
+test-setup: $(TEST_STAMP)
 
 # The first thing any target that installs does: a one-line message in a second, not a failed
 # install after a minute.
@@ -37,15 +40,25 @@ $(STAMP): pyproject.toml
 	  [ -n "$$args" ] || echo "# $(TORCH_INDEX) does not answer: torch from the configured index"; \
 	  echo "$(BIN)/pip install --quiet $(TORCH) $$args"; \
 	  $(BIN)/pip install --quiet $(TORCH) $$args
+	$(BIN)/pip install --quiet -e '.[instructor]'
+	# libseccomp2 is what the student process's seccomp filter loads when grading (Debian and Ubuntu
+	# usually have it already). Installed where the build runs as root and it is missing.
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! ldconfig -p | grep -q libseccomp.so.2; then \
+		{ timeout 120 apt-get update -qq && timeout 600 apt-get install -y -qq libseccomp2; } >/dev/null || true; fi
+	touch $(STAMP)
+
+# What only the test suite needs, on top of grading's: the dev extra (ruff, mypy, the consumers'
+# validators, selenium, ...) and, where the build runs as root, the system's parts of the settings
+# the tests grade in. capsh runs the hostile suite with Docker's default capabilities
+# (tests/test_settings.py); Debian's python3.11 (with venv) is a Python an ordinary user can run, for
+# the settings that grade as one; Chromium and chromedriver drive the review page
+# (tests/test_review.py). Each test that needs one of them is skipped, with the reason, where it is
+# missing. One `apt-get update` for all of them.
+$(TEST_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/pip install --quiet -e '.[instructor,dev]'
-	# capsh runs the hostile suite with Docker's default capabilities (tests/test_settings.py);
-	# libseccomp2 is what the seccomp filter loads; Debian's python3.11 (with venv) is a Python an
-	# ordinary user can run, for the settings that grade as one; Chromium and chromedriver drive the
-	# review page in tests/test_review_browser.py (skipped, with the reason, where there is none).
-	# Installed where the build runs as root, with one `apt-get update` for all of them.
-	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v capsh && ldconfig -p | grep -q libseccomp.so.2 \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v capsh \
 	    && /usr/bin/python3.11 -c 'import ensurepip, venv' && command -v chromedriver; } >/dev/null 2>&1; then \
-		{ timeout 120 apt-get update -qq && timeout 600 apt-get install -y -qq libcap2-bin libseccomp2 python3.11 python3.11-venv \
+		{ timeout 120 apt-get update -qq && timeout 600 apt-get install -y -qq libcap2-bin python3.11 python3.11-venv \
 		    chromium chromium-driver; } >/dev/null || true; fi
 	# Docker's default seccomp profile, for the setting of tests/test_settings.py that grades under it:
 	# the one JSON file of Debian's package of Docker's sources, taken without installing the package.
@@ -53,12 +66,12 @@ $(STAMP): pyproject.toml
 		d=$$(mktemp -d) && mkdir -p $$(dirname $(DOCKER_SECCOMP)) && (cd $$d && timeout 120 apt-get download -qq golang-github-docker-docker-dev) >/dev/null 2>&1 \
 		&& dpkg-deb --fsys-tarfile $$d/*.deb | tar -xO --wildcards '*/docker/docker/profiles/seccomp/default.json' > $$d/p.json \
 		&& mv $$d/p.json $(DOCKER_SECCOMP); rm -rf $$d; fi
-	touch $(STAMP)
+	touch $(TEST_STAMP)
 
 demo: setup
 	$(BIN)/grader grade examples/attention_numpy --assignment attention_numpy --out demo-out
 
-test: setup
+test: test-setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	# Two workers: the suite waits on sandboxes, kernels and sleeps as much as it computes. mypy
@@ -78,6 +91,7 @@ bench: setup
 	$(BIN)/python benchmarks/bench_grading.py -n 200 --jobs 2
 
 bench-cluster: setup
+	$(BIN)/pip install --quiet -e '.[instructor,cluster]'
 	$(BIN)/python benchmarks/bench_cluster.py -n 80 --workers 1,2,4
 
 # 10,000 submissions in one batch: memory and descriptors sampled every tenth

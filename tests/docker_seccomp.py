@@ -11,7 +11,7 @@ the command under it. As Docker does, without no_new_privs (this process is root
 ``CAP_SYS_ADMIN``, when it loads the filter), and a rule naming a system call this libseccomp or
 architecture does not know is left out.
 
-The profile itself is not in this repository: ``make setup`` takes Docker's own (Debian's package
+The profile itself is not in this repository: ``make test-setup`` takes Docker's own (Debian's package
 of Docker, ``golang-github-docker-docker-dev``: its ``profiles/seccomp/default.json`` alone,
 without installing the package) to ``PROFILE`` below.
 """
@@ -24,7 +24,7 @@ import os
 import platform
 import sys
 
-PROFILE = "/usr/local/share/grader-tests/docker-default-seccomp.json"  # where `make setup` puts it
+PROFILE = "/usr/local/share/grader-tests/docker-default-seccomp.json"  # where `make test-setup` puts it
 # Docker's default capabilities (moby's defaults), as the profile's conditions name them.
 DOCKER_CAPS = frozenset(
     {

@@ -6,7 +6,11 @@ the development machine. Then a copy is made in a folder every user may search: 
 the file system allows them (a fraction of a second, nothing written twice), plain copies where it
 does not. The packages are this checkout's virtual environment's, less torch and CUDA's libraries
 (no test that runs as another uid imports them) and less the editable install's path hooks, which
-point back into the checkout."""
+point back into the checkout.
+
+The compiled bytecode (``__pycache__``) comes along: the other uid cannot write it, so without it
+every Python that uid starts compiles IPython, NumPy's Python half and the grader again (about 4 s
+of CPU for tests/test_settings.py, measured)."""
 
 from __future__ import annotations
 
@@ -24,7 +28,6 @@ from grader.run.sandbox.probe import usable_by_another_user
 NOT_COPIED = (
     ".git",
     ".venv",
-    "__pycache__",
     "*.egg-info",
     "build",
     "dist",
@@ -68,7 +71,7 @@ def _copy(src: Path, dst: Path, ignore: object) -> Path:
 
 def _site_ignore(top: Path) -> object:
     def ignore(folder: str, names: Iterable[str]) -> set[str]:
-        out = {n for n in names if n == "__pycache__"}
+        out: set[str] = set()
         if Path(folder) == top:
             out |= {
                 n

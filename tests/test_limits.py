@@ -23,7 +23,7 @@ from grader.run.sandbox import disk, probe
 from grader.run.sandbox.probe import Features
 from grader.testing import fill, write
 
-DEBIAN_PYTHON = "/usr/bin/python3.11"  # `make setup` installs it where it runs as root
+DEBIAN_PYTHON = "/usr/bin/python3.11"  # `make test-setup` installs it where it runs as root
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def venv():
     """A virtual environment as Gradescope's setup.sh or a CI step makes one: pyvenv.cfg 0644, in
     a folder every user may search."""
     if not os.path.exists(DEBIAN_PYTHON):
-        pytest.skip(f"{DEBIAN_PYTHON} is missing: `make setup` installs Debian's python3.11 where it runs as root")
+        pytest.skip(f"{DEBIAN_PYTHON} is missing: `make test-setup` installs Debian's python3.11 where it runs as root")
     base = Path(tempfile.mkdtemp(prefix="grader-venv-", dir="/var/tmp"))  # /tmp may be closed to others
     base.chmod(0o755)
     subprocess.run([DEBIAN_PYTHON, "-m", "venv", "--without-pip", str(base / "venv")], check=True, timeout=60)

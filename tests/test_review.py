@@ -573,7 +573,7 @@ def _browser_missing() -> str:
     if CHROMIUM is None:
         return "no Chromium here (apt-get install chromium)"
     if CHROMEDRIVER is None:
-        return "no chromedriver here (apt-get install chromium-driver; `make setup` does it as root)"
+        return "no chromedriver here (apt-get install chromium-driver; `make test-setup` does it as root)"
     return ""
 
 

@@ -3,6 +3,7 @@ reference value."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import json
@@ -151,9 +152,10 @@ def test_check_inside_a_running_notebook(student_dir):
     nb.cells.append(nbformat.v4.new_code_cell("np.random.seed(0)\nfrom grader import check\ncheck('qkv')"))
     nb.cells.append(nbformat.v4.new_code_cell("check('softmax')\ncheck('nope')\nprint(np.random.rand())"))
     folder = student_dir / "assignments/attention_numpy"
-    NotebookClient(
+    client = NotebookClient(
         nb, timeout=60, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(folder)}}
-    ).execute()
+    )
+    asyncio.run(client.async_execute())  # an event loop of its own, closed at the end (execute() leaves one open)
     out = [
         "".join(o.get("text", "") for o in c.outputs if o.output_type == "stream" and o.name == "stdout")
         for c in nb.cells[-2:]

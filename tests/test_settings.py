@@ -55,7 +55,7 @@ DOCKER_CAPS = {
     "cap_kill",
     "cap_audit_write",
 }
-DEBIAN_PYTHON = "/usr/bin/python3.11"  # `make setup` installs it where it runs as root
+DEBIAN_PYTHON = "/usr/bin/python3.11"  # `make test-setup` installs it where it runs as root
 # The part of the hostile suite each setting runs: one case of each kind of threat.
 ROW = [
     "tests/test_sandbox.py::test_scorecard_names_the_protections_the_run_had",
@@ -105,7 +105,7 @@ def user_python(place, checkout) -> Path:
     their copy where another user cannot read them), so making it downloads nothing and takes a
     second or two; torch is never imported."""
     if not os.path.exists(DEBIAN_PYTHON):
-        pytest.skip(f"{DEBIAN_PYTHON} is missing: `make setup` installs Debian's python3.11 where it runs as root")
+        pytest.skip(f"{DEBIAN_PYTHON} is missing: `make test-setup` installs Debian's python3.11 where it runs as root")
     packages = str(readable.site_packages(place))
     venv = place / "python"
     subprocess.run([DEBIAN_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
@@ -147,9 +147,9 @@ def docker_prefix(python: Path, root: Path, profile: bool) -> list[str]:
     if os.geteuid() != 0:
         raise Skip("only root can drop to Docker's capability set")
     if shutil.which("capsh") is None:
-        raise Skip("capsh is missing: `make setup` installs libcap2-bin where it runs as root")
+        raise Skip("capsh is missing: `make test-setup` installs libcap2-bin where it runs as root")
     if profile and not os.path.exists(docker_seccomp.PROFILE):
-        raise Skip(f"{docker_seccomp.PROFILE} is missing: `make setup` takes it from Debian's package of Docker")
+        raise Skip(f"{docker_seccomp.PROFILE} is missing: `make test-setup` takes it from Debian's package of Docker")
     found = subprocess.run(["capsh", "--print"], capture_output=True, text=True, check=True).stdout
     bounding = next(line for line in found.splitlines() if line.startswith("Bounding set ="))
     caps = bounding.split("=", 1)[1].strip().split(",")

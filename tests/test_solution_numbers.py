@@ -12,6 +12,7 @@ here.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib.util
 import json
@@ -86,7 +87,10 @@ def run(name: str, captures: tuple, snapshots: tuple = ()) -> tuple[dict, str]:
     lines.append(f"print({MARK!r} + _json.dumps(_CAPTURED))")
     out.append(_code_cell("\n".join(lines)))
     nb.cells = out
-    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    client = NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    # Its own event loop, closed at the end: ``execute()`` would leave one open in this thread of the
+    # pool, collected later in the middle of whichever test runs then (a ResourceWarning there).
+    asyncio.run(client.async_execute())
 
     text_parts, captured = [], None
     for cell in nb.cells:
