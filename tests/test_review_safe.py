@@ -311,3 +311,40 @@ def test_a_missing_database_is_said_and_its_grades_rebuilt_from_the_scorecards(g
     assert bob["status"] == "graded" and bob["score"] == 1 and bob["graded_by"]["comment"] == "Short."
     book = {r["student"]: r for r in csv.DictReader(io.StringIO((run / "gradebook.csv").read_text()))}
     assert (book["ada"]["explain"], book["bob"]["weights"], book["cy"]["explain"]) == ("2", "1", "pending")
+
+
+# --------------------------------------------------------------------------------------------
+# Files: the grader's own
+
+
+def test_every_file_the_grader_writes_is_closed_to_other_users_the_database_included(graded, tmp_path):
+    out = tmp_path / "made" / "by" / "grader"
+    proc = subprocess.run(
+        [sys.executable, "-m", "grader.cli", "grade", "subs", "--out", str(out), "--formats", "yaml,md,html,gradebook"],
+        cwd=graded,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.umask(0o022),  # a usual umask: it would leave files readable by all
+    )
+    assert proc.returncode == 0, proc.stderr
+    for folder in (tmp_path / "made", tmp_path / "made" / "by", out):
+        assert oct(folder.stat().st_mode & 0o777) == oct(0o750), folder
+    written = sorted(out.iterdir())
+    assert {p.name for p in written} >= {"grades.sqlite", "ada.yaml", "ada.html", "gradebook.csv"}
+    for path in written:
+        assert oct(path.stat().st_mode & 0o777) == oct(0o640), path
+    # While the database is open its WAL and shared-memory files exist: they are 0640 too.
+    con = sqlite3.connect(out / "grades.sqlite")
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("INSERT INTO meta VALUES ('probe', '1')")
+        for suffix in ("-wal", "-shm"):
+            companion = out / f"grades.sqlite{suffix}"
+            assert companion.exists() and oct(companion.stat().st_mode & 0o777) == oct(0o640), suffix
+        con.rollback()
+    finally:
+        con.close()
+    # A database made readable by all (by an older grader) is closed when it is opened again.
+    os.chmod(out / "grades.sqlite", 0o644)
+    GradeStore.in_folder(out)
+    assert oct((out / "grades.sqlite").stat().st_mode & 0o777) == oct(0o640)

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from grader import files
 from grader.errors import DocumentError, StaleEdit, UsageError
 from grader.judge import document
 from grader.judge.scorecard import Scorecard
@@ -157,7 +158,9 @@ class GradeStore:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Made 0640 before SQLite opens it, so its -wal and -shm files (SQLite gives them the
+        # database's mode) are closed to other users too.
+        files.private_file(self.path)
         try:
             with self._db() as db:
                 db.execute("PRAGMA journal_mode=WAL")
