@@ -348,3 +348,94 @@ def test_every_file_the_grader_writes_is_closed_to_other_users_the_database_incl
     os.chmod(out / "grades.sqlite", 0o644)
     GradeStore.in_folder(out)
     assert oct((out / "grades.sqlite").stat().st_mode & 0o777) == oct(0o640)
+
+
+# --------------------------------------------------------------------------------------------
+# The answer, always
+
+
+def text_of(driver) -> str:
+    from selenium.webdriver.common.by import By
+
+    return str(driver.find_element(By.TAG_NAME, "body").text)
+
+
+def restructured(skeleton: Path, out: Path) -> Path:
+    """dee's notebook: the question's text and its answer cell deleted, the answer written at the end
+    under a heading of dee's own, which names no question."""
+    import nbformat
+
+    nb = nbformat.read(str(skeleton), as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "why the mean is 2" in c.source)
+    del nb.cells[at : at + 2]
+    nb.cells += [
+        nbformat.v4.new_markdown_cell("## My own notes"),
+        nbformat.v4.new_markdown_cell("The values 0, 1, 2, 3, 4 sit **symmetrically** around 2, so the mean is 2."),
+    ]
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "m = ?" in cell.source:
+            cell.source = cell.source.replace("m = ?", "m = x.mean()")
+    nbformat.write(nb, str(out))
+    return out
+
+
+@BROWSER
+def test_an_answer_no_cell_was_found_for_is_read_in_the_whole_notebook_and_its_cells_picked(graded, run, tmp_path):
+    from selenium.webdriver.common.by import By
+    from test_review import Page
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    restructured(graded / "assignments/rv/rv.ipynb", subs / "dee.ipynb")
+    proc = grader("grade", str(subs), "--out", str(run), "--formats", "yaml,md,html,gradebook", cwd=graded)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    explain = question(card(run, "dee"), "explain")
+    assert explain["status"] == "manual" and "answer" not in explain
+    # The feedback: waiting for a person, never the autograder's "not found".
+    page = (run / "dee.html").read_text()
+    assert "not found" not in page and "Questions a person grades from your whole notebook" in page
+    assert "waiting for a person" in (run / "dee.md").read_text() and "not found" not in (run / "dee.md").read_text()
+    store = GradeStore.in_folder(run)
+    store.add_item("explain", "Names the symmetry", 3)
+    with _page(graded, run, "whole") as (driver, base, _):
+        page_ = Page(driver)
+        driver.get(base + "/grade/explain/dee?token=whole")
+        page_.loaded("dee")
+        assert "no cell found: the whole notebook" in driver.find_element(By.CSS_SELECTOR, "section.answer h2").text
+        page_.wait.until(lambda d: d.find_element(By.ID, "pick").is_displayed())
+        rows = {" ".join(li.text.split()) for li in driver.find_elements(By.CSS_SELECTOR, "#pick-cells li")}
+        answer_row = next(r for r in rows if "symmetrically" in r)
+        assert answer_row.startswith("cell 9 (markdown) unclaimed")
+        assert next(r for r in rows if r.startswith("cell 1 ")) == "cell 1 (markdown) # Reading a mean"  # given
+        # The frame: every cell under its number, dee's own marked, markdown rendered.
+        driver.switch_to.frame(driver.find_element(By.ID, "answer"))
+        text = driver.find_element(By.TAG_NAME, "body").text
+        assert "cell 9 · not claimed by any question" in text and "cell 1 ·" not in text
+        assert "Cells no question claims: 8, 9." in text
+        assert driver.find_elements(By.XPATH, "//strong[text()='symmetrically']")  # rendered, not source
+        driver.switch_to.default_content()
+        driver.find_element(By.ID, "pick-9").click()
+        driver.find_element(By.ID, "pick-8").click()
+        driver.find_element(By.ID, "pick-save").click()
+        page_.wait.until(lambda d: page_.text("pick-said") == "kept: cells 8, 9")
+        driver.switch_to.frame(driver.find_element(By.ID, "answer"))
+        page_.wait.until(
+            lambda d: (
+                "cells picked as the answer (8, 9), then the whole notebook" in d.find_element(By.TAG_NAME, "body").text
+            )
+        )
+        assert "cell 9 · picked as the answer · not claimed by any question" in text_of(driver)
+        driver.switch_to.default_content()
+        page_.keys("1")
+        page_.saved("Graded: 3 / 3 points")
+        page_.comment("Found it at the end: right.")
+    assert store.picked("dee", "explain") == (8, 9)
+    explain = question(card(run, "dee"), "explain")
+    assert explain["status"] == "graded" and explain["score"] == 3
+    assert explain["answer"]["found_by"] == "person" and explain["answer"]["cells"] == [8, 9]
+    assert explain["answer"]["text"].startswith("## My own notes\n\nThe values 0, 1, 2, 3, 4 sit **symmetrically**")
+    # Graded again, unchanged: the pick and the grade stay.
+    proc = grader("grade", str(subs), "--out", str(run), "--formats", "yaml", cwd=graded)
+    assert proc.returncode == 0, proc.stderr
+    again = question(card(run, "dee"), "explain")
+    assert (again["status"], again["score"], again["answer"]["cells"]) == ("graded", 3, [8, 9])

@@ -39,8 +39,10 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from grader.course.model import Assignment, Course
 from grader.errors import GraderError, StaleEdit
+from grader.files import printable
+from grader.judge import manual
 from grader.judge.scorecard import Scorecard, points_text
-from grader.notebook.answers import locate
+from grader.notebook.answers import FoundBy, locate, picked, read_cells, unclaimed
 from grader.outputs.view import status_words
 from grader.review import cells, merge
 from grader.review.store import GradeStore, Stored
@@ -253,12 +255,31 @@ def state(qid: str, key: str) -> dict[str, Any]:
         "grader": grade.grader if grade else "",
         "at": grade.at if grade else "",
         "version": grade.version if grade else 0,
-        "cells": list(grade.cells) if grade else [],
-        "found": q.answer is not None,
+        "found": q.answer is not None and q.answer.found_by != FoundBy.PERSON,
+        "picked": list(q.answer.cells) if q.answer is not None and q.answer.found_by == FoundBy.PERSON else [],
+        "notebook": [] if q.answer is not None and q.answer.found_by != FoundBy.PERSON else notebook(s),
         "score": points_text(card.score),
         "max_score": points_text(card.max_score),
         "outputs_problem": writer.problem if (writer := served().writer) is not None else "",
     }
+
+
+def notebook(s: Stored) -> list[dict[str, Any]]:
+    """Every cell of a submission, for a person to pick an answer from: its number, kind, first
+    line, and whether no question claims it (what the student wrote that nothing else holds)."""
+    review = current()
+    found = read_cells(s.path)
+    given = manual.given_cells(review.assignment)
+    free = unclaimed(found, given, locate(found, given, manual.manual_questions(review.assignment)))
+    return [
+        {
+            "n": c.index,
+            "kind": c.kind,
+            "preview": printable(next((line.strip() for line in c.source.splitlines() if line.strip()), ""))[:120],
+            "unclaimed": c.index in free,
+        }
+        for c in found
+    ]
 
 
 @bp.get("/")
@@ -341,8 +362,12 @@ def grade_page(qid: str, key: str) -> str:
 @bp.get("/answer/<qid>/<path:key>")
 def answer(qid: str, key: str) -> Response:
     s, _, q = subject(qid, key)
-    if q.answer is None:
-        page = cells.render([], note="No answer to this question was found in the notebook.")
+    if q.answer is None or q.answer.found_by == FoundBy.PERSON:
+        page = cells.notebook_page(
+            s.path,
+            frozenset(c["n"] for c in notebook(s) if c["unclaimed"]),
+            q.answer.cells if q.answer is not None else (),
+        )
     else:
         page = cells.answer_page(s.path, q.answer.cells, q.answer.text)
     return Response(page.html, headers={"Content-Security-Policy": page.policy}, mimetype="text/html")
@@ -421,11 +446,6 @@ def post_grade(qid: str, key: str) -> WerkzeugResponse:
         changes.append((review.store.set_adjustment, s.id, qid, adjustment))
     if "comment" in data:
         changes.append((review.store.set_comment, s.id, qid, str(data["comment"])))
-    if "cells" in data:
-        picked = data["cells"]
-        if not isinstance(picked, list) or len(picked) > 10_000:
-            abort(400)
-        changes.append((review.store.set_cells, s.id, qid, [int(number(c)) for c in picked]))
     if data.get("done"):
         grade = review.store.grade(s.id, qid)
         changes.append((review.store.set_adjustment, s.id, qid, grade.adjustment if grade else 0.0))
@@ -438,6 +458,26 @@ def post_grade(qid: str, key: str) -> WerkzeugResponse:
         resp = jsonify({"conflict": True, "mine": data, "theirs": state(qid, key)})
         resp.status_code = 409
         return resp
+    changed([s.id])
+    return jsonify(state(qid, key))
+
+
+@bp.post("/api/pick/<qid>/<path:key>")
+def post_pick(qid: str, key: str) -> WerkzeugResponse:
+    """The cells a person picked as the answer, where the autograder found none (``[]``: taken
+    back); kept with the grade, which goes with the answer to them."""
+    review = current()
+    review.question(qid)
+    s, _, q = subject(qid, key)
+    chosen = body().get("cells")
+    if not isinstance(chosen, list) or len(chosen) > 10_000:
+        abort(400)
+    if q.answer is not None and q.answer.found_by != FoundBy.PERSON:
+        return refuse(400, "The autograder found the cells of this answer: there is none to pick.")
+    indices = [int(number(c)) for c in chosen]
+    new = picked(read_cells(s.path), indices)
+    was = q.answer.digest if q.answer is not None else ""
+    review.store.pick(s.id, qid, indices, grader=review.grader, was=was, now_=new.digest if new else "")
     changed([s.id])
     return jsonify(state(qid, key))
 

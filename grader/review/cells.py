@@ -152,6 +152,43 @@ def answer_page(path: Path, cells: tuple[int, ...], fallback: str) -> Page:
     return _answer_page(Path(path), mtime, tuple(cells), fallback)
 
 
+def notebook_page(path: Path, unclaimed: frozenset[int], picked: tuple[int, ...]) -> Page:
+    """The whole notebook, each cell under its number, those no question claims and those a
+    person picked as the answer marked: where no cell was found for a question."""
+    try:
+        mtime = Path(path).stat().st_mtime_ns
+    except OSError:
+        mtime = 0
+    return _notebook_page(Path(path), mtime, unclaimed, tuple(picked))
+
+
+@functools.lru_cache(maxsize=64)
+def _notebook_page(path: Path, mtime: int, unclaimed: frozenset[int], picked: tuple[int, ...]) -> Page:
+    data = notebook_data(path)
+    if data is None:
+        return render([], note="The notebook is not here any more, or cannot be read: nothing to show.")
+    raw = data["cells"]
+    shown: list[dict[str, Any]] = []
+    if picked:  # the answer first, then the notebook it was picked from
+        shown += [raw[i - 1] for i in picked if 0 < i <= len(raw) and isinstance(raw[i - 1], dict)]
+        shown.append({"cell_type": "markdown", "metadata": {}, "source": "<hr>\n\n**The whole notebook**"})
+    for n, cell in enumerate(raw, 1):
+        marks = ["picked as the answer"] if n in picked else []
+        marks += ["not claimed by any question"] if n in unclaimed else []
+        label = f"**cell {n}**" + "".join(f" · *{m}*" for m in marks)
+        shown.append({"cell_type": "markdown", "metadata": {}, "source": f"<hr>\n\n{label}"})
+        shown.append(cell)
+    free = ", ".join(str(n) for n in sorted(unclaimed)) or "none"
+    note = (
+        f"The cells picked as the answer ({', '.join(map(str, picked))}), then the whole notebook."
+        if picked
+        else "No cell was found for this question: the whole notebook as the student saved it (markdown "
+        f"rendered, outputs as saved), each cell under its number. Cells no question claims: {free}. "
+        "Tick the cells that answer it below the frame."
+    )
+    return render(shown, note=note)
+
+
 def question_cells(data: dict[str, Any], answer_start: int) -> list[dict[str, Any]]:
     """The markdown cells just before an answer (1-based index), back to the heading that opens
     them: the question's text as the notebook gives it."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, overload
 
@@ -21,6 +22,7 @@ from grader.errors import RosterConflict
 from grader.judge import manual
 from grader.judge.scorecard import QuestionResult, Scorecard, with_questions
 from grader.judge.verdicts import PersonGrade, RubricMark
+from grader.notebook import answers
 from grader.review.store import FILENAME, Grade, GradeStore
 from grader.vocab import QuestionStatus
 
@@ -83,11 +85,23 @@ def person_grade(store: GradeStore, grade: Grade, max_points: float) -> PersonGr
     )
 
 
+def with_pick(store: GradeStore, id: str, q: QuestionResult) -> QuestionResult:
+    """A question the autograder found no answer to, with the cells a person picked as its answer."""
+    if q.answer is not None and q.answer.found_by != answers.FoundBy.PERSON:
+        return q
+    chosen = store.picked(id, q.id)
+    s = store.submission(id) if chosen else None
+    answer = answers.picked(answers.read_cells(s.path), chosen) if s is not None else None
+    return replace(q, answer=answer)
+
+
 def apply(store: GradeStore, id: str, card: Scorecard) -> Scorecard:
-    """The card with a person's grades in place of the questions waiting for them."""
+    """The card with a person's grades in place of the questions waiting for them (and, where the
+    autograder found no answer, the cells the person picked as it)."""
     questions: list[QuestionResult] = []
     for q in card.questions:
         if q.status in (QuestionStatus.MANUAL, QuestionStatus.GRADED):
+            q = with_pick(store, id, q)
             grade = store.grade(id, q.id)
             digest = q.answer.digest if q.answer is not None else ""
             if grade is None:

@@ -15,7 +15,9 @@ grades moves nobody's grade:
                                                       and the stem of its output files
     answers(submission, question, digest)             what each answer to a manual question is now
     rubric(id, question, position, text, points)     items shared by every answer to a question
-    grades(submission, question, adjustment, comment, grader, at, digest, version, cells)
+    grades(submission, question, adjustment, comment, grader, at, digest, version)
+    picks(submission, question, cells, grader, at)    the cells a person picked as an answer the
+                                                      autograder did not find (kept with the grade)
     marks(submission, question, item)                 the rubric items applied to an answer
     log(at, grader, submission, question, action, data)
     meta(key, value)                                  the run's assignment and output formats
@@ -28,8 +30,7 @@ its rows over (``frank-a`` becomes ``frank/a``), so no grade is left behind.
 
 A grade's ``version`` counts its changes: a change made on the page names the version it was made
 on (``base``), and one made on an older version than the stored one (another tab, another grader,
-an import) is refused with ``StaleEdit`` rather than laid over it. ``cells``: the cells a person picked
-as the answer where the autograder found none.
+an import) is refused with ``StaleEdit`` rather than laid over it.
 
 A grade's ``digest`` is that of the answer it was given to (``Answer.digest``): when a regrade
 finds the answer changed, the grade is kept but the question waits for a person again.
@@ -65,17 +66,19 @@ CREATE TABLE rubric (id INTEGER PRIMARY KEY AUTOINCREMENT, question TEXT NOT NUL
 CREATE TABLE grades (submission TEXT NOT NULL, question TEXT NOT NULL,
                      adjustment REAL NOT NULL DEFAULT 0, comment TEXT NOT NULL DEFAULT '',
                      grader TEXT NOT NULL DEFAULT '', at TEXT NOT NULL DEFAULT '',
-                     digest TEXT NOT NULL DEFAULT '', version INTEGER NOT NULL DEFAULT 0,
-                     cells TEXT NOT NULL DEFAULT '', PRIMARY KEY (submission, question));
+                     digest TEXT NOT NULL DEFAULT '',
+                     version INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (submission, question));
 CREATE TABLE marks (submission TEXT NOT NULL, question TEXT NOT NULL, item INTEGER NOT NULL,
                     PRIMARY KEY (submission, question, item));
 CREATE TABLE answers (submission TEXT NOT NULL, question TEXT NOT NULL, digest TEXT NOT NULL,
                       PRIMARY KEY (submission, question));
+CREATE TABLE picks (submission TEXT NOT NULL, question TEXT NOT NULL, cells TEXT NOT NULL,
+                    grader TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (submission, question));
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE log (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, grader TEXT NOT NULL,
                   submission TEXT NOT NULL, question TEXT NOT NULL, action TEXT NOT NULL, data TEXT NOT NULL);
 """
-KEYED = ("grades", "marks", "answers", "log")  # the tables whose ``submission`` column holds an id
+KEYED = ("grades", "marks", "answers", "picks", "log")  # the tables whose ``submission`` column holds an id
 ADOPT = "ids from output names"  # meta: version 0's names, each waiting for the id that takes its rows
 
 
@@ -96,9 +99,8 @@ def _from_names(db: sqlite3.Connection) -> None:
 
 def _versioned(db: sqlite3.Connection) -> None:
     """Version 1 -> 2: each grade carries the version it is at (a save made on an older one is
-    refused, not laid over it) and the cells a person picked as the answer where none was found."""
+    refused, not laid over it); the cells a person picked as an answer (``picks``) are a new table."""
     db.execute("ALTER TABLE grades ADD COLUMN version INTEGER NOT NULL DEFAULT 0")
-    db.execute("ALTER TABLE grades ADD COLUMN cells TEXT NOT NULL DEFAULT ''")
 
 
 # Each step takes a database of the version before it to its own, inside the opening transaction.
@@ -150,7 +152,6 @@ class Grade:
     at: str
     digest: str
     version: int = 0
-    cells: tuple[int, ...] = ()
 
 
 class GradeStore:
@@ -361,8 +362,7 @@ class GradeStore:
 
     def _grade(self, db: sqlite3.Connection, submission: str, question: str) -> Grade | None:
         row = db.execute(
-            "SELECT adjustment, comment, grader, at, digest, version, cells FROM grades "
-            "WHERE submission = ? AND question = ?",
+            "SELECT adjustment, comment, grader, at, digest, version FROM grades WHERE submission = ? AND question = ?",
             (submission, question),
         ).fetchone()
         if row is None:
@@ -373,7 +373,6 @@ class GradeStore:
                 "SELECT item FROM marks WHERE submission = ? AND question = ? ORDER BY item", (submission, question)
             )
         )
-        cells = tuple(int(c) for c in str(row[6]).split(",") if c.strip().isdigit())
         return Grade(
             submission,
             question,
@@ -384,7 +383,6 @@ class GradeStore:
             str(row[3]),
             str(row[4]),
             int(row[5]),
-            cells,
         )
 
     def _touch(
@@ -443,25 +441,31 @@ class GradeStore:
             )
             self._log(db, grader, submission, question, "comment", {"comment": comment})
 
-    def set_cells(
-        self,
-        submission: str,
-        question: str,
-        cells: Sequence[int],
-        *,
-        grader: str,
-        digest: str,
-        base: int | None = None,
-    ) -> None:
-        """The cells a person picked as the answer (1-based, as every message numbers them)."""
+    def picked(self, submission: str, question: str) -> tuple[int, ...]:
+        """The cells a person picked as the answer (1-based), or none."""
+        with self._db() as db:
+            row = db.execute(
+                "SELECT cells FROM picks WHERE submission = ? AND question = ?", (submission, question)
+            ).fetchone()
+        return tuple(int(c) for c in str(row[0]).split(",") if c.isdigit()) if row else ()
+
+    def pick(self, submission: str, question: str, cells: Sequence[int], *, grader: str, was: str, now_: str) -> None:
+        """Keep the cells a person picked as the answer (none: the pick taken back). A grade given to
+        the answer as it was (digest ``was``) goes with it to the picked one (digest ``now_``)."""
         picked = sorted({int(c) for c in cells})
         with self._write() as db:
-            self._touch(db, submission, question, grader, digest, base)
+            if picked:
+                db.execute(
+                    "INSERT OR REPLACE INTO picks VALUES (?, ?, ?, ?, ?)",
+                    (submission, question, ",".join(str(c) for c in picked), grader, now()),
+                )
+            else:
+                db.execute("DELETE FROM picks WHERE submission = ? AND question = ?", (submission, question))
             db.execute(
-                "UPDATE grades SET cells = ? WHERE submission = ? AND question = ?",
-                (",".join(str(c) for c in picked), submission, question),
+                "UPDATE grades SET digest = ? WHERE submission = ? AND question = ? AND digest = ?",
+                (now_, submission, question, was),
             )
-            self._log(db, grader, submission, question, "cells", {"cells": picked})
+            self._log(db, grader, submission, question, "pick cells", {"cells": picked})
 
     def set_many(self, rows: Sequence[tuple[str, str, float, str | None, str]], *, grader: str) -> None:
         """(submission, question, points, comment or None to keep it, digest) for each row, all in one

@@ -116,10 +116,44 @@
     });
     if (document.activeElement !== $("adjustment")) $("adjustment").value = s.adjustment;
     if (document.activeElement !== $("comment") && !conflict) { $("comment").value = s.comment; counted(); }
+    cellsToPick(s);
     $("outputs-problem").hidden = !s.outputs_problem;
     $("outputs-problem").textContent = s.outputs_problem
       ? "Not written yet: " + s.outputs_problem + ". Every grade is saved; the outputs are tried again." : "";
   }
+
+  // No cell found for the question: every cell of the notebook, to tick those that answer it.
+  let listed = "";
+  function cellsToPick(s) {
+    $("pick").hidden = s.found;
+    if (s.found) return;
+    const key = JSON.stringify([s.notebook, s.picked]);
+    if (key === listed) return;
+    listed = key;
+    const list = $("pick-cells");
+    list.replaceChildren();
+    s.notebook.forEach((c) => {
+      const li = document.createElement("li");
+      const box = document.createElement("input");
+      box.type = "checkbox"; box.value = c.n; box.checked = s.picked.includes(c.n); box.id = "pick-" + c.n;
+      const label = document.createElement("label");
+      label.htmlFor = box.id;
+      label.textContent = " cell " + c.n + " (" + c.kind + ") ";
+      const text = document.createElement("code"); text.textContent = c.preview;
+      li.append(box, label);
+      if (c.unclaimed) { const u = document.createElement("span"); u.className = "unclaimed"; u.textContent = "unclaimed"; li.append(u, " "); }
+      li.append(text);
+      list.append(li);
+    });
+  }
+  $("pick-save").addEventListener("click", async () => {
+    const cells = Array.from($("pick-cells").querySelectorAll("input:checked")).map((b) => Number(b.value));
+    try {
+      show(await call("POST", urls.pickUrl, {cells}));
+      $("pick-said").textContent = cells.length ? "kept: cells " + cells.join(", ") : "no cell kept";
+      $("answer").src = $("answer").src;  // the frame marks them
+    } catch (e) { /* said by call */ }
+  });
 
   function toggle(n) {
     const item = state && state.items[n];
