@@ -439,3 +439,97 @@ def test_an_answer_no_cell_was_found_for_is_read_in_the_whole_notebook_and_its_c
     assert proc.returncode == 0, proc.stderr
     again = question(card(run, "dee"), "explain")
     assert (again["status"], again["score"], again["answer"]["cells"]) == ("graded", 3, [8, 9])
+
+
+# --------------------------------------------------------------------------------------------
+# Attachments: a pasted image in a written answer
+
+
+def pasted_png() -> str:
+    """A small drawing of the five values and their mean, as Jupyter keeps a pasted image (base64 PNG)."""
+    import base64
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(3, 1.5), dpi=80)
+    ax.plot([0, 1, 2, 3, 4], [0] * 5, "o")
+    ax.axvline(2, color="red")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+SVG_SCRIPT = "<svg xmlns='http://www.w3.org/2000/svg' onload='top.document.title=\"pwned-svg\"'><script>top.document.title='pwned-svg2'</script></svg>"
+
+
+def with_pasted_image(skeleton: Path, out: Path) -> Path:
+    """eve's notebook: the written answer is a sentence and a pasted image (a Jupyter attachment),
+    with a hostile attachment beside it (an SVG with a script), a link to an HTML attachment and a
+    reference to one that is not there."""
+    import base64
+
+    import nbformat
+
+    nb = nbformat.read(str(skeleton), as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "m = ?" in cell.source:
+            cell.source = cell.source.replace("m = ?", "m = x.mean()")
+    answer = next(c for c in nb.cells if "answer" in c.metadata.get("tags", []))
+    answer.source = (
+        "Symmetric around 2, as my sketch shows:\n\n![sketch](attachment:image.png)\n\n"
+        "![evil](attachment:evil.svg) [page](attachment:page.html) ![gone](attachment:gone.png)"
+    )
+    answer["attachments"] = {
+        "image.png": {"image/png": pasted_png()},
+        "evil.svg": {"image/svg+xml": base64.b64encode(SVG_SCRIPT.encode()).decode()},
+        "page.html": {"text/html": base64.b64encode(b"<script>top.document.title='pwned-html'</script>").decode()},
+    }
+    nbformat.write(nb, str(out))
+    return out
+
+
+def test_an_attachment_renders_in_the_answer_frame_and_nothing_of_it_runs(graded, run, tmp_path):
+    from grader.course import config
+    from grader.review.app import Review, make_app
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    with_pasted_image(graded / "assignments/rv/rv.ipynb", subs / "eve.ipynb")
+    proc = grader("grade", str(subs), "--out", str(run), "--formats", "yaml", cwd=graded)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    course = config.load(graded / "config.yaml")
+    http = make_app(Review(GradeStore.in_folder(run), course, course.assignment("rv"), "Tess", "t")).test_client()
+    resp = http.get("/answer/explain/eve?token=t")
+    assert resp.status_code == 200  # was 500: nbconvert fails on the attachment the frame dropped
+    images = re.findall(r'<img[^>]*src="([^"]*)"', resp.text)
+    assert [src[:22] for src in images if src.startswith("data:")] == ["data:image/png;base64,"]
+    assert "svg" not in resp.text.split("</style>")[-1].lower() and "pwned" not in resp.text.split("<body")[1]
+    assert "data:text/html" not in resp.text and "#attachment-not-shown" in resp.text
+    assert "script-src" not in resp.headers["Content-Security-Policy"]
+
+
+@BROWSER
+def test_a_pasted_image_is_seen_in_the_page_and_stays_inert(graded, run, tmp_path):
+    from selenium.webdriver.common.by import By
+    from test_review import Page
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    with_pasted_image(graded / "assignments/rv/rv.ipynb", subs / "eve.ipynb")
+    assert grader("grade", str(subs), "--out", str(run), "--formats", "yaml", cwd=graded).returncode == 0
+    with _page(graded, run, "pasted") as (driver, base, _):
+        page = Page(driver)
+        driver.get(base + "/grade/explain/eve?token=pasted")
+        page.loaded("eve")
+        driver.switch_to.frame(driver.find_element(By.ID, "answer"))
+        page.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "img[alt=sketch]"))
+        sketch = driver.find_element(By.CSS_SELECTOR, "img[alt=sketch]")
+        page.wait.until(lambda d: d.execute_script("return arguments[0].complete", sketch))
+        assert driver.execute_script("return arguments[0].naturalWidth", sketch) == 240  # drawn, 3 in at 80 dpi
+        assert "Symmetric around 2, as my sketch shows:" in text_of(driver)
+        driver.switch_to.default_content()
+        assert "pwned" not in driver.title

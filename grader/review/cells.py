@@ -10,6 +10,8 @@ typesets it. A student's ``<script>``, ``onerror=`` or ``javascript:`` link neve
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import functools
 import html
@@ -82,7 +84,10 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> Page:
             cell = nbformat.from_dict(raw)  # type: ignore[no-untyped-call]  # nbformat has no annotations
             if cell.get("cell_type") not in ("code", "markdown", "raw"):
                 continue
-            cell.pop("attachments", None)
+            if cell.cell_type == "markdown":
+                cell["attachments"], cell["source"] = attachments(cell.get("attachments"), str(cell.source))
+            else:
+                cell.pop("attachments", None)
             cell["id"] = f"cell-{len(cells)}"  # a student's may be missing or repeated
             if cell.cell_type == "code":
                 cell.setdefault("outputs", [])
@@ -94,7 +99,12 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> Page:
     with _LOCK:
         if not _EXPORTER:
             _EXPORTER.append(HTMLExporter(template_name="lab", sanitize_html=False))  # type: ignore[no-untyped-call]
-        full, _ = _EXPORTER[0].from_notebook_node(nb)
+        try:
+            full, _ = _EXPORTER[0].from_notebook_node(nb)
+        except Exception:  # noqa: BLE001 - a cell nbconvert cannot render: every cell shown as its text
+            nb.cells = [nbformat.v4.new_raw_cell(str(c.get("source", ""))) for c in cells]  # type: ignore[no-untyped-call]
+            note = (note + " " if note else "") + "These cells cannot be rendered as saved: their text."
+            full, _ = _EXPORTER[0].from_notebook_node(nb)
     head, _, body = full.partition("<body")
     body = body[body.index(">") + 1 :].replace("</body>", "").replace("</html>", "")
     body = sanitize(body)
@@ -110,6 +120,36 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> Page:
         f"</head><body>{top}{body}{tail}</body></html>\n",
         math,
     )
+
+
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # shown as data: images, which run nothing
+MAX_ATTACHMENT = 8 << 20  # characters of base64 an attachment may have to be shown
+_ATTACHMENT = re.compile(r"attachment:([^\s)\"'<>]+)")
+
+
+def attachments(raw: object, source: str) -> tuple[dict[str, dict[str, str]], str]:
+    """A markdown cell's attachments (a pasted image: Jupyter keeps it in the cell, referred to as
+    ``attachment:NAME``) that can be shown: images of a raster type, valid base64, of a bounded
+    size; and its source, where a reference to any other now points at nothing (so nbconvert,
+    which fails on a missing one, embeds only these, as ``data:`` images)."""
+    kept: dict[str, dict[str, str]] = {}
+    for name, bundle in raw.items() if isinstance(raw, dict) else ():
+        if not isinstance(bundle, dict):
+            continue
+        for mime in IMAGE_TYPES:
+            data = bundle.get(mime)
+            data = "".join(data) if isinstance(data, list) else data
+            if not isinstance(data, str) or len(data) > MAX_ATTACHMENT:
+                continue
+            data = "".join(data.split())
+            try:
+                base64.b64decode(data, validate=True)
+            except (binascii.Error, ValueError):
+                continue
+            kept[str(name)] = {mime: data}
+            break
+    source = _ATTACHMENT.sub(lambda m: m.group(0) if m.group(1) in kept else "#attachment-not-shown", source)
+    return kept, source
 
 
 @functools.cache
