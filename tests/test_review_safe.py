@@ -533,3 +533,41 @@ def test_a_pasted_image_is_seen_in_the_page_and_stays_inert(graded, run, tmp_pat
         assert "Symmetric around 2, as my sketch shows:" in text_of(driver)
         driver.switch_to.default_content()
         assert "pwned" not in driver.title
+
+
+# --------------------------------------------------------------------------------------------
+# Names that could fool the eye
+
+
+@BROWSER
+def test_names_are_shown_in_one_unicode_form_and_look_alikes_are_marked(graded, run):
+    import dataclasses
+    import unicodedata
+
+    from selenium.webdriver.common.by import By
+    from test_review import Page
+
+    store = GradeStore.in_folder(run)
+    ada = store.submission("ada")
+    cyrillic = "D\u0435\u0435"  # two Cyrillic "е"
+    nfd = unicodedata.normalize("NFD", "Zoë")
+    for sid, name in (("dee", "Dee"), ("dee-cyrillic", cyrillic), ("zoe", "Zoë"), ("zoe-nfd", nfd)):
+        store.put_card(sid, name, ada.path, dataclasses.replace(store.card("ada"), id=sid, student=name))
+    with _page(graded, run, "names") as (driver, base, _):
+        page = Page(driver)
+
+        def marks(sid: str, who: str) -> list[str]:
+            driver.get(f"{base}/grade/explain/{sid}?token=names")
+            page.loaded(who)
+            return [m.text for m in driver.find_elements(By.CSS_SELECTOR, ".name-mark")]
+
+        assert marks("dee-cyrillic", cyrillic) == [
+            "⚠ mixes Latin and Cyrillic letters",
+            "⚠ looks like 'Dee', another submission's name",
+        ]
+        assert marks("dee", "Dee") == [f"⚠ looks like '{cyrillic}', another submission's name"]
+        # Two forms of one name: both shown as the same letters (NFC), each marked.
+        assert marks("zoe-nfd", "Zoë") == ["⚠ another submission has this name in another Unicode form (U+00EB)"]
+        assert page.text("who").endswith(": Zoë") and unicodedata.is_normalized("NFC", page.text("who"))
+        assert marks("zoe", "Zoë") == ["⚠ another submission has this name in another Unicode form (U+0308)"]
+        assert marks("ada", "ada") == []

@@ -44,7 +44,7 @@ from grader.judge import manual
 from grader.judge.scorecard import Scorecard, points_text
 from grader.notebook.answers import FoundBy, locate, picked, read_cells, unclaimed
 from grader.outputs.view import status_words
-from grader.review import cells, merge
+from grader.review import cells, lookalike, merge
 from grader.review.store import GradeStore, Stored
 from grader.vocab import QuestionStatus
 
@@ -169,9 +169,21 @@ class Review:
         return place + 1, len(subs), subs
 
     def who(self, place: int, s: Stored, card: Scorecard) -> str:
+        """The submission's name as the page shows it (NFC), with its student's where that differs."""
         if self.anonymous:
             return f"Submission {place}"
-        return f"{s.name} ({card.student})" if card.student and card.student != s.name else s.name
+        name = lookalike.shown(s.name)
+        student = lookalike.shown(card.student or "")
+        return f"{name} ({student})" if student and student != name else name
+
+    def name_marks(self, s: Stored, card: Scorecard, subs: Sequence[Stored]) -> list[str]:
+        """What the page says about the submission's name: mixed scripts, a look-alike in the class."""
+        if self.anonymous:
+            return []
+        found = lookalike.marks(s.name, [o.name for o in subs if o.id != s.id])
+        if card.student and lookalike.shown(card.student) != lookalike.shown(s.name):
+            found += [f"student {m}" for m in lookalike.marks(card.student, []) if m.startswith("mixes")]
+        return found
 
     def progress(self, qid: str) -> tuple[int, int]:
         return self.store.progress(qid)
@@ -329,7 +341,7 @@ def grade_page(qid: str, key: str) -> str:
     s, card, q = subject(qid, key)
     qids = [x.id for x in review.questions]
     nxt = qids[(qids.index(qid) + 1) % len(qids)]
-    place, count, _ = review.around(s.id)
+    place, count, subs = review.around(s.id)
     context = [
         {
             "id": x.id,
@@ -348,6 +360,7 @@ def grade_page(qid: str, key: str) -> str:
         key=key,
         place=place,
         who=review.who(place, s, card),
+        name_marks=review.name_marks(s, card, subs),
         points=points_text(question.points),
         count=count,
         next_question=nxt,
