@@ -571,3 +571,32 @@ def test_names_are_shown_in_one_unicode_form_and_look_alikes_are_marked(graded, 
         assert page.text("who").endswith(": Zoë") and unicodedata.is_normalized("NFC", page.text("who"))
         assert marks("zoe", "Zoë") == ["⚠ another submission has this name in another Unicode form (U+0308)"]
         assert marks("ada", "ada") == []
+
+
+# --------------------------------------------------------------------------------------------
+# The reference answer: the solution's code, never its markers
+
+
+def test_the_reference_answer_shows_no_solution_markers(tmp_path):
+    import nbformat
+
+    from grader.review import cells
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("## Question 4: plot the squares\nPlot `x**2` against `x`."),
+        nbformat.v4.new_code_cell(
+            "import matplotlib.pyplot as plt\n### BEGIN SOLUTION\nplt.plot(x, x ** 2)  # SOLUTION\n"
+            "plt.title('squares')\n    # END SOLUTION\nplt.show()"
+        ),
+        nbformat.v4.new_markdown_cell("<!-- BEGIN SOLUTION -->\nThe squares grow fast.\n<!-- END SOLUTION -->"),
+    ]
+    nb.cells[1].metadata["tags"] = ["answer"]
+    solution = tmp_path / "plot.ipynb"
+    nbformat.write(nb, str(solution))
+    page = cells.reference_page(solution, (2, 3))
+    text = re.sub(r"<[^>]+>", "", page.html)
+    assert "SOLUTION" not in text and "SOLUTION" not in page.html
+    for kept in ("Plot", "plt", "plot", "squares", "The squares grow fast."):
+        assert kept in text, kept
+    assert "Reference answer" in text

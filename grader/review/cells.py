@@ -267,10 +267,26 @@ def _reference_page(solution: Path, mtime: int, answer: tuple[int, ...] | None) 
     if data is None or not answer:
         return render([], note="The solution notebook is not here: no reference answer to show.")
     raw = data["cells"]
-    question = question_cells(data, answer[0])
-    model = [raw[i - 1] for i in answer if 0 < i <= len(raw)]
+    question = [unmarked(c) for c in question_cells(data, answer[0])]
+    model = [unmarked(raw[i - 1]) for i in answer if 0 < i <= len(raw) and isinstance(raw[i - 1], dict)]
     heading = {"cell_type": "markdown", "metadata": {}, "source": "---\n**Reference answer**"}
     return render([*question, heading, *model])
+
+
+# The solution's markers (``grader assign``'s, nbgrader's, otter's): a line of its own, or ``# SOLUTION`` after code.
+_MARKER_LINE = re.compile(
+    r"^[ \t]*(?:#+|<!--)[ \t]*(?:BEGIN|END)[ \t]+(?:SOLUTION|PROMPT)(?:[ \t]+NO[ \t]+PROMPT)?[ \t]*(?:-->)?[ \t]*(?:\n|$)",
+    re.M,
+)
+_MARKER_END = re.compile(r"[ \t]*#[ \t]*SOLUTION[ \t]*$", re.M)
+
+
+def unmarked(cell: dict[str, Any]) -> dict[str, Any]:
+    """A cell of the solution as a reference shows it: the code or text, without the markers that
+    tell ``grader assign`` what to blank (``# BEGIN SOLUTION``, ``### END SOLUTION``, ``# SOLUTION``)."""
+    source = cell.get("source", "")
+    text = "".join(source) if isinstance(source, list) else str(source)
+    return {**cell, "source": _MARKER_END.sub("", _MARKER_LINE.sub("", text))}
 
 
 def solution_cells(solution: Path) -> list[NbCell]:
