@@ -273,7 +273,7 @@ def _reference_page(solution: Path, mtime: int, answer: tuple[int, ...] | None) 
     return render([*question, heading, *model])
 
 
-# The solution's markers (``grader assign``'s, nbgrader's, otter's): a line of its own, or ``# SOLUTION`` after code.
+# The solution's markers, as every authoring tool writes them: a line of its own, or ``# SOLUTION`` after code.
 _MARKER_LINE = re.compile(
     r"^[ \t]*(?:#+|<!--)[ \t]*(?:BEGIN|END)[ \t]+(?:SOLUTION|PROMPT)(?:[ \t]+NO[ \t]+PROMPT)?[ \t]*(?:-->)?[ \t]*(?:\n|$)",
     re.M,
