@@ -600,3 +600,21 @@ def test_the_reference_answer_shows_no_solution_markers(tmp_path):
     for kept in ("Plot", "plt", "plot", "squares", "The squares grow fast."):
         assert kept in text, kept
     assert "Reference answer" in text
+
+
+def test_a_database_gone_while_the_page_is_open_is_said_and_not_made_again_empty(graded, run):
+    from grader.course import config
+    from grader.review.app import Review, make_app
+
+    course = config.load(graded / "config.yaml")
+    store = GradeStore.in_folder(run)
+    http = make_app(Review(store, course, course.assignment("rv"), "Tess", "t")).test_client()
+    auth = {"X-Review-Token": "t"}
+    assert http.post("/api/grade/explain/ada", json={"comment": "Kept.", "base": 0}, headers=auth).status_code == 200
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{store.path}{suffix}").unlink(missing_ok=True)
+    saved = http.post("/api/grade/explain/ada", json={"comment": "Lost?", "base": 1}, headers=auth)
+    assert saved.status_code == 503 and "grades.sqlite is gone: nothing more can be saved" in saved.json["error"]
+    page = http.get("/grade/explain/ada?token=t")
+    assert page.status_code == 503 and "Restore it from a backup" in page.text and "Traceback" not in page.text
+    assert not store.path.exists()  # not made again, empty, in its place

@@ -27,6 +27,7 @@ import hashlib
 import hmac
 import secrets
 import signal
+import sqlite3
 import sys
 import threading
 from collections.abc import Sequence
@@ -45,6 +46,7 @@ from grader.judge.scorecard import Scorecard, points_text
 from grader.notebook.answers import FoundBy, locate, picked, read_cells, unclaimed
 from grader.outputs.view import status_words
 from grader.review import cells, lookalike, merge
+from grader.review import store as store_module
 from grader.review.store import GradeStore, Stored
 from grader.vocab import QuestionStatus
 
@@ -229,6 +231,16 @@ def headers(resp: Response) -> Response:
     resp.headers["Referrer-Policy"] = "no-referrer"
     resp.headers["Cache-Control"] = "no-store"
     return resp
+
+
+@bp.app_errorhandler(GraderError)
+@bp.app_errorhandler(sqlite3.DatabaseError)
+def unreadable_store(exc: Exception) -> WerkzeugResponse:
+    """The grades database gone or damaged while the page is open: said, never a traceback."""
+    message = str(exc) if isinstance(exc, GraderError) else store_module.unreadable(current().store.path, str(exc))
+    if request.path.startswith("/api/"):
+        return refuse(503, message)
+    return Response(message + "\n", status=503, mimetype="text/plain")
 
 
 def subject(qid: str, key: str) -> tuple[Stored, Scorecard, Any]:

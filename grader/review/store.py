@@ -201,6 +201,11 @@ class GradeStore:
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
+        if not self.path.is_file():  # deleted while in use: never made again, empty, in its place
+            raise UsageError(
+                f"{self.path} is gone: nothing more can be saved. Restore it from a backup; or grade the class "
+                f"again into {self.path.parent}/: the grades its scorecards record are rebuilt from them."
+            )
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
             db.execute("PRAGMA busy_timeout = 30000")
