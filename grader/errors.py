@@ -9,6 +9,7 @@
     ├── SolutionError           the solution notebook fails, so nothing can be graded against it
     ├── DocumentError           a saved scorecard is malformed, of an unknown record, or of another format_version
     │   └── BadValue            one value of it, while its path in the document is being found (never shown as is)
+    ├── StaleEdit               a grade changed on an older version than the stored one: refused (the page merges)
     ├── ExecutorError           an executor cannot run notebooks at all (its server does not start)
     │   └── ServerGone          a forking server did not answer; the executor replaces it and asks again
     ├── SandboxError            a planned protection cannot be put in place; the notebook is not run
@@ -88,6 +89,15 @@ class BadValue(DocumentError):
         super().__init__(message)
         self.message = message
         self.path: list[str] = []
+
+
+class StaleEdit(GraderError):
+    """A change to a person's grade made on an older version of it than the one stored (another tab,
+    another grader, an import since): refused, nothing changed; ``grade`` is the stored one."""
+
+    def __init__(self, grade: object) -> None:
+        super().__init__("the grade changed since the page read it")
+        self.grade = grade
 
 
 class ExecutorError(GraderError):

@@ -16,12 +16,49 @@ FILE_MODE, DIR_MODE = 0o640, 0o750
 MAX_STEM_BYTES = 160
 
 
+def make_dir(path: Path) -> Path:
+    """Make a folder and each missing folder above it, every one it makes closed to other users
+    (``DIR_MODE``); folders already there are left as they are."""
+    path = Path(path)
+    missing = []
+    at = path
+    while not at.exists() and at != at.parent:
+        missing.append(at)
+        at = at.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=DIR_MODE)  # less what the umask takes away
+        except FileExistsError:
+            continue
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """A file the grader keeps (a database written by a library, such as SQLite): made empty with
+    ``FILE_MODE`` where it is missing, and closed to other users where it is there already, with the
+    companions SQLite writes beside it (``-wal``, ``-shm``, ``-journal``), which take its mode."""
+    path = Path(path)
+    make_dir(path.parent)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE))
+    except FileExistsError:
+        pass
+    for each in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+        try:
+            mode = each.stat().st_mode & 0o777
+            if mode & 0o007:
+                os.chmod(each, mode & ~0o007)
+        except OSError:
+            continue
+    return path
+
+
 def write_atomic(path: Path, text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file beside it, so a reader (or a run killed
     halfway) never sees half a file. Safe from several threads and processes at once. The file
     (and any folder made for it) is closed to other users."""
     path = Path(path)
-    path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    make_dir(path.parent)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)

@@ -795,8 +795,9 @@ def _rows(db: Path) -> dict[str, list[tuple]]:
 
     con = sqlite3.connect(db)
     try:
+        columns = {"grades": "submission, question, adjustment, comment, grader, at, digest"}  # version 0's
         return {
-            table: sorted(con.execute(f"SELECT * FROM {table}").fetchall())  # the tables named here
+            table: sorted(con.execute(f"SELECT {columns.get(table, '*')} FROM {table}").fetchall())  # named here
             for table in ("rubric", "grades", "marks", "answers", "log")
         }
     finally:
@@ -836,6 +837,9 @@ def test_a_database_written_before_ids_is_migrated_and_keeps_every_grade(graded,
         with pytest.raises(DocumentError, match="before scorecards carried a format_version.*grader grade"):
             store.card(name)
     assert _rows(out / "grades.sqlite") == before
+    con = sqlite3.connect(out / "grades.sqlite")  # each grade at its first version
+    assert set(con.execute("SELECT version FROM grades").fetchall()) == {(0,)}
+    con.close()
     GradeStore.in_folder(out)  # opened again: already at its version, nothing to do
     assert _rows(out / "grades.sqlite") == before
 

@@ -40,6 +40,7 @@ class FoundBy(StrEnum):
     TAG = "tag"
     SKELETON = "skeleton"
     HEADING = "heading"
+    PERSON = "person"  # none was found: the person grading picked them (``grader review``)
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,35 @@ def locate(cells: Sequence[NbCell], given: Sequence[NbCell], questions: Sequence
             end += 1
         out[qid] = answer_of(cells[start:end], how)
     return out
+
+
+def picked(cells: Sequence[NbCell], indices: Sequence[int]) -> Answer | None:
+    """The answer made of the cells a person picked (1-based indices); ``None`` where none of them
+    is in the notebook any more."""
+    wanted = set(indices)
+    chosen = [c for c in cells if c.index in wanted]
+    return answer_of(chosen, FoundBy.PERSON) if chosen else None
+
+
+def unclaimed(cells: Sequence[NbCell], given: Sequence[NbCell], found: dict[str, Answer]) -> set[int]:
+    """The cells (1-based) that neither the skeleton gives as they are nor any found answer holds:
+    what a student wrote that no question claims, where a lost answer is."""
+    given_keys = {c.key for c in given if c.key}
+    claimed = {i for a in found.values() for i in a.cells}
+    # A given cell whose blanks (``?``) a student filled is still the given cell: an autograded question's.
+    filled = [
+        re.compile(re.escape(c.key).replace(r"\?", ".+?") + "$")
+        for c in given
+        if c.kind == "code" and "?" in c.key and len(c.key) > 3
+    ]
+    return {
+        c.index
+        for c in cells
+        if c.key
+        and c.key not in given_keys
+        and c.index not in claimed
+        and not (c.kind == "code" and any(p.match(c.key) for p in filled))
+    }
 
 
 def _answer_cells(cells: Sequence[NbCell], ids: Sequence[str], *, strict: bool) -> dict[str, int]:

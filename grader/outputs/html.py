@@ -267,8 +267,9 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
             after.setdefault(where[qid], []).append(qid)
     # A question graded by a person sits after the cells that answer it (markdown ones too).
     after_cell: dict[int, list[str]] = {}
+    from grader.judge.manual import given_cells, manual_questions
+
     if assignment is not None:
-        from grader.judge.manual import given_cells, manual_questions
         from grader.notebook.answers import cells_of, locate
 
         for qid, found in locate(cells_of(nb), given_cells(assignment), manual_questions(assignment)).items():
@@ -291,9 +292,13 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
             pos += 1
             for qid in after.get(pos, []):
                 cells.append(mark(qid))
-    missing = [qid for qid in boxes if qid not in where]
+    by_person = {qid for qid, _ in manual_questions(assignment)} if assignment is not None else set()
+    missing = [qid for qid in boxes if qid not in where and qid not in by_person]
+    by_reading = [qid for qid in boxes if qid not in where and qid in by_person]  # a person reads it all
     if missing:
         cells.append(mark("missing"))
+    if by_reading:
+        cells.append(mark("read"))
     nb.cells = cells
     exporter = HTMLExporter(template_name="lab", sanitize_html=False)  # type: ignore[no-untyped-call]  # nbconvert has no annotations
     full, _ = exporter.from_notebook_node(nb)
@@ -311,6 +316,12 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
             '<div class="grader-box grader-summary"><h3>Questions whose answers were not found in the notebook</h3>'
             "<p>No cell computes the names these questions check; they are listed here instead.</p></div>"
             + "".join(boxes[q] for q in missing)
+        )
+    if by_reading:
+        fragments["read"] = (
+            '<div class="grader-box grader-summary"><h3>Questions a person grades from your whole notebook</h3>'
+            "<p>Where you answered these is for the person grading to see.</p></div>"
+            + "".join(boxes[q] for q in by_reading)
         )
     for key, mk in marker.items():
         inner = re.sub(rf"<p>\s*{mk}\s*</p>|{mk}", _literal(fragments[key]), inner, count=1)

@@ -16,6 +16,9 @@ place in the class: a submission graded into the folder while the page is open m
 grade, and "next" is the next submission as the class is when it is asked for. With
 ``--anonymous`` the id in a URL is a pseudonym (an HMAC of it under the page's token), so names
 are in neither the page nor its address.
+
+Why one module: the views, the writer that follows them and the server share one ``Served`` and
+one set of routes the page's script calls; split, each would import the others' internals.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import hashlib
 import hmac
 import secrets
 import signal
+import sqlite3
 import sys
 import threading
 from collections.abc import Sequence
@@ -35,11 +39,14 @@ from flask import Blueprint, Flask, Response, abort, current_app, jsonify, redir
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from grader.course.model import Assignment, Course
-from grader.errors import GraderError
+from grader.errors import GraderError, StaleEdit
+from grader.files import printable
+from grader.judge import manual
 from grader.judge.scorecard import Scorecard, points_text
-from grader.notebook.answers import locate
+from grader.notebook.answers import FoundBy, locate, picked, read_cells, unclaimed
 from grader.outputs.view import status_words
-from grader.review import cells, merge
+from grader.review import cells, lookalike, merge
+from grader.review import store as store_module
 from grader.review.store import GradeStore, Stored
 from grader.vocab import QuestionStatus
 
@@ -48,40 +55,54 @@ PAGE_CSP = (
     "frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 
+MAX_COMMENT = 10_000  # characters of a comment: stated in the page, a longer one refused (never cut)
+MAX_ITEM = 500  # characters of a rubric item's text
+
 
 class Writer:
-    """Writes the outputs again shortly after grades change, off the request's thread."""
+    """Writes the outputs again shortly after grades change, off the request's thread: those of the
+    submissions the store's log says changed since they were last written (``merge.catch_up``), so
+    a change is never passed over. A write that fails (a full disk) is kept as ``problem``, shown in
+    the page, and tried again until it succeeds; it is never reported as done."""
+
+    RETRY = 5.0  # seconds between tries of a write that failed
 
     def __init__(self, store: GradeStore, course: Course, assignment: Assignment, out: Path, formats: Sequence[str]):
         self.args = (store, course, assignment, out, tuple(formats))
-        self.dirty: set[str] = set()
         self.lock = threading.Lock()
         self.wake = threading.Event()
         self.stopped = False
         self.said = ""
+        self.problem = ""
         self.thread = threading.Thread(target=self._loop, name="grader-review-writer", daemon=True)
         self.thread.start()
+        self.wake.set()  # whatever is behind already, written at once
 
     def changed(self, ids: Sequence[str]) -> None:
-        with self.lock:
-            self.dirty.update(ids)
         self.wake.set()
 
-    def flush(self) -> None:
+    def flush(self) -> bool:
+        """Write what is behind; whether the outputs now hold every change."""
+        store, course, assignment, out, formats = self.args
         with self.lock:
-            ids, self.dirty = sorted(self.dirty), set()
-        if ids:
-            store, course, assignment, out, formats = self.args
             try:
-                merge.rewrite(store, course, assignment, out, formats, ids=ids)
+                merge.catch_up(store, course, assignment, out, formats)
             except GraderError as exc:  # a roster conflict: every other file is written; said once
                 if str(exc) != self.said:
                     self.said = str(exc)
                     print(f"grader: {exc}", file=sys.stderr, flush=True)
+            except OSError as exc:
+                problem = f"the outputs in {out}/ could not be written: {exc.strerror or exc} ({exc.filename or out})"
+                if problem != self.problem:
+                    print(f"grader: {problem}; trying again", file=sys.stderr, flush=True)
+                self.problem = problem
+                return False
+            self.problem = ""
+            return True
 
     def _loop(self) -> None:
         while not self.stopped:
-            self.wake.wait()
+            self.wake.wait(self.RETRY if self.problem else None)
             self.wake.clear()
             if self.stopped:
                 return
@@ -89,11 +110,13 @@ class Writer:
             self.wake.clear()
             self.flush()
 
-    def stop(self) -> None:
+    def stop(self) -> str:
+        """Stop, writing what is behind once more; the problem that kept it from being written, if any."""
         self.stopped = True
         self.wake.set()
         self.thread.join(timeout=5)
         self.flush()
+        return self.problem
 
 
 KEY = "grader.review"
@@ -148,9 +171,21 @@ class Review:
         return place + 1, len(subs), subs
 
     def who(self, place: int, s: Stored, card: Scorecard) -> str:
+        """The submission's name as the page shows it (NFC), with its student's where that differs."""
         if self.anonymous:
             return f"Submission {place}"
-        return f"{s.name} ({card.student})" if card.student and card.student != s.name else s.name
+        name = lookalike.shown(s.name)
+        student = lookalike.shown(card.student or "")
+        return f"{name} ({student})" if student and student != name else name
+
+    def name_marks(self, s: Stored, card: Scorecard, subs: Sequence[Stored]) -> list[str]:
+        """What the page says about the submission's name: mixed scripts, a look-alike in the class."""
+        if self.anonymous:
+            return []
+        found = lookalike.marks(s.name, [o.name for o in subs if o.id != s.id])
+        if card.student and lookalike.shown(card.student) != lookalike.shown(s.name):
+            found += [f"student {m}" for m in lookalike.marks(card.student, []) if m.startswith("mixes")]
+        return found
 
     def progress(self, qid: str) -> tuple[int, int]:
         return self.store.progress(qid)
@@ -198,6 +233,16 @@ def headers(resp: Response) -> Response:
     return resp
 
 
+@bp.app_errorhandler(GraderError)
+@bp.app_errorhandler(sqlite3.DatabaseError)
+def unreadable_store(exc: Exception) -> WerkzeugResponse:
+    """The grades database gone or damaged while the page is open: said, never a traceback."""
+    message = str(exc) if isinstance(exc, GraderError) else store_module.unreadable(current().store.path, str(exc))
+    if request.path.startswith("/api/"):
+        return refuse(503, message)
+    return Response(message + "\n", status=503, mimetype="text/plain")
+
+
 def subject(qid: str, key: str) -> tuple[Stored, Scorecard, Any]:
     """The submission a URL names, its card with a person's grades, and its result for the question."""
     review = current()
@@ -233,9 +278,32 @@ def state(qid: str, key: str) -> dict[str, Any]:
         "comment": grade.comment if grade else "",
         "grader": grade.grader if grade else "",
         "at": grade.at if grade else "",
+        "version": grade.version if grade else 0,
+        "found": q.answer is not None and q.answer.found_by != FoundBy.PERSON,
+        "picked": list(q.answer.cells) if q.answer is not None and q.answer.found_by == FoundBy.PERSON else [],
+        "notebook": [] if q.answer is not None and q.answer.found_by != FoundBy.PERSON else notebook(s),
         "score": points_text(card.score),
         "max_score": points_text(card.max_score),
+        "outputs_problem": writer.problem if (writer := served().writer) is not None else "",
     }
+
+
+def notebook(s: Stored) -> list[dict[str, Any]]:
+    """Every cell of a submission, for a person to pick an answer from: its number, kind, first
+    line, and whether no question claims it (what the student wrote that nothing else holds)."""
+    review = current()
+    found = read_cells(s.path)
+    given = manual.given_cells(review.assignment)
+    free = unclaimed(found, given, locate(found, given, manual.manual_questions(review.assignment)))
+    return [
+        {
+            "n": c.index,
+            "kind": c.kind,
+            "preview": printable(next((line.strip() for line in c.source.splitlines() if line.strip()), ""))[:120],
+            "unclaimed": c.index in free,
+        }
+        for c in found
+    ]
 
 
 @bp.get("/")
@@ -285,7 +353,7 @@ def grade_page(qid: str, key: str) -> str:
     s, card, q = subject(qid, key)
     qids = [x.id for x in review.questions]
     nxt = qids[(qids.index(qid) + 1) % len(qids)]
-    place, count, _ = review.around(s.id)
+    place, count, subs = review.around(s.id)
     context = [
         {
             "id": x.id,
@@ -304,20 +372,27 @@ def grade_page(qid: str, key: str) -> str:
         key=key,
         place=place,
         who=review.who(place, s, card),
+        name_marks=review.name_marks(s, card, subs),
         points=points_text(question.points),
         count=count,
         next_question=nxt,
         context=context,
         token=review.token,
         found_by=str(q.answer.found_by) if q.answer is not None else "",
+        comment_limit=MAX_COMMENT,
+        item_limit=MAX_ITEM,
     )
 
 
 @bp.get("/answer/<qid>/<path:key>")
 def answer(qid: str, key: str) -> Response:
     s, _, q = subject(qid, key)
-    if q.answer is None:
-        page = cells.render([], note="No answer to this question was found in the notebook.")
+    if q.answer is None or q.answer.found_by == FoundBy.PERSON:
+        page = cells.notebook_page(
+            s.path,
+            frozenset(c["n"] for c in notebook(s) if c["unclaimed"]),
+            q.answer.cells if q.answer is not None else (),
+        )
     else:
         page = cells.answer_page(s.path, q.answer.cells, q.answer.text)
     return Response(page.html, headers={"Content-Security-Policy": page.policy}, mimetype="text/html")
@@ -360,40 +435,87 @@ def changed(ids: Sequence[str]) -> None:
         writer.changed(ids)
 
 
+def refuse(status: int, message: str) -> WerkzeugResponse:
+    """An API call refused, with what the page shows about it."""
+    resp = jsonify({"error": message})
+    resp.status_code = status
+    return resp
+
+
 @bp.post("/api/grade/<qid>/<path:key>")
-def post_grade(qid: str, key: str) -> Response:
+def post_grade(qid: str, key: str) -> WerkzeugResponse:
+    """One change to a grade, made on the version of it the page shows (``base``): a change made on
+    an older version than the stored one (another tab, another grader, an import since) is refused
+    with 409 and both, to merge; nothing is laid over a newer edit."""
     review = current()
     question = review.question(qid)
     s, _, q = subject(qid, key)
     data = body()
     digest = q.answer.digest if q.answer is not None else ""
-    kw = {"grader": review.grader, "digest": digest}
+    base = int(number(data["base"])) if "base" in data else None
+    kw: dict[str, Any] = {"grader": review.grader, "digest": digest}
+    if "comment" in data and len(str(data["comment"])) > MAX_COMMENT:
+        return refuse(
+            413,
+            f"The comment is {len(str(data['comment'])):,} characters; at most {MAX_COMMENT:,} are kept. Not saved.",
+        )
+    changes: list[tuple[Any, ...]] = []
+    if "item" in data:
+        changes.append((review.store.mark, s.id, qid, int(number(data["item"])), bool(data.get("on", True))))
+    if "adjustment" in data:
+        adjustment = number(data["adjustment"])
+        if abs(adjustment) > question.points:
+            return refuse(
+                400, f"Free points are between -{points_text(question.points)} and {points_text(question.points)}."
+            )
+        changes.append((review.store.set_adjustment, s.id, qid, adjustment))
+    if "comment" in data:
+        changes.append((review.store.set_comment, s.id, qid, str(data["comment"])))
+    if data.get("done"):
+        grade = review.store.grade(s.id, qid)
+        changes.append((review.store.set_adjustment, s.id, qid, grade.adjustment if grade else 0.0))
     try:
-        if "item" in data:
-            review.store.mark(s.id, qid, int(number(data["item"])), bool(data.get("on", True)), **kw)
-        if "adjustment" in data:
-            adjustment = number(data["adjustment"])
-            if abs(adjustment) > question.points:
-                abort(400)
-            review.store.set_adjustment(s.id, qid, adjustment, **kw)
-        if "comment" in data:
-            review.store.set_comment(s.id, qid, str(data["comment"])[:10_000], **kw)
-        if data.get("done"):
-            grade = review.store.grade(s.id, qid)
-            review.store.set_adjustment(s.id, qid, grade.adjustment if grade else 0.0, **kw)
+        for n, (change, *args) in enumerate(changes):
+            change(*args, **kw, base=base if n == 0 else None)  # one change on the page's version, then its own
     except KeyError:
         abort(404)
+    except StaleEdit:
+        resp = jsonify({"conflict": True, "mine": data, "theirs": state(qid, key)})
+        resp.status_code = 409
+        return resp
+    changed([s.id])
+    return jsonify(state(qid, key))
+
+
+@bp.post("/api/pick/<qid>/<path:key>")
+def post_pick(qid: str, key: str) -> WerkzeugResponse:
+    """The cells a person picked as the answer, where the autograder found none (``[]``: taken
+    back); kept with the grade, which goes with the answer to them."""
+    review = current()
+    review.question(qid)
+    s, _, q = subject(qid, key)
+    chosen = body().get("cells")
+    if not isinstance(chosen, list) or len(chosen) > 10_000:
+        abort(400)
+    if q.answer is not None and q.answer.found_by != FoundBy.PERSON:
+        return refuse(400, "The autograder found the cells of this answer: there is none to pick.")
+    indices = [int(number(c)) for c in chosen]
+    new = picked(read_cells(s.path), indices)
+    was = q.answer.digest if q.answer is not None else ""
+    review.store.pick(s.id, qid, indices, grader=review.grader, was=was, now_=new.digest if new else "")
     changed([s.id])
     return jsonify(state(qid, key))
 
 
 @bp.post("/api/rubric/<qid>")
-def post_item(qid: str) -> Response:
+def post_item(qid: str) -> WerkzeugResponse:
     review = current()
     question = review.question(qid)
     data = body()
     points = number(data.get("points"))
-    text = str(data.get("text", "")).strip()[:500]
+    text = str(data.get("text", "")).strip()
+    if len(text) > MAX_ITEM:
+        return refuse(413, f"A rubric item is at most {MAX_ITEM} characters; this one is {len(text)}. Not saved.")
     if not text or abs(points) > question.points:
         abort(400)
     if "id" in data:
@@ -409,7 +531,7 @@ def post_item(qid: str) -> Response:
 
 def make_app(review: Review, writer: Writer | None = None) -> Flask:
     app = Flask("grader.review", static_folder=None)
-    app.config["MAX_CONTENT_LENGTH"] = 64 * 1024
+    app.config["MAX_CONTENT_LENGTH"] = 256 * 1024  # room for a comment over MAX_COMMENT, refused with its own message
     solution = cells.solution_cells(review.assignment.solution)
     app.extensions[KEY] = Served(
         review, writer, locate(solution, solution, [(q.id, q.title) for q in review.questions])
@@ -437,6 +559,14 @@ def serve(
     review = Review(store, course, assignment, grader, secrets.token_urlsafe(24), anonymous)
     if not review.questions:
         raise UsageError(f"{assignment.name} has no question graded by a person (manual: true): nothing to review.")
+    # Outputs older than the grades (a server killed before it wrote them, a disk that was full): written now.
+    try:
+        if merge.catch_up(store, course, assignment, out, formats) is not None:
+            print(f"The outputs in {out}/ were older than the grades: written again.", flush=True)
+    except OSError as exc:
+        print(f"grader: the outputs in {out}/ could not be written ({exc}); the page tries again.", file=sys.stderr)
+    except GraderError as exc:
+        print(f"grader: {exc}", file=sys.stderr, flush=True)
     writer = Writer(store, course, assignment, out, formats)
     # nbconvert's templates load once, while the grader opens the page.
     threading.Thread(target=cells.render, args=([],), name="grader-review-warm-up", daemon=True).start()
@@ -460,5 +590,10 @@ def serve(
         pass
     finally:
         server.server_close()
-        writer.stop()
-        print(f"Outputs in {out}/ written with the grades.", flush=True)
+        problem = writer.stop()
+    if problem:
+        raise GraderError(
+            f"{problem}. Every grade is saved in {store.path}; the outputs are written when the problem is "
+            f"solved and `grader review {assignment.name} --out {out}` is started again."
+        )
+    print(f"Outputs in {out}/ written with the grades.", flush=True)

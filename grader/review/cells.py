@@ -10,6 +10,8 @@ typesets it. A student's ``<script>``, ``onerror=`` or ``javascript:`` link neve
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import functools
 import html
@@ -82,7 +84,10 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> Page:
             cell = nbformat.from_dict(raw)  # type: ignore[no-untyped-call]  # nbformat has no annotations
             if cell.get("cell_type") not in ("code", "markdown", "raw"):
                 continue
-            cell.pop("attachments", None)
+            if cell.cell_type == "markdown":
+                cell["attachments"], cell["source"] = attachments(cell.get("attachments"), str(cell.source))
+            else:
+                cell.pop("attachments", None)
             cell["id"] = f"cell-{len(cells)}"  # a student's may be missing or repeated
             if cell.cell_type == "code":
                 cell.setdefault("outputs", [])
@@ -94,7 +99,12 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> Page:
     with _LOCK:
         if not _EXPORTER:
             _EXPORTER.append(HTMLExporter(template_name="lab", sanitize_html=False))  # type: ignore[no-untyped-call]
-        full, _ = _EXPORTER[0].from_notebook_node(nb)
+        try:
+            full, _ = _EXPORTER[0].from_notebook_node(nb)
+        except Exception:  # noqa: BLE001 - a cell nbconvert cannot render: every cell shown as its text
+            nb.cells = [nbformat.v4.new_raw_cell(str(c.get("source", ""))) for c in cells]  # type: ignore[no-untyped-call]
+            note = (note + " " if note else "") + "These cells cannot be rendered as saved: their text."
+            full, _ = _EXPORTER[0].from_notebook_node(nb)
     head, _, body = full.partition("<body")
     body = body[body.index(">") + 1 :].replace("</body>", "").replace("</html>", "")
     body = sanitize(body)
@@ -110,6 +120,36 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> Page:
         f"</head><body>{top}{body}{tail}</body></html>\n",
         math,
     )
+
+
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # shown as data: images, which run nothing
+MAX_ATTACHMENT = 8 << 20  # characters of base64 an attachment may have to be shown
+_ATTACHMENT = re.compile(r"attachment:([^\s)\"'<>]+)")
+
+
+def attachments(raw: object, source: str) -> tuple[dict[str, dict[str, str]], str]:
+    """A markdown cell's attachments (a pasted image: Jupyter keeps it in the cell, referred to as
+    ``attachment:NAME``) that can be shown: images of a raster type, valid base64, of a bounded
+    size; and its source, where a reference to any other now points at nothing (so nbconvert,
+    which fails on a missing one, embeds only these, as ``data:`` images)."""
+    kept: dict[str, dict[str, str]] = {}
+    for name, bundle in raw.items() if isinstance(raw, dict) else ():
+        if not isinstance(bundle, dict):
+            continue
+        for mime in IMAGE_TYPES:
+            data = bundle.get(mime)
+            data = "".join(data) if isinstance(data, list) else data
+            if not isinstance(data, str) or len(data) > MAX_ATTACHMENT:
+                continue
+            data = "".join(data.split())
+            try:
+                base64.b64decode(data, validate=True)
+            except (binascii.Error, ValueError):
+                continue
+            kept[str(name)] = {mime: data}
+            break
+    source = _ATTACHMENT.sub(lambda m: m.group(0) if m.group(1) in kept else "#attachment-not-shown", source)
+    return kept, source
 
 
 @functools.cache
@@ -152,6 +192,43 @@ def answer_page(path: Path, cells: tuple[int, ...], fallback: str) -> Page:
     return _answer_page(Path(path), mtime, tuple(cells), fallback)
 
 
+def notebook_page(path: Path, unclaimed: frozenset[int], picked: tuple[int, ...]) -> Page:
+    """The whole notebook, each cell under its number, those no question claims and those a
+    person picked as the answer marked: where no cell was found for a question."""
+    try:
+        mtime = Path(path).stat().st_mtime_ns
+    except OSError:
+        mtime = 0
+    return _notebook_page(Path(path), mtime, unclaimed, tuple(picked))
+
+
+@functools.lru_cache(maxsize=64)
+def _notebook_page(path: Path, mtime: int, unclaimed: frozenset[int], picked: tuple[int, ...]) -> Page:
+    data = notebook_data(path)
+    if data is None:
+        return render([], note="The notebook is not here any more, or cannot be read: nothing to show.")
+    raw = data["cells"]
+    shown: list[dict[str, Any]] = []
+    if picked:  # the answer first, then the notebook it was picked from
+        shown += [raw[i - 1] for i in picked if 0 < i <= len(raw) and isinstance(raw[i - 1], dict)]
+        shown.append({"cell_type": "markdown", "metadata": {}, "source": "<hr>\n\n**The whole notebook**"})
+    for n, cell in enumerate(raw, 1):
+        marks = ["picked as the answer"] if n in picked else []
+        marks += ["not claimed by any question"] if n in unclaimed else []
+        label = f"**cell {n}**" + "".join(f" · *{m}*" for m in marks)
+        shown.append({"cell_type": "markdown", "metadata": {}, "source": f"<hr>\n\n{label}"})
+        shown.append(cell)
+    free = ", ".join(str(n) for n in sorted(unclaimed)) or "none"
+    note = (
+        f"The cells picked as the answer ({', '.join(map(str, picked))}), then the whole notebook."
+        if picked
+        else "No cell was found for this question: the whole notebook as the student saved it (markdown "
+        f"rendered, outputs as saved), each cell under its number. Cells no question claims: {free}. "
+        "Tick the cells that answer it below the frame."
+    )
+    return render(shown, note=note)
+
+
 def question_cells(data: dict[str, Any], answer_start: int) -> list[dict[str, Any]]:
     """The markdown cells just before an answer (1-based index), back to the heading that opens
     them: the question's text as the notebook gives it."""
@@ -190,10 +267,26 @@ def _reference_page(solution: Path, mtime: int, answer: tuple[int, ...] | None) 
     if data is None or not answer:
         return render([], note="The solution notebook is not here: no reference answer to show.")
     raw = data["cells"]
-    question = question_cells(data, answer[0])
-    model = [raw[i - 1] for i in answer if 0 < i <= len(raw)]
+    question = [unmarked(c) for c in question_cells(data, answer[0])]
+    model = [unmarked(raw[i - 1]) for i in answer if 0 < i <= len(raw) and isinstance(raw[i - 1], dict)]
     heading = {"cell_type": "markdown", "metadata": {}, "source": "---\n**Reference answer**"}
     return render([*question, heading, *model])
+
+
+# The solution's markers, as every authoring tool writes them: a line of its own, or ``# SOLUTION`` after code.
+_MARKER_LINE = re.compile(
+    r"^[ \t]*(?:#+|<!--)[ \t]*(?:BEGIN|END)[ \t]+(?:SOLUTION|PROMPT)(?:[ \t]+NO[ \t]+PROMPT)?[ \t]*(?:-->)?[ \t]*(?:\n|$)",
+    re.M,
+)
+_MARKER_END = re.compile(r"[ \t]*#[ \t]*SOLUTION[ \t]*$", re.M)
+
+
+def unmarked(cell: dict[str, Any]) -> dict[str, Any]:
+    """A cell of the solution as a reference shows it: the code or text, without the markers that
+    tell ``grader assign`` what to blank (``# BEGIN SOLUTION``, ``### END SOLUTION``, ``# SOLUTION``)."""
+    source = cell.get("source", "")
+    text = "".join(source) if isinstance(source, list) else str(source)
+    return {**cell, "source": _MARKER_END.sub("", _MARKER_LINE.sub("", text))}
 
 
 def solution_cells(solution: Path) -> list[NbCell]:

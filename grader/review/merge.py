@@ -9,16 +9,20 @@ submission's id.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import overload
+from typing import Any, overload
 
 import yaml
 
 from grader.course.model import Assignment, Course
+from grader.errors import RosterConflict
 from grader.judge import manual
 from grader.judge.scorecard import QuestionResult, Scorecard, with_questions
 from grader.judge.verdicts import PersonGrade, RubricMark
+from grader.notebook import answers
 from grader.review.store import FILENAME, Grade, GradeStore
 from grader.vocab import QuestionStatus
 
@@ -29,10 +33,31 @@ def has_manual(assignment: Assignment) -> bool:
 
 def store_for(out: Path, assignment: Assignment) -> GradeStore | None:
     """The output folder's grade store, where the assignment has questions graded by a person (or
-    a store is there already)."""
-    if has_manual(assignment) or (Path(out) / FILENAME).exists():
-        return GradeStore.in_folder(out)
-    return None
+    a store is there already). A store missing from a folder whose scorecards record grades given
+    by a person is said, not passed over: those grades are rebuilt from the records as each
+    submission is graded into it again (``merge``)."""
+    path = Path(out) / FILENAME
+    if not has_manual(assignment) and not path.exists():
+        return None
+    if not path.exists():
+        held = recorded(Path(out))
+        if held:
+            print(
+                f"grader: {path} is missing; the {held} grade(s) given by a person that the scorecards in "
+                f"{out}/ record are rebuilt from those records.",
+                file=sys.stderr,
+                flush=True,
+            )
+    return GradeStore.in_folder(out)
+
+
+def recorded(out: Path) -> int:
+    """How many grades given by a person the scorecards (``NAME.yaml``) in ``out`` record."""
+    n = 0
+    for path in sorted(Path(out).glob("*.yaml")):
+        for q in _questions(path).values():
+            n += isinstance(q.get("graded_by"), dict) and q.get("status") == "graded"
+    return n
 
 
 def merge(store: GradeStore, out: Path, name: str, path: Path, card: Scorecard) -> Scorecard:
@@ -40,7 +65,7 @@ def merge(store: GradeStore, out: Path, name: str, path: Path, card: Scorecard) 
     into the previous ``NAME.yaml`` by hand, for a question still waiting, become their grade."""
     sid = card.id or name
     store.put_card(sid, name, path, card)
-    _take_hand_edits(store, Path(out) / f"{name}.yaml", sid, card)
+    take_records(store, Path(out) / f"{name}.yaml", sid, card)
     return apply(store, sid, card)
 
 
@@ -60,11 +85,23 @@ def person_grade(store: GradeStore, grade: Grade, max_points: float) -> PersonGr
     )
 
 
+def with_pick(store: GradeStore, id: str, q: QuestionResult) -> QuestionResult:
+    """A question the autograder found no answer to, with the cells a person picked as its answer."""
+    if q.answer is not None and q.answer.found_by != answers.FoundBy.PERSON:
+        return q
+    chosen = store.picked(id, q.id)
+    s = store.submission(id) if chosen else None
+    answer = answers.picked(answers.read_cells(s.path), chosen) if s is not None else None
+    return replace(q, answer=answer)
+
+
 def apply(store: GradeStore, id: str, card: Scorecard) -> Scorecard:
-    """The card with a person's grades in place of the questions waiting for them."""
+    """The card with a person's grades in place of the questions waiting for them (and, where the
+    autograder found no answer, the cells the person picked as it)."""
     questions: list[QuestionResult] = []
     for q in card.questions:
         if q.status in (QuestionStatus.MANUAL, QuestionStatus.GRADED):
+            q = with_pick(store, id, q)
             grade = store.grade(id, q.id)
             digest = q.answer.digest if q.answer is not None else ""
             if grade is None:
@@ -82,22 +119,56 @@ def with_grades(store: GradeStore, id: str) -> Scorecard:
     return apply(store, id, store.card(id))
 
 
-def _take_hand_edits(store: GradeStore, previous: Path, sid: str, card: Scorecard) -> None:
+def _questions(path: Path) -> dict[str, dict[str, Any]]:
     try:
-        data = yaml.safe_load(previous.read_text(encoding="utf-8"))
-        old = {str(q["id"]): q for q in data["questions"]}
-    except (OSError, yaml.YAMLError, KeyError, TypeError):
-        return
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return {str(q["id"]): q for q in data["questions"] if isinstance(q, dict)}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError):
+        return {}
+
+
+def take_records(store: GradeStore, previous: Path, sid: str, card: Scorecard) -> int:
+    """What the previous ``NAME.yaml`` of a submission holds that the store does not, taken in
+    once: points a person typed into it by hand for a question still waiting (a grade, "edited in
+    NAME.yaml"), and a grade it records (``graded_by``) that the store has lost. How many."""
+    old = _questions(previous)
     rows = []
+    restored = 0
     for q in card.questions:
         before = old.get(q.id)
-        if q.status != QuestionStatus.MANUAL or not isinstance(before, dict) or before.get("status") != "manual":
+        if q.status not in (QuestionStatus.MANUAL, QuestionStatus.GRADED) or not isinstance(before, dict):
             continue
+        if store.grade(sid, q.id) is not None:
+            continue
+        digest = q.answer.digest if q.answer is not None else ""
         points = before.get("score")
-        if isinstance(points, int | float) and points != 0 and store.grade(sid, q.id) is None:
-            rows.append((sid, q.id, float(points), None, q.answer.digest if q.answer is not None else ""))
+        record = before.get("graded_by")
+        if before.get("status") == "graded" and isinstance(record, dict):
+            answer = before.get("answer")
+            same = q.answer is not None and isinstance(answer, dict) and answer.get("text") == q.answer.text
+            marks = [
+                (str(m["text"]), float(m["points"]))
+                for m in record.get("rubric") or []
+                if isinstance(m, dict) and "text" in m and isinstance(m.get("points"), int | float)
+            ]
+            adjustment = record.get("adjustment", 0.0)
+            store.restore(
+                sid,
+                q.id,
+                marks=marks,
+                adjustment=float(adjustment) if isinstance(adjustment, int | float) else 0.0,
+                comment=str(record.get("comment") or ""),
+                grader=str(record.get("grader") or previous.name),
+                at=str(record.get("at") or ""),
+                digest=digest if same or q.answer is None else "",
+                source=previous.name,
+            )
+            restored += 1
+        elif before.get("status") == "manual" and isinstance(points, int | float) and points != 0:
+            rows.append((sid, q.id, float(points), None, digest))
     if rows:
         store.set_many(rows, grader=f"edited in {previous.name}")
+    return restored + len(rows)
 
 
 class WithGrades(Sequence[Scorecard]):
@@ -134,7 +205,11 @@ def rewrite(
     these ids (default: every one) and the run's files (gradebook, report, ...)."""
     from grader import outputs
 
+    mark = store.last_change()
     subs = store.submissions()
+    for s in subs:  # points typed into a scorecard are taken in before it is written again
+        if ids is None or s.id in ids:
+            take_records(store, Path(out) / f"{s.name}.yaml", s.id, store.card(s.id))
     written: list[Path] = []
     for s in subs:
         if ids is None or s.id in ids:
@@ -149,14 +224,55 @@ def rewrite(
             )
     run = [(s.path, s.name, with_grades(store, s.id)) for s in subs]
     roster = store.meta("roster")
-    return written + outputs.write_run(
-        run,
-        course=course,
-        assignment=assignment,
-        out=out,
-        formats=tuple(formats),
-        roster=Path(roster) if isinstance(roster, str) else None,
-    )
+    try:
+        written += outputs.write_run(
+            run,
+            course=course,
+            assignment=assignment,
+            out=out,
+            formats=tuple(formats),
+            roster=Path(roster) if isinstance(roster, str) else None,
+        )
+    except RosterConflict:  # every other file is written, and holds every change up to ``mark``
+        if ids is None:
+            store.set_meta(WRITTEN, mark)
+        raise
+    if ids is None:
+        store.set_meta(WRITTEN, mark)
+    return written
+
+
+WRITTEN = "outputs written through change"  # meta: the last change (``last_change``) every output holds
+
+
+def behind(store: GradeStore) -> bool:
+    """Whether a grade changed after the outputs were last written (a server killed before it wrote
+    them, a disk that was full)."""
+    through = store.meta(WRITTEN, 0)
+    return store.last_change() > (through if isinstance(through, int) else 0)
+
+
+def catch_up(
+    store: GradeStore, course: Course, assignment: Assignment, out: Path, formats: Sequence[str]
+) -> list[Path] | None:
+    """Write again the outputs of every submission whose grade changed after the outputs were last
+    written, and the run's files (the files written); ``None`` where they hold every change.
+    The store's log says which changed, so nothing is missed whoever made the change (this page,
+    another, an import) and whenever the last writer stopped. An ``OSError`` (a full disk) leaves
+    the outputs as behind as they were, to be tried again."""
+    through = store.meta(WRITTEN, 0)
+    through = through if isinstance(through, int) else 0
+    mark = store.last_change()
+    if mark <= through:
+        return None
+    ids = store.changed_between(through, mark)
+    try:
+        written = rewrite(store, course, assignment, out, formats, ids=None if ids is None else sorted(ids))
+    except RosterConflict:  # every other file is written
+        store.set_meta(WRITTEN, mark)
+        raise
+    store.set_meta(WRITTEN, mark)
+    return written
 
 
 def formats_in(store: GradeStore, course: Course) -> tuple[str, ...]:

@@ -15,7 +15,9 @@ grades moves nobody's grade:
                                                       and the stem of its output files
     answers(submission, question, digest)             what each answer to a manual question is now
     rubric(id, question, position, text, points)     items shared by every answer to a question
-    grades(submission, question, adjustment, comment, grader, at, digest)
+    grades(submission, question, adjustment, comment, grader, at, digest, version)
+    picks(submission, question, cells, grader, at)    the cells a person picked as an answer the
+                                                      autograder did not find (kept with the grade)
     marks(submission, question, item)                 the rubric items applied to an answer
     log(at, grader, submission, question, action, data)
     meta(key, value)                                  the run's assignment and output formats
@@ -26,8 +28,15 @@ Version 0 (before ids) keyed submissions by their output name: each keeps its na
 the first ``put_card`` of a submission whose id differs but whose output name is that one takes
 its rows over (``frank-a`` becomes ``frank/a``), so no grade is left behind.
 
+A grade's ``version`` counts its changes: a change made on the page names the version it was made
+on (``base``), and one made on an older version than the stored one (another tab, another grader,
+an import) is refused with ``StaleEdit`` rather than laid over it.
+
 A grade's ``digest`` is that of the answer it was given to (``Answer.digest``): when a regrade
 finds the answer changed, the grade is kept but the question waits for a person again.
+
+Why one module: the schema, its migrations and every statement that reads or writes it change
+together; a column added here is read and written a few lines away.
 """
 
 from __future__ import annotations
@@ -40,13 +49,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from grader.errors import DocumentError, UsageError
+from grader import files
+from grader.errors import DocumentError, StaleEdit, UsageError
 from grader.judge import document
 from grader.judge.scorecard import Scorecard
 from grader.vocab import QuestionStatus
 
 FILENAME = "grades.sqlite"
-VERSION = 1
+VERSION = 2
 SUBMISSIONS = """CREATE TABLE submissions (id TEXT PRIMARY KEY, name TEXT NOT NULL, path TEXT NOT NULL,
                                            card TEXT NOT NULL)"""
 SCHEMA = f"""
@@ -56,16 +66,19 @@ CREATE TABLE rubric (id INTEGER PRIMARY KEY AUTOINCREMENT, question TEXT NOT NUL
 CREATE TABLE grades (submission TEXT NOT NULL, question TEXT NOT NULL,
                      adjustment REAL NOT NULL DEFAULT 0, comment TEXT NOT NULL DEFAULT '',
                      grader TEXT NOT NULL DEFAULT '', at TEXT NOT NULL DEFAULT '',
-                     digest TEXT NOT NULL DEFAULT '', PRIMARY KEY (submission, question));
+                     digest TEXT NOT NULL DEFAULT '',
+                     version INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (submission, question));
 CREATE TABLE marks (submission TEXT NOT NULL, question TEXT NOT NULL, item INTEGER NOT NULL,
                     PRIMARY KEY (submission, question, item));
 CREATE TABLE answers (submission TEXT NOT NULL, question TEXT NOT NULL, digest TEXT NOT NULL,
                       PRIMARY KEY (submission, question));
+CREATE TABLE picks (submission TEXT NOT NULL, question TEXT NOT NULL, cells TEXT NOT NULL,
+                    grader TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (submission, question));
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE log (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, grader TEXT NOT NULL,
                   submission TEXT NOT NULL, question TEXT NOT NULL, action TEXT NOT NULL, data TEXT NOT NULL);
 """
-KEYED = ("grades", "marks", "answers", "log")  # the tables whose ``submission`` column holds an id
+KEYED = ("grades", "marks", "answers", "picks", "log")  # the tables whose ``submission`` column holds an id
 ADOPT = "ids from output names"  # meta: version 0's names, each waiting for the id that takes its rows
 
 
@@ -84,8 +97,23 @@ def _from_names(db: sqlite3.Connection) -> None:
     db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (ADOPT, json.dumps(names)))
 
 
+def _versioned(db: sqlite3.Connection) -> None:
+    """Version 1 -> 2: each grade carries the version it is at (a save made on an older one is
+    refused, not laid over it); the cells a person picked as an answer (``picks``) are a new table."""
+    db.execute("ALTER TABLE grades ADD COLUMN version INTEGER NOT NULL DEFAULT 0")
+
+
 # Each step takes a database of the version before it to its own, inside the opening transaction.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _from_names}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _from_names, 2: _versioned}
+
+
+def unreadable(path: Path, why: str) -> str:
+    """What to do about a grades database that cannot be read: it is never replaced by an empty one."""
+    return (
+        f"{path} is not a grades database this grader can read ({why}). Nothing was changed. Restore it "
+        f"from a backup; or move it aside (mv {path} {path}.damaged) and grade the class again into "
+        f"{path.parent}/: the grades given by a person are rebuilt from the records in its scorecards."
+    )
 
 
 def now() -> str:
@@ -123,6 +151,7 @@ class Grade:
     grader: str
     at: str
     digest: str
+    version: int = 0
 
 
 class GradeStore:
@@ -130,13 +159,18 @@ class GradeStore:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Made 0640 before SQLite opens it, so its -wal and -shm files (SQLite gives them the
+        # database's mode) are closed to other users too.
+        files.private_file(self.path)
         try:
             with self._db() as db:
                 db.execute("PRAGMA journal_mode=WAL")
+                found = [str(r[0]) for r in db.execute("PRAGMA quick_check").fetchall()]
+                if found != ["ok"]:
+                    raise sqlite3.DatabaseError(f"damaged: {'; '.join(found[:3])}")
             self._migrate()
         except sqlite3.DatabaseError as exc:
-            raise UsageError(f"{self.path} is not a grades database this grader can read ({exc}).") from None
+            raise UsageError(unreadable(self.path, str(exc))) from None
 
     def _migrate(self) -> None:
         """Bring the database to ``VERSION`` (a new one: created), in one transaction."""
@@ -167,6 +201,11 @@ class GradeStore:
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
+        if not self.path.is_file():  # deleted while in use: never made again, empty, in its place
+            raise UsageError(
+                f"{self.path} is gone: nothing more can be saved. Restore it from a backup; or grade the class "
+                f"again into {self.path.parent}/: the grades its scorecards record are rebuilt from them."
+            )
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
             db.execute("PRAGMA busy_timeout = 30000")
@@ -324,35 +363,60 @@ class GradeStore:
 
     def grade(self, submission: str, question: str) -> Grade | None:
         with self._db() as db:
-            row = db.execute(
-                "SELECT adjustment, comment, grader, at, digest FROM grades WHERE submission = ? AND question = ?",
-                (submission, question),
-            ).fetchone()
-            if row is None:
-                return None
-            items = tuple(
-                i
-                for (i,) in db.execute(
-                    "SELECT item FROM marks WHERE submission = ? AND question = ? ORDER BY item", (submission, question)
-                )
-            )
-        return Grade(submission, question, items, float(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4]))
+            return self._grade(db, submission, question)
 
-    def _touch(self, db: sqlite3.Connection, submission: str, question: str, grader: str, digest: str) -> None:
+    def _grade(self, db: sqlite3.Connection, submission: str, question: str) -> Grade | None:
+        row = db.execute(
+            "SELECT adjustment, comment, grader, at, digest, version FROM grades WHERE submission = ? AND question = ?",
+            (submission, question),
+        ).fetchone()
+        if row is None:
+            return None
+        items = tuple(
+            i
+            for (i,) in db.execute(
+                "SELECT item FROM marks WHERE submission = ? AND question = ? ORDER BY item", (submission, question)
+            )
+        )
+        return Grade(
+            submission,
+            question,
+            items,
+            float(row[0]),
+            str(row[1]),
+            str(row[2]),
+            str(row[3]),
+            str(row[4]),
+            int(row[5]),
+        )
+
+    def _touch(
+        self, db: sqlite3.Connection, submission: str, question: str, grader: str, digest: str, base: int | None = None
+    ) -> None:
+        """The grade's row made (where it is new), checked against ``base`` (the version the change
+        was made on; ``None``: no check) and moved on to its next version."""
+        if base is not None:
+            row = db.execute(
+                "SELECT version FROM grades WHERE submission = ? AND question = ?", (submission, question)
+            ).fetchone()
+            if (int(row[0]) if row else 0) != base:
+                raise StaleEdit(self._grade(db, submission, question))
         db.execute(
             "INSERT INTO grades (submission, question) VALUES (?, ?) ON CONFLICT DO NOTHING", (submission, question)
         )
         db.execute(
-            "UPDATE grades SET grader = ?, at = ?, digest = ? WHERE submission = ? AND question = ?",
+            "UPDATE grades SET grader = ?, at = ?, digest = ?, version = version + 1 WHERE submission = ? AND question = ?",
             (grader, now(), digest, submission, question),
         )
 
-    def mark(self, submission: str, question: str, item: int, on: bool, *, grader: str, digest: str) -> None:
+    def mark(
+        self, submission: str, question: str, item: int, on: bool, *, grader: str, digest: str, base: int | None = None
+    ) -> None:
         """Apply a rubric item to an answer (``on``), or take it off."""
         with self._write() as db:
             if db.execute("SELECT 1 FROM rubric WHERE id = ? AND question = ?", (item, question)).fetchone() is None:
                 raise KeyError(item)
-            self._touch(db, submission, question, grader, digest)
+            self._touch(db, submission, question, grader, digest, base)
             if on:
                 db.execute("INSERT OR IGNORE INTO marks VALUES (?, ?, ?)", (submission, question, item))
             else:
@@ -361,22 +425,52 @@ class GradeStore:
                 )
             self._log(db, grader, submission, question, "mark" if on else "unmark", {"item": item})
 
-    def set_adjustment(self, submission: str, question: str, adjustment: float, *, grader: str, digest: str) -> None:
+    def set_adjustment(
+        self, submission: str, question: str, adjustment: float, *, grader: str, digest: str, base: int | None = None
+    ) -> None:
         with self._write() as db:
-            self._touch(db, submission, question, grader, digest)
+            self._touch(db, submission, question, grader, digest, base)
             db.execute(
                 "UPDATE grades SET adjustment = ? WHERE submission = ? AND question = ?",
                 (float(adjustment), submission, question),
             )
             self._log(db, grader, submission, question, "points", {"adjustment": adjustment})
 
-    def set_comment(self, submission: str, question: str, comment: str, *, grader: str, digest: str) -> None:
+    def set_comment(
+        self, submission: str, question: str, comment: str, *, grader: str, digest: str, base: int | None = None
+    ) -> None:
         with self._write() as db:
-            self._touch(db, submission, question, grader, digest)
+            self._touch(db, submission, question, grader, digest, base)
             db.execute(
                 "UPDATE grades SET comment = ? WHERE submission = ? AND question = ?", (comment, submission, question)
             )
             self._log(db, grader, submission, question, "comment", {"comment": comment})
+
+    def picked(self, submission: str, question: str) -> tuple[int, ...]:
+        """The cells a person picked as the answer (1-based), or none."""
+        with self._db() as db:
+            row = db.execute(
+                "SELECT cells FROM picks WHERE submission = ? AND question = ?", (submission, question)
+            ).fetchone()
+        return tuple(int(c) for c in str(row[0]).split(",") if c.isdigit()) if row else ()
+
+    def pick(self, submission: str, question: str, cells: Sequence[int], *, grader: str, was: str, now_: str) -> None:
+        """Keep the cells a person picked as the answer (none: the pick taken back). A grade given to
+        the answer as it was (digest ``was``) goes with it to the picked one (digest ``now_``)."""
+        picked = sorted({int(c) for c in cells})
+        with self._write() as db:
+            if picked:
+                db.execute(
+                    "INSERT OR REPLACE INTO picks VALUES (?, ?, ?, ?, ?)",
+                    (submission, question, ",".join(str(c) for c in picked), grader, now()),
+                )
+            else:
+                db.execute("DELETE FROM picks WHERE submission = ? AND question = ?", (submission, question))
+            db.execute(
+                "UPDATE grades SET digest = ? WHERE submission = ? AND question = ? AND digest = ?",
+                (now_, submission, question, was),
+            )
+            self._log(db, grader, submission, question, "pick cells", {"cells": picked})
 
     def set_many(self, rows: Sequence[tuple[str, str, float, str | None, str]], *, grader: str) -> None:
         """(submission, question, points, comment or None to keep it, digest) for each row, all in one
@@ -401,6 +495,50 @@ class GradeStore:
                     )
                 self._log(db, grader, submission, question, "import", {"points": points, "comment": comment})
 
+    def restore(
+        self,
+        submission: str,
+        question: str,
+        *,
+        marks: Sequence[tuple[str, float]],
+        adjustment: float,
+        comment: str,
+        grader: str,
+        at: str,
+        digest: str,
+        source: str,
+    ) -> None:
+        """A grade as a scorecard's record keeps it (``graded_by``), put back where the store has
+        none: its rubric items (found by their text, or added), free points, comment, grader, time."""
+        with self._write() as db:
+            if db.execute(
+                "SELECT 1 FROM grades WHERE submission = ? AND question = ?", (submission, question)
+            ).fetchone():
+                return
+            self._touch(db, submission, question, grader, digest)
+            for text, points in marks:
+                row = db.execute("SELECT id FROM rubric WHERE question = ? AND text = ?", (question, text)).fetchone()
+                if row is None:
+                    position = db.execute("SELECT COUNT(*) FROM rubric WHERE question = ?", (question,)).fetchone()[0]
+                    cur = db.execute(
+                        "INSERT INTO rubric (question, position, text, points) VALUES (?, ?, ?, ?)",
+                        (question, position, text, float(points)),
+                    )
+                    row = (cur.lastrowid,)
+                db.execute("INSERT OR IGNORE INTO marks VALUES (?, ?, ?)", (submission, question, row[0]))
+            db.execute(
+                "UPDATE grades SET adjustment = ?, comment = ?, at = ? WHERE submission = ? AND question = ?",
+                (float(adjustment), comment, at or now(), submission, question),
+            )
+            self._log(
+                db,
+                grader,
+                submission,
+                question,
+                "restore",
+                {"from": source, "rubric": list(marks), "adjustment": adjustment, "comment": comment},
+            )
+
     def _log(
         self, db: sqlite3.Connection, grader: str, submission: str, question: str, action: str, data: object
     ) -> None:
@@ -408,6 +546,22 @@ class GradeStore:
             "INSERT INTO log (at, grader, submission, question, action, data) VALUES (?, ?, ?, ?, ?, ?)",
             (now(), grader, submission, question, action, json.dumps(data)),
         )
+
+    def last_change(self) -> int:
+        """The number of the latest change to a grade or a rubric (its line in the log)."""
+        with self._db() as db:
+            return int(db.execute("SELECT COALESCE(MAX(id), 0) FROM log").fetchone()[0])
+
+    def changed_between(self, after: int, upto: int) -> set[str] | None:
+        """The submissions whose grades changes ``after`` < n <= ``upto`` touched; ``None`` where
+        one of them touched every answer (a rubric item's points or text)."""
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT DISTINCT submission, action FROM log WHERE id > ? AND id <= ?", (after, upto)
+            ).fetchall()
+        if any(not sub and action != "add item" for sub, action in rows):
+            return None
+        return {str(sub) for sub, _ in rows if sub}
 
     def progress(self, question: str) -> tuple[int, int]:
         """(graded, answers): how many answers to the question have a grade given to them as they are now."""

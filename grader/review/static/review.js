@@ -6,22 +6,84 @@
   // Every address comes from the page (the server's url_for): this submission by its id, never a place in a list.
   const token = body.dataset.token, urls = body.dataset;
   const $ = (id) => document.getElementById(id);
-  let state = null;
+  const limit = Number(body.dataset.commentLimit);
+  let state = null, pending = 0, conflict = null, chain = Promise.resolve();
 
   function go(url) { window.location.href = url; }
+  function said(text, problem) { $("saved").textContent = text; $("saved").className = problem ? "problem" : "muted"; }
 
   async function call(method, path, data) {
     const resp = await fetch(path, {
       method, headers: {"X-Review-Token": token, "Content-Type": "application/json"},
       body: data === undefined ? undefined : JSON.stringify(data),
     });
-    if (!resp.ok) { $("saved").textContent = "not saved: the server answered " + resp.status; throw new Error(resp.status); }
+    if (resp.status === 409) return resp.json();  // changed elsewhere: the caller merges
+    if (!resp.ok) {
+      let why = "the server answered " + resp.status;
+      try { why = (await resp.json()).error || why; } catch (e) { /* not JSON */ }
+      said("Not saved: " + why, true);
+      throw new Error(why);
+    }
     return resp.json();
   }
-  async function save(data) {
-    show(await call("POST", urls.gradeUrl, data));
-    $("saved").textContent = "saved";
+  // Saves go one after the other, each made on the version of the grade the page shows.
+  function save(data) {
+    pending += 1;
+    chain = chain.then(async () => {
+      const answer = await call("POST", urls.gradeUrl, Object.assign({base: state ? state.version : 0}, data));
+      if (answer.conflict) { merge(answer.mine, answer.theirs); return; }
+      show(answer);
+      said("saved", false);
+    }).catch(() => {}).finally(() => { pending -= 1; });
+    return chain;
   }
+
+  // A save over a newer edit is refused: both are shown, and the grader chooses (or merges by hand).
+  function merge(mine, theirs) {
+    conflict = {mine, theirs};
+    const box = $("conflict");
+    box.hidden = false;
+    $("conflict-who").textContent = (theirs.grader || "someone") + (theirs.at ? " at " + theirs.at : "");
+    $("theirs-comment").textContent = theirs.comment || "(no comment)";
+    $("mine-comment").textContent = "comment" in mine ? mine.comment : $("comment").value;
+    const other = Object.keys(mine).filter((k) => k !== "comment" && k !== "base");
+    $("conflict-other").textContent = other.length
+      ? "Your other change (" + other.join(", ") + ") was not saved: the grade shows as it is now; make it again if it still applies."
+      : "";
+    const keep = $("comment").value;
+    state = theirs;
+    show(theirs);
+    $("comment").value = keep;  // your text stays in the box to merge
+    said("Not saved: changed elsewhere since this page read it", true);
+  }
+  $("keep-mine").addEventListener("click", () => {
+    conflict = null; $("conflict").hidden = true;
+    save({comment: $("comment").value});
+  });
+  $("take-theirs").addEventListener("click", () => {
+    conflict = null; $("conflict").hidden = true;
+    $("comment").value = state.comment; counted(); said("", false);
+  });
+
+  function counted() {
+    const n = $("comment").value.length;
+    $("comment-count").textContent = n.toLocaleString("en") + " of " + limit.toLocaleString("en") + " characters";
+    $("comment-count").className = n > limit ? "problem" : "muted";
+    return n <= limit;
+  }
+  function saveComment() {
+    if (!counted()) { said("Not saved: the comment is over " + limit.toLocaleString("en") + " characters; shorten it", true); return; }
+    if (conflict) return;  // merged by the buttons first
+    if (state && $("comment").value !== state.comment) save({comment: $("comment").value});
+  }
+  function unsaved() {
+    return pending > 0 || conflict !== null || (state !== null && $("comment").value !== state.comment);
+  }
+  window.addEventListener("beforeunload", (e) => {
+    if (!unsaved()) return;
+    e.preventDefault();
+    e.returnValue = "";  // the browser asks whether to leave with text not saved
+  });
 
   function show(s) {
     state = s;
@@ -53,8 +115,45 @@
       list.append(li);
     });
     if (document.activeElement !== $("adjustment")) $("adjustment").value = s.adjustment;
-    if (document.activeElement !== $("comment")) $("comment").value = s.comment;
+    if (document.activeElement !== $("comment") && !conflict) { $("comment").value = s.comment; counted(); }
+    cellsToPick(s);
+    $("outputs-problem").hidden = !s.outputs_problem;
+    $("outputs-problem").textContent = s.outputs_problem
+      ? "Not written yet: " + s.outputs_problem + ". Every grade is saved; the outputs are tried again." : "";
   }
+
+  // No cell found for the question: every cell of the notebook, to tick those that answer it.
+  let listed = "";
+  function cellsToPick(s) {
+    $("pick").hidden = s.found;
+    if (s.found) return;
+    const key = JSON.stringify([s.notebook, s.picked]);
+    if (key === listed) return;
+    listed = key;
+    const list = $("pick-cells");
+    list.replaceChildren();
+    s.notebook.forEach((c) => {
+      const li = document.createElement("li");
+      const box = document.createElement("input");
+      box.type = "checkbox"; box.value = c.n; box.checked = s.picked.includes(c.n); box.id = "pick-" + c.n;
+      const label = document.createElement("label");
+      label.htmlFor = box.id;
+      label.textContent = " cell " + c.n + " (" + c.kind + ") ";
+      const text = document.createElement("code"); text.textContent = c.preview;
+      li.append(box, label);
+      if (c.unclaimed) { const u = document.createElement("span"); u.className = "unclaimed"; u.textContent = "unclaimed"; li.append(u, " "); }
+      li.append(text);
+      list.append(li);
+    });
+  }
+  $("pick-save").addEventListener("click", async () => {
+    const cells = Array.from($("pick-cells").querySelectorAll("input:checked")).map((b) => Number(b.value));
+    try {
+      show(await call("POST", urls.pickUrl, {cells}));
+      $("pick-said").textContent = cells.length ? "kept: cells " + cells.join(", ") : "no cell kept";
+      $("answer").src = $("answer").src;  // the frame marks them
+    } catch (e) { /* said by call */ }
+  });
 
   function toggle(n) {
     const item = state && state.items[n];
@@ -65,9 +164,10 @@
   let typing = null;
   $("comment").addEventListener("input", () => {
     clearTimeout(typing);
-    typing = setTimeout(() => save({comment: $("comment").value}), 400);
+    counted();
+    typing = setTimeout(saveComment, 400);
   });
-  $("comment").addEventListener("blur", () => { clearTimeout(typing); if (state && $("comment").value !== state.comment) save({comment: $("comment").value}); });
+  $("comment").addEventListener("blur", () => { clearTimeout(typing); saveComment(); });
   $("done").addEventListener("click", () => save({done: true}));
   $("new-item").addEventListener("submit", async (e) => {
     e.preventDefault();
@@ -97,7 +197,7 @@
   // Another grader may work on the same class: their rubric items and grades show up here.
   setInterval(() => {
     const t = document.activeElement;
-    if (document.hidden || (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA"))) return;
+    if (document.hidden || conflict || pending || (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA"))) return;
     call("GET", urls.stateUrl).then(show).catch(() => {});
   }, 5000);
 })();
