@@ -12,6 +12,7 @@ import tempfile
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -229,7 +230,7 @@ def descendants(pid: int) -> set[int]:
             kids = {
                 int(c)
                 for t in os.listdir(f"/proc/{p}/task")
-                for c in open(f"/proc/{p}/task/{t}/children").read().split()
+                for c in Path(f"/proc/{p}/task/{t}/children").read_text().split()
             }
         except OSError:
             continue
@@ -276,6 +277,7 @@ def test_server_and_children_end_when_the_grader_process_is_killed(tmp_path):
     assert len(workdirs) == 1, workdirs
     proc.kill()
     proc.wait()
+    proc.stdout.close()
     assert wait_gone(server)
     assert all(wait_gone(p) for p in tree)  # the notebook's whole process tree, not only the child
     assert not os.path.exists(os.path.dirname(workdirs[0])), "the server removes what the grader could not"
