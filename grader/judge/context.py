@@ -177,7 +177,19 @@ def explains(check: Check, value: Value, carried: Captured | None) -> bool:
         check.label, value, carried.value, rtol=check.rtol, atol=check.atol, strict_types=check.strict_types
     ).ok:
         return False
-    return not any(check_property(p, check.label, value, carried.value, atol=check.atol) for p in check.properties)
+    return not vetoes(check, value, carried.value)
+
+
+def vetoes(check: Check, value: Value, reference: Value) -> str:
+    """The first of the check's properties the value breaks while the reference does not ("" when
+    none). Given a reference the solution's step computed from the student's own upstream values, a
+    property that reference breaks too (rows that do not sum to one, because the student's
+    ``softmax`` does not) is the upstream's mistake, not this step's: it vetoes nothing here."""
+    for p in check.properties:
+        problem = check_property(p, check.label, value, reference, atol=check.atol)
+        if problem and not check_property(p, check.label, reference, reference, atol=check.atol):
+            return problem
+    return ""
 
 
 def roots(check: Check, ctx: Context) -> list[str]:
