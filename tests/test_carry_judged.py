@@ -10,8 +10,10 @@ own still loses its points.
 from __future__ import annotations
 
 from conftest import NUMPY_CORRECT, question
+from test_assignments import CORRECT
 
 LOG_SOFTMAX = "return x - np.log(np.sum(np.exp(x)))"
+ZERO_MASKED = "scores.masked_fill(mask, 0.0)"
 
 
 def _carried(card, qid: str) -> tuple[str, ...]:
@@ -45,3 +47,86 @@ def test_weights_wrong_on_their_own_with_a_log_softmax_still_lose_their_points(s
     )
     weights = question(card, "weights")
     assert weights.score == 0 and not weights.carried_forward, weights.lines
+
+
+# --------------------------------------------------------------------------------------------
+# 2. A hint names a step's own mistake, never the upstream's made again on the student's inputs
+
+
+def test_weights_from_masked_scores_set_to_zero_are_carried_and_the_hint_stays_with_the_mask(submit):
+    card = submit(
+        {**CORRECT["attention_from_scratch"], "masked_scores": ZERO_MASKED}, assignment="attention_from_scratch"
+    )
+    mask = question(card, "causal_mask")
+    assert mask.score < mask.max_score
+    assert any("Fill the masked scores with -inf, not 0" in line for line in mask.lines), mask.lines
+    weights = question(card, "causal_weights")
+    # Neither the causal property (the solution's softmax of these scores breaks it too) nor the hint
+    # "masked scores were set to 0" is charged to the weights computed correctly from them.
+    assert (weights.score, weights.carried_forward) == (weights.max_score, ("causal_mask",)), weights.lines
+    assert not any("Likely mistake" in line for line in weights.lines) and not any(c.hint for c in weights.checks)
+    assert question(card, "dropout").carried_forward == ("causal_mask",)  # the root, not the weights
+
+
+def test_weights_masked_after_the_softmax_still_get_their_own_hint(submit):
+    wrong = "torch.softmax(scores / d_k**0.5, dim=-1).masked_fill(mask, 0.0)"
+    card = submit(
+        {**CORRECT["attention_from_scratch"], "masked_scores": ZERO_MASKED, "causal_weights": wrong},
+        assignment="attention_from_scratch",
+    )
+    weights = question(card, "causal_weights")
+    own = weights.checks[0]  # the weights' check (the context vectors are right given them: carried)
+    assert own.score == 0 and not own.carried_from, weights.lines
+    assert "Likely mistake: The mask is applied after the softmax" in " ".join(weights.lines), weights.lines
+
+
+# --------------------------------------------------------------------------------------------
+# 6 and 4. A value computed from a list or a table graded through an expression over it
+
+
+TRANSPOSED_TABLE = "pd.DataFrame(attention_weights[0].detach().numpy().T, index=tokens, columns=tokens)"
+
+
+def test_a_reading_that_follows_the_student_s_transposed_table_is_carried_not_called_typed_in(submit):
+    card = submit(
+        {**CORRECT["tokens_to_multihead"], "attention_df": TRANSPOSED_TABLE}, assignment="tokens_to_multihead"
+    )
+    table = question(card, "attention_table")
+    assert table.score < table.max_score
+    assert any("not transposed" in line for line in table.lines), table.lines  # its hint, on its own values
+    reading = question(card, "reading")
+    # On the variants the answer changes exactly as the student's table does: right given it.
+    assert (reading.score, reading.carried_forward) == (reading.max_score, ("attention_table",)), reading.lines
+    assert not any("typed in" in line for line in reading.lines)
+    assert reading.lines == [
+        "`bank_most_attended` is correct given your `attention_df`; the mistake is upstream, in *Attention "
+        "weights as a labelled table*: this step keeps its points (error carried forward)."
+    ]
+
+
+def test_a_reading_typed_in_over_the_student_s_table_is_still_caught_on_the_variants(submit):
+    answers = {**CORRECT["tokens_to_multihead"], "attention_df": TRANSPOSED_TABLE}
+    card = submit({**answers, "bank_most_attended": "'bank'"}, assignment="tokens_to_multihead")
+    reading = question(card, "reading")
+    assert reading.score == 0 and not reading.carried_forward, reading.lines
+
+
+def test_heads_in_the_wrong_order_cost_their_own_check_and_the_output_from_them_is_carried(submit):
+    reversed_heads = "[self_attention(embeddings, W_q, W_k, W_v) for W_q, W_k, W_v in head_params[::-1]]"
+    card = submit({**CORRECT["attention_french"], "heads": reversed_heads}, assignment="attention_french")
+    multihead = question(card, "multihead")
+    stack, output = multihead.checks
+    assert stack.score == 0 and not stack.carried_from
+    assert output.score == output.max_score and output.carried_from == (stack.id,), multihead.lines
+    assert "`multihead_output` is correct given your `heads`" in " ".join(multihead.lines)
+    assert not any("Likely mistake" in line for line in multihead.lines), multihead.lines
+    # The output not projected with W_O is wrong given those heads too: no credit.
+    card = submit(
+        {
+            **CORRECT["attention_french"],
+            "heads": reversed_heads,
+            "multihead_output": "torch.cat(heads, dim=-1)",
+        },
+        assignment="attention_french",
+    )
+    assert question(card, "multihead").score == 0

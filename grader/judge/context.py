@@ -86,6 +86,9 @@ class Context:
     # Steps that call the student's functions (``carry.followed_calls``): check id -> {the id of a
     # check testing the function: the function's name}, to say "correct given your `gradient()`".
     calls: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Expression checks that grade a name (``carry.carriers``: ``torch.stack(heads)``) -> that name,
+    # which a step right given it is said to be computed from ("given your `heads`").
+    through: dict[str, str] = field(default_factory=dict)
     # Where the assignment's data files are: an instructor's test replayed here reads them from there
     # (``np.load("data/x.npy")`` in a test cell), as it does in the student's working directory.
     data_dir: Path | None = None

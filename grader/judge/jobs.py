@@ -70,6 +70,12 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
         if hints:
             for i, h in enumerate(check.hints):
                 specs.append(CaptureSpec(hint_id(check.id, i), CaptureKind.EXPR, h.expr, point, check.seed))
+    # The names graded through an expression over them (``carry.carriers``), as the student's notebook
+    # holds them where the first such check is taken: carried into the solution's run like a step.
+    for name, checks in carry.carriers(assignment, infos).items():
+        points = [first_bind.get(c.before) if c.before else None for c in checks]
+        point = min((p for p in points if p is not None), default=None)
+        specs.append(CaptureSpec(carry.carrier_id(name), CaptureKind.VALUE, name, point))
     return tuple(specs)
 
 
@@ -234,6 +240,20 @@ def build_carry_job(
         by_cell.setdefault(pos, {}).setdefault(stmt, []).append(check.id)
         injections.append(Injection(name=check.id, value=capture.to_wire(got.value), target=check.variable))
         carried.add(check.id)
+    # A name graded through an expression (``heads`` in ``torch.stack(heads)``): the student's list
+    # or table goes in likewise, and each expression over it is taken on the solution's own value.
+    over: dict[str, str] = {}  # an expression check -> its expression on the solution's value of the name
+    for name, checks in carry.carriers(assignment, infos).items():
+        got = student.get(carry.carrier_id(name))
+        spots = [where[c.id] for c in checks if c.id in where]
+        if got is None or got.value is None or not spots:
+            continue
+        pos, stmt = min(spots)
+        by_cell.setdefault(pos, {}).setdefault(stmt, []).append(carry.carrier_id(name))
+        injections.append(Injection(name=carry.carrier_id(name), value=capture.to_wire(got.value), target=name))
+        for c in checks:
+            over[c.id] = carry.carried_expression(c.target, name)
+            over.update({hint_id(c.id, i): carry.carried_expression(h.expr, name) for i, h in enumerate(c.hints)})
     job = build_job(assignment, cells, infos, assignment.solution, hints=True, skip=skip)
     job_cells = [
         replace(jc, source=inject_after(jc.source, by_cell[pos])) if pos in by_cell else jc
@@ -262,7 +282,11 @@ def build_carry_job(
         job_cells = [replace(jc, source=variants.with_injections(jc.source, variant.names)) for jc in job_cells]
         injections = [Injection(name=n, value=variant.values[n]) for n in variant.names] + injections
     captures = tuple(
-        CaptureSpec(c.id, CaptureKind.EXPR, f"{carry.CARRIED}[{c.id!r}]", None) if c.id in carried else c
+        CaptureSpec(c.id, CaptureKind.EXPR, f"{carry.CARRIED}[{c.id!r}]", None)
+        if c.id in carried
+        else replace(c, kind=CaptureKind.EXPR, target=over[c.id])
+        if c.id in over
+        else c
         for c in job.captures
     )
     files = tuple(f for f in job.files if f[0] != assignment.solution)  # its data only: no notebook file needed
