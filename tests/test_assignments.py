@@ -352,17 +352,18 @@ MISTAKES = [
     mistake(
         "tokens_to_multihead",
         {"attention_df": "pd.DataFrame(attention_weights[0].detach().numpy().T, index=tokens, columns=tokens)"},
-        {"attention_table": "partial", "reading": "failed"},
+        {"attention_table": "partial"},
         {
             "attention_table/0": "Rows are the current tokens (queries): use attention_weights[0] as it is, not "
             "transposed."
         },
         # The transposed table happens to give bank's most attended word right on the notebook's data; on
-        # embeddings the student never saw it does not, so the reading question is lost too.
+        # embeddings the student never saw it does not, but it follows the student's own table there: the
+        # reading is right given that table (issue 40), and the mistake is the table's.
         feedback={
             "reading": [
-                "`bank_most_attended` is correct for the notebook's data but not when `embeddings` changes (its values "
-                "do not follow): is a value typed in, or a size or constant fixed, rather than computed?"
+                "`bank_most_attended` is correct given your `attention_df`; the mistake is upstream, in *Attention "
+                "weights as a labelled table*: this step keeps its points (error carried forward)."
             ]
         },
         id="tokens-table-transposed",
