@@ -12,6 +12,8 @@ from __future__ import annotations
 from conftest import NUMPY_CORRECT, question
 from test_assignments import CORRECT
 
+from grader.testing import fill, write
+
 LOG_SOFTMAX = "return x - np.log(np.sum(np.exp(x)))"
 ZERO_MASKED = "scores.masked_fill(mask, 0.0)"
 
@@ -130,3 +132,72 @@ def test_heads_in_the_wrong_order_cost_their_own_check_and_the_output_from_them_
         assignment="attention_french",
     )
     assert question(card, "multihead").score == 0
+
+
+# --------------------------------------------------------------------------------------------
+# 5 and 3. A value reached again through the student's function: linked by the solution's data flow
+
+
+def _with_cell_prefix(nb, cell: int, source: str):
+    nb.cells[cell].source = source + "\n" + nb.cells[cell].source
+    return nb
+
+
+PROJECT = "def project(A, W):\n    return A @ W.T  # the weights transposed: Q, K and V are wrong\n"
+BY_PROJECT = {
+    "Q": "project(X, W_q)",
+    "K": "project(X, W_k)",
+    "V": "project(X, W_v)",
+    **{f"{m}_{w}": f"project(X[{i}], W_{m})" for w, i in (("bank", 1), ("interest", 3)) for m in "qkv"},
+}
+
+
+def _similarity(tmp_path, grader, course, answers: dict[str, str], name: str):
+    a = course.assignment("attention_similarity")
+    nb = _with_cell_prefix(fill(a.skeleton, {**CORRECT["attention_similarity"], **answers}), 28, PROJECT)
+    return grader.grade(a, write(nb, tmp_path / f"{name}.ipynb"))
+
+
+def test_rows_computed_again_with_a_wrong_helper_are_right_given_the_student_s_q_k_v(tmp_path, grader, course):
+    card = _similarity(tmp_path, grader, course, BY_PROJECT, "project")
+    assert question(card, "q2_qkv").score == 0
+    rows = question(card, "q2_bank_interest")
+    # q_bank is project(X[1], W_q): exactly row 1 of the student's own Q, which the solution's step reads.
+    assert (rows.score, rows.carried_forward) == (rows.max_score, ("q2_qkv",)), rows.lines
+    assert (
+        "`q_bank` is correct given your `Q`; the mistake is upstream, in *Q2: queries, keys and values*"
+        in (rows.lines[0])
+    )
+    assert not any("which is not right yet" in line for line in rows.lines), rows.lines  # the helper is not blamed
+
+
+def test_a_wrong_row_taken_with_the_wrong_helper_is_still_wrong(tmp_path, grader, course):
+    card = _similarity(tmp_path, grader, course, {**BY_PROJECT, "q_bank": "project(X[2], W_q)"}, "row")
+    rows = question(card, "q2_bank_interest")
+    assert rows.score == 0, rows.lines
+    assert not next(c for c in rows.checks if c.target == "q_bank").carried_from
+
+
+ATTEND = (
+    "def attend(scores, mask, values):\n"
+    "    w = torch.softmax(scores.masked_fill(mask, -torch.inf) / d_k, dim=-1)  # by d_k, not its root\n"
+    "    return w, w @ values\n"
+)
+
+
+def test_context_from_a_function_called_again_is_right_given_the_weights_of_its_first_call(tmp_path, grader, course):
+    a = course.assignment("attention_from_scratch")
+    answers = {**CORRECT["attention_from_scratch"], "causal_context": "attend(scores, mask, values)[1]"}
+    nb = fill(a.skeleton, {**answers, "causal_weights": "attend(scores, mask, values)[0]"})
+    card = grader.grade(a, write(_with_cell_prefix(nb, 33, ATTEND), tmp_path / "attend.ipynb"))
+    q = question(card, "causal_weights")
+    weights, context = q.checks
+    assert weights.score == 0 and not weights.carried_from, q.lines
+    assert context.score == context.max_score and context.carried_from == (weights.id,), q.lines
+    assert "`causal_context` is correct given your `causal_weights`" in " ".join(q.lines)
+    assert question(card, "dropout").carried_forward == ("causal_weights",)
+    # The context vectors from the keys instead of the values are wrong given those weights too.
+    nb = fill(a.skeleton, {**answers, "causal_weights": "attend(scores, mask, values)[0]"})
+    wrong = ATTEND.replace("w @ values", "w @ keys")
+    card = grader.grade(a, write(_with_cell_prefix(nb, 33, wrong), tmp_path / "attend_keys.ipynb"))
+    assert question(card, "causal_weights").score == 0

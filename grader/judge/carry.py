@@ -161,6 +161,28 @@ def upstream(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[C
     return out
 
 
+def with_solution(
+    own: dict[str, tuple[Check, ...]], solution: dict[str, tuple[Check, ...]]
+) -> tuple[dict[str, tuple[Check, ...]], dict[str, tuple[str, ...]]]:
+    """Each step's upstream steps in the student's notebook, then those the solution's step reads;
+    and, for each step, the ids of those it has from the solution's notebook only.
+    The carry-forward run is the solution's code: its value of a step is computed from the
+    student's values of the steps the *solution* reads there, whatever route the student's data
+    took (a function called again for each value, a row taken from a re-computed matrix); those
+    are the values a step can be right given. A link of the solution's only holds for a value the
+    student's code computes from data (``grader.judge.checks`` drops it for one that never changes
+    on the variants: typed in, it would be "right given" upstream values typed in with it)."""
+    out = dict(own)
+    added: dict[str, tuple[str, ...]] = {}
+    for cid, ups in solution.items():
+        have = out.get(cid, ())
+        more = tuple(u for u in ups if u not in have and u.id != cid)
+        if more:
+            out[cid] = (*have, *more)
+            added[cid] = tuple(u.id for u in more)
+    return out, added
+
+
 def _last_binding(infos: list[CellInfo], name: str) -> Version | None:
     """The statement that last binds ``name`` in these cells: the value an expression check reads."""
     for pos in range(len(infos) - 1, -1, -1):

@@ -32,6 +32,7 @@ from grader.judge.context import (
     explains,
     root_failure,
     roots,
+    without_constant_links,
 )
 from grader.judge.scorecard import CheckResult, Feedback, QuestionResult
 from grader.names import hint_id
@@ -362,6 +363,7 @@ def grade_assignment(assignment: Assignment, ctx: Context) -> list[QuestionResul
         titles={q.id: q.title for q in assignment.questions},
         checks=assignment.checks,
     )
+    ctx = without_constant_links(ctx, assignment.checks)
     results = [grade_question(q, ctx) for q in assignment.questions]
     # Root causes first: the question whose own cell raised says, once, which later questions the
     # same error left without a value; theirs point back to it instead of repeating it.
