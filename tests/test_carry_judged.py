@@ -201,3 +201,31 @@ def test_context_from_a_function_called_again_is_right_given_the_weights_of_its_
     wrong = ATTEND.replace("w @ values", "w @ keys")
     card = grader.grade(a, write(_with_cell_prefix(nb, 33, wrong), tmp_path / "attend_keys.ipynb"))
     assert question(card, "causal_weights").score == 0
+
+
+# --------------------------------------------------------------------------------------------
+# A function written early and reused in an earlier question belongs to the question that tests it
+
+
+UNSCALED = (
+    "def self_attention(x, W_Q, W_K, W_V):\n"
+    "    Q, K, V = x @ W_Q, x @ W_K, x @ W_V\n"
+    "    return torch.softmax(Q @ K.T, dim=-1) @ V  # not scaled by sqrt(d_k)\n"
+)
+
+
+def test_a_function_reused_early_is_blamed_in_its_own_question_and_carried_into_the_heads(tmp_path, grader, course):
+    a = course.assignment("attention_french")
+    nb = fill(a.skeleton, {**CORRECT["attention_french"], "all_outputs": "self_attention(embeddings, W_Q, W_K, W_V)"})
+    nb.cells[8].source = UNSCALED + nb.cells[8].source
+    nb.cells[19].source = "# self_attention is defined at the top"
+    card = grader.grade(a, write(nb, tmp_path / "early.ipynb"))
+    # Its own question tests it directly: not "correct given your self_attention()".
+    own = question(card, "self_attention_fn")
+    assert own.score == 0 and not own.carried_forward, own.lines
+    # all_outputs is not what the solution's step computes from anything of the student's: wrong.
+    assert question(card, "all_words").score < question(card, "all_words").max_score
+    multihead = question(card, "multihead")
+    assert (multihead.score, multihead.carried_forward) == (multihead.max_score, ("self_attention_fn",)), (
+        multihead.lines
+    )

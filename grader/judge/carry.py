@@ -294,7 +294,7 @@ def followed_calls(assignment: Assignment, infos: list[CellInfo]) -> Calls:
         testing = [c for c in assignment.checks if name in used.get(c.id, set())]
         if not testing:
             continue
-        first = testing[0].question_id
+        first = owner(name, testing)
         own = tuple(c for c in testing if c.question_id == first)
         later = [c for c in testing if c.question_id != first]
         if not later:
@@ -304,6 +304,15 @@ def followed_calls(assignment: Assignment, infos: list[CellInfo]) -> Calls:
             for o in own:
                 via.setdefault(c.id, {})[o.id] = name
     return Calls(owners, via)
+
+
+def owner(name: str, testing: list[Check]) -> str:
+    """The question a student's function or class belongs to, among the checks that use it (in the
+    assignment's order): the first whose own expression calls it (``self_attention(torch.eye(3),
+    ...)`` tests the function itself), else the first that uses it. A function written early and
+    reused in an earlier question's step is still the later question's to answer for."""
+    direct = [c for c in testing if c.variable is None and name in _called(c.target)]
+    return (direct or testing)[0].question_id
 
 
 def with_calls(
