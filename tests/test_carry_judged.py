@@ -229,3 +229,60 @@ def test_a_function_reused_early_is_blamed_in_its_own_question_and_carried_into_
     assert (multihead.score, multihead.carried_forward) == (multihead.max_score, ("self_attention_fn",)), (
         multihead.lines
     )
+
+
+# --------------------------------------------------------------------------------------------
+# 8. A module instance the student configured wrongly, called correctly by a later step
+
+
+ONE_HEAD = "nn.MultiheadAttention(embed_dim=8, num_heads=1, batch_first=True)"
+
+
+def test_per_head_weights_from_a_one_head_module_are_right_given_it(submit):
+    card = submit({**CORRECT["tokens_to_multihead"], "multihead_attn": ONE_HEAD}, assignment="tokens_to_multihead")
+    assert question(card, "multihead").score < question(card, "multihead").max_score
+    per_head = question(card, "per_head")
+    # (1, 1, 5, 5) where (1, 2, 5, 5) is expected: the solution's step, calling the student's module, gives it too.
+    assert (per_head.score, per_head.carried_forward) == (per_head.max_score, ("multihead",)), per_head.lines
+    assert per_head.lines == [
+        "`head_weights` is correct given your `multihead_attn`; the mistake is upstream, in *Multi-head "
+        "self-attention*: this step keeps its points (error carried forward)."
+    ]
+
+
+def test_per_head_weights_averaged_over_the_heads_of_a_one_head_module_are_still_wrong(submit):
+    averaged = "multihead_attn(embeddings, embeddings, embeddings)"  # no average_attn_weights=False
+    card = submit(
+        {**CORRECT["tokens_to_multihead"], "multihead_attn": ONE_HEAD, "_, head_weights": averaged},
+        assignment="tokens_to_multihead",
+    )
+    per_head = question(card, "per_head")
+    assert per_head.score == 0 and not per_head.carried_forward, per_head.lines
+
+
+UNSCALED_MODULE = (
+    "class SelfAttention(nn.Module):\n"
+    "    def __init__(self, scale=True):\n"
+    "        super().__init__()\n"
+    "        self.scale = scale\n\n"
+    "    def forward(self, x, W_Q, W_K, W_V):\n"
+    "        Q, K, V = x @ W_Q, x @ W_K, x @ W_V\n"
+    "        s = Q @ K.T\n"
+    "        if self.scale:\n"
+    "            s = s / K.shape[-1] ** 0.5\n"
+    "        return torch.softmax(s, dim=-1) @ V\n\n"
+    "self_attention = SelfAttention(scale=False).eval()\n"
+)
+
+
+def test_heads_from_a_module_instance_standing_for_the_function_are_right_given_it(tmp_path, grader, course):
+    a = course.assignment("attention_french")
+    nb = fill(a.skeleton, CORRECT["attention_french"])
+    nb.cells[19].source = UNSCALED_MODULE
+    card = grader.grade(a, write(nb, tmp_path / "module.ipynb"))
+    assert question(card, "self_attention_fn").score == 0
+    multihead = question(card, "multihead")
+    assert (multihead.score, multihead.carried_forward) == (multihead.max_score, ("self_attention_fn",)), (
+        multihead.lines
+    )
+    assert "correct given your `self_attention`" in " ".join(multihead.lines), multihead.lines

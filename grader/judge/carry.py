@@ -283,7 +283,7 @@ def followed_calls(assignment: Assignment, infos: list[CellInfo]) -> Calls:
         if not info.cell.skipped
         for n, is_class in info.defines.items()
         if not is_class or n in info.modules
-    }
+    } | called_objects(assignment, infos)
     if not functions:
         return Calls({}, {})
     flow = callable_flow(assignment, infos, functions)
@@ -304,6 +304,28 @@ def followed_calls(assignment: Assignment, infos: list[CellInfo]) -> Calls:
             for o in own:
                 via.setdefault(c.id, {})[o.id] = name
     return Calls(owners, via)
+
+
+def called_objects(assignment: Assignment, infos: list[CellInfo]) -> set[str]:
+    """Names a check calls directly (``self_attention(torch.eye(3), ...)``, ``multihead_attn(x, x,
+    x)``) that the student's notebook binds by assignment, not by ``def``: a module instance (or a
+    lambda) playing the part of a function. Its calls are followed like a function's."""
+    variables = {c.variable for c in steps(assignment)}
+    skip = set(assignment.given) | variables | _imported(infos) | {n for info in infos for n in info.defines}
+    bound = set().union(*(info.binds for info in infos if not info.cell.skipped)) if infos else set()
+    out: set[str] = set()
+    for c in assignment.checks:
+        if c.variable is None and not c.is_test:
+            out |= {n for n in _called_directly(c.target) if n in bound and n not in skip}
+    return out
+
+
+def _called_directly(expr: str) -> set[str]:
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return set()
+    return {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
 
 
 def owner(name: str, testing: list[Check]) -> str:

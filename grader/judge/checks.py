@@ -147,7 +147,8 @@ def _carried_verdict(check: Check, ctx: Context, res: CheckResult, points: float
     classes = callables.defined(ctx)
     inputs = tuple(
         dict.fromkeys(
-            (called[i] if classes.get(called[i]) else f"{called[i]}()")
+            # a function is named called (`gradient()`); a class, or an instance made by assignment, by name
+            (f"{called[i]}()" if classes.get(called[i]) is False else called[i])
             if i in called
             else ctx.through.get(i, by_id[i].target)
             for i in res.carried_from

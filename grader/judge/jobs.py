@@ -176,11 +176,16 @@ _NOTHING = {"t": "none"}
 
 
 def _after_definitions(job_cells: list[JobCell], functions: tuple[str, ...] | set[str], prefix: str) -> list[JobCell]:
-    """The cells with ``__grader_inject__(prefix + f)`` after each statement defining function ``f``."""
+    """The cells with ``__grader_inject__(prefix + f)`` after each statement defining function ``f``,
+    or binding it (``f = SelfAttention(scale=False)``, a module instance called as a function)."""
     out = []
     for jc in job_cells:
         statements = notebook.parse_cell(jc.source).statements
-        calls = {k: [prefix + st.defines] for k, st in enumerate(statements) if st.defines in functions}
+        calls = {
+            k: [prefix + f for f in sorted(({st.defines} | st.binds) & set(functions))]
+            for k, st in enumerate(statements)
+            if ({st.defines} | st.binds) & set(functions)
+        }
         out.append(replace(jc, source=inject_after(jc.source, calls)) if calls else jc)
     return out
 
@@ -261,7 +266,7 @@ def build_carry_job(
     ]
     # The student's functions a later step calls: the solution's own stand in for them no more,
     # their recorded answers do (``grader.run.calls``), put in after the solution defines each.
-    defined = {n for info in infos for n in info.defines}
+    defined = {n for info in infos for n in info.defines} | {n for info in infos for n in info.binds}
     replayed = {
         f: got for f in sorted(defined) if (got := student.get(calls_id(f))) is not None and got.value is not None
     }
