@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from grader.course.model import Assignment, Check
 from grader.judge.compare import matches
-from grader.notebook import CellInfo, direct_inputs, first_binds
+from grader.notebook import CellInfo, direct_inputs, first_binds, python_source
 from grader.notebook.flow import Version, direct_input_versions
 from grader.run.job import Captured
 
@@ -95,7 +95,7 @@ def _imported(infos: list[CellInfo]) -> set[str]:
     found: set[str] = set()
     for info in infos:
         try:
-            tree = ast.parse(info.cell.source)
+            tree = ast.parse(python_source(info.cell.source))  # magics read as ``pass``
         except SyntaxError:
             continue
         for node in ast.walk(tree):
