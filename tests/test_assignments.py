@@ -322,7 +322,8 @@ MISTAKES = [
     mistake(
         "tokens_to_multihead",
         {"multihead_attn": "nn.MultiheadAttention(embed_dim=8, num_heads=2)"},
-        {"multihead": "failed", "attention_table": "error", "reading": "error", "per_head": "failed"},
+        # per_head calls the student's module as the solution's step does: right given it (issue 40).
+        {"multihead": "failed", "attention_table": "error", "reading": "error"},
         {
             "multihead/0": "Without batch_first=True the module reads (sequence, batch, features): your weights have "
             "shape (5, 1, 1)."
@@ -352,17 +353,18 @@ MISTAKES = [
     mistake(
         "tokens_to_multihead",
         {"attention_df": "pd.DataFrame(attention_weights[0].detach().numpy().T, index=tokens, columns=tokens)"},
-        {"attention_table": "partial", "reading": "failed"},
+        {"attention_table": "partial"},
         {
             "attention_table/0": "Rows are the current tokens (queries): use attention_weights[0] as it is, not "
             "transposed."
         },
         # The transposed table happens to give bank's most attended word right on the notebook's data; on
-        # embeddings the student never saw it does not, so the reading question is lost too.
+        # embeddings the student never saw it does not, but it follows the student's own table there: the
+        # reading is right given that table (issue 40), and the mistake is the table's.
         feedback={
             "reading": [
-                "`bank_most_attended` is correct for the notebook's data but not when `embeddings` changes (its values "
-                "do not follow): is a value typed in, or a size or constant fixed, rather than computed?"
+                "`bank_most_attended` is correct given your `attention_df`; the mistake is upstream, in *Attention "
+                "weights as a labelled table*: this step keeps its points (error carried forward)."
             ]
         },
         id="tokens-table-transposed",

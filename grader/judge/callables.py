@@ -65,9 +65,9 @@ def wrong_callables(check: Check, ctx: Context) -> v.UsesWrongCallable | None:
         if name not in used:
             continue
         testing = [c for c in ctx.checks if not c.is_test and name in _uses(c, ctx, ordered)]
-        if not testing or testing[0].question_id == check.question_id:
-            continue  # this very question is where it is tested first: its own mistake
-        owner = testing[0].question_id
+        if not testing or carry.owner(name, testing) == check.question_id:
+            continue  # this very question is where it is tested: its own mistake
+        owner = carry.owner(name, testing)
         if all(_passes(c, ctx) for c in testing if c.question_id == owner):
             continue
         (classes if names[name] else functions).append(name)

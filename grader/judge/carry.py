@@ -16,12 +16,13 @@ runs at all (``needed``), and where in the solution each student value goes (``p
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from grader.course.model import Assignment, Check
 from grader.judge.compare import matches
-from grader.notebook import CellInfo, direct_inputs, first_binds
+from grader.notebook import CellInfo, direct_inputs, first_binds, python_source
 from grader.notebook.flow import Version, direct_input_versions
 from grader.run.job import Captured
 
@@ -44,6 +45,71 @@ def steps(assignment: Assignment) -> list[Check]:
     return [c for c in assignment.checks if c.variable is not None]
 
 
+CARRIER = "__carry__/"  # the capture id of the student's value of a name an expression check reads
+
+
+def carrier_id(name: str) -> str:
+    """The capture id of the student's value of a name graded through an expression (``carriers``)."""
+    return CARRIER + name
+
+
+def carriers(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[Check, ...]]:
+    """The names graded through an expression over them -> the checks that grade them: ``heads`` in
+    ``torch.stack(heads)``, ``attention_df`` in ``attention_df.values``. Each is a step of the data
+    flow like a variable: the student's value of the name goes into the solution's run, so a later
+    step computed from the student's list or table is judged on it, and the expression's own
+    reference is the solution's expression over the solution's value of the name there. Only an
+    expression reading one such name (besides the given inputs, the steps, the notebook's
+    functions, classes and imports) is followed: its value is what that name is graded by."""
+    variables = {c.variable for c in steps(assignment)}
+    defined = {n for info in infos for n in info.defines}
+    skip = set(assignment.given) | variables | _imported(infos) | defined
+    bound = set().union(*(info.binds for info in infos if not info.cell.skipped)) if infos else set()
+    out: dict[str, list[Check]] = {}
+    for c in assignment.checks:
+        if c.variable is not None or c.is_test or c.names & defined:
+            continue  # an expression calling the notebook's function or class grades that, not a value
+        names = [n for n in c.names if n not in skip and n in bound]
+        if len(names) == 1 and names[0] not in _called(c.target):
+            out.setdefault(names[0], []).append(c)
+    return {n: tuple(cs) for n, cs in out.items()}
+
+
+def _called(expr: str) -> set[str]:
+    """The names an expression calls, or calls a method of (``multihead_attn(...)``,
+    ``tokenizer.tokenize(...)``): an object whose behaviour is graded, not a value."""
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return set()
+    out: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            func = n.func.value if isinstance(n.func, ast.Attribute) else n.func
+            if isinstance(func, ast.Name):
+                out.add(func.id)
+    return out
+
+
+def _imported(infos: list[CellInfo]) -> set[str]:
+    found: set[str] = set()
+    for info in infos:
+        try:
+            tree = ast.parse(python_source(info.cell.source))  # magics read as ``pass``
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return found
+
+
+def carried_expression(expr: str, name: str) -> str:
+    """An expression (a check's, or one of its hints') over the solution's own value of ``name`` kept
+    in the carry-forward run (the student's stands there after it): its value on the student's inputs."""
+    return f"(lambda {name}: {expr})({CARRIED}[{carrier_id(name)!r}])"
+
+
 def upstream(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[Check, ...]]:
     """Each check -> the steps its value is computed from directly, in this notebook.
 
@@ -60,6 +126,10 @@ def upstream(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[C
     for c in steps(assignment):
         assert c.variable is not None
         by_name.setdefault(c.variable, []).append(c)
+    through = carriers(assignment, infos)
+    own = {c.id: n for n, cs in through.items() for c in cs}  # an expression check -> the name it grades
+    for n, cs in through.items():
+        by_name.setdefault(n, []).extend(cs)
     names = frozenset(by_name)
     cache: dict[int, dict[str, set[tuple[str, Version | None]]]] = {}
     out: dict[str, tuple[Check, ...]] = {}
@@ -72,7 +142,10 @@ def upstream(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[C
             inputs = flow.get(c.variable, set())
         else:
             inputs = set().union(
-                *({(n, _last_binding(infos[:point], n))} if n in names else flow.get(n, set()) for n in c.names)
+                *(
+                    {(n, _last_binding(infos[:point], n))} if n in names and n != own.get(c.id) else flow.get(n, set())
+                    for n in c.names
+                )
             )
         found: list[Check] = []
         for name, version in sorted(inputs, key=lambda f: (f[0], f[1] or (-1, -1))):
@@ -80,10 +153,34 @@ def upstream(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[C
             exact = [u for u in candidates if version is not None and where.get(u.id) == version]
             later = [u for u in exact or candidates if points[u.id] >= point]
             pick = later[0] if later else (exact or candidates)[-1]
-            if pick not in found:
-                found.append(pick)
+            # A name graded through expressions is graded by all of them (its values, its labels).
+            for u in [pick, *(u for u in through.get(name, ()) if u.id != c.id and points[u.id] == points[pick.id])]:
+                if u not in found:
+                    found.append(u)
         out[c.id] = tuple(u for u in found if u.id != c.id)
     return out
+
+
+def with_solution(
+    own: dict[str, tuple[Check, ...]], solution: dict[str, tuple[Check, ...]]
+) -> tuple[dict[str, tuple[Check, ...]], dict[str, tuple[str, ...]]]:
+    """Each step's upstream steps in the student's notebook, then those the solution's step reads;
+    and, for each step, the ids of those it has from the solution's notebook only.
+    The carry-forward run is the solution's code: its value of a step is computed from the
+    student's values of the steps the *solution* reads there, whatever route the student's data
+    took (a function called again for each value, a row taken from a re-computed matrix); those
+    are the values a step can be right given. A link of the solution's only holds for a value the
+    student's code computes from data (``grader.judge.checks`` drops it for one that never changes
+    on the variants: typed in, it would be "right given" upstream values typed in with it)."""
+    out = dict(own)
+    added: dict[str, tuple[str, ...]] = {}
+    for cid, ups in solution.items():
+        have = out.get(cid, ())
+        more = tuple(u for u in ups if u not in have and u.id != cid)
+        if more:
+            out[cid] = (*have, *more)
+            added[cid] = tuple(u.id for u in more)
+    return out, added
 
 
 def _last_binding(infos: list[CellInfo], name: str) -> Version | None:
@@ -128,12 +225,14 @@ def places(assignment: Assignment, infos: list[CellInfo]) -> dict[str, tuple[int
     value goes in: the last statement binding the variable before the point the step is taken."""
     points = capture_points(assignment, infos)
     out: dict[str, tuple[int, int]] = {}
-    for c in steps(assignment):
+    named = [(c, c.variable) for c in steps(assignment)]
+    named += [(c, n) for n, cs in carriers(assignment, infos).items() for c in cs]
+    for c, name in named:
         for pos in range(min(points[c.id], len(infos)) - 1, -1, -1):
             info = infos[pos]
             if info.cell.skipped or info.syntax_error is not None:
                 continue
-            hits = [i for i, (binds, _) in enumerate(info.statements) if c.variable in binds]
+            hits = [i for i, (binds, _) in enumerate(info.statements) if name in binds]
             if hits:
                 out[c.id] = (pos, hits[-1])
                 break
@@ -184,7 +283,7 @@ def followed_calls(assignment: Assignment, infos: list[CellInfo]) -> Calls:
         if not info.cell.skipped
         for n, is_class in info.defines.items()
         if not is_class or n in info.modules
-    }
+    } | called_objects(assignment, infos)
     if not functions:
         return Calls({}, {})
     flow = callable_flow(assignment, infos, functions)
@@ -195,7 +294,7 @@ def followed_calls(assignment: Assignment, infos: list[CellInfo]) -> Calls:
         testing = [c for c in assignment.checks if name in used.get(c.id, set())]
         if not testing:
             continue
-        first = testing[0].question_id
+        first = owner(name, testing)
         own = tuple(c for c in testing if c.question_id == first)
         later = [c for c in testing if c.question_id != first]
         if not later:
@@ -205,6 +304,37 @@ def followed_calls(assignment: Assignment, infos: list[CellInfo]) -> Calls:
             for o in own:
                 via.setdefault(c.id, {})[o.id] = name
     return Calls(owners, via)
+
+
+def called_objects(assignment: Assignment, infos: list[CellInfo]) -> set[str]:
+    """Names a check calls directly (``self_attention(torch.eye(3), ...)``, ``multihead_attn(x, x,
+    x)``) that the student's notebook binds by assignment, not by ``def``: a module instance (or a
+    lambda) playing the part of a function. Its calls are followed like a function's."""
+    variables = {c.variable for c in steps(assignment)}
+    skip = set(assignment.given) | variables | _imported(infos) | {n for info in infos for n in info.defines}
+    bound = set().union(*(info.binds for info in infos if not info.cell.skipped)) if infos else set()
+    out: set[str] = set()
+    for c in assignment.checks:
+        if c.variable is None and not c.is_test:
+            out |= {n for n in _called_directly(c.target) if n in bound and n not in skip}
+    return out
+
+
+def _called_directly(expr: str) -> set[str]:
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return set()
+    return {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+
+
+def owner(name: str, testing: list[Check]) -> str:
+    """The question a student's function or class belongs to, among the checks that use it (in the
+    assignment's order): the first whose own expression calls it (``self_attention(torch.eye(3),
+    ...)`` tests the function itself), else the first that uses it. A function written early and
+    reused in an earlier question's step is still the later question's to answer for."""
+    direct = [c for c in testing if c.variable is None and name in _called(c.target)]
+    return (direct or testing)[0].question_id
 
 
 def with_calls(

@@ -32,6 +32,7 @@ from grader.judge.context import (
     explains,
     root_failure,
     roots,
+    without_constant_links,
 )
 from grader.judge.scorecard import CheckResult, Feedback, QuestionResult
 from grader.names import hint_id
@@ -146,7 +147,10 @@ def _carried_verdict(check: Check, ctx: Context, res: CheckResult, points: float
     classes = callables.defined(ctx)
     inputs = tuple(
         dict.fromkeys(
-            (called[i] if classes.get(called[i]) else f"{called[i]}()") if i in called else by_id[i].target
+            # a function is named called (`gradient()`); a class, or an instance made by assignment, by name
+            (f"{called[i]}()" if classes.get(called[i]) is False else called[i])
+            if i in called
+            else ctx.through.get(i, by_id[i].target)
             for i in res.carried_from
             if i in by_id
         )
@@ -226,10 +230,16 @@ def _matching_hint(check: Check, value: Value, ctx: Context) -> str:
     # plain reference's hints would name a mistake the student did not make, on the wrong inputs).
     # Not for a check of the student's own function or module: the carry-forward run replays the
     # student's answers in the solution's, so its hints there would be the student's mistake itself.
+    # Nor a hint whose mistake makes no difference on the student's own upstream values (its value
+    # there is the carried-forward reference itself): what it names is the upstream's mistake, made
+    # and charged there ("masked scores were set to 0" said again of the weights computed from them).
     hints = ctx.carried if ctx.carried and not _replays_own(check, ctx) else ctx.reference
+    carried = ctx.carried.get(check.id) if hints is ctx.carried else None
     for i, hint in enumerate(check.hints):
         hv = hints.get(hint_id(check.id, i))
         if hv is None or hv.value is None:
+            continue
+        if carried is not None and carried.value is not None and matches(hv.value, carried.value, rtol=0, atol=0):
             continue
         if matches(value, hv.value, rtol=check.rtol, atol=check.atol):
             return hint.message
@@ -350,9 +360,11 @@ def grade_assignment(assignment: Assignment, ctx: Context) -> list[QuestionResul
         answers=ctx.answers | answers,
         wrong=ctx.wrong | frozenset(wrong),
         upstream=ctx.upstream or carry.upstream(assignment, ctx.infos),
+        through=ctx.through or {c.id: n for n, cs in carry.carriers(assignment, ctx.infos).items() for c in cs},
         titles={q.id: q.title for q in assignment.questions},
         checks=assignment.checks,
     )
+    ctx = without_constant_links(ctx, assignment.checks)
     results = [grade_question(q, ctx) for q in assignment.questions]
     # Root causes first: the question whose own cell raised says, once, which later questions the
     # same error left without a value; theirs point back to it instead of repeating it.

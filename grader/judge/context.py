@@ -86,6 +86,12 @@ class Context:
     # Steps that call the student's functions (``carry.followed_calls``): check id -> {the id of a
     # check testing the function: the function's name}, to say "correct given your `gradient()`".
     calls: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Expression checks that grade a name (``carry.carriers``: ``torch.stack(heads)``) -> that name,
+    # which a step right given it is said to be computed from ("given your `heads`").
+    through: dict[str, str] = field(default_factory=dict)
+    # The upstream steps a step has from the solution's data flow only (``carry.with_solution``):
+    # check id -> their ids; kept for a value that follows the data (``follows_data``).
+    solution_links: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Where the assignment's data files are: an instructor's test replayed here reads them from there
     # (``np.load("data/x.npy")`` in a test cell), as it does in the student's working directory.
     data_dir: Path | None = None
@@ -141,6 +147,38 @@ class Context:
         return None
 
 
+def follows_data(check: Check, ctx: Context) -> bool:
+    """Whether the student's value changes on some variant whose reference it changes: computed from
+    the data, not typed in (nor a constant behind a show of computing). False without variants."""
+    got = ctx.student.get(check.id)
+    if got is None or got.value is None:
+        return False
+    for run in ctx.variants:
+        again = run.student.get(check.id)
+        if (
+            again is not None
+            and again.value is not None
+            and changes(run.reference.get(check.id), ctx.reference.get(check.id))
+            and not matches(again.value, got.value, rtol=0, atol=0)
+        ):
+            return True
+    return False
+
+
+def without_constant_links(ctx: Context, checks: tuple[Check, ...]) -> Context:
+    """The context without the solution's data-flow links of a value that never follows the data:
+    a typed-in value is not "right given" upstream values typed in with it."""
+    if not ctx.solution_links:
+        return ctx
+    by_id = {c.id: c for c in checks}
+    upstream = dict(ctx.upstream)
+    for cid, ids in ctx.solution_links.items():
+        check = by_id.get(cid)
+        if check is not None and not follows_data(check, ctx):
+            upstream[cid] = tuple(u for u in upstream.get(cid, ()) if u.id not in ids)
+    return replace(ctx, upstream=upstream)
+
+
 def holds_on(check: Check, captures: dict[str, Captured], reference: dict[str, Captured]) -> bool:
     got, ref = captures.get(check.id), reference.get(check.id)
     if got is None or got.value is None or ref is None or ref.value is None:
@@ -177,7 +215,19 @@ def explains(check: Check, value: Value, carried: Captured | None) -> bool:
         check.label, value, carried.value, rtol=check.rtol, atol=check.atol, strict_types=check.strict_types
     ).ok:
         return False
-    return not any(check_property(p, check.label, value, carried.value, atol=check.atol) for p in check.properties)
+    return not vetoes(check, value, carried.value)
+
+
+def vetoes(check: Check, value: Value, reference: Value) -> str:
+    """The first of the check's properties the value breaks while the reference does not ("" when
+    none). Given a reference the solution's step computed from the student's own upstream values, a
+    property that reference breaks too (rows that do not sum to one, because the student's
+    ``softmax`` does not) is the upstream's mistake, not this step's: it vetoes nothing here."""
+    for p in check.properties:
+        problem = check_property(p, check.label, value, reference, atol=check.atol)
+        if problem and not check_property(p, check.label, reference, reference, atol=check.atol):
+            return problem
+    return ""
 
 
 def roots(check: Check, ctx: Context) -> list[str]:

@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 
 from grader import notebook
-from grader.course.model import Assignment, Course, Limits
+from grader.course.model import Assignment, Check, Course, Limits
 from grader.errors import NotebookError, OverBudget, SolutionError
 from grader.files import printable, sha256_file
 from grader.judge import carry, manual, wording
@@ -66,7 +66,7 @@ class Grader:
     def __post_init__(self) -> None:
         self._skip: dict[str, set[str]] = {}
         self._locked: dict[str, list[notebook.Cell]] = {}
-        self._solution: dict[str, tuple[list[notebook.Cell], list[notebook.CellInfo]]] = {}
+        self._solution: dict[str, tuple[list[notebook.Cell], list[notebook.CellInfo]] | None] = {}
 
     def reveal(self) -> bool:
         return self.course.scorecard.reveal(self.now)
@@ -149,7 +149,8 @@ class Grader:
         with self.executor.session() as runner:  # one sandbox for the run and its variants
             run = runner.run(job)
             cpu.check("reading the values its run sent")
-            upstream, via = carry.with_calls(carry.upstream(assignment, infos), calls)
+            flow, links = self._upstream(assignment, infos)
+            upstream, via = carry.with_calls(flow, calls)
             ctx = Context(
                 infos=infos,
                 blanks=notebook.blank_report(infos),
@@ -159,6 +160,7 @@ class Grader:
                 reveal=self.reveal(),
                 given=assignment.given,
                 upstream=upstream,
+                solution_links=links,
                 calls=via,
                 data_dir=assignment.solution_dir,
             )
@@ -237,16 +239,12 @@ class Grader:
         """The solution's values computed from the student's own upstream values (``carry``): one
         sandboxed run of the solution for the notebook's data and one per variant, in the solution's
         own sandbox (never the student's), only for a submission with a wrong step after a wrong step."""
-        if assignment.name not in self._solution:
-            try:
-                cells = self.references.solution_cells(assignment)  # the notebook, or the reference bundle's steps
-            except SolutionError:
-                # A bundle built for a place students can read (``grader grading-bundle``) holds no
-                # solution code: graded there without carry-forward.
-                return ctx
-            cells = answer_cells(assignment, cells)  # split as the reference runs split them
-            self._solution[assignment.name] = (cells, notebook.analyse(cells))
-        cells, infos = self._solution[assignment.name]
+        solution = self._solution_steps(assignment)
+        if solution is None:
+            # A bundle built for a place students can read (``grader grading-bundle``) holds no
+            # solution code: graded there without carry-forward.
+            return ctx
+        cells, infos = solution
         skip = self._skip[assignment.name]
         by_number = {v.number: v for v in variants}
         # The solution's sandbox and warm process, as for its draws (``References._draw``): the
@@ -271,6 +269,28 @@ class Grader:
                 for v in ctx.variants
             )
         return without_right_calls(replace(ctx, carried=carried, variants=runs))
+
+    def _solution_steps(self, assignment: Assignment) -> tuple[list[notebook.Cell], list[notebook.CellInfo]] | None:
+        """The solution's cells as the carry-forward runs run them, and what each reads and binds;
+        None where no solution code is here (a reference bundle without it)."""
+        if assignment.name not in self._solution:
+            try:
+                cells = self.references.solution_cells(assignment)  # the notebook, or the reference bundle's steps
+            except SolutionError:
+                self._solution[assignment.name] = None
+                return None
+            cells = answer_cells(assignment, cells)  # split as the reference runs split them
+            self._solution[assignment.name] = (cells, notebook.analyse(cells))
+        return self._solution[assignment.name]
+
+    def _upstream(
+        self, assignment: Assignment, infos: list[notebook.CellInfo]
+    ) -> tuple[dict[str, tuple[Check, ...]], dict[str, tuple[str, ...]]]:
+        """Each step's upstream steps in the student's notebook and in the solution's, and those
+        of the solution's only (``carry.with_solution``)."""
+        solution = self._solution_steps(assignment)
+        theirs = carry.upstream(assignment, solution[1]) if solution is not None else {}
+        return carry.with_solution(carry.upstream(assignment, infos), theirs)
 
     def _invalid(self, card: CardOf, assignment: Assignment, reason: str) -> Scorecard:
         return card(

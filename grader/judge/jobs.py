@@ -70,6 +70,12 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
         if hints:
             for i, h in enumerate(check.hints):
                 specs.append(CaptureSpec(hint_id(check.id, i), CaptureKind.EXPR, h.expr, point, check.seed))
+    # The names graded through an expression over them (``carry.carriers``), as the student's notebook
+    # holds them where the first such check is taken: carried into the solution's run like a step.
+    for name, checks in carry.carriers(assignment, infos).items():
+        points = [first_bind.get(c.before) if c.before else None for c in checks]
+        point = min((p for p in points if p is not None), default=None)
+        specs.append(CaptureSpec(carry.carrier_id(name), CaptureKind.VALUE, name, point))
     return tuple(specs)
 
 
@@ -170,11 +176,16 @@ _NOTHING = {"t": "none"}
 
 
 def _after_definitions(job_cells: list[JobCell], functions: tuple[str, ...] | set[str], prefix: str) -> list[JobCell]:
-    """The cells with ``__grader_inject__(prefix + f)`` after each statement defining function ``f``."""
+    """The cells with ``__grader_inject__(prefix + f)`` after each statement defining function ``f``,
+    or binding it (``f = SelfAttention(scale=False)``, a module instance called as a function)."""
     out = []
     for jc in job_cells:
         statements = notebook.parse_cell(jc.source).statements
-        calls = {k: [prefix + st.defines] for k, st in enumerate(statements) if st.defines in functions}
+        calls = {
+            k: [prefix + f for f in sorted(({st.defines} | st.binds) & set(functions))]
+            for k, st in enumerate(statements)
+            if ({st.defines} | st.binds) & set(functions)
+        }
         out.append(replace(jc, source=inject_after(jc.source, calls)) if calls else jc)
     return out
 
@@ -234,6 +245,20 @@ def build_carry_job(
         by_cell.setdefault(pos, {}).setdefault(stmt, []).append(check.id)
         injections.append(Injection(name=check.id, value=capture.to_wire(got.value), target=check.variable))
         carried.add(check.id)
+    # A name graded through an expression (``heads`` in ``torch.stack(heads)``): the student's list
+    # or table goes in likewise, and each expression over it is taken on the solution's own value.
+    over: dict[str, str] = {}  # an expression check -> its expression on the solution's value of the name
+    for name, checks in carry.carriers(assignment, infos).items():
+        got = student.get(carry.carrier_id(name))
+        spots = [where[c.id] for c in checks if c.id in where]
+        if got is None or got.value is None or not spots:
+            continue
+        pos, stmt = min(spots)
+        by_cell.setdefault(pos, {}).setdefault(stmt, []).append(carry.carrier_id(name))
+        injections.append(Injection(name=carry.carrier_id(name), value=capture.to_wire(got.value), target=name))
+        for c in checks:
+            over[c.id] = carry.carried_expression(c.target, name)
+            over.update({hint_id(c.id, i): carry.carried_expression(h.expr, name) for i, h in enumerate(c.hints)})
     job = build_job(assignment, cells, infos, assignment.solution, hints=True, skip=skip)
     job_cells = [
         replace(jc, source=inject_after(jc.source, by_cell[pos])) if pos in by_cell else jc
@@ -241,7 +266,7 @@ def build_carry_job(
     ]
     # The student's functions a later step calls: the solution's own stand in for them no more,
     # their recorded answers do (``grader.run.calls``), put in after the solution defines each.
-    defined = {n for info in infos for n in info.defines}
+    defined = {n for info in infos for n in info.defines} | {n for info in infos for n in info.binds}
     replayed = {
         f: got for f in sorted(defined) if (got := student.get(calls_id(f))) is not None and got.value is not None
     }
@@ -262,7 +287,11 @@ def build_carry_job(
         job_cells = [replace(jc, source=variants.with_injections(jc.source, variant.names)) for jc in job_cells]
         injections = [Injection(name=n, value=variant.values[n]) for n in variant.names] + injections
     captures = tuple(
-        CaptureSpec(c.id, CaptureKind.EXPR, f"{carry.CARRIED}[{c.id!r}]", None) if c.id in carried else c
+        CaptureSpec(c.id, CaptureKind.EXPR, f"{carry.CARRIED}[{c.id!r}]", None)
+        if c.id in carried
+        else replace(c, kind=CaptureKind.EXPR, target=over[c.id])
+        if c.id in over
+        else c
         for c in job.captures
     )
     files = tuple(f for f in job.files if f[0] != assignment.solution)  # its data only: no notebook file needed

@@ -295,3 +295,44 @@ def module_replayer(name: str, log: dict[str, list[dict[str, Any]]], differs: di
 
     Replayed.__name__ = Replayed.__qualname__ = name
     return Replayed
+
+
+# --------------------------------------------------------------------------------------------
+# A torch module *instance* the notebook makes and calls (``multihead_attn = nn.MultiheadAttention(
+# ...)``, ``self_attention = SelfAttention(scale=False)``): its forward calls are recorded and
+# replayed as a function's are, the instance itself kept (its class swapped for a subclass whose
+# forward records or replays), so ``.eval()``, its parameters and attributes behave as before.
+
+
+def _swap_forward(obj: Any, forward: Callable[..., Any]) -> bool:
+    cls = type(obj)
+    if getattr(cls, "_grader_forward", False):
+        return False  # recorded or replayed already (the same instance bound again)
+    try:
+        obj.__class__ = type(
+            cls.__name__,
+            (cls,),
+            {
+                "forward": lambda self, *a, **k: forward(*a, **k),
+                "_grader_forward": True,
+                "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__,
+            },
+        )
+    except TypeError:  # a class whose instances cannot change class: not followed
+        return False
+    return True
+
+
+def instance_recorder(obj: Any, log: list[dict[str, Any]], name: str) -> bool:
+    """Record each forward call of the torch module instance ``obj`` in ``log``, in place; False
+    when it cannot be (then the instance is left as it was)."""
+    own = obj.forward
+    return _swap_forward(obj, recorder(own, log, {}, name))
+
+
+def instance_replayer(obj: Any, name: str, table: list[dict[str, Any]], differs: dict[str, bool] | None = None) -> bool:
+    """The solution's module instance ``obj`` answering its forward calls from the student's
+    recorded ones (``replayer``), its own forward for a call the student never made."""
+    own = obj.forward
+    return _swap_forward(obj, replayer(name, table, own, differs))

@@ -21,6 +21,8 @@ importing the grader's side.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import io
 import os
 import sys
@@ -343,7 +345,9 @@ def install_injections(ns: dict[str, Any], job: JobWire) -> None:
             torch = sys.modules.get("torch")
             if torch is not None and isinstance(ns.get(name), type) and issubclass(ns[name], torch.nn.Module):
                 ns[name] = calls.module_recorder(ns[name], record.setdefault(name, {}), ns, name)
-            elif callable(ns.get(name)):
+            elif torch is not None and isinstance(ns.get(name), torch.nn.Module):  # an instance, kept
+                calls.instance_recorder(ns[name], record.setdefault(name, []), name)
+            elif inspect.isroutine(ns.get(name)) or isinstance(ns.get(name), functools.partial):
                 ns[name] = calls.recorder(ns[name], record.setdefault(name, []), ns, name)
             return
         if key.startswith(REPLAY):  # in the solution's run: the student's recorded answers stand in
@@ -352,6 +356,10 @@ def install_injections(ns: dict[str, Any], job: JobWire) -> None:
             if not isinstance(record, dict):
                 record = ns[CALLS] = {}
             table = capture.to_python(capture.decode(values[key]))
+            torch = sys.modules.get("torch")
+            if torch is not None and isinstance(table, list) and isinstance(ns.get(name), torch.nn.Module):
+                calls.instance_replayer(ns[name], name, table, record)  # the solution's instance, kept
+                return
             ns[name] = (
                 calls.module_replayer(name, table, record)
                 if isinstance(table, dict)
@@ -385,6 +393,8 @@ def _as_like(value: Any, like: Any) -> Any:
             for i, v in enumerate(value.data)
         ]
         return items if value.kind == "list" else tuple(items)
+    if value.kind in ("frame", "series"):  # a student's table carried into the solution's run
+        return capture.to_python(value)
     if value.kind != "array":
         return value.data
     arr = np.array(value.data)
