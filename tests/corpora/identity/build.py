@@ -430,14 +430,14 @@ def name_aliases(r, roster):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--grader", default="/work/main/.venv/bin/grader")
+    ap.add_argument("--grader", default=str(Path(__file__).resolve().parents[3] / ".venv/bin/grader"))
     ap.add_argument("--course", default=str(HERE / "_course"))
     args = ap.parse_args()
     course = Path(args.course)
     if not (course / "config.yaml").exists():
         course.mkdir(parents=True)
         for part in ("config.yaml", "solutions", "assignments"):
-            src = Path("/work/main") / part
+            src = Path(__file__).resolve().parents[3] / part
             (shutil.copytree if src.is_dir() else shutil.copy)(src, course / part)
 
     for spec in CLASSES:

@@ -37,7 +37,7 @@ def prepare_course(grader, course_arg, work):
         return Path(course_arg)
     repo = Path(grader).resolve().parents[2]
     if not (repo / "config.yaml").exists():
-        repo = Path("/work/main")
+        repo = Path(__file__).resolve().parents[3]
     course = work / "course"
     course.mkdir(parents=True, exist_ok=True)
     for part in ("config.yaml", "solutions", "assignments"):
@@ -140,7 +140,7 @@ def run_grader(grader, course, inp, out, roster, assignment):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--grader", default="/work/main/.venv/bin/grader")
+    ap.add_argument("--grader", default=str(Path(__file__).resolve().parents[3] / ".venv/bin/grader"))
     ap.add_argument(
         "--course", help="course folder with config.yaml (default: a private copy of the grader's repo course)"
     )

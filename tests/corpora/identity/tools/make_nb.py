@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-SOLUTION = Path("/work/main/solutions/attention_numpy/attention_numpy.ipynb")
+SOLUTION = Path(__file__).resolve().parents[4] / "solutions/attention_numpy/attention_numpy.ipynb"
 
 REPLACE = {
     "Q": ("Q = X @ W_q.T  # SOLUTION", "Q = X @ W_q.T + 1.0"),
