@@ -65,7 +65,7 @@ def render(result: Similarity, *, min_score: float = 0.0) -> str:
         + f" read; {len(result.skipped)} skipped. {len(result.pairs)} pair(s) share distinctive code "
         f"(pairs were found through an index of fingerprints; only those were compared in full). "
         f"Only each student's own code counts: the skeleton's code, the given data cells, outputs and magics "
-        f"are left out, and code that the solution or more than {result.common_limit} notebooks hold is not "
+        f"are left out, and code that the solution holds is not "
         f"taken as evidence. Markdown answers are compared separately, as text.</p>",
         _how_to_read(),
     ]
