@@ -36,11 +36,12 @@ from grader.similarity.documents import FLOW, NO_QUESTION, Document, Expected
 
 PRIOR_NOTEBOOKS = 20.0  # how many notebooks' worth the prior is
 COMMON_PRIOR = 0.2  # the prior of a fragment the baseline holds (one of several common ways)
-TOKENS_PER_HALVING = 2.0  # a fragment's own prior halves with every this many tokens of length ...
+TOKENS_PER_HALVING = 3.0  # a fragment's own prior halves with every this many tokens of length ...
 FREE_TOKENS = 2  # ... beyond this many ...
 RAREST_PRIOR = 2.0**-12  # ... down to this
 COMMON = 0.25  # a fragment one student in four would write carries no weight
-FLOOR = 12.0  # weighed tokens: a notebook with less code of its own is scored as if it had this much
+FLOOR = 12.0  # weighed tokens: the least a notebook is scored as having (about one rare line) ...
+FLOOR_SHARE = 0.5  # ... and at least this share of the median notebook of this term
 CANDIDATE = 0.05  # a pair whose score cannot reach this is not compared in full
 MARKDOWN_PRIOR = 2.0**-8  # the prior of a run of four words a student wrote
 MARKDOWN_FLOOR = 4.0  # weighed shingles
@@ -194,6 +195,8 @@ class Index:
             w = self.weights.of(d.keys) if len(d.keys) else np.zeros(0)
             tokens = _paint(d.tokens, d.starts, d.ends, w)
             self.own.append(_Own(w, tokens, float(tokens.sum()), np.unique(d.keys[w > 0])))
+        current = sorted(o.total for o, d in zip(self.own, self.docs, strict=True) if not d.past)
+        self.floor = max(FLOOR, FLOOR_SHARE * current[len(current) // 2]) if current else FLOOR
         self.markdown_weight = self._markdown_weights()
 
     def _markdown_weights(self) -> dict[int, float]:
@@ -224,7 +227,7 @@ class Index:
             np.add.at(mass, at[hit], (o.weights * (d.ends - d.starts))[hit])
             keys.append(o.keys)
             owners.append(np.full(len(o.keys), i, dtype=np.int64))
-            masses.append(mass / max(o.total, FLOOR))
+            masses.append(mass / max(o.total, self.floor))
         pairs: set[tuple[int, int]] = set()
         if keys:
             k, who, m = np.concatenate(keys), np.concatenate(owners), np.concatenate(masses)
@@ -267,8 +270,8 @@ class Index:
         shared = np.intersect1d(oa.keys, ob.keys, assume_unique=True)
         cov_a = self._covered(a, oa, shared)
         cov_b = self._covered(b, ob, shared)
-        share_a = float(cov_a.sum()) / max(oa.total, FLOOR)
-        share_b = float(cov_b.sum()) / max(ob.total, FLOOR)
+        share_a = float(cov_a.sum()) / max(oa.total, self.floor)
+        share_b = float(cov_b.sum()) / max(ob.total, self.floor)
         md, md_cells = self._markdown(a, b)
         return Pair(
             a=a.key,
@@ -290,7 +293,7 @@ class Index:
         self, a: Document, b: Document, cov_a: npt.NDArray[np.float64], cov_b: npt.NDArray[np.float64], oa: _Own
     ) -> tuple[QuestionMatch, ...]:
         side_a, side_b = _regions(a, cov_a), _regions(b, cov_b)
-        total = max(oa.total, FLOOR)
+        total = max(oa.total, self.floor)
         out = []
         order = [q for q in range(len(self.known.questions)) if q in side_a or q in side_b]
         order += [NO_QUESTION] if NO_QUESTION in side_a or NO_QUESTION in side_b else []
