@@ -441,7 +441,11 @@ NUMPY_EXTRAS: dict[int, list[str]] = {
         "for i, t in enumerate(tokens):\n    print(t, '->', tokens[attention_weights[i].argmax()])",
         "print([tokens[j] for j in np.argmax(attention_weights, axis=1)])",
     ],
-    21: ["print(output.shape)", "print('output shape:', output.shape)", "np.set_printoptions(precision=3, suppress=True)"],
+    21: [
+        "print(output.shape)",
+        "print('output shape:', output.shape)",
+        "np.set_printoptions(precision=3, suppress=True)",
+    ],
 }
 NUMPY_NAMES = ["Q", "K", "V", "scores", "scaled_scores", "attention_weights", "output", "X"]
 NUMPY_METHODS = ["sum()", "mean()", "max()", "min()", "std()", "round(2)", "T", "argmax()", "sum(axis=0)", "cumsum()"]
@@ -537,7 +541,16 @@ FRENCH_EXTRAS: dict[int, list[str]] = {
     ],
     26: ["print(multihead_output.shape)", "assert multihead_output.shape == (7, 3)"],
 }
-FRENCH_NAMES = ["Q", "K", "V", "attention_scores", "attention_weights", "all_attention_weights", "all_outputs", "output"]
+FRENCH_NAMES = [
+    "Q",
+    "K",
+    "V",
+    "attention_scores",
+    "attention_weights",
+    "all_attention_weights",
+    "all_outputs",
+    "output",
+]
 FRENCH_METHODS = ["sum()", "mean()", "max()", "min()", "std()", "round(decimals=2)", "T", "argmax()", "sum(dim=0)"]
 FRENCH_FUNCTIONS = ["torch.exp", "torch.tanh", "torch.abs", "torch.sqrt", "torch.relu", "torch.sigmoid"]
 
@@ -586,7 +599,9 @@ def student(rng: random.Random, assignment: str, own_lines: tuple[int, int] = (1
         if assignment == "attention_numpy" and cell == 18:
             code = code.replace("{body}", rng.choice(NUMPY_SOFTMAX)).replace("{weights}", rng.choice(NUMPY_WEIGHTS))
         if assignment == "attention_french" and cell == 9:
-            code = code.replace("{convert}", rng.choice(FRENCH_CONVERT)).replace("{project}", rng.choice(FRENCH_PROJECT))
+            code = code.replace("{convert}", rng.choice(FRENCH_CONVERT)).replace(
+                "{project}", rng.choice(FRENCH_PROJECT)
+            )
         if assignment == "attention_french" and cell == 20 and "math." in code:
             code = "import math\n\n" + code
         for extra in extras.get(cell, []):
@@ -647,7 +662,11 @@ class _Operators(ast.NodeTransformer):
                     node.args.append(node.keywords.pop(0).value)
             elif not node.args:
                 node.args.append(node.keywords.pop(0).value)
-        elif isinstance(func, ast.Attribute) and func.attr in ("sum", "softmax", "argmax", "mean") and len(node.args) == 1:
+        elif (
+            isinstance(func, ast.Attribute)
+            and func.attr in ("sum", "softmax", "argmax", "mean")
+            and len(node.args) == 1
+        ):
             if not (isinstance(func.value, ast.Name) and func.value.id in ("np", "torch", "F")):
                 node.keywords.insert(0, ast.keyword("axis" if self.lib == "np" else "dim", node.args.pop()))
         return node
@@ -710,8 +729,16 @@ def extract_helper(fills: dict[int, str]) -> dict[int, str]:
     _, cell, n = best
     stmt = trees[cell].body[n]
     assert isinstance(stmt, ast.Assign)
+    local = {
+        t.id
+        for c in ast.walk(stmt.value)
+        if isinstance(c, ast.comprehension)
+        for t in ast.walk(c.target)
+        if isinstance(t, ast.Name)
+    }
     reads = sorted(
         {x.id for x in ast.walk(stmt.value) if isinstance(x, ast.Name) and x.id not in ("np", "torch", "math", "F")}
+        - local
     )
     helper = ast.parse(f"def compute_it({', '.join(reads)}):\n    return {ast.unparse(stmt.value)}").body[0]
     call = ast.parse(f"{ast.unparse(stmt.targets[0])} = compute_it({', '.join(reads)})").body[0]
@@ -757,9 +784,7 @@ DISGUISES = [
 ]
 
 
-def generated_class(
-    folder: Path, assignment: str, n: int, copies: int, seed: int, past: int = 0
-) -> dict[str, str]:
+def generated_class(folder: Path, assignment: str, n: int, copies: int, seed: int, past: int = 0) -> dict[str, str]:
     """``n`` notebooks of ``assignment`` in ``folder``: ``copies`` of them copies of a classmate
     (each with one of the disguises, in turn), the others independent students. Returns each
     notebook's author: two notebooks with the same author are a planted pair."""

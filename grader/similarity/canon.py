@@ -31,9 +31,11 @@ import hashlib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 MIN_EXPR = 4  # an expression shorter than this (``V . shape``) is no fragment of its own
 MIN_STATEMENT = 3  # nor a statement (``V``, ``break``)
+MAX_INLINE = 3  # helpers written out inside helpers written out, at most this deep
 
 DEFAULT_LIBRARIES = frozenset(
     {"np", "numpy", "torch", "F", "nn", "plt", "sns", "pd", "math", "scipy", "tf", "jnp", "jax", "sklearn", "random"}
@@ -154,6 +156,8 @@ class Statement:
     top: int  # which top-level statement of the cell it is part of
     first: int  # its first and last line in the cell
     last: int
+    scope: tuple[int, ...] = ()  # the functions it is inside (their names' scopes), outermost first
+    opens: frozenset[str] = frozenset()  # a function's header: the parameters its body sees
 
     @property
     def key(self) -> int:
@@ -286,8 +290,10 @@ class _Emitter:
         self.lines: list[int] = []
         self.spans: list[tuple[int, int]] = []
         self.line = 0
-        self.subst: dict[str, ast.expr] = {}
-        self.inlining = False
+        # While a helper is written out: its parameters, each with the argument and the
+        # substitutions in force where the call is; and how deep the helpers are nested.
+        self.subst: dict[str, tuple[ast.expr, dict[str, Any]]] = {}
+        self.depth = 0
 
     def tok(self, *texts: str) -> None:
         for t in texts:
@@ -298,7 +304,7 @@ class _Emitter:
 
     def expr(self, node: ast.expr) -> None:
         start, saved = len(self.tokens), self.line
-        if not self.inlining and hasattr(node, "lineno"):
+        if not self.depth and hasattr(node, "lineno"):
             self.line = node.lineno
         self._expr(node)
         if len(self.tokens) - start >= MIN_EXPR:
@@ -419,11 +425,11 @@ class _Emitter:
 
     def _name(self, name: str) -> None:
         if name in self.subst:
-            arg = self.subst[name]
-            saved_subst, saved_inlining = self.subst, self.inlining
-            self.subst, self.inlining = {}, False
+            arg, outer = self.subst[name]
+            saved_subst, saved_depth = self.subst, self.depth
+            self.subst, self.depth = outer, self.depth - 1
             self.expr(arg)
-            self.subst, self.inlining = saved_subst, saved_inlining
+            self.subst, self.depth = saved_subst, saved_depth
         elif name in self.ctx.defined:
             self.tok("V")
         elif name in self.ctx.libraries or name in _BUILTINS:
@@ -501,12 +507,25 @@ class _Emitter:
             if not self._is_library(func.value):
                 receiver = func.value
         elif isinstance(func, ast.Name):
-            if func.id in self.subst:
+            called, env = func, self.subst
+            while isinstance(called, ast.Name) and called.id in env:  # a helper passed as an argument
+                called, env = env[called.id]
+            if not isinstance(called, ast.Name):
                 self.expr(func)
                 self._arguments(args, keywords, spread)
                 return
-            helper = self.ctx.helpers.get(func.id)
-            if helper is not None and not self.inlining and not keywords and not spread and len(args) == len(helper[0]):
+            helper = self.ctx.helpers.get(called.id)
+            if func is not called and helper is None:
+                self.expr(func)
+                self._arguments(args, keywords, spread)
+                return
+            if (
+                helper is not None
+                and self.depth < MAX_INLINE
+                and not keywords
+                and not spread
+                and len(args) == len(helper[0])
+            ):
                 if not any(isinstance(a, ast.Starred) for a in args):
                     self._inline(helper, args)
                     return
@@ -562,10 +581,11 @@ class _Emitter:
 
     def _inline(self, helper: tuple[tuple[str, ...], ast.expr], args: list[ast.expr]) -> None:
         params, body = helper
-        saved_subst, saved_inlining = self.subst, self.inlining
-        self.subst, self.inlining = dict(zip(params, args, strict=True)), True
+        saved_subst, saved_depth = self.subst, self.depth
+        self.subst = {p: (a, saved_subst) for p, a in zip(params, args, strict=True)}
+        self.depth += 1
         self.expr(body)
-        self.subst, self.inlining = saved_subst, saved_inlining
+        self.subst, self.depth = saved_subst, saved_depth
 
     def _einsum(self, values: list[ast.expr]) -> bool:
         """A two-operand einsum that is a matrix or vector product, written as one."""
@@ -648,12 +668,16 @@ def statements(body: Iterable[ast.stmt], ctx: Context) -> list[Statement]:
     """Every statement of a cell, canonical, in order (a block's header, then its body's statements)."""
     out: list[Statement] = []
     for top, stmt in enumerate(body):
-        out.extend(_statement(stmt, ctx, top))
+        out.extend(_statement(stmt, ctx, top, ()))
     return out
 
 
-def _statement(stmt: ast.stmt, ctx: Context, top: int) -> Iterator[Statement]:  # noqa: C901, PLR0912
+def _statement(  # noqa: C901, PLR0912, PLR0915 - one case per kind of statement
+    stmt: ast.stmt, ctx: Context, top: int, scope: tuple[int, ...]
+) -> Iterator[Statement]:
     e = _Emitter(ctx)
+    opens: set[str] = set()
+    inner_scope = scope
     e.line = stmt.lineno
     inner: list[ast.stmt] = []
     binds: set[str] = set()
@@ -668,7 +692,7 @@ def _statement(stmt: ast.stmt, ctx: Context, top: int) -> Iterator[Statement]:  
             and not any(isinstance(x, ast.Starred) for x in [*stmt.targets[0].elts, *stmt.value.elts])
         ):  # q, k = a, b: two statements
             for t, v in zip(stmt.targets[0].elts, stmt.value.elts, strict=True):
-                yield from _statement(ast.copy_location(ast.Assign([t], v), stmt), ctx, top)
+                yield from _statement(ast.copy_location(ast.Assign([t], v), stmt), ctx, top, scope)
             return
         for t in stmt.targets:
             e.target(t)
@@ -736,7 +760,9 @@ def _statement(stmt: ast.stmt, ctx: Context, top: int) -> Iterator[Statement]:  
             e.expr(d)
         e.tok("def", "V", "(", *(["V"] * len(stmt.args.args)), ")", ":")
         inner = [s for s in stmt.body if not _docstring(s)]
-        binds = {stmt.name} | {a.arg for a in (*stmt.args.args, *stmt.args.kwonlyargs, *stmt.args.posonlyargs)}
+        binds = {stmt.name}
+        opens = {a.arg for a in (*stmt.args.args, *stmt.args.kwonlyargs, *stmt.args.posonlyargs)}
+        inner_scope = (*scope, id(stmt))
         reads = _names([*stmt.args.defaults, *stmt.decorator_list])
     elif isinstance(stmt, ast.ClassDef):
         e.tok("class", "V", "(")
@@ -744,6 +770,7 @@ def _statement(stmt: ast.stmt, ctx: Context, top: int) -> Iterator[Statement]:  
         e.tok(")", ":")
         inner = [s for s in stmt.body if not _docstring(s)]
         binds = {stmt.name}
+        inner_scope = (*scope, id(stmt))
         reads = _names(stmt.bases)
     elif isinstance(stmt, ast.Assert):
         e.tok("assert")
@@ -774,9 +801,11 @@ def _statement(stmt: ast.stmt, ctx: Context, top: int) -> Iterator[Statement]:  
             top,
             stmt.lineno,
             last,
+            scope,
+            frozenset(opens),
         )
     for s in inner:
-        yield from _statement(s, ctx, top)
+        yield from _statement(s, ctx, top, inner_scope)
 
 
 def _as_load(target: ast.expr) -> ast.expr:

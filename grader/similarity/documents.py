@@ -131,14 +131,22 @@ def fragments(stmts: list[Statement], counted: list[bool]) -> list[_Fragment]:
     statements are the student's; a flow fragment covers only its counted ends."""
     out: list[_Fragment] = []
     keys = [s.key for s in stmts]
-    binder: dict[str, int] = {}
+    binder: dict[tuple[tuple[int, ...], str], int] = {}  # (scope, name) -> the statement that last bound it
+
+    def source(scope: tuple[int, ...], name: str) -> int | None:
+        for depth in range(len(scope), -1, -1):
+            found = binder.get((scope[:depth], name))
+            if found is not None:
+                return found
+        return None
+
     for n, s in enumerate(stmts):
         whole = (0, len(s.tokens))
         if counted[n]:
             out.append(_Fragment(keys[n], STATEMENT, len(s.tokens), ((n, -1),), (whole,)))
             for start, end in s.spans:
                 out.append(_Fragment(s.span_key(start, end), EXPRESSION, end - start, ((n, -1),), ((start, end),)))
-        sources = sorted({binder[r] for r in s.reads if r in binder and binder[r] != n})
+        sources = sorted({t for t in (source(s.scope, r) for r in s.reads) if t is not None and t != n})
         for t in sources:
             if not (counted[t] or counted[n]):
                 continue
@@ -154,7 +162,12 @@ def fragments(stmts: list[Statement], counted: list[bool]) -> list[_Fragment]:
                 )
             )
         for name in s.binds:
-            binder[name] = n
+            binder[(s.scope, name)] = n
+        if s.opens:  # a function's parameters, seen by its body (the statements that follow, one scope in)
+            inner = next((x.scope for x in stmts[n + 1 :] if len(x.scope) > len(s.scope)), None)
+            for name in s.opens:
+                if inner is not None:
+                    binder[(inner, name)] = n
     return out
 
 
