@@ -14,8 +14,8 @@ import ast
 import copy
 import io
 import json
-import random
 import keyword
+import random
 import re
 import tokenize
 from pathlib import Path

@@ -507,7 +507,8 @@ class _Emitter:
             if not self._is_library(func.value):
                 receiver = func.value
         elif isinstance(func, ast.Name):
-            called, env = func, self.subst
+            called: ast.expr = func
+            env = self.subst
             while isinstance(called, ast.Name) and called.id in env:  # a helper passed as an argument
                 called, env = env[called.id]
             if not isinstance(called, ast.Name):
