@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from grader.similarity.documents import FLOW, NO_QUESTION, Document, Expected
+from grader.similarity.documents import EXPRESSION, FLOW, NO_QUESTION, Document, Expected
 
 PRIOR_NOTEBOOKS = 20.0  # how many notebooks' worth the prior is
 COMMON_PRIOR = 0.2  # the prior of a fragment the baseline holds (one of several common ways)
@@ -307,21 +307,27 @@ class Index:
     def _shared(
         self, a: Document, b: Document, oa: _Own, ob: _Own, shared: npt.NDArray[np.int64]
     ) -> tuple[Shared, ...]:
-        """The shared statements and flows that weigh most, each once, with how rare they are."""
-        rows_a = np.flatnonzero(np.isin(a.keys, shared) & (a.kinds != 1))
-        best: dict[int, float] = {}
+        """The shared lines of a that weigh most, each once, with the rarest fragment that covers them
+        (a statement, or the flow into or out of one) and how rare it is."""
+        rows_a = np.flatnonzero(np.isin(a.keys, shared) & (a.kinds != EXPRESSION))
+        best: dict[Region, tuple[float, int, int]] = {}  # region of a -> (weight x size, row of a, row of b)
         for r in rows_a.tolist():
             key = int(a.keys[r])
-            best[key] = max(best.get(key, 0.0), float(oa.weights[r]) * float(a.sizes[r]))
+            in_a = np.flatnonzero(a.keys == key)
+            in_b = np.flatnonzero(b.keys == key)
+            rb = int(in_b[min(int(np.searchsorted(in_a, r)), len(in_b) - 1)])
+            region = _region(a, int(a.starts[r]), int(a.ends[r]))
+            mass = float(oa.weights[r]) * float(a.ends[r] - a.starts[r])
+            if region not in best or mass > best[region][0]:
+                best[region] = (mass, r, rb)
         out = []
-        for key, _ in sorted(best.items(), key=lambda kv: -kv[1])[:EVIDENCE]:
-            ra = int(np.flatnonzero(a.keys == key)[-1])
-            rb = int(np.flatnonzero(b.keys == key)[-1])
-            q = int(a.questions[a.starts[ra]]) if a.tokens else NO_QUESTION
+        for region, (_, ra, rb) in sorted(best.items(), key=lambda kv: -kv[1][0])[:EVIDENCE]:
+            key = int(a.keys[ra])
+            q = int(a.questions[a.starts[ra]])
             out.append(
                 Shared(
                     question=self.known.questions[q][0] if q != NO_QUESTION else None,
-                    a=_region(a, int(a.starts[ra]), int(a.ends[ra])),
+                    a=region,
                     b=_region(b, int(b.starts[rb]), int(b.ends[rb])),
                     held_by=self.weights.held_by(key),
                     notebooks=self.weights.notebooks,

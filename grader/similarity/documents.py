@@ -261,6 +261,8 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
         for t, stmt in enumerate(body):
             tops.append((number, t))
             binds = frozenset(module_level_binds(ast.Module(body=[stmt], type_ignores=[])))
+            if not isinstance(stmt, (ast.Import, ast.ImportFrom)):  # np.sort(x) changes x, not np
+                binds -= ctx.libraries
             flow.append((binds, frozenset(free_reads(stmt))))
             own_top[(number, t)] = _exact(stmt) not in known.statements
             lines_top[(number, t)] = (stmt.lineno, stmt.end_lineno or stmt.lineno)
