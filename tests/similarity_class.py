@@ -697,14 +697,17 @@ def inline_helpers(fills: dict[int, str]) -> dict[int, str]:
                 fn = helpers[node.func.id]
                 params = [a.arg for a in fn.args.args]
                 if len(params) == len(node.args):
-                    body = copy.deepcopy(fn.body[0].value)
+                    ret = fn.body[0]
+                    assert isinstance(ret, ast.Return) and ret.value is not None
+                    body = copy.deepcopy(ret.value)
                     mapping = dict(zip(params, node.args, strict=True))
 
                     class Put(ast.NodeTransformer):
                         def visit_Name(self, n: ast.Name) -> ast.AST:
                             return copy.deepcopy(mapping[n.id]) if n.id in mapping else n
 
-                    return Put().visit(body)  # type: ignore[no-any-return]
+                    found: ast.AST = Put().visit(body)
+                    return found
             return node
 
     out = {}

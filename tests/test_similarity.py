@@ -18,7 +18,7 @@ import pytest
 from grader.cli import main
 from grader.course import config
 from grader.similarity import NOTICE, Similarity, find_similar
-from grader.similarity.canon import context, parse_chunks, statements
+from grader.similarity.canon import cell_names, context, parse_chunks, statements
 from grader.similarity.compare import Index
 from grader.similarity.documents import expected
 from grader.similarity.page import render
@@ -36,7 +36,7 @@ def course() -> config.Course:
 
 def _forms(code: str) -> list[tuple[str, ...]]:
     body = parse_chunks(code)
-    return [s.tokens for s in statements(body, context([body]))]
+    return [s.tokens for s in statements(body, context([cell_names(body)]))]
 
 
 # ---- the usual disguises are one canonical form ---------------------------------------------------
@@ -125,7 +125,8 @@ def test_a_disguised_copy_scores_at_least_nine_tenths_of_the_exact_copy(
 
 def _split(result: Similarity, author: dict[str, str]) -> tuple[list[float], list[float]]:
     scores = {frozenset((p.a, p.b)): p.score for p in result.pairs}
-    planted, independent = [], []
+    planted: list[float] = []
+    independent: list[float] = []
     names = sorted(author)
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
@@ -287,7 +288,9 @@ def test_markdown_answers_are_compared_as_text(course: config.Course, tmp_path: 
     )
     for name, text in (("p", answer), ("q", answer.replace("because", "since")), ("r", other)):
         nb = sc.notebook("attention_numpy", sc.NUMPY[{"p": "bo", "q": "chen", "r": "dara"}[name]])
-        nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": text})  # type: ignore[union-attr]
+        cells = nb["cells"]
+        assert isinstance(cells, list)
+        cells.append({"cell_type": "markdown", "metadata": {}, "source": text})
         (tmp_path / f"{name}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
     result = find_similar([tmp_path], course.assignment("attention_numpy"), progress=False)
     pairs = {frozenset((p.a, p.b)): p for p in result.pairs}

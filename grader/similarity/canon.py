@@ -206,40 +206,75 @@ def _parse(code: str) -> ast.Module:
         return ast.parse(code)
 
 
-def context(trees: Iterable[Iterable[ast.stmt]], extra_libraries: Iterable[str] = ()) -> Context:
-    """The context of a notebook from all its cells' statements."""
+@dataclass(frozen=True)
+class CellNames:
+    """What a cell contributes to its notebook's context, and the names it uses."""
+
+    imported: frozenset[str]
+    defined: frozenset[str]
+    helpers: tuple[tuple[str, tuple[str, ...], ast.expr], ...]
+    used: frozenset[str]
+
+
+def _statements_within(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
+    for stmt in body:
+        yield stmt
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, name, None)
+            if isinstance(inner, list):
+                yield from _statements_within(inner)
+        for handler in getattr(stmt, "handlers", ()):
+            yield from _statements_within(handler.body)
+
+
+def cell_names(body: list[ast.stmt]) -> CellNames:
+    """The names a cell's imports bind, the functions and classes it defines, its helpers that
+    return one expression, and every name it uses."""
+    imported: set[str] = set()
+    defined: set[str] = set()
+    helpers: list[tuple[str, tuple[str, ...], ast.expr]] = []
+    for stmt in _statements_within(body):
+        if isinstance(stmt, ast.Import):
+            imported.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+        elif isinstance(stmt, ast.ImportFrom):
+            imported.update(a.asname or a.name for a in stmt.names if a.name != "*")
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(stmt.name)
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner = [s for s in stmt.body if not _docstring(s)]
+            a = stmt.args
+            if (
+                len(inner) == 1
+                and isinstance(inner[0], ast.Return)
+                and inner[0].value is not None
+                and not (a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs)
+            ):
+                helpers.append((stmt.name, tuple(p.arg for p in a.args), inner[0].value))
+        elif (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Lambda)
+        ):
+            a = stmt.value.args
+            if not (a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs):
+                helpers.append((stmt.targets[0].id, tuple(p.arg for p in a.args), stmt.value.body))
+                defined.add(stmt.targets[0].id)
+    used = {n.id for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+    return CellNames(frozenset(imported), frozenset(defined), tuple(helpers), frozenset(used))
+
+
+def context(cells: Iterable[CellNames], extra_libraries: Iterable[str] = ()) -> Context:
+    """The context of a notebook from what its cells import and define."""
     libraries = set(DEFAULT_LIBRARIES) | set(extra_libraries)
     defined: set[str] = set()
     helpers: dict[str, tuple[tuple[str, ...], ast.expr]] = {}
-    for body in trees:
-        for stmt in body:
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Import):
-                    libraries.update((a.asname or a.name).split(".")[0] for a in node.names)
-                elif isinstance(node, ast.ImportFrom):
-                    libraries.update(a.asname or a.name for a in node.names if a.name != "*")
-                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    defined.add(node.name)
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                body_ = [s for s in stmt.body if not _docstring(s)]
-                a = stmt.args
-                if (
-                    len(body_) == 1
-                    and isinstance(body_[0], ast.Return)
-                    and body_[0].value is not None
-                    and not (a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs)
-                ):
-                    helpers[stmt.name] = (tuple(p.arg for p in a.args), body_[0].value)
-            elif (
-                isinstance(stmt, ast.Assign)
-                and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], ast.Name)
-                and isinstance(stmt.value, ast.Lambda)
-            ):
-                a = stmt.value.args
-                if not (a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs):
-                    helpers[stmt.targets[0].id] = (tuple(p.arg for p in a.args), stmt.value.body)
-                    defined.add(stmt.targets[0].id)
+    for cell in cells:
+        libraries |= cell.imported
+        defined |= cell.defined
+        for name, params, body in cell.helpers:
+            helpers[name] = (params, body)
     return Context(frozenset(libraries - defined), frozenset(defined), helpers)
 
 

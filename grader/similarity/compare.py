@@ -42,7 +42,8 @@ RAREST_PRIOR = 2.0**-12  # ... down to this
 COMMON = 0.25  # a fragment one student in four would write carries no weight
 FLOOR = 12.0  # weighed tokens: the least a notebook is scored as having (about one rare line) ...
 FLOOR_SHARE = 0.5  # ... and at least this share of the median notebook of this term
-CANDIDATE = 0.05  # a pair whose score cannot reach this is not compared in full
+CANDIDATE = 0.1  # a pair whose score cannot reach this is not compared in full (the listing's default floor)
+DETAILS = 0.1  # a pair scoring less is listed without its shared lines
 MARKDOWN_PRIOR = 2.0**-8  # the prior of a run of four words a student wrote
 MARKDOWN_FLOOR = 4.0  # weighed shingles
 SHOWN = 0.05  # shared tokens lighter than this are not marked in the page
@@ -265,24 +266,27 @@ class Index:
         return out
 
     def compare(self, i: int, j: int) -> Pair:
-        """The full comparison of two notebooks."""
+        """The full comparison of two notebooks (with the lines and fragments they share, when the
+        score reaches DETAILS)."""
         a, b, oa, ob = self.docs[i], self.docs[j], self.own[i], self.own[j]
         shared = np.intersect1d(oa.keys, ob.keys, assume_unique=True)
         cov_a = self._covered(a, oa, shared)
         cov_b = self._covered(b, ob, shared)
         share_a = float(cov_a.sum()) / max(oa.total, self.floor)
         share_b = float(cov_b.sum()) / max(ob.total, self.floor)
+        score = round(min(1.0, max(share_a, share_b)), 4)
         md, md_cells = self._markdown(a, b)
+        detailed = score >= DETAILS
         return Pair(
             a=a.key,
             b=b.key,
-            score=round(min(1.0, max(share_a, share_b)), 4),
+            score=score,
             a_share=round(min(1.0, share_a), 4),
             b_share=round(min(1.0, share_b), 4),
-            matches=self._matches(a, b, cov_a, cov_b, oa),
+            matches=self._matches(a, b, cov_a, cov_b, oa) if detailed else (),
             markdown=md,
             markdown_cells=md_cells,
-            shared=self._shared(a, b, oa, ob, shared),
+            shared=self._shared(a, b, oa, ob, shared) if detailed else (),
         )
 
     def _covered(self, d: Document, o: _Own, shared: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
@@ -367,21 +371,21 @@ def _regions(doc: Document, covered: npt.NDArray[np.float64]) -> dict[int, tuple
     idx = np.flatnonzero(covered >= SHOWN)
     if len(idx) == 0:
         return {}
-    cells, questions = doc.cells[idx], doc.questions[idx]
-    weight_of = {int(q): float(covered[doc.questions == q].sum()) for q in np.unique(questions)}
-    order = np.lexsort((doc.lines[idx], cells, questions))
-    idx, cells, questions = idx[order], cells[order], questions[order]
-    lines = doc.lines[idx]
+    questions_all = doc.questions.astype(np.int64) + 1  # NO_QUESTION is -1
+    weight_of = np.bincount(questions_all, covered)
+    cells, questions, lines = doc.cells[idx], doc.questions[idx], doc.lines[idx]
+    order = np.lexsort((lines, cells, questions))
+    cells, questions, lines = cells[order].tolist(), questions[order].tolist(), lines[order].tolist()
     out: dict[int, tuple[list[Region], int]] = {}
-    for k in range(len(idx)):
-        q, cell, line = int(questions[k]), int(cells[k]), int(lines[k])
+    for q, cell, line in zip(questions, cells, lines, strict=True):
         regions, count = out.get(q, ([], 0))
         if regions and regions[-1].cell == cell and regions[-1].last_line >= line - 1:
-            regions[-1] = Region(cell, regions[-1].first_line, max(line, regions[-1].last_line))
+            if line > regions[-1].last_line:
+                regions[-1] = Region(cell, regions[-1].first_line, line)
         else:
             regions.append(Region(cell, line, line))
         out[q] = (regions, count + 1)
-    return {q: (tuple(r), n, weight_of[q]) for q, (r, n) in out.items()}
+    return {q: (tuple(r), n, float(weight_of[q + 1])) for q, (r, n) in out.items()}
 
 
 def clusters(pairs: Sequence[Pair], threshold: float) -> list[list[str]]:

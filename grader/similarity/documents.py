@@ -21,6 +21,7 @@ through other names.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,16 @@ from grader.errors import NotebookError
 from grader.notebook import fill_blanks, module_level_binds, read
 from grader.notebook.scopes import free_reads
 from grader.similarity import baseline
-from grader.similarity.canon import Context, Statement, context, fragment_key, parse_chunks, statements
+from grader.similarity.canon import (
+    CellNames,
+    Context,
+    Statement,
+    cell_names,
+    context,
+    fragment_key,
+    parse_chunks,
+    statements,
+)
 from grader.similarity.tokens import without_magics, word_shingles
 
 NO_QUESTION = -1
@@ -105,14 +115,74 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-def _cells(path: Path) -> list[tuple[int, str, list[ast.stmt]]]:
-    """(cell number, source, statements) of each code cell the grader reads."""
-    out = []
-    for cell in read(path):
-        if cell.skipped:
-            continue
-        out.append((cell.index, cell.source, parse_chunks(fill_blanks(without_magics(cell.source)))))
-    return out
+@dataclass(frozen=True)
+class _Cell:
+    """A cell's code as read once, whatever notebook it is in (the skeleton's cells are in every one)."""
+
+    body: tuple[ast.stmt, ...]
+    names: CellNames
+    exact: tuple[int, ...]  # each top-level statement as written (for the skeleton's own)
+    binds: tuple[frozenset[str], ...]  # the names each top-level statement binds, and reads
+    reads: tuple[frozenset[str], ...]
+    lines: tuple[tuple[int, int], ...]
+
+
+@functools.lru_cache(maxsize=4096)
+def _cell(source: str) -> _Cell:
+    body = parse_chunks(fill_blanks(without_magics(source)))
+    return _Cell(
+        tuple(body),
+        cell_names(body),
+        tuple(_exact(stmt) for stmt in body),
+        tuple(frozenset(module_level_binds(ast.Module(body=[stmt], type_ignores=[]))) for stmt in body),
+        tuple(frozenset(free_reads(stmt)) for stmt in body),
+        tuple((stmt.lineno, stmt.end_lineno or stmt.lineno) for stmt in body),
+    )
+
+
+def _cells(path: Path) -> list[tuple[int, str, _Cell]]:
+    """(cell number, source, the cell as read) of each code cell the grader reads."""
+    return [(cell.index, cell.source, _cell(cell.source)) for cell in read(path) if not cell.skipped]
+
+
+_CANONICAL: dict[tuple[object, ...], tuple[Statement, ...]] = {}
+_CANONICAL_MAX = 4096
+
+
+def _canonical(source: str, cell: _Cell, ctx: Context, helpers: dict[str, _Helper]) -> tuple[Statement, ...]:
+    """The cell's canonical statements, kept by its text and the part of the context it uses
+    (the skeleton's cells read the same in every notebook)."""
+    used = set(cell.names.used)
+    grew = True
+    while grew:  # the helpers it calls, and those they call
+        more: set[str] = set()
+        for h in used & helpers.keys():
+            more |= helpers[h][2]
+        grew = not more <= used
+        used |= more
+    key = (
+        source,
+        ctx.libraries & used,
+        ctx.defined & used,
+        tuple(sorted((h, *helpers[h][:2]) for h in used & helpers.keys())),
+    )
+    found = _CANONICAL.get(key)
+    if found is None:
+        if len(_CANONICAL) >= _CANONICAL_MAX:
+            _CANONICAL.clear()
+        found = _CANONICAL[key] = tuple(statements(cell.body, ctx))
+    return found
+
+
+_Helper = tuple[tuple[str, ...], str, frozenset[str]]  # parameters, body as written, names it uses
+
+
+def _helper_signatures(ctx: Context) -> dict[str, _Helper]:
+    """Each helper: its parameters, its body as written, and the names its body uses."""
+    return {
+        name: (params, ast.dump(body), frozenset(n.id for n in ast.walk(body) if isinstance(n, ast.Name)))
+        for name, (params, body) in ctx.helpers.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -172,13 +242,14 @@ def fragments(stmts: list[Statement], counted: list[bool]) -> list[_Fragment]:
 
 
 def _read_statements(
-    cells: list[tuple[int, str, list[ast.stmt]]], ctx: Context
+    cells: list[tuple[int, str, _Cell]], ctx: Context
 ) -> tuple[list[Statement], list[int], list[tuple[int, int]]]:
     """The notebook's statements, each one's cell, and (cell, top-level statement) of each."""
     stmts: list[Statement] = []
     at_cell: list[int] = []
-    for number, _, body in cells:
-        found = statements(body, ctx)
+    helpers = _helper_signatures(ctx)
+    for number, source, cell in cells:
+        found = _canonical(source, cell, ctx, helpers)
         stmts.extend(found)
         at_cell.extend([number] * len(found))
     return stmts, at_cell, [(c, s.top) for c, s in zip(at_cell, stmts, strict=True)]
@@ -199,22 +270,21 @@ def expected(assignment: Assignment) -> Expected:
             raw = _notebook_json(path)
         except (NotebookError, OSError, ValueError):
             continue
-        ctx = context(body for _, _, body in cells)
+        ctx = context(c.names for _, _, c in cells)
         libraries |= ctx.libraries
         stmts, _, _ = _read_statements(cells, ctx)
         keys.update(f.key for f in fragments(stmts, [True] * len(stmts)))
         if is_skeleton:
-            exact.update(_exact(stmt) for _, _, body in cells for stmt in body)
+            exact.update(k for _, _, c in cells for k in c.exact)
             markdown.update(_collapse(_text(c)) for c in raw if c.get("cell_type") == "markdown")
         else:
-            solution_cells = cells
+            solution_cells = [(n, source, list(c.body)) for n, source, c in cells]
     common: set[int] = set()
-    ctx = context([], libraries)
     for source in baseline.sources(solution_cells):
         body = parse_chunks(source)
         if not body:
             continue
-        found = statements(body, context([body], libraries))
+        found = statements(body, context([cell_names(body)], libraries))
         common.update(f.key for f in fragments(found, [True] * len(found)))
     questions = tuple((q.id, q.title, frozenset().union(*(c.names for c in q.checks))) for q in assignment.questions)
     return Expected(
@@ -250,22 +320,22 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
     when the file is not a notebook the grader can read."""
     cells = _cells(path)
     raw = _notebook_json(path)
-    ctx = context((body for _, _, body in cells), known.libraries)
+    ctx = context((c.names for _, _, c in cells), known.libraries)
     names = tuple(q[2] for q in known.questions)
     # Which question each top-level statement belongs to, and whether it is the student's own.
     tops: list[tuple[int, int]] = []
     flow: list[tuple[frozenset[str], frozenset[str]]] = []
     own_top: dict[tuple[int, int], bool] = {}
     lines_top: dict[tuple[int, int], tuple[int, int]] = {}
-    for number, _, body in cells:
-        for t, stmt in enumerate(body):
+    for number, _, cell in cells:
+        for t, stmt in enumerate(cell.body):
             tops.append((number, t))
-            binds = frozenset(module_level_binds(ast.Module(body=[stmt], type_ignores=[])))
+            binds = cell.binds[t]
             if not isinstance(stmt, (ast.Import, ast.ImportFrom)):  # np.sort(x) changes x, not np
                 binds -= ctx.libraries
-            flow.append((binds, frozenset(free_reads(stmt))))
-            own_top[(number, t)] = _exact(stmt) not in known.statements
-            lines_top[(number, t)] = (stmt.lineno, stmt.end_lineno or stmt.lineno)
+            flow.append((binds, cell.reads[t]))
+            own_top[(number, t)] = cell.exact[t] not in known.statements
+            lines_top[(number, t)] = cell.lines[t]
     question_of = dict(zip(tops, owners(flow, names), strict=True))
     stmts, at_cell, at_top = _read_statements(cells, ctx)
     own = [own_top.get(t, False) for t in at_top]
@@ -275,11 +345,11 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
     t_cells: list[int] = []
     t_lines: list[int] = []
     t_questions: list[int] = []
-    for s, cell, top, is_own in zip(stmts, at_cell, at_top, own, strict=True):
+    for s, number, top, is_own in zip(stmts, at_cell, at_top, own, strict=True):
         offset.append(len(t_cells))
         if not is_own:
             continue
-        t_cells.extend([cell] * len(s.tokens))
+        t_cells.extend([number] * len(s.tokens))
         t_lines.extend(s.lines)
         t_questions.extend([question_of.get(top, NO_QUESTION)] * len(s.tokens))
     rows_key: list[int] = []
@@ -303,10 +373,10 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
             rows_common.append(common)
             rows_flow.append((stmts[f.ends[0][0]].key, stmts[f.ends[1][0]].key) if f.kind == FLOW else (0, 0))
     own_lines: dict[int, set[int]] = {}
-    for (cell, t), is_own in own_top.items():
+    for (number, t), is_own in own_top.items():
         if is_own:
-            first, last = lines_top[(cell, t)]
-            own_lines.setdefault(cell, set()).update(range(first, last + 1))
+            first, last = lines_top[(number, t)]
+            own_lines.setdefault(number, set()).update(range(first, last + 1))
     sources = {number: source for number, source, _ in cells if number in own_lines}
     markdown: dict[int, str] = {}
     shingles: dict[int, set[int]] = {}
