@@ -11,6 +11,7 @@ so the skeleton's given cells, markdown and prints are in every notebook, as in 
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import io
 import json
@@ -739,6 +740,9 @@ def extract_helper(fills: dict[int, str]) -> dict[int, str]:
         for t in ast.walk(c.target)
         if isinstance(t, ast.Name)
     }
+    local |= {a.arg for f in ast.walk(stmt.value) if isinstance(f, ast.Lambda) for a in f.args.args}
+    local |= set(dir(builtins))
+
     reads = sorted(
         {x.id for x in ast.walk(stmt.value) if isinstance(x, ast.Name) and x.id not in ("np", "torch", "math", "F")}
         - local

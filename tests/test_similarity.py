@@ -19,7 +19,7 @@ from grader.cli import main
 from grader.course import config
 from grader.similarity import NOTICE, Similarity, find_similar
 from grader.similarity.canon import cell_names, context, parse_chunks, statements
-from grader.similarity.compare import Index
+from grader.similarity.compare import CANDIDATE, Index
 from grader.similarity.documents import expected
 from grader.similarity.page import render
 
@@ -202,9 +202,11 @@ def test_shared_code_weighs_less_the_more_notebooks_hold_it(course: config.Cours
         folder = _class(tmp_path / str(holders), "attention_numpy", {**everyone, **pair})
         result = find_similar([folder], course.assignment("attention_numpy"), progress=False)
         docs = [d.key for d in result.documents]
-        pair_ = Index(result.documents, expected(result.assignment)).compare(docs.index("a"), docs.index("b"))
+        pair_ = Index(result.documents, expected(result.assignment)).compare(
+            docs.index("a"), docs.index("b"), details=True
+        )
         scores.append(pair_.score)
-        assert any(s.held_by == holders + 2 for s in pair_.shared)  # the page says how many hold it
+        assert any(s.held_by == holders + 2 for s in pair_.shared), pair_  # the page says how many hold it
     assert scores[0] > scores[1] > scores[2], scores
 
 
@@ -421,5 +423,5 @@ def test_the_index_finds_every_pair_a_full_comparison_scores_above_its_bound(cou
     n = len(result.documents)
     for i in range(n):
         for j in range(i + 1, n):
-            if index.compare(i, j).score >= 0.05:
+            if index.compare(i, j).score >= CANDIDATE:
                 assert (i, j) in found

@@ -173,8 +173,9 @@ class Context:
     student's), the names it defines itself, and its one-expression helpers."""
 
     libraries: frozenset[str] = DEFAULT_LIBRARIES
-    defined: frozenset[str] = frozenset()
+    defined: frozenset[str] = frozenset()  # every name the notebook binds (a builtin it shadows too)
     helpers: dict[str, tuple[tuple[str, ...], ast.expr]] = field(default_factory=dict)
+    attributes: frozenset[str] = frozenset()  # attributes it sets (``self.W_key = ...``): its own names
 
 
 def parse_chunks(code: str) -> list[ast.stmt]:
@@ -214,6 +215,8 @@ class CellNames:
     defined: frozenset[str]
     helpers: tuple[tuple[str, tuple[str, ...], ast.expr], ...]
     used: frozenset[str]
+    bound: frozenset[str]  # names it binds: assigned, loop and comprehension variables, parameters
+    attributes: frozenset[str]  # attributes it assigns
 
 
 def _statements_within(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
@@ -261,21 +264,49 @@ def cell_names(body: list[ast.stmt]) -> CellNames:
             if not (a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs):
                 helpers.append((stmt.targets[0].id, tuple(p.arg for p in a.args), stmt.value.body))
                 defined.add(stmt.targets[0].id)
-    used = {n.id for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name)}
-    return CellNames(frozenset(imported), frozenset(defined), tuple(helpers), frozenset(used))
+    used: set[str] = set()
+    bound: set[str] = set()
+    attributes: set[str] = set()
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name):
+                used.add(n.id)
+                if not isinstance(n.ctx, ast.Load):
+                    bound.add(n.id)
+            elif isinstance(n, ast.arg):
+                bound.add(n.arg)
+            elif isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
+                attributes.add(n.attr)
+            elif isinstance(n, ast.ExceptHandler) and n.name:
+                bound.add(n.name)
+            elif isinstance(n, ast.ClassDef):  # its methods are the notebook's own names too
+                attributes.update(m.name for m in n.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return CellNames(
+        frozenset(imported),
+        frozenset(defined),
+        tuple(helpers),
+        frozenset(used),
+        frozenset(bound),
+        frozenset(attributes),
+    )
 
 
 def context(cells: Iterable[CellNames], extra_libraries: Iterable[str] = ()) -> Context:
     """The context of a notebook from what its cells import and define."""
     libraries = set(DEFAULT_LIBRARIES) | set(extra_libraries)
     defined: set[str] = set()
+    bound: set[str] = set()
+    attributes: set[str] = set()
     helpers: dict[str, tuple[tuple[str, ...], ast.expr]] = {}
     for cell in cells:
         libraries |= cell.imported
         defined |= cell.defined
+        bound |= cell.bound
+        attributes |= cell.attributes
         for name, params, body in cell.helpers:
             helpers[name] = (params, body)
-    return Context(frozenset(libraries - defined), frozenset(defined), helpers)
+    defined |= bound - libraries
+    return Context(frozenset(libraries - defined), frozenset(defined), helpers, frozenset(attributes))
 
 
 def _docstring(stmt: ast.stmt) -> bool:
@@ -345,6 +376,41 @@ class _Emitter:
         if len(self.tokens) - start >= MIN_EXPR:
             self.spans.append((start, len(self.tokens)))
         self.line = saved
+
+    def _bag(self, nodes: list[ast.expr]) -> None:
+        """``nodes`` separated by commas, ordered by their canonical tokens (the fragments inside move
+        with them)."""
+        start, first_span = len(self.tokens), len(self.spans)
+        parts: list[tuple[int, int]] = []
+        for n, node in enumerate(nodes):
+            if n:
+                self.tok(",")
+            begin = len(self.tokens)
+            self.expr(node)
+            parts.append((begin, len(self.tokens)))
+        if len(parts) < 2:
+            return
+        order = sorted(range(len(parts)), key=lambda k: self.tokens[parts[k][0] : parts[k][1]])
+        if order == list(range(len(parts))):
+            return
+        tokens, lines = self.tokens[start:], self.lines[start:]
+        new_tokens: list[str] = []
+        new_lines: list[int] = []
+        moved: dict[int, int] = {}  # old start of a part -> its new start
+        for n, k in enumerate(order):
+            if n:
+                new_tokens.append(",")
+                new_lines.append(lines[parts[k][0] - start - 1] if parts[k][0] > start else lines[0])
+            moved[k] = start + len(new_tokens)
+            a, b = parts[k][0] - start, parts[k][1] - start
+            new_tokens.extend(tokens[a:b])
+            new_lines.extend(lines[a:b])
+        self.tokens[start:] = new_tokens
+        self.lines[start:] = new_lines
+        for i in range(first_span, len(self.spans)):
+            a, b = self.spans[i]
+            k = next(k for k, (pa, pb) in enumerate(parts) if pa <= a and b <= pb)
+            self.spans[i] = (a - parts[k][0] + moved[k], b - parts[k][0] + moved[k])
 
     def _exprs(self, nodes: Iterable[ast.expr], sep: str = ",") -> None:
         for n, node in enumerate(nodes):
@@ -480,6 +546,9 @@ class _Emitter:
     def _attribute(self, node: ast.Attribute) -> None:
         if self._is_library(node.value):
             self.tok(_SAME.get(node.attr, node.attr))
+        elif node.attr in self.ctx.attributes:  # an attribute the notebook sets: its own name
+            self.expr(node.value)
+            self.tok(".V")
         elif node.attr in _TRANSPOSE:
             self._function("T", [node.value])
         else:
@@ -541,6 +610,11 @@ class _Emitter:
             name = func.attr
             if not self._is_library(func.value):
                 receiver = func.value
+                if name in self.ctx.attributes:  # a method or attribute of the notebook's own
+                    self.expr(func.value)
+                    self.tok(".V")
+                    self._arguments(args, keywords, spread)
+                    return
         elif isinstance(func, ast.Name):
             called: ast.expr = func
             env = self.subst
@@ -608,8 +682,10 @@ class _Emitter:
         return None
 
     def _arguments(self, args: list[ast.expr], keywords: list[ast.keyword], spread: list[ast.expr]) -> None:
+        """A call's arguments as a bag: positional and keyword ones alike, in the order of their
+        canonical forms, so ``f(x, axis=1, arr=y)``, ``f(x, 1, y)`` and ``f(arr=y, axis=1, x)`` are one."""
         self.tok("(")
-        self._exprs([*args, *(k.value for k in keywords)])
+        self._bag([*args, *(k.value for k in keywords)])
         for s in spread:
             self.tok(",", "**")
             self.expr(s)

@@ -265,9 +265,9 @@ class Index:
             out |= {(a, b) for x, a in enumerate(who) for b in who[x + 1 :]}
         return out
 
-    def compare(self, i: int, j: int) -> Pair:
-        """The full comparison of two notebooks (with the lines and fragments they share, when the
-        score reaches DETAILS)."""
+    def compare(self, i: int, j: int, *, details: bool | None = None) -> Pair:
+        """The full comparison of two notebooks, with the lines and fragments they share when
+        ``details`` (default: when the score reaches DETAILS)."""
         a, b, oa, ob = self.docs[i], self.docs[j], self.own[i], self.own[j]
         shared = np.intersect1d(oa.keys, ob.keys, assume_unique=True)
         cov_a = self._covered(a, oa, shared)
@@ -276,7 +276,7 @@ class Index:
         share_b = float(cov_b.sum()) / max(ob.total, self.floor)
         score = round(min(1.0, max(share_a, share_b)), 4)
         md, md_cells = self._markdown(a, b)
-        detailed = score >= DETAILS
+        detailed = score >= DETAILS if details is None else details
         return Pair(
             a=a.key,
             b=b.key,
