@@ -166,6 +166,21 @@ class Statement:
     def span_key(self, start: int, end: int) -> int:
         return fragment_key("E", self.tokens[start:end])
 
+    @property
+    def coarse_key(self) -> int:
+        """The statement's key with names, numbers and strings alike (``np.ones(3)`` and ``np.ones(n)``)."""
+        return fragment_key("S", _coarse(self.tokens))
+
+    def coarse_span_key(self, start: int, end: int) -> int:
+        return fragment_key("E", _coarse(self.tokens[start:end]))
+
+
+_LEAVES = frozenset({"V", "N", "S"})
+
+
+def _coarse(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple("L" if t in _LEAVES or t.startswith("$") else t for t in tokens)
+
 
 @dataclass(frozen=True)
 class Context:
@@ -176,6 +191,7 @@ class Context:
     defined: frozenset[str] = frozenset()  # every name the notebook binds (a builtin it shadows too)
     helpers: dict[str, tuple[tuple[str, ...], ast.expr]] = field(default_factory=dict)
     attributes: frozenset[str] = frozenset()  # attributes it sets (``self.W_key = ...``): its own names
+    fixed: frozenset[str] = frozenset()  # names the assignment fixes (given, checked): kept as written
 
 
 def parse_chunks(code: str) -> list[ast.stmt]:
@@ -291,7 +307,7 @@ def cell_names(body: list[ast.stmt]) -> CellNames:
     )
 
 
-def context(cells: Iterable[CellNames], extra_libraries: Iterable[str] = ()) -> Context:
+def context(cells: Iterable[CellNames], extra_libraries: Iterable[str] = (), fixed: Iterable[str] = ()) -> Context:
     """The context of a notebook from what its cells import and define."""
     libraries = set(DEFAULT_LIBRARIES) | set(extra_libraries)
     defined: set[str] = set()
@@ -306,7 +322,13 @@ def context(cells: Iterable[CellNames], extra_libraries: Iterable[str] = ()) -> 
         for name, params, body in cell.helpers:
             helpers[name] = (params, body)
     defined |= bound - libraries
-    return Context(frozenset(libraries - defined), frozenset(defined), helpers, frozenset(attributes))
+    return Context(
+        frozenset(libraries - defined),
+        frozenset(defined),
+        helpers,
+        frozenset(attributes),
+        frozenset(fixed) - libraries - _BUILTINS,
+    )
 
 
 def _docstring(stmt: ast.stmt) -> bool:
@@ -360,6 +382,7 @@ class _Emitter:
         # substitutions in force where the call is; and how deep the helpers are nested.
         self.subst: dict[str, tuple[ast.expr, dict[str, Any]]] = {}
         self.depth = 0
+        self.local: frozenset[str] = frozenset()  # inside a function: its parameters and locals
 
     def tok(self, *texts: str) -> None:
         for t in texts:
@@ -531,6 +554,8 @@ class _Emitter:
             self.subst, self.depth = outer, self.depth - 1
             self.expr(arg)
             self.subst, self.depth = saved_subst, saved_depth
+        elif name in self.ctx.fixed and name not in self.local:
+            self.tok("$" + name)
         elif name in self.ctx.defined:
             self.tok("V")
         elif name in self.ctx.libraries or name in _BUILTINS:
@@ -625,10 +650,6 @@ class _Emitter:
                 self._arguments(args, keywords, spread)
                 return
             helper = self.ctx.helpers.get(called.id)
-            if func is not called and helper is None:
-                self.expr(func)
-                self._arguments(args, keywords, spread)
-                return
             if (
                 helper is not None
                 and self.depth < MAX_INLINE
@@ -639,11 +660,11 @@ class _Emitter:
                 if not any(isinstance(a, ast.Starred) for a in args):
                     self._inline(helper, args)
                     return
-            if func.id in self.ctx.defined or not (func.id in self.ctx.libraries or func.id in _BUILTINS):
+            if called.id in self.ctx.defined or not (called.id in self.ctx.libraries or called.id in _BUILTINS):
                 self.tok("V")
                 self._arguments(args, keywords, spread)
                 return
-            name = func.id
+            name = called.id
         else:
             self.expr(func)
             self._arguments(args, keywords, spread)
@@ -728,7 +749,7 @@ class _Emitter:
 
     def target(self, node: ast.expr) -> None:
         if isinstance(node, ast.Name):
-            self.tok("V")
+            self.tok("$" + node.id if node.id in self.ctx.fixed and node.id not in self.local else "V")
         elif isinstance(node, (ast.Tuple, ast.List)):
             self.tok("(")
             for n, elt in enumerate(node.elts):
@@ -780,14 +801,16 @@ def statements(body: Iterable[ast.stmt], ctx: Context) -> list[Statement]:
     """Every statement of a cell, canonical, in order (a block's header, then its body's statements)."""
     out: list[Statement] = []
     for top, stmt in enumerate(body):
-        out.extend(_statement(stmt, ctx, top, ()))
+        out.extend(_statement(stmt, ctx, top, (), frozenset()))
     return out
 
 
 def _statement(  # noqa: C901, PLR0912, PLR0915 - one case per kind of statement
-    stmt: ast.stmt, ctx: Context, top: int, scope: tuple[int, ...]
+    stmt: ast.stmt, ctx: Context, top: int, scope: tuple[int, ...], local: frozenset[str]
 ) -> Iterator[Statement]:
     e = _Emitter(ctx)
+    e.local = local
+    inner_local = local
     opens: set[str] = set()
     inner_scope = scope
     e.line = stmt.lineno
@@ -804,7 +827,7 @@ def _statement(  # noqa: C901, PLR0912, PLR0915 - one case per kind of statement
             and not any(isinstance(x, ast.Starred) for x in [*stmt.targets[0].elts, *stmt.value.elts])
         ):  # q, k = a, b: two statements
             for t, v in zip(stmt.targets[0].elts, stmt.value.elts, strict=True):
-                yield from _statement(ast.copy_location(ast.Assign([t], v), stmt), ctx, top, scope)
+                yield from _statement(ast.copy_location(ast.Assign([t], v), stmt), ctx, top, scope, local)
             return
         for t in stmt.targets:
             e.target(t)
@@ -875,6 +898,7 @@ def _statement(  # noqa: C901, PLR0912, PLR0915 - one case per kind of statement
         binds = {stmt.name}
         opens = {a.arg for a in (*stmt.args.args, *stmt.args.kwonlyargs, *stmt.args.posonlyargs)}
         inner_scope = (*scope, id(stmt))
+        inner_local = local | opens | _stored(stmt.body)
         reads = _names([*stmt.args.defaults, *stmt.decorator_list])
     elif isinstance(stmt, ast.ClassDef):
         e.tok("class", "V", "(")
@@ -917,7 +941,14 @@ def _statement(  # noqa: C901, PLR0912, PLR0915 - one case per kind of statement
             frozenset(opens),
         )
     for s in inner:
-        yield from _statement(s, ctx, top, inner_scope)
+        yield from _statement(s, ctx, top, inner_scope, inner_local)
+
+
+def _stored(body: list[ast.stmt]) -> frozenset[str]:
+    """The names a function's body binds: its locals."""
+    return frozenset(
+        n.id for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    )
 
 
 def _as_load(target: ast.expr) -> ast.expr:

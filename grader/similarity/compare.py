@@ -150,6 +150,9 @@ class Weights:
             prior_side = np.where(found, chance[where], 1.0)
             prior[flow] = prior_side if side == 0 else np.minimum(COMMON_PRIOR, 2 * prior[flow] * prior_side)
         prior[flow] = np.maximum(prior[flow], RAREST_PRIOR)
+        # Two common ways of writing two steps, one feeding the other, are a common way of
+        # writing both: only the notebooks that hold the pair can tell otherwise.
+        prior[flow & common] = COMMON_PRIOR
         self.weight = self._weigh(self.held, prior)
 
     def _chance(self, held: npt.NDArray[np.int64], prior: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -61,6 +61,8 @@ class Expected:
     common: frozenset[int]  # fragments of common ways of writing the questions: weak evidence
     questions: tuple[tuple[str, str, frozenset[str]], ...]  # (id, title, checked names), in order
     libraries: frozenset[str] = frozenset()  # names the skeleton's imports bind
+    common_coarse: frozenset[int] = frozenset()  # common fragments with names, numbers and strings alike
+    fixed: frozenset[str] = frozenset()  # names the assignment fixes: given, checked, bound by the skeleton
 
 
 @dataclass
@@ -162,6 +164,7 @@ def _canonical(source: str, cell: _Cell, ctx: Context, helpers: dict[str, _Helpe
         used |= more
     key = (
         source,
+        ctx.fixed & used,
         ctx.libraries & used,
         ctx.defined & used,
         tuple(sorted((h, *helpers[h][:2]) for h in used & helpers.keys())),
@@ -193,6 +196,7 @@ class _Fragment:
     at: tuple[tuple[int, int], ...]  # (statement number, -1) of each part it covers
     spans: tuple[tuple[int, int], ...]  # token ranges within those statements
     ends: tuple[tuple[int, int], ...] = ()  # a flow's two statements, counted or not: ((t, -1), (n, -1))
+    coarse: int = 0  # the key with names, numbers and strings alike (0 for a flow)
 
 
 def fragments(stmts: list[Statement], counted: list[bool]) -> list[_Fragment]:
@@ -213,9 +217,19 @@ def fragments(stmts: list[Statement], counted: list[bool]) -> list[_Fragment]:
     for n, s in enumerate(stmts):
         whole = (0, len(s.tokens))
         if counted[n]:
-            out.append(_Fragment(keys[n], STATEMENT, len(s.tokens), ((n, -1),), (whole,)))
+            out.append(_Fragment(keys[n], STATEMENT, len(s.tokens), ((n, -1),), (whole,), (), s.coarse_key))
             for start, end in s.spans:
-                out.append(_Fragment(s.span_key(start, end), EXPRESSION, end - start, ((n, -1),), ((start, end),)))
+                out.append(
+                    _Fragment(
+                        s.span_key(start, end),
+                        EXPRESSION,
+                        end - start,
+                        ((n, -1),),
+                        ((start, end),),
+                        (),
+                        s.coarse_span_key(start, end),
+                    )
+                )
         sources = sorted({t for t in (source(s.scope, r) for r in s.reads) if t is not None and t != n})
         for t in sources:
             if not (counted[t] or counted[n]):
@@ -262,6 +276,13 @@ def expected(assignment: Assignment) -> Expected:
     keys: set[int] = set()
     libraries: set[str] = set()
     solution_cells: list[tuple[int, str, list[ast.stmt]]] = []
+    checked = frozenset().union(*(c.names for q in assignment.questions for c in q.checks))
+    fixed = set(assignment.given) | checked
+    if assignment.skeleton.is_file():
+        try:
+            fixed.update(name for _, _, c in _cells(assignment.skeleton) for binds in c.binds for name in binds)
+        except (NotebookError, OSError, ValueError):
+            pass
     for path, is_skeleton in ((assignment.skeleton, True), (assignment.solution, False)):
         if not path.is_file():
             continue
@@ -270,22 +291,26 @@ def expected(assignment: Assignment) -> Expected:
             raw = _notebook_json(path)
         except (NotebookError, OSError, ValueError):
             continue
-        ctx = context(c.names for _, _, c in cells)
+        ctx = context((c.names for _, _, c in cells), (), fixed)
         libraries |= ctx.libraries
         stmts, _, _ = _read_statements(cells, ctx)
-        keys.update(f.key for f in fragments(stmts, [True] * len(stmts)))
+        for f in fragments(stmts, [True] * len(stmts)):
+            keys.add(f.key)
         if is_skeleton:
             exact.update(k for _, _, c in cells for k in c.exact)
             markdown.update(_collapse(_text(c)) for c in raw if c.get("cell_type") == "markdown")
         else:
             solution_cells = [(n, source, list(c.body)) for n, source, c in cells]
     common: set[int] = set()
+    coarse: set[int] = set()
     for source in baseline.sources(solution_cells):
         body = parse_chunks(source)
         if not body:
             continue
-        found = statements(body, context([cell_names(body)], libraries))
-        common.update(f.key for f in fragments(found, [True] * len(found)))
+        found = statements(body, context([cell_names(body)], libraries, fixed))
+        for f in fragments(found, [True] * len(found)):
+            common.add(f.key)
+            coarse.add(f.coarse)
     questions = tuple((q.id, q.title, frozenset().union(*(c.names for c in q.checks))) for q in assignment.questions)
     return Expected(
         frozenset(exact),
@@ -294,6 +319,8 @@ def expected(assignment: Assignment) -> Expected:
         frozenset(common - keys),
         questions,
         frozenset(libraries),
+        frozenset(coarse - {0}),
+        frozenset(fixed),
     )
 
 
@@ -320,7 +347,7 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
     when the file is not a notebook the grader can read."""
     cells = _cells(path)
     raw = _notebook_json(path)
-    ctx = context((c.names for _, _, c in cells), known.libraries)
+    ctx = context((c.names for _, _, c in cells), known.libraries, known.fixed)
     names = tuple(q[2] for q in known.questions)
     # Which question each top-level statement belongs to, and whether it is the student's own.
     tops: list[tuple[int, int]] = []
@@ -359,11 +386,15 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
     rows_kind: list[int] = []
     rows_common: list[bool] = []
     rows_flow: list[tuple[int, int]] = []
-    usual = [s.key in known.common or s.key in known.fragments for s in stmts]
+    usual = [s.key in known.common or s.key in known.fragments or s.coarse_key in known.common_coarse for s in stmts]
     for f in fragments(stmts, counted):
         if f.key in known.fragments:
             continue
-        common = f.key in known.common or (f.kind == FLOW and all(usual[n] for n, _ in f.ends))
+        common = (
+            f.key in known.common
+            or (f.kind != FLOW and f.coarse in known.common_coarse)
+            or (f.kind == FLOW and all(usual[n] for n, _ in f.ends))
+        )
         for (n, _), (start, end) in zip(f.at, f.spans, strict=True):
             rows_key.append(f.key)
             rows_start.append(offset[n] + start)
