@@ -99,6 +99,9 @@ _STRIP = frozenset(
         "float32",
         "float64",
         "requires_grad_",
+        "bool",
+        "long",
+        "half",
     }
 )
 _OPS = {
@@ -158,6 +161,7 @@ class Statement:
     last: int
     scope: tuple[int, ...] = ()  # the functions it is inside (their names' scopes), outermost first
     opens: frozenset[str] = frozenset()  # a function's header: the parameters its body sees
+    usual: bool = False  # a kind of statement everyone writes: a print, a plot, a check, typed-in data
 
     @property
     def key(self) -> int:
@@ -383,6 +387,7 @@ class _Emitter:
         self.subst: dict[str, tuple[ast.expr, dict[str, Any]]] = {}
         self.depth = 0
         self.local: frozenset[str] = frozenset()  # inside a function: its parameters and locals
+        self.calls: set[str] = set()  # the functions called, by canonical name ("V": the notebook's own)
 
     def tok(self, *texts: str) -> None:
         for t in texts:
@@ -636,6 +641,7 @@ class _Emitter:
             if not self._is_library(func.value):
                 receiver = func.value
                 if name in self.ctx.attributes:  # a method or attribute of the notebook's own
+                    self.calls.add("V")
                     self.expr(func.value)
                     self.tok(".V")
                     self._arguments(args, keywords, spread)
@@ -661,11 +667,13 @@ class _Emitter:
                     self._inline(helper, args)
                     return
             if called.id in self.ctx.defined or not (called.id in self.ctx.libraries or called.id in _BUILTINS):
+                self.calls.add("V")
                 self.tok("V")
                 self._arguments(args, keywords, spread)
                 return
             name = called.id
         else:
+            self.calls.add("V")
             self.expr(func)
             self._arguments(args, keywords, spread)
             return
@@ -692,6 +700,7 @@ class _Emitter:
             return
         elif name == "einsum" and self._einsum(values):
             return
+        self.calls.add(name)
         self.tok(name)
         self._arguments(values, [], spread)
 
@@ -939,9 +948,44 @@ def _statement(  # noqa: C901, PLR0912, PLR0915 - one case per kind of statement
             last,
             scope,
             frozenset(opens),
+            _usual(stmt, e),
         )
     for s in inner:
         yield from _statement(s, ctx, top, inner_scope, inner_local)
+
+
+# What students print, plot and check around any answer: a statement that calls one of these, and
+# otherwise only the summaries and helpers in _LOOKING, is a check or a display (``print(x.shape)``,
+# ``assert np.allclose(w.sum(-1), 1)``, a heat map with its ticks and labels, an argmax printed "to
+# explore"): a common kind of statement, whatever its details.
+_SHOWING = frozenset(
+    {"print", "display", "imshow", "matshow", "pcolormesh", "colorbar", "title", "suptitle", "xlabel", "ylabel"}
+    | {"xticks", "yticks", "set_xticks", "set_yticks", "set_xticklabels", "set_yticklabels", "set_xlabel"}
+    | {"set_ylabel", "set_title", "show", "figure", "subplots", "subplot", "tight_layout", "heatmap", "savefig"}
+    | {"legend", "plot", "bar", "barh", "hist", "scatter", "grid", "text", "annotate", "axis", "set_printoptions"}
+    | {"allclose", "isclose", "assert_allclose", "assert_array_equal", "assert_array_almost_equal", "array_equal"}
+)
+_LOOKING = frozenset(
+    {"sum", "max", "min", "mean", "std", "abs", "round", "argmax", "argmin", "argsort", "topk", "sort", "sorted"}
+    | {"len", "range", "zip", "enumerate", "list", "tuple", "str", "repr", "format", "int", "all", "any", "ones"}
+    | {"ones_like", "zeros", "tolist", "item", "T", "sqrt", "exp", "reshape", "squeeze", "unsqueeze", "flatten"}
+    | {"isnan", "isfinite", "tensor", "array", "norm", "values", "indices", "keys", "items", "get", "count"}
+)
+_LOOPS = frozenset({"range", "len", "zip", "enumerate"})
+_DATA = frozenset({"V", "=", "[", "]", "(", ")", "{", "}", ",", ":", "N", "S", "True", "False", "None"})
+
+
+def _usual(stmt: ast.stmt, e: _Emitter) -> bool:
+    """A print, a plot, a check, a loop over a range, or data typed in: what every student writes."""
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return e.calls <= _LOOPS
+    if isinstance(stmt, ast.Assert):
+        return e.calls <= _SHOWING | _LOOKING
+    if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)):
+        if not e.calls:
+            return isinstance(stmt, (ast.Assign, ast.AnnAssign)) and set(e.tokens) <= _DATA and "S" in e.tokens
+        return bool(e.calls & _SHOWING) and e.calls <= _SHOWING | _LOOKING
+    return False
 
 
 def _stored(body: list[ast.stmt]) -> frozenset[str]:

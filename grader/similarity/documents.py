@@ -386,13 +386,16 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
     rows_kind: list[int] = []
     rows_common: list[bool] = []
     rows_flow: list[tuple[int, int]] = []
-    usual = [s.key in known.common or s.key in known.fragments or s.coarse_key in known.common_coarse for s in stmts]
+    usual = [
+        s.usual or s.key in known.common or s.key in known.fragments or s.coarse_key in known.common_coarse
+        for s in stmts
+    ]
     for f in fragments(stmts, counted):
         if f.key in known.fragments:
             continue
         common = (
             f.key in known.common
-            or (f.kind != FLOW and f.coarse in known.common_coarse)
+            or (f.kind != FLOW and (f.coarse in known.common_coarse or stmts[f.at[0][0]].usual))
             or (f.kind == FLOW and all(usual[n] for n, _ in f.ends))
         )
         for (n, _), (start, end) in zip(f.at, f.spans, strict=True):
