@@ -262,21 +262,18 @@ def _loops(target: str, a: str, b: str, b_is_transposed_of: str | None) -> Itera
     yield f"{target} = np.zeros(({a}.shape[0], {b}.shape[1]))"
     yield f"{target} = torch.zeros({a}.shape[0], {b}.shape[1])"
     yield f"{target} = np.zeros((n, m))\n{target} = np.zeros((n, n))\n{target} = torch.zeros(n, n)"
-    for i_range in ("range(n)", f"range({a}.shape[0])", f"range(len({a}))"):
-        for j_range in ("range(m)", "range(n)", f"range({b}.shape[1])"):
-            for cell in (f"{a}[i] @ {b}[:, j]", f"np.sum({a}[i] * {b}[:, j])", f"({a}[i] * {b}[:, j]).sum()"):
-                yield f"for i in {i_range}:\n    for j in {j_range}:\n        {target}[i, j] = {cell}"
-                yield f"for i in {i_range}:\n    for j in {j_range}:\n        {target}[i][j] = {cell}"
+    # Loop headers over a range are common whatever they are written (``canon``): one form of each
+    # body is enough.
+    for cell in (f"{a}[i] @ {b}[:, j]", f"np.sum({a}[i] * {b}[:, j])", f"({a}[i] * {b}[:, j]).sum()"):
+        yield f"for i in range(n):\n    for j in range(m):\n        {target}[i, j] = {cell}"
+        yield f"for i in range(n):\n    for j in range(m):\n        {target}[i][j] = {cell}"
     if b_is_transposed_of is not None:
         k = b_is_transposed_of
         yield f"{target} = np.array([[q @ r for r in {k}] for q in {a}])"
         yield f"{target} = torch.tensor([[q @ r for r in {k}] for q in {a}])"
-        yield f"{target} = np.array([[np.dot(q, r) for r in {k}] for q in {a}])"
-        for i_range in ("range(n)", f"range({a}.shape[0])", f"range(len({a}))"):
-            for j_range in ("range(n)", f"range({k}.shape[0])", f"range(len({k}))"):
-                for cell in (f"{a}[i] @ {k}[j]", f"np.sum({a}[i] * {k}[j])", f"({a}[i] * {k}[j]).sum()"):
-                    yield f"for i in {i_range}:\n    for j in {j_range}:\n        {target}[i, j] = {cell}"
-                    yield f"for i in {i_range}:\n    for j in {j_range}:\n        {target}[i][j] = {cell}"
+        for cell in (f"{a}[i] @ {k}[j]", f"np.sum({a}[i] * {k}[j])", f"({a}[i] * {k}[j]).sum()"):
+            yield f"for i in range(n):\n    for j in range(n):\n        {target}[i, j] = {cell}"
+            yield f"for i in range(n):\n    for j in range(n):\n        {target}[i][j] = {cell}"
 
 
 def _transposed(node: ast.expr) -> str | None:
@@ -319,7 +316,15 @@ def variants(solution: list[tuple[int, str, list[ast.stmt]]]) -> Iterator[str]:
 
 
 def sources(solution: list[tuple[int, str, list[ast.stmt]]]) -> Iterator[str]:
-    """Every snippet of the baseline, as Python source."""
+    """Every snippet of the baseline, as Python source, each once."""
+    seen: set[str] = set()
+    for snippet in _sources(solution):
+        if snippet not in seen:
+            seen.add(snippet)
+            yield snippet
+
+
+def _sources(solution: list[tuple[int, str, list[ast.stmt]]]) -> Iterator[str]:
     block: list[str] = []
     for line in IDIOMS.strip("\n").splitlines():  # one snippet per statement with its body
         if line and not line[0].isspace() and block:

@@ -1,27 +1,33 @@
 """Which notebooks share code, weighed by how rare what they share is.
 
 **How rare a fragment is.** For each fragment (a statement, an expression, the flow from one
-statement to another: ``canon``, ``documents``) the chance that an independent student writes it
-is estimated from the notebooks that hold it, this term's and earlier terms', *other than the two
-being compared*, smoothed towards a prior worth ``PRIOR_NOTEBOOKS`` notebooks::
+statement to the one that reads its value: ``canon``, ``documents``) the chance that an
+independent student writes it is estimated from the notebooks that hold it, this term's and
+earlier terms', *other than the two being compared*, smoothed towards a prior worth
+``PRIOR_NOTEBOOKS`` notebooks::
 
     p = (others holding it + PRIOR_NOTEBOOKS * prior) / (notebooks - 2 + PRIOR_NOTEBOOKS)
 
-The prior is the baseline, which a section of eight has too: a fragment the baseline holds (a
-common way of writing the question, a common check) has the prior ``COMMON_PRIOR``; any other has
-a prior that halves with every ``TOKENS_PER_HALVING`` tokens of its length (``V = []`` is written
-by everyone, a thirty-token statement by almost no one). Fragments the skeleton or the solution
-hold are expected and weigh nothing. A fragment's weight is the information it carries beyond a
-common one, ``log2(COMMON / p)`` (zero when one student in four would write it), as a fraction of
-the most a fragment can carry in this class; so weights run from 0 to 1.
+The prior is the baseline, which a section of eight has too. A fragment of a common way of
+writing a question or a common check (``baseline``, and any print, plot or check: ``canon``) has
+the prior ``COMMON_PRIOR``; a flow between two common statements too. Any other statement or
+expression has a prior that halves with every ``TOKENS_PER_HALVING`` tokens of its length
+(``V = []`` is written by everyone, a thirty-token statement by almost no one); any other flow,
+the product of its two statements' chances (two choices made independently). Fragments the
+skeleton or the solution hold are expected and weigh nothing. A fragment's weight is the
+information it carries beyond a common one, ``log2(COMMON / p)`` (nothing when one student in
+four would write it), as a share of the most a fragment can carry in this class: 0 to 1.
 
-**The score of a pair** is the larger of two shares. Each token of a notebook's own code weighs as
-much as the rarest fragment that covers it; a notebook's share is the weight of its tokens that
-the other notebook's shared fragments cover, over the weight of all its tokens (at least
-``FLOOR``: a notebook with little code of its own cannot score high by sharing it). An exact copy
-scores 1 in a class of 8 as in a class of 500; two independent students who write the same
-common forms score little, since those forms weigh little; a notebook that took half its code
-from each of two classmates scores about one half against each.
+**The score of a pair** is the larger of two shares. A fragment's weight is spread over its
+tokens when it is longer than ``SPREAD`` (a long statement, or a helper written out where it is
+called, counts as much as a short one equally rare); each token of a notebook weighs as much as
+the weightiest fragment covering it, and a notebook's share is the weight of its tokens that the
+fragments it shares with the other cover, over the weight of all its tokens, or over the floor
+when that is larger (``FLOOR``, and ``FLOOR_SHARE`` of the median notebook of this term: a
+notebook with almost nothing of its own does not score high by sharing that). An exact copy
+scores 1 in a class of 8 as in a class of 500; independent students writing the usual forms score
+little, since those weigh little; a notebook made of two classmates' halves scores about one half
+against each.
 """
 
 from __future__ import annotations
@@ -40,8 +46,9 @@ TOKENS_PER_HALVING = 3.0  # a fragment's own prior halves with every this many t
 FREE_TOKENS = 2  # ... beyond this many ...
 RAREST_PRIOR = 2.0**-12  # ... down to this
 COMMON = 0.25  # a fragment one student in four would write carries no weight
-FLOOR = 12.0  # weighed tokens: the least a notebook is scored as having (about one rare line) ...
-FLOOR_SHARE = 0.5  # ... and at least this share of the median notebook of this term
+SPREAD = 12  # tokens: a fragment longer than this spreads its weight over its length
+FLOOR = 8.0  # weighed tokens: the least a notebook is scored as having (about one rare line) ...
+FLOOR_SHARE = 0.0  # ... and at least this share of the median notebook of this term
 CANDIDATE = 0.1  # a pair whose score cannot reach this is not compared in full (the listing's default floor)
 DETAILS = 0.1  # a pair scoring less is listed without its shared lines
 MARKDOWN_PRIOR = 2.0**-8  # the prior of a run of four words a student wrote
@@ -185,6 +192,7 @@ class _Own:
     tokens: npt.NDArray[np.float64]  # each token's weight
     total: float
     keys: npt.NDArray[np.int64]  # the fragment keys of weight above zero, unique
+    unique_of_row: npt.NDArray[np.int64]  # each row's place in ``keys`` (len(keys) for a row of no weight)
 
 
 class Index:
@@ -197,8 +205,14 @@ class Index:
         self.own: list[_Own] = []
         for d in self.docs:
             w = self.weights.of(d.keys) if len(d.keys) else np.zeros(0)
+            # A fragment's weight spread over its tokens: a long statement counts as much as a short
+            # one of the same rarity (a helper written out in a call is no more evidence than the call).
+            w = w * np.minimum(1.0, SPREAD / np.maximum(d.sizes, 1))
             tokens = _paint(d.tokens, d.starts, d.ends, w)
-            self.own.append(_Own(w, tokens, float(tokens.sum()), np.unique(d.keys[w > 0])))
+            keys = np.unique(d.keys[w > 0])
+            at = np.searchsorted(keys, d.keys)
+            found = (at < len(keys)) & (keys[np.minimum(at, max(len(keys) - 1, 0))] == d.keys) if len(keys) else at < 0
+            self.own.append(_Own(w, tokens, float(tokens.sum()), keys, np.where(found, at, len(keys))))
         current = sorted(o.total for o, d in zip(self.own, self.docs, strict=True) if not d.past)
         self.floor = max(FLOOR, FLOOR_SHARE * current[len(current) // 2]) if current else FLOOR
         self.markdown_weight = self._markdown_weights()
@@ -293,7 +307,12 @@ class Index:
         )
 
     def _covered(self, d: Document, o: _Own, shared: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        rows = np.isin(d.keys, shared)
+        """Each token's weight from the rows whose fragment is in ``shared`` (a subset of ``o.keys``)."""
+        if not len(shared):
+            return np.zeros(d.tokens)
+        mask = np.zeros(len(o.keys) + 1, dtype=bool)
+        mask[np.searchsorted(o.keys, shared)] = True
+        rows = mask[o.unique_of_row]
         return _paint(d.tokens, d.starts[rows], d.ends[rows], o.weights[rows])
 
     def _matches(
@@ -314,22 +333,32 @@ class Index:
     def _shared(
         self, a: Document, b: Document, oa: _Own, ob: _Own, shared: npt.NDArray[np.int64]
     ) -> tuple[Shared, ...]:
-        """The shared lines of a that weigh most, each once, with the rarest fragment that covers them
-        (a statement, or the flow into or out of one) and how rare it is."""
-        rows_a = np.flatnonzero(np.isin(a.keys, shared) & (a.kinds != EXPRESSION))
-        best: dict[Region, tuple[float, int, int]] = {}  # region of a -> (weight x size, row of a, row of b)
-        for r in rows_a.tolist():
-            key = int(a.keys[r])
+        """The shared lines of a that weigh most, each once, with the weightiest fragment that covers
+        them (a statement, or the flow into or out of one) and how rare it is."""
+        if not len(shared):
+            return ()
+        mask = np.zeros(len(oa.keys) + 1, dtype=bool)
+        mask[np.searchsorted(oa.keys, shared)] = True
+        rows = np.flatnonzero(mask[oa.unique_of_row] & (a.kinds != EXPRESSION))
+        if not len(rows):
+            return ()
+        mass = oa.weights[rows] * (a.ends[rows] - a.starts[rows])
+        # The weightiest row of each region of lines, the weightiest regions first.
+        region_of = (
+            a.cells[a.starts[rows]].astype(np.int64) << 40
+            | a.lines[a.starts[rows]].astype(np.int64) << 20
+            | a.lines[a.ends[rows] - 1].astype(np.int64)
+        )
+        order = np.argsort(-mass, kind="stable")
+        _, first = np.unique(region_of[order], return_index=True)
+        best = rows[order[np.sort(first)][:EVIDENCE]]
+        out: list[Shared] = []
+        for ra in best.tolist():
+            region = _region(a, int(a.starts[ra]), int(a.ends[ra]))
+            key = int(a.keys[ra])
             in_a = np.flatnonzero(a.keys == key)
             in_b = np.flatnonzero(b.keys == key)
-            rb = int(in_b[min(int(np.searchsorted(in_a, r)), len(in_b) - 1)])
-            region = _region(a, int(a.starts[r]), int(a.ends[r]))
-            mass = float(oa.weights[r]) * float(a.ends[r] - a.starts[r])
-            if region not in best or mass > best[region][0]:
-                best[region] = (mass, r, rb)
-        out = []
-        for region, (_, ra, rb) in sorted(best.items(), key=lambda kv: -kv[1][0])[:EVIDENCE]:
-            key = int(a.keys[ra])
+            rb = int(in_b[min(int(np.searchsorted(in_a, ra)), len(in_b) - 1)])
             q = int(a.questions[a.starts[ra]])
             out.append(
                 Shared(
@@ -339,7 +368,7 @@ class Index:
                     held_by=self.weights.held_by(key),
                     notebooks=self.weights.notebooks,
                     common=self.weights.is_common(key),
-                    weight=round(float(oa.weights[ra]), 3),
+                    weight=round(float(self.weights.of(np.array([key]))[0]), 3),
                     flow=int(a.kinds[ra]) == FLOW,
                 )
             )
