@@ -17,6 +17,7 @@ how rare it is, but as a common one.
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Iterator
 
 IDIOMS = r"""
@@ -299,10 +300,69 @@ def _product(node: ast.expr) -> tuple[ast.expr, ast.expr] | None:
     return None
 
 
-def variants(solution: list[tuple[int, str, list[ast.stmt]]]) -> Iterator[str]:
-    """The solution's matrix products written as loops and comprehensions."""
+def _literal_lists(cells: list[tuple[int, str, list[ast.stmt]]]) -> dict[str, list[ast.expr]]:
+    """Names bound to a short list or tuple written out (``head_params = [(W_Q, W_K, W_V), ...]``)."""
+    out: dict[str, list[ast.expr]] = {}
+    for _, _, body in cells:
+        for stmt in body:
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, (ast.List, ast.Tuple))
+                and 0 < len(stmt.value.elts) <= 6
+            ):
+                out[stmt.targets[0].id] = list(stmt.value.elts)
+    return out
+
+
+class _Put(ast.NodeTransformer):
+    def __init__(self, mapping: dict[str, ast.expr]) -> None:
+        self.mapping = mapping
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return self.mapping.get(node.id, node)
+
+
+def _loop_styles(target: str, comp: ast.ListComp, lists: dict[str, list[ast.expr]]) -> Iterator[str]:
+    """A list comprehension of the solution as a loop that appends, and, over a list written out in
+    the notebook, item by item."""
+    if len(comp.generators) != 1 or comp.generators[0].ifs:
+        return
+    gen = comp.generators[0]
+    elt, var, over = ast.unparse(comp.elt), ast.unparse(gen.target), ast.unparse(gen.iter)
+    yield f"{target} = []\nfor {var} in {over}:\n    {target}.append({elt})"
+    yield f"{target} = list(map(lambda {var}: {elt}, {over}))" if isinstance(gen.target, ast.Name) else ""
+    items = lists.get(gen.iter.id) if isinstance(gen.iter, ast.Name) else None
+    if not items:
+        return
+    written = []
+    for item in items:
+        if isinstance(gen.target, ast.Name):
+            mapping = {gen.target.id: item}
+        elif (
+            isinstance(gen.target, ast.Tuple)
+            and isinstance(item, (ast.Tuple, ast.List))
+            and len(item.elts) == len(gen.target.elts)
+            and all(isinstance(t, ast.Name) for t in gen.target.elts)
+        ):
+            mapping = {t.id: e for t, e in zip(gen.target.elts, item.elts, strict=True) if isinstance(t, ast.Name)}
+        else:
+            return
+        written.append(ast.unparse(_Put(mapping).visit(copy.deepcopy(comp.elt))))
+    yield f"{target} = [{', '.join(written)}]"
+
+
+def variants(
+    solution: list[tuple[int, str, list[ast.stmt]]], given: list[tuple[int, str, list[ast.stmt]]] | None = None
+) -> Iterator[str]:
+    """The solution's matrix products written as loops and comprehensions, and its comprehensions as
+    loops, or item by item over a list the notebook writes out (``given``: the skeleton's cells)."""
+    lists = _literal_lists([*(given or []), *solution])
     for _, _, body in solution:
         for stmt in body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.ListComp):
+                yield from (v for v in _loop_styles(ast.unparse(stmt.targets[0]), stmt.value, lists) if v)
             for node in ast.walk(stmt):
                 if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
                     continue
@@ -315,16 +375,20 @@ def variants(solution: list[tuple[int, str, list[ast.stmt]]]) -> Iterator[str]:
                     yield from _loops(target, ast.unparse(a), ast.unparse(b), _transposed(b))
 
 
-def sources(solution: list[tuple[int, str, list[ast.stmt]]]) -> Iterator[str]:
-    """Every snippet of the baseline, as Python source, each once."""
+def sources(
+    solution: list[tuple[int, str, list[ast.stmt]]], given: list[tuple[int, str, list[ast.stmt]]] | None = None
+) -> Iterator[str]:
+    """Every snippet of the baseline, as Python source, each once (``given``: the skeleton's cells)."""
     seen: set[str] = set()
-    for snippet in _sources(solution):
+    for snippet in _sources(solution, given or []):
         if snippet not in seen:
             seen.add(snippet)
             yield snippet
 
 
-def _sources(solution: list[tuple[int, str, list[ast.stmt]]]) -> Iterator[str]:
+def _sources(
+    solution: list[tuple[int, str, list[ast.stmt]]], given: list[tuple[int, str, list[ast.stmt]]]
+) -> Iterator[str]:
     block: list[str] = []
     for line in IDIOMS.strip("\n").splitlines():  # one snippet per statement with its body
         if line and not line[0].isspace() and block:
@@ -333,4 +397,4 @@ def _sources(solution: list[tuple[int, str, list[ast.stmt]]]) -> Iterator[str]:
         block.append(line)
     if block:
         yield "\n".join(block)
-    yield from variants(solution)
+    yield from variants(solution, given)

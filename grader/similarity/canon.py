@@ -162,6 +162,7 @@ class Statement:
     scope: tuple[int, ...] = ()  # the functions it is inside (their names' scopes), outermost first
     opens: frozenset[str] = frozenset()  # a function's header: the parameters its body sees
     usual: bool = False  # a kind of statement everyone writes: a print, a plot, a check, typed-in data
+    plain: tuple[str, ...] = ()  # when a helper was written out in it: the statement with the calls as calls
 
     @property
     def key(self) -> int:
@@ -174,6 +175,13 @@ class Statement:
     def coarse_key(self) -> int:
         """The statement's key with names, numbers and strings alike (``np.ones(3)`` and ``np.ones(n)``)."""
         return fragment_key("S", _coarse(self.tokens))
+
+    @property
+    def plain_keys(self) -> tuple[int, int]:
+        """The key and coarse key of ``plain`` (0, 0 without)."""
+        if not self.plain:
+            return (0, 0)
+        return (fragment_key("S", self.plain), fragment_key("S", _coarse(self.plain)))
 
     def coarse_span_key(self, start: int, end: int) -> int:
         return fragment_key("E", _coarse(self.tokens[start:end]))
@@ -388,6 +396,7 @@ class _Emitter:
         self.depth = 0
         self.local: frozenset[str] = frozenset()  # inside a function: its parameters and locals
         self.calls: set[str] = set()  # the functions called, by canonical name ("V": the notebook's own)
+        self.inlined = False  # whether a helper was written out
 
     def tok(self, *texts: str) -> None:
         for t in texts:
@@ -401,7 +410,9 @@ class _Emitter:
         if not self.depth and hasattr(node, "lineno"):
             self.line = node.lineno
         self._expr(node)
-        if len(self.tokens) - start >= MIN_EXPR:
+        # A helper's body written out where it is called is the helper's code, counted in its own
+        # statements: only the whole call, and the arguments the caller wrote, are fragments here.
+        if len(self.tokens) - start >= MIN_EXPR and not self.depth:
             self.spans.append((start, len(self.tokens)))
         self.line = saved
 
@@ -722,6 +733,7 @@ class _Emitter:
         self.tok(")")
 
     def _inline(self, helper: tuple[tuple[str, ...], ast.expr], args: list[ast.expr]) -> None:
+        self.inlined = True
         params, body = helper
         saved_subst, saved_depth = self.subst, self.depth
         self.subst = {p: (a, saved_subst) for p, a in zip(params, args, strict=True)}
@@ -949,6 +961,7 @@ def _statement(  # noqa: C901, PLR0912, PLR0915 - one case per kind of statement
             scope,
             frozenset(opens),
             _usual(stmt, e),
+            _plain(stmt, ctx, top, scope, local) if e.inlined else (),
         )
     for s in inner:
         yield from _statement(s, ctx, top, inner_scope, inner_local)
@@ -986,6 +999,13 @@ def _usual(stmt: ast.stmt, e: _Emitter) -> bool:
             return isinstance(stmt, (ast.Assign, ast.AnnAssign)) and set(e.tokens) <= _DATA and "S" in e.tokens
         return bool(e.calls & _SHOWING) and e.calls <= _SHOWING | _LOOKING
     return False
+
+
+def _plain(stmt: ast.stmt, ctx: Context, top: int, scope: tuple[int, ...], local: frozenset[str]) -> tuple[str, ...]:
+    """The statement's tokens with its helpers' calls left as calls (as the baseline writes them)."""
+    bare = Context(ctx.libraries, ctx.defined, {}, ctx.attributes, ctx.fixed)
+    header = next(_statement(stmt, bare, top, scope, local), None)
+    return header.tokens if header is not None else ()
 
 
 def _stored(body: list[ast.stmt]) -> frozenset[str]:

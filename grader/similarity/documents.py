@@ -276,6 +276,7 @@ def expected(assignment: Assignment) -> Expected:
     keys: set[int] = set()
     libraries: set[str] = set()
     solution_cells: list[tuple[int, str, list[ast.stmt]]] = []
+    skeleton_cells: list[tuple[int, str, list[ast.stmt]]] = []
     checked = frozenset().union(*(c.names for q in assignment.questions for c in q.checks))
     fixed = set(assignment.given) | checked
     if assignment.skeleton.is_file():
@@ -301,9 +302,11 @@ def expected(assignment: Assignment) -> Expected:
             markdown.update(_collapse(_text(c)) for c in raw if c.get("cell_type") == "markdown")
         else:
             solution_cells = [(n, source, list(c.body)) for n, source, c in cells]
+        if is_skeleton:
+            skeleton_cells = [(n, source, list(c.body)) for n, source, c in cells]
     common: set[int] = set()
     coarse: set[int] = set()
-    for source in baseline.sources(solution_cells):
+    for source in baseline.sources(solution_cells, skeleton_cells):
         body = parse_chunks(source)
         if not body:
             continue
@@ -387,7 +390,11 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
     rows_common: list[bool] = []
     rows_flow: list[tuple[int, int]] = []
     usual = [
-        s.usual or s.key in known.common or s.key in known.fragments or s.coarse_key in known.common_coarse
+        s.usual
+        or s.key in known.common
+        or s.key in known.fragments
+        or s.coarse_key in known.common_coarse
+        or (bool(s.plain) and (s.plain_keys[0] in known.common or s.plain_keys[1] in known.common_coarse))
         for s in stmts
     ]
     for f in fragments(stmts, counted):
@@ -395,7 +402,7 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
             continue
         common = (
             f.key in known.common
-            or (f.kind != FLOW and (f.coarse in known.common_coarse or stmts[f.at[0][0]].usual))
+            or (f.kind != FLOW and (f.coarse in known.common_coarse or usual[f.at[0][0]]))
             or (f.kind == FLOW and all(usual[n] for n, _ in f.ends))
         )
         for (n, _), (start, end) in zip(f.at, f.spans, strict=True):
