@@ -321,7 +321,8 @@ class _Put(ast.NodeTransformer):
         self.mapping = mapping
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
-        return self.mapping.get(node.id, node)
+        found = self.mapping.get(node.id)
+        return copy.deepcopy(found) if found is not None else node
 
 
 def _loop_styles(target: str, comp: ast.ListComp, lists: dict[str, list[ast.expr]]) -> Iterator[str]:
@@ -353,12 +354,46 @@ def _loop_styles(target: str, comp: ast.ListComp, lists: dict[str, list[ast.expr
     yield f"{target} = [{', '.join(written)}]"
 
 
+def _composed(body: list[ast.stmt], fixed: frozenset[str] = frozenset(), header: str = "def f():") -> Iterator[str]:
+    """Steps written in one expression: each statement of ``body`` with the names earlier statements
+    of it computed replaced by their expressions (``softmax(scores / np.sqrt(d_k))`` for ``scaled =
+    scores / np.sqrt(d_k)`` then ``softmax(scaled)``), in a function's body as at the top level."""
+    env: dict[str, ast.expr] = {}
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            signature = f"def {stmt.name}({ast.unparse(stmt.args)}):"
+            yield from _composed([s for s in stmt.body if not isinstance(s, ast.Expr)], header=signature)
+            continue
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.Return, ast.Expr)) else None
+        if value is None:
+            continue
+        names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        composed = _Put(env).visit(copy.deepcopy(value)) if names & env.keys() else value
+        if names & env.keys():
+            text = ast.unparse(composed)
+            if len(text) < 400:
+                if isinstance(stmt, ast.Assign):
+                    yield f"{ast.unparse(stmt.targets[0])} = {text}"
+                elif isinstance(stmt, ast.Return):
+                    yield f"{header}\n    return {text}"
+                else:
+                    yield text
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+        if isinstance(target, ast.Name) and target.id not in fixed:  # the assignment's names stay names
+            env[target.id] = composed  # already written with what its own names were
+
+
 def variants(
-    solution: list[tuple[int, str, list[ast.stmt]]], given: list[tuple[int, str, list[ast.stmt]]] | None = None
+    solution: list[tuple[int, str, list[ast.stmt]]],
+    given: list[tuple[int, str, list[ast.stmt]]] | None = None,
+    fixed: frozenset[str] = frozenset(),
 ) -> Iterator[str]:
-    """The solution's matrix products written as loops and comprehensions, and its comprehensions as
-    loops, or item by item over a list the notebook writes out (``given``: the skeleton's cells)."""
+    """The solution's matrix products written as loops and comprehensions, its comprehensions as
+    loops, or item by item over a list the notebook writes out (``given``: the skeleton's cells), and
+    its steps written in one expression, each cell on its own (``fixed``: the names that stay)."""
     lists = _literal_lists([*(given or []), *solution])
+    for _, _, body in solution:
+        yield from _composed(body, fixed)
     for _, _, body in solution:
         for stmt in body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.ListComp):
@@ -376,18 +411,23 @@ def variants(
 
 
 def sources(
-    solution: list[tuple[int, str, list[ast.stmt]]], given: list[tuple[int, str, list[ast.stmt]]] | None = None
+    solution: list[tuple[int, str, list[ast.stmt]]],
+    given: list[tuple[int, str, list[ast.stmt]]] | None = None,
+    fixed: frozenset[str] = frozenset(),
 ) -> Iterator[str]:
-    """Every snippet of the baseline, as Python source, each once (``given``: the skeleton's cells)."""
+    """Every snippet of the baseline, as Python source, each once (``given``: the skeleton's cells;
+    ``fixed``: the names the assignment fixes)."""
     seen: set[str] = set()
-    for snippet in _sources(solution, given or []):
+    for snippet in _sources(solution, given or [], fixed):
         if snippet not in seen:
             seen.add(snippet)
             yield snippet
 
 
 def _sources(
-    solution: list[tuple[int, str, list[ast.stmt]]], given: list[tuple[int, str, list[ast.stmt]]]
+    solution: list[tuple[int, str, list[ast.stmt]]],
+    given: list[tuple[int, str, list[ast.stmt]]],
+    fixed: frozenset[str],
 ) -> Iterator[str]:
     block: list[str] = []
     for line in IDIOMS.strip("\n").splitlines():  # one snippet per statement with its body
@@ -397,4 +437,4 @@ def _sources(
         block.append(line)
     if block:
         yield "\n".join(block)
-    yield from variants(solution, given)
+    yield from variants(solution, given, fixed)

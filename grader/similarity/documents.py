@@ -306,7 +306,7 @@ def expected(assignment: Assignment) -> Expected:
             skeleton_cells = [(n, source, list(c.body)) for n, source, c in cells]
     common: set[int] = set()
     coarse: set[int] = set()
-    for source in baseline.sources(solution_cells, skeleton_cells):
+    for source in baseline.sources(solution_cells, skeleton_cells, frozenset(fixed)):
         body = parse_chunks(source)
         if not body:
             continue
