@@ -30,7 +30,7 @@ h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bo
 .notice{background:#fff6d6;border:1px solid #e5c453;border-radius:6px;padding:.7rem 1rem;margin:1rem 0}
 table{border-collapse:collapse;width:100%;table-layout:fixed}
 th,td{text-align:left;padding:.25rem .5rem;border-bottom:1px solid #e3e6ea;vertical-align:top;overflow-wrap:anywhere}
-th{background:#f3f5f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f3f5f7;overflow-wrap:normal}td.num{text-align:right;font-variant-numeric:tabular-nums}
 col.rank{width:3rem}col.num{width:5.5rem}col.score{width:8rem}col.md{width:6.5rem}col.name{width:16%}
 .high td{background:#fdecea}.muted{color:#68707a}
 .bar{display:inline-block;height:.6rem;background:#c0392b;border-radius:2px;vertical-align:middle;margin-right:.3rem}
@@ -38,7 +38,8 @@ col.rank{width:3rem}col.num{width:5.5rem}col.score{width:8rem}col.md{width:6.5re
 .pair summary{cursor:pointer;font-weight:600}
 .shared{margin:.5rem 0 1rem}.shared td{font-size:.9rem}
 .sides{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1rem}
-@media (max-width:900px){.sides{grid-template-columns:minmax(0,1fr)}}
+@media (max-width:900px){.sides{grid-template-columns:minmax(0,1fr)}body{padding:.5rem}table{table-layout:auto}
+col.name,col.score,col.num,col.md{width:auto}.bar{display:none}}
 .side h3{font-size:1rem;margin:.5rem 0}
 .cell{margin:.4rem 0;border:1px solid #e3e6ea;border-radius:4px}
 .cell .label{font-size:.8rem;color:#68707a;padding:.1rem .4rem;background:#f7f8f9}
