@@ -36,7 +36,6 @@ from grader.notebook.scopes import free_reads
 from grader.similarity import baseline
 from grader.similarity.canon import (
     CellNames,
-    Context,
     Statement,
     cell_names,
     context,
@@ -44,6 +43,7 @@ from grader.similarity.canon import (
     parse_chunks,
     statements,
 )
+from grader.similarity.forms import Context
 from grader.similarity.tokens import without_magics, word_shingles
 
 NO_QUESTION = -1
