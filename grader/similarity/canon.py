@@ -26,6 +26,7 @@ every process and every run.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -39,9 +40,9 @@ _MUTATORS = frozenset(
 )
 
 
-def fragment_key(kind: str, parts: Iterable[object]) -> int:
+def fragment_key(kind: str, parts: Iterable[str]) -> int:
     """A stable 63-bit key for a fragment (the same in every process)."""
-    text = kind + "\x1f" + "\x1f".join(str(p) for p in parts)
+    text = kind + "\x1f" + "\x1f".join(parts)
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little") >> 1
 
 
@@ -62,19 +63,19 @@ class Statement:
     usual: bool = False  # a kind of statement everyone writes: a print, a plot, a check, typed-in data
     plain: tuple[str, ...] = ()  # when a helper was written out in it: the statement with the calls as calls
 
-    @property
+    @functools.cached_property
     def key(self) -> int:
         return fragment_key("S", self.tokens)
 
     def span_key(self, start: int, end: int) -> int:
         return fragment_key("E", self.tokens[start:end])
 
-    @property
+    @functools.cached_property
     def coarse_key(self) -> int:
         """The statement's key with names, numbers and strings alike (``np.ones(3)`` and ``np.ones(n)``)."""
         return fragment_key("S", _coarse(self.tokens))
 
-    @property
+    @functools.cached_property
     def plain_keys(self) -> tuple[int, int]:
         """The key and coarse key of ``plain`` (0, 0 without)."""
         if not self.plain:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,9 +97,16 @@ class Document:
         return np.unique(self.keys)
 
 
-def _exact(stmt: ast.stmt) -> int:
+_COMMENT = re.compile(r"#[^\n]*")
+_SPACE = re.compile(r"\s+")
+
+
+def _exact(code: str, stmt: ast.stmt) -> int:
     """A statement as written, whatever its whitespace and comments (for the skeleton's own)."""
-    return fragment_key("X", [ast.dump(stmt, include_attributes=False)])
+    text = ast.get_source_segment(code, stmt)
+    if text is None:
+        return fragment_key("X", [ast.dump(stmt, include_attributes=False)])
+    return fragment_key("X", [_SPACE.sub("", _COMMENT.sub("", text))])
 
 
 def _notebook_json(path: Path) -> list[dict[str, object]]:
@@ -131,11 +139,12 @@ class _Cell:
 
 @functools.lru_cache(maxsize=4096)
 def _cell(source: str) -> _Cell:
-    body = parse_chunks(fill_blanks(without_magics(source)))
+    code = fill_blanks(without_magics(source))
+    body = parse_chunks(code)
     return _Cell(
         tuple(body),
         cell_names(body),
-        tuple(_exact(stmt) for stmt in body),
+        tuple(_exact(code, stmt) for stmt in body),
         tuple(frozenset(module_level_binds(ast.Module(body=[stmt], type_ignores=[]))) for stmt in body),
         tuple(frozenset(free_reads(stmt)) for stmt in body),
         tuple((stmt.lineno, stmt.end_lineno or stmt.lineno) for stmt in body),
@@ -237,7 +246,7 @@ def fragments(stmts: list[Statement], counted: list[bool]) -> list[_Fragment]:
             ends = [(m, (0, len(stmts[m].tokens))) for m in (t, n) if counted[m]]
             out.append(
                 _Fragment(
-                    fragment_key("D", [keys[t], keys[n]]),
+                    fragment_key("D", (str(keys[t]), str(keys[n]))),
                     FLOW,
                     len(stmts[t].tokens) + len(s.tokens),
                     tuple((m, -1) for m, _ in ends),
