@@ -383,20 +383,6 @@ def _composed(body: list[ast.stmt], fixed: frozenset[str] = frozenset(), header:
             env[target.id] = composed  # already written with what its own names were
 
 
-def _row_wise(target: str, value: ast.expr) -> Iterator[str]:
-    """The statement computed row by row: for the left operand ``A`` of its first matrix product,
-    ``A[i]`` for each row (``torch.stack([softmax(Q[i] @ K.T / s, -1) for i in range(len(Q))])``)."""
-    found = next((f for n in ast.walk(value) if isinstance(n, ast.expr) for f in [_product(n)] if f), None)
-    if found is None or not isinstance(found[0], ast.Name):
-        return
-    rows = found[0].id
-    for index, loop in ((f"{rows}[i]", f"for i in range(len({rows}))"), ("row", f"for row in {rows}")):
-        one = ast.unparse(_Put({rows: ast.parse(index, mode="eval").body}).visit(copy.deepcopy(value)))
-        for stack in ("torch.stack", "np.array", "np.vstack"):
-            yield f"{target} = {stack}([{one} {loop}])"
-        yield f"rows = []\n{loop}:\n    rows.append({one})\n{target} = torch.stack(rows)"
-
-
 def variants(
     solution: list[tuple[int, str, list[ast.stmt]]],
     given: list[tuple[int, str, list[ast.stmt]]] | None = None,
@@ -410,8 +396,6 @@ def variants(
         yield from _composed(body, fixed)
     for _, _, body in solution:
         for stmt in body:
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-                yield from _row_wise(ast.unparse(stmt.targets[0]), stmt.value)
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.ListComp):
                 yield from (v for v in _loop_styles(ast.unparse(stmt.targets[0]), stmt.value, lists) if v)
             for node in ast.walk(stmt):
