@@ -8,10 +8,11 @@ whose every blank cell is taken from one of the independently written solutions 
 tests/similarity_class.py, chosen at random per cell, with its names changed (a random suffix)
 and eight lines of the student's own added (random expressions over Q, K, V and the weights, as
 checks, prints and experiments), so that no two notebooks are alike; 2% are copies of a
-classmate with names and comments changed. The
-whole command runs as an instructor runs it (``grader similarity DIR -a NAME --out OUT``), in a
-fresh process, and the script prints the wall time, the CPU time of all its processes (less
-sensitive to other jobs on the machine), the pairs found and the machine's load.
+classmate with names and comments changed. The whole command runs as an instructor runs it
+(``grader similarity DIR -a NAME --out OUT``), in a fresh process, and the script prints the date,
+the machine's cores and load, then per class the wall time, the CPU time of all the command's
+processes (less sensitive to other jobs on the machine), the pairs found and where the planted
+copies rank.
 """
 
 from __future__ import annotations

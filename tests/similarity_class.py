@@ -10,10 +10,13 @@ so the skeleton's given cells, markdown and prints are in every notebook, as in 
 
 from __future__ import annotations
 
+import ast
+import builtins
 import copy
 import io
 import json
 import keyword
+import random
 import re
 import tokenize
 from pathlib import Path
@@ -360,3 +363,451 @@ def _checked_names(assignment: str) -> set[str]:
         if cell["cell_type"] == "code":
             given |= _bound_names("".join(cell["source"]).replace("?", "0"))
     return given | set(a.given) | {n for c in a.checks for n in c.names}
+
+
+# ---- a class of realistic students, made by program ----------------------------------------------
+#
+# Each student picks, per question, one of the common ways of writing it (``POOLS``), adds some of
+# the checks and explorations students commonly write (a shape printed, rows that sum to one, a
+# heat map, an argmax "to explore": ``EXTRAS``), and a few lines of their own (``personal``): the
+# experiments and debugging prints nobody else writes the same way. Copies are made from a
+# student's notebook with the usual disguises (``DISGUISES``).
+
+NUMPY_POOLS: dict[int, list[str]] = {
+    8: [
+        "Q = X @ W_q.T\nK = X @ W_k.T\nV = X @ W_v.T",
+        "Q = np.dot(X, W_q.T)\nK = np.dot(X, W_k.T)\nV = np.dot(X, W_v.T)",
+        "Q, K, V = (np.matmul(X, W.T) for W in (W_q, W_k, W_v))",
+        "Q = np.einsum('td,od->to', X, W_q)\nK = np.einsum('td,od->to', X, W_k)\nV = np.einsum('td,od->to', X, W_v)",
+        "def project(X, W):\n    return X @ W.T\n\nQ = project(X, W_q)\nK = project(X, W_k)\nV = project(X, W_v)",
+        "weights = [W_q, W_k, W_v]\nQ, K, V = [X @ W.T for W in weights]",
+        "Q = (W_q @ X.T).T\nK = (W_k @ X.T).T\nV = (W_v @ X.T).T",
+    ],
+    12: [
+        "scores = Q @ K.T",
+        "scores = np.dot(Q, K.T)",
+        "n = Q.shape[0]\nscores = np.zeros((n, n))\nfor i in range(n):\n    for j in range(n):\n"
+        "        scores[i, j] = np.sum(Q[i] * K[j])",
+        "scores = np.array([[q @ k for k in K] for q in Q])",
+        "scores = np.zeros((len(Q), len(K)))\nfor i, q in enumerate(Q):\n    scores[i] = K @ q",
+        "scores = np.einsum('id,jd->ij', Q, K)",
+    ],
+    15: [
+        "d_k = Q.shape[1]\nscaled_scores = scores / np.sqrt(d_k)",
+        "d_k = Q.shape[1]\nscaled_scores = scores / d_k ** 0.5",
+        "d_k = Q.shape[1]\nscaled_scores = scores * d_k ** -0.5",
+        "d_k = Q.shape[1]\nscale = np.sqrt(d_k)\nscaled_scores = scores / scale",
+        "d_k = Q.shape[1]\nscaled_scores = np.divide(scores, np.sqrt(float(d_k)))",
+        "import math\n\nd_k = Q.shape[1]\nscaled_scores = scores / math.sqrt(d_k)",
+    ],
+    18: [
+        "def softmax(x):\n{body}\n\n{weights}",
+    ],
+    21: [
+        "output = attention_weights @ V",
+        "output = np.dot(attention_weights, V)",
+        "output = np.array([sum(w * v for w, v in zip(row, V)) for row in attention_weights])",
+        "output = np.einsum('ij,jd->id', attention_weights, V)",
+        "output = np.zeros((attention_weights.shape[0], V.shape[1]))\nfor i in range(len(output)):\n"
+        "    output[i] = attention_weights[i] @ V",
+    ],
+}
+NUMPY_SOFTMAX = [
+    "    e_x = np.exp(x - np.max(x))\n    return e_x / e_x.sum()",
+    "    return np.exp(x) / np.sum(np.exp(x))",
+    "    e = np.exp(x - np.max(x, axis=-1, keepdims=True))\n    return e / np.sum(e, axis=-1, keepdims=True)",
+    "    shifted = x - x.max()\n    exps = np.exp(shifted)\n    total = np.sum(exps)\n    return exps / total",
+    "    x = np.asarray(x, dtype=float)\n    z = x - x.max()\n    return np.exp(z) / np.exp(z).sum()",
+]
+NUMPY_WEIGHTS = [
+    "attention_weights = np.apply_along_axis(softmax, 1, scaled_scores)",
+    "attention_weights = np.array([softmax(row) for row in scaled_scores])",
+    "rows = []\nfor row in scaled_scores:\n    rows.append(softmax(row))\nattention_weights = np.array(rows)",
+    "attention_weights = np.vstack([softmax(r) for r in scaled_scores])",
+]
+NUMPY_EXTRAS: dict[int, list[str]] = {
+    8: ["print(Q.shape, K.shape, V.shape)", "print('Q shape:', Q.shape)", "assert Q.shape == K.shape"],
+    12: ["print(scores.shape)", "print(scores)", "print('scores shape:', scores.shape)"],
+    18: [
+        "print(attention_weights.sum(axis=1))",
+        "assert np.allclose(attention_weights.sum(axis=1), 1)",
+        "print(np.allclose(attention_weights.sum(axis=-1), 1.0))",
+        "import matplotlib.pyplot as plt\nplt.imshow(attention_weights, cmap='viridis')\nplt.colorbar()\n"
+        "plt.title('Attention weights')\nplt.show()",
+        "import matplotlib.pyplot as plt\nimport seaborn as sns\n"
+        "sns.heatmap(attention_weights, annot=True, xticklabels=tokens, yticklabels=tokens)\nplt.show()",
+        "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nim = ax.imshow(attention_weights)\n"
+        "fig.colorbar(im)\nax.set_xticks(range(len(tokens)))\nax.set_xticklabels(tokens)\nplt.show()",
+        "print(attention_weights.argmax(axis=1))",
+        "for i, t in enumerate(tokens):\n    print(t, '->', tokens[attention_weights[i].argmax()])",
+        "print([tokens[j] for j in np.argmax(attention_weights, axis=1)])",
+    ],
+    21: [
+        "print(output.shape)",
+        "print('output shape:', output.shape)",
+        "np.set_printoptions(precision=3, suppress=True)",
+    ],
+}
+NUMPY_NAMES = ["Q", "K", "V", "scores", "scaled_scores", "attention_weights", "output", "X"]
+NUMPY_METHODS = ["sum()", "mean()", "max()", "min()", "std()", "round(2)", "T", "argmax()", "sum(axis=0)", "cumsum()"]
+NUMPY_FUNCTIONS = ["np.exp", "np.tanh", "np.abs", "np.sqrt", "np.log1p", "np.square", "np.sort"]
+
+FRENCH_POOLS: dict[int, list[str]] = {
+    9: ["{convert}\n\n{project}"],
+    12: [
+        "attention_scores = K @ Q[0]",
+        "attention_scores = Q[0] @ K.T",
+        "attention_scores = torch.matmul(Q[0], K.T)",
+        "attention_scores = torch.stack([torch.dot(Q[0], k) for k in K])",
+        "attention_scores = torch.einsum('e,ne->n', Q[0], K)",
+        "query = Q[0]\nattention_scores = (K * query).sum(dim=1)",
+    ],
+    14: [
+        "d_k = K.shape[-1]\nattention_weights = torch.softmax(attention_scores / d_k ** 0.5, dim=0)",
+        "import math\nimport torch.nn.functional as F\n\nd_k = K.shape[-1]\n"
+        "attention_weights = F.softmax(attention_scores / math.sqrt(d_k), dim=-1)",
+        "import math\n\nd_k = K.shape[-1]\nscaled = attention_scores / math.sqrt(d_k)\n"
+        "exps = torch.exp(scaled - scaled.max())\nattention_weights = exps / exps.sum()",
+        "d_k = K.shape[-1]\nattention_weights = torch.nn.functional.softmax(attention_scores / "
+        "torch.sqrt(torch.tensor(d_k, dtype=torch.float32)), dim=0)",
+        "d_k = K.shape[-1]\nattention_weights = (attention_scores / d_k ** 0.5).softmax(dim=0)",
+    ],
+    16: [
+        "output = (attention_weights @ V).unsqueeze(0)",
+        "output = torch.matmul(attention_weights, V).reshape(1, -1)",
+        "output = (attention_weights[:, None] * V).sum(dim=0, keepdim=True)",
+        "output = torch.zeros(1, V.shape[1])\nfor weight, value in zip(attention_weights, V):\n    output += weight * value",
+        "output = torch.einsum('n,ne->e', attention_weights, V).reshape(1, -1)",
+    ],
+    18: [
+        "all_attention_weights = torch.softmax(Q @ K.T / d_k ** 0.5, dim=-1)\nall_outputs = all_attention_weights @ V",
+        "all_scores = torch.matmul(Q, K.T) / d_k ** 0.5\nall_attention_weights = torch.softmax(all_scores, dim=1)\n"
+        "all_outputs = torch.matmul(all_attention_weights, V)",
+        "import math\n\nall_scores = Q @ K.T / math.sqrt(d_k)\nall_attention_weights = torch.exp(all_scores)\n"
+        "all_attention_weights = all_attention_weights / all_attention_weights.sum(dim=1, keepdim=True)\n"
+        "all_outputs = all_attention_weights @ V",
+        "logits = torch.einsum('qe,ke->qk', Q, K) / d_k ** 0.5\n"
+        "all_attention_weights = logits.softmax(dim=-1)\nall_outputs = torch.einsum('qk,ke->qe', all_attention_weights, V)",
+    ],
+    20: [
+        "def self_attention(x, W_Q, W_K, W_V):\n    Q = x @ W_Q\n    K = x @ W_K\n    V = x @ W_V\n"
+        "    weights = torch.softmax(Q @ K.T / K.shape[-1] ** 0.5, dim=-1)\n    return weights @ V",
+        "def self_attention(x, W_Q, W_K, W_V):\n    q, k, v = x @ W_Q, x @ W_K, x @ W_V\n"
+        "    s = q @ k.T / math.sqrt(k.shape[1])\n    return torch.softmax(s, dim=1) @ v",
+        "def self_attention(x, W_Q, W_K, W_V):\n    queries = torch.mm(x, W_Q)\n    keys = torch.mm(x, W_K)\n"
+        "    values = torch.mm(x, W_V)\n    d = keys.size(-1)\n"
+        "    attn = torch.nn.functional.softmax(torch.mm(queries, keys.t()) / d ** 0.5, dim=-1)\n"
+        "    return torch.mm(attn, values)",
+    ],
+    24: [
+        "heads = [self_attention(embeddings, *p) for p in head_params]",
+        "heads = []\nfor params in head_params:\n    heads.append(self_attention(embeddings, *params))",
+        "heads = [self_attention(embeddings, Wq, Wk, Wv) for Wq, Wk, Wv in head_params]",
+        "heads = list(map(lambda p: self_attention(embeddings, p[0], p[1], p[2]), head_params))",
+    ],
+    26: [
+        "multihead_output = torch.cat(heads, dim=-1) @ W_O",
+        "concatenated = torch.cat(heads, dim=1)\nmultihead_output = concatenated @ W_O",
+        "multihead_output = torch.mm(torch.hstack(heads), W_O)",
+        "multihead_output = torch.matmul(torch.cat(heads, -1), W_O)",
+    ],
+}
+FRENCH_CONVERT = [
+    "W_Q = W_Q.float()\nW_K = W_K.float()\nW_V = W_V.float()",
+    "W_Q = W_Q.to(torch.float32)\nW_K = W_K.to(torch.float32)\nW_V = W_V.to(torch.float32)",
+    "W_Q, W_K, W_V = (w.to(embeddings.dtype) for w in (W_Q, W_K, W_V))",
+    "W_Q = W_Q.type(torch.float32)\nW_K = W_K.type(torch.float32)\nW_V = W_V.type(torch.float32)",
+]
+FRENCH_PROJECT = [
+    "Q = embeddings @ W_Q\nK = embeddings @ W_K\nV = embeddings @ W_V",
+    "Q = torch.matmul(embeddings, W_Q)\nK = torch.matmul(embeddings, W_K)\nV = torch.matmul(embeddings, W_V)",
+    "Q = torch.mm(embeddings, W_Q)\nK = torch.mm(embeddings, W_K)\nV = torch.mm(embeddings, W_V)",
+    "Q, K, V = [embeddings @ W for W in (W_Q, W_K, W_V)]",
+]
+FRENCH_EXTRAS: dict[int, list[str]] = {
+    9: ["print(Q.shape, K.shape, V.shape)", "print(W_Q.dtype)", "assert Q.shape == (7, 2)"],
+    12: ["print(attention_scores.shape)", "print(attention_scores.argmax())"],
+    14: ["print(attention_weights.sum())", "assert torch.isclose(attention_weights.sum(), torch.tensor(1.0))"],
+    18: [
+        "print(all_attention_weights.sum(dim=-1))",
+        "assert torch.allclose(all_attention_weights.sum(dim=-1), torch.ones(len(tokens)))",
+        "print(torch.allclose(all_attention_weights.sum(-1), torch.ones(all_attention_weights.shape[0])))",
+        "import matplotlib.pyplot as plt\nplt.imshow(all_attention_weights, cmap='viridis')\nplt.colorbar()\n"
+        "plt.xticks(range(len(tokens)), tokens, rotation=90)\nplt.yticks(range(len(tokens)), tokens)\nplt.show()",
+        "import seaborn as sns\nimport matplotlib.pyplot as plt\n"
+        "sns.heatmap(all_attention_weights.numpy(), annot=True, xticklabels=tokens, yticklabels=tokens)\nplt.show()",
+        "print(all_attention_weights.argmax(dim=-1))",
+        "for i, t in enumerate(tokens):\n    print(t, tokens[all_attention_weights[i].argmax()])",
+        "print(torch.topk(all_attention_weights[0], 2))",
+    ],
+    26: ["print(multihead_output.shape)", "assert multihead_output.shape == (7, 3)"],
+}
+FRENCH_NAMES = [
+    "Q",
+    "K",
+    "V",
+    "attention_scores",
+    "attention_weights",
+    "all_attention_weights",
+    "all_outputs",
+    "output",
+]
+FRENCH_METHODS = ["sum()", "mean()", "max()", "min()", "std()", "round(decimals=2)", "T", "argmax()", "sum(dim=0)"]
+FRENCH_FUNCTIONS = ["torch.exp", "torch.tanh", "torch.abs", "torch.sqrt", "torch.relu", "torch.sigmoid"]
+
+GENERATED = {
+    "attention_numpy": (NUMPY_POOLS, NUMPY_EXTRAS, NUMPY_NAMES, NUMPY_METHODS, NUMPY_FUNCTIONS),
+    "attention_french": (FRENCH_POOLS, FRENCH_EXTRAS, FRENCH_NAMES, FRENCH_METHODS, FRENCH_FUNCTIONS),
+}
+
+
+def _expression(rng: random.Random, names: list[str], methods: list[str], functions: list[str], depth: int) -> str:
+    if depth == 0 or rng.random() < 0.25:
+        name = rng.choice(names)
+        return rng.choice([name, f"{name}[{rng.randrange(3)}]", str(rng.randrange(1, 9))])
+    kind = rng.randrange(3)
+    if kind == 0:
+        return (
+            f"({_expression(rng, names, methods, functions, depth - 1)} {rng.choice('+-*')} "
+            f"{_expression(rng, names, methods, functions, depth - 1)})"
+        )
+    if kind == 1:
+        return f"{rng.choice(functions)}({_expression(rng, names, methods, functions, depth - 1)})"
+    base = _expression(rng, names, methods, functions, depth - 1)
+    return f"{f'({base})' if base.isdigit() else base}.{rng.choice(methods)}"
+
+
+def personal(rng: random.Random, assignment: str) -> str:
+    """A line of the student's own: an experiment or a debugging print nobody writes the same way."""
+    _, _, names, methods, functions = GENERATED[assignment]
+    e = _expression(rng, names, methods, functions, 3)
+    form = rng.randrange(4)
+    if form == 0:
+        return f"{rng.choice(['tmp', 'check', 'test', 'val', 'diff'])}_{rng.randrange(100)} = {e}"
+    if form == 1:
+        return f"print({e})"
+    if form == 2:
+        return f"if ({_expression(rng, names, methods, functions, 2)}).sum() > {rng.randrange(9)}:\n    print({e})"
+    return f"print('{rng.choice(['debug', 'look', 'hmm', 'check'])}', {e})"
+
+
+def student(rng: random.Random, assignment: str, own_lines: tuple[int, int] = (1, 4)) -> dict[int, str]:
+    """One independent student's answers: cell number -> code."""
+    pools, extras, *_ = GENERATED[assignment]
+    fills: dict[int, str] = {}
+    for cell, pool in pools.items():
+        code = rng.choice(pool)
+        if assignment == "attention_numpy" and cell == 18:
+            code = code.replace("{body}", rng.choice(NUMPY_SOFTMAX)).replace("{weights}", rng.choice(NUMPY_WEIGHTS))
+        if assignment == "attention_french" and cell == 9:
+            code = code.replace("{convert}", rng.choice(FRENCH_CONVERT)).replace(
+                "{project}", rng.choice(FRENCH_PROJECT)
+            )
+        if assignment == "attention_french" and cell == 20 and "math." in code:
+            code = "import math\n\n" + code
+        for extra in extras.get(cell, []):
+            if rng.random() < 0.3:
+                code += "\n" + extra
+        fills[cell] = code
+    later = sorted(fills)[1:]  # after the first answer, so the names exist
+    for _ in range(rng.randint(*own_lines)):
+        cell = rng.choice(later)
+        fills[cell] += "\n" + personal(rng, assignment)
+    return fills
+
+
+# ---- disguises -----------------------------------------------------------------------------------
+
+
+def rename_inconsistently(fills: dict[int, str], keep: set[str]) -> dict[int, str]:
+    """Each cell's own names renamed on its own, a new name per cell (``tmp`` in one cell becomes
+    ``a_12``, in another ``b_18``), as when a copier renames cell by cell."""
+    out = {}
+    for n, (cell, code) in enumerate(sorted(fills.items())):
+        renamed = rename({cell: code}, keep)[cell]
+        out[cell] = renamed.replace("_v2", f"_c{n}") if n % 2 else code
+    return out
+
+
+class _Operators(ast.NodeTransformer):
+    """``@`` written as a library call and library calls as ``@``, ``.T`` as a transpose call and back,
+    and keyword arguments as positional ones and back."""
+
+    def __init__(self, lib: str) -> None:
+        self.lib = lib
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.MatMult):
+            fn = "dot" if self.lib == "np" else "matmul"
+            return ast.Call(ast.Attribute(ast.Name(self.lib, ast.Load()), fn, ast.Load()), [node.left, node.right], [])
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if node.attr == "T" and isinstance(node.ctx, ast.Load):
+            if self.lib == "np":
+                return ast.Call(ast.Attribute(ast.Name("np", ast.Load()), "transpose", ast.Load()), [node.value], [])
+            return ast.Call(ast.Attribute(node.value, "transpose", ast.Load()), [ast.Constant(0), ast.Constant(1)], [])
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("dot", "matmul", "mm") and len(node.args) == 2:
+            return ast.BinOp(node.args[0], ast.MatMult(), node.args[1])
+        names = {"axis", "dim"}
+        if isinstance(func, ast.Attribute) and len(node.keywords) >= 1 and node.keywords[0].arg in names:
+            if isinstance(func.value, ast.Name) and func.value.id in ("np", "torch", "F"):
+                if len(node.args) == 1:
+                    node.args.append(node.keywords.pop(0).value)
+            elif not node.args:
+                node.args.append(node.keywords.pop(0).value)
+        elif (
+            isinstance(func, ast.Attribute)
+            and func.attr in ("sum", "softmax", "argmax", "mean")
+            and len(node.args) == 1
+        ):
+            if not (isinstance(func.value, ast.Name) and func.value.id in ("np", "torch", "F")):
+                node.keywords.insert(0, ast.keyword("axis" if self.lib == "np" else "dim", node.args.pop()))
+        return node
+
+
+def operators(fills: dict[int, str], lib: str) -> dict[int, str]:
+    out = {}
+    for cell, code in fills.items():
+        tree = ast.parse(code)
+        tree = _Operators(lib).visit(tree)
+        out[cell] = ast.unparse(ast.fix_missing_locations(tree))
+    return out
+
+
+def inline_helpers(fills: dict[int, str]) -> dict[int, str]:
+    """Every helper that returns one expression written out where it is called, its definition gone."""
+    helpers: dict[str, ast.FunctionDef] = {}
+    trees = {cell: ast.parse(code) for cell, code in fills.items()}
+    for tree in trees.values():
+        for stmt in tree.body:
+            if isinstance(stmt, ast.FunctionDef) and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Return):
+                helpers[stmt.name] = stmt
+
+    class Inline(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            if isinstance(node.func, ast.Name) and node.func.id in helpers:
+                fn = helpers[node.func.id]
+                params = [a.arg for a in fn.args.args]
+                if len(params) == len(node.args):
+                    ret = fn.body[0]
+                    assert isinstance(ret, ast.Return) and ret.value is not None
+                    body = copy.deepcopy(ret.value)
+                    mapping = dict(zip(params, node.args, strict=True))
+
+                    class Put(ast.NodeTransformer):
+                        def visit_Name(self, n: ast.Name) -> ast.AST:
+                            return copy.deepcopy(mapping[n.id]) if n.id in mapping else n
+
+                    found: ast.AST = Put().visit(body)
+                    return found
+            return node
+
+    out = {}
+    for cell, tree in trees.items():
+        tree.body = [s for s in tree.body if not (isinstance(s, ast.FunctionDef) and s.name in helpers)]
+        out[cell] = ast.unparse(ast.fix_missing_locations(Inline().visit(tree)))
+    return out
+
+
+def extract_helper(fills: dict[int, str]) -> dict[int, str]:
+    """The longest top-level assignment of the notebook made a helper of its own, called where it was."""
+    best: tuple[int, int, int] | None = None
+    trees = {cell: ast.parse(code) for cell, code in fills.items()}
+    for cell, tree in trees.items():
+        for n, stmt in enumerate(tree.body):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                size = len(ast.unparse(stmt.value))
+                if best is None or size > best[0]:
+                    best = (size, cell, n)
+    if best is None:
+        return dict(fills)
+    _, cell, n = best
+    stmt = trees[cell].body[n]
+    assert isinstance(stmt, ast.Assign)
+    local = {
+        t.id
+        for c in ast.walk(stmt.value)
+        if isinstance(c, ast.comprehension)
+        for t in ast.walk(c.target)
+        if isinstance(t, ast.Name)
+    }
+    local |= {a.arg for f in ast.walk(stmt.value) if isinstance(f, ast.Lambda) for a in f.args.args}
+    local |= set(dir(builtins))
+
+    reads = sorted(
+        {x.id for x in ast.walk(stmt.value) if isinstance(x, ast.Name) and x.id not in ("np", "torch", "math", "F")}
+        - local
+    )
+    helper = ast.parse(f"def compute_it({', '.join(reads)}):\n    return {ast.unparse(stmt.value)}").body[0]
+    call = ast.parse(f"{ast.unparse(stmt.targets[0])} = compute_it({', '.join(reads)})").body[0]
+    trees[cell].body[n : n + 1] = [helper, call]
+    out = dict(fills)
+    out[cell] = ast.unparse(trees[cell])
+    return out
+
+
+def disguise(kind: str, fills: dict[int, str], assignment: str) -> dict[int, str]:
+    keep = _checked_names(assignment)
+    lib = "np" if assignment == "attention_numpy" else "torch"
+    if kind == "exact":
+        return dict(fills)
+    if kind == "renamed":
+        return rename(fills, keep)
+    if kind == "renamed-inconsistently":
+        return rename_inconsistently(fills, keep)
+    if kind == "recommented":
+        return recomment(fills)
+    if kind == "reordered":
+        return reorder(fills)
+    if kind == "operators":
+        return operators(fills, lib)
+    if kind == "helper-inlined":
+        return inline_helpers(fills)
+    if kind == "helper-extracted":
+        return extract_helper(fills)
+    if kind == "all":
+        return recomment(reorder(rename(operators(fills, lib), keep)))
+    raise ValueError(kind)
+
+
+DISGUISES = [
+    "renamed",
+    "renamed-inconsistently",
+    "recommented",
+    "reordered",
+    "operators",
+    "helper-inlined",
+    "helper-extracted",
+    "all",
+]
+
+
+def generated_class(folder: Path, assignment: str, n: int, copies: int, seed: int, past: int = 0) -> dict[str, str]:
+    """``n`` notebooks of ``assignment`` in ``folder``: ``copies`` of them copies of a classmate
+    (each with one of the disguises, in turn), the others independent students. Returns each
+    notebook's author: two notebooks with the same author are a planted pair."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    made: dict[str, dict[int, str]] = {}
+    author: dict[str, str] = {}
+    for i in range(n - copies):
+        name = f"s{i:03d}"
+        made[name] = student(rng, assignment)
+        author[name] = name
+    originals = rng.sample(sorted(made), copies)
+    for k, original in enumerate(originals):
+        name = f"s{n - copies + k:03d}"
+        made[name] = disguise(DISGUISES[k % len(DISGUISES)], made[original], assignment)
+        author[name] = original
+    for name, fills in made.items():
+        (folder / f"{name}.ipynb").write_text(json.dumps(notebook(assignment, fills)), encoding="utf-8")
+    return author

@@ -1,13 +1,33 @@
-"""Which notebooks share code: an inverted index of winnowed fingerprints finds the candidate
-pairs, and only those are compared in full.
+"""Which notebooks share code, weighed by how rare what they share is.
 
-A k-gram counts as evidence when it is neither expected (the skeleton's or the solution's code)
-nor common: one that more than ``common`` notebooks hold is what many students write for the
-question (``np.exp(x) / np.exp(x).sum()``), not a sign that two of them worked together.
+**How rare a fragment is.** For each fragment (a statement, an expression, the flow from one
+statement to the one that reads its value: ``canon``, ``documents``) the chance that an
+independent student writes it is estimated from the notebooks that hold it, this term's and
+earlier terms', *other than the two being compared*, smoothed towards a prior worth
+``PRIOR_NOTEBOOKS`` notebooks::
 
-A pair's ``score`` is the larger of the two shares: the part of each notebook's distinctive code
-(its tokens outside expected runs) that the shared k-grams cover. Half a notebook taken from one
-classmate and half from another scores about one half against each.
+    p = (others holding it + PRIOR_NOTEBOOKS * prior) / (notebooks - 2 + PRIOR_NOTEBOOKS)
+
+The prior is the baseline, which a section of eight has too. A fragment of a common way of
+writing a question or a common check (``baseline``, and any print, plot or check: ``canon``) has
+the prior ``COMMON_PRIOR``; a flow between two common statements too. Any other statement or
+expression has a prior that halves with every ``TOKENS_PER_HALVING`` tokens of its length
+(``V = []`` is written by everyone, a thirty-token statement by almost no one); any other flow,
+the product of its two statements' chances (two choices made independently). Fragments the
+skeleton or the solution hold are expected and weigh nothing. A fragment's weight is the
+information it carries beyond a common one, ``log2(COMMON / p)`` (nothing when one student in
+four would write it), as a share of the most a fragment can carry in this class: 0 to 1.
+
+**The score of a pair** is the larger of two shares. A fragment's weight is spread over its
+tokens when it is longer than ``SPREAD`` (a long statement, or a helper written out where it is
+called, counts as much as a short one equally rare); each token of a notebook weighs as much as
+the weightiest fragment covering it, and a notebook's share is the weight of its tokens that the
+fragments it shares with the other cover, over the weight of all its tokens, or over the floor
+when that is larger (``FLOOR``, and ``FLOOR_SHARE`` of the median notebook of this term: a
+notebook with almost nothing of its own does not score high by sharing that). An exact copy
+scores 1 in a class of 8 as in a class of 500; independent students writing the usual forms score
+little, since those weigh little; a notebook made of two classmates' halves scores about one half
+against each.
 """
 
 from __future__ import annotations
@@ -18,14 +38,23 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from grader.similarity.documents import NO_QUESTION, Document, Expected
-from grader.similarity.tokens import K, W, kgram_hashes, winnow
+from grader.similarity.documents import EXPRESSION, FLOW, NO_QUESTION, Document, Expected
 
-MIN_TOKENS = 40  # a notebook with less distinctive code than this is scored as if it had this much
-MIN_SHARED = 2  # winnowed fingerprints two notebooks must share to be compared in full ...
-CANDIDATE_SHARE = 0.1  # ... and at least this share of the smaller one's (a pair below it scores about as little)
-COMMON_SHARE = 0.1  # a k-gram in more than this share of the notebooks is common ...
-COMMON_MIN = 10  # ... and in more than this many (a small class has no "common")
+PRIOR_NOTEBOOKS = 20.0  # how many notebooks' worth the prior is
+COMMON_PRIOR = 0.2  # the prior of a fragment the baseline holds (one of several common ways)
+TOKENS_PER_HALVING = 3.0  # a fragment's own prior halves with every this many tokens of length ...
+FREE_TOKENS = 2  # ... beyond this many ...
+RAREST_PRIOR = 2.0**-12  # ... down to this
+COMMON = 0.25  # a fragment one student in four would write carries no weight
+SPREAD = 12  # tokens: a fragment longer than this spreads its weight over its length
+FLOOR = 8.0  # weighed tokens: the least a notebook is scored as having (about one rare line) ...
+FLOOR_SHARE = 0.0  # ... and at least this share of the median notebook of this term
+CANDIDATE = 0.1  # a pair whose score cannot reach this is not compared in full (the listing's default floor)
+DETAILS = 0.1  # a pair scoring less is listed without its shared lines
+MARKDOWN_PRIOR = 2.0**-8  # the prior of a run of four words a student wrote
+MARKDOWN_FLOOR = 4.0  # weighed shingles
+SHOWN = 0.05  # shared tokens lighter than this are not marked in the page
+EVIDENCE = 8  # shared fragments described per pair
 
 
 @dataclass(frozen=True)
@@ -46,6 +75,21 @@ class QuestionMatch:
     a: tuple[Region, ...]
     b: tuple[Region, ...]
     tokens: int  # shared tokens of a in this question
+    weight: float  # their weight: the part of a's score this question makes (before the floor)
+
+
+@dataclass(frozen=True)
+class Shared:
+    """One shared fragment and how rare it is."""
+
+    question: str | None
+    a: Region
+    b: Region
+    held_by: int  # notebooks holding it, these two included
+    notebooks: int  # notebooks read, earlier terms' included
+    common: bool  # a common way of writing it (the baseline holds it)
+    weight: float  # 0 to 1: how rare, 1 the rarest a fragment can be in this class
+    flow: bool  # the flow from one statement to another (``a`` and ``b`` then cover the reader)
 
 
 @dataclass(frozen=True)
@@ -53,186 +97,327 @@ class Pair:
     a: str
     b: str
     score: float
-    a_share: float  # of a's distinctive code, the part shared with b
+    a_share: float  # of a's code, weighed by rarity, the part shared with b
     b_share: float
     matches: tuple[QuestionMatch, ...]
     markdown: float  # the same measure over markdown answers, as text
     markdown_cells: tuple[tuple[int, int], ...]  # (cell of a, cell of b) whose text overlaps
+    shared: tuple[Shared, ...] = ()  # the rarest shared fragments, rarest first
+
+
+def _paint(
+    n: int, starts: npt.NDArray[np.int32], ends: npt.NDArray[np.int32], weights: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Each of ``n`` tokens' weight: the largest weight of the ranges that cover it."""
+    out = np.zeros(n, dtype=np.float64)
+    lengths = (ends - starts).astype(np.int64)
+    keep = lengths > 0
+    if not keep.any():
+        return out
+    starts, lengths, weights = starts[keep].astype(np.int64), lengths[keep], weights[keep]
+    total = int(lengths.sum())
+    first = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    at = np.repeat(starts, lengths) + (np.arange(total) - first)
+    np.maximum.at(out, at, np.repeat(weights, lengths))
+    return out
+
+
+class Weights:
+    """How rare each fragment is, from the notebooks that hold it and the prior."""
+
+    def __init__(self, docs: Sequence[Document]) -> None:
+        self.notebooks = len(docs)
+        unique = [np.unique(d.keys) for d in docs]
+        everything = np.concatenate(unique) if unique else np.zeros(0, dtype=np.int64)
+        self.keys, self.held = np.unique(everything, return_counts=True)
+        size = np.zeros(len(self.keys), dtype=np.int64)
+        common = np.zeros(len(self.keys), dtype=bool)
+        flow = np.zeros(len(self.keys), dtype=bool)
+        ends = np.zeros((len(self.keys), 2), dtype=np.int64)
+        for d in docs:
+            at = np.searchsorted(self.keys, d.keys)
+            np.maximum.at(size, at, d.sizes)
+            common[at[d.common]] = True
+            is_flow = d.kinds == FLOW
+            flow[at[is_flow]] = True
+            ends[at[is_flow]] = d.flows[is_flow]
+        self.common = common
+        prior = np.clip(2.0 ** (-(size - FREE_TOKENS) / TOKENS_PER_HALVING), RAREST_PRIOR, COMMON_PRIOR)
+        prior[common & ~flow] = COMMON_PRIOR
+        p = self._chance(self.held, prior)
+        # A flow is as likely as its two statements written together by chance (independently),
+        # twice that for the statements that go together anyway; the statements never counted
+        # (the solution's, the skeleton's) are certain.
+        chance = np.ones(len(self.keys) + 1)
+        chance[:-1] = p
+        for side in (0, 1):
+            where = np.searchsorted(self.keys, ends[flow, side])
+            where = np.minimum(where, len(self.keys) - 1) if len(self.keys) else where
+            found = self.keys[where] == ends[flow, side] if len(self.keys) else where.astype(bool)
+            prior_side = np.where(found, chance[where], 1.0)
+            prior[flow] = prior_side if side == 0 else np.minimum(COMMON_PRIOR, 2 * prior[flow] * prior_side)
+        prior[flow] = np.maximum(prior[flow], RAREST_PRIOR)
+        # Two common ways of writing two steps, one feeding the other, are a common way of
+        # writing both: only the notebooks that hold the pair can tell otherwise.
+        prior[flow & common] = COMMON_PRIOR
+        self.weight = self._weigh(self.held, prior)
+
+    def _chance(self, held: npt.NDArray[np.int64], prior: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """The chance that an independent student writes the fragment (two notebooks holding it aside)."""
+        others = np.maximum(held - 2, 0)
+        chance: npt.NDArray[np.float64] = (others + PRIOR_NOTEBOOKS * prior) / (
+            max(self.notebooks - 2, 0) + PRIOR_NOTEBOOKS
+        )
+        return chance
+
+    def _weigh(self, held: npt.NDArray[np.int64], prior: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        rest = max(self.notebooks - 2, 0) + PRIOR_NOTEBOOKS
+        most = np.log2(COMMON * rest / (PRIOR_NOTEBOOKS * RAREST_PRIOR))
+        weight: npt.NDArray[np.float64] = np.clip(np.log2(COMMON / self._chance(held, prior)) / most, 0.0, 1.0)
+        return weight
+
+    def of(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        return self.weight[np.searchsorted(self.keys, keys)]
+
+    def held_by(self, key: int) -> int:
+        return int(self.held[np.searchsorted(self.keys, key)])
+
+    def is_common(self, key: int) -> bool:
+        return bool(self.common[np.searchsorted(self.keys, key)])
 
 
 @dataclass
-class _Prints:
-    grams: npt.NDArray[np.uint64]  # every k-gram hash, by position
-    evidence: npt.NDArray[np.bool_]  # which positions count (not expected, not common)
-    distinct: int  # the student's tokens not inside an expected run
-
-
-def _covered(starts: npt.NDArray[np.int64], n_tokens: int, k: int = K) -> npt.NDArray[np.bool_]:
-    """Which tokens the k-grams starting at ``starts`` cover."""
-    mark = np.zeros(n_tokens + 1, dtype=np.int32)
-    np.add.at(mark, starts, 1)
-    np.add.at(mark, np.minimum(starts + k, n_tokens), -1)
-    return np.cumsum(mark[:-1]) > 0
+class _Own:
+    weights: npt.NDArray[np.float64]  # each row's weight
+    tokens: npt.NDArray[np.float64]  # each token's weight
+    total: float
+    keys: npt.NDArray[np.int64]  # the fragment keys of weight above zero, unique
+    unique_of_row: npt.NDArray[np.int64]  # each row's place in ``keys`` (len(keys) for a row of no weight)
 
 
 class Index:
-    """The fingerprints of every notebook, and the candidate pairs they share."""
+    """The weighed fragments of every notebook, and the candidate pairs they share."""
 
-    def __init__(self, docs: Sequence[Document], known: Expected, *, common: int | None = None) -> None:
+    def __init__(self, docs: Sequence[Document], known: Expected) -> None:
         self.docs = list(docs)
         self.known = known
-        expected = np.array(sorted(known.grams), dtype=np.uint64)
-        grams = [kgram_hashes(d.tokens) for d in self.docs]
-        unique = [np.unique(g) for g in grams]
-        everything = np.concatenate(unique) if unique else np.zeros(0, dtype=np.uint64)
-        values, counts = np.unique(everything, return_counts=True)
-        self.common_limit = common if common is not None else max(COMMON_MIN, int(COMMON_SHARE * len(self.docs)))
-        common_grams = values[counts > self.common_limit]
-        self.common_count = len(common_grams)
-        barred = np.union1d(expected, common_grams)
-        self.prints: list[_Prints] = []
-        for d, g in zip(self.docs, grams, strict=True):
-            is_expected = np.isin(g, expected)
-            evidence = ~np.isin(g, barred)
-            if len(g):  # a run of tokens none of which is the student's is no evidence of anything
-                evidence &= np.convolve(d.own.astype(np.int32), np.ones(K, dtype=np.int32), "valid") > 0
-            inside_expected = _covered(np.flatnonzero(is_expected), len(d.tokens))
-            self.prints.append(_Prints(g, evidence, int((d.own & ~inside_expected).sum())))
-        self.markdown_common = self._markdown_common()
+        self.weights = Weights(self.docs)
+        self.own: list[_Own] = []
+        for d in self.docs:
+            w = self.weights.of(d.keys) if len(d.keys) else np.zeros(0)
+            # A fragment's weight spread over its tokens: a long statement counts as much as a short
+            # one of the same rarity (a helper written out in a call is no more evidence than the call).
+            w = w * np.minimum(1.0, SPREAD / np.maximum(d.sizes, 1))
+            tokens = _paint(d.tokens, d.starts, d.ends, w)
+            keys = np.unique(d.keys[w > 0])
+            at = np.searchsorted(keys, d.keys)
+            found = (at < len(keys)) & (keys[np.minimum(at, max(len(keys) - 1, 0))] == d.keys) if len(keys) else at < 0
+            self.own.append(_Own(w, tokens, float(tokens.sum()), keys, np.where(found, at, len(keys))))
+        current = sorted(o.total for o, d in zip(self.own, self.docs, strict=True) if not d.past)
+        self.floor = max(FLOOR, FLOOR_SHARE * current[len(current) // 2]) if current else FLOOR
+        self.markdown_weight = self._markdown_weights()
 
-    def _markdown_common(self) -> set[int]:
+    def _markdown_weights(self) -> dict[int, float]:
         seen: dict[int, int] = {}
         for d in self.docs:
             for h in set().union(*d.shingles.values()) if d.shingles else set():
                 seen[h] = seen.get(h, 0) + 1
-        return {h for h, n in seen.items() if n > self.common_limit}
+        if not seen:
+            return {}
+        keys = list(seen)
+        held = np.array([seen[k] for k in keys], dtype=np.int64)
+        w = self.weights._weigh(held, np.full(len(keys), MARKDOWN_PRIOR))
+        return {k: float(x) for k, x in zip(keys, w, strict=True) if x > 0}
 
     def candidates(self) -> list[tuple[int, int]]:
-        """Pairs (i < j) sharing at least MIN_SHARED winnowed fingerprints or a markdown shingle,
-        at least one of them from this term; from the posting lists, never from all pairs."""
-        keys: list[npt.NDArray[np.uint64]] = []
-        owners: list[npt.NDArray[np.int64]] = []
-        for i, p in enumerate(self.prints):
-            at = winnow(p.grams, W)
-            chosen = np.unique(p.grams[at[p.evidence[at]]])
-            keys.append(chosen)
-            owners.append(np.full(len(chosen), i, dtype=np.int64))
-        sizes = np.array([len(k) for k in keys], dtype=np.int64)
-        pairs = self._pairs(keys, owners, MIN_SHARED, sizes)
-        md_keys: list[npt.NDArray[np.uint64]] = [
-            np.array(
-                sorted(set().union(*d.shingles.values()) - self.markdown_common) if d.shingles else [], dtype=np.uint64
-            )
-            for d in self.docs
-        ]
-        md_owners = [np.full(len(k), i, dtype=np.int64) for i, k in enumerate(md_keys)]
-        pairs |= self._pairs(md_keys, md_owners, 1)
+        """Pairs (i < j), at least one of this term, whose score could reach CANDIDATE, or that share
+        a markdown answer's wording; from the posting lists of the fragments, never from all pairs."""
+        n = len(self.docs)
+        keys, owners, masses = [], [], []
+        for i, (d, o) in enumerate(zip(self.docs, self.own, strict=True)):
+            if not len(o.keys):
+                continue
+            # The most the fragment can add to this notebook's share: its weight over all its rows.
+            at = np.searchsorted(o.keys, d.keys)
+            at = np.minimum(at, len(o.keys) - 1)
+            hit = o.keys[at] == d.keys
+            mass = np.zeros(len(o.keys))
+            np.add.at(mass, at[hit], (o.weights * (d.ends - d.starts))[hit])
+            keys.append(o.keys)
+            owners.append(np.full(len(o.keys), i, dtype=np.int64))
+            masses.append(mass / max(o.total, self.floor))
+        pairs: set[tuple[int, int]] = set()
+        if keys:
+            k, who, m = np.concatenate(keys), np.concatenate(owners), np.concatenate(masses)
+            order = np.lexsort((who, k))
+            k, who, m = k[order], who[order], m[order]
+            starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+            sizes = np.diff(np.r_[starts, len(k)])
+            codes, left, right = [], [], []
+            for size in np.unique(sizes):
+                if size < 2:
+                    continue
+                rows = starts[sizes == size][:, None] + np.arange(size)
+                ii, jj = np.triu_indices(int(size), 1)
+                codes.append((who[rows][:, ii] * n + who[rows][:, jj]).ravel())
+                left.append(m[rows][:, ii].ravel())
+                right.append(m[rows][:, jj].ravel())
+            if codes:
+                found, inverse = np.unique(np.concatenate(codes), return_inverse=True)
+                bound_a = np.bincount(inverse, np.concatenate(left), len(found))
+                bound_b = np.bincount(inverse, np.concatenate(right), len(found))
+                keep = np.maximum(bound_a, bound_b) >= CANDIDATE
+                pairs |= {(int(c // n), int(c % n)) for c in found[keep]}
+        pairs |= self._markdown_pairs()
         return sorted((i, j) for i, j in pairs if not (self.docs[i].past and self.docs[j].past))
 
-    def _pairs(
-        self,
-        keys: list[npt.NDArray[np.uint64]],
-        owners: list[npt.NDArray[np.int64]],
-        least: int,
-        prints: npt.NDArray[np.int64] | None = None,
-    ) -> set[tuple[int, int]]:
-        """Pairs of owners sharing at least ``least`` keys (and, given each owner's number of
-        ``prints``, at least CANDIDATE_SHARE of the smaller one's)."""
-        if not keys:
-            return set()
-        k, o = np.concatenate(keys), np.concatenate(owners)
-        order = np.lexsort((o, k))
-        k, o = k[order], o[order]
-        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-        sizes = np.diff(np.r_[starts, len(k)])
-        codes: list[npt.NDArray[np.int64]] = []
-        n = len(self.docs)
-        for size in np.unique(sizes):
-            if size < 2:
-                continue
-            groups = o[starts[sizes == size][:, None] + np.arange(size)]  # one row per posting list
-            ii, jj = np.triu_indices(int(size), 1)
-            codes.append((groups[:, ii] * n + groups[:, jj]).ravel())
-        if not codes:
-            return set()
-        found, counts = np.unique(np.concatenate(codes), return_counts=True)
-        keep = counts >= least
-        if prints is not None:
-            smaller = np.minimum(prints[found // n], prints[found % n])
-            keep &= counts >= CANDIDATE_SHARE * smaller
-        return {(int(c // n), int(c % n)) for c in found[keep]}
+    def _markdown_pairs(self) -> set[tuple[int, int]]:
+        holders: dict[int, list[int]] = {}
+        for i, d in enumerate(self.docs):
+            for h in set().union(*d.shingles.values()) if d.shingles else set():
+                if h in self.markdown_weight:
+                    holders.setdefault(h, []).append(i)
+        out: set[tuple[int, int]] = set()
+        for who in holders.values():
+            out |= {(a, b) for x, a in enumerate(who) for b in who[x + 1 :]}
+        return out
 
-    def compare(self, i: int, j: int) -> Pair:
-        """The full comparison of two notebooks: every shared k-gram, by position."""
-        a, b, pa, pb = self.docs[i], self.docs[j], self.prints[i], self.prints[j]
-        shared = np.intersect1d(pa.grams[pa.evidence], pb.grams[pb.evidence])
-        at_a = np.flatnonzero(np.isin(pa.grams, shared) & pa.evidence)
-        at_b = np.flatnonzero(np.isin(pb.grams, shared) & pb.evidence)
-        cov_a, cov_b = _covered(at_a, len(a.tokens)) & a.own, _covered(at_b, len(b.tokens)) & b.own
-        share_a = float(cov_a.sum()) / max(pa.distinct, MIN_TOKENS)
-        share_b = float(cov_b.sum()) / max(pb.distinct, MIN_TOKENS)
+    def compare(self, i: int, j: int, *, details: bool | None = None) -> Pair:
+        """The full comparison of two notebooks, with the lines and fragments they share when
+        ``details`` (default: when the score reaches DETAILS)."""
+        a, b, oa, ob = self.docs[i], self.docs[j], self.own[i], self.own[j]
+        shared = np.intersect1d(oa.keys, ob.keys, assume_unique=True)
+        cov_a = self._covered(a, oa, shared)
+        cov_b = self._covered(b, ob, shared)
+        share_a = float(cov_a.sum()) / max(oa.total, self.floor)
+        share_b = float(cov_b.sum()) / max(ob.total, self.floor)
+        score = round(min(1.0, max(share_a, share_b)), 4)
         md, md_cells = self._markdown(a, b)
+        detailed = score >= DETAILS if details is None else details
         return Pair(
             a=a.key,
             b=b.key,
-            score=round(min(1.0, max(share_a, share_b)), 4),
+            score=score,
             a_share=round(min(1.0, share_a), 4),
             b_share=round(min(1.0, share_b), 4),
-            matches=self._matches(a, b, cov_a, cov_b),
+            matches=self._matches(a, b, cov_a, cov_b, oa) if detailed else (),
             markdown=md,
             markdown_cells=md_cells,
+            shared=self._shared(a, b, oa, ob, shared) if detailed else (),
         )
 
+    def _covered(self, d: Document, o: _Own, shared: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """Each token's weight from the rows whose fragment is in ``shared`` (a subset of ``o.keys``)."""
+        if not len(shared):
+            return np.zeros(d.tokens)
+        mask = np.zeros(len(o.keys) + 1, dtype=bool)
+        mask[np.searchsorted(o.keys, shared)] = True
+        rows = mask[o.unique_of_row]
+        return _paint(d.tokens, d.starts[rows], d.ends[rows], o.weights[rows])
+
     def _matches(
-        self, a: Document, b: Document, cov_a: npt.NDArray[np.bool_], cov_b: npt.NDArray[np.bool_]
+        self, a: Document, b: Document, cov_a: npt.NDArray[np.float64], cov_b: npt.NDArray[np.float64], oa: _Own
     ) -> tuple[QuestionMatch, ...]:
         side_a, side_b = _regions(a, cov_a), _regions(b, cov_b)
+        total = max(oa.total, self.floor)
         out = []
         order = [q for q in range(len(self.known.questions)) if q in side_a or q in side_b]
         order += [NO_QUESTION] if NO_QUESTION in side_a or NO_QUESTION in side_b else []
         for q in order:
             qid, title = (self.known.questions[q][0], self.known.questions[q][1]) if q != NO_QUESTION else (None, None)
-            ra, ta = side_a.get(q, ((), 0))
-            rb, _ = side_b.get(q, ((), 0))
-            out.append(QuestionMatch(qid, title, ra, rb, ta))
+            ra, ta, wa = side_a.get(q, ((), 0, 0.0))
+            rb, _, _ = side_b.get(q, ((), 0, 0.0))
+            out.append(QuestionMatch(qid, title, ra, rb, ta, round(wa / total, 4)))
+        return tuple(out)
+
+    def _shared(
+        self, a: Document, b: Document, oa: _Own, ob: _Own, shared: npt.NDArray[np.int64]
+    ) -> tuple[Shared, ...]:
+        """The shared lines of a that weigh most, each once, with the weightiest fragment that covers
+        them (a statement, or the flow into or out of one) and how rare it is."""
+        if not len(shared):
+            return ()
+        mask = np.zeros(len(oa.keys) + 1, dtype=bool)
+        mask[np.searchsorted(oa.keys, shared)] = True
+        rows = np.flatnonzero(mask[oa.unique_of_row] & (a.kinds != EXPRESSION))
+        if not len(rows):
+            return ()
+        mass = oa.weights[rows] * (a.ends[rows] - a.starts[rows])
+        # The weightiest row of each region of lines, the weightiest regions first.
+        region_of = (
+            a.cells[a.starts[rows]].astype(np.int64) << 40
+            | a.lines[a.starts[rows]].astype(np.int64) << 20
+            | a.lines[a.ends[rows] - 1].astype(np.int64)
+        )
+        order = np.argsort(-mass, kind="stable")
+        _, first = np.unique(region_of[order], return_index=True)
+        best = rows[order[np.sort(first)][:EVIDENCE]]
+        out: list[Shared] = []
+        for ra in best.tolist():
+            region = _region(a, int(a.starts[ra]), int(a.ends[ra]))
+            key = int(a.keys[ra])
+            in_a = np.flatnonzero(a.keys == key)
+            in_b = np.flatnonzero(b.keys == key)
+            rb = int(in_b[min(int(np.searchsorted(in_a, ra)), len(in_b) - 1)])
+            q = int(a.questions[a.starts[ra]])
+            out.append(
+                Shared(
+                    question=self.known.questions[q][0] if q != NO_QUESTION else None,
+                    a=region,
+                    b=_region(b, int(b.starts[rb]), int(b.ends[rb])),
+                    held_by=self.weights.held_by(key),
+                    notebooks=self.weights.notebooks,
+                    common=self.weights.is_common(key),
+                    weight=round(float(self.weights.of(np.array([key]))[0]), 3),
+                    flow=int(a.kinds[ra]) == FLOW,
+                )
+            )
         return tuple(out)
 
     def _markdown(self, a: Document, b: Document) -> tuple[float, tuple[tuple[int, int], ...]]:
         if not a.shingles or not b.shingles:
             return 0.0, ()
         cells = []
-        shared_total = 0
+        weigh = self.markdown_weight
+        shared: set[int] = set()
         for ca, sa in a.shingles.items():
             for cb, sb in b.shingles.items():
-                both = (sa & sb) - self.markdown_common
+                both = {h for h in sa & sb if h in weigh}
                 if both:
                     cells.append((ca, cb))
-                    shared_total += len(both)
-        all_a = len(set().union(*a.shingles.values()))
-        all_b = len(set().union(*b.shingles.values()))
-        smaller = max(min(all_a, all_b), 10)
-        return round(min(1.0, shared_total / smaller), 4), tuple(cells)
+                    shared |= both
+        total_a = sum(weigh.get(h, 0.0) for h in set().union(*a.shingles.values()))
+        total_b = sum(weigh.get(h, 0.0) for h in set().union(*b.shingles.values()))
+        score = sum(weigh[h] for h in shared) / max(min(total_a, total_b), MARKDOWN_FLOOR)
+        return round(min(1.0, score), 4), tuple(cells)
 
 
-def _regions(doc: Document, covered: npt.NDArray[np.bool_]) -> dict[int, tuple[tuple[Region, ...], int]]:
-    """The covered tokens as line ranges per cell, grouped by question, with a token count."""
-    idx = np.flatnonzero(covered)
+def _region(doc: Document, start: int, end: int) -> Region:
+    cells = doc.cells[start:end]
+    lines = doc.lines[start:end][cells == cells[0]]
+    return Region(int(cells[0]), int(lines.min()), int(lines.max()))
+
+
+def _regions(doc: Document, covered: npt.NDArray[np.float64]) -> dict[int, tuple[tuple[Region, ...], int, float]]:
+    """The covered tokens as line ranges per cell, grouped by question, with a token count and weight."""
+    idx = np.flatnonzero(covered >= SHOWN)
     if len(idx) == 0:
         return {}
-    cells, questions = doc.cells[idx], doc.questions[idx]
-    breaks = np.flatnonzero((np.diff(idx) != 1) | (np.diff(cells) != 0) | (np.diff(questions) != 0)) + 1
-    starts, ends = np.r_[0, breaks], np.r_[breaks, len(idx)] - 1
+    questions_all = doc.questions.astype(np.int64) + 1  # NO_QUESTION is -1
+    weight_of = np.bincount(questions_all, covered)
+    cells, questions, lines = doc.cells[idx], doc.questions[idx], doc.lines[idx]
+    order = np.lexsort((lines, cells, questions))
+    cells, questions, lines = cells[order].tolist(), questions[order].tolist(), lines[order].tolist()
     out: dict[int, tuple[list[Region], int]] = {}
-    for first, last in zip(starts.tolist(), ends.tolist(), strict=True):
-        q = int(questions[first])
+    for q, cell, line in zip(questions, cells, lines, strict=True):
         regions, count = out.get(q, ([], 0))
-        region = Region(int(cells[first]), int(doc.lines[idx[first]]), int(doc.lines[idx[last]]))
-        if regions and regions[-1].cell == region.cell and regions[-1].last_line >= region.first_line - 1:
-            regions[-1] = Region(region.cell, regions[-1].first_line, max(region.last_line, regions[-1].last_line))
+        if regions and regions[-1].cell == cell and regions[-1].last_line >= line - 1:
+            if line > regions[-1].last_line:
+                regions[-1] = Region(cell, regions[-1].first_line, line)
         else:
-            regions.append(region)
-        out[q] = (regions, count + last - first + 1)
-    return {q: (tuple(r), n) for q, (r, n) in out.items()}
+            regions.append(Region(cell, line, line))
+        out[q] = (regions, count + 1)
+    return {q: (tuple(r), n, float(weight_of[q + 1])) for q, (r, n) in out.items()}
 
 
 def clusters(pairs: Sequence[Pair], threshold: float) -> list[list[str]]:

@@ -34,7 +34,7 @@ class Similarity:
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     threshold: float = DEFAULT_THRESHOLD
-    common_limit: int = 0
+    notebooks: int = 0  # notebooks whose fragments were counted, earlier terms' included
 
     def document(self, key: str) -> Document:
         return next(d for d in self.documents if d.key == key)

@@ -18,11 +18,11 @@ from grader.batch.progress import Progress
 from grader.course.model import Assignment
 from grader.errors import NotebookError, UsageError
 from grader.files import write_atomic
+from grader.similarity import compare
 from grader.similarity.compare import Index, Pair, clusters, compare_all
 from grader.similarity.documents import Document, Expected, document, expected
 from grader.similarity.page import render
 from grader.similarity.result import DEFAULT_THRESHOLD, NOTICE, Similarity, Skipped
-from grader.similarity.tokens import K, W
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ def find_similar(
         skipped=skipped,
         notes=notes,
         threshold=threshold,
-        common_limit=index.common_limit,
+        notebooks=index.weights.notebooks,
     )
 
 
@@ -164,14 +164,16 @@ def to_data(result: Similarity, *, min_score: float = 0.0) -> dict[str, object]:
         "notice": NOTICE,
         "assignment": result.assignment.name,
         "settings": {
-            "k": K,
-            "window": W,
             "threshold": result.threshold,
-            "common_in_more_than": result.common_limit,
             "min_score": min_score,
+            "notebooks_weighed": result.notebooks,
+            "prior_notebooks": compare.PRIOR_NOTEBOOKS,
+            "common_prior": compare.COMMON_PRIOR,
+            "common_chance": compare.COMMON,
+            "floor": compare.FLOOR,
         },
         "notebooks": [
-            {"id": d.key, "student": d.student, "origin": d.origin, "past": d.past, "tokens": int(len(d.tokens))}
+            {"id": d.key, "student": d.student, "origin": d.origin, "past": d.past, "tokens": d.tokens}
             for d in result.documents
         ],
         "skipped": [asdict(s) for s in result.skipped],
@@ -193,12 +195,26 @@ def _pair_data(p: Pair) -> dict[str, object]:
                 "question": m.question,
                 "title": m.title,
                 "tokens": m.tokens,
+                "weight": m.weight,
                 "a": [asdict(r) for r in m.a],
                 "b": [asdict(r) for r in m.b],
             }
             for m in p.matches
         ],
         "markdown": {"score": p.markdown, "cells": [list(c) for c in p.markdown_cells]},
+        "shared": [
+            {
+                "question": s.question,
+                "a": asdict(s.a),
+                "b": asdict(s.b),
+                "held_by": s.held_by,
+                "notebooks": s.notebooks,
+                "common": s.common,
+                "rarity": s.weight,
+                "flow": s.flow,
+            }
+            for s in p.shared
+        ],
     }
 
 
