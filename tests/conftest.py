@@ -137,8 +137,10 @@ LONGEST_FIRST = (
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.pluginmanager.hasplugin("randomly") and config.getoption("randomly_reorganize", False):
-        return  # a shuffled order was asked for (pytest-randomly, -p randomly): the suite must pass in any
+    if config.getoption("random_order_enabled", False) or (
+        config.pluginmanager.hasplugin("randomly") and config.getoption("randomly_reorganize", False)
+    ):
+        return  # a shuffled order was asked for (pytest-random-order, pytest-randomly): the suite passes in any
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: each module keeps its order
 
