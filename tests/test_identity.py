@@ -262,7 +262,10 @@ def test_a_notebook_named_after_a_classmate_gets_its_students_row(folders):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # ada's file is bob.ipynb: ada's score (2) is in ada's row, bob's own (0) in his.
     assert canvas_rows(folders / "out") == {"Ada Lovelace": "2", "Bob Moses": "0", "Cy Young": "2"}
-    moodle = {r["Email address"]: r["Reading a mean"] for r in csv.DictReader(open(folders / "out/moodle.csv"))}
+    moodle = {
+        r["Email address"]: r["Reading a mean"]
+        for r in csv.DictReader(io.StringIO(Path(folders / "out/moodle.csv").read_text(encoding="utf-8")))
+    }
     assert moodle == {"ada@uni.edu": "2", "bob@uni.edu": "0", "cy@uni.edu": "2"}  # dee is not on this roster
 
 
@@ -295,8 +298,11 @@ def test_a_real_ambiguity_is_an_error_naming_both_and_the_rest_is_written(folder
         "Cy Young (again)": "",
         "Dee Absent": "",
     }
-    moodle = {r["Email address"]: r["Reading a mean"] for r in csv.DictReader(open(out / "moodle.csv"))}
+    moodle = {
+        r["Email address"]: r["Reading a mean"]
+        for r in csv.DictReader(io.StringIO(Path(out / "moodle.csv").read_text(encoding="utf-8")))
+    }
     assert moodle == {"ada@uni.edu": "2", "bob@uni.edu": "0"}
-    book = {r["student"] for r in csv.DictReader(open(out / "gradebook.csv"))}
+    book = {r["student"] for r in csv.DictReader(io.StringIO(Path(out / "gradebook.csv").read_text(encoding="utf-8")))}
     assert book == {"ada", "bob", "cy", "dee"}  # every other file is written, with everyone
     assert {p.name for p in out.glob("*.yaml")} == {"ada.yaml", "bob.yaml", "cy.yaml", "dee-a.yaml", "dee-b.yaml"}

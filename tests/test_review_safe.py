@@ -220,7 +220,7 @@ def test_outputs_left_behind_by_a_killed_server_are_written_on_the_next_start(gr
     with urllib.request.urlopen(request) as resp:
         assert resp.status == 200
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    proc.communicate(timeout=30)  # its pipes closed with it
     # Whether its writer got there first or not, a save it committed and never wrote out (done
     # here as the server does it, in the store) leaves the outputs behind the database.
     store = GradeStore.in_folder(run)
