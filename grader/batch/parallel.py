@@ -20,9 +20,8 @@ from grader.batch.store import ResultStore, fingerprint
 from grader.course.model import Assignment
 from grader.errors import GraderError, SolutionError, UsageError
 from grader.files import printable
-from grader.judge import wording
-from grader.judge.grading import Grader
-from grader.judge.scorecard import Execution, QuestionResult, Scorecard
+from grader.judge.grading import Grader, not_graded
+from grader.judge.scorecard import Execution, Scorecard
 from grader.vocab import QuestionStatus, SubmissionStatus
 
 
@@ -268,16 +267,8 @@ def crashed_card(sub: Submission, assignment: Assignment, executor: str, reason:
         max_score=assignment.max_score,
         student=sub.student,
         reason=reason,
-        questions=tuple(
-            QuestionResult(
-                id=q.id,
-                title=q.title,
-                score=0.0,
-                max_score=q.points,
-                status=QuestionStatus.ERROR,
-                feedback=wording.not_graded(reason if not internal else "the grader failed on this submission."),
-            )
-            for q in assignment.questions
+        questions=not_graded(
+            assignment, QuestionStatus.ERROR, reason if not internal else "the grader failed on this submission."
         ),
         execution=Execution(executor=executor, internal_error=internal),
         id=sub.id,

@@ -297,17 +297,7 @@ class Grader:
             status=SubmissionStatus.INVALID_NOTEBOOK,
             reason=reason,
             score=0.0,
-            questions=tuple(
-                QuestionResult(
-                    id=q.id,
-                    title=q.title,
-                    score=0.0,
-                    max_score=q.points,
-                    status=QuestionStatus.UNANSWERED,
-                    feedback=wording.not_graded("the submission is not a readable notebook."),
-                )
-                for q in assignment.questions
-            ),
+            questions=not_graded(assignment, QuestionStatus.UNANSWERED, "the submission is not a readable notebook."),
             execution=Execution(executor=self.executor.name, cells_run=0, errors=(), time=0.0),
         )
 
@@ -318,17 +308,7 @@ class Grader:
             status=SubmissionStatus.OVER_BUDGET,
             reason=reason,
             score=0.0,
-            questions=tuple(
-                QuestionResult(
-                    id=q.id,
-                    title=q.title,
-                    score=0.0,
-                    max_score=q.points,
-                    status=QuestionStatus.ERROR,
-                    feedback=wording.not_graded(reason),
-                )
-                for q in assignment.questions
-            ),
+            questions=not_graded(assignment, QuestionStatus.ERROR, reason),
             execution=Execution(
                 executor=self.executor.name,
                 errors=(),
@@ -465,3 +445,13 @@ def _size(n: int) -> str:
         if n >= scale:
             return f"{n / scale:.1f} {unit}".replace(".0 ", " ")
     return f"{n} bytes"
+
+
+def not_graded(assignment: Assignment, status: QuestionStatus, why: str) -> tuple[QuestionResult, ...]:
+    """Every question of the assignment at 0 with ``status``, each saying why it was not graded."""
+    return tuple(
+        QuestionResult(
+            id=q.id, title=q.title, score=0.0, max_score=q.points, status=status, feedback=wording.not_graded(why)
+        )
+        for q in assignment.questions
+    )
