@@ -27,6 +27,10 @@ CELL_FILE = "<cell {}>"
 RECORD = "__grader_record__:"
 REPLAY = "__grader_replay__:"
 CALLS = "__grader_calls__"
+# Error carried forward past a function that raised: an injection key that puts the solution's
+# definition of the student's function or class in its place, defined apart from the notebook's
+# names (``grader.judge.fixes``).
+FIX = "__grader_fix__:"
 
 _GIVEN = "__given__/"
 _CALLS = "__calls__/"

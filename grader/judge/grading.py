@@ -20,16 +20,16 @@ from grader import notebook
 from grader.course.model import Assignment, Check, Course, Limits
 from grader.errors import NotebookError, OverBudget, SolutionError
 from grader.files import printable, sha256_file
-from grader.judge import carry, manual, wording
+from grader.judge import carry, fixes, manual, wording
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
 from grader.judge.context import without_right_calls
 from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job
 from grader.judge.reference import Reference, References, VariantSet
 from grader.judge.scorecard import CellError, Execution, QuestionResult, Scorecard
 from grader.judge.variants import Variant
-from grader.run.execute import Executor
+from grader.run.execute import Executor, Session
 from grader.run.forking import default_executor
-from grader.run.job import RunResult
+from grader.run.job import Captured, RunResult
 from grader.run.sandbox import not_enforced
 from grader.vocab import CellStatus, CheckStatus, QuestionStatus, RunStatus, SubmissionStatus
 
@@ -165,6 +165,9 @@ class Grader:
                 data_dir=assignment.solution_dir,
             )
             need_carry = carry.needed(assignment, ctx.upstream, run.captures, ref.captures)
+            # Steps without a value because a function or class of the student's, tested by another
+            # question, raised: run again with the solution's definition in its place (``fixes``).
+            fixing = fixes.needed(assignment, ctx) if self._solution_steps(assignment) is not None else {}
             # Variants run whatever the original run's ending (a crash, a timeout, a last cell that
             # ends the process): only a question that matched on every variant earns its points. They
             # also check a value that is right only given the student's own upstream values.
@@ -179,7 +182,7 @@ class Grader:
                 budget = Budget(assignment.limits, run.duration)
                 for variant, vref, changed in zip(vset.variants, vset.captures, vset.changed, strict=True):
                     vjob = replace(
-                        jobs.job(variant), last=variant is vset.variants[-1]
+                        jobs.job(variant), last=variant is vset.variants[-1] and not fixing
                     )  # its sandbox prepares no further run
                     if budget.left() <= 0:
                         vrun = RunResult(status=RunStatus.TIMEOUT, reason=budget.reason())
@@ -203,6 +206,9 @@ class Grader:
                 need_carry = need_carry or any(
                     carry.needed(assignment, ctx.upstream, r.student, r.reference) for r in runs
                 )
+            if fixing:
+                ctx = self._fixed(assignment, ctx, jobs, fixing, runner, vset, run.duration)
+                cpu.check("reading the values of the runs with a working function in place")
         if need_carry:
             ctx = self._carry_forward(assignment, ctx, vset.variants if vset is not None else [])
             cpu.check("reading the values of the error-carried-forward runs")
@@ -269,6 +275,41 @@ class Grader:
                 for v in ctx.variants
             )
         return without_right_calls(replace(ctx, carried=carried, variants=runs))
+
+    def _fixed(
+        self,
+        assignment: Assignment,
+        ctx: Context,
+        jobs: JobTemplate,
+        fixing: dict[str, tuple[str, ...]],
+        runner: Session,
+        vset: VariantSet | None,
+        original: float,
+    ) -> Context:
+        """The student's values with the solution's definition of each function or class in
+        ``fixing`` in place of the student's (``grader.judge.fixes``), on the notebook's data and on
+        each variant the submission ran; only for the steps whose every such name the solution defines."""
+        solution = self._solution_steps(assignment)
+        assert solution is not None  # asked only where the solution's code is here
+        found = fixes.definitions(solution[0], sorted({n for names in fixing.values() for n in names}))
+        fixing = {cid: names for cid, names in fixing.items() if all(n in found for n in names)}
+        if not fixing:
+            return ctx
+        template = jobs.with_fixes({n: found[n] for names in fixing.values() for n in names})
+        variants = list(vset.variants) if vset is not None else []
+        budget = Budget(assignment.limits, original)
+
+        def run(variant: Variant | None, last: bool) -> dict[str, Captured]:
+            if budget.left() <= 0:
+                return {}
+            got = runner.run(replace(template.job(variant), last=last, limits=budget.limits()))
+            budget.spend(got.duration)
+            return got.captures
+
+        fixed = run(None, not variants)
+        by_number = {v.number: run(v, v is variants[-1]) for v in variants}
+        runs = tuple(replace(r, fixed=by_number.get(r.number, {})) for r in ctx.variants)
+        return replace(ctx, fixed_names=fixing, fixed=fixed, variants=runs)
 
     def _solution_steps(self, assignment: Assignment) -> tuple[list[notebook.Cell], list[notebook.CellInfo]] | None:
         """The solution's cells as the carry-forward runs run them, and what each reads and binds;

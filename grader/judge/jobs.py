@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from grader import capture, notebook
 from grader.course.imports import preload_for, warm_for
 from grader.course.model import Assignment
 from grader.errors import NotebookError
 from grader.judge import carry, testcheck, variants
-from grader.names import CALLS, RECORD, REPLAY, calls_id, hint_id
+from grader.names import CALLS, FIX, RECORD, REPLAY, calls_id, hint_id
 from grader.notebook.inject import inject_after
 from grader.run.execute import Executor, Session
 from grader.run.job import Captured, CaptureSpec, Injection, Job, JobCell, RunResult
@@ -109,7 +110,20 @@ class JobTemplate:
         self, assignment: Assignment, infos: list[notebook.CellInfo], base: Job, record: tuple[str, ...] = ()
     ) -> None:
         self.given, self.infos, self.base, self.record = assignment.given, infos, base, record
+        self.fixes: dict[str, dict[str, Any]] = {}  # name -> the solution's definition, encoded
         self._cells: dict[tuple[str, ...], tuple[JobCell, ...]] = {}  # names -> the cells with their injections
+
+    def with_fixes(self, fixes: dict[str, str]) -> JobTemplate:
+        """The same notebook with the solution's definition of each function or class in ``fixes``
+        (name -> its source, ``grader.judge.fixes``) put in place of the student's, right after each
+        statement that defines it; its calls are not recorded (that is the student's own run's)."""
+        calls = {calls_id(f) for f in self.record}
+        base = replace(self.base, captures=tuple(c for c in self.base.captures if c.id not in calls))
+        out = JobTemplate.__new__(JobTemplate)
+        out.given, out.infos, out.base, out.record = self.given, self.infos, base, ()
+        out.fixes = {name: {"t": "str", "v": source} for name, source in fixes.items()}  # plain data
+        out._cells = {}
+        return out
 
     @classmethod
     def of(
@@ -166,9 +180,12 @@ class JobTemplate:
                 ]
             if self.record:
                 cells = _after_definitions(cells, self.record, RECORD)
+            if self.fixes:
+                cells = _after_definitions(cells, set(self.fixes), FIX)
             self._cells[names] = tuple(cells)
         injections = tuple(Injection(name=name, value=variant.values[name]) for name in names) if variant else ()
         injections += tuple(Injection(name=RECORD + f, value=_NOTHING) for f in self.record)
+        injections += tuple(Injection(name=FIX + f, value=source) for f, source in self.fixes.items())
         return replace(self.base, cells=self._cells[names], injections=injections)
 
 

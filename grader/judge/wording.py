@@ -185,6 +185,22 @@ def _carried(reason: v.CarriedForward) -> str:
     return f"{reason.label} is correct given your {names_list(reason.inputs)}; the mistake is upstream, in {where}: {credit}."
 
 
+def _right_once_fixed(reason: v.RightOnceFixed) -> str:
+    where = ", ".join(f"*{t}*" for t in reason.roots)
+    used = names_list(reason.callables)
+    if reason.share >= 1:
+        credit = "this step keeps its points (error carried forward)"
+    elif reason.share > 0:
+        credit = f"this step earns {reason.share:.0%} of its points (error carried forward)"
+    else:
+        credit = "this step earns no points while the mistake before it stands"
+    return (
+        f"{reason.label} could not be computed because your {used} raised an error; the mistake is "
+        f"upstream, in {where}. Run with a working {used}, your code for this step gives the right "
+        f"result: {credit}."
+    )
+
+
 def _uses_wrong(reason: v.UsesWrongCallable) -> str:
     used = names_list([f"{name}()" for name in reason.functions] + list(reason.classes))
     are = "is" if len(reason.functions) + len(reason.classes) == 1 else "are"
@@ -222,6 +238,8 @@ def check_feedback(reason: v.CheckReason) -> list[Feedback]:
         return lines
     if isinstance(reason, v.CarriedForward):
         return [Feedback(FeedbackKind.CARRIED, _carried(reason))]
+    if isinstance(reason, v.RightOnceFixed):
+        return [Feedback(FeedbackKind.CARRIED, _right_once_fixed(reason))]
     if isinstance(reason, v.UsesWrongCallable):
         return [Feedback(FeedbackKind.CARRIED, _uses_wrong(reason))]
     if isinstance(reason, v.VariantFails):

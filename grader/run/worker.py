@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from grader import capture
 from grader.errors import CaptureFailed, CheckFailed
-from grader.names import CALLS, CARRIED, CELL_FILE, CHECK_FILE, INJECT, RECORD, REPLAY
+from grader.names import CALLS, CARRIED, CELL_FILE, CHECK_FILE, FIX, INJECT, RECORD, REPLAY
 from grader.run import calls, fast_cells, frames, test_recorder
 from grader.run.student_values import add_error, evaluate_check, raised_in_student_code
 from grader.seeding import seed_everything
@@ -323,6 +323,9 @@ def continued_error(previous: CellEndMessage | None, cells: list[CellWire], pos:
     return {**previous, "pos": pos, "duration": 0.0, "output_bytes": 0}
 
 
+FIX_FILE = "<solution>"
+
+
 def install_injections(ns: dict[str, Any], job: JobWire) -> None:
     """Put the function the rewritten cells call (``__grader_inject__(key)``) into the namespace.
 
@@ -349,6 +352,14 @@ def install_injections(ns: dict[str, Any], job: JobWire) -> None:
                 calls.instance_recorder(ns[name], record.setdefault(name, []), name)
             elif inspect.isroutine(ns.get(name)) or isinstance(ns.get(name), functools.partial):
                 ns[name] = calls.recorder(ns[name], record.setdefault(name, []), ns, name)
+            return
+        if key.startswith(FIX):  # the solution's definition in place of the student's (``judge.fixes``)
+            name = key[len(FIX) :]
+            source = capture.to_python(capture.decode(values[key]))
+            apart = dict(ns)  # its helpers are defined apart: the notebook's own names stay the student's
+            exec(compile(source, FIX_FILE, "exec"), apart)  # noqa: S102 - the course's own solution code
+            if name in apart:
+                ns[name] = apart[name]
             return
         if key.startswith(REPLAY):  # in the solution's run: the student's recorded answers stand in
             name = key[len(REPLAY) :]
