@@ -18,12 +18,18 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
+from dataclasses import replace
+from typing import Protocol
 
-from grader.course.model import Assignment
+from grader.course.model import Assignment, Limits
 from grader.judge import callables
 from grader.judge.context import Context
+from grader.judge.jobs import JobTemplate
+from grader.judge.variants import Variant
 from grader.notebook import Cell, python_source
 from grader.notebook.scopes import free_reads
+from grader.run.execute import Session
+from grader.run.job import Captured
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -79,3 +85,43 @@ def definitions(cells: Iterable[Cell], names: Iterable[str]) -> dict[str, str]:
         ordered = sorted(needed_names, key=lambda n: defined[n][0])
         out[name] = "\n\n".join(defined[n][1] for n in ordered)
     return out
+
+
+class TimeLeft(Protocol):
+    """The wall-clock time a submission's further runs may still take (``grading.Budget``)."""
+
+    def left(self) -> float: ...
+    def limits(self) -> Limits: ...
+    def spend(self, seconds: float) -> None: ...
+
+
+def with_runs(
+    ctx: Context,
+    template: JobTemplate,
+    fixing: dict[str, tuple[str, ...]],
+    solution: list[Cell],
+    runner: Session,
+    variants: list[Variant],
+    budget: TimeLeft,
+) -> Context:
+    """The context with the student's values run again with the solution's definition of each
+    function or class in ``fixing`` in place of the student's, on the notebook's data and on each
+    of the submission's variants, in the student's sandbox (``runner``); only for the steps whose
+    every such name the solution defines."""
+    found = definitions(solution, sorted({n for names in fixing.values() for n in names}))
+    fixing = {cid: names for cid, names in fixing.items() if all(n in found for n in names)}
+    if not fixing:
+        return ctx
+    fixed_template = template.with_fixes({n: found[n] for names in fixing.values() for n in names})
+
+    def run(variant: Variant | None, last: bool) -> dict[str, Captured]:
+        if budget.left() <= 0:
+            return {}
+        got = runner.run(replace(fixed_template.job(variant), last=last, limits=budget.limits()))
+        budget.spend(got.duration)
+        return got.captures
+
+    fixed = run(None, not variants)
+    by_number = {v.number: run(v, v is variants[-1]) for v in variants}
+    runs = tuple(replace(r, fixed=by_number.get(r.number, {})) for r in ctx.variants)
+    return replace(ctx, fixed_names=fixing, fixed=fixed, variants=runs)

@@ -27,9 +27,9 @@ from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job
 from grader.judge.reference import Reference, References, VariantSet
 from grader.judge.scorecard import CellError, Execution, QuestionResult, Scorecard
 from grader.judge.variants import Variant
-from grader.run.execute import Executor, Session
+from grader.run.execute import Executor
 from grader.run.forking import default_executor
-from grader.run.job import Captured, RunResult
+from grader.run.job import RunResult
 from grader.run.sandbox import not_enforced
 from grader.vocab import CellStatus, CheckStatus, QuestionStatus, RunStatus, SubmissionStatus
 
@@ -207,7 +207,11 @@ class Grader:
                     carry.needed(assignment, ctx.upstream, r.student, r.reference) for r in runs
                 )
             if fixing:
-                ctx = self._fixed(assignment, ctx, jobs, fixing, runner, vset, run.duration)
+                solution = self._solution_steps(assignment)
+                assert solution is not None  # asked only where the solution's code is here
+                variants = list(vset.variants) if vset is not None else []
+                budget = Budget(assignment.limits, run.duration)
+                ctx = fixes.with_runs(ctx, jobs, fixing, solution[0], runner, variants, budget)
                 cpu.check("reading the values of the runs with a working function in place")
         if need_carry:
             ctx = self._carry_forward(assignment, ctx, vset.variants if vset is not None else [])
@@ -275,41 +279,6 @@ class Grader:
                 for v in ctx.variants
             )
         return without_right_calls(replace(ctx, carried=carried, variants=runs))
-
-    def _fixed(
-        self,
-        assignment: Assignment,
-        ctx: Context,
-        jobs: JobTemplate,
-        fixing: dict[str, tuple[str, ...]],
-        runner: Session,
-        vset: VariantSet | None,
-        original: float,
-    ) -> Context:
-        """The student's values with the solution's definition of each function or class in
-        ``fixing`` in place of the student's (``grader.judge.fixes``), on the notebook's data and on
-        each variant the submission ran; only for the steps whose every such name the solution defines."""
-        solution = self._solution_steps(assignment)
-        assert solution is not None  # asked only where the solution's code is here
-        found = fixes.definitions(solution[0], sorted({n for names in fixing.values() for n in names}))
-        fixing = {cid: names for cid, names in fixing.items() if all(n in found for n in names)}
-        if not fixing:
-            return ctx
-        template = jobs.with_fixes({n: found[n] for names in fixing.values() for n in names})
-        variants = list(vset.variants) if vset is not None else []
-        budget = Budget(assignment.limits, original)
-
-        def run(variant: Variant | None, last: bool) -> dict[str, Captured]:
-            if budget.left() <= 0:
-                return {}
-            got = runner.run(replace(template.job(variant), last=last, limits=budget.limits()))
-            budget.spend(got.duration)
-            return got.captures
-
-        fixed = run(None, not variants)
-        by_number = {v.number: run(v, v is variants[-1]) for v in variants}
-        runs = tuple(replace(r, fixed=by_number.get(r.number, {})) for r in ctx.variants)
-        return replace(ctx, fixed_names=fixing, fixed=fixed, variants=runs)
 
     def _solution_steps(self, assignment: Assignment) -> tuple[list[notebook.Cell], list[notebook.CellInfo]] | None:
         """The solution's cells as the carry-forward runs run them, and what each reads and binds;
