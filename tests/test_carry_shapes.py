@@ -446,9 +446,10 @@ def test_a_step_built_on_a_function_that_raised_is_paid_when_it_works_with_a_wor
     multihead = question(card, "multihead")
     assert multihead.status == "passed" and multihead.carried_forward == ("self_attention_fn",), multihead.lines
     assert (
-        "`torch.stack(heads)` could not be computed because your `self_attention()` raised an error; the mistake "
-        f"is upstream, in *{title}*. Run with a working `self_attention()`, your code for this step gives the "
-        "right result: this step keeps its points (error carried forward)." in multihead.lines
+        "`torch.stack(heads)` could not be computed: it uses your `self_attention()`, which is not right yet (an "
+        f"error was raised); the mistake is upstream, in *{title}*. Run with a working `self_attention()`, your "
+        "code for this step gives the right result: this step keeps its points (error carried forward)."
+        in multihead.lines
     ), multihead.lines
 
 

@@ -194,10 +194,11 @@ def _right_once_fixed(reason: v.RightOnceFixed) -> str:
         credit = f"this step earns {reason.share:.0%} of its points (error carried forward)"
     else:
         credit = "this step earns no points while the mistake before it stands"
+    are = "is" if len(reason.callables) == 1 else "are"
     return (
-        f"{reason.label} could not be computed because your {used} raised an error; the mistake is "
-        f"upstream, in {where}. Run with a working {used}, your code for this step gives the right "
-        f"result: {credit}."
+        f"{reason.label} could not be computed: it uses your {used}, which {are} not right yet (an error "
+        f"was raised); the mistake is upstream, in {where}. Run with a working {used}, your code for this "
+        f"step gives the right result: {credit}."
     )
 
 
