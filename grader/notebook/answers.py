@@ -67,6 +67,10 @@ class Answer:
     found_by: FoundBy
     text: str
     digest: str  # sources and saved outputs: a regrade keeps a person's grade while this is the same
+    # What its code cells draw in the grader's own run (``grader.run.figures``): PNG images as
+    # base64 text, and how many figures were left out (too many, too large).
+    figures: tuple[str, ...] = ()
+    figures_left_out: int = 0
 
     @property
     def untouched(self) -> bool:
