@@ -56,16 +56,25 @@ def drawn_cells(assignment: Assignment, path: Path) -> dict[str, tuple[int, ...]
     return {qid: cells_ for qid, cells_ in out.items() if cells_}
 
 
-def with_figures(found: answers.Answer, qid: str, captured: Mapping[str, Captured]) -> answers.Answer:
-    """The answer with the figures its cells drew in the grader's run, where it took them."""
+def figures_of(qid: str, captured: Mapping[str, Captured]) -> tuple[tuple[str, ...], int] | None:
+    """The figures a question's cells drew in a run (base64 PNG images) and how many were left
+    out; None where the run took none (no code to answer it, or the run ended before)."""
     got = captured.get(figures_id(qid))
     if got is None or got.value is None or got.value.kind != "list" or not got.value.data:
-        return found
+        return None
     items = [item.data for item in got.value.data if item.kind == "str"]
     if len(items) != len(got.value.data):
-        return found
+        return None
     *images, left_out = items
-    return replace(found, figures=tuple(images), figures_left_out=int(left_out) if left_out.isdigit() else 0)
+    return tuple(images), int(left_out) if left_out.isdigit() else 0
+
+
+def with_figures(found: answers.Answer, qid: str, captured: Mapping[str, Captured]) -> answers.Answer:
+    """The answer with the figures its cells drew in the grader's run, where it took them."""
+    drawn = figures_of(qid, captured)
+    if drawn is None:
+        return found
+    return replace(found, figures=drawn[0], figures_left_out=drawn[1])
 
 
 def with_answers(

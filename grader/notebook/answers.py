@@ -68,8 +68,8 @@ class Answer:
     text: str
     digest: str  # sources and saved outputs: a regrade keeps a person's grade while this is the same
     # What its code cells draw in the grader's own run (``grader.run.figures``): PNG images as
-    # base64 text, and how many figures were left out (too many, too large).
-    figures: tuple[str, ...] = ()
+    # base64 text (None: the run took none), and how many were left out (too many, too large).
+    figures: tuple[str, ...] | None = None
     figures_left_out: int = 0
 
     @property

@@ -198,6 +198,7 @@ class Served:
     review: Review
     writer: Writer | None
     solution: dict[str, Any]
+    figures: dict[str, tuple[str, ...]]  # question id -> the figures the solution's answer draws
 
 
 bp = Blueprint("review", __name__, static_folder="static", static_url_path="/static", template_folder="templates")
@@ -394,7 +395,7 @@ def answer(qid: str, key: str) -> Response:
             q.answer.cells if q.answer is not None else (),
         )
     else:
-        page = cells.answer_page(s.path, q.answer.cells, q.answer.text)
+        page = cells.answer_page(s.path, q.answer.cells, q.answer.text, q.answer.figures, q.answer.figures_left_out)
     return Response(page.html, headers={"Content-Security-Policy": page.policy}, mimetype="text/html")
 
 
@@ -403,7 +404,9 @@ def reference(qid: str) -> Response:
     review = current()
     review.question(qid)
     found = served().solution.get(qid)
-    page = cells.reference_page(review.assignment.solution, found.cells if found is not None else None)
+    page = cells.reference_page(
+        review.assignment.solution, found.cells if found is not None else None, served().figures.get(qid, ())
+    )
     return Response(page.html, headers={"Content-Security-Policy": page.policy}, mimetype="text/html")
 
 
@@ -529,15 +532,30 @@ def post_item(qid: str) -> WerkzeugResponse:
     return jsonify({"items": [{"id": it.id, "text": it.text, "points": it.points} for it in review.store.rubric(qid)]})
 
 
-def make_app(review: Review, writer: Writer | None = None) -> Flask:
+def make_app(review: Review, writer: Writer | None = None, figures: dict[str, tuple[str, ...]] | None = None) -> Flask:
+    """The page's app. ``figures``: the figures the solution's answers draw, by question
+    (``References.figures``), shown with the reference answer."""
     app = Flask("grader.review", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = 256 * 1024  # room for a comment over MAX_COMMENT, refused with its own message
     solution = cells.solution_cells(review.assignment.solution)
     app.extensions[KEY] = Served(
-        review, writer, locate(solution, solution, [(q.id, q.title) for q in review.questions])
+        review, writer, locate(solution, solution, [(q.id, q.title) for q in review.questions]), figures or {}
     )
     app.register_blueprint(bp)
     return app
+
+
+def reference_figures(course: Course, assignment: Assignment) -> dict[str, tuple[str, ...]]:
+    """The figures the solution's answers draw (its run, cached with its references); none, with
+    a word on the terminal, where the solution cannot run here."""
+    from grader.judge.reference import References
+    from grader.run.forking import default_executor
+
+    try:
+        return References(course, default_executor()).figures(assignment)
+    except GraderError as exc:
+        print(f"grader: no reference figure: {exc}", file=sys.stderr, flush=True)
+        return {}
 
 
 def serve(
@@ -568,10 +586,11 @@ def serve(
     except GraderError as exc:
         print(f"grader: {exc}", file=sys.stderr, flush=True)
     writer = Writer(store, course, assignment, out, formats)
+    figures = reference_figures(course, assignment)
     # nbconvert's templates load once, while the grader opens the page.
     threading.Thread(target=cells.render, args=([],), name="grader-review-warm-up", daemon=True).start()
     try:
-        server = make_server("127.0.0.1", port, make_app(review, writer), threaded=True)
+        server = make_server("127.0.0.1", port, make_app(review, writer, figures), threaded=True)
     except OSError as exc:
         raise UsageError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}.") from None
     print(
