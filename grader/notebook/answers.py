@@ -31,6 +31,7 @@ from typing import Any
 ANSWER_TAG = "answer"
 ANSWER_PROMPT = "YOUR ANSWER HERE"
 MAX_ANSWER_CHARS = 20_000  # what a scorecard carries of an answer's text
+_BLANKS = {"?", "...", "raise NotImplementedError()", "raise NotImplementedError"}  # an answer cell as released
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s", re.M)
 
 
@@ -74,8 +75,11 @@ class Answer:
 
     @property
     def untouched(self) -> bool:
-        """The answer is still the skeleton's prompt (or empty)."""
-        return self.text.strip() in ("", ANSWER_PROMPT)
+        """The answer is still the skeleton's prompt or blank (a plot cell left ``?``, ``...`` or
+        nbgrader's ``raise NotImplementedError()`` stub), or empty."""
+        lines = [line.strip() for line in self.text.splitlines()]
+        code = [line for line in lines if line and not line.startswith("#")]
+        return self.text.strip() in ("", ANSWER_PROMPT) or (bool(code) and set(code) <= _BLANKS)
 
 
 def read_cells(path: Path) -> list[NbCell]:
