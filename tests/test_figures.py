@@ -24,7 +24,8 @@ from grader.judge.reference import References
 from grader.notebook import answers
 from grader.review import cells
 from grader.run.forking import default_executor
-from grader.selfcheck import check_notebook, format_report, load as load_checks
+from grader.selfcheck import check_notebook, format_report
+from grader.selfcheck import load as load_checks
 
 V4 = nbformat.v4
 PNG = b"\x89PNG\r\n\x1a\n"
