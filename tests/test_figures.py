@@ -19,7 +19,8 @@ import nbformat
 import pytest
 
 from grader.course.config import load
-from grader.judge.grading import Grader
+from grader.judge import document
+from grader.judge.plots import reference_figures
 from grader.judge.reference import References
 from grader.notebook import answers
 from grader.review import cells
@@ -42,7 +43,7 @@ assignments:
         checks:
           - value: m
       - id: heat
-        title: A heat map of the weights
+        title: "A heat map of the weights $W_{ij}$"
         points: 2
         manual: true
 """
@@ -108,15 +109,22 @@ def course(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def graded(course):
+    """Each student's notebook and the plot question's result, graded as a class into ``out/``."""
     root, c = course
     a = c.assignment("pl")
     subs = root / "subs"
     subs.mkdir()
-    grader = Grader(c)
+    paths = {name: _student(a.skeleton, subs / f"{name}.ipynb", answer, name) for name, answer in STUDENTS.items()}
+    done = subprocess.run(
+        [sys.executable, "-m", "grader.cli", "grade", "subs", "--out", "out", "--formats", "json"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
     out = {}
-    for name, answer in STUDENTS.items():
-        path = _student(a.skeleton, subs / f"{name}.ipynb", answer, name)
-        card = grader.grade(a, path)
+    for name, path in paths.items():
+        card = document.load(json.loads((root / "out" / f"{name}.json").read_text()))
         out[name] = (path, next(q for q in card.questions if q.id == "heat"))
     return out
 
@@ -173,9 +181,9 @@ def test_an_answer_graded_before_figures_were_taken_shows_no_claim_about_them(gr
 def test_the_reference_figure_comes_from_the_solution_s_run_without_its_markers(course):
     root, c = course
     a = c.assignment("pl")
-    figures = References(c, default_executor()).figures(a)
+    figures = reference_figures(References(c, default_executor()), a)
     assert list(figures) == ["heat"] and all(f.startswith(PNG) for f in _images(figures["heat"]))
-    assert References(c, default_executor()).figures(a) == figures  # kept beside the references
+    assert reference_figures(References(c, default_executor()), a) == figures  # kept beside the references
     found = answers.locate(cells.solution_cells(a.solution), cells.solution_cells(a.solution), [("heat", "")])
     page = cells.reference_page(a.solution, found["heat"].cells, figures["heat"])
     assert "The reference figure, from the solution" in page.html and "data:image/png;base64," in page.html
@@ -189,5 +197,24 @@ def test_the_self_check_says_a_blank_plot_cell_is_not_answered(graded, course):
     def said(name: str) -> str:
         return format_report(public, check_notebook(graded[name][0], public, executor=default_executor()))
 
-    assert "heat  A heat map of the weights: not answered" in said("blank")
-    assert "heat  A heat map of the weights: answered; a person grades it" in said("never_run")
+    assert "heat  A heat map of the weights $W_{ij}$: not answered" in said("blank")
+    assert "heat  A heat map of the weights $W_{ij}$: answered; a person grades it" in said("never_run")
+
+
+def test_the_review_page_shows_the_run_s_figure_and_typesets_the_title(course, graded, monkeypatch):
+    from grader.review.app import Review, make_app
+    from grader.review.store import GradeStore
+
+    root, c = course
+    monkeypatch.chdir(root)  # where the class was graded from, as `grader review` runs
+    review = Review(GradeStore.in_folder(root / "out"), c, c.assignment("pl"), "Tess", "tok")
+    http = make_app(review, figures={"heat": ("iVBORw0KGgo=",)}).test_client()
+    page = http.get("/grade/heat/never_run?token=tok").get_data(as_text=True)
+    assert '<span class="math">A heat map of the weights $W_{ij}$</span>' in page and "/katex.js?token=tok" in page
+    script = http.get("/katex.js?token=tok")
+    assert script.status_code == 200 and "renderMathInElement" in script.get_data(as_text=True)
+    assert http.get("/katex.js").status_code != 200  # the token, as everywhere
+    frame = http.get("/answer/heat/never_run?token=tok").get_data(as_text=True)
+    assert "from the grader's run of the notebook" in frame and "data:image/png;base64," in frame
+    reference = http.get("/reference/heat?token=tok").get_data(as_text=True)
+    assert "data:image/png;base64,iVBORw0KGgo=" in reference

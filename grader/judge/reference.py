@@ -19,7 +19,6 @@ variants of the submission's seed, cached in memory and on disk by seed like the
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -34,17 +33,9 @@ from grader import __version__, capture, notebook
 from grader.course.model import Assignment, Course
 from grader.errors import NotebookError, ProtocolError, SolutionError
 from grader.files import write_atomic
-from grader.judge import manual, variants, wording
+from grader.judge import variants, wording
 from grader.judge.checks import changed_answers
-from grader.judge.jobs import (
-    JobTemplate,
-    answer_cells,
-    build_job,
-    figure_captures,
-    locked_cells,
-    run_notebook,
-    skip_sources,
-)
+from grader.judge.jobs import JobTemplate, answer_cells, locked_cells, run_notebook, skip_sources
 from grader.run.execute import Executor, Session
 from grader.run.job import Captured, RunError
 from grader.vocab import RunStatus
@@ -141,39 +132,6 @@ class References:
             self._store(path, ref)
         self.memory[key] = ref
         return ref
-
-    def figures(self, assignment: Assignment) -> dict[str, tuple[str, ...]]:
-        """The figures the solution's answer to each question graded by a person draws (base64 PNG
-        images), from its own run, kept beside its references; {} where it draws none or where no
-        solution code is here. Raises SolutionError when the solution cannot run."""
-        if assignment.bundle is not None:
-            return {}
-        key = self.key(assignment)
-        path = self.course.cache_dir / "references" / f"{assignment.name}-{key[:20]}-figures.json"
-        with contextlib.suppress(OSError, ValueError):
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and all(
-                isinstance(v, list) and all(isinstance(x, str) for x in v) for v in data.values()
-            ):
-                return {str(q): tuple(v) for q, v in data.items()}
-        drawn = manual.drawn_cells(assignment, assignment.solution)
-        if not drawn:
-            return {}
-        try:
-            cells = answer_cells(assignment, notebook.read(assignment.solution))
-        except NotebookError as exc:
-            raise SolutionError(f"The solution notebook {assignment.solution} cannot be read: {exc}") from None
-        infos = notebook.analyse(cells)
-        job = build_job(assignment, cells, infos, assignment.solution, hints=False, skip=skip_sources(assignment))
-        run = self.executor.run(replace(job, captures=figure_captures(infos, drawn)))
-        out = {}
-        for qid in drawn:
-            found = manual.figures_of(qid, run.captures)
-            if found is not None and found[0]:
-                out[qid] = found[0]
-        with contextlib.suppress(OSError):
-            write_atomic(path, json.dumps({q: list(v) for q, v in out.items()}))
-        return out
 
     def skip_sources(self, assignment: Assignment) -> set[str]:
         """Sources of the cells tagged to be skipped, from the notebooks or the assignment's bundle."""

@@ -76,7 +76,7 @@ class Answer:
     @property
     def untouched(self) -> bool:
         """The answer is still the skeleton's prompt or blank (a plot cell left ``?``, ``...`` or
-        nbgrader's ``raise NotImplementedError()`` stub), or empty."""
+        the ``raise NotImplementedError()`` stub some tools release), or empty."""
         lines = [line.strip() for line in self.text.splitlines()]
         code = [line for line in lines if line and not line.startswith("#")]
         return self.text.strip() in ("", ANSWER_PROMPT) or (bool(code) and set(code) <= _BLANKS)

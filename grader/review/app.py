@@ -41,82 +41,24 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from grader.course.model import Assignment, Course
 from grader.errors import GraderError, StaleEdit
 from grader.files import printable
-from grader.judge import manual
+from grader.judge import manual, plots
 from grader.judge.scorecard import Scorecard, points_text
 from grader.notebook.answers import FoundBy, locate, picked, read_cells, unclaimed
+from grader.outputs import pages
 from grader.outputs.view import status_words
 from grader.review import cells, lookalike, merge
 from grader.review import store as store_module
 from grader.review.store import GradeStore, Stored
+from grader.review.writer import Writer
 from grader.vocab import QuestionStatus
 
 PAGE_CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src data:; connect-src 'self'; "
     "frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 
 MAX_COMMENT = 10_000  # characters of a comment: stated in the page, a longer one refused (never cut)
 MAX_ITEM = 500  # characters of a rubric item's text
-
-
-class Writer:
-    """Writes the outputs again shortly after grades change, off the request's thread: those of the
-    submissions the store's log says changed since they were last written (``merge.catch_up``), so
-    a change is never passed over. A write that fails (a full disk) is kept as ``problem``, shown in
-    the page, and tried again until it succeeds; it is never reported as done."""
-
-    RETRY = 5.0  # seconds between tries of a write that failed
-
-    def __init__(self, store: GradeStore, course: Course, assignment: Assignment, out: Path, formats: Sequence[str]):
-        self.args = (store, course, assignment, out, tuple(formats))
-        self.lock = threading.Lock()
-        self.wake = threading.Event()
-        self.stopped = False
-        self.said = ""
-        self.problem = ""
-        self.thread = threading.Thread(target=self._loop, name="grader-review-writer", daemon=True)
-        self.thread.start()
-        self.wake.set()  # whatever is behind already, written at once
-
-    def changed(self, ids: Sequence[str]) -> None:
-        self.wake.set()
-
-    def flush(self) -> bool:
-        """Write what is behind; whether the outputs now hold every change."""
-        store, course, assignment, out, formats = self.args
-        with self.lock:
-            try:
-                merge.catch_up(store, course, assignment, out, formats)
-            except GraderError as exc:  # a roster conflict: every other file is written; said once
-                if str(exc) != self.said:
-                    self.said = str(exc)
-                    print(f"grader: {exc}", file=sys.stderr, flush=True)
-            except OSError as exc:
-                problem = f"the outputs in {out}/ could not be written: {exc.strerror or exc} ({exc.filename or out})"
-                if problem != self.problem:
-                    print(f"grader: {problem}; trying again", file=sys.stderr, flush=True)
-                self.problem = problem
-                return False
-            self.problem = ""
-            return True
-
-    def _loop(self) -> None:
-        while not self.stopped:
-            self.wake.wait(self.RETRY if self.problem else None)
-            self.wake.clear()
-            if self.stopped:
-                return
-            self.wake.wait(0.5)  # a burst of keys writes once
-            self.wake.clear()
-            self.flush()
-
-    def stop(self) -> str:
-        """Stop, writing what is behind once more; the problem that kept it from being written, if any."""
-        self.stopped = True
-        self.wake.set()
-        self.thread.join(timeout=5)
-        self.flush()
-        return self.problem
 
 
 KEY = "grader.review"
@@ -385,6 +327,28 @@ def grade_page(qid: str, key: str) -> str:
     )
 
 
+# Question titles in the page's own headers and lists (``class="math"``): instructors' text, typeset
+# by the bundled KaTeX, served as the page's own script and stylesheet (its fonts inlined).
+TITLES = ".math"
+
+
+@bp.app_context_processor
+def with_math() -> dict[str, Any]:
+    """Whether the page loads KaTeX: only where a question's title has math."""
+    review = served().review
+    return {"math": any(pages.has_math(q.title) for q in review.assignment.questions)}
+
+
+@bp.get("/katex.css")
+def katex_css() -> Response:
+    return Response(pages.katex_style(), mimetype="text/css")
+
+
+@bp.get("/katex.js")
+def katex_js() -> Response:
+    return Response(pages.katex_script(TITLES), mimetype="text/javascript")
+
+
 @bp.get("/answer/<qid>/<path:key>")
 def answer(qid: str, key: str) -> Response:
     s, _, q = subject(qid, key)
@@ -545,19 +509,6 @@ def make_app(review: Review, writer: Writer | None = None, figures: dict[str, tu
     return app
 
 
-def reference_figures(course: Course, assignment: Assignment) -> dict[str, tuple[str, ...]]:
-    """The figures the solution's answers draw (its run, cached with its references); none, with
-    a word on the terminal, where the solution cannot run here."""
-    from grader.judge.reference import References
-    from grader.run.forking import default_executor
-
-    try:
-        return References(course, default_executor()).figures(assignment)
-    except GraderError as exc:
-        print(f"grader: no reference figure: {exc}", file=sys.stderr, flush=True)
-        return {}
-
-
 def serve(
     store: GradeStore,
     course: Course,
@@ -586,7 +537,7 @@ def serve(
     except GraderError as exc:
         print(f"grader: {exc}", file=sys.stderr, flush=True)
     writer = Writer(store, course, assignment, out, formats)
-    figures = reference_figures(course, assignment)
+    figures = plots.reference_figures_or_none(course, assignment)
     # nbconvert's templates load once, while the grader opens the page.
     threading.Thread(target=cells.render, args=([],), name="grader-review-warm-up", daemon=True).start()
     try:
