@@ -116,7 +116,7 @@ def graded(course):
     subs.mkdir()
     paths = {name: _student(a.skeleton, subs / f"{name}.ipynb", answer, name) for name, answer in STUDENTS.items()}
     done = subprocess.run(
-        [sys.executable, "-m", "grader.cli", "grade", "subs", "--out", "out", "--formats", "json"],
+        [sys.executable, "-m", "grader.cli", "grade", "subs", "--out", "out", "--formats", "json,html"],
         cwd=root,
         capture_output=True,
         text=True,
@@ -142,6 +142,9 @@ def test_a_notebook_never_run_shows_the_figure_its_code_draws(graded):
     page = cells.answer_page(path, q.answer.cells, q.answer.text, q.answer.figures, q.answer.figures_left_out)
     assert "data:image/png;base64," in page.html
     assert "The notebook was saved without it (never run, or its outputs cleared)" in page.html
+    # The student's feedback page shows it too, under the answer's cell.
+    feedback = (path.parent.parent / "out" / "never_run.html").read_text()
+    assert f"data:image/png;base64,{q.answer.figures[0]}" in feedback
 
 
 def test_a_figure_shown_and_closed_in_its_cell_is_kept(graded):

@@ -79,7 +79,9 @@ class Answer:
         the ``raise NotImplementedError()`` stub some tools release), or empty."""
         lines = [line.strip() for line in self.text.splitlines()]
         code = [line for line in lines if line and not line.startswith("#")]
-        return self.text.strip() in ("", ANSWER_PROMPT) or (bool(code) and set(code) <= _BLANKS)
+        # A line that is still a blank (``?`` under a given ``import matplotlib.pyplot as plt``) is no
+        # answer yet; ``...`` or a stub only where nothing else is written.
+        return self.text.strip() in ("", ANSWER_PROMPT) or "?" in code or (bool(code) and set(code) <= _BLANKS)
 
 
 def read_cells(path: Path) -> list[NbCell]:

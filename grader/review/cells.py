@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.notebook.answers import ANSWER_TAG, NbCell, cells_of
+from grader.outputs import figures
 
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; base-uri 'none'; "
@@ -117,14 +118,13 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> Page:
         f'<meta http-equiv="Content-Security-Policy" content="{math_policy() if math else CSP}">{styles}'
         "<style>body{margin:0.4em 0.8em;font-family:system-ui,sans-serif}"
         f".jp-InputPrompt,.jp-OutputPrompt{{display:none}}.review-note{{color:#555;font-size:13px}}"
-        f".celltag_{FIGURE_TAG} .jp-Cell-inputWrapper{{display:none}}</style>{head_math}"
+        f"{figures.STYLE}</style>{head_math}"
         f"</head><body>{top}{body}{tail}</body></html>\n",
         math,
     )
 
 
-FIGURE_TAG = "grader-figure"  # the cell holding the figures of the grader's run
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # shown as data: images, which run nothing
+IMAGE_TYPES = figures.IMAGE_TYPES  # shown as data: images, which run nothing
 MAX_ATTACHMENT = 8 << 20  # characters of base64 an attachment may have to be shown
 _ATTACHMENT = re.compile(r"attachment:([^\s)\"'<>]+)")
 
@@ -172,7 +172,7 @@ def math_policy() -> str:
 
 @functools.lru_cache(maxsize=256)
 def _answer_page(
-    path: Path, mtime: int, cells: tuple[int, ...], fallback: str, figures: tuple[str, ...] | None, left_out: int
+    path: Path, mtime: int, cells: tuple[int, ...], fallback: str, drawn: tuple[str, ...] | None, left_out: int
 ) -> Page:
     data = notebook_data(path)
     if data is None:
@@ -184,65 +184,11 @@ def _answer_page(
     picked = [raw[i - 1] for i in cells if 0 < i <= len(raw) and isinstance(raw[i - 1], dict)]
     if not picked:
         return render([], note="No cell of this notebook answers the question.")
-    return render(picked + drawn_cells(picked, figures, left_out))
-
-
-def _saved_images(cells: list[dict[str, Any]]) -> int:
-    return sum(
-        1
-        for c in cells
-        if c.get("cell_type") == "code"
-        for o in c.get("outputs") or []
-        if isinstance(o, dict) and any(t in (o.get("data") or {}) for t in IMAGE_TYPES)
-    )
-
-
-def figure_cell(images: tuple[str, ...], text: str) -> list[dict[str, Any]]:
-    """A heading and the images as one output cell (``data:`` images: they run nothing)."""
-    heading = {"cell_type": "markdown", "metadata": {}, "source": text}
-    if not images:
-        return [heading]
-    outputs = [{"output_type": "display_data", "metadata": {}, "data": {"image/png": image}} for image in images]
-    shown: dict[str, Any] = {
-        "cell_type": "code",
-        "metadata": {"tags": [FIGURE_TAG]},  # its empty input is not shown (``render``'s style)
-        "source": "",
-        "outputs": outputs,
-        "execution_count": None,
-    }
-    return [heading, shown]
-
-
-def drawn_cells(picked: list[dict[str, Any]], figures: tuple[str, ...] | None, left_out: int) -> list[dict[str, Any]]:
-    """What the answer's code draws in the grader's own run, after the cells as the student saved
-    them, said so a person can tell the two apart; nothing where the answer has no code."""
-    if figures is None or not any(c.get("cell_type") == "code" for c in picked):
-        return []
-    code = [
-        "".join(c.get("source") or "") if isinstance(c.get("source"), list) else str(c.get("source") or "")
-        for c in picked
-        if c.get("cell_type") == "code"
-    ]
-    if all(text.strip() in ("", "?", "...") for text in code):
-        return figure_cell((), "---\n**This answer's code is still the blank: it draws nothing.**")
-    saved = _saved_images(picked)
-    more = f" ({left_out} more left out: too many or too large)" if left_out else ""
-    if not figures:
-        text = "---\n**In the grader's run of this notebook, this code draws no figure.**" + (
-            " The image saved above was not drawn by it." if saved else ""
-        )
-    elif not saved:
-        text = (
-            "---\n**The figure this code draws, from the grader's run of the notebook**"
-            f"{more}. The notebook was saved without it (never run, or its outputs cleared)."
-        )
-    else:
-        text = f"---\n**The figure this code draws, from the grader's run of the notebook**{more} (above: as saved)."
-    return figure_cell(figures, text)
+    return render(picked + figures.drawn_cells(picked, drawn, left_out))
 
 
 def answer_page(
-    path: Path, cells: tuple[int, ...], fallback: str, figures: tuple[str, ...] | None = None, left_out: int = 0
+    path: Path, cells: tuple[int, ...], fallback: str, drawn: tuple[str, ...] | None = None, left_out: int = 0
 ) -> Page:
     """The student's answer cells, rendered (cached while the file is unchanged), with the figures
     its code drew in the grader's run (None: the run took none)."""
@@ -250,7 +196,7 @@ def answer_page(
         mtime = Path(path).stat().st_mtime_ns
     except OSError:
         mtime = 0
-    return _answer_page(Path(path), mtime, tuple(cells), fallback, figures, left_out)
+    return _answer_page(Path(path), mtime, tuple(cells), fallback, drawn, left_out)
 
 
 def notebook_page(path: Path, unclaimed: frozenset[int], picked: tuple[int, ...]) -> Page:
@@ -313,18 +259,18 @@ def question_cells(data: dict[str, Any], answer_start: int) -> list[dict[str, An
     return found
 
 
-def reference_page(solution: Path, answer: tuple[int, ...] | None, figures: tuple[str, ...] = ()) -> Page:
+def reference_page(solution: Path, answer: tuple[int, ...] | None, drawn: tuple[str, ...] = ()) -> Page:
     """The question's text and the instructor's reference answer, from the solution notebook, with
     the figures the solution's code draws in its own run."""
     try:
         mtime = Path(solution).stat().st_mtime_ns
     except OSError:
         mtime = 0
-    return _reference_page(Path(solution), mtime, answer, figures)
+    return _reference_page(Path(solution), mtime, answer, drawn)
 
 
 @functools.lru_cache(maxsize=64)
-def _reference_page(solution: Path, mtime: int, answer: tuple[int, ...] | None, figures: tuple[str, ...]) -> Page:
+def _reference_page(solution: Path, mtime: int, answer: tuple[int, ...] | None, drawn: tuple[str, ...]) -> Page:
     data = notebook_data(solution)
     if data is None or not answer:
         return render([], note="The solution notebook is not here: no reference answer to show.")
@@ -332,8 +278,8 @@ def _reference_page(solution: Path, mtime: int, answer: tuple[int, ...] | None, 
     question = [unmarked(c) for c in question_cells(data, answer[0])]
     model = [unmarked(raw[i - 1]) for i in answer if 0 < i <= len(raw) and isinstance(raw[i - 1], dict)]
     heading = {"cell_type": "markdown", "metadata": {}, "source": "---\n**Reference answer**"}
-    drawn = figure_cell(figures, "**The reference figure, from the solution's run**") if figures else []
-    return render([*question, heading, *model, *drawn])
+    shown = figures.figure_cell(drawn, "**The reference figure, from the solution's run**") if drawn else []
+    return render([*question, heading, *model, *shown])
 
 
 # The solution's markers, as every authoring tool writes them: a line of its own, or ``# SOLUTION`` after code.
