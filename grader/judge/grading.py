@@ -23,7 +23,7 @@ from grader.files import printable, sha256_file
 from grader.judge import carry, fixes, manual, wording
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
 from grader.judge.context import without_right_calls
-from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job
+from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job, figure_captures
 from grader.judge.reference import Reference, References, VariantSet
 from grader.judge.scorecard import CellError, Execution, QuestionResult, Scorecard
 from grader.judge.variants import Variant
@@ -146,6 +146,9 @@ class Grader:
             record=record,
         )
         job = jobs.job()  # its run's, and its variants' below
+        drawn = manual.drawn_cells(assignment, path)
+        if drawn:  # the figures a plot question's cells draw, from this run only
+            job = replace(job, captures=job.captures + figure_captures(infos, drawn))
         with self.executor.session() as runner:  # one sandbox for the run and its variants
             run = runner.run(job)
             cpu.check("reading the values its run sent")
@@ -216,7 +219,7 @@ class Grader:
         if need_carry:
             ctx = self._carry_forward(assignment, ctx, vset.variants if vset is not None else [])
             cpu.check("reading the values of the error-carried-forward runs")
-        questions = tuple(manual.with_answers(assignment, path, grade_assignment(assignment, ctx)))
+        questions = tuple(manual.with_answers(assignment, path, grade_assignment(assignment, ctx), ctx.student))
         status, reason = SubmissionStatus.GRADED, ""
         if run.status != RunStatus.OK:
             status = SubmissionStatus.TIMEOUT if run.status == RunStatus.TIMEOUT else SubmissionStatus.CRASHED

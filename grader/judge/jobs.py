@@ -17,7 +17,7 @@ from grader.course.imports import preload_for, warm_for
 from grader.course.model import Assignment
 from grader.errors import NotebookError
 from grader.judge import carry, testcheck, variants
-from grader.names import CALLS, FIX, RECORD, REPLAY, calls_id, hint_id
+from grader.names import CALLS, FIGURES_BEFORE, FIX, RECORD, REPLAY, calls_id, figures_id, hint_id
 from grader.notebook.inject import inject_after
 from grader.run.execute import Executor, Session
 from grader.run.job import Captured, CaptureSpec, Injection, Job, JobCell, RunResult
@@ -51,6 +51,22 @@ def answer_cells(assignment: Assignment, cells: list[notebook.Cell]) -> list[not
     """The cells to run, cut where a question with ``before: NAME`` is answered in the middle of a
     cell: its value is captured just before the statement that first binds NAME."""
     return notebook.split_before_binds(cells, {c.before for c in assignment.checks if c.before}, assignment.given)
+
+
+def figure_captures(infos: list[notebook.CellInfo], drawn: dict[str, tuple[int, ...]]) -> tuple[CaptureSpec, ...]:
+    """For each question graded by a person whose answer has code (``manual.drawn_cells``): before
+    its first cell, close what earlier cells drew; after its last, take the figures its cells drew."""
+    specs: list[tuple[int, int, CaptureSpec]] = []
+    for qid, numbers in drawn.items():
+        at = [pos for pos, info in enumerate(infos) if info.cell.index in numbers]
+        if not at:
+            continue
+        end = at[-1] + 1 if at[-1] + 1 < len(infos) else None
+        specs.append((at[0], 1, CaptureSpec(figures_id(qid, before=True), CaptureKind.FIGURES, FIGURES_BEFORE, at[0])))
+        specs.append(
+            (end if end is not None else len(infos), 0, CaptureSpec(figures_id(qid), CaptureKind.FIGURES, "", end))
+        )
+    return tuple(spec for _, _, spec in sorted(specs, key=lambda s: (s[0], s[1])))
 
 
 def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool) -> tuple[CaptureSpec, ...]:

@@ -22,8 +22,8 @@ from grader.vocab import CellStatus, FeedbackKind, RunStatus, Uncapturable, Unpr
 HINT_PREFIX = "Likely mistake: "
 MANUAL = "Graded by a person: waiting for a grader (the autograder gives it 0 points for now)."
 MANUAL_UNTOUCHED = (
-    'Graded by a person, and not answered yet: write your answer in place of "YOUR ANSWER HERE" '
-    "(a person grades it after you submit)."
+    "Graded by a person, and not answered yet: write your answer in its cell, in place of "
+    '"YOUR ANSWER HERE" or the blank (a person grades it after you submit).'
 )
 MANUAL_SELFCHECK = "Graded by a person after you submit: the self-check does not grade it."
 MANUAL_AGAIN = (

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from grader import capture
 from grader.errors import CaptureFailed, CheckFailed
-from grader.names import CALLS, CARRIED, CELL_FILE, CHECK_FILE, FIX, INJECT, RECORD, REPLAY
-from grader.run import calls, fast_cells, frames, test_recorder
+from grader.names import CALLS, CARRIED, CELL_FILE, CHECK_FILE, FIGURES_BEFORE, FIX, INJECT, RECORD, REPLAY
+from grader.run import calls, fast_cells, figures, frames, test_recorder
 from grader.run.student_values import add_error, evaluate_check, raised_in_student_code
 from grader.seeding import seed_everything
 from grader.vocab import Uncapturable
@@ -201,10 +201,13 @@ class Runner:
         for c in self.job["captures"]:
             captures.setdefault(c["point"] if c["point"] is not None else len(cells), []).append(c)
         install_injections(self.shell.user_ns, self.job)
+        drawn = any(c["kind"] == "figures" for c in self.job["captures"])  # a plot question's figures
         self.send({"ev": "start", "pid": os.getpid(), "sandbox": list(self.sandbox)})
         previous: CellEndMessage | None = None
         for pos, cell in enumerate(cells):
             self.capture_all(captures.get(pos, []))
+            if drawn:
+                figures.install()
             if cell.get("skip"):
                 self.send({"ev": "cell", "pos": pos, "phase": "end", "status": "skipped"})
                 previous = None
@@ -286,6 +289,13 @@ class Runner:
                 value = ns[item["target"]]
             elif item["kind"] == "test":
                 message["value"] = self.test(item)
+                return message
+            elif item["kind"] == "figures":
+                if item["target"] == FIGURES_BEFORE:
+                    figures.drop()
+                    message["missing"] = True
+                else:
+                    message["value"] = capture.encode(figures.take(), budget=self.budget)
                 return message
             else:
                 seed = item.get("seed")
