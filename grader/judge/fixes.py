@@ -21,9 +21,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Protocol
 
-from grader.course.model import Assignment, Limits
+from grader.course.model import Assignment, Check, Limits
 from grader.judge import callables
-from grader.judge.context import Context
+from grader.judge.context import Context, changes
 from grader.judge.jobs import JobTemplate
 from grader.judge.variants import Variant
 from grader.notebook import Cell, python_source
@@ -35,7 +35,7 @@ _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def needed(assignment: Assignment, ctx: Context) -> dict[str, tuple[tuple[str, str], ...]]:
-    """The steps without a value that are computed with the student's functions or classes tested
+    """The steps without a value (on the notebook's data or on a variant) that are computed with the student's functions or classes tested
     by another question that does not pass (``callables.wrong_used``), or from a step without a
     value for that reason (a tokenizer that raised leaves its ids, their embeddings and everything
     after without a value): check id -> (name, the question that tests it) of each. Empty for a
@@ -45,8 +45,7 @@ def needed(assignment: Assignment, ctx: Context) -> dict[str, tuple[tuple[str, s
     for check in assignment.checks:  # in the assignment's order: a step's upstream steps come first
         if check.is_test:
             continue
-        got, ref = ctx.student.get(check.id), ctx.reference.get(check.id)
-        if ref is None or ref.value is None or (got is not None and got.value is not None):
+        if not _missing(check, ctx):
             continue
         found = [(name, owner) for name, _, owner in callables.wrong_used(check, ctx)]
         for upstream in ctx.upstream.get(check.id, ()):
@@ -54,6 +53,21 @@ def needed(assignment: Assignment, ctx: Context) -> dict[str, tuple[tuple[str, s
         if found:
             out[check.id] = tuple(dict.fromkeys(found))
     return out
+
+
+def _missing(check: Check, ctx: Context) -> bool:
+    """Whether the step has no value on the notebook's data, or on a variant that changes it (where
+    the notebook's data gives one)."""
+    got, ref = ctx.student.get(check.id), ctx.reference.get(check.id)
+    if ref is None or ref.value is None:
+        return False
+    if got is None or got.value is None:
+        return True
+    for run in ctx.variants:
+        again = run.student.get(check.id)
+        if changes(run.reference.get(check.id), ref) and (again is None or again.value is None):
+            return True
+    return False
 
 
 def definitions(cells: Iterable[Cell], names: Iterable[str]) -> dict[str, str]:
