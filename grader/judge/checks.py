@@ -161,8 +161,12 @@ def _carried_verdict(check: Check, ctx: Context, res: CheckResult, points: float
         )
     )
     where = roots(check, ctx) or [by_id[i].question_id for i in res.carried_from if i in by_id]
+    pairs = ctx.fixed_by.get(check.id, ())
+    if pairs and not inputs:  # carried on the variants where the student's docked function raised
+        inputs = tuple(dict.fromkeys(n if classes.get(n) else f"{n}()" for n, _ in pairs))
+        where = where or list(dict.fromkeys(owner for _, owner in pairs))
     share = check.carry_forward
-    reason = v.CarriedForward(check.label, inputs, tuple(ctx.titles.get(q, q) for q in where), share)
+    reason = v.CarriedForward(check.label, inputs, tuple(dict.fromkeys(ctx.titles.get(q, q) for q in where)), share)
     return replace(
         res, score=points * share, status=CheckStatus.PASSED if share > 0 else CheckStatus.FAILED, reasons=(reason,)
     )
