@@ -209,6 +209,8 @@ class Grader:
                 need_carry = need_carry or any(
                     carry.needed(assignment, ctx.upstream, r.student, r.reference) for r in runs
                 )
+            if fixing or ctx.variants:  # a step the variants left without a value for that reason too
+                fixing = fixes.needed(assignment, ctx) if self._solution_steps(assignment) is not None else {}
             if fixing:
                 solution = self._solution_steps(assignment)
                 assert solution is not None  # asked only where the solution's code is here

@@ -53,7 +53,9 @@ _COMPARISONS = {
 def names_list(names: Sequence[str], mark: str = "`") -> str:
     """```a```, ```a`` and ``b```, ```a``, ``b`` and ``c```: names as a sentence lists them."""
     quoted = [f"{mark}{n}{mark}" for n in names]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+    if len(quoted) < 2:
+        return "".join(quoted)
+    return ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
