@@ -156,6 +156,12 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     a = sub.add_parser("assign", help="generate student skeletons from solution notebooks")
     assignment_names(a)
     course_file(a)
+    a.add_argument(
+        "--per-student",
+        metavar="ROSTER",
+        help="a roster CSV (an `id` column): one notebook per student with their own data (`per_student:`)",
+    )
+    a.add_argument("--out", metavar="DIR", help="with --per-student: the folder of the students' folders")
     a.set_defaults(func=commands["assign"])
 
     im = sub.add_parser(

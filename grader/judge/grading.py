@@ -96,8 +96,22 @@ class Grader:
         except OSError as exc:
             return self._invalid(partial(card, sha256=""), assignment, f"The file cannot be opened ({exc.strerror}).")
         card = partial(card, sha256=sha)
+        mine, foreign, told = None, False, ""  # a per-student assignment's inputs, if another's, why
+        if assignment.per_student is not None:
+            with cpu.aside():  # the solution's run on the student's inputs: not the submission's cost
+                own = self.references.student_inputs(assignment, path, student)
+            card, told, foreign, mine = (
+                partial(card, student_data=own.record),
+                own.told,
+                own.record.flagged,
+                own.variant,
+            )
+            if own.captures is None:  # nobody's data: nothing is paid
+                questions = not_graded(assignment, QuestionStatus.FAILED, told)
+                return card(status=SubmissionStatus.GRADED, reason=told, score=0.0, questions=questions)
+            ref = replace(ref, captures=own.captures)
         try:
-            return self._grade(
+            graded = self._grade(
                 assignment,
                 path,
                 card,
@@ -106,9 +120,14 @@ class Grader:
                 cpu,
                 started,
                 own_variants=assignment.variants.per_submission and not course_variants,
+                mine=mine,
+                foreign=foreign,
             )
         except OverBudget as exc:
             return self._over_budget(card, assignment, str(exc), cpu, started)
+        if told and not graded.reason:
+            graded = replace(graded, reason=told)  # why its answers were held to its own data
+        return graded
 
     def _grade(
         self,
@@ -121,6 +140,8 @@ class Grader:
         started: float,
         *,
         own_variants: bool,
+        mine: Variant | None = None,
+        foreign: bool = False,
     ) -> Scorecard:
         if assignment.name not in self._locked:
             self._locked[assignment.name] = self.references.locked_cells(assignment)
@@ -164,7 +185,10 @@ class Grader:
                 calls=via,
                 data_dir=assignment.solution_dir,
             )
-            need_carry = carry.needed(assignment, ctx.upstream, run.captures, ref.captures)
+            # A per-student notebook holding another's data gets no credit for steps right given its
+            # own upstream values: those were computed on someone else's data.
+            carries = not foreign
+            need_carry = carries and carry.needed(assignment, ctx.upstream, run.captures, ref.captures)
             # Variants run whatever the original run's ending (a crash, a timeout, a last cell that
             # ends the process): only a question that matched on every variant earns its points. They
             # also check a value that is right only given the student's own upstream values.
@@ -200,11 +224,13 @@ class Grader:
                         )
                     )
                 ctx = replace(ctx, variants=tuple(runs))
-                need_carry = need_carry or any(
-                    carry.needed(assignment, ctx.upstream, r.student, r.reference) for r in runs
+                need_carry = (
+                    need_carry
+                    or carries
+                    and any(carry.needed(assignment, ctx.upstream, r.student, r.reference) for r in runs)
                 )
         if need_carry:
-            ctx = self._carry_forward(assignment, ctx, vset.variants if vset is not None else [])
+            ctx = self._carry_forward(assignment, ctx, vset.variants if vset is not None else [], mine)
             cpu.check("reading the values of the error-carried-forward runs")
         questions = tuple(manual.with_answers(assignment, path, grade_assignment(assignment, ctx)))
         status, reason = SubmissionStatus.GRADED, ""
@@ -235,7 +261,9 @@ class Grader:
             execution=execution,
         )
 
-    def _carry_forward(self, assignment: Assignment, ctx: Context, variants: list[Variant]) -> Context:
+    def _carry_forward(
+        self, assignment: Assignment, ctx: Context, variants: list[Variant], mine: Variant | None = None
+    ) -> Context:
         """The solution's values computed from the student's own upstream values (``carry``): one
         sandboxed run of the solution for the notebook's data and one per variant, in the solution's
         own sandbox (never the student's), only for a submission with a wrong step after a wrong step."""
@@ -251,7 +279,11 @@ class Grader:
         # student's values come in as plain data, and no student code runs there.
         with self.executor.session(reuse=("solution", assignment.name)) as runner:
             carried = runner.run(
-                replace(build_carry_job(assignment, cells, infos, ctx.student, skip=skip), stay=True, trusted=True)
+                replace(
+                    build_carry_job(assignment, cells, infos, ctx.student, skip=skip, variant=mine),
+                    stay=True,
+                    trusted=True,
+                )
             ).captures
             runs = tuple(
                 replace(

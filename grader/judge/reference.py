@@ -12,6 +12,12 @@ and an assignment whose config names it (``reference_bundle:``) is graded from i
 ``References.get`` with no solution at all (``load_bundle``). Anything else that must carry
 references (to a cluster, say) or compiled solution steps should go through this pair.
 
+Why one module: every run of the solution grading needs (the notebook's data, the course's
+variants, a submission's own variants, a student's own inputs under ``per_student``) shares one
+cache key, one on-disk layout and one warm sandbox; split, each would re-derive them.
+
+A student's own inputs (``per_student``) are run by ``for_student``, cached per student the same way.
+
 A submission's own variants (``variants.per_submission``) are computed by ``variants_for``: the
 solution's cells (from the notebook, or the steps a Gradescope bundle carries) run on the
 variants of the submission's seed, cached in memory and on disk by seed like the reference.
@@ -33,9 +39,10 @@ from grader import __version__, capture, notebook
 from grader.course.model import Assignment, Course
 from grader.errors import NotebookError, ProtocolError, SolutionError
 from grader.files import write_atomic
-from grader.judge import variants, wording
+from grader.judge import per_student, variants, wording
 from grader.judge.checks import changed_answers
 from grader.judge.jobs import JobTemplate, answer_cells, locked_cells, run_notebook, skip_sources
+from grader.judge.scorecard import StudentData
 from grader.run.execute import Executor, Session
 from grader.run.job import Captured, RunError
 from grader.vocab import RunStatus
@@ -80,6 +87,18 @@ class Reference:
         }
 
 
+@dataclass(frozen=True)
+class StudentInputs:
+    """A per-student submission's data: whose it holds (``record``), what the student is told when
+    it is not their own, the reference values on the inputs it is graded on and those inputs as a
+    variant numbered 0 (both None when it is graded on nobody's: then nothing is paid)."""
+
+    record: StudentData
+    told: str
+    captures: dict[str, Captured] | None
+    variant: variants.Variant | None
+
+
 class References:
     """Reference values from running each solution the same way, cached on disk by content hash."""
 
@@ -95,6 +114,9 @@ class References:
         self._own_lock = threading.Lock()  # grading threads draw for their submissions at once
         self._steps: dict[str, tuple[list[notebook.Cell], list[notebook.CellInfo]]] = {}
         self._draw_templates: dict[str, JobTemplate] = {}  # the solution's jobs for draws, per assignment
+        # (reference key, a student's seed) -> the reference values on that student's inputs
+        self._students: OrderedDict[tuple[str, int], dict[str, Captured]] = OrderedDict()
+        self._student_templates: dict[str, JobTemplate] = {}
         self.secret: bytes | None = None  # the variant secret (``variant_secret``), once read or given
 
     def key(self, assignment: Assignment) -> str:
@@ -340,6 +362,73 @@ class References:
             while len(self._own) > OWN_VARIANT_SETS:
                 self._own.popitem(last=False)
         return found
+
+    def student_inputs(self, assignment: Assignment, path: Path, student: str) -> StudentInputs:
+        """Whose data the per-student submission at ``path``, handed in by ``student`` (its folder,
+        the platform's metadata; "" when nothing says), holds, and the inputs it is graded on."""
+        secret = self.variant_secret()
+        record = per_student.identify(
+            per_student.read_stamp(path), assignment, secret, per_student.expected_student(assignment, student)
+        )
+        told = wording.student_data(record, assignment.name)
+        if not record.graded_on:
+            return StudentInputs(record, told, None, None)
+        mine = per_student.as_variant(per_student.draw(assignment, secret, record.graded_on))
+        return StudentInputs(record, told, self.for_student(assignment, record.graded_on), mine)
+
+    def for_student(self, assignment: Assignment, student: str) -> dict[str, Captured]:
+        """The reference values on ``student``'s own inputs (``per_student``): the solution's
+        steps run with that student's draw swapped in where the solution defines them, hint values
+        included; cached in memory (the latest few) and on disk by the student's seed, like a
+        submission's own variants. Raises SolutionError when the solution fails on them."""
+        ref = self.get(assignment)
+        secret = self.variant_secret()
+        seed = per_student.student_seed(secret, assignment.name, student)
+        memo = (ref.key, -1 - seed)  # beside the own variants' sets, never the same key
+        with self._own_lock:
+            if memo in self._students:
+                self._students.move_to_end(memo)
+                return self._students[memo]
+        path = (
+            self.course.cache_dir
+            / "references"
+            / "students"
+            / f"{assignment.name}-{ref.key[:12]}-{hashlib.sha256(str(seed).encode()).hexdigest()[:20]}.json"
+        )
+        try:
+            captures = self._decode(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError, ProtocolError):
+            captures = self._student_run(assignment, student, secret)
+            write_atomic(path, json.dumps(self._encode(captures)))
+        with self._own_lock:
+            self._students[memo] = captures
+            while len(self._students) > OWN_VARIANT_SETS:
+                self._students.popitem(last=False)
+        return captures
+
+    def _student_run(self, assignment: Assignment, student: str, secret: bytes) -> dict[str, Captured]:
+        cells, infos = self._solution_steps(assignment)
+        if assignment.name not in self._student_templates:
+            jobs = JobTemplate.of(assignment, cells, infos, assignment.solution, hints=True, skip=set())
+            jobs.base = replace(
+                jobs.base,
+                files=tuple(f for f in jobs.base.files if f[0] != assignment.solution),
+                stay=True,
+                trusted=True,
+            )
+            self._student_templates[assignment.name] = jobs
+        variant = per_student.as_variant(per_student.draw(assignment, secret, student))
+        with self.executor.session(reuse=("solution", assignment.name)) as session:
+            run = session.run(self._student_templates[assignment.name].job(variant))
+        if run.status != RunStatus.OK or run.errors:
+            why = run.reason
+            if run.errors:
+                why = f"cell {run.errors[0].index} raises {run.errors[0].ename}: {run.errors[0].evalue}"
+            raise SolutionError(
+                f"The solution of {assignment.name} fails on the inputs drawn for student {student!r}: {why}. "
+                "Fix the `per_student:` rules in config.yaml (`grader validate` tries a sample of draws)."
+            )
+        return run.captures
 
     def variant_secret(self) -> bytes:
         """The course secret the seeds of submissions' own variants are derived from: given (a
