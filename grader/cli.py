@@ -190,6 +190,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
         names = done.names
         print_table(assignment, names, cards, course.scorecard.rounding)
         notes = batch.summary_lines(found, outcome)
+        if assignment.per_student is not None:
+            from grader.authoring.per_student import flagged
+
+            notes += flagged(names, list(cards), out)
     if notes:
         print()
         print("\n".join(notes))

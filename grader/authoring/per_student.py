@@ -30,8 +30,11 @@ import nbformat
 from grader import notebook
 from grader.course.model import Assignment
 from grader.errors import SolutionError, UsageError
+from grader.files import printable, write_atomic
 from grader.judge import per_student
+from grader.judge.scorecard import Scorecard
 from grader.run.job import Captured
+from grader.vocab import StudentDataStatus
 
 ID_COLUMNS = ("id", "student_id", "student", "login", "email")  # the roster's id column, first found
 _BAD_ID_CHARS = set('/\\:*?"<>|')
@@ -105,7 +108,7 @@ class Template:
         nb = copy.deepcopy(self.data)
         for cell_pos, places in self.places.items():
             cell = nb["cells"][cell_pos]
-            cell["source"] = _rewrite(_text(cell["source"]), places, values)
+            cell["source"] = _rewrite(_text(cell["source"]), places, values).splitlines(keepends=True)
         nb["metadata"][per_student.META_KEY] = {per_student.STAMP_KEY: stamp}
         return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -223,3 +226,47 @@ def write_per_student(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return [out / sid / assignment.skeleton.name for sid in ids]
+
+
+FLAGS_FILE = "student-data.csv"  # beside a per-student batch's scorecards: the submissions for a person
+FLAG_WORDS = {
+    StudentDataStatus.CLASSMATE: "a classmate's notebook",
+    StudentDataStatus.EDITED: "its student id was edited",
+    StudentDataStatus.GENERIC: "the generic skeleton, not the student's own notebook",
+    StudentDataStatus.OTHER_ASSIGNMENT: "a notebook of another assignment",
+}
+
+
+def flagged(names: Sequence[str], cards: Sequence[Scorecard], out: Path | None = None) -> list[str]:
+    """The lines of a batch's report on per-student submissions that do not hold their student's
+    own data (which, whose, graded on whose), and ``out/student-data.csv`` with the same rows for a
+    person to follow up (written whenever the batch has per-student cards, so an old list never stays)."""
+    rows = []
+    per_student_cards = False
+    for name, card in zip(names, cards, strict=True):
+        record = card.student_data
+        per_student_cards = per_student_cards or record is not None
+        if record is None or not record.flagged:
+            continue
+        rows.append((name, str(record.status), record.notebook_id, record.expected, record.graded_on, card.score))
+    if out is not None and per_student_cards:
+        lines = ["submission,status,notebook_id,expected,graded_on,score"]
+        lines += [",".join(_csv_cell(str(v)) for v in row) for row in rows]
+        write_atomic(out / FLAGS_FILE, "\n".join(lines) + "\n")
+    if not rows:
+        return []
+    head = f"{len(rows)} submission{'s' if len(rows) != 1 else ''} not holding their student's own data (for a person"
+    head += f", also in {FLAGS_FILE}):" if out is not None else "):"
+    return [head] + [
+        f"  {printable(name)}: {FLAG_WORDS[StudentDataStatus(status)]}"
+        + (f" (made for {printable(claimed)})" if claimed and status == StudentDataStatus.CLASSMATE else "")
+        + (f", graded on {printable(on)}'s data" if on else ", not graded")
+        for name, status, claimed, _, on, _ in rows
+    ]
+
+
+def _csv_cell(text: str) -> str:
+    text = printable(text)
+    if text[:1] in ("=", "+", "-", "@"):
+        text = "'" + text  # never a formula in a spreadsheet
+    return '"' + text.replace('"', '""') + '"' if any(ch in text for ch in ',"\n') else text

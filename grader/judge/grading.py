@@ -20,7 +20,7 @@ from grader import notebook
 from grader.course.model import Assignment, Check, Course, Limits
 from grader.errors import NotebookError, OverBudget, SolutionError
 from grader.files import printable, sha256_file
-from grader.judge import carry, manual, wording
+from grader.judge import carry, manual, per_student, wording
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
 from grader.judge.context import without_right_calls
 from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job
@@ -96,19 +96,14 @@ class Grader:
         except OSError as exc:
             return self._invalid(partial(card, sha256=""), assignment, f"The file cannot be opened ({exc.strerror}).")
         card = partial(card, sha256=sha)
-        mine, foreign, told = None, False, ""  # a per-student assignment's inputs, if another's, why
+        own = None  # a per-student assignment's: whose data it holds, the inputs it is graded on
         if assignment.per_student is not None:
             with cpu.aside():  # the solution's run on the student's inputs: not the submission's cost
                 own = self.references.student_inputs(assignment, path, student)
-            card, told, foreign, mine = (
-                partial(card, student_data=own.record),
-                own.told,
-                own.record.flagged,
-                own.variant,
-            )
+            card = partial(card, student_data=own.record)
             if own.captures is None:  # nobody's data: nothing is paid
-                questions = not_graded(assignment, QuestionStatus.FAILED, told)
-                return card(status=SubmissionStatus.GRADED, reason=told, score=0.0, questions=questions)
+                questions = not_graded(assignment, QuestionStatus.FAILED, own.told)
+                return card(status=SubmissionStatus.GRADED, reason=own.told, score=0.0, questions=questions)
             ref = replace(ref, captures=own.captures)
         try:
             graded = self._grade(
@@ -120,14 +115,11 @@ class Grader:
                 cpu,
                 started,
                 own_variants=assignment.variants.per_submission and not course_variants,
-                mine=mine,
-                foreign=foreign,
+                own=own,
             )
         except OverBudget as exc:
             return self._over_budget(card, assignment, str(exc), cpu, started)
-        if told and not graded.reason:
-            graded = replace(graded, reason=told)  # why its answers were held to its own data
-        return graded
+        return graded if own is None else per_student.settle(graded, own)
 
     def _grade(
         self,
@@ -140,8 +132,7 @@ class Grader:
         started: float,
         *,
         own_variants: bool,
-        mine: Variant | None = None,
-        foreign: bool = False,
+        own: per_student.StudentInputs | None = None,
     ) -> Scorecard:
         if assignment.name not in self._locked:
             self._locked[assignment.name] = self.references.locked_cells(assignment)
@@ -187,7 +178,7 @@ class Grader:
             )
             # A per-student notebook holding another's data gets no credit for steps right given its
             # own upstream values: those were computed on someone else's data.
-            carries = not foreign
+            carries = own is None or not own.record.flagged
             need_carry = carries and carry.needed(assignment, ctx.upstream, run.captures, ref.captures)
             # Variants run whatever the original run's ending (a crash, a timeout, a last cell that
             # ends the process): only a question that matched on every variant earns its points. They
@@ -230,7 +221,7 @@ class Grader:
                     and any(carry.needed(assignment, ctx.upstream, r.student, r.reference) for r in runs)
                 )
         if need_carry:
-            ctx = self._carry_forward(assignment, ctx, vset.variants if vset is not None else [], mine)
+            ctx = self._carry_forward(assignment, ctx, vset.variants if vset is not None else [], own)
             cpu.check("reading the values of the error-carried-forward runs")
         questions = tuple(manual.with_answers(assignment, path, grade_assignment(assignment, ctx)))
         status, reason = SubmissionStatus.GRADED, ""
@@ -262,7 +253,7 @@ class Grader:
         )
 
     def _carry_forward(
-        self, assignment: Assignment, ctx: Context, variants: list[Variant], mine: Variant | None = None
+        self, assignment: Assignment, ctx: Context, variants: list[Variant], own: per_student.StudentInputs | None
     ) -> Context:
         """The solution's values computed from the student's own upstream values (``carry``): one
         sandboxed run of the solution for the notebook's data and one per variant, in the solution's
@@ -280,7 +271,9 @@ class Grader:
         with self.executor.session(reuse=("solution", assignment.name)) as runner:
             carried = runner.run(
                 replace(
-                    build_carry_job(assignment, cells, infos, ctx.student, skip=skip, variant=mine),
+                    build_carry_job(
+                        assignment, cells, infos, ctx.student, skip=skip, variant=own.variant if own else None
+                    ),
                     stay=True,
                     trusted=True,
                 )

@@ -22,6 +22,7 @@ import hashlib
 import hmac
 import json
 import math
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,10 @@ import numpy as np
 from grader import capture
 from grader.course.model import Assignment, PerStudentSpec
 from grader.errors import SolutionError
-from grader.judge.scorecard import StudentData
+from grader.judge.scorecard import Feedback, Scorecard, StudentData, with_questions
 from grader.judge.variants import Variant
-from grader.vocab import StudentDataStatus
+from grader.run.job import Captured
+from grader.vocab import FeedbackKind, QuestionStatus, StudentDataStatus
 
 META_KEY = "grader"  # the notebook metadata's section; ``student`` inside it is the stamp
 STAMP_KEY = "student"
@@ -144,6 +146,43 @@ def stamp(secret: bytes, assignment: str, student: str) -> dict[str, str]:
     return {"id": student, "assignment": assignment, "signature": signature(secret, assignment, student)}
 
 
+@dataclass(frozen=True)
+class StudentInputs:
+    """A per-student submission's data (``References.student_inputs``): whose it holds
+    (``record``), what the student is told when it is not their own, the reference values on the
+    inputs it is graded on and those inputs as a variant numbered 0 (both None when it is graded on
+    nobody's: then nothing is paid), and the checks whose answer depends on whose data it is."""
+
+    record: StudentData
+    told: str
+    captures: dict[str, Captured] | None = None
+    variant: Variant | None = None
+    depends: frozenset[str] = frozenset()
+
+
+def settle(card: Scorecard, own: StudentInputs) -> Scorecard:
+    """A per-student card once graded: a notebook holding someone else's data (a classmate's, the
+    generic skeleton's) earns nothing for a question whose answer depends on whose data it is, even
+    where another's answer happens to equal the student's own; the card says why."""
+    if not own.record.flagged:
+        return card
+    questions = tuple(
+        replace(
+            q,
+            score=0.0,
+            status=QuestionStatus.FAILED,
+            feedback=(
+                *(f for f in q.feedback if f.kind != FeedbackKind.CORRECT),
+                Feedback(FeedbackKind.NOTE, own.told),
+            ),
+        )
+        if q.score and any(c.id in own.depends for c in q.checks)
+        else q
+        for q in card.questions
+    )
+    return replace(with_questions(card, questions), reason=card.reason or own.told)
+
+
 def read_stamp(path: Path) -> dict[str, Any] | None:
     """The ``grader.student`` stamp of a notebook file; None when it has none or cannot be read."""
     try:
@@ -176,3 +215,12 @@ def expected_student(assignment: Assignment, student: str) -> str:
     if student in ("", assignment.name, assignment.skeleton.stem, assignment.solution.stem):
         return ""
     return student
+
+
+def submitter(path: Path, aliases: tuple[str, ...]) -> str:
+    """Who handed ``path`` in, from a platform's names for the submitters (Gradescope's users: their
+    email, student id, user id): the one the notebook's stamp names when it names one of them (so a
+    roster keyed by any of these works), else the first; "" without any."""
+    stamp = read_stamp(path)
+    claimed = str(stamp.get("id", "")) if stamp else ""
+    return claimed if claimed and claimed in aliases else (aliases[0] if aliases else "")

@@ -42,7 +42,6 @@ from grader.files import write_atomic
 from grader.judge import per_student, variants, wording
 from grader.judge.checks import changed_answers
 from grader.judge.jobs import JobTemplate, answer_cells, locked_cells, run_notebook, skip_sources
-from grader.judge.scorecard import StudentData
 from grader.run.execute import Executor, Session
 from grader.run.job import Captured, RunError
 from grader.vocab import RunStatus
@@ -85,18 +84,6 @@ class Reference:
             for cid, c in self.captures.items()
             if cid.startswith(variants.GIVEN_PREFIX) and c.value is not None
         }
-
-
-@dataclass(frozen=True)
-class StudentInputs:
-    """A per-student submission's data: whose it holds (``record``), what the student is told when
-    it is not their own, the reference values on the inputs it is graded on and those inputs as a
-    variant numbered 0 (both None when it is graded on nobody's: then nothing is paid)."""
-
-    record: StudentData
-    told: str
-    captures: dict[str, Captured] | None
-    variant: variants.Variant | None
 
 
 class References:
@@ -363,18 +350,21 @@ class References:
                 self._own.popitem(last=False)
         return found
 
-    def student_inputs(self, assignment: Assignment, path: Path, student: str) -> StudentInputs:
+    def student_inputs(self, assignment: Assignment, path: Path, student: str) -> per_student.StudentInputs:
         """Whose data the per-student submission at ``path``, handed in by ``student`` (its folder,
         the platform's metadata; "" when nothing says), holds, and the inputs it is graded on."""
-        secret = self.variant_secret()
+        secret = self.course_secret()
         record = per_student.identify(
             per_student.read_stamp(path), assignment, secret, per_student.expected_student(assignment, student)
         )
         told = wording.student_data(record, assignment.name)
         if not record.graded_on:
-            return StudentInputs(record, told, None, None)
+            return per_student.StudentInputs(record, told)
         mine = per_student.as_variant(per_student.draw(assignment, secret, record.graded_on))
-        return StudentInputs(record, told, self.for_student(assignment, record.graded_on), mine)
+        theirs = self.for_student(assignment, record.graded_on)
+        # What depends on whose data: answers a notebook holding another's data is never paid for.
+        changed = changed_answers(self.get(assignment).captures, theirs)
+        return per_student.StudentInputs(record, told, theirs, mine, changed)
 
     def for_student(self, assignment: Assignment, student: str) -> dict[str, Captured]:
         """The reference values on ``student``'s own inputs (``per_student``): the solution's
@@ -429,6 +419,22 @@ class References:
                 "Fix the `per_student:` rules in config.yaml (`grader validate` tries a sample of draws)."
             )
         return run.captures
+
+    def course_secret(self) -> bytes:
+        """The secret per-student notebooks were drawn and signed with: given, ``GRADER_VARIANT_SECRET``
+        or the course cache's file, never a new one (every stamp would then look edited). Raises
+        SolutionError saying what to set up."""
+        where = self.course.cache_dir / variants.SECRET_FILE
+        if self.secret is None and not os.environ.get(variants.SECRET_ENV) and not where.is_file():
+            raise SolutionError(
+                f"Per-student notebooks are signed with the course secret, which this grader does not have: set "
+                f"{variants.SECRET_ENV} to the secret `grader assign --per-student` used (the course's {where.name} "
+                f"file in its cache folder), or copy that file to {where}."
+            )
+        try:
+            return self.variant_secret()
+        except OSError as exc:
+            raise SolutionError(f"The course secret cannot be read: {exc}") from None
 
     def variant_secret(self) -> bytes:
         """The course secret the seeds of submissions' own variants are derived from: given (a

@@ -39,6 +39,7 @@ from grader.course.imports import preload_for
 from grader.course.model import Assignment, Course
 from grader.errors import GraderError, UsageError
 from grader.files import write_atomic
+from grader.judge.variants import SECRET_FILE
 from grader.outputs import gradescope
 from grader.packaging.stage import stage_constraints, stage_requirements
 
@@ -100,8 +101,13 @@ def run(root: Path, config_path: Path, assignment_name: str) -> Path:
         course = config.load(config_path)
         assignment = course.assignment(assignment_name)
         path = find_submission(root / "submission", assignment)
+        student = ""
+        if assignment.per_student is not None:  # graded on the data of who Gradescope says handed it in
+            from grader.judge.per_student import submitter
+
+            student = submitter(path, submitters(root))
         # One notebook per container: a fresh process is quicker than starting the warm forking server.
-        card = Grader(course, SubprocessExecutor()).grade(assignment, path)
+        card = Grader(course, SubprocessExecutor()).grade(assignment, path, student=student)
         data = gradescope.results(card, assignment, course.scorecard)
         print(f"graded {path.name}: {card.status}, {card.score:g}/{card.max_score:g}")
     except UsageError as exc:  # about the submission itself
@@ -115,6 +121,26 @@ def run(root: Path, config_path: Path, assignment_name: str) -> Path:
         data = gradescope.failure_results(AUTOGRADER_BROKEN.format(error=f"{type(exc).__name__}."), assignment)
     target = results / "results.json"
     return write_atomic(target, gradescope.to_json(data))
+
+
+METADATA = ("submission_metadata.json", "submission_metadata.yml")  # Gradescope's, under ROOT
+
+
+def submitters(root: Path) -> tuple[str, ...]:
+    """Every name Gradescope's submission metadata gives the students who handed it in (a group's
+    too), per user: email, student id (``sid``), Gradescope's user id; () when it has none."""
+    for name in METADATA:
+        try:
+            data = yaml.safe_load((root / name).read_text(encoding="utf-8"))  # JSON is YAML
+        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            continue
+        users = data.get("users") if isinstance(data, dict) else None
+        out: list[str] = []
+        for user in users if isinstance(users, list) else []:
+            if isinstance(user, dict):
+                out += [str(user[k]).strip() for k in ("email", "sid", "id") if user.get(k) not in (None, "")]
+        return tuple(dict.fromkeys(out))
+    return ()
 
 
 def _sentence(exc: BaseException) -> str:
@@ -173,8 +199,17 @@ def stage_grading(course: Course, assignment: Assignment, dest: Path, *, solutio
         _copy(assignment.solution_dir / rel, dest / grading / rel)
     if assignment.skeleton.is_file():
         _copy(assignment.skeleton, dest / assignment.skeleton.relative_to(course.root))
-    Grader(course).references.save_bundle(assignment, dest / bundle, solution_steps=solution_steps)
-    config.load(dest / "config.yaml").assignment(assignment.name)  # the staged config loads without the solution
+    grader = Grader(course)
+    grader.references.save_bundle(assignment, dest / bundle, solution_steps=solution_steps)
+    staged = config.load(dest / "config.yaml")
+    staged.assignment(assignment.name)  # the staged config loads without the solution
+    if assignment.per_student is not None and solution_steps:
+        # Each student's inputs are drawn, and their notebooks' stamps checked, with the course
+        # secret: it goes where the grader looks for it, readable by the grader's uid only.
+        secret = staged.cache_dir / SECRET_FILE
+        secret.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(secret, grader.references.variant_secret().decode())
+        os.chmod(secret, 0o600)
     return dest / "config.yaml"
 
 
