@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import copy
 import csv
+import io
 import json
 import os
 import shutil
@@ -33,6 +34,7 @@ from grader.errors import SolutionError, UsageError
 from grader.files import printable, write_atomic
 from grader.judge import per_student
 from grader.judge.scorecard import Scorecard
+from grader.outputs.spreadsheet import cell_text
 from grader.run.job import Captured
 from grader.vocab import StudentDataStatus
 
@@ -250,9 +252,11 @@ def flagged(names: Sequence[str], cards: Sequence[Scorecard], out: Path | None =
             continue
         rows.append((name, str(record.status), record.notebook_id, record.expected, record.graded_on, card.score))
     if out is not None and per_student_cards:
-        lines = ["submission,status,notebook_id,expected,graded_on,score"]
-        lines += [",".join(_csv_cell(str(v)) for v in row) for row in rows]
-        write_atomic(out / FLAGS_FILE, "\n".join(lines) + "\n")
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["submission", "status", "notebook_id", "expected", "graded_on", "score"])
+        writer.writerows([cell_text(printable(str(v))) for v in row] for row in rows)
+        write_atomic(out / FLAGS_FILE, buffer.getvalue())
     if not rows:
         return []
     head = f"{len(rows)} submission{'s' if len(rows) != 1 else ''} not holding their student's own data (for a person"
@@ -263,10 +267,3 @@ def flagged(names: Sequence[str], cards: Sequence[Scorecard], out: Path | None =
         + (f", graded on {printable(on)}'s data" if on else ", not graded")
         for name, status, claimed, _, on, _ in rows
     ]
-
-
-def _csv_cell(text: str) -> str:
-    text = printable(text)
-    if text[:1] in ("=", "+", "-", "@"):
-        text = "'" + text  # never a formula in a spreadsheet
-    return '"' + text.replace('"', '""') + '"' if any(ch in text for ch in ',"\n') else text
