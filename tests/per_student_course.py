@@ -53,7 +53,10 @@ SOLUTION_CELLS = [
     ("code", 'sentence = "the quick brown fox jumps"\nseed = 7'),
     ("code", "words = sentence.split()\nn_words = len(words)  # SOLUTION"),
     ("code", "lengths = np.array([len(w) for w in words])  # SOLUTION"),
-    ("code", "rng = np.random.default_rng(seed)\nX = rng.normal(size=(n_words, 3))\nnorms = np.linalg.norm(X, axis=1)  # SOLUTION"),
+    (
+        "code",
+        "rng = np.random.default_rng(seed)\nX = rng.normal(size=(n_words, 3))\nnorms = np.linalg.norm(X, axis=1)  # SOLUTION",
+    ),
 ]
 
 CORRECT = {
