@@ -193,7 +193,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         if assignment.per_student is not None:
             from grader.authoring.per_student import flagged
 
-            notes += flagged(names, list(cards), out)
+            notes += flagged(names, list(cards), out, roster)
     if notes:
         print()
         print("\n".join(notes))
@@ -383,6 +383,7 @@ def _assign_per_student(args: argparse.Namespace, course: config.Course) -> int:
             Path(args.out),
             grader.references.variant_secret(),
             lambda folder: write_beside(assignment, folder, public),
+            given=ref.given(),
             advance=progress.advance,
         )
     finally:

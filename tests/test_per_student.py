@@ -126,6 +126,7 @@ def test_a_class_of_30_grades_right_in_a_batch(made, tmp_path):
             "notebook_id": {CLASSMATE: "s027", EDITED: EDITED, GENERIC: ""}[sid],
             "expected": sid,
             "graded_on": sid,
+            "own_data": False,
         }
     assert "made for another student (s027)" in cards[CLASSMATE]["reason"]
     assert "id in this notebook's metadata was changed" in cards[EDITED]["reason"]

@@ -29,16 +29,20 @@ from typing import Any
 import nbformat
 
 from grader import notebook
+from grader.capture import Value
 from grader.course.model import Assignment
 from grader.errors import SolutionError, UsageError
 from grader.files import printable, write_atomic
 from grader.judge import per_student
 from grader.judge.scorecard import Scorecard
+from grader.outputs.roster import load as load_roster
 from grader.outputs.spreadsheet import cell_text
 from grader.run.job import Captured
 from grader.vocab import StudentDataStatus
 
-ID_COLUMNS = ("id", "student_id", "student", "login", "email")  # the roster's id column, first found
+# The roster's id column, the first found: ``submission`` as the course's roster has it
+# (grader.outputs.roster: what a submission's folder is named), else one of the others.
+ID_COLUMNS = ("submission", "id", "student_id", "github", "email", "sis_login_id")
 _BAD_ID_CHARS = set('/\\:*?"<>|')
 
 
@@ -181,18 +185,20 @@ def write_per_student(
     secret: bytes,
     shared: Callable[[Path], list[Path]],
     *,
+    given: dict[str, Value] | None = None,
     advance: Callable[[int], None] | None = None,
 ) -> list[Path]:
     """Write ``out/<id>/`` for every student of ``roster``; ``shared(folder)`` writes what every
     student's folder holds besides the notebook (data files, public checks, the wheel) into one
-    folder, linked into each. Returns the notebooks written (at their final place)."""
+    folder, linked into each. ``given``: the solution's given values (``Reference.given``), for
+    rules that draw like them. Returns the notebooks written (at their final place)."""
     from grader.authoring.assign import skeleton
 
     ids = read_roster(roster)
     template = Template(assignment, skeleton(assignment.solution, assignment.student_install))
     texts = []
     for sid in ids:  # every draw before anything is written: a failing rule leaves nothing behind
-        values = per_student.draw(assignment, secret, sid)
+        values = per_student.draw(assignment, secret, sid, given)
         texts.append(template.notebook(values, per_student.stamp(secret, assignment.name, sid)))
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -237,20 +243,42 @@ FLAG_WORDS = {
     StudentDataStatus.GENERIC: "the generic skeleton, not the student's own notebook",
     StudentDataStatus.OTHER_ASSIGNMENT: "a notebook of another assignment",
 }
+NOT_ON_ROSTER = "not_on_roster"
 
 
-def flagged(names: Sequence[str], cards: Sequence[Scorecard], out: Path | None = None) -> list[str]:
+def flagged(
+    names: Sequence[str], cards: Sequence[Scorecard], out: Path | None = None, roster: Path | None = None
+) -> list[str]:
     """The lines of a batch's report on per-student submissions that do not hold their student's
-    own data (which, whose, graded on whose), and ``out/student-data.csv`` with the same rows for a
-    person to follow up (written whenever the batch has per-student cards, so an old list never stays)."""
-    rows = []
+    own data (which, whose, graded on whose) or whose student is not on ``roster``, and
+    ``out/student-data.csv`` with the same rows for a person to follow up (written whenever the
+    batch has per-student cards, so an old list never stays)."""
+    on_roster = load_roster(roster) if roster is not None else None
+    rows: list[tuple[str, str, str, str, str, float]] = []
+    lines: list[str] = []
     per_student_cards = False
     for name, card in zip(names, cards, strict=True):
         record = card.student_data
         per_student_cards = per_student_cards or record is not None
+        if on_roster is not None and not on_roster.candidates(name, card):
+            rows.append((name, NOT_ON_ROSTER, record.notebook_id if record else "", card.student, "", card.score))
+            lines.append(f"  {printable(name)}: not on the roster {on_roster.path.name}: no gradebook row for it")
         if record is None or not record.flagged:
             continue
         rows.append((name, str(record.status), record.notebook_id, record.expected, record.graded_on, card.score))
+        what = FLAG_WORDS[record.status]
+        if record.status == StudentDataStatus.CLASSMATE:
+            what += f" (made for {printable(record.notebook_id)})"
+        elif record.status == StudentDataStatus.EDITED and record.notebook_id:
+            what += f" (it says {printable(record.notebook_id)}; its signature does not match)"
+        elif record.status == StudentDataStatus.OTHER_ASSIGNMENT and record.made_for:
+            what += f" ({printable(record.made_for)})"
+        if not record.graded_on:
+            what += ", not graded"
+        else:
+            what += f", graded on {printable(record.graded_on)}'s data"
+            what += "" if record.own_data else ", which it does not hold: its answers on other data earn nothing"
+        lines.append(f"  {printable(name)}: {what}")
     if out is not None and per_student_cards:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
@@ -259,11 +287,6 @@ def flagged(names: Sequence[str], cards: Sequence[Scorecard], out: Path | None =
         write_atomic(out / FLAGS_FILE, buffer.getvalue())
     if not rows:
         return []
-    head = f"{len(rows)} submission{'s' if len(rows) != 1 else ''} not holding their student's own data (for a person"
+    head = f"{len(rows)} submission{'s' if len(rows) != 1 else ''} for a person to look at (per-student data"
     head += f", also in {FLAGS_FILE}):" if out is not None else "):"
-    return [head] + [
-        f"  {printable(name)}: {FLAG_WORDS[StudentDataStatus(status)]}"
-        + (f" (made for {printable(claimed)})" if claimed and status == StudentDataStatus.CLASSMATE else "")
-        + (f", graded on {printable(on)}'s data" if on else ", not graded")
-        for name, status, claimed, _, on, _ in rows
-    ]
+    return [head, *lines]

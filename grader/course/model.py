@@ -161,7 +161,8 @@ KEEP = "keep"  # the rule of a given input that variants leave as the notebook d
 @dataclass(frozen=True)
 class PerStudentInput:
     """One given input that differs per student (``per_student.inputs``): drawn with ``rule`` (an
-    expression with ``rng`` and ``np`` in scope) or as one of ``choices``."""
+    expression with ``rng``, ``np``, ``value`` and ``shape`` in scope), as one of ``choices``, or
+    (neither) as random values of the solution's shape and dtype."""
 
     name: str
     rule: str = ""

@@ -15,7 +15,7 @@ def per_student_spec(r: Reader, given: tuple[str, ...], variants: VariantSpec) -
     section = r.reader("per_student")
     section.only("inputs")
     raw = section.get("inputs", None)
-    if not isinstance(raw, dict) or not raw:
+    if not isinstance(raw, dict) or not [v for v in raw.values() if not (isinstance(v, str) and v.strip() == KEEP)]:
         raise section.error(
             section.sub("inputs"),
             "must map at least one given input to an expression (rng, np) or a list of values to pick from",
@@ -26,13 +26,17 @@ def per_student_spec(r: Reader, given: tuple[str, ...], variants: VariantSpec) -
         path = f"{section.sub('inputs')}.{name}"
         if str(name) not in given:
             raise section.error(path, f"is not a given input of this assignment: add {name} to `given`")
+        if rule is not None and isinstance(rule, str) and rule.strip() == KEEP:
+            continue  # the same for every student (said explicitly, as in ``variants.inputs``)
         if rules.get(str(name)) == KEEP:
             raise section.error(
                 path,
                 f"is kept as it is by `variants.inputs.{name}: keep`: a student's own input must be varied too "
                 "(remove `keep`)",
             )
-        if isinstance(rule, str):
+        if rule is None:  # random values of the solution's shape and dtype, as a variant draws them
+            inputs.append(PerStudentInput(name=str(name), rule=""))
+        elif isinstance(rule, str):
             try:
                 compile(rule, "<config>", "eval")
             except SyntaxError as exc:
@@ -46,6 +50,8 @@ def per_student_spec(r: Reader, given: tuple[str, ...], variants: VariantSpec) -
             inputs.append(PerStudentInput(name=str(name), choices=tuple(rule)))
         else:
             raise section.error(
-                path, f"must be an expression (rng, np) or a list of values to pick one of, got {describe(rule)}"
+                path,
+                "must be an expression (rng, np), a list of values to pick one of, null (random, the solution's "
+                f"shape and dtype) or 'keep', got {describe(rule)}",
             )
     return PerStudentSpec(inputs=tuple(inputs))

@@ -176,9 +176,10 @@ class Grader:
                 calls=via,
                 data_dir=assignment.solution_dir,
             )
-            # A per-student notebook holding another's data gets no credit for steps right given its
-            # own upstream values: those were computed on someone else's data.
-            carries = own is None or not own.record.flagged
+            # A per-student notebook whose run held another's data gets no credit for steps right
+            # given its own upstream values: those were computed on someone else's data.
+            own = own.ran_on(ctx.changed_givens()) if own is not None else None
+            carries = own is None or own.record.own_data
             need_carry = carries and carry.needed(assignment, ctx.upstream, run.captures, ref.captures)
             # Variants run whatever the original run's ending (a crash, a timeout, a last cell that
             # ends the process): only a question that matched on every variant earns its points. They
@@ -245,6 +246,7 @@ class Grader:
                 execution, variant_inputs=("this submission's own" if vset.own and not vset.note else vset.note)
             )
         return card(
+            **({"student_data": own.record} if own is not None else {}),
             status=status,
             reason=reason,
             score=sum(q.score for q in questions),

@@ -18,6 +18,7 @@ as hidden variants are swapped in; hidden variants still apply on top.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -29,8 +30,9 @@ from typing import Any
 import numpy as np
 
 from grader import capture
-from grader.course.model import Assignment, PerStudentSpec
+from grader.course.model import Assignment, Course, PerStudentInput, PerStudentSpec
 from grader.errors import SolutionError
+from grader.judge import variants
 from grader.judge.scorecard import Feedback, Scorecard, StudentData, with_questions
 from grader.judge.variants import Variant
 from grader.run.job import Captured
@@ -74,20 +76,34 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def draw(assignment: Assignment, secret: bytes, student: str) -> dict[str, Any]:
-    """The student's inputs, name -> value, in ``per_student.inputs`` order. Raises SolutionError
-    naming the rule that fails or gives a value no data cell can hold."""
+def draw(
+    assignment: Assignment, secret: bytes, student: str, given: dict[str, capture.Value] | None = None
+) -> dict[str, Any]:
+    """The student's inputs, name -> value, in ``per_student.inputs`` order. ``given``: the
+    solution's values of the given inputs (``Reference.given``), which a rule sees as ``value`` and
+    ``shape`` and a null rule draws the like of. Raises SolutionError naming the rule that fails or
+    gives a value no data cell can hold."""
     spec = _spec(assignment)
     seed = student_seed(secret, assignment.name, student)
     out: dict[str, Any] = {}
     for item in spec.inputs:
         digest = hashlib.sha256(f"{seed}/{item.name}".encode()).digest()
         rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+        original = (given or {}).get(item.name)
         if item.choices:
             value: Any = item.choices[int(rng.integers(len(item.choices)))]
+        elif not item.rule:
+            if original is None:
+                raise SolutionError(
+                    f"`{item.name}` of {assignment.name} is drawn like the solution's value, which is not known here"
+                )
+            value = variants.random_like(original, rng)
         else:
+            scope: dict[str, Any] = {"rng": rng, "np": np}
+            if original is not None:
+                scope.update(value=variants.plain(original), shape=original.shape)
             try:
-                value = eval(compile(item.rule, f"<per_student.inputs.{item.name}>", "eval"), {"rng": rng, "np": np})  # noqa: S307 - config
+                value = eval(compile(item.rule, f"<per_student.inputs.{item.name}>", "eval"), scope)  # noqa: S307 - config
             except Exception as exc:  # noqa: BLE001 - any Python from config.yaml: name its failure
                 raise SolutionError(
                     f"The per-student rule for `{item.name}` in {assignment.name} fails: {type(exc).__name__}: {exc}"
@@ -159,13 +175,22 @@ class StudentInputs:
     variant: Variant | None = None
     depends: frozenset[str] = frozenset()
 
+    def ran_on(self, changed: list[str]) -> StudentInputs:
+        """Once the notebook ran: ``changed``, the given inputs its run holds other values of
+        (``Context.changed_givens``), says whether it held the student's own data."""
+        names = {i.name for i in self.record_spec}
+        return replace(self, record=replace(self.record, own_data=not names & set(changed)))
+
+    record_spec: tuple[PerStudentInput, ...] = ()
+
 
 def settle(card: Scorecard, own: StudentInputs) -> Scorecard:
-    """A per-student card once graded: a notebook holding someone else's data (a classmate's, the
-    generic skeleton's) earns nothing for a question whose answer depends on whose data it is, even
-    where another's answer happens to equal the student's own; the card says why."""
-    if not own.record.flagged:
-        return card
+    """A per-student card once graded: a notebook whose run held someone else's data (a classmate's,
+    the generic skeleton's) earns nothing for a question whose answer depends on whose data it is,
+    even where another's answer happens to equal the student's own; a flagged card says why."""
+    record = card.student_data or own.record
+    if record.own_data:
+        return card if not record.flagged else replace(card, reason=card.reason or own.told)
     questions = tuple(
         replace(
             q,
@@ -193,13 +218,19 @@ def read_stamp(path: Path) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def identify(found: dict[str, Any] | None, assignment: Assignment, secret: bytes, expected: str) -> StudentData:
-    """Whose data a notebook with stamp ``found`` holds, handed in by ``expected`` ("" unknown)."""
+def identify(
+    found: dict[str, Any] | None, assignment: Assignment, secret: bytes, expected: str, *, made_for: str = ""
+) -> StudentData:
+    """Whose data a notebook with stamp ``found`` holds, handed in by ``expected`` ("" unknown);
+    ``made_for``: the other assignment an unstamped notebook looks made for (``made_for``)."""
     if not found:
+        if made_for:
+            return StudentData(StudentDataStatus.OTHER_ASSIGNMENT, expected=expected, made_for=made_for)
         return StudentData(StudentDataStatus.GENERIC, expected=expected, graded_on=expected)
     claimed = str(found.get("id", ""))
     if found.get("assignment") != assignment.name:
-        return StudentData(StudentDataStatus.OTHER_ASSIGNMENT, notebook_id=claimed, expected=expected)
+        other = str(found.get("assignment", ""))
+        return StudentData(StudentDataStatus.OTHER_ASSIGNMENT, notebook_id=claimed, expected=expected, made_for=other)
     good = hmac.compare_digest(str(found.get("signature", "")), signature(secret, assignment.name, claimed))
     if not good:
         return StudentData(StudentDataStatus.EDITED, notebook_id=claimed, expected=expected, graded_on=expected)
@@ -224,3 +255,40 @@ def submitter(path: Path, aliases: tuple[str, ...]) -> str:
     stamp = read_stamp(path)
     claimed = str(stamp.get("id", "")) if stamp else ""
     return claimed if claimed and claimed in aliases else (aliases[0] if aliases else "")
+
+
+def made_for(path: Path, course: Course, assignment: Assignment) -> str:
+    """The other assignment of the course an unstamped notebook was made for, told by its text
+    cells: more of them are another assignment's skeleton's than this one's; "" otherwise."""
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        mine = {_text(c.get("source", "")).strip() for c in cells if c.get("cell_type") == "markdown"}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return ""
+    mine.discard("")
+    score = {a.name: len(mine & _skeleton_text_cells(a.skeleton)) for a in course.assignments.values()}
+    best = max((n for n in score if n != assignment.name), key=lambda n: score[n], default="")
+    return best if best and score[best] > score.get(assignment.name, 0) else ""
+
+
+def _text(source: Any) -> str:
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _skeleton_text_cells(path: Path) -> frozenset[str]:
+    try:
+        stat = path.stat()
+    except OSError:
+        return frozenset()
+    return _text_cells(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _text_cells(path: str, mtime: int, size: int) -> frozenset[str]:
+    try:
+        cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+        found = {_text(c.get("source", "")).strip() for c in cells if c.get("cell_type") == "markdown"}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return frozenset()
+    # the first cell ends with how to check one's work: the same note in every assignment's skeleton
+    return frozenset(t for t in found if t and "Check your work before you submit" not in t)

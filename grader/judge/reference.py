@@ -354,17 +354,22 @@ class References:
         """Whose data the per-student submission at ``path``, handed in by ``student`` (its folder,
         the platform's metadata; "" when nothing says), holds, and the inputs it is graded on."""
         secret = self.course_secret()
+        stamp = per_student.read_stamp(path)
+        other = per_student.made_for(path, self.course, assignment) if stamp is None else ""
         record = per_student.identify(
-            per_student.read_stamp(path), assignment, secret, per_student.expected_student(assignment, student)
+            stamp, assignment, secret, per_student.expected_student(assignment, student), made_for=other
         )
         told = wording.student_data(record, assignment.name)
         if not record.graded_on:
             return per_student.StudentInputs(record, told)
-        mine = per_student.as_variant(per_student.draw(assignment, secret, record.graded_on))
+        mine = per_student.as_variant(
+            per_student.draw(assignment, secret, record.graded_on, self.get(assignment).given())
+        )
         theirs = self.for_student(assignment, record.graded_on)
         # What depends on whose data: answers a notebook holding another's data is never paid for.
         changed = changed_answers(self.get(assignment).captures, theirs)
-        return per_student.StudentInputs(record, told, theirs, mine, changed)
+        spec = assignment.per_student.inputs if assignment.per_student else ()
+        return per_student.StudentInputs(record, told, theirs, mine, changed, record_spec=spec)
 
     def for_student(self, assignment: Assignment, student: str) -> dict[str, Captured]:
         """The reference values on ``student``'s own inputs (``per_student``): the solution's
@@ -407,7 +412,7 @@ class References:
                 trusted=True,
             )
             self._student_templates[assignment.name] = jobs
-        variant = per_student.as_variant(per_student.draw(assignment, secret, student))
+        variant = per_student.as_variant(per_student.draw(assignment, secret, student, self.get(assignment).given()))
         with self.executor.session(reuse=("solution", assignment.name)) as session:
             run = session.run(self._student_templates[assignment.name].job(variant))
         if run.status != RunStatus.OK or run.errors:

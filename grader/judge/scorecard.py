@@ -184,20 +184,24 @@ class StudentData:
     generic (no stamp: the skeleton anyone could download), other_assignment. ``notebook_id``: the
     id the notebook claims ("" without one); ``expected``: who the grader knows handed it in (""
     when nothing says); ``graded_on``: whose inputs the solution ran on ("" when nobody's: then no
-    question is paid)."""
+    question is paid); ``own_data``: whether the notebook's run held those inputs (a notebook with
+    someone else's data earns nothing for an answer that depends on them)."""
 
     status: StudentDataStatus
     notebook_id: str = ""
     expected: str = ""
     graded_on: str = ""
+    made_for: str = ""  # the assignment the notebook was made for (other_assignment)
+    own_data: bool = True  # whether its run held the inputs of ``graded_on`` (else nothing that depends on them pays)
 
     @property
     def flagged(self) -> bool:
         return self.status != StudentDataStatus.OWN
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"status": str(self.status), "notebook_id": self.notebook_id, "expected": self.expected}
-        return {**out, "graded_on": self.graded_on}
+        out: dict[str, Any] = {"status": str(self.status), "notebook_id": self.notebook_id, "expected": self.expected}
+        out.update(graded_on=self.graded_on, own_data=self.own_data)
+        return {**out, "made_for": self.made_for} if self.made_for else out
 
 
 @dataclass(frozen=True)

@@ -408,7 +408,8 @@ def student_data(record: StudentData, assignment: str) -> str:
             f"{paid}Hand in the notebook made for you."
         )
     if record.status == StudentDataStatus.OTHER_ASSIGNMENT:
-        return f"This notebook was made for another assignment, not {printable(assignment)}: nothing was graded."
+        which = f" ({printable(record.made_for)})" if record.made_for else ""
+        return f"This notebook was made for another assignment{which}, not {printable(assignment)}: nothing was graded."
     return ""
 
 
