@@ -154,6 +154,14 @@ def test_a_notebook_with_nobodys_data_or_of_another_assignment_is_not_paid(made,
     assert "made for another assignment" in card.reason
 
 
+def test_an_id_edited_in_the_students_own_notebook_is_told_and_keeps_its_points(made, grader, course, tmp_path):
+    nb = fill(own(made, "s006"), CORRECT)
+    nb.metadata["grader"]["student"]["id"] = "s007"
+    card = grader.grade(course.assignment(NAME), write(nb, tmp_path / "s006" / f"{NAME}.ipynb"), student="s006")
+    assert card.score == 4 and card.student_data.status == "edited" and card.student_data.own_data
+    assert "no longer matches its signature" in card.reason
+
+
 def test_a_signed_notebook_alone_is_graded_on_its_own_data(made, grader, course, tmp_path):
     card = grader.grade(course.assignment(NAME), write(fill(own(made, "s005"), CORRECT), tmp_path / f"{NAME}.ipynb"))
     assert card.score == 4 and card.student_data.status == "own" and card.student_data.graded_on == "s005"

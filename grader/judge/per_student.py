@@ -167,13 +167,12 @@ class StudentInputs:
     """A per-student submission's data (``References.student_inputs``): whose it holds
     (``record``), what the student is told when it is not their own, the reference values on the
     inputs it is graded on and those inputs as a variant numbered 0 (both None when it is graded on
-    nobody's: then nothing is paid), and the checks whose answer depends on whose data it is."""
+    nobody's: then nothing is paid), and the inputs drawn per student (``record_spec``)."""
 
     record: StudentData
     told: str
     captures: dict[str, Captured] | None = None
     variant: Variant | None = None
-    depends: frozenset[str] = frozenset()
 
     def ran_on(self, changed: list[str]) -> StudentInputs:
         """Once the notebook ran: ``changed``, the given inputs its run holds other values of
@@ -185,12 +184,16 @@ class StudentInputs:
 
 
 def settle(card: Scorecard, own: StudentInputs) -> Scorecard:
-    """A per-student card once graded: a notebook whose run held someone else's data (a classmate's,
-    the generic skeleton's) earns nothing for a question whose answer depends on whose data it is,
-    even where another's answer happens to equal the student's own; a flagged card says why."""
+    """A per-student card once graded. A notebook that is not the student's own (a classmate's, the
+    generic skeleton, an edited id) and whose run did not hold the student's own inputs earns
+    nothing: its answers were computed on someone else's data, or copied with the notebook; one
+    that holds them (an id edited in the student's own notebook) keeps its points. A flagged card
+    says which it was."""
     record = card.student_data or own.record
+    if not record.flagged:
+        return card
     if record.own_data:
-        return card if not record.flagged else replace(card, reason=card.reason or own.told)
+        return replace(card, reason=card.reason or own.told)
     questions = tuple(
         replace(
             q,
@@ -201,7 +204,7 @@ def settle(card: Scorecard, own: StudentInputs) -> Scorecard:
                 Feedback(FeedbackKind.NOTE, own.told),
             ),
         )
-        if q.score and any(c.id in own.depends for c in q.checks)
+        if q.score
         else q
         for q in card.questions
     )

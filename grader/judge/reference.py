@@ -365,11 +365,10 @@ class References:
         mine = per_student.as_variant(
             per_student.draw(assignment, secret, record.graded_on, self.get(assignment).given())
         )
-        theirs = self.for_student(assignment, record.graded_on)
-        # What depends on whose data: answers a notebook holding another's data is never paid for.
-        changed = changed_answers(self.get(assignment).captures, theirs)
         spec = assignment.per_student.inputs if assignment.per_student else ()
-        return per_student.StudentInputs(record, told, theirs, mine, changed, record_spec=spec)
+        return per_student.StudentInputs(
+            record, told, self.for_student(assignment, record.graded_on), mine, record_spec=spec
+        )
 
     def for_student(self, assignment: Assignment, student: str) -> dict[str, Captured]:
         """The reference values on ``student``'s own inputs (``per_student``): the solution's

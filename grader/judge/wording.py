@@ -388,7 +388,7 @@ def student_data(record: StudentData, assignment: str) -> str:
     ``scorecard.StudentData``); never the data or a reference value."""
     mine = f"your own data ({printable(record.expected)})" if record.expected else ""
     paid = (
-        f"It was graded on {mine}, so answers computed on other data earn no points. "
+        f"It was graded on {mine}: a notebook that does not hold your own data earns no points. "
         if record.graded_on
         else "Nobody's data can be told from it, so no question was graded. "
     )
