@@ -373,7 +373,7 @@ def _assign_per_student(args: argparse.Namespace, course: config.Course) -> int:
     ids = per_student.read_roster(roster)  # a bad roster stops here, before the solution runs
     grader = Grader(course)
     ref = grader.references.get(assignment)
-    samples = [grader.references.for_student(assignment, sid) for sid in ids[:3]]
+    samples = [grader.students.for_student(assignment, sid) for sid in ids[:3]]
     public = per_student.public_for_students(public_checks(assignment, ref.captures), ref.captures, samples)
     progress = Progress(len(ids), assignment.name, done_word="written")
     try:
@@ -495,7 +495,7 @@ def cmd_classroom50_autograder(args: argparse.Namespace) -> int:
     from grader.packaging.classroom50 import build_folder
 
     course, assignment = course_and_assignment(args)
-    folder = build_folder(course, assignment, Path(args.out), args.slug)
+    folder = build_folder(course, assignment, Path(args.out), args.slug, Path(args.roster) if args.roster else None)
     print(f"wrote {folder}/: commit it to the classroom's folder in your Classroom 50 configuration repository")
     return EXIT_OK
 

@@ -20,10 +20,10 @@ from grader.authoring.public import load as load_public
 from grader.authoring.validate import validate
 from grader.cli import main
 from grader.course import config
-from grader.errors import ConfigError
+from grader.errors import ConfigError, UsageError
 from grader.judge import per_student
 from grader.judge.grading import Grader
-from grader.packaging import gradescope
+from grader.packaging import classroom50, gradescope
 from grader.run.subprocess_executor import SubprocessExecutor
 from grader.selfcheck import check_notebook
 from grader.testing import fill, write
@@ -187,6 +187,27 @@ def test_gradescope_grades_on_the_data_of_the_users_its_metadata_names(made, cou
     assert scores["s010"][0] == 4
     assert scores["s011"][0] == 0 and "made for another student (s012)" in scores["s011"][1]
     assert gradescope.submitters(tmp_path / "s010") == ("s010@uni.example", "s010", "42")
+
+
+def test_classroom50_grades_from_the_rosters_table_without_the_secret_or_the_solution(
+    made, course, grader, tmp_path, monkeypatch
+):
+    monkeypatch.setattr("grader.run.subprocess_executor.SubprocessExecutor", lambda: grader.executor)
+    with pytest.raises(UsageError, match="give --roster"):
+        classroom50.build_folder(course, course.assignment(NAME), tmp_path / "c50")
+    folder = classroom50.build_folder(course, course.assignment(NAME), tmp_path / "c50", roster=made / "roster.csv")
+    staged = folder / "course"
+    assert not list(staged.rglob("variant-secret")) and not list(staged.rglob("solutions"))
+    monkeypatch.delenv("GRADER_VARIANT_SECRET")
+    got = {}
+    for owner, source in (("s010", "s010"), ("s011", "s012"), ("zz99", "s005")):
+        checkout = tmp_path / owner
+        write(fill(own(made, source), CORRECT), checkout / f"{NAME}.ipynb")
+        result = json.loads(classroom50.run(checkout, staged / "config.yaml", NAME, env={"OWNER": owner}).read_text())
+        got[owner] = (result["score"], (checkout / classroom50.BODY).read_text())
+    assert got["s010"][0] == 4
+    assert got["s011"][0] == 0 and "made for another student (s012)" in got["s011"][1]
+    assert got["zz99"][0] == 0 and "not on the roster" in got["zz99"][1]
 
 
 def test_grader_check_runs_the_public_checks_on_the_students_own_data(made, tmp_path):

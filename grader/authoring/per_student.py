@@ -266,7 +266,7 @@ def flagged(
         if record is None or not record.flagged:
             continue
         rows.append((name, str(record.status), record.notebook_id, record.expected, record.graded_on, card.score))
-        what = FLAG_WORDS[record.status]
+        what = FLAG_WORDS.get(record.status, "not on the roster the autograder was built with")
         if record.status == StudentDataStatus.CLASSMATE:
             what += f" (made for {printable(record.notebook_id)})"
         elif record.status == StudentDataStatus.EDITED and record.notebook_id:

@@ -124,7 +124,7 @@ def _per_student_problems(assignment: Assignment, grader: Grader, ref: Reference
     for k in range(1, SAMPLE_STUDENTS + 1):
         sample = f"validate-sample-{k}"
         try:
-            theirs = grader.references.for_student(assignment, sample)
+            theirs = grader.students.for_student(assignment, sample)
         except (GraderError, OSError) as exc:
             return problems + [str(exc)]
         changed = [

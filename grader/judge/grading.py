@@ -26,6 +26,7 @@ from grader.judge.context import without_right_calls
 from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job
 from grader.judge.reference import Reference, References, VariantSet
 from grader.judge.scorecard import CellError, Execution, QuestionResult, Scorecard
+from grader.judge.students import Students
 from grader.judge.variants import Variant
 from grader.run.execute import Executor
 from grader.run.forking import default_executor
@@ -64,6 +65,7 @@ class Grader:
         self.__post_init__()  # as a generated __init__ would: subclasses extend it
 
     def __post_init__(self) -> None:
+        self.students = Students(self.references)  # each student's own data (``per_student``)
         self._skip: dict[str, set[str]] = {}
         self._locked: dict[str, list[notebook.Cell]] = {}
         self._solution: dict[str, tuple[list[notebook.Cell], list[notebook.CellInfo]] | None] = {}
@@ -99,7 +101,7 @@ class Grader:
         own = None  # a per-student assignment's: whose data it holds, the inputs it is graded on
         if assignment.per_student is not None:
             with cpu.aside():  # the solution's run on the student's inputs: not the submission's cost
-                own = self.references.student_inputs(assignment, path, student)
+                own = self.students.inputs(assignment, path, student)
             card = partial(card, student_data=own.record)
             if own.captures is None:  # nobody's data: nothing is paid
                 questions = not_graded(assignment, QuestionStatus.FAILED, own.told)

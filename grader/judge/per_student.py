@@ -23,6 +23,7 @@ import hashlib
 import hmac
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -222,9 +223,15 @@ def read_stamp(path: Path) -> dict[str, Any] | None:
 
 
 def identify(
-    found: dict[str, Any] | None, assignment: Assignment, secret: bytes, expected: str, *, made_for: str = ""
+    found: dict[str, Any] | None,
+    assignment: Assignment,
+    secret: bytes | Callable[[str], str],
+    expected: str,
+    *,
+    made_for: str = "",
 ) -> StudentData:
-    """Whose data a notebook with stamp ``found`` holds, handed in by ``expected`` ("" unknown);
+    """Whose data a notebook with stamp ``found`` holds, handed in by ``expected`` ("" unknown).
+    ``secret``: the course secret, or what gives a student id's signature ("" for an unknown id);
     ``made_for``: the other assignment an unstamped notebook looks made for (``made_for``)."""
     if not found:
         if made_for:
@@ -234,7 +241,8 @@ def identify(
     if found.get("assignment") != assignment.name:
         other = str(found.get("assignment", ""))
         return StudentData(StudentDataStatus.OTHER_ASSIGNMENT, notebook_id=claimed, expected=expected, made_for=other)
-    good = hmac.compare_digest(str(found.get("signature", "")), signature(secret, assignment.name, claimed))
+    valid = secret(claimed) if callable(secret) else signature(secret, assignment.name, claimed)
+    good = bool(valid) and hmac.compare_digest(str(found.get("signature", "")), valid)
     if not good:
         return StudentData(StudentDataStatus.EDITED, notebook_id=claimed, expected=expected, graded_on=expected)
     if expected and claimed != expected:

@@ -13,10 +13,9 @@ and an assignment whose config names it (``reference_bundle:``) is graded from i
 references (to a cluster, say) or compiled solution steps should go through this pair.
 
 Why one module: every run of the solution grading needs (the notebook's data, the course's
-variants, a submission's own variants, a student's own inputs under ``per_student``) shares one
-cache key, one on-disk layout and one warm sandbox; split, each would re-derive them.
-
-A student's own inputs (``per_student``) are run by ``for_student``, cached per student the same way.
+variants, a submission's own variants) shares one cache key, one on-disk layout and one warm
+sandbox; split, each would re-derive them. A student's own inputs (``per_student``) are run
+beside it, in grader.judge.students, through ``solution_steps`` and the codec here.
 
 A submission's own variants (``variants.per_submission``) are computed by ``variants_for``: the
 solution's cells (from the notebook, or the steps a Gradescope bundle carries) run on the
@@ -39,7 +38,7 @@ from grader import __version__, capture, notebook
 from grader.course.model import Assignment, Course
 from grader.errors import NotebookError, ProtocolError, SolutionError
 from grader.files import write_atomic
-from grader.judge import per_student, variants, wording
+from grader.judge import variants, wording
 from grader.judge.checks import changed_answers
 from grader.judge.jobs import JobTemplate, answer_cells, locked_cells, run_notebook, skip_sources
 from grader.run.execute import Executor, Session
@@ -101,9 +100,6 @@ class References:
         self._own_lock = threading.Lock()  # grading threads draw for their submissions at once
         self._steps: dict[str, tuple[list[notebook.Cell], list[notebook.CellInfo]]] = {}
         self._draw_templates: dict[str, JobTemplate] = {}  # the solution's jobs for draws, per assignment
-        # (reference key, a student's seed) -> the reference values on that student's inputs
-        self._students: OrderedDict[tuple[str, int], dict[str, Captured]] = OrderedDict()
-        self._student_templates: dict[str, JobTemplate] = {}
         self.secret: bytes | None = None  # the variant secret (``variant_secret``), once read or given
 
     def key(self, assignment: Assignment) -> str:
@@ -239,7 +235,7 @@ class References:
         return ref, skip
 
     @staticmethod
-    def _decode(raw: dict[str, Any]) -> dict[str, Captured]:
+    def decode(raw: dict[str, Any]) -> dict[str, Captured]:
         captures = {}
         for cid, item in raw.items():
             if "value" in item:
@@ -254,7 +250,7 @@ class References:
         return captures
 
     @staticmethod
-    def _encode(captures: dict[str, Captured]) -> dict[str, Any]:
+    def encode(captures: dict[str, Captured]) -> dict[str, Any]:
         return {
             cid: (
                 {"value": capture.to_wire(c.value)}
@@ -279,18 +275,18 @@ class References:
         if len(data["variants"]) != len(data["variant_captures"]):
             raise ValueError("one set of captures per variant")
         return Reference(
-            captures=cls._decode(data["captures"]),
+            captures=cls.decode(data["captures"]),
             key=key,
             variants=[variants.Variant(number=v["number"], values=v["values"]) for v in data["variants"]],
-            variant_captures=[cls._decode(c) for c in data["variant_captures"]],
+            variant_captures=[cls.decode(c) for c in data["variant_captures"]],
         )
 
     @classmethod
     def _to_data(cls, ref: Reference) -> dict[str, Any]:
         return {
-            "captures": cls._encode(ref.captures),
+            "captures": cls.encode(ref.captures),
             "variants": [{"number": v.number, "values": v.values} for v in ref.variants],
-            "variant_captures": [cls._encode(c) for c in ref.variant_captures],
+            "variant_captures": [cls.encode(c) for c in ref.variant_captures],
         }
 
     def _store(self, path: Path, ref: Reference) -> None:
@@ -326,7 +322,7 @@ class References:
         found = self._load_set(path, ref)
         if found is None:
             try:
-                cells, infos = self._solution_steps(assignment)
+                cells, infos = self.solution_steps(assignment)
             except SolutionError:
                 return ref.course_set(
                     "the course's variants: this grader has no solution steps to compute a "
@@ -339,7 +335,7 @@ class References:
                     json.dumps(
                         {
                             "variants": [{"number": v.number, "values": v.values} for v in found.variants],
-                            "variant_captures": [self._encode(c) for c in found.captures],
+                            "variant_captures": [self.encode(c) for c in found.captures],
                             "note": found.note,
                         }
                     ),
@@ -350,96 +346,6 @@ class References:
                 self._own.popitem(last=False)
         return found
 
-    def student_inputs(self, assignment: Assignment, path: Path, student: str) -> per_student.StudentInputs:
-        """Whose data the per-student submission at ``path``, handed in by ``student`` (its folder,
-        the platform's metadata; "" when nothing says), holds, and the inputs it is graded on."""
-        secret = self.course_secret()
-        stamp = per_student.read_stamp(path)
-        other = per_student.made_for(path, self.course, assignment) if stamp is None else ""
-        record = per_student.identify(
-            stamp, assignment, secret, per_student.expected_student(assignment, student), made_for=other
-        )
-        told = wording.student_data(record, assignment.name)
-        if not record.graded_on:
-            return per_student.StudentInputs(record, told)
-        mine = per_student.as_variant(
-            per_student.draw(assignment, secret, record.graded_on, self.get(assignment).given())
-        )
-        spec = assignment.per_student.inputs if assignment.per_student else ()
-        return per_student.StudentInputs(
-            record, told, self.for_student(assignment, record.graded_on), mine, record_spec=spec
-        )
-
-    def for_student(self, assignment: Assignment, student: str) -> dict[str, Captured]:
-        """The reference values on ``student``'s own inputs (``per_student``): the solution's
-        steps run with that student's draw swapped in where the solution defines them, hint values
-        included; cached in memory (the latest few) and on disk by the student's seed, like a
-        submission's own variants. Raises SolutionError when the solution fails on them."""
-        ref = self.get(assignment)
-        secret = self.variant_secret()
-        seed = per_student.student_seed(secret, assignment.name, student)
-        memo = (ref.key, -1 - seed)  # beside the own variants' sets, never the same key
-        with self._own_lock:
-            if memo in self._students:
-                self._students.move_to_end(memo)
-                return self._students[memo]
-        path = (
-            self.course.cache_dir
-            / "references"
-            / "students"
-            / f"{assignment.name}-{ref.key[:12]}-{hashlib.sha256(str(seed).encode()).hexdigest()[:20]}.json"
-        )
-        try:
-            captures = self._decode(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, KeyError, TypeError, ProtocolError):
-            captures = self._student_run(assignment, student, secret)
-            write_atomic(path, json.dumps(self._encode(captures)))
-        with self._own_lock:
-            self._students[memo] = captures
-            while len(self._students) > OWN_VARIANT_SETS:
-                self._students.popitem(last=False)
-        return captures
-
-    def _student_run(self, assignment: Assignment, student: str, secret: bytes) -> dict[str, Captured]:
-        cells, infos = self._solution_steps(assignment)
-        if assignment.name not in self._student_templates:
-            jobs = JobTemplate.of(assignment, cells, infos, assignment.solution, hints=True, skip=set())
-            jobs.base = replace(
-                jobs.base,
-                files=tuple(f for f in jobs.base.files if f[0] != assignment.solution),
-                stay=True,
-                trusted=True,
-            )
-            self._student_templates[assignment.name] = jobs
-        variant = per_student.as_variant(per_student.draw(assignment, secret, student, self.get(assignment).given()))
-        with self.executor.session(reuse=("solution", assignment.name)) as session:
-            run = session.run(self._student_templates[assignment.name].job(variant))
-        if run.status != RunStatus.OK or run.errors:
-            why = run.reason
-            if run.errors:
-                why = f"cell {run.errors[0].index} raises {run.errors[0].ename}: {run.errors[0].evalue}"
-            raise SolutionError(
-                f"The solution of {assignment.name} fails on the inputs drawn for student {student!r}: {why}. "
-                "Fix the `per_student:` rules in config.yaml (`grader validate` tries a sample of draws)."
-            )
-        return run.captures
-
-    def course_secret(self) -> bytes:
-        """The secret per-student notebooks were drawn and signed with: given, ``GRADER_VARIANT_SECRET``
-        or the course cache's file, never a new one (every stamp would then look edited). Raises
-        SolutionError saying what to set up."""
-        where = self.course.cache_dir / variants.SECRET_FILE
-        if self.secret is None and not os.environ.get(variants.SECRET_ENV) and not where.is_file():
-            raise SolutionError(
-                f"Per-student notebooks are signed with the course secret, which this grader does not have: set "
-                f"{variants.SECRET_ENV} to the secret `grader assign --per-student` used (the course's {where.name} "
-                f"file in its cache folder), or copy that file to {where}."
-            )
-        try:
-            return self.variant_secret()
-        except OSError as exc:
-            raise SolutionError(f"The course secret cannot be read: {exc}") from None
-
     def variant_secret(self) -> bytes:
         """The course secret the seeds of submissions' own variants are derived from: given (a
         cluster's workers get the client's), or ``variants.variant_secret``. Raises OSError."""
@@ -447,7 +353,7 @@ class References:
             self.secret = variants.variant_secret(self.course.cache_dir)
         return self.secret
 
-    def _solution_steps(self, assignment: Assignment) -> tuple[list[notebook.Cell], list[notebook.CellInfo]]:
+    def solution_steps(self, assignment: Assignment) -> tuple[list[notebook.Cell], list[notebook.CellInfo]]:
         if assignment.name not in self._steps:
             cells = answer_cells(assignment, self.solution_cells(assignment))
             self._steps[assignment.name] = (cells, notebook.analyse(cells))
@@ -514,7 +420,7 @@ class References:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             vs = [variants.Variant(number=v["number"], values=v["values"]) for v in data["variants"]]
-            caps = [self._decode(c) for c in data["variant_captures"]]
+            caps = [self.decode(c) for c in data["variant_captures"]]
             if len(vs) != len(caps):
                 return None
         except (OSError, ValueError, KeyError, TypeError, ProtocolError):

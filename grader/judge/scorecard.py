@@ -193,14 +193,17 @@ class StudentData:
     graded_on: str = ""
     made_for: str = ""  # the assignment the notebook was made for (other_assignment)
     own_data: bool = True  # whether its run held the inputs of ``graded_on`` (else nothing that depends on them pays)
+    not_on_roster: bool = False  # who handed it in is not among the students the grader has data for
 
     @property
     def flagged(self) -> bool:
-        return self.status != StudentDataStatus.OWN
+        return self.status != StudentDataStatus.OWN or self.not_on_roster
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": str(self.status), "notebook_id": self.notebook_id, "expected": self.expected}
         out.update(graded_on=self.graded_on, own_data=self.own_data)
+        if self.not_on_roster:
+            out["not_on_roster"] = True
         return {**out, "made_for": self.made_for} if self.made_for else out
 
 

@@ -386,6 +386,12 @@ def restored_cells(cells: Sequence[int]) -> str:
 def student_data(record: StudentData, assignment: str) -> str:
     """What a per-student submission that is not the student's own notebook is told (its record:
     ``scorecard.StudentData``); never the data or a reference value."""
+    if record.not_on_roster:
+        who = printable(record.expected or record.notebook_id)
+        return (
+            f"{who} is not on the roster this autograder was built with, so there is no data of yours to "
+            "grade on: nothing was graded. Tell your instructor."
+        )
     mine = f"your own data ({printable(record.expected)})" if record.expected else ""
     paid = (
         f"It was graded on {mine}: a notebook that does not hold your own data earns no points. "

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import traceback
 import zipfile
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -39,6 +40,7 @@ from grader.course.imports import preload_for
 from grader.course.model import Assignment, Course
 from grader.errors import GraderError, UsageError
 from grader.files import write_atomic
+from grader.judge.students import table_path
 from grader.judge.variants import SECRET_FILE
 from grader.outputs import gradescope
 from grader.packaging.stage import stage_constraints, stage_requirements
@@ -182,13 +184,17 @@ def _copy(src: Path, dest: Path) -> None:
     shutil.copyfile(src, dest)
 
 
-def stage_grading(course: Course, assignment: Assignment, dest: Path, *, solution_steps: bool = False) -> Path:
+def stage_grading(
+    course: Course, assignment: Assignment, dest: Path, *, solution_steps: bool = False, students: Sequence[str] = ()
+) -> Path:
     """Write into ``dest`` what grading the assignment needs and nothing of its solution: a
     config.yaml reduced to it, the skeleton, and ``grading/NAME/`` (the data files and the
     reference bundle, which computing runs the solution unless its references are cached).
     With ``solution_steps`` the bundle also holds the solution code the carry-forward runs need
     (for a grading machine students cannot read, such as Gradescope's); without it, carry-forward
-    is off where the bundle grades. Returns the config file."""
+    is off where the bundle grades. ``students``: a per-student assignment's roster ids, whose data
+    and signatures are written beside the bundle (grader.judge.students) for grading without the
+    course secret. Returns the config file."""
     from grader.judge.grading import Grader
 
     grading = Path("grading") / assignment.name
@@ -201,6 +207,8 @@ def stage_grading(course: Course, assignment: Assignment, dest: Path, *, solutio
         _copy(assignment.skeleton, dest / assignment.skeleton.relative_to(course.root))
     grader = Grader(course)
     grader.references.save_bundle(assignment, dest / bundle, solution_steps=solution_steps)
+    if students:
+        grader.students.save_table(assignment, table_path(dest / bundle), students)
     staged = config.load(dest / "config.yaml")
     staged.assignment(assignment.name)  # the staged config loads without the solution
     if assignment.per_student is not None and solution_steps:
