@@ -216,7 +216,13 @@ def stage_grading(
         # secret: it goes where the grader looks for it, readable by the grader's uid only.
         secret = staged.cache_dir / SECRET_FILE
         secret.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(secret, grader.references.variant_secret().decode())
+        text = grader.references.variant_secret().decode("utf-8", errors="surrogateescape")
+        if len(text.strip()) < 32:
+            raise UsageError(
+                "The course secret (GRADER_VARIANT_SECRET) is shorter than 32 characters: a grader reading it from "
+                "the zip would refuse it. Use a longer one, and write the students' notebooks again with it."
+            )
+        write_atomic(secret, text)
         os.chmod(secret, 0o600)
     return dest / "config.yaml"
 
