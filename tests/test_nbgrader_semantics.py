@@ -255,12 +255,10 @@ def test_the_stub_counts_as_released_by_the_courses_setting_alone(course):
 
 
 def test_autotest_lines_expand_from_the_templates_and_grade(course):
-    tests = [
-        c.source
-        for c in nbformat.read(str(course["b"]), as_version=4).cells
-        if "skip-grading" in c.metadata.get("tags", [])
-    ]
-    assert len(tests) == 1
+    config = yaml.safe_load((course["course"] / "config.yaml").read_text())
+    at = {c.get("at_cell") for q_ in config["assignments"]["ps2_b_autotest"]["questions"] for c in q_.get("checks", [])}
+    tests = [c.source for c in nbformat.read(str(course["b"]), as_version=4).cells if c.id in at]
+    assert len(tests) == 1  # the test cell, taken where it stands
     lines = tests[0].splitlines()
     assert lines[0] == "from hashlib import md5" and lines[-1] == "print('checked')"
     assert 'assert repr(type(area(2, 3))) == """<class \'float\'>""", """area(2, 3) should be a float"""' in lines
@@ -270,7 +268,6 @@ def test_autotest_lines_expand_from_the_templates_and_grade(course):
     assert "1.5" not in tests[0]  # a HASHED value is shown only as its hash
     cards = course["cards"]["b"]
     assert {k: q(c, "test_area")["score"] for k, c in cards.items()} == {"correct": 1, "int": 0, "wrong": 0}
-    config = yaml.safe_load((course["course"] / "config.yaml").read_text())
     assert json.dumps(config).count("unchanged_scores_zero") == 2
 
 

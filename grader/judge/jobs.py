@@ -8,12 +8,13 @@ answered in *this* notebook (at the end, or just before the first statement that
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 from pathlib import Path
 
 from grader import capture, notebook
 from grader.course.imports import preload_for, warm_for
-from grader.course.model import Assignment
+from grader.course.model import Assignment, Check
 from grader.errors import NotebookError
 from grader.judge import carry, testcheck, variants
 from grader.names import CALLS, RECORD, REPLAY, calls_id, hint_id
@@ -62,7 +63,7 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
         point = pos + 1 if pos + 1 < len(infos) else None
         specs.append(CaptureSpec(variants.GIVEN_PREFIX + name, CaptureKind.VALUE, name, point))
     for check in assignment.checks:
-        point = first_bind.get(check.before) if check.before else None
+        point = first_bind.get(check.before) if check.before else cell_point(check, infos)
         if check.spec.capture == CaptureKind.TEST:
             specs.extend(testcheck.captures(check, point))
             continue
@@ -73,10 +74,79 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
     # The names graded through an expression over them (``carry.carriers``), as the student's notebook
     # holds them where the first such check is taken: carried into the solution's run like a step.
     for name, checks in carry.carriers(assignment, infos).items():
-        points = [first_bind.get(c.before) if c.before else None for c in checks]
+        points = [first_bind.get(c.before) if c.before else cell_point(c, infos) for c in checks]
         point = min((p for p in points if p is not None), default=None)
         specs.append(CaptureSpec(carry.carrier_id(name), CaptureKind.VALUE, name, point))
     return tuple(specs)
+
+
+def cell_point(check: Check, infos: list[notebook.CellInfo]) -> int | None:
+    """Where a check with ``at_cell`` or ``after_line`` is taken in this notebook, as a capture point
+    (before the cell at that position; None at the end).
+
+    ``at_cell``: just before the cell with that id (given cells keep their ids: a locked one is put
+    back as released, ``notebook.restore_locked``). Where the student copied it, the last copy counts,
+    as the last run of a cell is the one a notebook's tools record; where they moved it, it is taken
+    where it now stands; where they deleted it, at the end of the notebook, on what the notebook
+    ends with. ``after_line``: just after the last cell holding that line (compared as code: quotes
+    and spaces do not matter), or at the end where no cell holds it."""
+    if check.at_cell is not None:
+        found = [k for k, info in enumerate(infos) if info.cell.cell_id == check.at_cell]
+        if not found:
+            return None
+        index = infos[found[-1]].cell.index  # the first part of the last copy (a cell cut in two keeps its id)
+        return next(k for k in found if infos[k].cell.index == index)
+    if check.after_line is not None:
+        want = _as_code(check.after_line)
+        holding = [
+            k for k, info in enumerate(infos) if any(_as_code(line) == want for line in info.cell.source.splitlines())
+        ]
+        if not holding:
+            return None
+        return holding[-1] + 1 if holding[-1] + 1 < len(infos) else None
+    return None
+
+
+def _as_code(line: str) -> str:
+    text = line.strip()
+    try:
+        return ast.dump(ast.parse(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return text
+
+
+def in_place(assignment: Assignment, cells: list[notebook.Cell]) -> frozenset[int]:
+    """The positions of the given cells a ``test`` check is taken at (``at_cell``, tagged ``locked``,
+    so put back as released): each runs where it stands, so what it defines is there for later
+    cells, but what it raises is the test's verdict (judged apart), never an error of the run."""
+    ids = {c.at_cell for c in assignment.checks if c.is_test and c.at_cell is not None}
+    if not ids:
+        return frozenset()
+    return frozenset(k for k, cell in enumerate(cells) if cell.locked and cell.cell_id in ids)
+
+
+def run_in_place(job_cells: tuple[JobCell, ...] | list[JobCell], positions: frozenset[int]) -> tuple[JobCell, ...]:
+    """The cells at ``positions`` run so that nothing they raise ends the cell with an error: their
+    code, compiled as a cell of its own, runs in the notebook's namespace, and an exception stops it
+    there (as in the notebook: the statements after it do not run), unseen by the run."""
+    if not positions:
+        return tuple(job_cells)
+    return tuple(
+        replace(jc, source=_quietly(jc.source)) if k in positions and jc.skip == SkipReason.RUN else jc
+        for k, jc in enumerate(job_cells)
+    )
+
+
+def _quietly(source: str) -> str:
+    code = notebook.python_source(source)  # magics and shell lines as ``pass``
+    return (
+        "try:\n"
+        f"    exec(compile({code!r}, '<given cell>', 'exec'), globals())\n"
+        "except (KeyboardInterrupt, GeneratorExit):\n"
+        "    raise\n"
+        "except BaseException:\n"
+        "    pass\n"
+    )
 
 
 def build_job(
@@ -90,10 +160,11 @@ def build_job(
     traceback_lines: int = 8,
     variant: variants.Variant | None = None,
     record: tuple[str, ...] = (),
+    quiet: bool = True,
 ) -> Job:
     return JobTemplate.of(
         assignment, cells, infos, submission, hints=hints, skip=skip, traceback_lines=traceback_lines, record=record
-    ).job(variant)
+    ).job(variant, quiet=quiet)
 
 
 class JobTemplate:
@@ -106,9 +177,15 @@ class JobTemplate:
     job records them after their definitions."""
 
     def __init__(
-        self, assignment: Assignment, infos: list[notebook.CellInfo], base: Job, record: tuple[str, ...] = ()
+        self,
+        assignment: Assignment,
+        infos: list[notebook.CellInfo],
+        base: Job,
+        record: tuple[str, ...] = (),
+        quiet: frozenset[int] = frozenset(),
     ) -> None:
         self.given, self.infos, self.base, self.record = assignment.given, infos, base, record
+        self.quiet = quiet  # the given cells a test is taken at, run in place (``in_place``)
         self._cells: dict[tuple[str, ...], tuple[JobCell, ...]] = {}  # names -> the cells with their injections
 
     @classmethod
@@ -146,10 +223,12 @@ class JobTemplate:
             warm=warm_for(preload, [jc.source for jc in job_cells if jc.skip == SkipReason.RUN]),
             cell_seed=assignment.seed_each_cell,
         )
-        return cls(assignment, infos, base, record)
+        return cls(assignment, infos, base, record, in_place(assignment, cells))
 
-    def job(self, variant: variants.Variant | None = None) -> Job:
-        """The notebook's job on its own data, or with ``variant``'s given inputs swapped in."""
+    def job(self, variant: variants.Variant | None = None, *, quiet: bool = True) -> Job:
+        """The notebook's job on its own data, or with ``variant``'s given inputs swapped in.
+        ``quiet=False``: the cells a test is taken at as they are, for a caller that places calls
+        after their statements first (``build_carry_job``) and then runs them ``run_in_place``."""
         names = variant.names if variant is not None else ()
         if names not in self._cells:
             cells = list(self.base.cells)
@@ -169,7 +248,8 @@ class JobTemplate:
             self._cells[names] = tuple(cells)
         injections = tuple(Injection(name=name, value=variant.values[name]) for name in names) if variant else ()
         injections += tuple(Injection(name=RECORD + f, value=_NOTHING) for f in self.record)
-        return replace(self.base, cells=self._cells[names], injections=injections)
+        cells = run_in_place(self._cells[names], self.quiet) if quiet else self._cells[names]
+        return replace(self.base, cells=cells, injections=injections)
 
 
 _NOTHING = {"t": "none"}
@@ -259,7 +339,7 @@ def build_carry_job(
         for c in checks:
             over[c.id] = carry.carried_expression(c.target, name)
             over.update({hint_id(c.id, i): carry.carried_expression(h.expr, name) for i, h in enumerate(c.hints)})
-    job = build_job(assignment, cells, infos, assignment.solution, hints=True, skip=skip)
+    job = build_job(assignment, cells, infos, assignment.solution, hints=True, skip=skip, quiet=False)
     job_cells = [
         replace(jc, source=inject_after(jc.source, by_cell[pos])) if pos in by_cell else jc
         for pos, jc in enumerate(job.cells)
@@ -295,4 +375,5 @@ def build_carry_job(
         for c in job.captures
     )
     files = tuple(f for f in job.files if f[0] != assignment.solution)  # its data only: no notebook file needed
+    job_cells = list(run_in_place(job_cells, in_place(assignment, cells)))
     return replace(job, cells=tuple(job_cells), captures=captures, injections=tuple(injections), files=files)

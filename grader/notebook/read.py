@@ -122,17 +122,29 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
 def restore_locked(cells: list[Cell], given: list[Cell]) -> tuple[list[Cell], tuple[int, ...]]:
     """The cells as they run: each cell that has the id of a given cell tagged ``locked`` holds
     that cell's source and tags again (read-only cells are put back before grading); with the
-    positions of the cells that had been changed."""
+    positions of the cells that had been changed.
+
+    A cell whose id is none of the given cells' (a notebook saved by an editor that gave its cells
+    new ids) but that holds, unchanged, the source of a given locked cell no other given cell holds
+    is that cell: it takes its id and tags."""
     locked = {c.cell_id: c for c in given if c.locked and c.cell_id}
     if not locked:
         return cells, ()
+    by_source: dict[str, Cell | None] = {}
+    for c in locked.values():
+        key = c.source.strip()
+        by_source[key] = None if key in by_source else c  # a source two given cells share names neither
     out, changed = [], []
     for c in cells:
         was = locked.get(c.cell_id)
+        if was is None and c.cell_id not in locked and c.source.strip():
+            was = by_source.get(c.source.strip())
+            if was is not None:
+                c = Cell(index=c.index, source=c.source, tags=was.tags, cell_id=was.cell_id)
         if was is not None and (c.source != was.source or c.tags != was.tags):
             if c.source.strip() != was.source.strip():
                 changed.append(c.index)
-            c = Cell(index=c.index, source=was.source, tags=was.tags, cell_id=c.cell_id)
+            c = Cell(index=c.index, source=was.source, tags=was.tags, cell_id=was.cell_id)
         out.append(c)
     return out, tuple(changed)
 

@@ -9,8 +9,11 @@ nbgrader keeps what a cell is in its metadata (``nbgrader``: ``solution``, ``gra
   an error. Each becomes a question of that many points whose ``test`` checks are the cell's code:
   the visible part, and the whole cell, hidden parts included (``### BEGIN HIDDEN TESTS`` /
   ``### END HIDDEN TESTS``), as a hidden check. Both must pass, all or nothing, as in nbgrader.
-  The cell stays in the notebook for students (hidden parts removed), tagged ``skip-grading``:
-  grading runs the test from config.yaml, so a student who edits it gains nothing. A cell that ends
+  The cell stays in the notebook for students (hidden parts removed), ``locked``, and each check
+  is taken where it stands (``at_cell``, its cell id), as nbgrader runs test cells in the student's
+  kernel in order: the released cell runs there, so what it defines is there for later cells, and
+  the test judges the values as they are at that cell. The verdict is the test's from config.yaml,
+  replayed outside the student's process, so a student who edits the cell gains nothing. A cell that ends
   with a value (not a ``print``) earns that many points, as nbgrader reads its output: the value
   becomes ``partial_credit(...)``;
 - manually graded answers (graded and a solution) and tasks: ``manual`` questions of their points.
@@ -273,6 +276,7 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
     kept = []
     used: set[str] = set()
     helpers: dict[str, tuple[int, str]] = {}  # name -> (order, statement) of earlier test cells
+    at_cells: list[tuple[list[dict[str, Any]], Any]] = []  # each test's checks, and its cell
     code = 0
     for i, cell in enumerate(cells, 1):
         meta = _meta(cell)
@@ -302,10 +306,11 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
                 )
                 item.questions.append({"id": qid, "points": points, "manual": True})
                 answer(cell, qid)  # what a person grades: the test cell, with the output it prints
+                _tag(cell, SKIP_TAG)
             else:
                 item.questions.append({"id": qid, "points": points, "checks": checks})
+                at_cells.append((checks, cell))
             cell.source = visible
-            _tag(cell, SKIP_TAG)
         elif (graded and solution) or meta.get("task"):
             used.add(qid)
             item.questions.append(
@@ -325,6 +330,9 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
         kept.append(cell)
     nb.cells = kept
     normalise(nb)
+    for checks, cell in at_cells:  # taken where the test cell stands, which runs there (ids are final now)
+        for check in checks:
+            check["at_cell"] = str(cell["id"])
     if any(q.get("unchanged_scores_zero") for q in item.questions):
         # Students who got nbgrader's release have its stub where the skeleton has a blank.
         item.settings["blank_released_as"] = CODE_STUB
