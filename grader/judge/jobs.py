@@ -8,13 +8,12 @@ answered in *this* notebook (at the end, or just before the first statement that
 
 from __future__ import annotations
 
-import ast
 from dataclasses import replace
 from pathlib import Path
 
 from grader import capture, notebook
 from grader.course.imports import preload_for, warm_for
-from grader.course.model import Assignment, Check
+from grader.course.model import Assignment
 from grader.errors import NotebookError
 from grader.judge import carry, testcheck, variants
 from grader.names import CALLS, RECORD, REPLAY, calls_id, hint_id
@@ -63,7 +62,11 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
         point = pos + 1 if pos + 1 < len(infos) else None
         specs.append(CaptureSpec(variants.GIVEN_PREFIX + name, CaptureKind.VALUE, name, point))
     for check in assignment.checks:
-        point = first_bind.get(check.before) if check.before else cell_point(check, infos)
+        point = (
+            first_bind.get(check.before)
+            if check.before
+            else notebook.cell_point([i.cell for i in infos], check.at_cell, check.after_line)
+        )
         if check.spec.capture == CaptureKind.TEST:
             specs.extend(testcheck.captures(check, point))
             continue
@@ -74,45 +77,15 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
     # The names graded through an expression over them (``carry.carriers``), as the student's notebook
     # holds them where the first such check is taken: carried into the solution's run like a step.
     for name, checks in carry.carriers(assignment, infos).items():
-        points = [first_bind.get(c.before) if c.before else cell_point(c, infos) for c in checks]
+        points = [
+            first_bind.get(c.before)
+            if c.before
+            else notebook.cell_point([i.cell for i in infos], c.at_cell, c.after_line)
+            for c in checks
+        ]
         point = min((p for p in points if p is not None), default=None)
         specs.append(CaptureSpec(carry.carrier_id(name), CaptureKind.VALUE, name, point))
     return tuple(specs)
-
-
-def cell_point(check: Check, infos: list[notebook.CellInfo]) -> int | None:
-    """Where a check with ``at_cell`` or ``after_line`` is taken in this notebook, as a capture point
-    (before the cell at that position; None at the end).
-
-    ``at_cell``: just before the cell with that id (given cells keep their ids: a locked one is put
-    back as released, ``notebook.restore_locked``). Where the student copied it, the last copy counts,
-    as the last run of a cell is the one a notebook's tools record; where they moved it, it is taken
-    where it now stands; where they deleted it, at the end of the notebook, on what the notebook
-    ends with. ``after_line``: just after the last cell holding that line (compared as code: quotes
-    and spaces do not matter), or at the end where no cell holds it."""
-    if check.at_cell is not None:
-        found = [k for k, info in enumerate(infos) if info.cell.cell_id == check.at_cell]
-        if not found:
-            return None
-        index = infos[found[-1]].cell.index  # the first part of the last copy (a cell cut in two keeps its id)
-        return next(k for k in found if infos[k].cell.index == index)
-    if check.after_line is not None:
-        want = _as_code(check.after_line)
-        holding = [
-            k for k, info in enumerate(infos) if any(_as_code(line) == want for line in info.cell.source.splitlines())
-        ]
-        if not holding:
-            return None
-        return holding[-1] + 1 if holding[-1] + 1 < len(infos) else None
-    return None
-
-
-def _as_code(line: str) -> str:
-    text = line.strip()
-    try:
-        return ast.dump(ast.parse(text))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return text
 
 
 def in_place(assignment: Assignment, cells: list[notebook.Cell]) -> frozenset[int]:
@@ -248,8 +221,8 @@ class JobTemplate:
             self._cells[names] = tuple(cells)
         injections = tuple(Injection(name=name, value=variant.values[name]) for name in names) if variant else ()
         injections += tuple(Injection(name=RECORD + f, value=_NOTHING) for f in self.record)
-        cells = run_in_place(self._cells[names], self.quiet) if quiet else self._cells[names]
-        return replace(self.base, cells=cells, injections=injections)
+        ready = run_in_place(self._cells[names], self.quiet) if quiet else self._cells[names]
+        return replace(self.base, cells=ready, injections=injections)
 
 
 _NOTHING = {"t": "none"}

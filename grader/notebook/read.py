@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass
@@ -147,6 +148,41 @@ def restore_locked(cells: list[Cell], given: list[Cell]) -> tuple[list[Cell], tu
             c = Cell(index=c.index, source=was.source, tags=was.tags, cell_id=was.cell_id)
         out.append(c)
     return out, tuple(changed)
+
+
+def cell_point(cells: list[Cell], at_cell: str | None, after_line: str | None) -> int | None:
+    """Where a check with ``at_cell`` or ``after_line`` is taken among these cells (as they run), as
+    a capture point: before the cell at that position; None at the end of the notebook.
+
+    ``at_cell``: just before the cell with that id (given cells keep their ids: a locked one is put
+    back as released, ``restore_locked``). Where the student copied it, the last copy counts (the
+    last run of a cell is the one a notebook's tools record); where they moved it, it is taken
+    where it now stands; where they deleted it, at the end of the notebook, on what the notebook
+    ends with. ``after_line``: just after the last cell holding that line (compared as code, so
+    quotes and spaces do not matter), or at the end where no cell holds it."""
+    if at_cell is not None:
+        found = [k for k, c in enumerate(cells) if c.cell_id == at_cell]
+        if not found:
+            return None
+        index = cells[found[-1]].index  # the first part of the last copy (a cell cut in two keeps its id)
+        return next(k for k in found if cells[k].index == index)
+    if after_line is not None:
+        want = _as_code(after_line)
+        holding = [k for k, c in enumerate(cells) if any(_as_code(line) == want for line in c.source.splitlines())]
+        if not holding:
+            return None
+        return holding[-1] + 1 if holding[-1] + 1 < len(cells) else None
+    return None
+
+
+def _as_code(line: str) -> str:
+    text = line.strip()
+    if not text or text.startswith("#"):
+        return text
+    try:
+        return ast.dump(ast.parse(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return text
 
 
 def _unusable(data: dict[str, Any]) -> str:
