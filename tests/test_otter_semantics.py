@@ -158,7 +158,9 @@ def test_the_import_reads_otters_seed_messages_and_test_files(lab):
         "points": 1,
         "notebook_names": ["sum"],
         "seed": SEED,
+        "after_line": 'grader.check("q_msg")',  # taken where the student's notebook checks the question
     }
+    assert {c["after_line"] for c in qs["q_ok"]["checks"]} == {'grader.check("q_ok")'}  # a test file's too
     # The question's other point goes to the test without points of its own, as otter resolves them.
     assert [c["points"] for c in qs["q_msg"]["checks"]] == [1, 1] and qs["q_msg"]["checks"][1]["hidden"] is True
     # An OK-format case is hidden unless it says otherwise; exception-based cases keep their points.
@@ -200,6 +202,32 @@ def test_mistakes_show_the_authors_messages_and_never_a_hidden_value(lab):
         )
     )
     assert qs["q_exc"].lines[-1] == "shape checked"
+
+
+def test_a_question_is_checked_where_the_notebook_calls_grader_check(lab):
+    """otter runs a question's tests at each ``grader.check`` call (the last counting), and on the
+    final environment only those never called: a later cell that reassigns the answer changes
+    nothing for a checked question, and fails one never checked."""
+    root, course, grader = lab
+    cells = [
+        "import numpy as np\nimport otter\ngrader = otter.Notebook('lab.ipynb')",
+        RIGHT["x"],
+        "grader.check('q_seed')",  # otter writes double quotes: the same call
+        RIGHT["total"],
+        RIGHT["scale"],
+        RIGHT["table"],
+        "x = np.zeros(3)  # a later experiment reuses the name",
+    ]
+
+    def q_seed(name: str, sources: list[str]) -> float:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+        nbformat.write(nb, str(root / f"{name}.ipynb"))
+        card = grader.grade(course.assignment("lab"), root / f"{name}.ipynb")
+        return next(q.score for q in card.questions if q.id == "q_seed")
+
+    assert q_seed("checked", cells) == 1
+    assert q_seed("never_checked", [c for c in cells if "grader.check" not in c]) == 0
 
 
 def test_a_seed_variable_is_set_before_every_cell(tmp_path):

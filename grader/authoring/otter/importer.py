@@ -17,8 +17,10 @@ ordinary solution block, prompts are dropped (the skeleton gets a blank ``?``), 
 are kept for everyone (so results stay reproducible), ``# IGNORE`` lines are dropped, and otter's
 own lines (``import otter``, ``grader.check(...)``, ``grader.export()``) are removed.
 
-otter's rules are lowered to generic settings of config.yaml: its seeding of every cell
-(``seed_each_cell``), its own lines in a student's notebook run as ``pass`` (``inert_lines``), a
+otter's rules are lowered to generic settings of config.yaml: a question's tests taken where the
+student's notebook calls ``grader.check("q1")`` (``after_line``; otter's grading runs them at each
+call and keeps the last, and runs on the final environment only those never called), its seeding
+of every cell (``seed_each_cell``), its own lines in a student's notebook run as ``pass`` (``inert_lines``), a
 test over the notebook's own names (``notebook_names``), its messages (``success_message``,
 ``failure_message``) and its points (each test its share of its question's, or all or nothing).
 """
@@ -327,6 +329,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                 if not check:
                     lost += share
                     continue
+                check["after_line"] = otter_ok.check_call(str(question.get("name") or qid))
                 if not question.get("all_or_nothing"):
                     check["points"] = round(share, 10)
                 checks.append(check)
