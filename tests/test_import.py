@@ -411,8 +411,14 @@ def test_otter_ok_format_test_files_beside_the_notebook_become_questions(tmp_pat
                 "test": "np.testing.assert_allclose(round(float(mean), 2), 2.5, rtol=1e-6, atol=1e-8)",
                 "failure_message": "mean is the average of data",
                 "points": 1,
+                "after_line": 'grader.check("q6")',
             },
-            {"test": "z = standardize(data)\nassert bool(abs(z.mean()) < 1e-9)\n", "hidden": True, "points": 2},
+            {
+                "test": "z = standardize(data)\nassert bool(abs(z.mean()) < 1e-9)\n",
+                "hidden": True,
+                "points": 2,
+                "after_line": 'grader.check("q6")',
+            },
         ],
     }
     wrong = tmp_path / "wrong.ipynb"

@@ -407,3 +407,40 @@ def test_inert_lines_must_be_regular_expressions(tmp_path):
         f"{tmp_path / 'config.yaml'}:4: assignments.hw.inert_lines[0] is not a regular expression: "
         "missing ), unterminated subpattern at position 12"
     )
+
+
+def test_files_naming_folders_and_globs_are_copied_whole(tmp_path):
+    """ASSIGNMENT CONFIG's ``files`` as otter copies them: a folder whole (nested too), a glob, a file."""
+    nb = nbformat.v4.new_notebook()
+    config_cell = "# ASSIGNMENT CONFIG\nname: lab\nfiles:\n    - data\n    - extra/*.txt\n    - notes.md\n    - absent\n"
+    nb.cells = [
+        _cell("raw", config_cell),
+        _cell("code", "import pandas as pd\nframe = pd.read_csv('data/sub/a.csv')"),
+        _cell("raw", "# BEGIN QUESTION\nname: q1\npoints: 1"),
+        _cell("code", "n = len(frame) # SOLUTION"),
+        _cell("raw", "# BEGIN TESTS"),
+        _cell("code", "assert n == 1"),
+        _cell("raw", "# END TESTS"),
+        _cell("raw", "# END QUESTION"),
+    ]
+    for rel, text in {
+        "data/top.csv": "x\n1\n",
+        "data/sub/a.csv": "x\n2\n",
+        "data/.hidden": "",
+        "extra/one.txt": "1",
+        "extra/two.md": "2",
+        "notes.md": "n",
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    nbformat.write(nb, str(tmp_path / "lab.ipynb"))
+    (item,) = otter_import.read(tmp_path / "lab.ipynb")
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in item.data) == [
+        "data/sub/a.csv",
+        "data/top.csv",
+        "extra/one.txt",
+        "notes.md",
+    ]
+    assert any("absent, listed in ASSIGNMENT CONFIG's files, is no file or folder" in n for n in item.notes)
+    importing.write([item], tmp_path / "course" / "config.yaml", course_name="c")
+    assert (tmp_path / "course/solutions/lab/data/sub/a.csv").read_text() == "x\n2\n"

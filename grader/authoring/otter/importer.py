@@ -259,6 +259,32 @@ def _builtins_bound(cells: list[Any]) -> set[str]:
     return out & BUILTINS
 
 
+def given_files(folder: Path, rel: str) -> list[Path]:
+    """What an entry of ASSIGNMENT CONFIG's ``files`` names, as otter copies it with the notebook:
+    a file; a folder, whole (nested folders too); or a glob (``data/*.csv``). Hidden files and
+    caches are left out; nothing outside the notebook's folder is taken."""
+    base = folder.resolve()
+    target = folder / rel
+    if target.is_file():
+        matches = [target]
+    elif target.is_dir():
+        matches = sorted(target.rglob("*"))
+    elif any(ch in rel for ch in "*?["):
+        try:
+            matches = sorted(p for m in folder.glob(rel) for p in ([m] if m.is_file() else sorted(m.rglob("*"))))
+        except (ValueError, NotImplementedError):  # an absolute or otherwise unusable pattern
+            matches = []
+    else:
+        matches = []
+    return [
+        p
+        for p in matches
+        if p.is_file()
+        and p.resolve().is_relative_to(base)
+        and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)
+    ]
+
+
 def cell_seed(config: dict[str, Any]) -> int | dict[str, Any] | None:
     """How otter seeds a submission's cells when it grades it (its ``seed`` and ``generate.seed``),
     as ``seed_each_cell`` writes it; None when it does not."""
@@ -408,12 +434,15 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     item.name = clean_id(name or str(assignment_config.get("name") or path.stem), "assignment")
     item.title = str(assignment_config.get("name") or path.stem).replace("_", " ")
     files = assignment_config.get("files") or []
-    for rel in files if isinstance(files, list) else []:
-        f = path.parent / str(rel)
-        if f.is_file():
-            item.data.append(f)
+    for rel in files if isinstance(files, list) else [files]:
+        found = given_files(path.parent, str(rel))
+        if found:
+            item.data.extend(f for f in found if f not in item.data)
         else:
-            item.notes.append(f"{path.name}: the file {rel} listed in ASSIGNMENT CONFIG is not a file; not copied")
+            item.notes.append(
+                f"{path.name}: {rel}, listed in ASSIGNMENT CONFIG's files, is no file or folder beside "
+                "the notebook; not copied"
+            )
     taken = {q["id"] for q in item.questions}
     for q in otter_ok.questions(path.parent / "tests", item, _shares, expected_assert):
         if q["id"] in taken:
