@@ -37,7 +37,16 @@ import nbformat
 import numpy as np
 import yaml
 
-from grader.authoring.importing import Imported, answer, clean_id, normalise
+from grader.authoring.importing import (
+    Imported,
+    answer,
+    clean_id,
+    declared_requirements,
+    kernel,
+    missing_in_run,
+    normalise,
+    optional_cells,
+)
 from grader.authoring.otter import exception as otter_exception
 from grader.authoring.otter import ok as otter_ok
 from grader.course import testcode
@@ -303,6 +312,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     nb = normalise(nbformat.read(str(path), as_version=4))  # type: ignore[no-untyped-call]  # nbformat has no annotations
     assignment_config: dict[str, Any] = {}
     item = Imported(name="", title="", notebook=nb, source=path)
+    kernel(path, nb, item)
     kept: list[Any] = []
     question: dict[str, Any] | None = None
     tests: list[tuple[int, Any]] = []
@@ -443,6 +453,12 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                 f"{path.name}: {rel}, listed in ASSIGNMENT CONFIG's files, is no file or folder beside "
                 "the notebook; not copied"
             )
+    requirement_files = [
+        path.parent / str(f)
+        for key in ("requirements", "environment")
+        for f in ([assignment_config.get(key)] if isinstance(assignment_config.get(key), str) else [])
+    ] or [path.parent / f for f in ("requirements.txt", "environment.yml") if (path.parent / f).is_file()]
+    item.requirements = declared_requirements([f for f in requirement_files if f.is_file()])
     taken = {q["id"] for q in item.questions}
     for q in otter_ok.questions(path.parent / "tests", item, _shares, expected_assert):
         if q["id"] in taken:
@@ -455,6 +471,14 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             mine = sorted(shadowed & testcode.student_reads(check["test"]))
             if mine:  # otter runs a test over the notebook's names: its ``sum`` is the notebook's
                 check["notebook_names"] = mine
+    # A cell that fails only because a module is not installed here, which nothing graded uses (a
+    # widget in a demo cell), is not run when grading; one something uses stops the import.
+    sources = [c.source if c.cell_type == "code" else None for c in kept]
+    test_sources = [check["test"] for q in item.questions for check in q.get("checks", [])]
+    missing = missing_in_run(path.parent, sources, item.data)  # otter's own lines are gone from the solution
+    for pos in optional_cells(item, sources, missing, test_sources, item.requirements):
+        tags = list(kept[pos].metadata.get("tags", []))
+        kept[pos].metadata["tags"] = [*tags, "skip-grading"]
     item.settings["inert_lines"] = list(INERT_LINES)
     seeding = cell_seed(assignment_config)
     if seeding is not None:
