@@ -251,6 +251,22 @@ class Imported:
         self.notes.append(f"{self.source.name}, cell {cell}: {reason}")
 
 
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    """A course's notebook, or a UsageError naming it and saying why it cannot be imported."""
+    try:
+        nb = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    except OSError as exc:
+        raise UsageError(f"{path.name} cannot be opened ({exc.strerror}); nothing was imported") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path.name} is not UTF-8 text, so not a notebook; nothing was imported") from None
+    except Exception as exc:  # noqa: BLE001 - nbformat fails many ways on a broken file; never a traceback
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise UsageError(f"{path.name} cannot be read as a notebook ({first}); nothing was imported") from None
+    if not isinstance(nb.get("cells"), list):
+        raise UsageError(f"{path.name} is not a Jupyter notebook (it has no cells); nothing was imported")
+    return nb
+
+
 def normalise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """nbformat 4.x of any minor version, every cell with an id (4.0 files have none)."""
     nb.nbformat, nb.nbformat_minor = 4, max(int(nb.get("nbformat_minor", 0)), 5)

@@ -50,6 +50,7 @@ from grader.authoring.importing import (
     missing_module,
     normalise,
     optional_cells,
+    read_notebook,
 )
 from grader.authoring.nbgrader import autotest
 from grader.course import testcode
@@ -280,7 +281,7 @@ def declared_files(path: Path) -> list[Path]:
 
 
 def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] | None = None) -> Imported:
-    nb = normalise(nbformat.read(str(path), as_version=4))  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    nb = normalise(read_notebook(path))
     item = Imported(name=name, title=name.replace("_", " "), notebook=nb, source=path)
     cells = [nbformat.from_dict(c) for c in header] + list(nb.cells)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     kernel(path, nb, item)  # first: AUTOTEST's templates are the grading kernel's
@@ -380,7 +381,7 @@ def read(source_dir: Path, name: str | None = None) -> list[Imported]:
     header_path = next(
         (p for p in (source_dir / "header.ipynb", source_dir.parent / "header.ipynb") if p.is_file()), None
     )
-    header = list(nbformat.read(str(header_path), as_version=4).cells) if header_path else []  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    header = list(read_notebook(header_path).cells) if header_path else []
 
     def notebooks(folder: Path) -> list[Path]:
         return sorted(p for p in folder.glob("*.ipynb") if p != header_path and not p.name.startswith("."))

@@ -33,7 +33,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import numpy as np
 import yaml
 
@@ -46,6 +45,7 @@ from grader.authoring.importing import (
     missing_in_run,
     normalise,
     optional_cells,
+    read_notebook,
 )
 from grader.authoring.otter import exception as otter_exception
 from grader.authoring.otter import ok as otter_ok
@@ -309,7 +309,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     path = Path(path)
     if not path.is_file() or path.suffix != ".ipynb":
         raise UsageError(f"{path} is not a notebook (give otter's master notebook, NAME.ipynb)")
-    nb = normalise(nbformat.read(str(path), as_version=4))  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    nb = normalise(read_notebook(path))
     assignment_config: dict[str, Any] = {}
     item = Imported(name="", title="", notebook=nb, source=path)
     kernel(path, nb, item)
