@@ -254,7 +254,7 @@ class Imported:
 def read_notebook(path: Path) -> nbformat.NotebookNode:
     """A course's notebook, or a UsageError naming it and saying why it cannot be imported."""
     try:
-        nb = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
+        nb: nbformat.NotebookNode = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     except OSError as exc:
         raise UsageError(f"{path.name} cannot be opened ({exc.strerror}); nothing was imported") from None
     except UnicodeDecodeError:
