@@ -412,7 +412,9 @@ def test_inert_lines_must_be_regular_expressions(tmp_path):
 def test_files_naming_folders_and_globs_are_copied_whole(tmp_path):
     """ASSIGNMENT CONFIG's ``files`` as otter copies them: a folder whole (nested too), a glob, a file."""
     nb = nbformat.v4.new_notebook()
-    config_cell = "# ASSIGNMENT CONFIG\nname: lab\nfiles:\n    - data\n    - extra/*.txt\n    - notes.md\n    - absent\n"
+    config_cell = (
+        "# ASSIGNMENT CONFIG\nname: lab\nfiles:\n    - data\n    - extra/*.txt\n    - notes.md\n    - absent\n"
+    )
     nb.cells = [
         _cell("raw", config_cell),
         _cell("code", "import pandas as pd\nframe = pd.read_csv('data/sub/a.csv')"),
