@@ -88,24 +88,34 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
     return tuple(specs)
 
 
-def in_place(assignment: Assignment, cells: list[notebook.Cell]) -> frozenset[int]:
-    """The positions of the given cells a ``test`` check is taken at (``at_cell``, tagged ``locked``,
-    so put back as released): each runs where it stands, so what it defines is there for later
-    cells, but what it raises is the test's verdict (judged apart), never an error of the run."""
+def in_place(assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo]) -> dict[int, bool]:
+    """The given cells a ``test`` check is taken at (``at_cell``, tagged ``locked``, so put back as
+    released), by position: whether each runs where it stands. One that binds a name a later cell
+    reads runs there, so what it defines is there for later cells, but what it raises is the test's
+    verdict (judged apart), never an error of the run. One whose names no later cell reads is not
+    run: the test's own run (at that point, namespace and random generators put back after it)
+    already judges it, and the student's code is not called twice for nothing."""
     ids = {c.at_cell for c in assignment.checks if c.is_test and c.at_cell is not None}
     if not ids:
-        return frozenset()
-    return frozenset(k for k, cell in enumerate(cells) if cell.locked and cell.cell_id in ids)
+        return {}
+    out: dict[int, bool] = {}
+    for k, cell in enumerate(cells):
+        if cell.locked and cell.cell_id in ids:
+            out[k] = any(infos[k].binds & later.reads for later in infos[k + 1 :])
+    return out
 
 
-def run_in_place(job_cells: tuple[JobCell, ...] | list[JobCell], positions: frozenset[int]) -> tuple[JobCell, ...]:
-    """The cells at ``positions`` run so that nothing they raise ends the cell with an error: their
-    code, compiled as a cell of its own, runs in the notebook's namespace, and an exception stops it
-    there (as in the notebook: the statements after it do not run), unseen by the run."""
-    if not positions:
+def run_in_place(job_cells: tuple[JobCell, ...] | list[JobCell], where: dict[int, bool]) -> tuple[JobCell, ...]:
+    """The cells ``in_place`` names: those that run, so that nothing they raise ends the cell with an
+    error (their code, compiled as a cell of its own, runs in the notebook's namespace, and an
+    exception stops it there, as in the notebook: the statements after it do not run, unseen by the
+    run); the others not run."""
+    if not where:
         return tuple(job_cells)
     return tuple(
-        replace(jc, source=_quietly(jc.source)) if k in positions and jc.skip == SkipReason.RUN else jc
+        (replace(jc, source=_quietly(jc.source)) if where[k] else replace(jc, skip=SkipReason.TAGGED))
+        if k in where and jc.skip == SkipReason.RUN
+        else jc
         for k, jc in enumerate(job_cells)
     )
 
@@ -155,10 +165,10 @@ class JobTemplate:
         infos: list[notebook.CellInfo],
         base: Job,
         record: tuple[str, ...] = (),
-        quiet: frozenset[int] = frozenset(),
+        quiet: dict[int, bool] | None = None,
     ) -> None:
         self.given, self.infos, self.base, self.record = assignment.given, infos, base, record
-        self.quiet = quiet  # the given cells a test is taken at, run in place (``in_place``)
+        self.quiet = quiet or {}  # the given cells a test is taken at: whether each runs (``in_place``)
         self._cells: dict[tuple[str, ...], tuple[JobCell, ...]] = {}  # names -> the cells with their injections
 
     @classmethod
@@ -196,7 +206,7 @@ class JobTemplate:
             warm=warm_for(preload, [jc.source for jc in job_cells if jc.skip == SkipReason.RUN]),
             cell_seed=assignment.seed_each_cell,
         )
-        return cls(assignment, infos, base, record, in_place(assignment, cells))
+        return cls(assignment, infos, base, record, in_place(assignment, cells, infos))
 
     def job(self, variant: variants.Variant | None = None, *, quiet: bool = True) -> Job:
         """The notebook's job on its own data, or with ``variant``'s given inputs swapped in.
@@ -348,5 +358,5 @@ def build_carry_job(
         for c in job.captures
     )
     files = tuple(f for f in job.files if f[0] != assignment.solution)  # its data only: no notebook file needed
-    job_cells = list(run_in_place(job_cells, in_place(assignment, cells)))
+    job_cells = list(run_in_place(job_cells, in_place(assignment, cells, infos)))
     return replace(job, cells=tuple(job_cells), captures=captures, injections=tuple(injections), files=files)
