@@ -16,6 +16,8 @@ from nbgrader_course import meta, notebook
 from grader.authoring import importing
 from grader.authoring.nbgrader import importer as nbgrader_import
 from grader.authoring.otter import importer as otter_import
+from grader.course import config
+from grader.judge.grading import Grader
 from grader.errors import UsageError
 
 DOUBLE = "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"
@@ -55,6 +57,14 @@ def test_a_cell_that_only_lacks_an_optional_module_is_left_out_with_its_install_
     importing.write([item], tmp_path / "c" / "config.yaml", course_name="c")
     wanted = (tmp_path / "c/solutions/ps1/requirements.txt").read_text().splitlines()
     assert wanted[1:] == ["numpy==1.26", "widgetlib-not-here==1.0"]
+    # Grading runs without it, full marks, and the scorecard says so once, in words.
+    course_ = config.load(tmp_path / "c" / "config.yaml")
+    card = Grader(course_).grade(course_.assignment("ps1"), course_.assignment("ps1").solution)
+    assert card.score == 1 and not card.execution.errors
+    assert card.execution.notes == (
+        "A cell that needs the module widgetlib_not_here is not run when grading: grading does not install it, "
+        "and nothing graded uses what that cell makes.",
+    )
 
 
 def test_a_missing_module_something_graded_uses_stops_the_import(tmp_path):

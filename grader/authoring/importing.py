@@ -170,6 +170,12 @@ def optional_cells(
                 f"(`{line}`) and import again; nothing was written"
             )
         out.add(pos)
+        note = (
+            f"A cell that needs the module {module} is not run when grading: grading does not install "
+            "it, and nothing graded uses what that cell makes."
+        )
+        if note not in item.settings.setdefault("notes", []):
+            item.settings["notes"].append(note)
         item.note(
             pos + 1,
             f"needs the module {module}, which is not installed here (`{line}`); nothing graded uses "

@@ -359,6 +359,7 @@ def _assignment(
         "seed_each_cell",
         "inert_lines",
         "blank_released_as",
+        "notes",
         *Inherited.keys(Level.ASSIGNMENT),
     )
     if not ID_RE.match(name):
@@ -430,6 +431,7 @@ def _assignment(
         seed_each_cell=_cell_seed(r),
         inert_lines=_inert_lines(r),
         blank_released_as=r.string("blank_released_as", ""),
+        notes=tuple(n.strip() for n in r.str_list("notes") if n.strip()),
         **settings.fields_of(Assignment),
     )
 

@@ -192,6 +192,9 @@ class Assignment:
     # The code a released notebook held in place of each blank ``?`` line, where students got the
     # course's notebooks from elsewhere: a manual answer that still holds it is left as released.
     blank_released_as: str = ""
+    # Sentences every scorecard of the assignment carries once among its run's notes (a cell the
+    # grading environment cannot run, such as a demo needing a module it does not install).
+    notes: tuple[str, ...] = ()
 
     @property
     def max_score(self) -> float:

@@ -221,6 +221,8 @@ class Grader:
         )
         if restored:
             execution = replace(execution, notes=(*execution.notes, wording.restored_cells(restored)))
+        if assignment.notes:  # the course's own, once per scorecard
+            execution = replace(execution, notes=(*execution.notes, *assignment.notes))
         if vset is not None and own_variants:
             # Whether its variants were its own (never which values or seed): the course's stand in
             # where the solution's steps or the secret are not here, or no draw tested as much.
