@@ -233,6 +233,32 @@ def missing_in_run(folder: Path, sources: list[str | None], data: list[Path]) ->
     return out
 
 
+def given_files(folder: Path, rel: str) -> list[Path]:
+    """What an entry of ASSIGNMENT CONFIG's ``files`` names, as otter copies it with the notebook:
+    a file; a folder, whole (nested folders too); or a glob (``data/*.csv``). Hidden files and
+    caches are left out; nothing outside the notebook's folder is taken."""
+    base = folder.resolve()
+    target = folder / rel
+    if target.is_file():
+        matches = [target]
+    elif target.is_dir():
+        matches = sorted(target.rglob("*"))
+    elif any(ch in rel for ch in "*?["):
+        try:
+            matches = sorted(p for m in folder.glob(rel) for p in ([m] if m.is_file() else sorted(m.rglob("*"))))
+        except (ValueError, NotImplementedError):  # an absolute or otherwise unusable pattern
+            matches = []
+    else:
+        matches = []
+    return [
+        p
+        for p in matches
+        if p.is_file()
+        and p.resolve().is_relative_to(base)
+        and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)
+    ]
+
+
 def clean_id(text: str, fallback: str) -> str:
     """An id config.yaml accepts (a letter first; letters, digits, ``_.-``)."""
     out = _ID_BAD.sub("_", text.strip()).strip("_.-") or fallback

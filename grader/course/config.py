@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from grader.course import kinds, properties
+from grader.course import kinds, placement, properties
 from grader.course.inherited import Inherited, Level, inherit
 from grader.course.model import (
     KEEP,
@@ -179,7 +179,7 @@ def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None 
     before = r.get("before")
     if before is not None and not (isinstance(before, str) and before.isidentifier()):
         raise r.error(r.sub("before"), f"must be a variable name, got {describe(before)}")
-    at_cell, after_line = _where(r, before)
+    at_cell, after_line = placement.where(r, before)
     hints = tuple(_hint(Reader(r.doc, h, p)) for p, h in r.items("hints"))
     points = r.number("points", None)
     settings = inherit(r, Level.CHECK, outer)
@@ -205,26 +205,6 @@ def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None 
         failure_message=r.string("failure_message", ""),
         **settings.fields_of(Check),
     )
-
-
-CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # nbformat 4.5's cell id
-
-
-def _where(r: Reader, before: str | None) -> tuple[str | None, str | None]:
-    """``at_cell`` (a cell id) and ``after_line`` (one line of code): where the check is taken."""
-    at_cell, after_line = r.get("at_cell"), r.get("after_line")
-    if at_cell is not None and not (isinstance(at_cell, str) and CELL_ID.fullmatch(at_cell)):
-        raise r.error(
-            r.sub("at_cell"), f"must be a notebook cell id (letters, digits, - and _), got {describe(at_cell)}"
-        )
-    if after_line is not None and not (
-        isinstance(after_line, str) and after_line.strip() and "\n" not in after_line.strip()
-    ):
-        raise r.error(r.sub("after_line"), f"must be one line of code, got {describe(after_line)}")
-    given = [k for k, v in (("before", before), ("at_cell", at_cell), ("after_line", after_line)) if v is not None]
-    if len(given) > 1:
-        raise r.error(r.path, f"says where it is taken twice ({' and '.join(given)}): give one")
-    return at_cell, after_line.strip() if isinstance(after_line, str) else None
 
 
 def _rubric(r: Reader) -> tuple[RubricItem, ...]:

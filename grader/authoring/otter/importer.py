@@ -41,6 +41,7 @@ from grader.authoring.importing import (
     answer,
     clean_id,
     declared_requirements,
+    given_files,
     kernel,
     missing_in_run,
     normalise,
@@ -266,32 +267,6 @@ def _builtins_bound(cells: list[Any]) -> set[str]:
             else:
                 out.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
     return out & BUILTINS
-
-
-def given_files(folder: Path, rel: str) -> list[Path]:
-    """What an entry of ASSIGNMENT CONFIG's ``files`` names, as otter copies it with the notebook:
-    a file; a folder, whole (nested folders too); or a glob (``data/*.csv``). Hidden files and
-    caches are left out; nothing outside the notebook's folder is taken."""
-    base = folder.resolve()
-    target = folder / rel
-    if target.is_file():
-        matches = [target]
-    elif target.is_dir():
-        matches = sorted(target.rglob("*"))
-    elif any(ch in rel for ch in "*?["):
-        try:
-            matches = sorted(p for m in folder.glob(rel) for p in ([m] if m.is_file() else sorted(m.rglob("*"))))
-        except (ValueError, NotImplementedError):  # an absolute or otherwise unusable pattern
-            matches = []
-    else:
-        matches = []
-    return [
-        p
-        for p in matches
-        if p.is_file()
-        and p.resolve().is_relative_to(base)
-        and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)
-    ]
 
 
 def cell_seed(config: dict[str, Any]) -> int | dict[str, Any] | None:
