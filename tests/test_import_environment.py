@@ -117,3 +117,24 @@ def test_otter_reads_the_requirements_its_config_names(tmp_path):
     assert item.requirements == ["widgetlib_not_here>=2"]
     assert any("`pip install 'widgetlib_not_here>=2'`" in n for n in item.notes)
     assert "skip-grading" in item.notebook.cells[-1].metadata["tags"]
+
+
+def test_a_released_placeholder_that_fails_its_test_imports_with_a_note(tmp_path):
+    """A released answer cell that assigns a placeholder before the solution region (``ans = None``)
+    fails its test rather than leaving it unanswered: 0 points, as nbgrader gives it; a note, not a
+    refusal."""
+    from grader.authoring import import_check
+
+    answer = "s = 'hello'\nans = None\n### BEGIN SOLUTION\nans = s[::-1]\n### END SOLUTION"
+    test = "### BEGIN HIDDEN TESTS\nassert ans == 'hello'[::-1]\n### END HIDDEN TESTS"
+    src = course(
+        tmp_path,
+        [("code", answer, meta("ans", solution=True)), ("code", test, meta("t", grade=True, locked=True, points=1))],
+    )
+    items = nbgrader_import.read(src)
+    staged = import_check.stage(items, tmp_path / "c" / "config.yaml", course_name="c")
+    assert staged.failing == () and staged.problems == ()
+    assert items[0].notes == [
+        "ps1.ipynb: question t: the released notebook fails its test rather than leaving it unanswered (it "
+        "holds a placeholder value before the answer); it scores 0 there, as in the course's own tool"
+    ]

@@ -10,6 +10,7 @@ would say of the staged course (a skeleton that earns points) is reported with t
 
 from __future__ import annotations
 
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,8 @@ from grader.judge import verdicts as v
 from grader.judge import wording
 from grader.judge.grading import Grader
 from grader.vocab import QuestionStatus, SubmissionStatus
+
+_RELEASED_FAILS = re.compile(r"^question (\S+) is (?:failed|error) in the skeleton, not unanswered")
 
 
 @dataclass(frozen=True)
@@ -94,11 +97,19 @@ def stage(items: list[Imported], config_path: Path, *, course_name: str) -> Stag
             found = _failing(item, card, course)
             failing.extend(found)
             named = {f"the solution does not pass question {f.question}" for f in found}
-            problems.extend(
-                f"{item.name}: {p}"
-                for p in validate(course, assignment, grader)
-                if not any(p.startswith(n) for n in named)
-            )
+            said = [p for p in validate(course, assignment, grader) if not any(p.startswith(n) for n in named)]
+            for p in said:
+                m = _RELEASED_FAILS.match(p)
+                if m and not any(x.startswith("the skeleton scores") for x in said):
+                    # The released notebook runs and fails the test (``ans = None`` before the answer):
+                    # 0 points, as the course's own tool gives it; not a broken course.
+                    item.notes.append(
+                        f"{item.source.name}: question {m.group(1)}: the released notebook fails its test rather "
+                        "than leaving it unanswered (it holds a placeholder value before the answer); it scores "
+                        "0 there, as in the course's own tool"
+                    )
+                else:
+                    problems.append(f"{item.name}: {p}")
     return Staged(tuple(failing), tuple(problems))
 
 
