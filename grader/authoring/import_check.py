@@ -22,6 +22,7 @@ from grader.authoring import importing
 from grader.authoring.importing import Imported
 from grader.authoring.validate import validate
 from grader.course import config
+from grader.errors import UsageError
 from grader.judge import verdicts as v
 from grader.judge import wording
 from grader.judge.grading import Grader
@@ -75,7 +76,18 @@ def _failing(item: Imported, card: Any, course: Any) -> list[FailingTest]:
 
 def stage(items: list[Imported], config_path: Path, *, course_name: str) -> Staged:
     """Write the assignments into a staging copy of the course (its settings, none of its other
-    assignments), grade each solution there and validate it."""
+    assignments), grade each solution there and validate it. A file that cannot be written there
+    (a full disk) is a UsageError naming it: nothing is written into the course."""
+    try:
+        return _stage(items, config_path, course_name=course_name)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise UsageError(
+            f"the import could not be checked: {exc.strerror or exc}{where}; nothing was written"
+        ) from None
+
+
+def _stage(items: list[Imported], config_path: Path, *, course_name: str) -> Staged:
     failing: list[FailingTest] = []
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="grader-import-") as tmp:
