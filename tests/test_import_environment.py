@@ -17,8 +17,8 @@ from grader.authoring import importing
 from grader.authoring.nbgrader import importer as nbgrader_import
 from grader.authoring.otter import importer as otter_import
 from grader.course import config
-from grader.judge.grading import Grader
 from grader.errors import UsageError
+from grader.judge.grading import Grader
 
 DOUBLE = "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"
 WIDGET = "import widgetlib_not_here as wl\nwl.interact(double)"
@@ -138,3 +138,12 @@ def test_a_released_placeholder_that_fails_its_test_imports_with_a_note(tmp_path
         "ps1.ipynb: question t: the released notebook fails its test rather than leaving it unanswered (it "
         "holds a placeholder value before the answer); it scores 0 there, as in the course's own tool"
     ]
+
+
+def test_a_star_import_of_a_missing_module_counts_as_used(tmp_path):
+    star = ("code", "from widgetlib_not_here import *", None)
+    src = course(tmp_path, [star, *BASE, ("code", "interact(double)", None)])
+    with pytest.raises(
+        UsageError, match=r"cell 1 needs the module widgetlib_not_here, .* and cell 4 uses what it makes"
+    ):
+        nbgrader_import.read(src)

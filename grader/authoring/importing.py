@@ -10,6 +10,7 @@ data files beside it, and a note for every cell it could not convert. This modul
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import shutil
 import sys
@@ -128,6 +129,8 @@ def _binds_from(source: str, module: str) -> set[str]:
             names = [node.module]
         if any(n.partition(".")[0] == top for n in names):
             start = k
+            if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+                return {"*"}  # names unknown here: whatever a later cell reads may come from it
             break
     return {n for st in statements[start:] for n in st.binds}
 
@@ -157,6 +160,16 @@ def optional_cells(
         line = install_line(module, declared)
         where = f"{item.source.name}, cell {pos + 1}"
         lost = _binds_from(sources[pos] or "", module)
+        if "*" in lost:  # what later cells read that no cell binds and is no builtin may come from it
+            bound = {
+                n
+                for k, src in enumerate(sources)
+                if k != pos
+                for st in parse_cell(src or "").statements
+                for n in st.binds
+            }
+            later = {n for k in range(pos + 1, len(sources)) for n in reads(sources[k] or "")}
+            lost = {n for n in later - bound if not hasattr(builtins, n)} or {"*"}
         needs = [
             f"cell {k + 1}"
             for k in range(pos + 1, len(sources))
