@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from grader.course import kinds, properties
+from grader.course import kinds, placement, properties
 from grader.course.inherited import Inherited, Level, inherit
 from grader.course.model import (
     KEEP,
@@ -140,6 +140,8 @@ def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None 
         "points",
         "seed",
         "before",
+        "at_cell",
+        "after_line",
         "properties",
         "compare",
         "hints",
@@ -178,6 +180,7 @@ def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None 
     before = r.get("before")
     if before is not None and not (isinstance(before, str) and before.isidentifier()):
         raise r.error(r.sub("before"), f"must be a variable name, got {describe(before)}")
+    at_cell, after_line = placement.where(r, before)
     hints = tuple(_hint(Reader(r.doc, h, p)) for p, h in r.items("hints"))
     points = r.number("points", None)
     settings = inherit(r, Level.CHECK, outer)
@@ -189,6 +192,8 @@ def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None 
         points=None if points is None else float(points),
         seed=seed,
         before=before,
+        at_cell=at_cell,
+        after_line=after_line,
         properties=props,
         compare=compare,
         hints=hints,
@@ -336,6 +341,7 @@ def _assignment(
         "inert_lines",
         "blank_released_as",
         "per_student",
+        "notes",
         *Inherited.keys(Level.ASSIGNMENT),
     )
     if not ID_RE.match(name):
@@ -409,6 +415,7 @@ def _assignment(
         inert_lines=_inert_lines(r),
         blank_released_as=r.string("blank_released_as", ""),
         per_student=per_student,
+        notes=tuple(n.strip() for n in r.str_list("notes") if n.strip()),
         **settings.fields_of(Assignment),
     )
 
