@@ -25,7 +25,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import NUMPY_CORRECT, ROOT, question
+from conftest import IN_ORDER, NUMPY_CORRECT, ROOT, question
 
 from grader.course.model import Limits
 from grader.judge.grading import Grader
@@ -155,6 +155,7 @@ def test_scorecard_names_the_protections_the_run_had(hand_in):
 
 def test_report_header_shows_the_sandbox(pytester):
     result = pytester.runpytest_subprocess(
+        *IN_ORDER,
         "--grader-config",
         str(ROOT / "config.yaml"),
         "--scorecard-dir",
