@@ -658,8 +658,11 @@ def test_forged_channel_messages_crash_the_run_with_a_reason_not_the_grader(hand
 
 
 @needs["filesystem"]
-def test_every_tmpfs_of_a_run_holds_a_bounded_number_of_files(hand_in):
-    # Empty files take no space a size limit counts, but each is kernel memory.
+def test_every_tmpfs_of_a_run_holds_a_bounded_number_of_files(hand_in, small):
+    # Empty files take no space a size limit counts, but each is kernel memory. Filling three
+    # tmpfs to their file limits is tens of thousands of system calls: the cell has 30 s, not 10, so
+    # a loaded machine (load 45 on two cores) does not stop it before it reports.
+    roomy = dataclasses.replace(small, limits=dataclasses.replace(small.limits, cell_timeout=30.0))
     card = hand_in(
         TRY
         + (
@@ -670,7 +673,8 @@ def test_every_tmpfs_of_a_run_holds_a_bounded_number_of_files(hand_in):
             "found = {where: attempt(lambda: many(where)) for where in ('.', '/tmp', '/dev/shm')}\n"
             "found['counts'] = [len(os.listdir(w)) for w in ('/tmp', '/dev/shm')]\n"
             "raise RuntimeError('probe ' + json.dumps(found))"
-        )
+        ),
+        assignment=roomy,
     )
     found = probe(card)
     assert found["."] == found["/tmp"] == found["/dev/shm"] == "No space left on device", found
