@@ -264,7 +264,6 @@ class JobTemplate:
         injections = tuple(Injection(name=name, value=variant.values[name]) for name in names) if variant else ()
         injections += tuple(Injection(name=RECORD + f, value=_NOTHING) for f in self.record)
         injections += tuple(Injection(name=FIX + f, value=source) for f, source in self.fixes.items())
-        return replace(self.base, cells=self._cells[names], injections=injections)
         ready = run_in_place(self._cells[names], self.quiet) if quiet else self._cells[names]
         return replace(self.base, cells=ready, injections=injections)
 
