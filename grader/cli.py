@@ -112,6 +112,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     with batch.intake(given, assignment) as found:
         if not found.submissions:
             raise UsageError("No notebooks found in the given paths.")
+        batch.apply_late(found, assignment, roster)  # each submission's time under the late policy
         grader = Grader(course, executor)
         if args.cluster is None:  # on a cluster, each worker's own sandbox: its scorecards say what it lacked
             from grader.run.sandbox import header

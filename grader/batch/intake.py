@@ -46,9 +46,12 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from grader.authoring import layouts
+from grader.batch import lms
+from grader.course.late import Late
 from grader.course.model import Assignment
 from grader.errors import UsageError
 from grader.files import printable, safe_stem, sha256_file
+from grader.judge.scorecard import Origin
 from grader.notebook import MAX_NOTEBOOK_BYTES
 
 ZIP_MAX_FILES = 100_000
@@ -64,6 +67,8 @@ class Submission:
     sha256: str
     name: str = ""  # a distinct stem for its output files, set by intake()
     id: str = ""  # where it came from, URL-safe and unique in the run (the module's docstring), set by intake()
+    lms: Origin | None = None  # what an LMS's download said of it (``grader.batch.lms``)
+    late: Late | None = None  # the assignment's late policy applied to its time (``grader.batch.lateness``)
 
 
 @dataclass
@@ -120,6 +125,7 @@ class _Intake:
     def __init__(self, assignment: Assignment):
         self.assignment = assignment
         self.found: list[tuple[str, Path, str, str]] = []  # (student, path, origin, id)
+        self.lms: dict[int, Origin] = {}  # index in found -> what an LMS's download said of it
         self.notes: list[str] = []
         self.scratch: Path | None = None
 
@@ -139,6 +145,9 @@ class _Intake:
         if exchange is not None:
             return self.exchange(*exchange, origin if exchange[1] == folder else f"{origin}/{exchange[1].name}")
         files, folders = _entries(folder)
+        made_by = lms.detect(files, folders)
+        if made_by:
+            return self.download(made_by, folder, files, folders, str(origin), at)
         for f in files:
             if f.suffix == ".ipynb":
                 self.found.append((f.stem, f, f"{origin}/{f.name}", submission_id((*at, _part(f)))))
@@ -170,6 +179,22 @@ class _Intake:
             # One notebook graded from the folder is the student's; several are each a row of its own.
             key = at if len(notebooks) == 1 else (*at, *inside.parent.parts, _part(f))
             self.found.append((student, f, f"{origin}/{inside.as_posix()}", submission_id(key)))
+
+    def download(
+        self, made_by: str, folder: Path, files: list[Path], folders: list[Path], origin: str, at: tuple[str, ...]
+    ) -> None:
+        """An LMS's download: a submission per student, its id the LMS's id of the student."""
+        got = lms.read(made_by, folder, files, folders, self.assignment.name, origin)
+        self.notes.extend(got.notes)
+        for f in got.found:
+            self.lms[len(self.found)] = f.origin
+            self.found.append((f.origin.user_id, f.path, f.where, submission_id((*at, f.origin.user_id))))
+        for stray, why in got.strays:
+            self.notes.append(f"{origin}/{stray.name}: {why}; graded under its own name, not matched to an LMS student")
+            if stray.is_dir():
+                self.student(stray.name, stray, f"{origin}/{stray.name}", (*at, stray.name))
+            else:
+                self.found.append((_part(stray), stray, f"{origin}/{stray.name}", submission_id((*at, _part(stray)))))
 
     def exchange(self, layout: layouts.ExchangeLayout, root: Path, origin: Path | str) -> None:
         _, students = _entries(root)
@@ -235,15 +260,27 @@ def intake(paths: list[Path], assignment: Assignment) -> Intake:
     for student, _, _, _ in found.found:
         per_student[student] = per_student.get(student, 0) + 1
     wanted = []
-    for student, path, _, _ in found.found:
+    for i, (student, path, _, _) in enumerate(found.found):
         one_each = per_student[student] == 1
-        wanted.append(safe_stem(student if one_each or path.stem == student else f"{student}-{path.stem}"))
+        if i in found.lms:  # the LMS's name of the student, with its id: smithjohn-12345
+            o = found.lms[i]
+            wanted.append(safe_stem(f"{o.name}-{o.user_id}" if o.name else o.user_id))
+        else:
+            wanted.append(safe_stem(student if one_each or path.stem == student else f"{student}-{path.stem}"))
     names = _distinct(wanted, [p for _, p, _, _ in found.found])
     # Students choose their file and folder names: what is printed and written of them is escaped
     # (``files.printable``), and output files get stems that fit any file system (``files.safe_stem``).
     subs = [
-        Submission(student=printable(s), path=p, origin=printable(o), sha256=_sha_or_empty(p), name=n, id=i)
-        for (s, p, o, i), n in zip(found.found, names, strict=True)
+        Submission(
+            student=printable(s),
+            path=p,
+            origin=printable(o),
+            sha256=_sha_or_empty(p),
+            name=n,
+            id=i,
+            lms=found.lms.get(k),
+        )
+        for k, ((s, p, o, i), n) in enumerate(zip(found.found, names, strict=True))
     ]
     return Intake(submissions=subs, notes=[printable(n) for n in found.notes], scratch=found.scratch)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from grader.course import kinds, properties
+from grader.course import kinds, late, properties
 from grader.course.inherited import Inherited, Level, inherit
 from grader.course.model import (
     KEEP,
@@ -334,6 +334,7 @@ def _assignment(
         "seed_each_cell",
         "inert_lines",
         "blank_released_as",
+        "late",
         *Inherited.keys(Level.ASSIGNMENT),
     )
     if not ID_RE.match(name):
@@ -378,7 +379,8 @@ def _assignment(
                 f"is not a given input of this assignment: add {varied} to `given` (or remove its rule)",
             )
     # The bundle's name is left out: an assignment graded from its bundle has the digest it was built with.
-    section = {k: v for k, v in r.data.items() if k != "reference_bundle"}
+    # The late policy is applied to graded cards, after grading: changing it never grades again.
+    section = {k: v for k, v in r.data.items() if k not in ("reference_bundle", "late")}
     if any(c.is_test for q in questions for c in q.checks):
         # A test is hashed as its code, wherever it was written (config.yaml or checks.py): editing
         # checks.py re-grades, and a reduced config with the code inline has the same digest.
@@ -405,6 +407,7 @@ def _assignment(
         seed_each_cell=_cell_seed(r),
         inert_lines=_inert_lines(r),
         blank_released_as=r.string("blank_released_as", ""),
+        late=late.policy(r.reader("late"), root) if r.has("late") else None,
         **settings.fields_of(Assignment),
     )
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.course.kinds import KINDS, CheckKind
+from grader.course.late import LatePolicy
 from grader.vocab import Format, QuestionVisibility, ShowExpected
 
 
@@ -186,6 +187,7 @@ class Assignment:
     # The code a released notebook held in place of each blank ``?`` line, where students got the
     # course's notebooks from elsewhere: a manual answer that still holds it is left as released.
     blank_released_as: str = ""
+    late: LatePolicy | None = None  # ``late:``, the late policy (``grader.course.late``)
 
     @property
     def max_score(self) -> float:

@@ -12,7 +12,11 @@ A CSV file with a header and any of these columns (one row per student)::
     sis_login_id  the SIS login
     section       the course section
 
-A submission is matched by a declared identity only: its id (``Scorecard.id``) against the
+A submission from an LMS's download (``Scorecard.origin``: Canvas, Moodle, Gradescope) is matched by
+the LMS's id of the student alone: Canvas's user id and Moodle's participant id (``Participant
+123456`` or ``123456``) against ``lms_id``, Gradescope's student id against ``lms_id`` and
+``sis_user_id`` and its e-mail against ``email``; its id against ``submission`` too. Otherwise a
+submission is matched by a declared identity only: its id (``Scorecard.id``) against the
 ``submission`` column, and the student id intake found (``Scorecard.student``: the student's folder,
 an exchange layout's student, or the notebook's name in a folder of notebooks) against ``submission``,
 ``github``, ``email`` and ``sis_login_id``, letters compared without case. Never by the name of a
@@ -30,12 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from grader.course.late import lms_key
 from grader.errors import RosterConflict, UsageError
 from grader.files import printable
-from grader.judge.scorecard import Scorecard
+from grader.judge.scorecard import Origin, Scorecard
 
 COLUMNS = ("submission", "name", "email", "github", "lms_id", "sis_user_id", "sis_login_id", "section")
-MATCHED_BY = ("submission", "github", "email", "sis_login_id")
+MATCHED_BY = ("submission", "github", "email", "sis_login_id", "lms_id")
 BY_STUDENT_ID = ("submission", "github", "email", "sis_login_id")  # the columns a student id is looked up in
 
 T = TypeVar("T")
@@ -52,6 +57,10 @@ class Student:
     sis_login_id: str = ""
     section: str = ""
     line: int = 0  # the row's line in the file (the header is line 1)
+    extra: tuple[tuple[str, str], ...] = ()  # the other columns (a late policy's extensions column)
+
+    def column(self, name: str) -> str:
+        return dict(self.extra).get(name.strip().lower(), "")
 
     def label(self) -> str:
         who = self.name or self.email or self.github or self.submission or self.sis_login_id or self.lms_id
@@ -84,10 +93,24 @@ class Roster:
         sid = (card.id or name).strip().lower()
         student = card.student.strip().lower()
         found = []
+        if card.origin is not None:
+            return self._by_lms(card.origin, sid)
         for i, s in enumerate(self.students):
             if sid and s.submission.strip().lower() == sid:
                 found.append(i)
             elif student and any(getattr(s, c).strip().lower() == student for c in BY_STUDENT_ID):
+                found.append(i)
+        return found
+
+    def _by_lms(self, origin: Origin, sid: str) -> list[int]:
+        user = lms_key(origin.user_id)
+        email = origin.email.strip().lower()
+        found = []
+        for i, s in enumerate(self.students):
+            ids = {lms_key(s.lms_id)} | ({lms_key(s.sis_user_id)} if origin.lms == "gradescope" else set())
+            if (user and user in ids) or (sid and s.submission.strip().lower() == sid):
+                found.append(i)
+            elif origin.lms == "gradescope" and email and s.email.strip().lower() == email:
                 found.append(i)
         return found
 
@@ -140,5 +163,6 @@ def load(path: Path) -> Roster:
     students = []
     for row in reader:
         clean = {str(k).strip().lower(): (v or "").strip() for k, v in row.items() if k is not None}
-        students.append(Student(**{c: clean.get(c, "") for c in COLUMNS}, line=reader.line_num))
+        extra = tuple((k, v) for k, v in clean.items() if k not in COLUMNS)
+        students.append(Student(**{c: clean.get(c, "") for c in COLUMNS}, line=reader.line_num, extra=extra))
     return Roster(tuple(students), Path(path))
