@@ -281,8 +281,9 @@ class LatePolicy:
     def judge(self, submitted: datetime | None, *, marked_by: str = "", extension: datetime | None = None) -> Late:
         """The record for a submission handed in at ``submitted`` (or only marked late by an LMS)."""
         due = extension or self.due
-        if submitted is None:
-            late_by = (self.marked_late_counts_as or PERIODS[self.per]) if marked_by else 0.0
+        if submitted is None:  # an LMS's marker is against the course's due date: an extension takes its part off
+            counted = (self.marked_late_counts_as or PERIODS[self.per]) if marked_by else 0.0
+            late_by = max(0.0, counted - (due - self.due).total_seconds())
             after = False
             at = ""
         else:
