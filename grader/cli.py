@@ -192,6 +192,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
         names = done.names
         print_table(assignment, names, cards, course.scorecard.rounding)
         notes = batch.summary_lines(found, outcome)
+        if roster is not None and lms_formats:
+            from grader.outputs import roster as rosters
+
+            notes += [f"note: {n}" for n in rosters.not_on_roster(zip(names, cards, strict=True), rosters.load(roster))]
     if notes:
         print()
         print("\n".join(notes))

@@ -43,6 +43,7 @@ import urllib.parse
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from grader.authoring import layouts
@@ -190,10 +191,19 @@ class _Intake:
             self.lms[len(self.found)] = f.origin
             self.found.append((f.origin.user_id, f.path, f.where, submission_id((*at, f.origin.user_id))))
         for stray, why in got.strays:
-            self.notes.append(f"{origin}/{stray.name}: {why}; graded under its own name, not matched to an LMS student")
+            # Graded under its own name so it has a scorecard, but no student of the LMS is guessed
+            # for it: its origin names the LMS and no user, so no roster row and no LMS file takes it.
+            self.notes.append(
+                f"{origin}/{stray.name}: {why}; not matched to a student (graded under its own name, in no LMS file)"
+            )
+            unknown = Origin(lms=made_by, user_id="", file=stray.name)
             if stray.is_dir():
+                before = len(self.found)
                 self.student(stray.name, stray, f"{origin}/{stray.name}", (*at, stray.name))
+                for k in range(before, len(self.found)):
+                    self.lms[k] = unknown
             else:
+                self.lms[len(self.found)] = unknown
                 self.found.append((_part(stray), stray, f"{origin}/{stray.name}", submission_id((*at, _part(stray)))))
 
     def exchange(self, layout: layouts.ExchangeLayout, root: Path, origin: Path | str) -> None:
@@ -236,6 +246,7 @@ class _Intake:
                         continue
                     with zf.open(m) as src, open(target, "wb") as out:
                         shutil.copyfileobj(src, out)
+                    _keep_time(target, m)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, RuntimeError, ValueError) as exc:
             raise UsageError(f"{path} cannot be unpacked: {exc}.") from None
         root = dest
@@ -243,6 +254,16 @@ class _Intake:
         if not files and len(folders) == 1 and not layouts.starts_at(folders[0]):  # class.zip holding class/
             root = folders[0]
         self.folder(root, f"{path.name}:{root.relative_to(dest).as_posix()}".rstrip(":."), at=())
+
+
+def _keep_time(path: Path, member: zipfile.ZipInfo) -> None:
+    """The member's time in the archive as the file's: which of a student's files is newest (an LMS
+    writes each file's time of upload)."""
+    try:
+        when = datetime(*member.date_time).timestamp()
+        os.utime(path, (when, when))
+    except (ValueError, OSError, OverflowError):
+        pass  # a time the archive cannot give: the file keeps the time it was unpacked at
 
 
 def intake(paths: list[Path], assignment: Assignment) -> Intake:
@@ -262,7 +283,7 @@ def intake(paths: list[Path], assignment: Assignment) -> Intake:
     wanted = []
     for i, (student, path, _, _) in enumerate(found.found):
         one_each = per_student[student] == 1
-        if i in found.lms:  # the LMS's name of the student, with its id: smithjohn-12345
+        if i in found.lms and found.lms[i].user_id:  # the LMS's name of the student, with its id: smithjohn-12345
             o = found.lms[i]
             wanted.append(safe_stem(f"{o.name}-{o.user_id}" if o.name else o.user_id))
         else:

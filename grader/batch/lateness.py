@@ -84,7 +84,13 @@ def apply(found: Intake, assignment: Assignment, roster: Path | None = None) -> 
                 continue
             out.append(sub)
             continue
-        out.append(_with(sub, policy.judge(submitted, marked_by=marked, extension=extension)))
+        record = policy.judge(submitted, marked_by=marked, extension=extension)
+        if record.not_accepted:
+            found.notes.append(
+                f"{sub.student}: {sub.origin} was submitted {late.duration_text(record.late_by)} after the due date, "
+                "after the last date the late policy accepts: not accepted, 0 points"
+            )
+        out.append(_with(sub, record))
     if problems:
         raise UsageError(
             f"The late policy of {assignment.name} cannot read {len(problems)} submission time(s); nothing was graded:\n  "

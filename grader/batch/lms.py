@@ -8,7 +8,7 @@ Canvas, "Download Submissions" (a flat zip, one file per uploaded file)::
 
 ``<name>`` is the student's sortable name, lower case, without spaces or punctuation. The student
 is the user id (Canvas's ``ID``, the ``lms_id`` of a roster); of several notebooks of one student
-the newest counts (the highest id, then the highest resubmission number), the others are listed.
+the latest counts (the highest id, then the highest resubmission number), the others are listed.
 
 Moodle, "Download all submissions", flat or "Download submissions in folders"::
 
@@ -18,8 +18,9 @@ Moodle, "Download all submissions", flat or "Download submissions in folders"::
     Participant_123456_assignsubmission_file_rv.ipynb       blind marking
 
 The student is the participant id (the assignment's ``Participant 123456`` of the grading
-worksheet). Moodle keeps one submission per student: of several notebooks, the one named after the
-assignment counts, else the newest in the zip; the others are listed.
+worksheet). Moodle keeps one submission per student: of several notebooks, the newest in the zip
+counts (the zip keeps each file's time of upload; at the same time, the one named after the
+assignment); the others are listed.
 
 Gradescope, "Export Submissions"::
 
@@ -135,8 +136,8 @@ def _canvas(files: list[Path], origin: str) -> Download:
         )
         if earlier:
             out.notes.append(
-                f"{m.group('name')} ({user}): {len(subs)} notebooks in {origin}; graded the newest, {f.name}; "
-                f"not graded: {', '.join(earlier)}"
+                f"{m.group('name')} ({user}): {len(subs)} notebooks in {origin}; graded the latest, {f.name}; "
+                f"earlier, not counted: {', '.join(earlier)}"
             )
     return out
 
@@ -161,8 +162,8 @@ def _moodle(root: Path, files: list[Path], folders: list[Path], assignment: str,
                 continue
             per.setdefault(m.group("pid"), []).append((f, m, d.name.rstrip("_")))
     for pid, subs in per.items():
-        named = [s for s in subs if Path(s[0].name.split("_")[-1]).stem == assignment or s[0].stem == assignment]
-        pick = named[-1] if named else max(subs, key=lambda s: (s[0].stat().st_mtime, s[0].name))
+        # The newest (the zip keeps each file's time of upload); at the same time, the one named after the assignment.
+        pick = max(subs, key=lambda s: (s[0].stat().st_mtime, s[0].name.endswith(f"{assignment}.ipynb"), s[0].name))
         f, m, prefix = pick
         earlier = tuple(s[0].name for s in subs if s is not pick)
         out.found.append(
@@ -181,8 +182,8 @@ def _moodle(root: Path, files: list[Path], folders: list[Path], assignment: str,
         )
         if earlier:
             out.notes.append(
-                f"{m.group('name')} ({pid}): {len(subs)} notebooks in {origin}; graded {f.name}; "
-                f"not graded: {', '.join(earlier)}"
+                f"{m.group('name')} ({pid}): {len(subs)} notebooks in {origin}; graded the latest, {f.name}; "
+                f"earlier, not counted: {', '.join(earlier)}"
             )
     return out
 
@@ -198,6 +199,9 @@ def _gradescope(root: Path, files: list[Path], folders: list[Path], assignment: 
     if not isinstance(meta, dict):
         meta = {}
     listed = set()
+    for f in files:
+        if f.name != GRADESCOPE_METADATA:
+            out.strays.append((f, "a file outside the export's submission folders (not a Gradescope submission)"))
     for d in folders:
         entry = meta.get(d.name)
         if not isinstance(entry, dict):

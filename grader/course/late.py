@@ -14,6 +14,7 @@
       extensions:                      # per student (its submission id, LMS id or roster student): a new due
         "12345": 2 days                #   date or a duration added to the due date
       extensions_column: extension     # or a roster column holding the same
+      extensions_unit: hours           # how a bare number of an extension is read (none: a unit is required)
       times: lms                       # lms (the download's late marker or timestamps) | timestamp.txt
                                        # (the file an exchange layout writes beside the notebook) | a CSV file
       marked_late_counts_as: 1 day     # an LMS that only marks a file late (Canvas): how late it counts
@@ -261,6 +262,7 @@ class LatePolicy:
     not_accepted_after: datetime | None = None
     extensions: tuple[tuple[str, str], ...] = ()  # (who, a duration or a date), as written
     extensions_column: str = ""
+    extensions_unit: str = ""  # "hours" | "days": how a bare number is read
     times: str = TIMES_LMS  # lms | timestamp.txt | a CSV file's path
     marked_late_counts_as: float = 0.0  # 0: one period
 
@@ -273,6 +275,10 @@ class LatePolicy:
                 written = str(value)
         if not written:
             return None
+        if self.extensions_unit and re.fullmatch(r"\d+(\.\d+)?", written):
+            written = f"{written} {self.extensions_unit}"
+            if float(written.split()[0]) == 0:
+                return None
         try:
             return self.due + timedelta(seconds=parse_duration(written))
         except ValueError:
@@ -288,7 +294,9 @@ class LatePolicy:
             at = ""
         else:
             late_by = max(0.0, (submitted - due).total_seconds())
-            after = self.not_accepted_after is not None and submitted > max(self.not_accepted_after, due)
+            # An extension moves the last date accepted as far as it moves the due date.
+            last = self.not_accepted_after + (due - self.due) if self.not_accepted_after is not None else None
+            after = last is not None and submitted > last
             at = submitted.isoformat()
         percent = 0.0
         if late_by > self.grace:
@@ -331,6 +339,7 @@ def policy(r: Reader, root: Path) -> LatePolicy:
         "of",
         "extensions",
         "extensions_column",
+        "extensions_unit",
         "times",
         "marked_late_counts_as",
     )
@@ -407,6 +416,7 @@ def policy(r: Reader, root: Path) -> LatePolicy:
         not_accepted_after=after,
         extensions=tuple(extensions),
         extensions_column=r.string("extensions_column", ""),
+        extensions_unit=r.choice("extensions_unit", ("", "hours", "days"), ""),
         times=times,
         marked_late_counts_as=dur("marked_late_counts_as") if r.has("marked_late_counts_as") else 0.0,
     )
@@ -415,7 +425,20 @@ def policy(r: Reader, root: Path) -> LatePolicy:
 # --------------------------------------------------------------------------------------------
 # Where times come from besides the LMS's own layout
 
-ID_COLUMNS = ("submission", "id", "lms_id", "identifier", "student", "email", "sis_user_id", "user id")
+ID_COLUMNS = (
+    "submission",
+    "id",
+    "user_id",
+    "user id",
+    "lms_id",
+    "identifier",
+    "participant",
+    "sid",
+    "student",
+    "email",
+    "email address",
+    "sis_user_id",
+)
 TIME_COLUMNS = ("submitted_at", "submitted", "time", "timestamp", "last modified (submission)", "submission time")
 
 

@@ -84,7 +84,8 @@ def canvas_csv_from_download(
     w.writerow([*HEADER, column])
     w.writerow(["Points Possible", "", "", "", "", points_text(points, rounding)])
     for _, card in submissions:
-        assert card.origin is not None
+        if card.origin is None or not card.origin.user_id:
+            continue  # a file that follows no scheme: no student is guessed for it
         score = "" if pending(card) else points_text(card.score, rounding)
         w.writerow([cell_text(card.origin.name), card.origin.user_id, "", "", "", score])
     return buf.getvalue()
@@ -101,5 +102,9 @@ def feedback_name(card: Scorecard) -> str:
 def write_canvas_feedback(submissions: Iterable[tuple[Scorecard, str]], path: Path) -> Path | None:
     """``canvas-feedback.zip``: each Canvas submission's HTML feedback (``(card, html)``), named by
     ``feedback_name``; None (nothing written) when no submission came from a Canvas download."""
-    members = [(feedback_name(card), html) for card, html in submissions if card.origin and card.origin.lms == "canvas"]
+    members = [
+        (feedback_name(card), html)
+        for card, html in submissions
+        if card.origin and card.origin.lms == "canvas" and card.origin.user_id
+    ]
     return write_zip_atomic(path, members) if members else None

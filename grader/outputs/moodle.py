@@ -91,7 +91,7 @@ def worksheet_csv(submissions: Iterable[tuple[str, Scorecard]], *, now: datetime
     w.writerow(WORKSHEET)
     stamp = now.strftime("%A, %d %B %Y, %I:%M %p")
     for _, card in submissions:
-        if card.origin is None or card.origin.lms != "moodle":
+        if card.origin is None or card.origin.lms != "moodle" or not card.origin.user_id:
             continue
         w.writerow(
             [
@@ -121,5 +121,9 @@ def feedback_name(card: Scorecard) -> str:
 def write_moodle_feedback(submissions: Iterable[tuple[Scorecard, str]], path: Path) -> Path | None:
     """``moodle-feedback.zip``: each Moodle submission's HTML feedback (``(card, html)``), named by
     ``feedback_name``; None (nothing written) when no submission came from a Moodle download."""
-    members = [(feedback_name(card), html) for card, html in submissions if card.origin and card.origin.lms == "moodle"]
+    members = [
+        (feedback_name(card), html)
+        for card, html in submissions
+        if card.origin and card.origin.lms == "moodle" and card.origin.user_id
+    ]
     return write_zip_atomic(path, members) if members else None

@@ -14,8 +14,10 @@ A CSV file with a header and any of these columns (one row per student)::
 
 A submission from an LMS's download (``Scorecard.origin``: Canvas, Moodle, Gradescope) is matched by
 the LMS's id of the student alone: Canvas's user id and Moodle's participant id (``Participant
-123456`` or ``123456``) against ``lms_id``, Gradescope's student id against ``lms_id`` and
-``sis_user_id`` and its e-mail against ``email``; its id against ``submission`` too. Otherwise a
+123456`` or ``123456``) against ``lms_id``, or against the LMS's own column where the roster has
+one (``canvas_user_id``, ``moodle_participant_id``, ``gradescope_sid``: one roster for several
+LMSs); Gradescope's student id against ``sis_user_id`` too and its e-mail against ``email``; its id
+against ``submission``. A file of a download that follows no scheme has no LMS id: no row takes it. Otherwise a
 submission is matched by a declared identity only: its id (``Scorecard.id``) against the
 ``submission`` column, and the student id intake found (``Scorecard.student``: the student's folder,
 an exchange layout's student, or the notebook's name in a folder of notebooks) against ``submission``,
@@ -41,6 +43,12 @@ from grader.judge.scorecard import Origin, Scorecard
 
 COLUMNS = ("submission", "name", "email", "github", "lms_id", "sis_user_id", "sis_login_id", "section")
 MATCHED_BY = ("submission", "github", "email", "sis_login_id", "lms_id")
+# Each LMS's own id of a student, where one roster holds several LMSs' ids (else ``lms_id`` is it).
+LMS_COLUMNS = {
+    "canvas": ("canvas_user_id", "canvas_id"),
+    "moodle": ("moodle_participant_id", "participant_id", "moodle_id"),
+    "gradescope": ("gradescope_sid", "sid"),
+}
 BY_STUDENT_ID = ("submission", "github", "email", "sis_login_id")  # the columns a student id is looked up in
 
 T = TypeVar("T")
@@ -105,9 +113,14 @@ class Roster:
     def _by_lms(self, origin: Origin, sid: str) -> list[int]:
         user = lms_key(origin.user_id)
         email = origin.email.strip().lower()
+        # A column of this LMS's own ids, where the roster has one (several LMSs in one roster); else lms_id.
+        own = next((c for c in LMS_COLUMNS.get(origin.lms, ()) if any(s.column(c) for s in self.students)), "")
         found = []
         for i, s in enumerate(self.students):
-            ids = {lms_key(s.lms_id)} | ({lms_key(s.sis_user_id)} if origin.lms == "gradescope" else set())
+            ids = {lms_key(s.column(own) if own else s.lms_id)}
+            if origin.lms == "gradescope":
+                ids.add(lms_key(s.sis_user_id))
+            ids.discard("")
             if (user and user in ids) or (sid and s.submission.strip().lower() == sid):
                 found.append(i)
             elif origin.lms == "gradescope" and email and s.email.strip().lower() == email:
@@ -135,6 +148,24 @@ class Roster:
                 names = " and ".join(f"submission {w}" for w, _ in claimed)
                 out.conflicts.append(f"{self.students[i].label()} of {self.path.name} is matched by {names}")
         return out
+
+
+def not_on_roster(submissions: Iterable[tuple[str, Scorecard]], roster: Roster) -> list[str]:
+    """A line for each submission no row of the roster names: graded, but in no LMS file."""
+    files: dict[str, str] = {}
+
+    def seen(card: Scorecard) -> None:
+        if card.origin is not None:  # what the download says of it, so a person finds it there
+            files[repr(card.id)] = f"{card.origin.name}, {card.origin.file}".strip(", ")
+
+    placed = roster.match(submissions, seen)
+    lines = []
+    for who in placed.unknown:
+        said = next((v for k, v in files.items() if who.startswith(k + " ") or who == k), "")
+        lines.append(
+            f"{who}{f' ({said})' if said else ''}: not on {roster.path.name}, so in no LMS file (its scorecard is written)"
+        )
+    return lines
 
 
 def conflict(path: Path, conflicts: list[str]) -> RosterConflict:
