@@ -126,9 +126,15 @@ def test_an_lms_marker_without_a_time_counts_as_configured():
 def test_clock_times_are_read_with_their_zone_or_refused():
     assert late.parse_time("2026-03-06 23:59:00.123456 UTC", None) == datetime(2026, 3, 6, 23, 59, 0, 123456, UTC)
     assert late.parse_time("2026-03-06T23:59:00-05:00", None).utcoffset() == timedelta(hours=-5)
-    assert late.parse_time("Friday, 6 March 2026, 11:59 PM", ZURICH) == DUE  # Moodle's worksheet
     with pytest.raises(ValueError, match="has no time zone"):
         late.parse_time("2026-03-06 23:59", None)
+    # A submission's time: with its zone, or in times_timezone; Moodle's worksheet dates (never with a
+    # zone, written in the site's) in the course's; any other time without a zone is refused.
+    assert late.submission_time("Friday, 6 March 2026, 11:59 PM", None, ZURICH) == DUE
+    assert late.submission_time("2026-03-06T22:59:00Z", None, ZURICH) == DUE
+    assert late.submission_time("2026-03-06 23:59", ZURICH, None) == DUE
+    with pytest.raises(ValueError, match="set late.times_timezone"):
+        late.submission_time("2026-03-06 23:59", None, ZURICH)
     assert late.parse_duration("1 day 3 h") == DAY + 3 * H
     with pytest.raises(ValueError):
         late.parse_duration("3")

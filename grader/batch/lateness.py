@@ -7,7 +7,7 @@
     a path     a CSV of times (``grader.course.late.times_csv``), by submission id, LMS id or student
 
 Every submission gets a ``Late`` record or a note saying why it has none. A clock time without a
-zone (and no ``late.timezone``) is a usage error naming every such time, raised before anything is
+zone (and no ``late.times_timezone``) is a usage error naming every such time, raised before anything is
 graded or written.
 """
 
@@ -32,7 +32,7 @@ def apply(found: Intake, assignment: Assignment, roster: Path | None = None) -> 
     times: dict[str, datetime] = {}
     problems: list[str] = []
     if policy.times not in (late.TIMES_LMS, late.TIMES_BESIDE):
-        times, problems = late.times_csv(Path(policy.times), policy.zone)
+        times, problems = late.times_csv(Path(policy.times), policy.times_zone, policy.zone)
     rows = None
     if policy.extensions_column and roster is not None:
         from grader.outputs.roster import load
@@ -46,12 +46,12 @@ def apply(found: Intake, assignment: Assignment, roster: Path | None = None) -> 
         try:
             if policy.times == late.TIMES_LMS:
                 if sub.lms is not None and sub.lms.submitted_at:
-                    submitted = late.parse_time(sub.lms.submitted_at, policy.zone)
+                    submitted = late.submission_time(sub.lms.submitted_at, policy.times_zone, None)
                 elif sub.lms is not None and sub.lms.marked_late:
                     marked = sub.lms.lms.capitalize()
             elif policy.times == late.TIMES_BESIDE:
                 for folder in (sub.path.parent, sub.path.parent.parent):
-                    submitted = late.timestamp_beside(folder, policy.zone)
+                    submitted = late.timestamp_beside(folder, policy.times_zone)
                     if submitted is not None:
                         break
             else:
@@ -95,7 +95,7 @@ def apply(found: Intake, assignment: Assignment, roster: Path | None = None) -> 
         raise UsageError(
             f"The late policy of {assignment.name} cannot read {len(problems)} submission time(s); nothing was graded:\n  "
             + "\n  ".join(problems)
-            + "\nWrite each time with its zone (2026-03-06T23:59:00+01:00), or set late.timezone to the zone they are in."
+            + "\nWrite each time with its zone (2026-03-06T23:59:00+01:00), or set late.times_timezone to the zone they are in."
         )
     found.submissions = out
 

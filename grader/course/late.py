@@ -2,7 +2,9 @@
 
     late:
       due: 2026-03-06T23:59            # with its zone (+01:00, Z) or in `timezone`
-      timezone: Europe/Zurich          # for a due date and clock times written without a zone
+      timezone: Europe/Zurich          # the course's zone: the dates of this section written without one
+      times_timezone: UTC              # the zone of submission times written without one (none: refused);
+                                       # Moodle's worksheet dates are read in `timezone` unless this is set
       grace: 15 minutes                # late by at most this: on time
       penalty: 10%                     # per day or per hour (`per`), of the points possible (`of`)
       per: day                         # day | hour
@@ -125,6 +127,33 @@ def parse_time(value: object, zone: tzinfo | None) -> datetime:
 
 _ZONE_NAMES = {"UTC": UTC, "GMT": UTC, "Z": UTC}
 _MOODLE = ("%A, %d %B %Y, %I:%M %p", "%A, %d %B %Y, %H:%M", "%d %B %Y, %I:%M %p", "%d %B %Y, %H:%M")
+
+
+def submission_time(text: str, zone: tzinfo | None, worksheet_zone: tzinfo | None) -> datetime:
+    """A submission's time as a times file, an exchange layout or an LMS writes it: with its zone, or
+    in ``zone`` (``times_timezone``) when one is set; Moodle's worksheet dates, which Moodle writes in
+    the site's zone and never with it, in ``worksheet_zone`` (the course's). A ValueError otherwise."""
+    when = _clock(text.strip())
+    if when.tzinfo is not None:
+        return when
+    if zone is not None:
+        return when.replace(tzinfo=zone)
+    if _moodle_format(text.strip()) and worksheet_zone is not None:
+        return when.replace(tzinfo=worksheet_zone)
+    raise ValueError(
+        f"{text.strip()} has no time zone (write it as {when.isoformat()}+01:00 or ...Z, or set late.times_timezone "
+        "to the zone these times are in)"
+    )
+
+
+def _moodle_format(text: str) -> bool:
+    for fmt in _MOODLE:
+        try:
+            datetime.strptime(text, fmt)
+            return True
+        except ValueError:
+            continue
+    return False
 
 
 def _clock(text: str) -> datetime:
@@ -252,6 +281,7 @@ class Late:
 class LatePolicy:
     due: datetime
     zone: tzinfo | None = None
+    times_zone: tzinfo | None = None  # ``times_timezone``: the zone of submission times written without one
     grace: float = 0.0
     rate: float = 0.0
     per: str = "day"
@@ -329,6 +359,7 @@ def policy(r: Reader, root: Path) -> LatePolicy:
     r.only(
         "due",
         "timezone",
+        "times_timezone",
         "grace",
         "penalty",
         "per",
@@ -350,6 +381,13 @@ def policy(r: Reader, root: Path) -> LatePolicy:
             zone = ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError):
             raise r.error(r.sub("timezone"), f"is not a time zone name such as Europe/Zurich, got {name!r}") from None
+    times_zone: tzinfo | None = None
+    if r.has("times_timezone"):
+        name = r.string("times_timezone")
+        try:
+            times_zone = ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise r.error(r.sub("times_timezone"), f"is not a time zone name such as UTC, got {name!r}") from None
     if not r.has("due"):
         raise r.error(r.sub("due"), "is required: the due date with its time zone")
 
@@ -406,6 +444,7 @@ def policy(r: Reader, root: Path) -> LatePolicy:
     return LatePolicy(
         due=due,
         zone=zone,
+        times_zone=times_zone,
         grace=dur("grace") if r.has("grace") else 0.0,
         rate=pct("penalty", 0.0),
         per=r.choice("per", ("day", "hour"), "day"),
@@ -442,10 +481,12 @@ ID_COLUMNS = (
 TIME_COLUMNS = ("submitted_at", "submitted", "time", "timestamp", "last modified (submission)", "submission time")
 
 
-def times_csv(path: Path, zone: tzinfo | None) -> tuple[dict[str, datetime], list[str]]:
+def times_csv(
+    path: Path, zone: tzinfo | None, worksheet_zone: tzinfo | None = None
+) -> tuple[dict[str, datetime], list[str]]:
     """Submission times from a CSV file (an id column and a time column; Moodle's grading worksheet
     is one): {id lower-cased: time}, and the problems, one a row, each with its reason. A time
-    without a zone and no ``timezone`` is a problem; a row without a time (Moodle's ``-``) is skipped."""
+    without a zone is a problem (``submission_time``); a row without a time (Moodle's ``-``) is skipped."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
@@ -467,7 +508,7 @@ def times_csv(path: Path, zone: tzinfo | None) -> tuple[dict[str, datetime], lis
         if not who or raw in ("", "-"):
             continue
         try:
-            out[lms_key(who)] = parse_time(raw, zone)
+            out[lms_key(who)] = submission_time(raw, zone, worksheet_zone)
         except ValueError as exc:
             problems.append(f"{path.name} line {reader.line_num} ({who}): {exc}")
     return out, problems
@@ -484,4 +525,4 @@ def timestamp_beside(folder: Path, zone: tzinfo | None) -> datetime | None:
     path = folder / "timestamp.txt"
     if not path.is_file():
         return None
-    return parse_time(path.read_text(encoding="utf-8", errors="replace").strip(), zone)
+    return submission_time(path.read_text(encoding="utf-8", errors="replace"), zone, None)
