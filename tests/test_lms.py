@@ -421,3 +421,28 @@ def test_clock_times_without_a_zone_are_listed_and_nothing_is_written(course_roo
     assert "cannot read 3 submission time(s); nothing was graded" in proc.stderr
     assert "times.csv line 2 (Participant 500001)" in proc.stderr and "has no time zone" in proc.stderr
     assert not (root / "nozone").exists()
+
+
+def test_a_person_waives_the_penalty_in_the_review_page_and_it_is_recorded(tmp_path, course_root):
+    from grader.course import config
+    from grader.review import merge
+    from grader.review.app import Review, make_app
+    from grader.review.store import GradeStore
+
+    q = QuestionResult("mean", "The mean", 2.0, 2.0, QuestionStatus.PASSED)
+    card = with_late(
+        Scorecard("rv", "rv.ipynb", "0" * 64, SubmissionStatus.GRADED, 2.0, 2.0, questions=(q,), id="102"),
+        policy(rate=25.0).judge(at(DAY)),
+    )
+    store = GradeStore.in_folder(tmp_path)
+    store.put_card("102", "mosesbob-102", tmp_path / "rv.ipynb", card)
+    course = config.load(course_root / "config.yaml")
+    http = make_app(Review(store, course, course.assignment("rv"), "Tess", "tok")).test_client()
+    assert http.post("/api/waive/102", json={"waive": True, "reason": "ill"}).status_code == 403  # the token, as always
+    said = http.post("/api/waive/102", json={"waive": True, "reason": "ill"}, headers={"X-Review-Token": "tok"}).json
+    assert "waived by Tess: ill" in said["late"]
+    waived = merge.with_grades(store, "102")
+    assert waived.score == 2.0 and waived.late is not None and waived.late.waived_by == "Tess" and waived.late.waived_at
+    assert document.load(document.dump(waived)) == waived  # kept in the card's document, with who and when
+    http.post("/api/waive/102", json={"waive": False}, headers={"X-Review-Token": "tok"})
+    assert merge.with_grades(store, "102").score == 1.5  # taken back: the penalty again

@@ -25,6 +25,11 @@ What a submission's time makes is a ``Late`` record, kept in its scorecard
 (``grader.judge.document``): when, how late, the policy's terms, the percent taken off and a
 person's waiver. ``score_after`` is the one rule from points earned to points kept, so a card made
 again (a person's grade) keeps its penalty. Every sentence about it is ``Late.line``.
+
+Why one module: the policy, the record it makes, the sentence that record becomes and the reading
+of the times it is applied to are one rule, changed together (a new term of the policy is a field
+of both, a clause of the sentence and a key of the section); split, each part would import the
+others' internals.
 """
 
 from __future__ import annotations
