@@ -33,6 +33,9 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+Own = tuple[str, str, str, str, Origin | None, Late | None]  # (key, student, submission, id, origin, late)
+
+
 class Cards(Sequence[Scorecard]):
     """A batch's scorecards in intake order. Those the result store holds are read back from it
     when asked for, so a batch of 10,000 keeps their keys in memory, not the cards (about 11 KB
@@ -40,12 +43,13 @@ class Cards(Sequence[Scorecard]):
 
     def __init__(self, size: int, store: ResultStore | None):
         self.store = store
-        self.items: list[Scorecard | tuple[str, Scorecard] | None] = [None] * size
+        self.items: list[Scorecard | Own | None] = [None] * size
 
     def keep(self, i: int, card: Scorecard, key: str, stored: bool) -> None:
-        # A stored card is read back and given its own identity again: the key and a card without its
-        # questions (what is the submission's own: its id, its LMS's word, its late record) are kept.
-        self.items[i] = (key, dataclasses.replace(card, questions=())) if stored and self.store is not None else card
+        # A stored card is read back and given its own identity again: its key and what is the
+        # submission's own (its id, what its LMS said of it, its late record) are kept.
+        own = (key, card.student, card.submission, card.id, card.origin, card.late)
+        self.items[i] = own if stored and self.store is not None else card
 
     def done(self) -> Cards:
         """The cards delivered, in order (a submission without one, left out)."""
@@ -69,20 +73,20 @@ class Cards(Sequence[Scorecard]):
     def __iter__(self) -> Iterator[Scorecard]:
         return (self._card(item) for item in self.items)
 
-    def _card(self, item: Scorecard | tuple[str, Scorecard] | None) -> Scorecard:
+    def _card(self, item: Scorecard | Own | None) -> Scorecard:
         if item is None:
             raise IndexError("this submission has no scorecard yet")
         if isinstance(item, Scorecard):
             return item
-        key, own = item
+        key, student, submission, sid, origin, late = item
         assert self.store is not None  # keep() stores keys only with a store
         card = self.store.get(key)
         if card is None:
             raise GraderError(
-                f"The scorecard of {own.submission} can no longer be read from the results in "
+                f"The scorecard of {submission} can no longer be read from the results in "
                 f"{self.store.dir}; grade again (the others are read from there)."
             )
-        return own_card(card, own.student, own.submission, own.id, own.origin, own.late)
+        return own_card(card, student, submission, sid, origin, late)
 
 
 class Graded(Sequence[tuple[Path, str, Scorecard]]):
