@@ -446,3 +446,42 @@ def test_a_person_waives_the_penalty_in_the_review_page_and_it_is_recorded(tmp_p
     assert document.load(document.dump(waived)) == waived  # kept in the card's document, with who and when
     http.post("/api/waive/102", json={"waive": False}, headers={"X-Review-Token": "tok"})
     assert merge.with_grades(store, "102").score == 1.5  # taken back: the penalty again
+
+
+def test_the_files_going_back_are_named_and_headed_as_each_lms_reads_them():
+    from grader.outputs import canvas, moodle
+
+    q = QuestionResult("mean", "The mean", 2.0, 2.0, QuestionStatus.PASSED)
+    base = Scorecard("rv", "rv.ipynb", "0" * 64, SubmissionStatus.GRADED, 2.0, 2.0, questions=(q,))
+    john = replace(
+        base,
+        origin=Origin(
+            "canvas", "12345", "smithjohn", "smithjohn_LATE_12345_678_rv-1.ipynb", "smithjohn_LATE_12345_678_"
+        ),
+    )
+    stray = replace(base, origin=Origin("canvas", "", file="renamed.ipynb"))  # follows no scheme: no row, no file
+    text = canvas.canvas_csv_from_download([("a", john), ("b", stray)], column="Reading a mean", points=2.0)
+    assert text.splitlines() == [
+        "Student,ID,SIS User ID,SIS Login ID,Section,Reading a mean",
+        "Points Possible,,,,,2",
+        "smithjohn,12345,,,,2",
+    ]
+    assert canvas.feedback_name(john) == "smithjohn_LATE_12345_678_rv-1-feedback.html"
+    ada = replace(
+        with_late(base, policy(rate=25.0).judge(at(DAY))),
+        origin=Origin("moodle", "500001", "Ada Lovelace", "Ada Lovelace_500001_assignsubmission_file_/rv.ipynb",
+                      "Ada Lovelace_500001_assignsubmission_file"),
+    )  # fmt: skip
+    flat = replace(
+        base,
+        origin=Origin("moodle", "500002", "Bob Moses", "Bob Moses_500002_assignsubmission_file_attention_numpy.ipynb",
+                      "Bob Moses_500002_assignsubmission_file"),
+    )  # fmt: skip
+    sheet = list(
+        csv.reader(io.StringIO(moodle.worksheet_csv([("a", ada), ("b", flat)], now=datetime(2026, 3, 9, 14, 5))))
+    )
+    assert sheet[0] == list(moodle.WORKSHEET)
+    assert sheet[1][:5] == ["Participant 500001", "Ada Lovelace", "1.5", "2", "Monday, 09 March 2026, 02:05 PM"]
+    assert "mean: 2/2" in sheet[1][5] and "−25 %" in sheet[1][5]
+    assert moodle.feedback_name(ada) == "Ada Lovelace_500001_assignsubmission_file_rv-feedback.html"
+    assert moodle.feedback_name(flat) == "Bob Moses_500002_assignsubmission_file_attention_numpy-feedback.html"
