@@ -230,6 +230,9 @@ def test_a_moodle_download_flat_or_in_folders_is_read_by_participant_ids(tmp_pat
         assert john.path.name == "attention_numpy.ipynb" and john.lms is not None
         assert john.lms.earlier == ("scratch.ipynb",)
         assert got["777777"].lms is not None and got["777777"].lms.name == "Participant"
+    one = make_zip(tmp_path / "one.zip", {"John Smith_123456_assignsubmission_file/rv.ipynb": nb("alone")})
+    with batch.intake([one], numpy_assignment) as found:  # one student's folder is still Moodle's, not a class folder
+        assert [(s.student, s.lms is not None) for s in found.submissions] == [("123456", True)]
 
 
 GRADESCOPE_METADATA = """submission_101:

@@ -251,7 +251,8 @@ class _Intake:
             raise UsageError(f"{path} cannot be unpacked: {exc}.") from None
         root = dest
         files, folders = _entries(root)
-        if not files and len(folders) == 1 and not layouts.starts_at(folders[0]):  # class.zip holding class/
+        one = len(folders) == 1 and not files and not lms.detect([], folders)  # Moodle's folders: one per student
+        if one and not layouts.starts_at(folders[0]):  # class.zip holding class/
             root = folders[0]
         self.folder(root, f"{path.name}:{root.relative_to(dest).as_posix()}".rstrip(":."), at=())
 
