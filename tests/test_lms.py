@@ -451,6 +451,29 @@ def test_a_person_waives_the_penalty_in_the_review_page_and_it_is_recorded(tmp_p
     assert merge.with_grades(store, "102").score == 1.5  # taken back: the penalty again
 
 
+def test_the_review_page_shows_the_late_line_and_its_button(tmp_path):
+    from grader.course import config
+    from grader.review.app import Review, make_app
+    from grader.review.store import GradeStore
+
+    root = review_course.build(tmp_path / "course")
+    course = config.load(root / "config.yaml")
+    questions = (
+        QuestionResult("mean", "The mean", 2.0, 2.0, QuestionStatus.PASSED),
+        QuestionResult("explain", "Why", 0.0, 3.0, QuestionStatus.MANUAL),
+    )
+    card = with_late(
+        Scorecard("rv", "rv.ipynb", "0" * 64, SubmissionStatus.GRADED, 2.0, 5.0, questions=questions, id="102"),
+        policy(rate=25.0).judge(at(DAY)),
+    )
+    store = GradeStore.in_folder(tmp_path / "out")
+    store.put_card("102", "mosesbob-102", root / "solutions/rv/rv.ipynb", card)
+    http = make_app(Review(store, course, course.assignment("rv"), "Tess", "tok")).test_client()
+    page = http.get("/grade/explain/102?token=tok")
+    assert page.status_code == 200, page.text
+    assert "Late: submitted 1 day late: −25 %" in page.text and "Waive the late penalty" in page.text
+
+
 def test_the_files_going_back_are_named_and_headed_as_each_lms_reads_them():
     from grader.outputs import canvas, moodle
 
