@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from grader.course import kinds, placement, properties
+from grader.course import kinds, late, placement, properties
 from grader.course.inherited import Inherited, Level, inherit
 from grader.course.model import (
     KEEP,
@@ -342,6 +342,7 @@ def _assignment(
         "blank_released_as",
         "per_student",
         "notes",
+        "late",
         *Inherited.keys(Level.ASSIGNMENT),
     )
     if not ID_RE.match(name):
@@ -387,7 +388,8 @@ def _assignment(
             )
     per_student = per_student_spec(r, given, variants) if r.has("per_student") else None
     # The bundle's name is left out: an assignment graded from its bundle has the digest it was built with.
-    section = {k: v for k, v in r.data.items() if k != "reference_bundle"}
+    # The late policy is applied to graded cards, after grading: changing it never grades again.
+    section = {k: v for k, v in r.data.items() if k not in ("reference_bundle", "late")}
     if any(c.is_test for q in questions for c in q.checks):
         # A test is hashed as its code, wherever it was written (config.yaml or checks.py): editing
         # checks.py re-grades, and a reduced config with the code inline has the same digest.
@@ -416,6 +418,7 @@ def _assignment(
         blank_released_as=r.string("blank_released_as", ""),
         per_student=per_student,
         notes=tuple(n.strip() for n in r.str_list("notes") if n.strip()),
+        late=late.policy(r.reader("late"), root) if r.has("late") else None,
         **settings.fields_of(Assignment),
     )
 

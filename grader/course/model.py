@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.course.kinds import KINDS, CheckKind
+from grader.course.late import LatePolicy
 from grader.vocab import Format, QuestionVisibility, ShowExpected
 
 
@@ -220,6 +221,7 @@ class Assignment:
     # Sentences every scorecard of the assignment carries once among its run's notes (a cell the
     # grading environment cannot run, such as a demo needing a module it does not install).
     notes: tuple[str, ...] = ()
+    late: LatePolicy | None = None  # ``late:``, the late policy (``grader.course.late``)
 
     @property
     def max_score(self) -> float:
