@@ -195,6 +195,12 @@ class Runner:
             os._exit(0)
         frames.write_frame(self.out, message)
 
+    def send_body(self, body: bytes) -> None:
+        """``send`` for a message encoded already (``frames.encode_frame``)."""
+        if os.getpid() != self.pid:
+            os._exit(0)
+        frames.write_body(self.out, body)
+
     def run(self) -> None:
         cells = self.job["cells"]
         captures: dict[int, list[CaptureWire]] = {}
@@ -264,7 +270,14 @@ class Runner:
 
     def capture_all(self, items: list[CaptureWire]) -> None:
         for item in items:
-            self.send(self.capture_one(item))
+            message = self.capture_one(item)
+            body = frames.encode_frame(message)
+            if frames.items_in(body) > frames.MAX_FRAME_CONTAINERS:
+                # what the grader would refuse (``frames.FrameReader``): the value is too large to judge
+                message = {"ev": "capture", "id": item["id"], "uncapturable": Uncapturable.FORM.value}
+                message["detail"] = TOO_MANY_ITEMS
+                body = frames.encode_frame(message)
+            self.send_body(body)
 
     def test(self, item: CaptureWire) -> dict[str, Any]:
         """An instructor's test, run over the notebook's names (``grader.run.test_recorder``): what
@@ -293,6 +306,8 @@ class Runner:
                     seed_everything(int(seed))
                 code = compile(item["target"], CHECK_FILE, "eval")
                 value = evaluate_check(code, item["target"], ns, seed)
+            if items_over(value, frames.MAX_FRAME_CONTAINERS):
+                raise CaptureFailed(TOO_MANY_ITEMS)
             message["value"] = capture.encode(value, budget=self.budget)
         except CheckFailed as exc:
             # The check's own expression, not the student's code: what it raised, as data.
@@ -313,6 +328,43 @@ class Runner:
         finally:
             sys.stdout, sys.stderr = saved
         return message
+
+
+TOO_MANY_ITEMS = (
+    f"holds more than {frames.MAX_FRAME_CONTAINERS:,} items in all (counting every list, tuple, dict and "
+    "what they hold), too many to send to the grader"
+)
+
+
+def items_over(value: Any, bound: int) -> bool:
+    """Whether ``value``, encoded, would hold more than ``bound`` objects and arrays (what a frame may
+    carry, as ``capture.encode`` writes it): lists, tuples and dicts count two, each item of a dict one
+    more, ``None``, booleans and strings one, anything else (numbers, arrays) two. The walk stops at
+    the bound, so a value of millions of items costs what ``bound`` of them cost; what it misses
+    (brackets inside strings) the count of the encoded frame catches (``capture_all``)."""
+    count, todo = 0, [(value, 0)]
+    while todo:
+        v, depth = todo.pop()
+        kind = type(v)
+        if depth > capture.MAX_DEPTH:  # what ``capture.encode`` refuses for its depth (a list that holds itself)
+            return False
+        if kind is list or kind is tuple:
+            count += 2
+            if count + len(v) > bound:  # each item counts one at least: over, before a single one is looked at
+                return True
+            todo.extend((item, depth + 1) for item in v)
+        elif kind is dict:
+            count += 2 + len(v)
+            if count + len(v) > bound:
+                return True
+            todo.extend((item, depth + 1) for item in v.values())
+        elif v is None or kind is bool or kind is str:
+            count += 1
+        else:
+            count += 2
+        if count > bound:
+            return True
+    return False
 
 
 def continued_error(previous: CellEndMessage | None, cells: list[CellWire], pos: int) -> CellEndMessage | None:
