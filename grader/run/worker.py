@@ -177,6 +177,8 @@ class Runner:
         self.sandbox: tuple[str, ...] = ()  # the protections sandbox.enter() put in place
         self.budget = [int(job["limits"]["capture_mb"]) * 1024 * 1024]
         self.output_limit = int(job["limits"]["output_kb"]) * 1024
+        self.disk_limit = int(job["limits"].get("disk_mb", 256)) * 1024 * 1024
+        self.filled: set[str] = set()  # the run's tmpfs places reported full already
         self.current = 0
         self.traceback_lines = int(job.get("traceback_lines", 8))
         self.lean = True  # cells through fast_cells.run_lean where it can (False: always IPython's run_cell)
@@ -266,7 +268,30 @@ class Runner:
         }
         if error is not None:
             add_error(message, error, self.traceback_lines)
+        full = self.full_places()
+        if full:
+            message["disk"] = full
         return message
+
+    def full_places(self) -> list[list[Any]]:
+        """The run's own size-limited places (a tmpfs of ``disk_mb``: the working directory, /tmp,
+        /dev/shm, where it has a private view) that the cell left full, each once: [place, bytes
+        held]. Where a place is a folder of the host's (no tmpfs of its own) the keeper watches it
+        instead (``sandbox.disk``). Reported by the student process, so it speaks only of its own run."""
+        out: list[list[Any]] = []
+        for place in ("workdir", "/tmp", "/dev/shm"):
+            if place in self.filled:
+                continue
+            try:
+                st = os.statvfs(self.job["workdir"] if place == "workdir" else place)
+            except (OSError, KeyError):
+                continue
+            if st.f_blocks * st.f_frsize != self.disk_limit:  # not a tmpfs of the run's own
+                continue
+            if st.f_bavail * st.f_frsize < FULL_BELOW or (st.f_files and st.f_favail == 0):
+                self.filled.add(place)
+                out.append([place, (st.f_blocks - st.f_bfree) * st.f_frsize])
+        return out
 
     def capture_all(self, items: list[CaptureWire]) -> None:
         for item in items:
@@ -330,6 +355,7 @@ class Runner:
         return message
 
 
+FULL_BELOW = 1 << 20  # a tmpfs of the run with less free space than this is full: the cell's writes met its limit
 TOO_MANY_ITEMS = (
     f"holds more than {frames.MAX_FRAME_CONTAINERS:,} items in all (counting every list, tuple, dict and "
     "what they hold), too many to send to the grader"

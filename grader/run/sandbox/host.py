@@ -172,8 +172,8 @@ def limit_reached(keeper: object, workdir: str, memory_mb: int, disk_mb: int, pr
             "and was stopped"
         )
     why = disk_overran(workdir)
-    if why == "disk":
-        return f"wrote more than the {disk_mb} MB the run may keep on disk and was stopped"
+    if why == "disk_end":
+        return f"went on writing past twice the {disk_mb} MB the run may keep on disk and was stopped"
     if why == "processes":
         return f"started more than the {processes} processes and threads the run may hold and was stopped"
     return ""
