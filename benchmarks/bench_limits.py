@@ -16,8 +16,15 @@ student's value of 20 lists of 100,000 ``None``, a 26 MB frame, beside an honest
 load average is high; the date, the load average before and after, and the sandbox in force are
 printed with the numbers. Numbers, not assertions: the tests check outcomes, this checks speed.
 
+``--setting`` runs the same in one of the settings of tests/test_settings.py instead (as root on
+the development machine): ``docker`` (Docker's default capabilities), ``docker-seccomp`` (and its
+seccomp profile), ``user`` (an ordinary user with user namespaces), ``user-no-userns`` (without,
+as on a GitHub Actions runner); with Debian's python3.11 in a virtual environment other users
+can run, as there.
+
     .venv/bin/python benchmarks/bench_limits.py --load 4
     .venv/bin/python benchmarks/bench_limits.py --cases frame --repeat 3
+    .venv/bin/python benchmarks/bench_limits.py --setting user-no-userns --cases burst disk
 """
 
 from __future__ import annotations
@@ -237,7 +244,44 @@ CASES = {
 }
 
 
+def in_setting(name: str, argv: list[str]) -> int:
+    """Run this script with ``argv`` in that setting of tests/test_settings.py."""
+    import shutil
+    import subprocess
+
+    import readable
+    import test_settings as rows
+
+    place = Path(tempfile.mkdtemp(prefix="bench-limits-", dir="/var/tmp"))
+    place.chmod(0o755)
+    try:
+        root = readable.checkout(place)
+        packages = str(readable.site_packages(place))
+        venv = place / "python"
+        subprocess.run([rows.DEBIAN_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+        own = subprocess.run(
+            [str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        Path(own, "grader-packages.pth").write_text(f"import site; site.addsitedir({packages!r})\n")
+        python = venv / "bin/python"
+        if name.startswith("docker"):
+            prefix, env = rows.docker_prefix(python, root, name == "docker-seccomp"), rows.row_env(place, root, name)
+        else:
+            who = rows.user(rows.STUDENT_USERS[0] if name == "user" else rows.STUDENT_USERS[1])
+            prefix, env = rows.user_prefix(python, who, name == "user"), rows.row_env(place, root, name, who.pw_uid)
+        cmd = [*prefix, str(python), str(root / "benchmarks/bench_limits.py"), *argv]
+        return subprocess.run(cmd, cwd=root, env=env, check=False).returncode
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+
+
 def main() -> None:
+    if "--setting" in sys.argv:
+        at = sys.argv.index("--setting")
+        sys.exit(in_setting(sys.argv[at + 1], sys.argv[1:at] + sys.argv[at + 2 :]))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
     parser.add_argument("--load", type=int, default=0, help="busy loops to run beside (load generator)")
