@@ -163,6 +163,7 @@ def case_disk(grader, assignment, folder: Path) -> dict:
         "written (MB, error) by place": probe(card),
         "status": card.status,
         "errors": [e["error"] for e in run["errors"] if not e["error"].startswith("RuntimeError: probe")],
+        "notes": run.get("notes", []),
     }
 
 

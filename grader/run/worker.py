@@ -288,7 +288,7 @@ class Runner:
                 continue
             if st.f_blocks * st.f_frsize != self.disk_limit:  # not a tmpfs of the run's own
                 continue
-            if st.f_bavail * st.f_frsize < FULL_BELOW or (st.f_files and st.f_favail == 0):
+            if st.f_bavail * st.f_frsize < min(FULL_BELOW, self.disk_limit // 16) or (st.f_files and st.f_favail == 0):
                 self.filled.add(place)
                 out.append([place, (st.f_blocks - st.f_bfree) * st.f_frsize])
         return out
