@@ -234,6 +234,9 @@ def test_file_size_disk_and_open_files_are_limited(hand_in, small):
     assert found["open_files"] == "Too many open files"
     [disk] = [e for e in card.execution.to_dict()["errors"] if e["cell"] == HOSTILE + 1]
     notes = card.execution.to_dict().get("notes", [])
+    assert f"cell {HOSTILE} wrote a file up to the {limits.file_size_mb} MB a file may hold: its write past that" in (
+        " ".join(notes)
+    ), notes
     if "filesystem" in ACTIVE:  # the working directory is a tmpfs of disk_mb
         assert disk["error"].startswith("OSError: [Errno 28] No space left on device"), disk
         assert f"cell {HOSTILE + 1} filled its working directory ({limits.disk_mb} MB, the {limits.disk_mb} MB" in (

@@ -443,6 +443,11 @@ def execution_summary(
 
 def _disk_note(full: DiskFull, limits: Limits | None) -> str:
     """What a run wrote where it met its disk limit, and the error its writes got from then on."""
+    if full.place == "file":
+        return (
+            f"cell {full.cell} wrote a file up to the {_size(full.held)} a file may hold: its write past that "
+            "failed with 'File too large' (EFBIG)"
+        )
     where = "its working directory" if full.place == "workdir" else full.place
     mb = f"the {limits.disk_mb} MB" if limits is not None else "the most"
     if full.watched:

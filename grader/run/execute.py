@@ -412,7 +412,7 @@ def _handle_one(
         total = total if type(total) is int else 0
         error = _run_error(msg, tb)
         for place, held in msg.get("disk") or ():
-            if place not in ("workdir", "/tmp", "/dev/shm") or type(held) is not int:
+            if place not in ("workdir", "/tmp", "/dev/shm", "file") or type(held) is not int:
                 raise ProtocolError("the student process sent a malformed report of its disk")
             out.disk_full.setdefault(place, DiskFull(place, held, job.cells[pos].index))
         out.cells[pos] = CellRun(

@@ -333,7 +333,7 @@ class Captured:
 class DiskFull:
     """A place where the run met its disk limit (``disk_mb``), and what it held there."""
 
-    place: str  # "workdir", "/tmp" or "/dev/shm"
+    place: str  # "workdir", "/tmp" or "/dev/shm"; "file": one file met the file size limit (``held``: that limit)
     held: int  # bytes: what the place held when full (the keeper's watch: the most it saw)
     cell: int = 0  # the cell whose writes filled it (0: the grader's watch cannot tell which)
     watched: bool = False  # the keeper's watch (writes then failed with EFBIG), not a tmpfs of its size (ENOSPC)

@@ -25,6 +25,8 @@ import functools
 import inspect
 import io
 import os
+import resource
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -179,6 +181,7 @@ class Runner:
         self.output_limit = int(job["limits"]["output_kb"]) * 1024
         self.disk_limit = int(job["limits"].get("disk_mb", 256)) * 1024 * 1024
         self.filled: set[str] = set()  # the run's tmpfs places reported full already
+        self.file_too_large = False  # a write of this process met the file size limit (SIGXFSZ) in the cell
         self.current = 0
         self.traceback_lines = int(job.get("traceback_lines", 8))
         self.lean = True  # cells through fast_cells.run_lean where it can (False: always IPython's run_cell)
@@ -273,12 +276,28 @@ class Runner:
             message["disk"] = full
         return message
 
+    def watch_file_size(self) -> None:
+        """Note each write that meets the file size limit (``RLIMIT_FSIZE``): the kernel sends
+        ``SIGXFSZ`` before the write fails with ``EFBIG``. Python ignores the signal; noted, the write
+        fails all the same. Programs the student starts get the default action back (``subprocess``)."""
+
+        def noted(signum: int, frame: object) -> None:
+            self.file_too_large = True
+
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(signal.SIGXFSZ, noted)
+
     def full_places(self) -> list[list[Any]]:
         """The run's own size-limited places (a tmpfs of ``disk_mb``: the working directory, /tmp,
         /dev/shm, where it has a private view) that the cell left full, each once: [place, bytes
         held]. Where a place is a folder of the host's (no tmpfs of its own) the keeper watches it
         instead (``sandbox.disk``). Reported by the student process, so it speaks only of its own run."""
         out: list[list[Any]] = []
+        if self.file_too_large:
+            self.file_too_large = False
+            size = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+            if size > 0:  # 0: the grader's watch filled the run's disk, and notes it itself (``sandbox.disk``)
+                out.append(["file", size])
         for place in ("workdir", "/tmp", "/dev/shm"):
             if place in self.filled:
                 continue
@@ -533,6 +552,7 @@ def run_isolated(job: JobWire, out: BinaryIO, applied: tuple[str, ...]) -> None:
     os.chdir(job["workdir"])
     runner = Runner(job, out, shell)
     runner.sandbox = applied
+    runner.watch_file_size()
     runner.run()
     out.flush()
 
