@@ -195,11 +195,23 @@ def _fork_run(control: int, quiet: bool = False) -> tuple[int, int] | _Started |
         restrict_scope()
         prctl(PR_SET_DUMPABLE, 1)  # its /proc/self is its own again (the zygote's is not)
         job, event_fd, kept = await_run(control)
-        os.write(w, STAYS if kept is not None else LAST if job.get("last") else TAKEN)
+        said = STAYS if kept is not None else LAST if job.get("last") else TAKEN
+        if said != TAKEN:
+            _one_less_process()  # no process is forked ahead of this run: its slot is not the run's
+        os.write(w, said)
         os.close(w)
     except BaseException:  # noqa: BLE001 - the grader and init see this run end early
         os._exit(1)
     return _Started(job, event_fd, kept)
+
+
+def _one_less_process() -> None:
+    """The process limit counts the zygote and the next run's process besides the run's own
+    (``processes`` + 2); where no next run's process is forked (the session's last run, or one that
+    stays), this run's limit is one less, so it holds at most ``processes`` all the same."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft != resource.RLIM_INFINITY and soft > 1:
+        resource.setrlimit(resource.RLIMIT_NPROC, (soft - 1, hard if hard == resource.RLIM_INFINITY else hard - 1))
 
 
 def restrict_scope() -> None:
