@@ -194,24 +194,29 @@ while True:
     if not chunk:
         break
     seen += chunk
-raise RuntimeError('probe ' + json.dumps({'held': 1 + len(seen)}))
+held = 1 + len(seen)
 """
 
 
 def test_a_fork_and_thread_burst_never_holds_more_than_the_limit(grader, bounded, tmp_path):
     """Where the kernel holds the limit (a uid of the run's own, a user namespace's own count, or the
     user's one count that runs take turns on), the run holds at most ``processes`` tasks at once,
-    its first process included, and goes on: the burst's own count says so."""
+    its first process included, and goes on: the burst's own count says so, in the run on the
+    notebook's data (its error) and in the variant's run, a session's last (``output`` is zeroed
+    there if it held more)."""
     from grader.run.sandbox import features
 
     if "processes" not in features().active():
         pytest.skip("the kernel does not hold the process limit here (uid 0: the keeper counts instead)")
-    path = write(fill(bounded.skeleton, NUMPY_CORRECT, append=[BURST]), tmp_path / "burst.ipynb")
-    card = grader.grade(bounded, path)
+    limit = bounded.limits.processes
+    with_variant = dataclasses.replace(bounded, variants=dataclasses.replace(bounded.variants, count=1))
+    verdict = f"output = output if held <= {limit} else output * 0\nraise RuntimeError('probe ' + json.dumps({{'held': held}}))"
+    path = write(fill(bounded.skeleton, NUMPY_CORRECT, append=[BURST, verdict]), tmp_path / "burst.ipynb")
+    card = grader.grade(with_variant, path)
     [error] = card.execution.to_dict()["errors"]
     held = json.loads(error["error"].removeprefix("RuntimeError: probe "))["held"]
-    assert bounded.limits.processes - 8 <= held <= bounded.limits.processes, held
-    assert card.score == card.max_score
+    assert limit - 8 <= held <= limit, held
+    assert card.score == card.max_score, [q.lines for q in card.questions if q.score < q.max_score]
 
 
 # --------------------------------------------------------------------------------------------
