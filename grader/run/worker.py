@@ -553,6 +553,10 @@ def run_isolated(job: JobWire, out: BinaryIO, applied: tuple[str, ...]) -> None:
     runner = Runner(job, out, shell)
     runner.sandbox = applied
     runner.watch_file_size()
+    if applied:
+        from grader.run import sandbox
+
+        sandbox.settle()  # a session's run: the next run's process is there before student code runs
     runner.run()
     out.flush()
 

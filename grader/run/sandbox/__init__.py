@@ -106,6 +106,7 @@ from grader.run.sandbox.probe import (
 )
 from grader.run.sandbox.seccomp import prepare as prepare_seccomp
 from grader.run.sandbox.tree import LAST_RUN, await_run, empty_places, writable_places
+from grader.run.sandbox.zygote import settle
 
 __all__ = [
     "FEATURES",
@@ -132,6 +133,7 @@ __all__ = [
     "remove_workdir",
     "sessions_possible",
     "set_name",
+    "settle",
     "terminate",
     "limit_reached",
     "Turn",
