@@ -32,7 +32,7 @@ from grader.judge.grading import Grader
 from grader.judge.jobs import build_job
 from grader.notebook import analyse, read
 from grader.outputs.yaml import write_yaml
-from grader.run import sandbox
+from grader.run import sandbox, worker
 from grader.run.job import Job, JobCell
 from grader.run.sandbox import host
 from grader.run.subprocess_executor import SubprocessExecutor
@@ -237,15 +237,18 @@ def test_file_size_disk_and_open_files_are_limited(hand_in, small):
     assert found["file_size"] == "File too large"
     assert found["open_files"] == "Too many open files"
     [disk] = [e for e in card.execution.to_dict()["errors"] if e["cell"] == HOSTILE + 1]
+    notes = card.execution.to_dict().get("notes", [])
+    assert f"cell {HOSTILE} wrote a file up to the {limits.file_size_mb} MB a file may hold: its write past that" in (
+        " ".join(notes)
+    ), notes
     if "filesystem" in ACTIVE:  # the working directory is a tmpfs of disk_mb
         assert disk["error"].startswith("OSError: [Errno 28] No space left on device"), disk
-    elif "disk" in ACTIVE:  # the grader watches the working directory, the only place it can write
-        assert disk == {
-            "cell": HOSTILE + 1,
-            "status": "crashed",
-            "error": f"ProcessExit: cell {HOSTILE + 1} wrote "
-            f"more than the {limits.disk_mb} MB the run may keep on disk and was stopped",
-        }
+        assert f"cell {HOSTILE + 1} filled its working directory ({limits.disk_mb} MB, the {limits.disk_mb} MB" in (
+            " ".join(notes)
+        ), notes
+    elif "disk" in ACTIVE:  # the grader watches the working directory, the only place it can write, and fills it
+        assert disk["status"] == "error" and disk["error"].startswith("OSError: [Errno 27] File too large"), disk
+        assert any(n.startswith("the notebook filled its working directory: it held ") for n in notes), notes
     else:
         assert any(n.startswith("disk: ") for n in card.execution.to_dict()["sandbox_not_enforced"])
     assert_all_questions_passed(card)
@@ -570,8 +573,10 @@ def test_secret_in_the_graders_environment_is_absent(tmp_path, course):
         ("np.array([object(), 1.0], dtype=object)", "holds Python objects (dtype object), not numbers"),
         ("(row for row in attention_weights @ V)", "is a builtins.generator, which cannot be compared as data"),
         ("[]\noutput.append(output)", "is nested more than 24 levels deep"),
+        # 26 MB as a frame: refused in the student process, before it is encoded or sent
+        ("[[None] * 100_000 for _ in range(20)]", worker.TOO_MANY_ITEMS),
     ],
-    ids=["huge", "object dtype", "generator", "recursive"],
+    ids=["huge", "object dtype", "generator", "recursive", "millions of items"],
 )
 def test_values_that_cannot_be_captured_fail_their_check_with_a_reason(hand_in, value, message):
     card = hand_in(answers={**NUMPY_CORRECT, "output": value})
@@ -631,7 +636,10 @@ FIND_CHANNEL = (
 @pytest.mark.parametrize(
     "body, why",
     [
-        ("struct.pack('>I', 2**31 - 1)", "the student process sent a message of 2,147,483,647 bytes, over the limit"),
+        (
+            "struct.pack('>I', 2**31 - 1)",
+            "the student process sent a message of 2,147,483,647 bytes, over the limit of 9,437,184",
+        ),
         ("struct.pack('>I', 7) + b'{oops!}'", "the student process sent a message that is not valid JSON"),
         (
             "(lambda b: struct.pack('>I', len(b)) + b)(json.dumps({'ev': 'capture', 'id': 'output/0', "
@@ -645,7 +653,7 @@ FIND_CHANNEL = (
         (
             '(lambda b: struct.pack(\'>I\', len(b)) + b)(b\'{"ev":"capture","id":"output/0","value":[\' + b\'{},\' * 1_000_000'
             " + b'{}]}')",
-            "the student process sent a message of 1,000,003 items, over the limit of 300,000",
+            "the student process sent a message of more than 300,000 items, over the limit",
         ),
     ],
     ids=["oversized", "not json", "forged value", "unknown capture", "millions of items"],

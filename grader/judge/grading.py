@@ -29,7 +29,7 @@ from grader.judge.students import Students
 from grader.judge.variants import Variant
 from grader.run.execute import Executor
 from grader.run.forking import default_executor
-from grader.run.job import RunResult
+from grader.run.job import DiskFull, RunResult
 from grader.run.sandbox import not_enforced
 from grader.vocab import CellStatus, CheckStatus, QuestionStatus, RunStatus, SubmissionStatus
 
@@ -410,11 +410,34 @@ def execution_summary(
         notes=tuple(
             f"cell {c.index} printed {_size(c.output_bytes)} of output, more than {limit}; the rest was discarded"
             for c in truncated
-        ),
+        )
+        + tuple(_disk_note(d, limits) for d in run.disk_full),
         attempts=run.attempts if run.attempts > 1 else None,
         sandbox=tuple(run.sandbox),
         # a sandboxed process reported its protections (a Jupyter kernel reports none yet)
         sandbox_not_enforced=tuple(not_enforced(run.sandbox)) if "session" in run.sandbox else None,
+    )
+
+
+def _disk_note(full: DiskFull, limits: Limits | None) -> str:
+    """What a run wrote where it met its disk limit, and the error its writes got from then on."""
+    if full.place == "file":
+        return (
+            f"cell {full.cell} wrote a file up to the {_size(full.held)} a file may hold: its write past that "
+            "failed with 'File too large' (EFBIG)"
+        )
+    where = "its working directory" if full.place == "workdir" else full.place
+    mb = f"the {limits.disk_mb} MB" if limits is not None else "the most"
+    if full.watched:
+        over = full.held - limits.disk_mb * (1 << 20) if limits is not None else 0
+        past = f"; {_size(over)} past it before the grader's look" if over > 0 else ""
+        return (
+            f"the notebook filled {where}: it held {_size(full.held)} at most, against {mb} a run may keep on "
+            f"disk{past}; every later write to a file failed with 'File too large' (EFBIG)"
+        )
+    return (
+        f"cell {full.cell} filled {where} ({_size(full.held)}, {mb} a run may keep there): writes there "
+        "failed with 'No space left on device' (ENOSPC)"
     )
 
 
