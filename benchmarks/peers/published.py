@@ -278,7 +278,7 @@ def compare(theirs: dict[str, dict[str, Any]], ours: dict[str, dict[str, Any]]) 
     for sub, scores in theirs.items():
         mine = ours.get(sub, {})
         for gid, peer_score in scores.items():
-            here = mine.get(gid, mine.get(qid(gid), "missing"))
+            here = next((mine[k] for k in (gid, qid(gid), "q" + qid(gid)) if k in mine), "missing")
             if isinstance(peer_score, float) and isinstance(here, float):
                 same = abs(peer_score - here) < 0.006
             else:
@@ -371,6 +371,57 @@ def table(row: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def summary(courses: list[dict[str, Any]], results: dict[str, dict[str, Any]]) -> str:
+    """One line per course: imports, validate, the solution's marks in both, submissions and questions matched."""
+    lines = [
+        "| course | tool | repository @ commit | imports | `grader validate` | solution full marks (peer / here) "
+        "| submissions scored as the peer scores them | questions × submissions | seconds (peer / here) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    totals = {"courses": 0, "imported": 0, "full": 0, "subs": 0, "subs_same": 0, "cells": 0, "cells_same": 0}
+    for course in courses:
+        row = results.get(course["name"])
+        if row is None:
+            continue
+        totals["courses"] += 1
+        product_ = row.get("product", {})
+        imported = product_.get("import", "-")
+        totals["imported"] += imported == "yes"
+        by_sub: dict[str, list[dict[str, Any]]] = {}
+        for r in row.get("rows", []):
+            by_sub.setdefault(r["submission"], []).append(r)
+        correct = by_sub.get("correct", [])
+        peer_full = bool(correct) and all(
+            r["peer"] == "person" or r["peer"] == row.get("peer", {}).get("points", {}).get(r["question"])
+            for r in correct
+        )
+        here_full = bool(correct) and all(
+            r["here"] == "person" or r["here"] == row.get("peer", {}).get("points", {}).get(r["question"])
+            for r in correct
+        )
+        totals["full"] += here_full
+        subs_same = sum(all(r["same"] for r in rs) for rs in by_sub.values())
+        cells_same = sum(r["same"] for rs in by_sub.values() for r in rs)
+        cells = sum(len(rs) for rs in by_sub.values())
+        totals["subs"] += len(by_sub)
+        totals["subs_same"] += subs_same
+        totals["cells"] += cells
+        totals["cells_same"] += cells_same
+        short = imported if len(imported) < 60 else imported[:57] + "..."
+        lines.append(
+            f"| {course['name']} | {course['tool']} | [{course['repo']}](https://github.com/{course['repo']}) "
+            f"@ `{course.get('commit', '')[:10]}` | {short} | {product_.get('validate', '-')} | "
+            f"{'yes' if peer_full else 'no'} / {'yes' if here_full else 'no'} | {subs_same} of {len(by_sub)} | "
+            f"{cells_same} of {cells} | {row.get('peer_seconds', '-')} / {row.get('product_seconds', '-')} |"
+        )
+    lines.append(
+        f"\n{totals['courses']} courses: {totals['imported']} import as they are, {totals['full']} solutions at full marks "
+        f"here; {totals['subs_same']} of {totals['subs']} submissions and {totals['cells_same']} of {totals['cells']} "
+        "questions × submissions score as the peer scores them."
+    )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("courses", type=Path)
@@ -403,9 +454,7 @@ def main() -> None:
             if args.summary:
                 print(table(results[course["name"]]), flush=True)
     (args.work / "results.json").write_text(json.dumps(results, indent=1))
-    rows = [r for row in results.values() for r in row.get("rows", [])]
-    same = sum(r["same"] for r in rows)
-    print(f"total: {len(results)} courses, {same} of {len(rows)} submission x question scores as the peer scores them")
+    print(summary(courses, results))
 
 
 if __name__ == "__main__":
