@@ -396,7 +396,9 @@ def summary(courses: list[dict[str, Any]], results: dict[str, dict[str, Any]]) -
             for r in correct
         )
         here_full = bool(correct) and all(
-            r["here"] == "person" or r["here"] == row.get("peer", {}).get("points", {}).get(r["question"])
+            r["here"] == "person"
+            if r["peer"] == "person"
+            else r["here"] == row.get("peer", {}).get("points", {}).get(r["question"])
             for r in correct
         )
         totals["full"] += here_full
