@@ -37,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -220,7 +221,14 @@ def otter_peer(course: dict[str, Any], master: Path, peer: Path, work: Path) -> 
         nbformat.write(nb, str(path))
         out = work / "otter" / sub
         out.mkdir(parents=True)
-        proc = run([str(peer), "-m", "otter", "run", "-a", str(zips[0]), "-o", str(out), str(path)], out, timeout=3600)
+        handed_in = path
+        if config.get("zips"):  # otter then grades the zip its export makes: the notebook at its root
+            handed_in = out / f"{sub}.zip"
+            with zipfile.ZipFile(handed_in, "w") as zf:
+                zf.write(path, master.name)
+        proc = run(
+            [str(peer), "-m", "otter", "run", "-a", str(zips[0]), "-o", str(out), str(handed_in)], out, timeout=3600
+        )
         if not (out / "results.json").is_file():
             theirs[sub] = {"(otter failed)": last_line(proc.stdout + proc.stderr)}
             continue
