@@ -27,8 +27,16 @@ CELL_FILE = "<cell {}>"
 RECORD = "__grader_record__:"
 REPLAY = "__grader_replay__:"
 CALLS = "__grader_calls__"
+# Error carried forward past a function that raised: an injection key that puts the solution's
+# definition of the student's function or class in its place, defined apart from the notebook's
+# names (``grader.judge.fixes``).
+FIX = "__grader_fix__:"
+
+# A plot question's figures: the capture that closes what earlier cells drew has this target.
+FIGURES_BEFORE = "before"
 
 _GIVEN = "__given__/"
+_FIGURES = "__figures__/"
 _CALLS = "__calls__/"
 
 
@@ -45,6 +53,12 @@ def hint_id(check: str, index: int) -> str:
 def given_id(name: str) -> str:
     """The capture id of a given input's value (to see whether the student changed the data)."""
     return _GIVEN + name
+
+
+def figures_id(question_id: str, before: bool = False) -> str:
+    """The capture id of the figures a question's answer cells draw (or of the capture just before
+    them, which closes what earlier cells drew)."""
+    return _FIGURES + question_id + ("/before" if before else "")
 
 
 def given_name(capture: str) -> str | None:

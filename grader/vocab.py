@@ -123,6 +123,7 @@ class CaptureKind(StrEnum):
     TEST = (
         "test"  # an instructor's test, run over the notebook's names: what its calls gave back (grader.judge.testcheck)
     )
+    FIGURES = "figures"  # the figures the cells before drew, as images (grader.run.figures)
 
 
 class Reason(StrEnum):

@@ -231,6 +231,7 @@ def test_the_student_side_imports_nothing_of_the_graders():
         "grader.run.student_values",
         "grader.run.calls",
         "grader.run.test_recorder",
+        "grader.run.figures",
         "grader.names",
         "grader.nose_tools",
         "grader.vocab",

@@ -416,3 +416,47 @@ def test_heads_computed_with_a_wrong_function_are_right_given_it(french_card, co
         "this step keeps its points (error carried forward)." in multihead.lines
     ), multihead.lines
     assert not any("uses your" in line for line in question(french_card, "self_attention_fn").lines)
+
+
+# --------------------------------------------------------------------------------------------
+# A step built on the student's function that raised: right once the function works
+
+
+RAISING = FRENCH["?1"].replace("Q @ K.T", "Q @ K")  # (7x2) @ (7x2): the function raises
+
+
+@pytest.fixture(scope="module")
+def raising_cards(grader, course, tmp_path_factory):
+    a = course.assignment("attention_french")
+    folder = tmp_path_factory.mktemp("raising")
+    made = {
+        "heads right": {**FRENCH, "?1": RAISING},
+        "heads wrong too": {**FRENCH, "?1": RAISING, "multihead_output": "torch.cat(heads, dim=-1)"},
+    }
+    return {
+        name: grader.grade(a, write(fill(a.skeleton, fills), folder / f"{name}.ipynb"), course_variants=True)
+        for name, fills in made.items()
+    }
+
+
+def test_a_step_built_on_a_function_that_raised_is_paid_when_it_works_with_a_working_one(raising_cards, course):
+    card = raising_cards["heads right"]
+    assert lost(card) == {"self_attention_fn"}
+    title = course.assignment("attention_french").question("self_attention_fn").title
+    multihead = question(card, "multihead")
+    assert multihead.status == "passed" and multihead.carried_forward == ("self_attention_fn",), multihead.lines
+    assert (
+        "`torch.stack(heads)` could not be computed: it uses your `self_attention()`, which is not right yet (an "
+        f"error was raised); the mistake is upstream, in *{title}*. Run with a working `self_attention()`, your "
+        "code for this step gives the right result: this step keeps its points (error carried forward)."
+        in multihead.lines
+    ), multihead.lines
+
+
+def test_a_step_wrong_on_its_own_gets_nothing_from_a_working_function(raising_cards):
+    # The heads are right once the function works (their check is carried); the output, which
+    # leaves out W_O, is wrong on its own and earns nothing.
+    multihead = question(raising_cards["heads wrong too"], "multihead")
+    stack, output = (c for c in multihead.checks if c.target in ("torch.stack(heads)", "multihead_output"))
+    assert stack.status == "passed" and stack.carried_from and output.status != "passed", multihead.lines
+    assert multihead.score == stack.score < multihead.max_score

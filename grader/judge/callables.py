@@ -4,14 +4,17 @@ A descent loop that calls the student's ``gradient()``, or a multi-head wrapper 
 student's ``CausalAttention``, is wrong whenever the function or class is, however right its own
 code. The question that tests the function or class first (in the assignment's order) is where
 such a mistake belongs; a later step computed with it, when that question does not pass, says so
-and points there (``verdicts.UsesWrongCallable``). It keeps no points: whether the step is right
-given the student's function would take the solution's step run with the student's function in
-place of the solution's, across two sandboxes, which the grader does not do (docs/grading.md).
+and points there (``verdicts.UsesWrongCallable``). Whether the step is right given the student's
+function is the carry-forward run's (the student's calls replayed in the solution's, ``carry``);
+whether a step left without a value by a function that raised works with a working one is
+``grader.judge.fixes``'s.
 """
 
 from __future__ import annotations
 
-from grader.course.model import Check
+from dataclasses import replace
+
+from grader.course.model import Assignment, Check
 from grader.judge import carry
 from grader.judge import verdicts as v
 from grader.judge.context import Context, changes, holds_on
@@ -50,17 +53,23 @@ def _passes(check: Check, ctx: Context) -> bool:
     )
 
 
-def wrong_callables(check: Check, ctx: Context) -> v.UsesWrongCallable | None:
-    """The student's functions and classes a wrong value is computed with, whose own question (the
-    first that tests them) is another and does not pass; None when there are none."""
+def with_checks(assignment: Assignment, ctx: Context) -> Context:
+    """The context with the assignment's checks and titles, which these facts read (the verdicts'
+    context has them; the grader asks before building it)."""
+    if ctx.checks:
+        return ctx
+    return replace(ctx, checks=assignment.checks, titles={q.id: q.title for q in assignment.questions})
+
+
+def wrong_used(check: Check, ctx: Context) -> list[tuple[str, bool, str]]:
+    """The student's functions and classes a value is computed with, whose own question (the first
+    that tests them) is another and does not pass: (name, whether a class, that question's id)."""
     names = defined(ctx)
     if not names:
-        return None
+        return []
     ordered = tuple(sorted(names))
     used = _uses(check, ctx, ordered)
-    functions: list[str] = []
-    classes: list[str] = []
-    roots: list[str] = []
+    out: list[tuple[str, bool, str]] = []
     for name in ordered:
         if name not in used:
             continue
@@ -70,10 +79,21 @@ def wrong_callables(check: Check, ctx: Context) -> v.UsesWrongCallable | None:
         owner = carry.owner(name, testing)
         if all(_passes(c, ctx) for c in testing if c.question_id == owner):
             continue
-        (classes if names[name] else functions).append(name)
+        out.append((name, names[name], owner))
+    return out
+
+
+def wrong_callables(check: Check, ctx: Context) -> v.UsesWrongCallable | None:
+    """The student's functions and classes a wrong value is computed with, whose own question (the
+    first that tests them) is another and does not pass; None when there are none."""
+    used = wrong_used(check, ctx)
+    if not used:
+        return None
+    roots: list[str] = []
+    for _, _, owner in used:
         title = ctx.titles.get(owner, owner)
         if title not in roots:
             roots.append(title)
-    if not roots:
-        return None
-    return v.UsesWrongCallable(check.label, tuple(functions), tuple(classes), tuple(roots))
+    functions = tuple(name for name, is_class, _ in used if not is_class)
+    classes = tuple(name for name, is_class, _ in used if is_class)
+    return v.UsesWrongCallable(check.label, functions, classes, tuple(roots))

@@ -29,7 +29,9 @@ from grader.judge.context import (
     VariantRun,
     carried_from_steps,
     changed_answers,
+    changes,
     explains,
+    holds_on,
     root_failure,
     roots,
     without_constant_links,
@@ -102,6 +104,9 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
     assert ref is not None and ref.value is not None  # every other kind has a reference value (above)
     got = ctx.student.get(check.id)
     if got is None or got.value is None:
+        fixed = _right_once_fixed(check, ctx, base, points)
+        if fixed is not None:
+            return fixed
         why, blocked_by, follow_on = _why_missing(check, got, ctx)
         raised = (got is not None and got.raised) or any(ctx.failed_binder(n) for n in check.names)
         return replace(
@@ -160,6 +165,35 @@ def _carried_verdict(check: Check, ctx: Context, res: CheckResult, points: float
     reason = v.CarriedForward(check.label, inputs, tuple(ctx.titles.get(q, q) for q in where), share)
     return replace(
         res, score=points * share, status=CheckStatus.PASSED if share > 0 else CheckStatus.FAILED, reasons=(reason,)
+    )
+
+
+def _right_once_fixed(check: Check, ctx: Context, res: CheckResult, points: float) -> CheckResult | None:
+    """A step without a value because a function or class of the student's raised (another
+    question tests it and docks it) whose value, with the solution's definition in its place, is
+    right on the notebook's data and on every variant that changes it (``grader.judge.fixes``):
+    carried forward from that question. None otherwise."""
+    names = ctx.fixed_names.get(check.id)
+    if not names or not holds_on(check, ctx.fixed, ctx.reference):
+        return None
+    base = ctx.reference.get(check.id)
+    for run in ctx.variants:
+        if changes(run.reference.get(check.id), base) and not holds_on(check, run.fixed, run.reference):
+            return None
+    owners = [owner for name, _, owner in callables.wrong_used(check, ctx) if name in names]
+    if not owners:
+        return None
+    classes = callables.defined(ctx)
+    shown = tuple(name if classes.get(name) else f"{name}()" for name in names)
+    where = tuple(dict.fromkeys(ctx.titles.get(q, q) for q in owners))
+    share = check.carry_forward
+    carried_from = tuple(dict.fromkeys(c.id for c in ctx.checks if c.question_id in owners and not c.is_test))
+    return replace(
+        res,
+        status=CheckStatus.PASSED if share > 0 else CheckStatus.FAILED,
+        score=points * share,
+        carried_from=carried_from,
+        reasons=(v.RightOnceFixed(check.label, shown, where, share),),
     )
 
 

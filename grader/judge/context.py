@@ -42,6 +42,9 @@ class VariantRun:
     changed: frozenset[str] | None = None
     # The solution's values computed from the student's own values of this run (``grader.judge.carry``).
     carried: dict[str, Captured] = field(default_factory=dict)
+    # The student's values of this run with the solution's definition of a function or class that
+    # raised put in its place (``grader.judge.fixes``).
+    fixed: dict[str, Captured] = field(default_factory=dict)
 
 
 def changes(variant: Captured | None, base: Captured | None) -> bool:
@@ -95,6 +98,11 @@ class Context:
     # Where the assignment's data files are: an instructor's test replayed here reads them from there
     # (``np.load("data/x.npy")`` in a test cell), as it does in the student's working directory.
     data_dir: Path | None = None
+    # Steps without a value computed with the student's functions or classes that raised, tested
+    # by another question (``grader.judge.fixes``): check id -> those names; and the student's
+    # values with the solution's definitions of them in place.
+    fixed_names: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    fixed: dict[str, Captured] = field(default_factory=dict)
     # Results that depend on this context alone, asked for by many checks; ``replace`` starts afresh.
     _memo: dict[object, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 

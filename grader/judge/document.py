@@ -64,6 +64,7 @@ RECORDS: tuple[type, ...] = (
     v.Missing,
     v.Differs,
     v.CarriedForward,
+    v.RightOnceFixed,
     v.UsesWrongCallable,
     v.VariantFails,
     v.VariantUpstream,

@@ -20,10 +20,10 @@ from grader import notebook
 from grader.course.model import Assignment, Check, Course, Limits
 from grader.errors import NotebookError, OverBudget, SolutionError
 from grader.files import printable, sha256_file
-from grader.judge import carry, manual, wording
+from grader.judge import carry, fixes, manual, wording
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
 from grader.judge.context import without_right_calls
-from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job
+from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job, figure_captures
 from grader.judge.reference import Reference, References, VariantSet
 from grader.judge.scorecard import CellError, Execution, QuestionResult, Scorecard
 from grader.judge.variants import Variant
@@ -146,6 +146,9 @@ class Grader:
             record=record,
         )
         job = jobs.job()  # its run's, and its variants' below
+        drawn = manual.drawn_cells(assignment, path)
+        if drawn:  # the figures a plot question's cells draw, from this run only
+            job = replace(job, captures=job.captures + figure_captures(infos, drawn))
         with self.executor.session() as runner:  # one sandbox for the run and its variants
             run = runner.run(job)
             cpu.check("reading the values its run sent")
@@ -165,6 +168,9 @@ class Grader:
                 data_dir=assignment.solution_dir,
             )
             need_carry = carry.needed(assignment, ctx.upstream, run.captures, ref.captures)
+            # Steps without a value because a function or class of the student's, tested by another
+            # question, raised: run again with the solution's definition in its place (``fixes``).
+            fixing = fixes.needed(assignment, ctx) if self._solution_steps(assignment) is not None else {}
             # Variants run whatever the original run's ending (a crash, a timeout, a last cell that
             # ends the process): only a question that matched on every variant earns its points. They
             # also check a value that is right only given the student's own upstream values.
@@ -179,7 +185,7 @@ class Grader:
                 budget = Budget(assignment.limits, run.duration)
                 for variant, vref, changed in zip(vset.variants, vset.captures, vset.changed, strict=True):
                     vjob = replace(
-                        jobs.job(variant), last=variant is vset.variants[-1]
+                        jobs.job(variant), last=variant is vset.variants[-1] and not fixing
                     )  # its sandbox prepares no further run
                     if budget.left() <= 0:
                         vrun = RunResult(status=RunStatus.TIMEOUT, reason=budget.reason())
@@ -203,10 +209,17 @@ class Grader:
                 need_carry = need_carry or any(
                     carry.needed(assignment, ctx.upstream, r.student, r.reference) for r in runs
                 )
+            if fixing:
+                solution = self._solution_steps(assignment)
+                assert solution is not None  # asked only where the solution's code is here
+                variants = list(vset.variants) if vset is not None else []
+                budget = Budget(assignment.limits, run.duration)
+                ctx = fixes.with_runs(ctx, jobs, fixing, solution[0], runner, variants, budget)
+                cpu.check("reading the values of the runs with a working function in place")
         if need_carry:
             ctx = self._carry_forward(assignment, ctx, vset.variants if vset is not None else [])
             cpu.check("reading the values of the error-carried-forward runs")
-        questions = tuple(manual.with_answers(assignment, path, grade_assignment(assignment, ctx)))
+        questions = tuple(manual.with_answers(assignment, path, grade_assignment(assignment, ctx), ctx.student))
         status, reason = SubmissionStatus.GRADED, ""
         if run.status != RunStatus.OK:
             status = SubmissionStatus.TIMEOUT if run.status == RunStatus.TIMEOUT else SubmissionStatus.CRASHED

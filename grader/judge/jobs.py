@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from grader import capture, notebook
 from grader.course.imports import preload_for, warm_for
 from grader.course.model import Assignment
 from grader.errors import NotebookError
 from grader.judge import carry, testcheck, variants
-from grader.names import CALLS, RECORD, REPLAY, calls_id, hint_id
+from grader.names import CALLS, FIGURES_BEFORE, FIX, RECORD, REPLAY, calls_id, figures_id, hint_id
 from grader.notebook.inject import inject_after
 from grader.run.execute import Executor, Session
 from grader.run.job import Captured, CaptureSpec, Injection, Job, JobCell, RunResult
@@ -50,6 +51,22 @@ def answer_cells(assignment: Assignment, cells: list[notebook.Cell]) -> list[not
     """The cells to run, cut where a question with ``before: NAME`` is answered in the middle of a
     cell: its value is captured just before the statement that first binds NAME."""
     return notebook.split_before_binds(cells, {c.before for c in assignment.checks if c.before}, assignment.given)
+
+
+def figure_captures(infos: list[notebook.CellInfo], drawn: dict[str, tuple[int, ...]]) -> tuple[CaptureSpec, ...]:
+    """For each question graded by a person whose answer has code (``manual.drawn_cells``): before
+    its first cell, close what earlier cells drew; after its last, take the figures its cells drew."""
+    specs: list[tuple[int, int, CaptureSpec]] = []
+    for qid, numbers in drawn.items():
+        at = [pos for pos, info in enumerate(infos) if info.cell.index in numbers]
+        if not at:
+            continue
+        end = at[-1] + 1 if at[-1] + 1 < len(infos) else None
+        specs.append((at[0], 1, CaptureSpec(figures_id(qid, before=True), CaptureKind.FIGURES, FIGURES_BEFORE, at[0])))
+        specs.append(
+            (end if end is not None else len(infos), 0, CaptureSpec(figures_id(qid), CaptureKind.FIGURES, "", end))
+        )
+    return tuple(spec for _, _, spec in sorted(specs, key=lambda s: (s[0], s[1])))
 
 
 def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool) -> tuple[CaptureSpec, ...]:
@@ -109,7 +126,20 @@ class JobTemplate:
         self, assignment: Assignment, infos: list[notebook.CellInfo], base: Job, record: tuple[str, ...] = ()
     ) -> None:
         self.given, self.infos, self.base, self.record = assignment.given, infos, base, record
+        self.fixes: dict[str, dict[str, Any]] = {}  # name -> the solution's definition, encoded
         self._cells: dict[tuple[str, ...], tuple[JobCell, ...]] = {}  # names -> the cells with their injections
+
+    def with_fixes(self, fixes: dict[str, str]) -> JobTemplate:
+        """The same notebook with the solution's definition of each function or class in ``fixes``
+        (name -> its source, ``grader.judge.fixes``) put in place of the student's, right after each
+        statement that defines it; its calls are not recorded (that is the student's own run's)."""
+        calls = {calls_id(f) for f in self.record}
+        base = replace(self.base, captures=tuple(c for c in self.base.captures if c.id not in calls))
+        out = JobTemplate.__new__(JobTemplate)
+        out.given, out.infos, out.base, out.record = self.given, self.infos, base, ()
+        out.fixes = {name: {"t": "str", "v": source} for name, source in fixes.items()}  # plain data
+        out._cells = {}
+        return out
 
     @classmethod
     def of(
@@ -166,9 +196,12 @@ class JobTemplate:
                 ]
             if self.record:
                 cells = _after_definitions(cells, self.record, RECORD)
+            if self.fixes:
+                cells = _after_definitions(cells, set(self.fixes), FIX)
             self._cells[names] = tuple(cells)
         injections = tuple(Injection(name=name, value=variant.values[name]) for name in names) if variant else ()
         injections += tuple(Injection(name=RECORD + f, value=_NOTHING) for f in self.record)
+        injections += tuple(Injection(name=FIX + f, value=source) for f, source in self.fixes.items())
         return replace(self.base, cells=self._cells[names], injections=injections)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +18,9 @@ from grader.course.model import Assignment
 from grader.judge import wording
 from grader.judge.scorecard import QuestionResult
 from grader.judge.verdicts import AwaitingPerson, LeftAsReleased, PersonGrade
+from grader.names import figures_id
 from grader.notebook import answers
+from grader.run.job import Captured
 from grader.vocab import QuestionStatus
 
 
@@ -41,13 +43,54 @@ def manual_questions(assignment: Assignment) -> list[tuple[str, str]]:
     return [(q.id, q.title) for q in assignment.questions if q.manual]
 
 
-def with_answers(assignment: Assignment, path: Path, questions: Sequence[QuestionResult]) -> list[QuestionResult]:
-    """The questions, each one graded by a person carrying the cells that answer it."""
+def drawn_cells(assignment: Assignment, path: Path) -> dict[str, tuple[int, ...]]:
+    """The code cells that answer each question graded by a person (its plot's code), by number:
+    the grader's run takes the figures they draw (``jobs.figure_captures``)."""
+    manual = manual_questions(assignment)
+    if not manual:
+        return {}
+    cells = answers.read_cells(path)
+    kinds = {c.index: c.kind for c in cells}
+    found = answers.locate(cells, given_cells(assignment), manual)
+    out = {qid: tuple(i for i in a.cells if kinds.get(i) == "code") for qid, a in found.items()}
+    return {qid: cells_ for qid, cells_ in out.items() if cells_}
+
+
+def figures_of(qid: str, captured: Mapping[str, Captured]) -> tuple[tuple[str, ...], int] | None:
+    """The figures a question's cells drew in a run (base64 PNG images) and how many were left
+    out; None where the run took none (no code to answer it, or the run ended before)."""
+    got = captured.get(figures_id(qid))
+    if got is None or got.value is None or got.value.kind != "list" or not got.value.data:
+        return None
+    items = [item.data for item in got.value.data if item.kind == "str"]
+    if len(items) != len(got.value.data):
+        return None
+    *images, left_out = items
+    return tuple(images), int(left_out) if left_out.isdigit() else 0
+
+
+def with_figures(found: answers.Answer, qid: str, captured: Mapping[str, Captured]) -> answers.Answer:
+    """The answer with the figures its cells drew in the grader's run, where it took them."""
+    drawn = figures_of(qid, captured)
+    if drawn is None:
+        return found
+    return replace(found, figures=drawn[0], figures_left_out=drawn[1])
+
+
+def with_answers(
+    assignment: Assignment,
+    path: Path,
+    questions: Sequence[QuestionResult],
+    captured: Mapping[str, Captured] | None = None,
+) -> list[QuestionResult]:
+    """The questions, each one graded by a person carrying the cells that answer it (with the
+    figures they drew, from ``captured``: the grader's run of the notebook)."""
     manual = manual_questions(assignment)
     if not manual:
         return list(questions)
     given = given_cells(assignment)
     found = answers.locate(answers.read_cells(path), given, manual)
+    found = {qid: with_figures(a, qid, captured or {}) for qid, a in found.items()}
     zero = {q.id for q in assignment.questions if q.unchanged_scores_zero}
     out = []
     for q in questions:

@@ -167,6 +167,18 @@ class CarriedForward:
 
 
 @dataclass(frozen=True)
+class RightOnceFixed:
+    """A step with no value because the student's function or class raised, which another question
+    tests: run with the solution's definition in its place, the student's code for the step gives
+    the right value on every run (``grader.judge.fixes``)."""
+
+    label: str
+    callables: tuple[str, ...]  # as the student calls them: `self_attention()`, `CausalAttention`
+    roots: tuple[str, ...]  # the titles of the questions that test them
+    share: float  # the share of the step's points it keeps
+
+
+@dataclass(frozen=True)
 class UsesWrongCallable:
     """A wrong value computed with the student's own functions or classes, which another question
     tests and which do not pass it: the mistake may well be there, not in this step."""
@@ -350,6 +362,7 @@ CheckReason = (
     | Missing
     | Differs
     | CarriedForward
+    | RightOnceFixed
     | UsesWrongCallable
     | VariantFails
     | VariantUpstream

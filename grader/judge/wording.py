@@ -22,8 +22,8 @@ from grader.vocab import CellStatus, FeedbackKind, RunStatus, Uncapturable, Unpr
 HINT_PREFIX = "Likely mistake: "
 MANUAL = "Graded by a person: waiting for a grader (the autograder gives it 0 points for now)."
 MANUAL_UNTOUCHED = (
-    'Graded by a person, and not answered yet: write your answer in place of "YOUR ANSWER HERE" '
-    "(a person grades it after you submit)."
+    "Graded by a person, and not answered yet: write your answer in its cell, in place of "
+    '"YOUR ANSWER HERE" or the blank (a person grades it after you submit).'
 )
 MANUAL_SELFCHECK = "Graded by a person after you submit: the self-check does not grade it."
 MANUAL_AGAIN = (
@@ -185,6 +185,23 @@ def _carried(reason: v.CarriedForward) -> str:
     return f"{reason.label} is correct given your {names_list(reason.inputs)}; the mistake is upstream, in {where}: {credit}."
 
 
+def _right_once_fixed(reason: v.RightOnceFixed) -> str:
+    where = ", ".join(f"*{t}*" for t in reason.roots)
+    used = names_list(reason.callables)
+    if reason.share >= 1:
+        credit = "this step keeps its points (error carried forward)"
+    elif reason.share > 0:
+        credit = f"this step earns {reason.share:.0%} of its points (error carried forward)"
+    else:
+        credit = "this step earns no points while the mistake before it stands"
+    are = "is" if len(reason.callables) == 1 else "are"
+    return (
+        f"{reason.label} could not be computed: it uses your {used}, which {are} not right yet (an error "
+        f"was raised); the mistake is upstream, in {where}. Run with a working {used}, your code for this "
+        f"step gives the right result: {credit}."
+    )
+
+
 def _uses_wrong(reason: v.UsesWrongCallable) -> str:
     used = names_list([f"{name}()" for name in reason.functions] + list(reason.classes))
     are = "is" if len(reason.functions) + len(reason.classes) == 1 else "are"
@@ -222,6 +239,8 @@ def check_feedback(reason: v.CheckReason) -> list[Feedback]:
         return lines
     if isinstance(reason, v.CarriedForward):
         return [Feedback(FeedbackKind.CARRIED, _carried(reason))]
+    if isinstance(reason, v.RightOnceFixed):
+        return [Feedback(FeedbackKind.CARRIED, _right_once_fixed(reason))]
     if isinstance(reason, v.UsesWrongCallable):
         return [Feedback(FeedbackKind.CARRIED, _uses_wrong(reason))]
     if isinstance(reason, v.VariantFails):

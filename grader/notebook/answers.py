@@ -31,6 +31,7 @@ from typing import Any
 ANSWER_TAG = "answer"
 ANSWER_PROMPT = "YOUR ANSWER HERE"
 MAX_ANSWER_CHARS = 20_000  # what a scorecard carries of an answer's text
+_BLANKS = {"?", "...", "raise NotImplementedError()", "raise NotImplementedError"}  # an answer cell as released
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s", re.M)
 
 
@@ -67,11 +68,20 @@ class Answer:
     found_by: FoundBy
     text: str
     digest: str  # sources and saved outputs: a regrade keeps a person's grade while this is the same
+    # What its code cells draw in the grader's own run (``grader.run.figures``): PNG images as
+    # base64 text (None: the run took none), and how many were left out (too many, too large).
+    figures: tuple[str, ...] | None = None
+    figures_left_out: int = 0
 
     @property
     def untouched(self) -> bool:
-        """The answer is still the skeleton's prompt (or empty)."""
-        return self.text.strip() in ("", ANSWER_PROMPT)
+        """The answer is still the skeleton's prompt or blank (a plot cell left ``?``, ``...`` or
+        the ``raise NotImplementedError()`` stub some tools release), or empty."""
+        lines = [line.strip() for line in self.text.splitlines()]
+        code = [line for line in lines if line and not line.startswith("#")]
+        # A line that is still a blank (``?`` under a given ``import matplotlib.pyplot as plt``) is no
+        # answer yet; ``...`` or a stub only where nothing else is written.
+        return self.text.strip() in ("", ANSWER_PROMPT) or "?" in code or (bool(code) and set(code) <= _BLANKS)
 
 
 def read_cells(path: Path) -> list[NbCell]:

@@ -21,10 +21,11 @@ import re
 import secrets
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from grader.course.model import Assignment
 from grader.notebook import CellInfo, analyse, first_binds
-from grader.outputs import pages
+from grader.outputs import figures, pages
 from grader.outputs.markdown import question_points
 from grader.outputs.view import SUBMISSION_WORDS, ShownQuestion, View
 
@@ -118,7 +119,8 @@ def sanitize(fragment: str) -> str:
     )
 
 
-STYLE = """
+STYLE = (
+    """
 <style>
 .grader-box { border: 2px solid #888; border-radius: 6px; margin: 0.6em 0 1.2em 0; padding: 0.5em 0.9em;
   font-family: system-ui, sans-serif; font-size: 14px; background: #fafafa; }
@@ -137,6 +139,7 @@ STYLE = """
 .jp-OutputArea-output pre { max-height: 36em; overflow-y: auto; }  /* a long output scrolls, as in Jupyter */
 </style>
 """
+).replace("</style>", figures.STYLE + "\n</style>")
 
 
 # --------------------------------------------------------------------------------------------
@@ -267,15 +270,21 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
             after.setdefault(where[qid], []).append(qid)
     # A question graded by a person sits after the cells that answer it (markdown ones too).
     after_cell: dict[int, list[str]] = {}
+    drawn: dict[int, list[dict[str, Any]]] = {}  # a cell number -> the figure cells shown after it
     from grader.judge.manual import given_cells, manual_questions
 
     if assignment is not None:
         from grader.notebook.answers import cells_of, locate
 
-        for qid, found in locate(cells_of(nb), given_cells(assignment), manual_questions(assignment)).items():
+        saved = cells_of(nb)
+        for qid, found in locate(saved, given_cells(assignment), manual_questions(assignment)).items():
             if qid in boxes:
                 after_cell.setdefault(found.cells[-1], []).append(qid)
                 where[qid] = -1
+                shown = next((q for q in view.questions if q.id == qid), None)
+                if shown is not None and not shown.withheld:  # what its code drew in the grader's run
+                    picked = [dict(nb.cells[i - 1]) for i in found.cells if 0 < i <= len(nb.cells)]
+                    drawn[found.cells[-1]] = figures.drawn_cells(picked, shown.figures, shown.figures_left_out)
     cells = [mark("summary")]
     pos = -1
     for number, cell in enumerate(nb.cells, 1):
@@ -286,6 +295,7 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
                 if "execution_count" in output:
                     output.execution_count = number
         cells.append(cell)
+        cells.extend(nbformat.from_dict(c) for c in drawn.get(number, []))  # type: ignore[no-untyped-call]  # nbformat has no annotations
         for qid in after_cell.get(number, []):
             cells.append(mark(qid))
         if cell.get("cell_type") == "code":

@@ -56,6 +56,9 @@ class ShownQuestion:
     max_score: float
     feedback: tuple[str, ...]
     carried_forward: tuple[str, ...] = ()  # the questions where the mistake it is right given is
+    # A question graded by a person: what its answer's code drew in the grader's run (None: not taken).
+    figures: tuple[str, ...] | None = None
+    figures_left_out: int = 0
 
     @property
     def withheld(self) -> bool:
@@ -133,7 +136,11 @@ def student_view(
                 lines = tuple(f for f in lines if f.kind != FeedbackKind.CARRIED) or (wording.withheld_carried(),)
                 carried = ()
             feedback = tuple(f.text for f in lines)
-            questions.append(ShownQuestion(q.id, q.title, q.status, q.score, q.max_score, feedback, carried))
+            drawn = q.answer.figures if q.answer is not None else None
+            left_out = q.answer.figures_left_out if q.answer is not None else 0
+            questions.append(
+                ShownQuestion(q.id, q.title, q.status, q.score, q.max_score, feedback, carried, drawn, left_out)
+            )
         else:
             level = settings.question_visibility(card.assignment, question)
             questions.append(

@@ -41,82 +41,24 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from grader.course.model import Assignment, Course
 from grader.errors import GraderError, StaleEdit
 from grader.files import printable
-from grader.judge import manual
+from grader.judge import manual, plots
 from grader.judge.scorecard import Scorecard, points_text
 from grader.notebook.answers import FoundBy, locate, picked, read_cells, unclaimed
+from grader.outputs import pages
 from grader.outputs.view import status_words
 from grader.review import cells, lookalike, merge
 from grader.review import store as store_module
 from grader.review.store import GradeStore, Stored
+from grader.review.writer import Writer
 from grader.vocab import QuestionStatus
 
 PAGE_CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src data:; connect-src 'self'; "
     "frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 
 MAX_COMMENT = 10_000  # characters of a comment: stated in the page, a longer one refused (never cut)
 MAX_ITEM = 500  # characters of a rubric item's text
-
-
-class Writer:
-    """Writes the outputs again shortly after grades change, off the request's thread: those of the
-    submissions the store's log says changed since they were last written (``merge.catch_up``), so
-    a change is never passed over. A write that fails (a full disk) is kept as ``problem``, shown in
-    the page, and tried again until it succeeds; it is never reported as done."""
-
-    RETRY = 5.0  # seconds between tries of a write that failed
-
-    def __init__(self, store: GradeStore, course: Course, assignment: Assignment, out: Path, formats: Sequence[str]):
-        self.args = (store, course, assignment, out, tuple(formats))
-        self.lock = threading.Lock()
-        self.wake = threading.Event()
-        self.stopped = False
-        self.said = ""
-        self.problem = ""
-        self.thread = threading.Thread(target=self._loop, name="grader-review-writer", daemon=True)
-        self.thread.start()
-        self.wake.set()  # whatever is behind already, written at once
-
-    def changed(self, ids: Sequence[str]) -> None:
-        self.wake.set()
-
-    def flush(self) -> bool:
-        """Write what is behind; whether the outputs now hold every change."""
-        store, course, assignment, out, formats = self.args
-        with self.lock:
-            try:
-                merge.catch_up(store, course, assignment, out, formats)
-            except GraderError as exc:  # a roster conflict: every other file is written; said once
-                if str(exc) != self.said:
-                    self.said = str(exc)
-                    print(f"grader: {exc}", file=sys.stderr, flush=True)
-            except OSError as exc:
-                problem = f"the outputs in {out}/ could not be written: {exc.strerror or exc} ({exc.filename or out})"
-                if problem != self.problem:
-                    print(f"grader: {problem}; trying again", file=sys.stderr, flush=True)
-                self.problem = problem
-                return False
-            self.problem = ""
-            return True
-
-    def _loop(self) -> None:
-        while not self.stopped:
-            self.wake.wait(self.RETRY if self.problem else None)
-            self.wake.clear()
-            if self.stopped:
-                return
-            self.wake.wait(0.5)  # a burst of keys writes once
-            self.wake.clear()
-            self.flush()
-
-    def stop(self) -> str:
-        """Stop, writing what is behind once more; the problem that kept it from being written, if any."""
-        self.stopped = True
-        self.wake.set()
-        self.thread.join(timeout=5)
-        self.flush()
-        return self.problem
 
 
 KEY = "grader.review"
@@ -198,6 +140,7 @@ class Served:
     review: Review
     writer: Writer | None
     solution: dict[str, Any]
+    figures: dict[str, tuple[str, ...]]  # question id -> the figures the solution's answer draws
 
 
 bp = Blueprint("review", __name__, static_folder="static", static_url_path="/static", template_folder="templates")
@@ -384,6 +327,28 @@ def grade_page(qid: str, key: str) -> str:
     )
 
 
+# Question titles in the page's own headers and lists (``class="math"``): instructors' text, typeset
+# by the bundled KaTeX, served as the page's own script and stylesheet (its fonts inlined).
+TITLES = ".math"
+
+
+@bp.app_context_processor
+def with_math() -> dict[str, Any]:
+    """Whether the page loads KaTeX: only where a question's title has math."""
+    review = served().review
+    return {"math": any(pages.has_math(q.title) for q in review.assignment.questions)}
+
+
+@bp.get("/katex.css")
+def katex_css() -> Response:
+    return Response(pages.katex_style(), mimetype="text/css")
+
+
+@bp.get("/katex.js")
+def katex_js() -> Response:
+    return Response(pages.katex_script(TITLES), mimetype="text/javascript")
+
+
 @bp.get("/answer/<qid>/<path:key>")
 def answer(qid: str, key: str) -> Response:
     s, _, q = subject(qid, key)
@@ -394,7 +359,7 @@ def answer(qid: str, key: str) -> Response:
             q.answer.cells if q.answer is not None else (),
         )
     else:
-        page = cells.answer_page(s.path, q.answer.cells, q.answer.text)
+        page = cells.answer_page(s.path, q.answer.cells, q.answer.text, q.answer.figures, q.answer.figures_left_out)
     return Response(page.html, headers={"Content-Security-Policy": page.policy}, mimetype="text/html")
 
 
@@ -403,7 +368,9 @@ def reference(qid: str) -> Response:
     review = current()
     review.question(qid)
     found = served().solution.get(qid)
-    page = cells.reference_page(review.assignment.solution, found.cells if found is not None else None)
+    page = cells.reference_page(
+        review.assignment.solution, found.cells if found is not None else None, served().figures.get(qid, ())
+    )
     return Response(page.html, headers={"Content-Security-Policy": page.policy}, mimetype="text/html")
 
 
@@ -529,12 +496,14 @@ def post_item(qid: str) -> WerkzeugResponse:
     return jsonify({"items": [{"id": it.id, "text": it.text, "points": it.points} for it in review.store.rubric(qid)]})
 
 
-def make_app(review: Review, writer: Writer | None = None) -> Flask:
+def make_app(review: Review, writer: Writer | None = None, figures: dict[str, tuple[str, ...]] | None = None) -> Flask:
+    """The page's app. ``figures``: the figures the solution's answers draw, by question
+    (``References.figures``), shown with the reference answer."""
     app = Flask("grader.review", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = 256 * 1024  # room for a comment over MAX_COMMENT, refused with its own message
     solution = cells.solution_cells(review.assignment.solution)
     app.extensions[KEY] = Served(
-        review, writer, locate(solution, solution, [(q.id, q.title) for q in review.questions])
+        review, writer, locate(solution, solution, [(q.id, q.title) for q in review.questions]), figures or {}
     )
     app.register_blueprint(bp)
     return app
@@ -568,10 +537,11 @@ def serve(
     except GraderError as exc:
         print(f"grader: {exc}", file=sys.stderr, flush=True)
     writer = Writer(store, course, assignment, out, formats)
+    figures = plots.reference_figures_or_none(course, assignment)
     # nbconvert's templates load once, while the grader opens the page.
     threading.Thread(target=cells.render, args=([],), name="grader-review-warm-up", daemon=True).start()
     try:
-        server = make_server("127.0.0.1", port, make_app(review, writer), threaded=True)
+        server = make_server("127.0.0.1", port, make_app(review, writer, figures), threaded=True)
     except OSError as exc:
         raise UsageError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}.") from None
     print(

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.notebook.answers import ANSWER_TAG, NbCell, cells_of
+from grader.outputs import figures
 
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; base-uri 'none'; "
@@ -116,13 +117,14 @@ def render(raw_cells: Sequence[dict[str, Any]], *, note: str = "") -> Page:
         f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{math_policy() if math else CSP}">{styles}'
         "<style>body{margin:0.4em 0.8em;font-family:system-ui,sans-serif}"
-        f".jp-InputPrompt,.jp-OutputPrompt{{display:none}}.review-note{{color:#555;font-size:13px}}</style>{head_math}"
+        f".jp-InputPrompt,.jp-OutputPrompt{{display:none}}.review-note{{color:#555;font-size:13px}}"
+        f"{figures.STYLE}</style>{head_math}"
         f"</head><body>{top}{body}{tail}</body></html>\n",
         math,
     )
 
 
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # shown as data: images, which run nothing
+IMAGE_TYPES = figures.IMAGE_TYPES  # shown as data: images, which run nothing
 MAX_ATTACHMENT = 8 << 20  # characters of base64 an attachment may have to be shown
 _ATTACHMENT = re.compile(r"attachment:([^\s)\"'<>]+)")
 
@@ -169,7 +171,9 @@ def math_policy() -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _answer_page(path: Path, mtime: int, cells: tuple[int, ...], fallback: str) -> Page:
+def _answer_page(
+    path: Path, mtime: int, cells: tuple[int, ...], fallback: str, drawn: tuple[str, ...] | None, left_out: int
+) -> Page:
     data = notebook_data(path)
     if data is None:
         return render(
@@ -180,16 +184,19 @@ def _answer_page(path: Path, mtime: int, cells: tuple[int, ...], fallback: str) 
     picked = [raw[i - 1] for i in cells if 0 < i <= len(raw) and isinstance(raw[i - 1], dict)]
     if not picked:
         return render([], note="No cell of this notebook answers the question.")
-    return render(picked)
+    return render(picked + figures.drawn_cells(picked, drawn, left_out))
 
 
-def answer_page(path: Path, cells: tuple[int, ...], fallback: str) -> Page:
-    """The student's answer cells, rendered (cached while the file is unchanged)."""
+def answer_page(
+    path: Path, cells: tuple[int, ...], fallback: str, drawn: tuple[str, ...] | None = None, left_out: int = 0
+) -> Page:
+    """The student's answer cells, rendered (cached while the file is unchanged), with the figures
+    its code drew in the grader's run (None: the run took none)."""
     try:
         mtime = Path(path).stat().st_mtime_ns
     except OSError:
         mtime = 0
-    return _answer_page(Path(path), mtime, tuple(cells), fallback)
+    return _answer_page(Path(path), mtime, tuple(cells), fallback, drawn, left_out)
 
 
 def notebook_page(path: Path, unclaimed: frozenset[int], picked: tuple[int, ...]) -> Page:
@@ -252,17 +259,18 @@ def question_cells(data: dict[str, Any], answer_start: int) -> list[dict[str, An
     return found
 
 
-def reference_page(solution: Path, answer: tuple[int, ...] | None) -> Page:
-    """The question's text and the instructor's reference answer, from the solution notebook."""
+def reference_page(solution: Path, answer: tuple[int, ...] | None, drawn: tuple[str, ...] = ()) -> Page:
+    """The question's text and the instructor's reference answer, from the solution notebook, with
+    the figures the solution's code draws in its own run."""
     try:
         mtime = Path(solution).stat().st_mtime_ns
     except OSError:
         mtime = 0
-    return _reference_page(Path(solution), mtime, answer)
+    return _reference_page(Path(solution), mtime, answer, drawn)
 
 
 @functools.lru_cache(maxsize=64)
-def _reference_page(solution: Path, mtime: int, answer: tuple[int, ...] | None) -> Page:
+def _reference_page(solution: Path, mtime: int, answer: tuple[int, ...] | None, drawn: tuple[str, ...]) -> Page:
     data = notebook_data(solution)
     if data is None or not answer:
         return render([], note="The solution notebook is not here: no reference answer to show.")
@@ -270,7 +278,8 @@ def _reference_page(solution: Path, mtime: int, answer: tuple[int, ...] | None) 
     question = [unmarked(c) for c in question_cells(data, answer[0])]
     model = [unmarked(raw[i - 1]) for i in answer if 0 < i <= len(raw) and isinstance(raw[i - 1], dict)]
     heading = {"cell_type": "markdown", "metadata": {}, "source": "---\n**Reference answer**"}
-    return render([*question, heading, *model])
+    shown = figures.figure_cell(drawn, "**The reference figure, from the solution's run**") if drawn else []
+    return render([*question, heading, *model, *shown])
 
 
 # The solution's markers, as every authoring tool writes them: a line of its own, or ``# SOLUTION`` after code.

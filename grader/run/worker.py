@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from grader import capture
 from grader.errors import CaptureFailed, CheckFailed
-from grader.names import CALLS, CARRIED, CELL_FILE, CHECK_FILE, INJECT, RECORD, REPLAY
-from grader.run import calls, fast_cells, frames, test_recorder
+from grader.names import CALLS, CARRIED, CELL_FILE, CHECK_FILE, FIGURES_BEFORE, FIX, INJECT, RECORD, REPLAY
+from grader.run import calls, fast_cells, figures, frames, test_recorder
 from grader.run.student_values import add_error, evaluate_check, raised_in_student_code
 from grader.seeding import seed_everything
 from grader.vocab import Uncapturable
@@ -201,10 +201,13 @@ class Runner:
         for c in self.job["captures"]:
             captures.setdefault(c["point"] if c["point"] is not None else len(cells), []).append(c)
         install_injections(self.shell.user_ns, self.job)
+        drawn = any(c["kind"] == "figures" for c in self.job["captures"])  # a plot question's figures
         self.send({"ev": "start", "pid": os.getpid(), "sandbox": list(self.sandbox)})
         previous: CellEndMessage | None = None
         for pos, cell in enumerate(cells):
             self.capture_all(captures.get(pos, []))
+            if drawn:
+                figures.install()
             if cell.get("skip"):
                 self.send({"ev": "cell", "pos": pos, "phase": "end", "status": "skipped"})
                 previous = None
@@ -287,6 +290,13 @@ class Runner:
             elif item["kind"] == "test":
                 message["value"] = self.test(item)
                 return message
+            elif item["kind"] == "figures":
+                if item["target"] == FIGURES_BEFORE:
+                    figures.drop()
+                    message["missing"] = True
+                else:
+                    message["value"] = capture.encode(figures.take(), budget=self.budget)
+                return message
             else:
                 seed = item.get("seed")
                 if seed is not None:
@@ -323,6 +333,9 @@ def continued_error(previous: CellEndMessage | None, cells: list[CellWire], pos:
     return {**previous, "pos": pos, "duration": 0.0, "output_bytes": 0}
 
 
+FIX_FILE = "<solution>"
+
+
 def install_injections(ns: dict[str, Any], job: JobWire) -> None:
     """Put the function the rewritten cells call (``__grader_inject__(key)``) into the namespace.
 
@@ -349,6 +362,14 @@ def install_injections(ns: dict[str, Any], job: JobWire) -> None:
                 calls.instance_recorder(ns[name], record.setdefault(name, []), name)
             elif inspect.isroutine(ns.get(name)) or isinstance(ns.get(name), functools.partial):
                 ns[name] = calls.recorder(ns[name], record.setdefault(name, []), ns, name)
+            return
+        if key.startswith(FIX):  # the solution's definition in place of the student's (``judge.fixes``)
+            name = key[len(FIX) :]
+            source = capture.to_python(capture.decode(values[key]))
+            apart = dict(ns)  # its helpers are defined apart: the notebook's own names stay the student's
+            exec(compile(source, FIX_FILE, "exec"), apart)  # noqa: S102 - the course's own solution code
+            if name in apart:
+                ns[name] = apart[name]
             return
         if key.startswith(REPLAY):  # in the solution's run: the student's recorded answers stand in
             name = key[len(REPLAY) :]

@@ -27,7 +27,7 @@ CLASSES = {
     "G": "two upstream mistakes",
     "H": "upstream value typed in (right on the notebook's data only), later steps computed from it",
     "I": "root mistake that later steps absorb or never read (later steps plainly correct)",
-    "J": "upstream callable raises: later steps built on it cannot be computed (no credit due)",
+    "J": "the student's function / class raises (docked in its own question): a later step that cannot be computed is carried if right with the solution's callable in its place, else wrong",
     "K": "later step right given the upstream mistake, its value equal to one of its own hint expressions",
 }
 
@@ -791,8 +791,7 @@ S(
     A,
     "J",
     ["self_attention_fn"],
-    "self_attention raises (Q @ K without the transpose); the heads cannot be computed from it",
-    own=["multihead"],
+    "self_attention raises (Q @ K without the transpose); the heads, right once it is fixed, carried",
     over={
         19: "def self_attention(x, W_Q, W_K, W_V):\n    Q, K, V = x @ W_Q, x @ W_K, x @ W_V\n    return torch.softmax(Q @ K / K.shape[-1] ** 0.5, dim=-1) @ V"
     },
@@ -982,8 +981,7 @@ S(
     A,
     "J",
     ["causal_attention_module"],
-    "CausalAttention.forward raises (keys transposed over the batch axis); the wrapper cannot be computed",
-    own=["multihead_wrapper"],
+    "CausalAttention.forward raises (keys transposed over the batch axis); the wrapper, right once it is fixed, carried",
     over={42: CA_TMPL.replace("k.transpose(1, 2)", "k.transpose(0, 1)") % (1, "/ k.shape[-1] ** 0.5", CA_OK_TAIL)},
 )
 S(
@@ -1012,6 +1010,84 @@ S(
         15: "d_in , d_out = inputs.shape[1] , 2\nx_2 = inputs[1]\n\ntorch.manual_seed(123)\nW_query = torch.nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)\nW_key = torch.nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)\nW_value = torch.nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)\n\nquery_2 = x_2 @ W_key\nkey_2 = x_2 @ W_key\nvalue_2 = x_2 @ W_value",
         23: "context_vector_2 = torch.stack([w * v for w, v in zip(attn_weights_2, values)]).sum(dim=0)",
     },
+)
+
+# =============================================================== class J, more cases (issue 40, class 7)
+S(
+    "numpy_softmax_ones3_raises",
+    "attention_numpy",
+    "J",
+    ["softmax"],
+    "softmax sums with np.dot(e, np.ones(3)): raises on 4 or 5 entries (its own check, the variants' weights); weights and output right once fixed",
+    over={
+        17: "def softmax(x):\n    e_x = np.exp(x - np.max(x))\n    return e_x / np.dot(e_x, np.ones(3))   # sum of the three entries\n\nattention_weights = np.apply_along_axis(softmax, axis=1, arr=scaled_scores)"
+    },
+)
+S(
+    "tok_convert_raises",
+    "tokens_to_multihead",
+    "J",
+    ["tokenizer"],
+    "convert_tokens_to_ids reads self.unk (AttributeError); token ids and every later step right once the tokenizer is fixed",
+    over={3: TOK % (T_OK, "[self.vocab.get(t, self.vocab[self.unk]) for t in tokens]")},
+)
+S(
+    "fr_selfattn_nodim_raises",
+    "attention_french",
+    "J",
+    ["self_attention_fn"],
+    "self_attention calls torch.softmax without dim (TypeError); heads and multi-head output right once fixed",
+    over={
+        19: "def self_attention(x, W_Q, W_K, W_V):\n    Q = x @ W_Q\n    K = x @ W_K\n    V = x @ W_V\n    weights = torch.softmax(Q @ K.T / K.shape[-1] ** 0.5)\n    return weights @ V"
+    },
+)
+S(
+    "fr_selfattn_raises_interleave",
+    "attention_french",
+    "J",
+    ["self_attention_fn"],
+    "self_attention raises (Q @ K); heads right once fixed (carried), multi-head output interleaves the heads' features (own)",
+    own=["multihead"],
+    over={
+        19: "def self_attention(x, W_Q, W_K, W_V):\n    Q, K, V = x @ W_Q, x @ W_K, x @ W_V\n    return torch.softmax(Q @ K / K.shape[-1] ** 0.5, dim=-1) @ V",
+        25: "multihead_output = torch.stack(heads, dim=-1).flatten(1) @ W_O\nprint(multihead_output.shape)",
+    },
+)
+CA_NOSUPER = CA_TMPL.replace("        super().__init__()\n", "") % (1, "/ k.shape[-1] ** 0.5", CA_OK_TAIL)
+assert "super()" not in CA_NOSUPER
+S(
+    "fs_ca_nosuper_raises",
+    "attention_from_scratch",
+    "J",
+    ["causal_attention_module"],
+    "CausalAttention.__init__ without super().__init__() (AttributeError on the first nn.Linear); the wrapper right once fixed",
+    over={42: CA_NOSUPER},
+)
+S(
+    "fs_ca_raises_cat1",
+    "attention_from_scratch",
+    "J",
+    ["causal_attention_module"],
+    "CausalAttention.forward raises (keys transposed over the batch axis); the wrapper concatenates on dim 1 (own)",
+    own=["multihead_wrapper"],
+    over={
+        42: CA_TMPL.replace("k.transpose(1, 2)", "k.transpose(0, 1)") % (1, "/ k.shape[-1] ** 0.5", CA_OK_TAIL),
+        46: """class MultiHeadAttentionWrapper(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.heads = nn.ModuleList([CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)])
+
+    def forward(self, x):
+        return torch.cat([head(x) for head in self.heads], dim=1)""",
+    },
+)
+S(
+    "fs_ca_mask6_raises",
+    "attention_from_scratch",
+    "J",
+    ["causal_attention_module"],
+    "CausalAttention masks with self.mask[:6, :6]: raises on inputs of other than 6 tokens (a check's 5); the wrapper right once fixed",
+    over={42: CA_TMPL.replace("self.mask[:n, :n]", "self.mask[:6, :6]") % (1, "/ k.shape[-1] ** 0.5", CA_OK_TAIL)},
 )
 
 

@@ -615,3 +615,48 @@ CHECKS["attention_from_scratch"] = [
         seed=123,
     ),
 ]
+
+# ---------------------------------------------------------------- the solution's callables (class J)
+# A student's function or class that raises, tested (and docked) by its own question: the solution's
+# definition is put in place of the student's right after the student's definition (truth.py), to see
+# whether a later step that could not be computed is right once the callable works.  Each definition
+# is executed apart (its own globals: its imports and the solution's helpers), so that only the
+# callable's name is rebound in the student's namespace and the student's other names stay theirs.
+# name -> (the question that tests it, the solution's code defining it)
+
+TOK_FIX = r"""
+import re
+VOCAB_SIZE = 30522
+
+def load_vocab(path):
+    vocab = {}
+    with open(path, encoding='utf-8') as f:
+        for line in f:
+            token, idx = line.rstrip('\n').split('\t')
+            vocab[token] = int(idx)
+    return vocab
+
+
+class SubsetBertTokenizer:
+    def __init__(self, vocab_path, vocab_size=VOCAB_SIZE):
+        self.vocab = load_vocab(vocab_path)
+        self.vocab_size = vocab_size
+        self.unk_token = '[UNK]'
+
+    def tokenize(self, text):
+        return re.findall(r"\w+|[^\w\s]", text.lower())
+
+    def convert_tokens_to_ids(self, tokens):
+        return [self.vocab.get(token, self.vocab[self.unk_token]) for token in tokens]
+"""
+_TORCH = "import torch\nimport torch.nn as nn\n"
+FIXES = {
+    "attention_numpy": {"softmax": ("softmax", "import numpy as np\n" + NUMPY_SOFTMAX)},
+    "tokens_to_multihead": {"SubsetBertTokenizer": ("tokenizer", TOK_FIX)},
+    "attention_french": {"self_attention": ("self_attention_fn", _TORCH + FR_SELF)},
+    "attention_from_scratch": {
+        "SelfAttention_v1": ("self_attention_v1", _TORCH + FS_SA1.split("\ntorch.manual_seed(123)")[0]),
+        "CausalAttention": ("causal_attention_module", _TORCH + FS_CA),
+        "MultiHeadAttentionWrapper": ("multihead_wrapper", _TORCH + FS_CA + FS_MHA),
+    },
+}

@@ -13,6 +13,9 @@ For every notebook of notebooks/<assignment>/ (and its meta in meta.json):
     the solution or to the reference-on-own-upstream, not correct), else root-wrong (a question the
     notebook's meta names as a deliberate upstream mistake) or wrong;
   * roots of a carried check: traced through spec upstream links.
+  * class J: a check not computable because the student's function / class (spec.FIXES) raised, tested
+    by an earlier question that docks it: the notebook is run again with the solution's definition in
+    place of the student's (right after it); carried if then equal to the solution on every run.
 Writes truth.json.  usage: truth.py [--only SUBSTR]
 """
 
@@ -102,8 +105,35 @@ def snapshot(ns):
     return snap
 
 
-def run_notebook(path, assignment, variant):
-    """Returns (p1 namespace, final namespace, errors)."""
+def blame(exc, names):
+    """The innermost of the student's callables `names` (defined in a notebook cell) the exception was
+    raised through, else None."""
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename.startswith("<cell"):
+            top = getattr(code, "co_qualname", code.co_name).split(".")[0]
+            if top in names:
+                found = top
+        tb = tb.tb_next
+    return found
+
+
+def solution_callable(assignment, name):
+    """The solution's definition of `name`, executed apart (its own imports and helpers)."""
+    g = {"__name__": "__main__"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(spec.FIXES[assignment][name][1], g)
+    return g[name]
+
+
+def run_notebook(path, assignment, variant, fix=frozenset()):
+    """Returns (p1 namespace, final namespace, errors, blamed).
+    fix: names of the student's callables replaced by the solution's right after each definition;
+    blamed: the student's callables (of spec.FIXES) an exception of the run was raised through."""
+    fixable = set(spec.FIXES.get(assignment, {}))
+    blamed = set()
     given = spec.GIVEN.get(assignment, {})
     before = spec.BEFORE.get(assignment)
     rng = np.random.default_rng(1000 + variant)
@@ -132,7 +162,13 @@ def run_notebook(path, assignment, variant):
                     exec(code, ns)
             except Exception as e:
                 errors.append(f"cell {ci}: {type(e).__name__}: {e}")
+                b = blame(e, fixable)
+                if b:
+                    blamed.add(b)
                 break  # the rest of the cell does not run
+            for f in fix:
+                if f in names and f in ns:
+                    ns[f] = solution_callable(assignment, f)
             if variant:
                 for g in given:
                     if g in names and g not in replaced and g in ns:
@@ -140,7 +176,7 @@ def run_notebook(path, assignment, variant):
                         replaced.add(g)
     if p1 is None:
         p1 = ns
-    return p1, ns, errors
+    return p1, ns, errors, blamed
 
 
 def seeded(seed):
@@ -163,6 +199,18 @@ def read(ns, chk):
             return eval(chk["expr"], ns)
     except Exception:
         return None
+
+
+def read_blamed(ns, chk, names):
+    """(value or None, the student's callable its expression raised through or None)."""
+    if chk["value"]:
+        return read(ns, chk), None
+    try:
+        seeded(chk["seed"])
+        with contextlib.redirect_stdout(io.StringIO()):
+            return eval(chk["expr"], ns), None
+    except Exception as e:
+        return None, blame(e, names)
 
 
 def reference(ns, chk):
@@ -219,7 +267,7 @@ def judge(assignment, nb_path, sol_runs, roots_declared):
     for chk in checks:
         key = f"{chk['q']}:{chk['key']}"
         kinds = []
-        for (p1, fin, _), (sp1, sfin, _) in zip(runs, sol_runs):
+        for (p1, fin, _, _), (sp1, sfin, _, _) in zip(runs, sol_runs):
             ns = p1 if chk["phase"] == "p1" else fin
             sns = sp1 if chk["phase"] == "p1" else sfin
             stu = read(ns, chk)
@@ -243,6 +291,47 @@ def judge(assignment, nb_path, sol_runs, roots_declared):
         if chk["q"] not in qs:
             qs.append(chk["q"])
 
+    # class J: a step that could not be computed because the student's function / class raised, that
+    # function / class tested (and docked) by an earlier question: the notebook is run again with the
+    # solution's definition put in place of the student's; the step is carried if its value then equals
+    # the solution's on every run (roots: the questions testing the replaced callables), else it stays.
+    fixes = spec.FIXES.get(assignment, {})
+    q_pre = {q: [v["status"] for k, v in per_check.items() if k.split(":")[0] == q] for q in qs}
+    fixed_runs = {}
+    for chk in checks:
+        key = f"{chk['q']}:{chk['key']}"
+        v = per_check[key]
+        if v["status"] not in ("wrong", "root-wrong"):
+            continue
+        cands = set()
+        for p1, fin, _, blamed in runs:
+            ns = p1 if chk["phase"] == "p1" else fin
+            val, b = read_blamed(ns, chk, set(fixes))
+            if val is None:
+                cands |= blamed | ({b} if b else set())
+        cands = {
+            c
+            for c in cands
+            if fixes[c][0] != chk["q"]
+            and qs.index(fixes[c][0]) < qs.index(chk["q"])
+            and not all(s == "correct" for s in q_pre[fixes[c][0]])
+        }
+        if not cands:
+            continue
+        fk = frozenset(cands)
+        if fk not in fixed_runs:
+            fixed_runs[fk] = [run_notebook(nb_path, assignment, r, fix=fk) for r in range(N_VARIANTS + 1)]
+        kinds = []
+        for (p1, fin, _, _), (sp1, sfin, _, _) in zip(fixed_runs[fk], sol_runs):
+            ns = p1 if chk["phase"] == "p1" else fin
+            sns = sp1 if chk["phase"] == "p1" else sfin
+            kinds.append("correct" if same(read(ns, chk), read(sns, chk)) else "wrong")
+        v["solution_in_place_of"] = sorted(cands)
+        v["runs_fixed"] = kinds
+        if all(k == "correct" for k in kinds):
+            v["status"] = "carried"
+            v["j_roots"] = sorted({fixes[c][0] for c in cands})
+
     def q_status(q):
         sts = [v["status"] for k, v in per_check.items() if k.split(":")[0] == q]
         return sts
@@ -253,6 +342,9 @@ def judge(assignment, nb_path, sol_runs, roots_declared):
         if key in memo:
             return memo[key]
         memo[key] = set()
+        if "j_roots" in per_check[key]:
+            memo[key] = set(per_check[key]["j_roots"])
+            return memo[key]
         r = set()
         for u in per_check[key]["up"]:
             ukeys = [u] if ":" in u else [k for k in per_check if k.split(":")[0] == u]
@@ -293,7 +385,10 @@ def judge(assignment, nb_path, sol_runs, roots_declared):
             expected_score=round(exp, 4),
             max_score=round(sum(v["points"] for v in items.values()), 4),
             roots=roots,
-            checks={k.split(":", 1)[1]: {kk: vv for kk, vv in v.items() if kk != "up"} for k, v in items.items()},
+            checks={
+                k.split(":", 1)[1]: {kk: vv for kk, vv in v.items() if kk not in ("up", "j_roots")}
+                for k, v in items.items()
+            },
         )
     return questions, runs[0][2], anomalies
 
