@@ -222,10 +222,13 @@ def otter_peer(course: dict[str, Any], master: Path, peer: Path, work: Path) -> 
         out = work / "otter" / sub
         out.mkdir(parents=True)
         handed_in = path
-        if config.get("zips"):  # otter then grades the zip its export makes: the notebook at its root
+        if config.get("zips"):  # otter then grades the zip its export makes (the notebook at its root),
+            exported = out / "export.zip"  # handed to ``otter run`` inside a zip, as Gradescope uploads it
+            with zipfile.ZipFile(exported, "w") as zf:
+                zf.write(path, master.name)
             handed_in = out / f"{sub}.zip"
             with zipfile.ZipFile(handed_in, "w") as zf:
-                zf.write(path, master.name)
+                zf.write(exported, exported.name)
         proc = run(
             [str(peer), "-m", "otter", "run", "-a", str(zips[0]), "-o", str(out), str(handed_in)], out, timeout=3600
         )
