@@ -164,7 +164,6 @@ def nbgrader_peer(course: dict[str, Any], src_nb: Path, peer: Path, work: Path) 
     for sub, recipe in course.get("submissions", {}).items():
         subs[sub], missed[sub] = derive(correct, unanswered, recipe)
     for sub, nb in subs.items():
-        run([*cmd, "db", "student", "add", sub], root)
         folder = root / "submitted" / sub / name
         shutil.copytree(root / "release" / name, folder)
         nbformat.write(nb, str(folder / src_nb.name))
@@ -173,7 +172,7 @@ def nbgrader_peer(course: dict[str, Any], src_nb: Path, peer: Path, work: Path) 
         (folder / "nose" / "tools.py").write_text(NOSE_TOOLS)
         (work / "subs").mkdir(exist_ok=True)
         nbformat.write(nb, str(work / "subs" / f"{sub}.ipynb"))
-    graded = run([*cmd, "autograde", name, "--force"], root, timeout=3600)
+    graded = run([*cmd, "autograde", name, "--force", "--create"], root, timeout=3600)  # --create: students added
     got = run([str(peer), "-c", SCORES, f"sqlite:///{root}/gradebook.db", json.dumps(list(subs)), name], root)
     scores = json.loads(got.stdout or "{}")
     theirs = {
