@@ -190,6 +190,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
         names = done.names
         print_table(assignment, names, cards, course.scorecard.rounding)
         notes = batch.summary_lines(found, outcome)
+        if assignment.per_student is not None:
+            from grader.authoring.per_student import flagged
+
+            notes += flagged(names, list(cards), out, roster)
     if notes:
         print()
         print("\n".join(notes))
@@ -334,6 +338,8 @@ def cmd_assign(args: argparse.Namespace) -> int:
     from grader.judge.grading import Grader
 
     course = load_course(args.config)
+    if args.per_student or args.out:
+        return _assign_per_student(args, course)
     names = args.names or list(course.assignments)
     grader = Grader(course)
     for name in names:
@@ -341,6 +347,48 @@ def cmd_assign(args: argparse.Namespace) -> int:
         ref = grader.references.get(assignment)
         for path in write_assignment(assignment, public_checks(assignment, ref.captures)):
             print(f"wrote {path.relative_to(course.root)}")
+    return EXIT_OK
+
+
+def _assign_per_student(args: argparse.Namespace, course: config.Course) -> int:
+    """``grader assign NAME --per-student roster.csv --out DIR``: a notebook per student."""
+    from grader.authoring import per_student
+    from grader.authoring.assign import write_beside
+    from grader.authoring.public import public_checks
+    from grader.batch import Progress
+    from grader.course.locate import pick_assignment
+    from grader.judge.grading import Grader
+
+    if not (args.per_student and args.out):
+        raise UsageError("--per-student ROSTER and --out DIR go together: give both.")
+    if len(args.names) > 1:
+        raise UsageError("--per-student writes one assignment's notebooks: name one assignment.")
+    assignment = pick_assignment(course, args.names[0] if args.names else None, [])
+    if assignment.per_student is None:
+        raise UsageError(
+            f"{assignment.name} has no `per_student:` section in config.yaml: say which given inputs differ "
+            "per student (docs/per-student.md)."
+        )
+    roster = Path(args.per_student)
+    ids = per_student.read_roster(roster)  # a bad roster stops here, before the solution runs
+    grader = Grader(course)
+    ref = grader.references.get(assignment)
+    samples = [grader.students.for_student(assignment, sid) for sid in ids[:3]]
+    public = per_student.public_for_students(public_checks(assignment, ref.captures), ref.captures, samples)
+    progress = Progress(len(ids), assignment.name, done_word="written")
+    try:
+        written = per_student.write_per_student(
+            assignment,
+            roster,
+            Path(args.out),
+            grader.references.variant_secret(),
+            lambda folder: write_beside(assignment, folder, public),
+            given=ref.given(),
+            advance=progress.advance,
+        )
+    finally:
+        progress.close()
+    print(f"wrote {len(written)} notebooks of {assignment.name} under {args.out}, one folder per student")
     return EXIT_OK
 
 
@@ -447,7 +495,7 @@ def cmd_classroom50_autograder(args: argparse.Namespace) -> int:
     from grader.packaging.classroom50 import build_folder
 
     course, assignment = course_and_assignment(args)
-    folder = build_folder(course, assignment, Path(args.out), args.slug)
+    folder = build_folder(course, assignment, Path(args.out), args.slug, Path(args.roster) if args.roster else None)
     print(f"wrote {folder}/: commit it to the classroom's folder in your Classroom 50 configuration repository")
     return EXIT_OK
 

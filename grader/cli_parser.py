@@ -156,6 +156,12 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     a = sub.add_parser("assign", help="generate student skeletons from solution notebooks")
     assignment_names(a)
     course_file(a)
+    a.add_argument(
+        "--per-student",
+        metavar="ROSTER",
+        help="a roster CSV (an `id` column): one notebook per student with their own data (`per_student:`)",
+    )
+    a.add_argument("--out", metavar="DIR", help="with --per-student: the folder of the students' folders")
     a.set_defaults(func=commands["assign"])
 
     im = sub.add_parser(
@@ -215,6 +221,11 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     c5 = sub.add_parser("classroom50-autograder", help="write the Classroom 50 autograder folder for an assignment")
     assignment_name(c5)
     c5.add_argument("--slug", help="the assignment's Classroom 50 slug (default: NAME in lower case, _ as -)")
+    c5.add_argument(
+        "--roster",
+        metavar="ROSTER",
+        help="with `per_student:`: the roster the notebooks were written from (ids: the students' GitHub logins)",
+    )
     out_folder(c5, "the classroom's folder; writes OUT/autograders/SLUG/")
     course_file(c5)
     c5.set_defaults(func=commands["classroom50-autograder"])

@@ -21,6 +21,16 @@ class SubmissionStatus(StrEnum):
     OVER_BUDGET = "over_budget"  # the grader's own work on it passed ``limits.grader_cpu``; not judged
 
 
+class StudentDataStatus(StrEnum):
+    """Whose data a per-student submission holds (``StudentData.status``, grader.judge.per_student)."""
+
+    OWN = "own"
+    CLASSMATE = "classmate"  # a valid stamp naming another student
+    EDITED = "edited"  # a stamp whose signature does not match its id
+    GENERIC = "generic"  # no stamp: the generic skeleton
+    OTHER_ASSIGNMENT = "other_assignment"
+
+
 class QuestionStatus(StrEnum):
     """A question's verdict (``QuestionResult.status``)."""
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from test_review import CHROMEDRIVER, CHROMIUM, _browser_missing
 
 from grader.course.config import load
 from grader.judge import document
@@ -221,3 +222,51 @@ def test_the_review_page_shows_the_run_s_figure_and_typesets_the_title(course, g
     assert "from the grader's run of the notebook" in frame and "data:image/png;base64," in frame
     reference = http.get("/reference/heat?token=tok").get_data(as_text=True)
     assert "data:image/png;base64,iVBORw0KGgo=" in reference
+
+
+@pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
+def test_a_ta_sees_the_figure_of_a_notebook_never_run_and_the_reference_figure_in_chromium(course, graded, monkeypatch):
+    import threading
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    from werkzeug.serving import make_server
+
+    from grader.review.app import Review, make_app
+    from grader.review.store import GradeStore
+
+    root, c = course
+    monkeypatch.chdir(root)
+    a = c.assignment("pl")
+    review = Review(GradeStore.in_folder(root / "out"), c, a, "Tess", "tok")
+    app = make_app(review, figures=reference_figures(References(c, default_executor()), a))
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    wait = WebDriverWait(driver, 20, poll_frequency=0.05)
+
+    def drawn(frame: str) -> list[int]:
+        """The widths of the images in a frame, once each has loaded."""
+        driver.switch_to.frame(driver.find_element(By.ID, frame))
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".celltag_grader-figure img"))
+        images = driver.find_elements(By.CSS_SELECTOR, ".celltag_grader-figure img")
+        wait.until(lambda d: all(d.execute_script("return arguments[0].complete", i) for i in images))
+        widths = [int(driver.execute_script("return arguments[0].naturalWidth", i)) for i in images]
+        driver.switch_to.default_content()
+        return widths
+
+    try:
+        driver.get(f"http://127.0.0.1:{server.server_port}/grade/heat/never_run?token=tok")
+        assert len(drawn("answer")) == 1 and drawn("answer")[0] > 100  # the heat map its code draws
+        assert len(drawn("reference")) == 1 and drawn("reference")[0] > 100  # the solution's
+        title = driver.find_element(By.CSS_SELECTOR, "h1 .math")
+        wait.until(lambda d: title.find_elements(By.CSS_SELECTOR, ".katex"))  # the title's math typeset
+    finally:
+        driver.quit()
+        server.shutdown()

@@ -179,9 +179,14 @@ def write_assignment(assignment: Assignment, public_checks: dict[str, Any] | Non
     checker's wheel; returns the files written."""
     dest = assignment.skeleton.parent
     dest.mkdir(parents=True, exist_ok=True)
-    written = []
     assignment.skeleton.write_text(skeleton_text(assignment.solution, assignment.student_install), encoding="utf-8")
-    written.append(assignment.skeleton)
+    return [assignment.skeleton, *write_beside(assignment, dest, public_checks)]
+
+
+def write_beside(assignment: Assignment, dest: Path, public_checks: dict[str, Any] | None) -> list[Path]:
+    """What goes beside a student's notebook: the checker's wheel (``student_install: wheel``), the
+    data files and the public checks; returns the files written."""
+    written = []
     if assignment.student_install == WHEEL:
         from grader.authoring import wheel
 

@@ -4,7 +4,9 @@
 - the skeleton scores zero, with every question ``unanswered``;
 - every check's variable or expression exists in the solution (the reference run fails otherwise);
 - every given input is defined by the solution, and the skeleton is what ``grader assign`` makes now;
-- every hint is reachable: it differs from the reference, and a value equal to it gets that hint.
+- every hint is reachable: it differs from the reference, and a value equal to it gets that hint;
+- with ``per_student:``, the skeleton's data cells define every input drawn per student, and the
+  solution runs on a sample of students' draws, each of which changes the answers.
 """
 
 from __future__ import annotations
@@ -28,12 +30,15 @@ from grader.vocab import QuestionStatus, SubmissionStatus
 
 def validate(course: Course, assignment: Assignment, grader: Grader | None = None) -> list[str]:
     grader = grader or Grader(course)
+    drawn = assignment if assignment.per_student is not None else None
     problems = _given_problems(assignment)
     try:
         ref = grader.references.get(assignment)
     except GraderError as exc:
         # An undefined given input is already reported with its fix; the reference run fails on it too.
         return problems or [str(exc)]
+    # The notebooks themselves, not a student's: their own data is what they are graded on.
+    assignment = replace(assignment, per_student=None) if assignment.per_student is not None else assignment
     # Graded from its reference bundle (a Gradescope image), the solution is not there to grade.
     card = (
         grader.grade(assignment, assignment.solution, course_variants=True)  # the variants it checks
@@ -97,6 +102,46 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
                     f"{where}: a submission computing it gets {'another hint' if result.hint else 'no hint'}"
                 )
     problems.extend(_variant_problems(assignment, ref))
+    if drawn is not None:
+        problems.extend(_per_student_problems(drawn, grader, ref))
+    return problems
+
+
+SAMPLE_STUDENTS = 6  # students whose draws ``grader validate`` runs the solution on
+
+
+def _per_student_problems(assignment: Assignment, grader: Grader, ref: Reference) -> list[str]:
+    """The skeleton can be filled per student, the solution runs on a sample of students' inputs,
+    and each of their draws changes the answers (else a student's notebook is the generic one)."""
+    from grader.authoring.assign import skeleton
+    from grader.authoring.per_student import Template
+
+    try:
+        Template(assignment, skeleton(assignment.solution, assignment.student_install))
+    except (GraderError, ValueError) as exc:
+        return [str(exc)]
+    problems: list[str] = []
+    for k in range(1, SAMPLE_STUDENTS + 1):
+        sample = f"validate-sample-{k}"
+        try:
+            theirs = grader.students.for_student(assignment, sample)
+        except (GraderError, OSError) as exc:
+            return problems + [str(exc)]
+        changed = [
+            c.id
+            for c in assignment.checks
+            if not c.is_test
+            and (got := theirs.get(c.id)) is not None
+            and got.value is not None
+            and (base := ref.captures[c.id].value) is not None
+            and not compare("", got.value, base, rtol=0, atol=0).ok
+        ]
+        if not changed:
+            problems.append(
+                f"per_student: the draw for sample student {k} of {SAMPLE_STUDENTS} changes no answer of the "
+                "solution: that student's notebook would hold the same answers as the generic one (leave the "
+                "notebook's own value out of a list of choices, or widen the rule)"
+            )
     return problems
 
 

@@ -42,6 +42,7 @@ from grader.course.model import (
     ScorecardSettings,
     VariantSpec,
 )
+from grader.course.per_student import per_student_spec
 from grader.course.reader import Document, Reader, describe
 from grader.errors import ConfigError
 from grader.names import check_id
@@ -334,6 +335,7 @@ def _assignment(
         "seed_each_cell",
         "inert_lines",
         "blank_released_as",
+        "per_student",
         *Inherited.keys(Level.ASSIGNMENT),
     )
     if not ID_RE.match(name):
@@ -377,6 +379,7 @@ def _assignment(
                 f"{r.sub('variants')}.inputs.{varied}",
                 f"is not a given input of this assignment: add {varied} to `given` (or remove its rule)",
             )
+    per_student = per_student_spec(r, given, variants) if r.has("per_student") else None
     # The bundle's name is left out: an assignment graded from its bundle has the digest it was built with.
     section = {k: v for k, v in r.data.items() if k != "reference_bundle"}
     if any(c.is_test for q in questions for c in q.checks):
@@ -405,6 +408,7 @@ def _assignment(
         seed_each_cell=_cell_seed(r),
         inert_lines=_inert_lines(r),
         blank_released_as=r.string("blank_released_as", ""),
+        per_student=per_student,
         **settings.fields_of(Assignment),
     )
 

@@ -11,6 +11,7 @@ import functools
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from grader.course.kinds import KINDS, CheckKind
 from grader.vocab import Format, QuestionVisibility, ShowExpected
@@ -158,6 +159,28 @@ KEEP = "keep"  # the rule of a given input that variants leave as the notebook d
 
 
 @dataclass(frozen=True)
+class PerStudentInput:
+    """One given input that differs per student (``per_student.inputs``): drawn with ``rule`` (an
+    expression with ``rng``, ``np``, ``value`` and ``shape`` in scope), as one of ``choices``, or
+    (neither) as random values of the solution's shape and dtype."""
+
+    name: str
+    rule: str = ""
+    choices: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class PerStudentSpec:
+    """Each student's own data (``per_student:``, see grader.judge.per_student)."""
+
+    inputs: tuple[PerStudentInput, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(i.name for i in self.inputs)
+
+
+@dataclass(frozen=True)
 class Assignment:
     name: str
     title: str
@@ -186,6 +209,8 @@ class Assignment:
     # The code a released notebook held in place of each blank ``?`` line, where students got the
     # course's notebooks from elsewhere: a manual answer that still holds it is left as released.
     blank_released_as: str = ""
+    # The given inputs each student gets drawn for them (``per_student:``); None: one notebook for all.
+    per_student: PerStudentSpec | None = None
 
     @property
     def max_score(self) -> float:

@@ -161,8 +161,12 @@ def _carried_verdict(check: Check, ctx: Context, res: CheckResult, points: float
         )
     )
     where = roots(check, ctx) or [by_id[i].question_id for i in res.carried_from if i in by_id]
+    pairs = ctx.fixed_by.get(check.id, ())
+    if pairs and not inputs:  # carried on the variants where the student's docked function raised
+        inputs = tuple(dict.fromkeys(n if classes.get(n) else f"{n}()" for n, _ in pairs))
+        where = where or list(dict.fromkeys(owner for _, owner in pairs))
     share = check.carry_forward
-    reason = v.CarriedForward(check.label, inputs, tuple(ctx.titles.get(q, q) for q in where), share)
+    reason = v.CarriedForward(check.label, inputs, tuple(dict.fromkeys(ctx.titles.get(q, q) for q in where)), share)
     return replace(
         res, score=points * share, status=CheckStatus.PASSED if share > 0 else CheckStatus.FAILED, reasons=(reason,)
     )
@@ -173,16 +177,15 @@ def _right_once_fixed(check: Check, ctx: Context, res: CheckResult, points: floa
     question tests it and docks it) whose value, with the solution's definition in its place, is
     right on the notebook's data and on every variant that changes it (``grader.judge.fixes``):
     carried forward from that question. None otherwise."""
-    names = ctx.fixed_names.get(check.id)
-    if not names or not holds_on(check, ctx.fixed, ctx.reference):
+    pairs = ctx.fixed_by.get(check.id)
+    if not pairs or not holds_on(check, ctx.fixed, ctx.reference):
         return None
     base = ctx.reference.get(check.id)
     for run in ctx.variants:
         if changes(run.reference.get(check.id), base) and not holds_on(check, run.fixed, run.reference):
             return None
-    owners = [owner for name, _, owner in callables.wrong_used(check, ctx) if name in names]
-    if not owners:
-        return None
+    names = tuple(dict.fromkeys(name for name, _ in pairs))
+    owners = tuple(dict.fromkeys(owner for _, owner in pairs))
     classes = callables.defined(ctx)
     shown = tuple(name if classes.get(name) else f"{name}()" for name in names)
     where = tuple(dict.fromkeys(ctx.titles.get(q, q) for q in owners))

@@ -99,9 +99,10 @@ class Context:
     # (``np.load("data/x.npy")`` in a test cell), as it does in the student's working directory.
     data_dir: Path | None = None
     # Steps without a value computed with the student's functions or classes that raised, tested
-    # by another question (``grader.judge.fixes``): check id -> those names; and the student's
-    # values with the solution's definitions of them in place.
-    fixed_names: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # by another question, or from such a step (``grader.judge.fixes``): check id -> (name, the
+    # question that tests it) of each; and the student's values with the solution's definitions of
+    # them in place.
+    fixed_by: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     fixed: dict[str, Captured] = field(default_factory=dict)
     # Results that depend on this context alone, asked for by many checks; ``replace`` starts afresh.
     _memo: dict[object, Any] = field(default_factory=dict, init=False, repr=False, compare=False)

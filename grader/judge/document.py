@@ -37,7 +37,15 @@ from typing import Any
 
 from grader.errors import BadValue, DocumentError
 from grader.judge import verdicts as v
-from grader.judge.scorecard import CellError, CheckResult, Execution, Feedback, QuestionResult, Scorecard
+from grader.judge.scorecard import (
+    CellError,
+    CheckResult,
+    Execution,
+    Feedback,
+    QuestionResult,
+    Scorecard,
+    StudentData,
+)
 from grader.notebook.answers import Answer
 from grader.run.job import CellRun, RunError
 
@@ -53,6 +61,7 @@ RECORDS: tuple[type, ...] = (
     Feedback,
     Execution,
     CellError,
+    StudentData,
     Answer,
     v.PersonGrade,
     v.RubricMark,

@@ -21,9 +21,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Protocol
 
-from grader.course.model import Assignment, Limits
+from grader.course.model import Assignment, Check, Limits
 from grader.judge import callables
-from grader.judge.context import Context
+from grader.judge.context import Context, changes
 from grader.judge.jobs import JobTemplate
 from grader.judge.variants import Variant
 from grader.notebook import Cell, python_source
@@ -34,22 +34,40 @@ from grader.run.job import Captured
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def needed(assignment: Assignment, ctx: Context) -> dict[str, tuple[str, ...]]:
-    """The steps without a value that are computed with the student's functions or classes tested
-    by another question that does not pass (``callables.wrong_used``): check id -> those names.
-    Empty for a submission whose every step has a value (no extra run)."""
+def needed(assignment: Assignment, ctx: Context) -> dict[str, tuple[tuple[str, str], ...]]:
+    """The steps without a value (on the notebook's data or on a variant) that are computed with the student's functions or classes tested
+    by another question that does not pass (``callables.wrong_used``), or from a step without a
+    value for that reason (a tokenizer that raised leaves its ids, their embeddings and everything
+    after without a value): check id -> (name, the question that tests it) of each. Empty for a
+    submission whose every step has a value (no extra run)."""
     ctx = callables.with_checks(assignment, ctx)
-    out: dict[str, tuple[str, ...]] = {}
-    for check in assignment.checks:
+    out: dict[str, tuple[tuple[str, str], ...]] = {}
+    for check in assignment.checks:  # in the assignment's order: a step's upstream steps come first
         if check.is_test:
             continue
-        got, ref = ctx.student.get(check.id), ctx.reference.get(check.id)
-        if ref is None or ref.value is None or (got is not None and got.value is not None):
+        if not _missing(check, ctx):
             continue
-        names = tuple(name for name, _, _ in callables.wrong_used(check, ctx))
-        if names:
-            out[check.id] = names
+        found = [(name, owner) for name, _, owner in callables.wrong_used(check, ctx)]
+        for upstream in ctx.upstream.get(check.id, ()):
+            found.extend(out.get(upstream.id, ()))
+        if found:
+            out[check.id] = tuple(dict.fromkeys(found))
     return out
+
+
+def _missing(check: Check, ctx: Context) -> bool:
+    """Whether the step has no value on the notebook's data, or on a variant that changes it (where
+    the notebook's data gives one)."""
+    got, ref = ctx.student.get(check.id), ctx.reference.get(check.id)
+    if ref is None or ref.value is None:
+        return False
+    if got is None or got.value is None:
+        return True
+    for run in ctx.variants:
+        again = run.student.get(check.id)
+        if changes(run.reference.get(check.id), ref) and (again is None or again.value is None):
+            return True
+    return False
 
 
 def definitions(cells: Iterable[Cell], names: Iterable[str]) -> dict[str, str]:
@@ -98,7 +116,7 @@ class TimeLeft(Protocol):
 def with_runs(
     ctx: Context,
     template: JobTemplate,
-    fixing: dict[str, tuple[str, ...]],
+    fixing: dict[str, tuple[tuple[str, str], ...]],
     solution: list[Cell],
     runner: Session,
     variants: list[Variant],
@@ -108,11 +126,11 @@ def with_runs(
     function or class in ``fixing`` in place of the student's, on the notebook's data and on each
     of the submission's variants, in the student's sandbox (``runner``); only for the steps whose
     every such name the solution defines."""
-    found = definitions(solution, sorted({n for names in fixing.values() for n in names}))
-    fixing = {cid: names for cid, names in fixing.items() if all(n in found for n in names)}
+    found = definitions(solution, sorted({n for pairs in fixing.values() for n, _ in pairs}))
+    fixing = {cid: pairs for cid, pairs in fixing.items() if all(n in found for n, _ in pairs)}
     if not fixing:
         return ctx
-    fixed_template = template.with_fixes({n: found[n] for names in fixing.values() for n in names})
+    fixed_template = template.with_fixes({n: found[n] for pairs in fixing.values() for n, _ in pairs})
 
     def run(variant: Variant | None, last: bool) -> dict[str, Captured]:
         if budget.left() <= 0:
@@ -124,4 +142,4 @@ def with_runs(
     fixed = run(None, not variants)
     by_number = {v.number: run(v, v is variants[-1]) for v in variants}
     runs = tuple(replace(r, fixed=by_number.get(r.number, {})) for r in ctx.variants)
-    return replace(ctx, fixed_names=fixing, fixed=fixed, variants=runs)
+    return replace(ctx, fixed_by=fixing, fixed=fixed, variants=runs)

@@ -20,12 +20,13 @@ from grader import notebook
 from grader.course.model import Assignment, Check, Course, Limits
 from grader.errors import NotebookError, OverBudget, SolutionError
 from grader.files import printable, sha256_file
-from grader.judge import carry, fixes, manual, wording
+from grader.judge import carry, fixes, manual, per_student, wording
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
 from grader.judge.context import without_right_calls
 from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job, figure_captures
 from grader.judge.reference import Reference, References, VariantSet
 from grader.judge.scorecard import CellError, Execution, QuestionResult, Scorecard
+from grader.judge.students import Students
 from grader.judge.variants import Variant
 from grader.run.execute import Executor
 from grader.run.forking import default_executor
@@ -64,6 +65,7 @@ class Grader:
         self.__post_init__()  # as a generated __init__ would: subclasses extend it
 
     def __post_init__(self) -> None:
+        self.students = Students(self.references)  # each student's own data (``per_student``)
         self._skip: dict[str, set[str]] = {}
         self._locked: dict[str, list[notebook.Cell]] = {}
         self._solution: dict[str, tuple[list[notebook.Cell], list[notebook.CellInfo]] | None] = {}
@@ -96,8 +98,17 @@ class Grader:
         except OSError as exc:
             return self._invalid(partial(card, sha256=""), assignment, f"The file cannot be opened ({exc.strerror}).")
         card = partial(card, sha256=sha)
+        own = None  # a per-student assignment's: whose data it holds, the inputs it is graded on
+        if assignment.per_student is not None:
+            with cpu.aside():  # the solution's run on the student's inputs: not the submission's cost
+                own = self.students.inputs(assignment, path, student)
+            card = partial(card, student_data=own.record)
+            if own.captures is None:  # nobody's data: nothing is paid
+                questions = not_graded(assignment, QuestionStatus.FAILED, own.told)
+                return card(status=SubmissionStatus.GRADED, reason=own.told, score=0.0, questions=questions)
+            ref = replace(ref, captures=own.captures)
         try:
-            return self._grade(
+            graded = self._grade(
                 assignment,
                 path,
                 card,
@@ -106,9 +117,11 @@ class Grader:
                 cpu,
                 started,
                 own_variants=assignment.variants.per_submission and not course_variants,
+                own=own,
             )
         except OverBudget as exc:
             return self._over_budget(card, assignment, str(exc), cpu, started)
+        return graded if own is None else per_student.settle(graded, own)
 
     def _grade(
         self,
@@ -121,6 +134,7 @@ class Grader:
         started: float,
         *,
         own_variants: bool,
+        own: per_student.StudentInputs | None = None,
     ) -> Scorecard:
         if assignment.name not in self._locked:
             self._locked[assignment.name] = self.references.locked_cells(assignment)
@@ -167,10 +181,14 @@ class Grader:
                 calls=via,
                 data_dir=assignment.solution_dir,
             )
-            need_carry = carry.needed(assignment, ctx.upstream, run.captures, ref.captures)
+            # A per-student notebook whose run held another's data gets no credit for steps right
+            # given its own upstream values: those were computed on someone else's data.
+            own = own.ran_on(ctx.changed_givens()) if own is not None else None
+            carries = own is None or own.record.own_data
+            need_carry = carries and carry.needed(assignment, ctx.upstream, run.captures, ref.captures)
             # Steps without a value because a function or class of the student's, tested by another
             # question, raised: run again with the solution's definition in its place (``fixes``).
-            fixing = fixes.needed(assignment, ctx) if self._solution_steps(assignment) is not None else {}
+            fixing = fixes.needed(assignment, ctx) if carries and self._solution_steps(assignment) is not None else {}
             # Variants run whatever the original run's ending (a crash, a timeout, a last cell that
             # ends the process): only a question that matched on every variant earns its points. They
             # also check a value that is right only given the student's own upstream values.
@@ -206,9 +224,13 @@ class Grader:
                         )
                     )
                 ctx = replace(ctx, variants=tuple(runs))
-                need_carry = need_carry or any(
-                    carry.needed(assignment, ctx.upstream, r.student, r.reference) for r in runs
+                need_carry = (
+                    need_carry
+                    or carries
+                    and any(carry.needed(assignment, ctx.upstream, r.student, r.reference) for r in runs)
                 )
+            if carries and (fixing or ctx.variants):  # a step the variants left without a value that way too
+                fixing = fixes.needed(assignment, ctx) if self._solution_steps(assignment) is not None else {}
             if fixing:
                 solution = self._solution_steps(assignment)
                 assert solution is not None  # asked only where the solution's code is here
@@ -217,7 +239,7 @@ class Grader:
                 ctx = fixes.with_runs(ctx, jobs, fixing, solution[0], runner, variants, budget)
                 cpu.check("reading the values of the runs with a working function in place")
         if need_carry:
-            ctx = self._carry_forward(assignment, ctx, vset.variants if vset is not None else [])
+            ctx = self._carry_forward(assignment, ctx, vset.variants if vset is not None else [], own)
             cpu.check("reading the values of the error-carried-forward runs")
         questions = tuple(manual.with_answers(assignment, path, grade_assignment(assignment, ctx), ctx.student))
         status, reason = SubmissionStatus.GRADED, ""
@@ -241,6 +263,7 @@ class Grader:
                 execution, variant_inputs=("this submission's own" if vset.own and not vset.note else vset.note)
             )
         return card(
+            **({"student_data": own.record} if own is not None else {}),
             status=status,
             reason=reason,
             score=sum(q.score for q in questions),
@@ -248,7 +271,9 @@ class Grader:
             execution=execution,
         )
 
-    def _carry_forward(self, assignment: Assignment, ctx: Context, variants: list[Variant]) -> Context:
+    def _carry_forward(
+        self, assignment: Assignment, ctx: Context, variants: list[Variant], own: per_student.StudentInputs | None
+    ) -> Context:
         """The solution's values computed from the student's own upstream values (``carry``): one
         sandboxed run of the solution for the notebook's data and one per variant, in the solution's
         own sandbox (never the student's), only for a submission with a wrong step after a wrong step."""
@@ -264,7 +289,13 @@ class Grader:
         # student's values come in as plain data, and no student code runs there.
         with self.executor.session(reuse=("solution", assignment.name)) as runner:
             carried = runner.run(
-                replace(build_carry_job(assignment, cells, infos, ctx.student, skip=skip), stay=True, trusted=True)
+                replace(
+                    build_carry_job(
+                        assignment, cells, infos, ctx.student, skip=skip, variant=own.variant if own else None
+                    ),
+                    stay=True,
+                    trusted=True,
+                )
             ).captures
             runs = tuple(
                 replace(

@@ -12,6 +12,11 @@ and an assignment whose config names it (``reference_bundle:``) is graded from i
 ``References.get`` with no solution at all (``load_bundle``). Anything else that must carry
 references (to a cluster, say) or compiled solution steps should go through this pair.
 
+Why one module: every run of the solution grading needs (the notebook's data, the course's
+variants, a submission's own variants) shares one cache key, one on-disk layout and one warm
+sandbox; split, each would re-derive them. A student's own inputs (``per_student``) are run
+beside it, in grader.judge.students, through ``solution_steps`` and the codec here.
+
 A submission's own variants (``variants.per_submission``) are computed by ``variants_for``: the
 solution's cells (from the notebook, or the steps a Gradescope bundle carries) run on the
 variants of the submission's seed, cached in memory and on disk by seed like the reference.
@@ -230,7 +235,7 @@ class References:
         return ref, skip
 
     @staticmethod
-    def _decode(raw: dict[str, Any]) -> dict[str, Captured]:
+    def decode(raw: dict[str, Any]) -> dict[str, Captured]:
         captures = {}
         for cid, item in raw.items():
             if "value" in item:
@@ -245,7 +250,7 @@ class References:
         return captures
 
     @staticmethod
-    def _encode(captures: dict[str, Captured]) -> dict[str, Any]:
+    def encode(captures: dict[str, Captured]) -> dict[str, Any]:
         return {
             cid: (
                 {"value": capture.to_wire(c.value)}
@@ -270,18 +275,18 @@ class References:
         if len(data["variants"]) != len(data["variant_captures"]):
             raise ValueError("one set of captures per variant")
         return Reference(
-            captures=cls._decode(data["captures"]),
+            captures=cls.decode(data["captures"]),
             key=key,
             variants=[variants.Variant(number=v["number"], values=v["values"]) for v in data["variants"]],
-            variant_captures=[cls._decode(c) for c in data["variant_captures"]],
+            variant_captures=[cls.decode(c) for c in data["variant_captures"]],
         )
 
     @classmethod
     def _to_data(cls, ref: Reference) -> dict[str, Any]:
         return {
-            "captures": cls._encode(ref.captures),
+            "captures": cls.encode(ref.captures),
             "variants": [{"number": v.number, "values": v.values} for v in ref.variants],
-            "variant_captures": [cls._encode(c) for c in ref.variant_captures],
+            "variant_captures": [cls.encode(c) for c in ref.variant_captures],
         }
 
     def _store(self, path: Path, ref: Reference) -> None:
@@ -317,7 +322,7 @@ class References:
         found = self._load_set(path, ref)
         if found is None:
             try:
-                cells, infos = self._solution_steps(assignment)
+                cells, infos = self.solution_steps(assignment)
             except SolutionError:
                 return ref.course_set(
                     "the course's variants: this grader has no solution steps to compute a "
@@ -330,7 +335,7 @@ class References:
                     json.dumps(
                         {
                             "variants": [{"number": v.number, "values": v.values} for v in found.variants],
-                            "variant_captures": [self._encode(c) for c in found.captures],
+                            "variant_captures": [self.encode(c) for c in found.captures],
                             "note": found.note,
                         }
                     ),
@@ -348,7 +353,7 @@ class References:
             self.secret = variants.variant_secret(self.course.cache_dir)
         return self.secret
 
-    def _solution_steps(self, assignment: Assignment) -> tuple[list[notebook.Cell], list[notebook.CellInfo]]:
+    def solution_steps(self, assignment: Assignment) -> tuple[list[notebook.Cell], list[notebook.CellInfo]]:
         if assignment.name not in self._steps:
             cells = answer_cells(assignment, self.solution_cells(assignment))
             self._steps[assignment.name] = (cells, notebook.analyse(cells))
@@ -415,7 +420,7 @@ class References:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             vs = [variants.Variant(number=v["number"], values=v["values"]) for v in data["variants"]]
-            caps = [self._decode(c) for c in data["variant_captures"]]
+            caps = [self.decode(c) for c in data["variant_captures"]]
             if len(vs) != len(caps):
                 return None
         except (OSError, ValueError, KeyError, TypeError, ProtocolError):

@@ -16,7 +16,7 @@ from typing import Any
 from grader import __version__
 from grader.judge.verdicts import CheckReason, PersonGrade
 from grader.notebook.answers import Answer
-from grader.vocab import CheckStatus, FeedbackKind, QuestionStatus, SubmissionStatus
+from grader.vocab import CheckStatus, FeedbackKind, QuestionStatus, StudentDataStatus, SubmissionStatus
 
 
 def rounded(points: float, rounding: int = 2) -> int | float:
@@ -176,6 +176,38 @@ class Execution:
 
 
 @dataclass(frozen=True)
+class StudentData:
+    """Whose data a per-student submission holds and whose it was graded on (grader.judge.per_student).
+
+    ``status``: own (a valid stamp naming who handed it in, or nobody else is known), classmate (a
+    valid stamp naming another student), edited (a stamp whose signature does not match its id),
+    generic (no stamp: the skeleton anyone could download), other_assignment. ``notebook_id``: the
+    id the notebook claims ("" without one); ``expected``: who the grader knows handed it in (""
+    when nothing says); ``graded_on``: whose inputs the solution ran on ("" when nobody's: then no
+    question is paid); ``own_data``: whether the notebook's run held those inputs (a notebook with
+    someone else's data earns nothing for an answer that depends on them)."""
+
+    status: StudentDataStatus
+    notebook_id: str = ""
+    expected: str = ""
+    graded_on: str = ""
+    made_for: str = ""  # the assignment the notebook was made for (other_assignment)
+    own_data: bool = True  # whether its run held the inputs of ``graded_on`` (else nothing that depends on them pays)
+    not_on_roster: bool = False  # who handed it in is not among the students the grader has data for
+
+    @property
+    def flagged(self) -> bool:
+        return self.status != StudentDataStatus.OWN or self.not_on_roster
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": str(self.status), "notebook_id": self.notebook_id, "expected": self.expected}
+        out.update(graded_on=self.graded_on, own_data=self.own_data)
+        if self.not_on_roster:
+            out["not_on_roster"] = True
+        return {**out, "made_for": self.made_for} if self.made_for else out
+
+
+@dataclass(frozen=True)
 class Scorecard:
     """One submission's result. ``submission`` is its file's name as students see it; ``id`` its
     identity, derived at intake and the key machines use (empty where the caller has none);
@@ -193,6 +225,7 @@ class Scorecard:
     student: str = ""
     id: str = ""  # the submission's identity, from where it came (``grader.batch.intake``)
     grader_version: str = __version__
+    student_data: StudentData | None = None  # a per-student assignment's: whose data it holds
 
     def __post_init__(self) -> None:
         # Part of building it: a list of questions is kept as a tuple, so no one can change it later.
@@ -242,6 +275,8 @@ class Scorecard:
         )
         if not self.reason:
             del out["reason"]
+        if self.student_data is not None:
+            out["student_data"] = self.student_data.to_dict()
         return out
 
 

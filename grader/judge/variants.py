@@ -140,6 +140,16 @@ def _random_like(value: Value, rng: np.random.Generator) -> Value:
     return value  # strings, booleans, None: kept, they are labels rather than data
 
 
+def random_like(value: Value, rng: np.random.Generator) -> Any:
+    """Random values of ``value``'s shape and dtype, as plain numpy/python data (per-student draws)."""
+    return _plain(_random_like(value, rng))
+
+
+def plain(value: Value) -> Any:
+    """A decoded value as numpy/python data, as a rule of config.yaml sees it."""
+    return _plain(value)
+
+
 def _plain(value: Value) -> Any:
     """A decoded value as numpy/python data, for instructors' variant expressions."""
     if value.kind == "array":

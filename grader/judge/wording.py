@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from grader.files import printable
 from grader.judge import verdicts as v
-from grader.judge.scorecard import CheckResult, Feedback
+from grader.judge.scorecard import CheckResult, Feedback, StudentData
 from grader.run.job import Captured, CellRun, RunError
-from grader.vocab import CellStatus, FeedbackKind, RunStatus, Uncapturable, Unprepared
+from grader.vocab import CellStatus, FeedbackKind, RunStatus, StudentDataStatus, Uncapturable, Unprepared
 
 HINT_PREFIX = "Likely mistake: "
 MANUAL = "Graded by a person: waiting for a grader (the autograder gives it 0 points for now)."
@@ -53,7 +54,9 @@ _COMPARISONS = {
 def names_list(names: Sequence[str], mark: str = "`") -> str:
     """```a```, ```a`` and ``b```, ```a``, ``b`` and ``c```: names as a sentence lists them."""
     quoted = [f"{mark}{n}{mark}" for n in names]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+    if len(quoted) < 2:
+        return "".join(quoted)
+    return ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
@@ -399,6 +402,42 @@ def restored_cells(cells: Sequence[int]) -> str:
         f"{which} given read-only, so {'they' if len(cells) > 1 else 'it'} ran as released; "
         "the changes made there were not graded."
     )
+
+
+def student_data(record: StudentData, assignment: str) -> str:
+    """What a per-student submission that is not the student's own notebook is told (its record:
+    ``scorecard.StudentData``); never the data or a reference value."""
+    if record.not_on_roster:
+        who = printable(record.expected or record.notebook_id)
+        return (
+            f"{who} is not on the roster this autograder was built with, so there is no data of yours to "
+            "grade on: nothing was graded. Tell your instructor."
+        )
+    mine = f"your own data ({printable(record.expected)})" if record.expected else ""
+    paid = (
+        f"It was graded on {mine}: a notebook that does not hold your own data earns no points. "
+        if record.graded_on
+        else "Nobody's data can be told from it, so no question was graded. "
+    )
+    if record.status == StudentDataStatus.CLASSMATE:
+        return (
+            f"This notebook was made for another student ({printable(record.notebook_id)}), not for you. "
+            f"{paid}Hand in the notebook made for you."
+        )
+    if record.status == StudentDataStatus.EDITED:
+        return (
+            "The student id in this notebook's metadata was changed: it no longer matches its signature. "
+            f"{paid}Hand in the notebook made for you, with its metadata as it was."
+        )
+    if record.status == StudentDataStatus.GENERIC:
+        return (
+            "This is the generic notebook, not the one made for you with your own data. "
+            f"{paid}Hand in the notebook made for you."
+        )
+    if record.status == StudentDataStatus.OTHER_ASSIGNMENT:
+        which = f" ({printable(record.made_for)})" if record.made_for else ""
+        return f"This notebook was made for another assignment{which}, not {printable(assignment)}: nothing was graded."
+    return ""
 
 
 def manual_selfcheck() -> Feedback:

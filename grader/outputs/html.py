@@ -295,7 +295,10 @@ def _notebook_page(view: View, assignment: Assignment | None, path: Path, boxes:
                 if "execution_count" in output:
                     output.execution_count = number
         cells.append(cell)
-        cells.extend(nbformat.from_dict(c) for c in drawn.get(number, []))  # type: ignore[no-untyped-call]  # nbformat has no annotations
+        cells.extend(
+            nbformat.from_dict({**c, "id": f"grader-figure-{number}-{k}"})  # type: ignore[no-untyped-call]  # nbformat has no annotations
+            for k, c in enumerate(drawn.get(number, []))
+        )
         for qid in after_cell.get(number, []):
             cells.append(mark(qid))
         if cell.get("cell_type") == "code":

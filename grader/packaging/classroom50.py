@@ -101,7 +101,7 @@ def run(checkout: Path, config_path: Path, assignment_name: str, env: Mapping[st
         assignment = course.assignment(assignment_name)
         path = find_submission(checkout, assignment, verb="commit")
         # One notebook per run: a fresh process is quicker than starting the warm forking server.
-        card = Grader(course, SubprocessExecutor()).grade(assignment, path)
+        card = Grader(course, SubprocessExecutor()).grade(assignment, path, student=owner)
         view = student_view(card, assignment, course.scorecard)
         data = classroom50.result(card, view, identity)
         body = classroom50.release_body(view, data)
@@ -148,17 +148,31 @@ def main(argv: list[str] | None = None) -> int:
 # Writing the folder, on the instructor's machine
 
 
-def build_folder(course: Course, assignment: Assignment, out: Path, slug: str | None = None) -> Path:
+def build_folder(
+    course: Course, assignment: Assignment, out: Path, slug: str | None = None, roster: Path | None = None
+) -> Path:
     """Write ``out/autograders/<slug>/`` (replacing an earlier one); runs the solution (unless its
-    references are cached) for the reference bundle. Returns the folder."""
+    references are cached) for the reference bundle. With ``per_student:``, ``roster`` (the one the
+    notebooks were written from; ids are GitHub logins) gives the table of its students' data
+    (grader.judge.students): no course secret and no solution code go into the folder. Returns the folder."""
     name = slug_for(assignment, slug)
+    students: list[str] = []
+    if assignment.per_student is not None:
+        if roster is None:
+            raise UsageError(
+                f"{assignment.name} hands each student their own data: give --roster, the roster its notebooks "
+                "were written from (its ids: the students' GitHub logins)."
+            )
+        from grader.authoring.per_student import read_roster
+
+        students = read_roster(roster)
     folder = Path(out) / "autograders" / name
     if folder.exists():
         if not (folder / "autograder.py").is_file():
             raise UsageError(f"{folder} exists and holds no autograder.py; remove it or choose another --out.")
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    stage_grading(course, assignment, folder / "course")
+    stage_grading(course, assignment, folder / "course", students=students)
     stage_grader(folder / "grader-src")
     stage_constraints(folder / "constraints.txt")
     script = folder / "autograder.py"

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import traceback
 import zipfile
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -39,6 +40,8 @@ from grader.course.imports import preload_for
 from grader.course.model import Assignment, Course
 from grader.errors import GraderError, UsageError
 from grader.files import write_atomic
+from grader.judge.students import table_path
+from grader.judge.variants import SECRET_FILE
 from grader.outputs import gradescope
 from grader.packaging.stage import stage_constraints, stage_requirements
 
@@ -100,8 +103,13 @@ def run(root: Path, config_path: Path, assignment_name: str) -> Path:
         course = config.load(config_path)
         assignment = course.assignment(assignment_name)
         path = find_submission(root / "submission", assignment)
+        student = ""
+        if assignment.per_student is not None:  # graded on the data of who Gradescope says handed it in
+            from grader.judge.per_student import submitter
+
+            student = submitter(path, submitters(root))
         # One notebook per container: a fresh process is quicker than starting the warm forking server.
-        card = Grader(course, SubprocessExecutor()).grade(assignment, path)
+        card = Grader(course, SubprocessExecutor()).grade(assignment, path, student=student)
         data = gradescope.results(card, assignment, course.scorecard)
         print(f"graded {path.name}: {card.status}, {card.score:g}/{card.max_score:g}")
     except UsageError as exc:  # about the submission itself
@@ -115,6 +123,26 @@ def run(root: Path, config_path: Path, assignment_name: str) -> Path:
         data = gradescope.failure_results(AUTOGRADER_BROKEN.format(error=f"{type(exc).__name__}."), assignment)
     target = results / "results.json"
     return write_atomic(target, gradescope.to_json(data))
+
+
+METADATA = ("submission_metadata.json", "submission_metadata.yml")  # Gradescope's, under ROOT
+
+
+def submitters(root: Path) -> tuple[str, ...]:
+    """Every name Gradescope's submission metadata gives the students who handed it in (a group's
+    too), per user: email, student id (``sid``), Gradescope's user id; () when it has none."""
+    for name in METADATA:
+        try:
+            data = yaml.safe_load((root / name).read_text(encoding="utf-8"))  # JSON is YAML
+        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            continue
+        users = data.get("users") if isinstance(data, dict) else None
+        out: list[str] = []
+        for user in users if isinstance(users, list) else []:
+            if isinstance(user, dict):
+                out += [str(user[k]).strip() for k in ("email", "sid", "id") if user.get(k) not in (None, "")]
+        return tuple(dict.fromkeys(out))
+    return ()
 
 
 def _sentence(exc: BaseException) -> str:
@@ -156,13 +184,17 @@ def _copy(src: Path, dest: Path) -> None:
     shutil.copyfile(src, dest)
 
 
-def stage_grading(course: Course, assignment: Assignment, dest: Path, *, solution_steps: bool = False) -> Path:
+def stage_grading(
+    course: Course, assignment: Assignment, dest: Path, *, solution_steps: bool = False, students: Sequence[str] = ()
+) -> Path:
     """Write into ``dest`` what grading the assignment needs and nothing of its solution: a
     config.yaml reduced to it, the skeleton, and ``grading/NAME/`` (the data files and the
     reference bundle, which computing runs the solution unless its references are cached).
     With ``solution_steps`` the bundle also holds the solution code the carry-forward runs need
     (for a grading machine students cannot read, such as Gradescope's); without it, carry-forward
-    is off where the bundle grades. Returns the config file."""
+    is off where the bundle grades. ``students``: a per-student assignment's roster ids, whose data
+    and signatures are written beside the bundle (grader.judge.students) for grading without the
+    course secret. Returns the config file."""
     from grader.judge.grading import Grader
 
     grading = Path("grading") / assignment.name
@@ -173,8 +205,25 @@ def stage_grading(course: Course, assignment: Assignment, dest: Path, *, solutio
         _copy(assignment.solution_dir / rel, dest / grading / rel)
     if assignment.skeleton.is_file():
         _copy(assignment.skeleton, dest / assignment.skeleton.relative_to(course.root))
-    Grader(course).references.save_bundle(assignment, dest / bundle, solution_steps=solution_steps)
-    config.load(dest / "config.yaml").assignment(assignment.name)  # the staged config loads without the solution
+    grader = Grader(course)
+    grader.references.save_bundle(assignment, dest / bundle, solution_steps=solution_steps)
+    if students:
+        grader.students.save_table(assignment, table_path(dest / bundle), students)
+    staged = config.load(dest / "config.yaml")
+    staged.assignment(assignment.name)  # the staged config loads without the solution
+    if assignment.per_student is not None and solution_steps:
+        # Each student's inputs are drawn, and their notebooks' stamps checked, with the course
+        # secret: it goes where the grader looks for it, readable by the grader's uid only.
+        secret = staged.cache_dir / SECRET_FILE
+        secret.parent.mkdir(parents=True, exist_ok=True)
+        text = grader.references.variant_secret().decode("utf-8", errors="surrogateescape")
+        if len(text.strip()) < 32:
+            raise UsageError(
+                "The course secret (GRADER_VARIANT_SECRET) is shorter than 32 characters: a grader reading it from "
+                "the zip would refuse it. Use a longer one, and write the students' notebooks again with it."
+            )
+        write_atomic(secret, text)
+        os.chmod(secret, 0o600)
     return dest / "config.yaml"
 
 
