@@ -434,6 +434,38 @@ def summary(courses: list[dict[str, Any]], results: dict[str, dict[str, Any]]) -
     return "\n".join(lines)
 
 
+def per_submission(courses: list[dict[str, Any]], results: dict[str, dict[str, Any]]) -> str:
+    """One line per course and submission: both totals, and how many questions score the same."""
+    lines = [
+        "| course | submission | peer | here | questions the same | differing (peer / here) |",
+        "|---|---|---|---|---|---|",
+    ]
+
+    def total(values: list[Any]) -> str:
+        points = sum(v for v in values if isinstance(v, float))
+        people = sum(v == "person" for v in values)
+        missing = sum(not isinstance(v, float) and v != "person" for v in values)
+        text = f"{points:g}" + (f" + {people} person" if people else "")
+        return text + (f" ({missing} not graded)" if missing else "")
+
+    for course in courses:
+        row = results.get(course["name"])
+        if row is None:
+            continue
+        by_sub: dict[str, list[dict[str, Any]]] = {}
+        for r in row.get("rows", []):
+            by_sub.setdefault(r["submission"], []).append(r)
+        for sub, rs in by_sub.items():
+            differ = ", ".join(f"{r['question']} ({fmt(r['peer'])} / {fmt(r['here'])})" for r in rs if not r["same"])
+            if all(r["here"] == "missing" for r in rs):
+                differ = "all: not imported here"
+            lines.append(
+                f"| {course['name']} | {sub} | {total([r['peer'] for r in rs])} | {total([r['here'] for r in rs])} | "
+                f"{sum(r['same'] for r in rs)} of {len(rs)} | {differ[:300]} |"
+            )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("courses", type=Path)
@@ -467,6 +499,9 @@ def main() -> None:
                 print(table(results[course["name"]]), flush=True)
     (args.work / "results.json").write_text(json.dumps(results, indent=1))
     print(summary(courses, results))
+    if args.summary:
+        print()
+        print(per_submission(courses, results))
 
 
 if __name__ == "__main__":
