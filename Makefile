@@ -14,7 +14,7 @@ TORCH_INDEX := https://download.pytorch.org/whl/cpu
 # Docker's default seccomp profile (make test-setup puts it there; tests/docker_seccomp.py reads it)
 DOCKER_SECCOMP := /usr/local/share/grader-tests/docker-default-seccomp.json
 
-.PHONY: setup test-setup demo test bench bench-long bench-cluster clean python-version torch-index-args
+.PHONY: setup test-setup demo test test-shuffled bench bench-long bench-cluster clean python-version torch-index-args
 
 setup: $(STAMP)
 test-setup: $(TEST_STAMP)
@@ -85,6 +85,11 @@ test: test-setup
 	  [ $$typed -eq 0 ] || echo "make test: mypy found errors (above)" >&2; \
 	  [ $$tests -eq 0 ] || echo "make test: pytest failed (exit status $$tests)" >&2; \
 	  [ $$typed -eq 0 ] && [ $$tests -eq 0 ]
+
+# The suite in an order shuffled by SEED (modules, and the tests within each, across both workers):
+# it must pass in any order (issue 47). Without SEED, pytest-random-order draws one and prints it.
+test-shuffled: test-setup
+	$(BIN)/python -m pytest -n 2 --random-order --random-order-bucket=global $(if $(SEED),--random-order-seed=$(SEED))
 
 # 200 submissions through both executors, the issue-14 targets, `grader grade one.ipynb` and `grader check`
 bench: setup

@@ -99,19 +99,21 @@ def cmd_grade(args: argparse.Namespace) -> int:
         distributed_module()  # a clear message now rather than after reading the class
     shard = shards.parse_shard(args.shard) if args.shard is not None else None
     roster = Path(args.roster).resolve() if args.roster else None
-    if roster is not None or {Format.CANVAS, Format.MOODLE} & set(formats):
-        from grader.outputs.formats import Output, roster_of
+    lms_formats = {Format.CANVAS, Format.MOODLE} & set(formats)
+    from grader.outputs.formats import Output, roster_of
 
-        for fmt in {Format.CANVAS, Format.MOODLE} & set(formats) or {Format.CANVAS}:
-            roster_of(
-                Output(course, assignment, roster=roster), fmt
-            )  # a missing or bad roster: said now, not at the end
+    if roster is not None:
+        roster_of(Output(course, assignment, roster=roster), Format.CANVAS)  # a bad roster: said now, not at the end
     if args.formats is None and "gradebook" not in formats:
         formats = (*formats, Format.GRADEBOOK)  # a batch always gets its gradebook.csv unless --formats says otherwise
     out = Path(args.out)
     with batch.intake(given, assignment) as found:
         if not found.submissions:
             raise UsageError("No notebooks found in the given paths.")
+        batch.apply_late(found, assignment, roster)  # each submission's time under the late policy
+        for fmt in lms_formats:  # without a roster, only an LMS's own download says who each student is
+            if roster is None and not all(s.lms is not None and s.lms.lms == fmt for s in found.submissions):
+                roster_of(Output(course, assignment), fmt)
         grader = Grader(course, executor)
         if args.cluster is None:  # on a cluster, each worker's own sandbox: its scorecards say what it lacked
             from grader.run.sandbox import header
@@ -194,6 +196,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
             from grader.authoring.per_student import flagged
 
             notes += flagged(names, list(cards), out, roster)
+        if roster is not None and lms_formats:
+            from grader.outputs import roster as rosters
+
+            notes += [f"note: {n}" for n in rosters.not_on_roster(zip(names, cards, strict=True), rosters.load(roster))]
     if notes:
         print()
         print("\n".join(notes))

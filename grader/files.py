@@ -6,6 +6,8 @@ import hashlib
 import os
 import threading
 import unicodedata
+import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 
 # What the grader writes (scorecards, reference values, the results store) is its own and its
@@ -50,6 +52,23 @@ def private_file(path: Path) -> Path:
                 os.chmod(each, mode & ~0o007)
         except OSError:
             continue
+    return path
+
+
+def write_zip_atomic(path: Path, members: Iterable[tuple[str, str]]) -> Path:
+    """A zip archive of ``(name, text)`` members, written whole or not at all (as ``write_atomic``)."""
+    path = Path(path)
+    make_dir(path.parent)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+        with open(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name, text in members:
+                zf.writestr(name, text.encode("utf-8", errors="backslashreplace"))
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -24,6 +24,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 pytest_plugins = ["pytester"]
 
+# Arguments for every pytest run a test starts inside itself (pytester): those runs grade in the
+# plugin's order, and their tests assert it (which item -x stops at, the JUnit file's order).
+# pytest-randomly loads itself in every run it is installed in, inner ones too (pytester drops
+# PYTEST_ADDOPTS), and would shuffle them with the outer run's seed; it is kept out of them. A name
+# that is not installed is accepted, so the runs are the same without it.
+IN_ORDER = ("-p", "no:randomly")
+
 # Each submission's variants are drawn from a seed of its content and the course secret: a fixed
 # secret makes them the same in every test session (and in the CLI runs the tests start), so a
 # test's notebook is checked on the same inputs each time. Tests of the secret itself unset it.

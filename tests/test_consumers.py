@@ -24,7 +24,7 @@ import jsonschema
 import pytest
 import xmlschema
 import yaml
-from conftest import ROOT
+from conftest import IN_ORDER, ROOT
 from junitparser import Error, Failure, JUnitXml, Skipped
 
 from grader.judge.scorecard import QuestionResult, Scorecard
@@ -252,6 +252,7 @@ def test_the_plugins_junitxml_validates_and_carries_the_same_points(run, pyteste
     out, _ = run
     direct = pytester.path / "direct.xml"
     result = pytester.runpytest_subprocess(
+        *IN_ORDER,
         "--grader-config",
         str(ROOT / "config.yaml"),
         "--scorecard-dir",
@@ -273,6 +274,7 @@ def test_the_plugins_junitxml_validates_and_carries_the_same_points(run, pyteste
     # Under pytest-xdist the points travel with each report to the controller, which writes the file
     spread = pytester.path / "spread.xml"
     result = pytester.runpytest_subprocess(
+        *IN_ORDER,
         "--grader-config",
         str(ROOT / "config.yaml"),
         "--scorecard-dir",

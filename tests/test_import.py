@@ -121,9 +121,12 @@ def test_nbgrader_import_writes_course_and_reports_what_it_could_not_convert(nbg
     assert [x["manual"] for x in config["assignments"]["ps1_problem2"]["questions"]] == [True]
     # A test cell without asserts is a test too: it passes when it raises nothing, as in nbgrader.
     assert "not converted" not in proc.stdout
-    assert next(x for x in a["questions"] if x["id"] == "squares_printed")["checks"] == [
-        {"test": '"""Look at the output"""\nprint(squares(3))\n', "stderr_fails": True}
-    ]
+    (printed,) = next(x for x in a["questions"] if x["id"] == "squares_printed")["checks"]
+    assert printed == {
+        "test": '"""Look at the output"""\nprint(squares(3))\n',
+        "stderr_fails": True,
+        "at_cell": printed["at_cell"],
+    }
     # The skeleton: blanks for the solutions, visible tests only, no written answer.
     skeleton = nbformat.read(str(course / "assignments/ps1_problem1/ps1_problem1.ipynb"), as_version=4)
     text = "\n".join(c.source for c in skeleton.cells)
@@ -133,6 +136,9 @@ def test_nbgrader_import_writes_course_and_reports_what_it_could_not_convert(nbg
     assert (course / "solutions/ps1_problem1/data.csv").is_file()
     # nbformat 4.0 without cell ids came in; what was written has them.
     assert all(c.get("id") for c in skeleton.cells)
+    # The test is taken where its cell stands: the skeleton's cell of that id is the test, locked.
+    (cell,) = [c for c in skeleton.cells if c.id == printed["at_cell"]]
+    assert "print(squares(3))" in cell.source and "locked" in cell.metadata["tags"]
     assert skeleton.cells[0].source.startswith("Course header: write your name here.\n\n**Check your work")
 
 
@@ -405,8 +411,14 @@ def test_otter_ok_format_test_files_beside_the_notebook_become_questions(tmp_pat
                 "test": "np.testing.assert_allclose(round(float(mean), 2), 2.5, rtol=1e-6, atol=1e-8)",
                 "failure_message": "mean is the average of data",
                 "points": 1,
+                "after_line": 'grader.check("q6")',
             },
-            {"test": "z = standardize(data)\nassert bool(abs(z.mean()) < 1e-9)\n", "hidden": True, "points": 2},
+            {
+                "test": "z = standardize(data)\nassert bool(abs(z.mean()) < 1e-9)\n",
+                "hidden": True,
+                "points": 2,
+                "after_line": 'grader.check("q6")',
+            },
         ],
     }
     wrong = tmp_path / "wrong.ipynb"

@@ -158,6 +158,67 @@ def test_a_fork_bomb_beside_an_honest_notebook_costs_it_no_point(grader, bounded
         assert any(line.startswith("user: runs as the grader's own user") for line in run["sandbox_not_enforced"])
 
 
+# Forks and thread starts as fast as they go, from the notebook and from each child; every task
+# holds until the count is taken, and reports itself on a pipe the notebook reads: the most the run
+# held at once is 1 + what it read.
+BURST = """import os, threading, time, json
+r, w = os.pipe()
+os.set_blocking(r, False)
+def hold():
+    time.sleep(2)
+def threads(n):
+    for _ in range(n):
+        try:
+            threading.Thread(target=hold, daemon=True).start()
+        except (RuntimeError, OSError):
+            return
+        os.write(w, b"t")
+for _ in range(200):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        os.write(w, b"p")
+        threads(20)
+        time.sleep(2)
+        os._exit(0)
+    threads(2)
+time.sleep(0.5)
+seen = b""
+while True:
+    try:
+        chunk = os.read(r, 1 << 16)
+    except BlockingIOError:
+        break
+    if not chunk:
+        break
+    seen += chunk
+held = 1 + len(seen)
+"""
+
+
+def test_a_fork_and_thread_burst_never_holds_more_than_the_limit(grader, bounded, tmp_path):
+    """Where the kernel holds the limit (a uid of the run's own, a user namespace's own count, or the
+    user's one count that runs take turns on), the run holds at most ``processes`` tasks at once,
+    its first process included, and goes on: the burst's own count says so, in the run on the
+    notebook's data (its error) and in the variant's run, a session's last (``output`` is zeroed
+    there if it held more)."""
+    from grader.run.sandbox import features
+
+    if "processes" not in features().active():
+        pytest.skip("the kernel does not hold the process limit here (uid 0: the keeper counts instead)")
+    limit = bounded.limits.processes
+    with_variant = dataclasses.replace(bounded, variants=dataclasses.replace(bounded.variants, count=1))
+    verdict = f"output = output if held <= {limit} else output * 0\nraise RuntimeError('probe ' + json.dumps({{'held': held}}))"
+    path = write(fill(bounded.skeleton, NUMPY_CORRECT, append=[BURST, verdict]), tmp_path / "burst.ipynb")
+    card = grader.grade(with_variant, path)
+    [error] = card.execution.to_dict()["errors"]
+    held = json.loads(error["error"].removeprefix("RuntimeError: probe "))["held"]
+    assert limit - 8 <= held <= limit, held
+    assert card.score == card.max_score, [q.lines for q in card.questions if q.score < q.max_score]
+
+
 # --------------------------------------------------------------------------------------------
 # Every limit a setting lacks is named, in the scorecard and in the header of a grading run
 

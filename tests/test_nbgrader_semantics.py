@@ -73,6 +73,25 @@ AUTOTEST = [
         meta("test_area", grade=True, locked=True, points=1),
     ),
 ]
+# Test cells keep their place: the first defines what a later answer uses (positions, a helper),
+# the last judges ``value`` as it is at its cell, before a later experiment reassigns it.
+POSITION = "def position(t):\n    ### BEGIN SOLUTION\n    return 2 * t\n    ### END SOLUTION"
+TEST_POSITIONS = (
+    "positions = [position(t) for t in range(3)]\ndef report(xs):\n    return sum(xs)\n"
+    "assert positions == [0, 2, 4], 'position is not right'"
+)
+VALUE = "### BEGIN SOLUTION\nvalue = 3\n### END SOLUTION"
+TEST_VALUE = "assert value == 3\n### BEGIN HIDDEN TESTS\nassert value * 2 == 6\n### END HIDDEN TESTS"
+EXPERIMENT = "value = 100  # an experiment after the test reuses the name"
+IN_PLACE = [
+    ("code", POSITION, meta("position", solution=True)),
+    ("code", TEST_POSITIONS, meta("test_positions", grade=True, locked=True, points=1)),
+    ("code", "### BEGIN SOLUTION\ntotal = report(positions)\n### END SOLUTION", meta("total", solution=True)),
+    ("code", "assert total == 6", meta("test_total", grade=True, locked=True, points=1)),
+    ("code", VALUE, meta("value", solution=True)),
+    ("code", TEST_VALUE, meta("test_value", grade=True, locked=True, points=1)),
+    ("code", EXPERIMENT, None),
+]
 # Templates written here in the documented format of nbgrader's autotests.yml.
 TEMPLATES = {
     "python3": {
@@ -110,6 +129,24 @@ def fill(skeleton: Path, edits: dict[str, str], *, untag: str = "") -> nbformat.
     return nb
 
 
+def in_order(skeleton: Path, position: str, *answers: str) -> nbformat.NotebookNode:
+    """The in-place skeleton answered: ``position``'s body, then each ``?`` cell in order."""
+    nb = fill(skeleton, {"def position": f"def position(t):\n    return {position}"})
+    blanks = iter(answers)
+    for cell in nb.cells:
+        if cell.source == "?":
+            cell.source = next(blanks)
+    return nb
+
+
+def moved(nb: nbformat.NotebookNode, start: str, below: str) -> nbformat.NotebookNode:
+    """The notebook with the cell starting with ``start`` moved just below the one starting with ``below``."""
+    cell = next(c for c in nb.cells if c.source.startswith(start))
+    nb.cells.remove(cell)
+    nb.cells.insert(next(k for k, c in enumerate(nb.cells) if c.source.startswith(below)) + 1, cell)
+    return nb
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     root = tmp_path_factory.mktemp("nbsem")
@@ -117,6 +154,7 @@ def course(tmp_path_factory):
     src.mkdir(parents=True)
     (src / "a_semantics.ipynb").write_text(notebook(SEMANTICS))
     (src / "b_autotest.ipynb").write_text(notebook(AUTOTEST))
+    (src / "d_in_place.ipynb").write_text(notebook(IN_PLACE))
     (src / "c_reading.ipynb").write_text(notebook([("markdown", "Read this first.", None)]))  # nothing graded
     (src / "data").mkdir()
     (src / "data" / "scale.txt").write_text("10")
@@ -129,6 +167,7 @@ def course(tmp_path_factory):
     assert imported.returncode == 0, imported.stdout + imported.stderr
     a = course / "assignments/ps2_a_semantics/ps2_a_semantics.ipynb"
     b = course / "assignments/ps2_b_autotest/ps2_b_autotest.ipynb"
+    d = course / "assignments/ps2_d_in_place/ps2_d_in_place.ipynb"
     right = SCALED.replace("    ### BEGIN SOLUTION\n", "").replace("\n    ### END SOLUTION", "")
     subs = {
         "a": {
@@ -162,6 +201,15 @@ def course(tmp_path_factory):
             "int": fill(b, {"def area": "def area(w, h):\n    return int(w * h)"}),
             "wrong": fill(b, {"def area": "def area(w, h):\n    return float(w + h)"}),
         },
+        "d": {
+            "correct": in_order(d, "2 * t", "total = report(positions)", "value = 3"),
+            # A wrong step: its test fails in place, yet what the test cell defined is there for later cells.
+            "wrong_position": in_order(d, "3 * t", "total = report(positions)", "value = 3"),
+            # The test of ``value`` moved below the experiment: it judges the value there, as nbgrader would.
+            "moved": moved(
+                in_order(d, "2 * t", "total = report(positions)", "value = 3"), "assert value", "value = 100"
+            ),
+        },
     }
     # Graded in this process with one executor for both assignments (the scorecards as `grader
     # grade` writes them: ``Scorecard.to_dict``); the import above went through the command.
@@ -171,7 +219,7 @@ def course(tmp_path_factory):
     loaded = config.load(course / "config.yaml")
     graders = Grader(loaded)
     cards: dict[str, dict[str, dict]] = {}
-    for part, name in (("a", "ps2_a_semantics"), ("b", "ps2_b_autotest")):
+    for part, name in (("a", "ps2_a_semantics"), ("b", "ps2_b_autotest"), ("d", "ps2_d_in_place")):
         folder = root / "subs" / part
         folder.mkdir(parents=True)
         for sub, nb in subs[part].items():
@@ -255,12 +303,10 @@ def test_the_stub_counts_as_released_by_the_courses_setting_alone(course):
 
 
 def test_autotest_lines_expand_from_the_templates_and_grade(course):
-    tests = [
-        c.source
-        for c in nbformat.read(str(course["b"]), as_version=4).cells
-        if "skip-grading" in c.metadata.get("tags", [])
-    ]
-    assert len(tests) == 1
+    config = yaml.safe_load((course["course"] / "config.yaml").read_text())
+    at = {c.get("at_cell") for q_ in config["assignments"]["ps2_b_autotest"]["questions"] for c in q_.get("checks", [])}
+    tests = [c.source for c in nbformat.read(str(course["b"]), as_version=4).cells if c.id in at]
+    assert len(tests) == 1  # the test cell, taken where it stands
     lines = tests[0].splitlines()
     assert lines[0] == "from hashlib import md5" and lines[-1] == "print('checked')"
     assert 'assert repr(type(area(2, 3))) == """<class \'float\'>""", """area(2, 3) should be a float"""' in lines
@@ -270,7 +316,6 @@ def test_autotest_lines_expand_from_the_templates_and_grade(course):
     assert "1.5" not in tests[0]  # a HASHED value is shown only as its hash
     cards = course["cards"]["b"]
     assert {k: q(c, "test_area")["score"] for k, c in cards.items()} == {"correct": 1, "int": 0, "wrong": 0}
-    config = yaml.safe_load((course["course"] / "config.yaml").read_text())
     assert json.dumps(config).count("unchanged_scores_zero") == 2
 
 
@@ -320,3 +365,22 @@ def test_read_only_cells_run_as_released_from_a_grading_bundle_too(course, tmp_p
     here = {x["id"]: x["score"] for x in course["cards"]["a"]["edits_locked"]["questions"]}
     assert {q.id: q.score for q in card.questions} == here and here["test_scaled"] == here["test_helper"] == 1
     assert card.execution.notes[0].startswith("Cells 3 and 6 are given read-only")
+
+
+def test_test_cells_keep_their_place(course):
+    """What a test cell defines is there for later cells, and a test judges a value as it is at its
+    cell, hidden part included; a test that fails in place is the test's verdict, not an error of
+    the run."""
+    cards = course["cards"]["d"]
+    scores = {
+        k: {x: q(c, x)["score"] for x in ("test_positions", "test_total", "test_value")} for k, c in cards.items()
+    }
+    assert scores["correct"] == {"test_positions": 1, "test_total": 1, "test_value": 1}
+    # Wrong positions: its own test fails, the later total (computed from them) too; nothing else.
+    assert scores["wrong_position"] == {"test_positions": 0, "test_total": 0, "test_value": 1}
+    wrong = cards["wrong_position"]
+    assert q(wrong, "test_positions")["status"] == "failed"
+    text = json.dumps(wrong)
+    assert "raised" not in text and "AssertionError" not in json.dumps(wrong["execution"])
+    # Moved below the experiment, the test sees the value the experiment left.
+    assert scores["moved"] == {"test_positions": 1, "test_total": 1, "test_value": 0}

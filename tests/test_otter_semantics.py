@@ -158,7 +158,9 @@ def test_the_import_reads_otters_seed_messages_and_test_files(lab):
         "points": 1,
         "notebook_names": ["sum"],
         "seed": SEED,
+        "after_line": 'grader.check("q_msg")',  # taken where the student's notebook checks the question
     }
+    assert {c["after_line"] for c in qs["q_ok"]["checks"]} == {'grader.check("q_ok")'}  # a test file's too
     # The question's other point goes to the test without points of its own, as otter resolves them.
     assert [c["points"] for c in qs["q_msg"]["checks"]] == [1, 1] and qs["q_msg"]["checks"][1]["hidden"] is True
     # An OK-format case is hidden unless it says otherwise; exception-based cases keep their points.
@@ -200,6 +202,32 @@ def test_mistakes_show_the_authors_messages_and_never_a_hidden_value(lab):
         )
     )
     assert qs["q_exc"].lines[-1] == "shape checked"
+
+
+def test_a_question_is_checked_where_the_notebook_calls_grader_check(lab):
+    """otter runs a question's tests at each ``grader.check`` call (the last counting), and on the
+    final environment only those never called: a later cell that reassigns the answer changes
+    nothing for a checked question, and fails one never checked."""
+    root, course, grader = lab
+    cells = [
+        "import numpy as np\nimport otter\ngrader = otter.Notebook('lab.ipynb')",
+        RIGHT["x"],
+        "grader.check('q_seed')",  # otter writes double quotes: the same call
+        RIGHT["total"],
+        RIGHT["scale"],
+        RIGHT["table"],
+        "x = np.zeros(3)  # a later experiment reuses the name",
+    ]
+
+    def q_seed(name: str, sources: list[str]) -> float:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+        nbformat.write(nb, str(root / f"{name}.ipynb"))
+        card = grader.grade(course.assignment("lab"), root / f"{name}.ipynb")
+        return next(q.score for q in card.questions if q.id == "q_seed")
+
+    assert q_seed("checked", cells) == 1
+    assert q_seed("never_checked", [c for c in cells if "grader.check" not in c]) == 0
 
 
 def test_a_seed_variable_is_set_before_every_cell(tmp_path):
@@ -379,3 +407,42 @@ def test_inert_lines_must_be_regular_expressions(tmp_path):
         f"{tmp_path / 'config.yaml'}:4: assignments.hw.inert_lines[0] is not a regular expression: "
         "missing ), unterminated subpattern at position 12"
     )
+
+
+def test_files_naming_folders_and_globs_are_copied_whole(tmp_path):
+    """ASSIGNMENT CONFIG's ``files`` as otter copies them: a folder whole (nested too), a glob, a file."""
+    nb = nbformat.v4.new_notebook()
+    config_cell = (
+        "# ASSIGNMENT CONFIG\nname: lab\nfiles:\n    - data\n    - extra/*.txt\n    - notes.md\n    - absent\n"
+    )
+    nb.cells = [
+        _cell("raw", config_cell),
+        _cell("code", "import pandas as pd\nframe = pd.read_csv('data/sub/a.csv')"),
+        _cell("raw", "# BEGIN QUESTION\nname: q1\npoints: 1"),
+        _cell("code", "n = len(frame) # SOLUTION"),
+        _cell("raw", "# BEGIN TESTS"),
+        _cell("code", "assert n == 1"),
+        _cell("raw", "# END TESTS"),
+        _cell("raw", "# END QUESTION"),
+    ]
+    for rel, text in {
+        "data/top.csv": "x\n1\n",
+        "data/sub/a.csv": "x\n2\n",
+        "data/.hidden": "",
+        "extra/one.txt": "1",
+        "extra/two.md": "2",
+        "notes.md": "n",
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    nbformat.write(nb, str(tmp_path / "lab.ipynb"))
+    (item,) = otter_import.read(tmp_path / "lab.ipynb")
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in item.data) == [
+        "data/sub/a.csv",
+        "data/top.csv",
+        "extra/one.txt",
+        "notes.md",
+    ]
+    assert any("absent, listed in ASSIGNMENT CONFIG's files, is no file or folder" in n for n in item.notes)
+    importing.write([item], tmp_path / "course" / "config.yaml", course_name="c")
+    assert (tmp_path / "course/solutions/lab/data/sub/a.csv").read_text() == "x\n2\n"

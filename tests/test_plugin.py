@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from _pytest.junitxml import shorten_message
-from conftest import ROOT
+from conftest import IN_ORDER, ROOT
 
 from grader.course import config
 from grader.errors import SolutionError
@@ -41,7 +41,7 @@ Grader.grade = _counted
 
 def run(pytester, *args):
     return pytester.runpytest_subprocess(
-        "--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir", str(pytester.path / "cards"), *args
+        *IN_ORDER, "--grader-config", str(ROOT / "config.yaml"), "--scorecard-dir", str(pytester.path / "cards"), *args
     )
 
 
@@ -89,6 +89,7 @@ def failures(result) -> str:
 def run_here(pytester, *args):
     """A pytest run in this process, so the ``graded`` fixture sees what it grades."""
     return pytester.runpytest_inprocess(
+        *IN_ORDER,
         "--grader-config",
         str(ROOT / "config.yaml"),
         "--scorecard-dir",
@@ -171,7 +172,9 @@ def start_pytest(pytester, name: str, *args: str):
     waits, and keeps its output in files of one name): ``finish`` waits for it."""
     out, err = (open(pytester.path / f"{name}.{stream}", "w+", encoding="utf-8") for stream in ("out", "err"))  # noqa: SIM115
     proc = pytester.popen(
-        [sys.executable, "-m", "pytest", f"--basetemp={pytester.path / f'{name}-tmp'}", *args], stdout=out, stderr=err
+        [sys.executable, "-m", "pytest", *IN_ORDER, f"--basetemp={pytester.path / f'{name}-tmp'}", *args],
+        stdout=out,
+        stderr=err,
     )
     return proc, out, err, time.monotonic()
 

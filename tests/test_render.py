@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import nbformat
 import pytest
 import yaml
-from conftest import NUMPY_CORRECT, ROOT, notebook_with, question, torch_cpu_index
+from conftest import IN_ORDER, NUMPY_CORRECT, ROOT, notebook_with, question, torch_cpu_index
 
 from grader.cli import fail_under
 from grader.course import config
@@ -206,6 +206,7 @@ def test_junit_has_what_a_pytest_run_writes(run, pytester):
     # The same items and failure texts as a direct `pytest --submission ... --junitxml` run
     direct = pytester.path / "direct.xml"
     pytester.runpytest_subprocess(
+        *IN_ORDER,
         "--grader-config",
         str(ROOT / "config.yaml"),
         "--scorecard-dir",

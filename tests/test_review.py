@@ -577,14 +577,70 @@ def _browser_missing() -> str:
     return ""
 
 
+class Chromium:
+    """One headless Chromium, started at the first page that needs it and kept for the next: a
+    start costs more CPU than most tests of a page do. Each page leaves it on one blank tab with its
+    origin's storage and cookies cleared; one that cannot be put back so is ended, and the next page
+    starts another."""
+
+    def __init__(self) -> None:
+        self.driver: Any = None
+
+    def get(self) -> Any:
+        if self.driver is None:
+            from selenium import webdriver
+            from selenium.webdriver.chrome.service import Service
+
+            options = webdriver.ChromeOptions()
+            options.binary_location = CHROMIUM
+            for arg in (
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--window-size=1280,900",
+            ):
+                options.add_argument(arg)
+            self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        return self.driver
+
+    def reset(self) -> None:
+        driver = self.driver
+        try:
+            first, *others = driver.window_handles
+            for handle in others:
+                driver.switch_to.window(handle)
+                driver.close()
+            driver.switch_to.window(first)
+            driver.execute_script("window.localStorage.clear(); window.sessionStorage.clear();")
+            driver.delete_all_cookies()
+            driver.get("about:blank")
+        except Exception:  # noqa: BLE001 (whatever failed, a browser not put back is not used again)
+            self.quit()
+
+    def quit(self) -> None:
+        if self.driver is not None:
+            driver, self.driver = self.driver, None
+            with contextlib.suppress(Exception):
+                driver.quit()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Chromium]:
+    browser = Chromium()
+    try:
+        yield browser
+    finally:
+        browser.quit()
+
+
 @contextlib.contextmanager
-def _page(graded: Path, run: Path, token: str) -> Iterator[tuple[Any, str, Any]]:
-    """The review app served on a free port (its outputs written again as grades change), and a
-    headless Chromium: (driver, base URL, the app's writer). Stops both on the way out."""
+def _page(chromium: Chromium, graded: Path, run: Path, token: str) -> Iterator[tuple[Any, str, Any]]:
+    """The review app served on a free port (its outputs written again as grades change), and the
+    headless Chromium: (driver, base URL, the app's writer). Stops the app and puts the browser back
+    (``Chromium.reset``) on the way out."""
     import threading
 
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from werkzeug.serving import make_server
 
     from grader.course import config
@@ -600,18 +656,15 @@ def _page(graded: Path, run: Path, token: str) -> Iterator[tuple[Any, str, Any]]
     server = make_server("127.0.0.1", 0, make_app(review, writer), threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     threading.Thread(target=cells.render, args=([],), daemon=True).start()  # nbconvert loads while Chromium starts
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
-        options.add_argument(arg)
     try:
-        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        driver = chromium.get()
         try:
             yield driver, f"http://127.0.0.1:{server.server_port}", writer
         finally:
-            driver.quit()
+            chromium.reset()
     finally:
         server.shutdown()
+        server.server_close()
         writer.stop()
 
 
@@ -650,7 +703,7 @@ class Page:
 
 
 @pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
-def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded, run):
+def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(chromium, graded, run):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
@@ -659,7 +712,7 @@ def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded,
     store = GradeStore.in_folder(run)
     store.add_item("explain", "Explains why symmetry gives the mean", 1)
     store.add_item("weights", "A weighted mean", 2)
-    with _page(graded, run, "browser-token") as (driver, base, _):
+    with _page(chromium, graded, run, "browser-token") as (driver, base, _):
         page = Page(driver)
         wait, text, loaded, keys, saved = page.wait, page.text, page.loaded, page.keys, page.saved
         assert driver.get(base + "/grade/explain/ada") is None and "Forbidden" in driver.page_source  # no token
@@ -715,7 +768,7 @@ def test_a_grader_grades_two_questions_of_three_submissions_in_a_browser(graded,
 
 @pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
 def test_a_submission_graded_into_the_class_while_the_page_is_open_leaves_every_grade_on_its_student(
-    graded, run, tmp_path
+    chromium, graded, run, tmp_path
 ):
     """The page names a submission by its id: aaron, graded into the same folder while bob's page
     is open (and sorting before everyone), moves no grade or comment onto another student."""
@@ -728,7 +781,7 @@ def test_a_submission_graded_into_the_class_while_the_page_is_open_leaves_every_
     shutil.copytree(graded / "subs", subs)
     store = GradeStore.in_folder(run)
     item = store.add_item("explain", "Names the symmetry", 2)
-    with _page(graded, run, "late-token") as (driver, base, writer):
+    with _page(chromium, graded, run, "late-token") as (driver, base, writer):
         page = Page(driver)
         driver.get(base + "/grade/explain?token=late-token")
         page.loaded("ada")

@@ -25,6 +25,7 @@ from test_review import _browser_missing, _page, card, grader, question, review
 from grader.review.store import GradeStore
 
 graded, run = test_review.graded, test_review.run  # the class, graded once for this module; a copy of its outputs
+chromium = test_review.chromium  # one browser for this module's pages
 
 BROWSER = pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
 
@@ -39,7 +40,7 @@ def _digest(store: GradeStore, sid: str, qid: str) -> str:
 
 
 @BROWSER
-def test_a_save_over_a_newer_edit_is_refused_and_both_are_shown_to_merge(graded, run):
+def test_a_save_over_a_newer_edit_is_refused_and_both_are_shown_to_merge(chromium, graded, run):
     """ada's comment edited in two tabs: the later save, made on the version the tab read, is
     refused (409) and the tab shows both comments; the grader keeps the merged text."""
     from selenium.webdriver.common.by import By
@@ -47,7 +48,7 @@ def test_a_save_over_a_newer_edit_is_refused_and_both_are_shown_to_merge(graded,
     from test_review import Page
 
     store = GradeStore.in_folder(run)
-    with _page(graded, run, "two-tabs") as (driver, base, _):
+    with _page(chromium, graded, run, "two-tabs") as (driver, base, _):
         page = Page(driver)
         driver.get(base + "/grade/explain/ada?token=two-tabs")
         page.loaded("ada")
@@ -108,13 +109,13 @@ def test_a_stale_save_is_refused_through_the_interface(graded, run):
 
 
 @BROWSER
-def test_the_page_states_the_comment_limit_and_asks_before_leaving_unsaved_text(graded, run):
+def test_the_page_states_the_comment_limit_and_asks_before_leaving_unsaved_text(chromium, graded, run):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from test_review import Page
 
     store = GradeStore.in_folder(run)
-    with _page(graded, run, "limits") as (driver, base, _):
+    with _page(chromium, graded, run, "limits") as (driver, base, _):
         page = Page(driver)
         driver.get(base + "/grade/explain/bob?token=limits")
         page.loaded("bob")
@@ -152,7 +153,7 @@ LEAVE = "const e = new Event('beforeunload', {cancelable: true}); window.dispatc
 
 
 @BROWSER
-def test_a_failed_write_of_the_outputs_is_shown_in_the_page_and_tried_again(graded, run, monkeypatch):
+def test_a_failed_write_of_the_outputs_is_shown_in_the_page_and_tried_again(chromium, graded, run, monkeypatch):
     import errno
 
     from test_review import Page
@@ -168,7 +169,7 @@ def test_a_failed_write_of_the_outputs_is_shown_in_the_page_and_tried_again(grad
 
     store = GradeStore.in_folder(run)
     store.add_item("explain", "Names the symmetry", 2)
-    with _page(graded, run, "full-disk") as (driver, base, writer):
+    with _page(chromium, graded, run, "full-disk") as (driver, base, writer):
         page = Page(driver)
         driver.get(base + "/grade/explain/ada?token=full-disk")
         page.loaded("ada")
@@ -380,7 +381,9 @@ def restructured(skeleton: Path, out: Path) -> Path:
 
 
 @BROWSER
-def test_an_answer_no_cell_was_found_for_is_read_in_the_whole_notebook_and_its_cells_picked(graded, run, tmp_path):
+def test_an_answer_no_cell_was_found_for_is_read_in_the_whole_notebook_and_its_cells_picked(
+    chromium, graded, run, tmp_path
+):
     from selenium.webdriver.common.by import By
     from test_review import Page
 
@@ -397,7 +400,7 @@ def test_an_answer_no_cell_was_found_for_is_read_in_the_whole_notebook_and_its_c
     assert "waiting for a person" in (run / "dee.md").read_text() and "not found" not in (run / "dee.md").read_text()
     store = GradeStore.in_folder(run)
     store.add_item("explain", "Names the symmetry", 3)
-    with _page(graded, run, "whole") as (driver, base, _):
+    with _page(chromium, graded, run, "whole") as (driver, base, _):
         page_ = Page(driver)
         driver.get(base + "/grade/explain/dee?token=whole")
         page_.loaded("dee")
@@ -513,7 +516,7 @@ def test_an_attachment_renders_in_the_answer_frame_and_nothing_of_it_runs(graded
 
 
 @BROWSER
-def test_a_pasted_image_is_seen_in_the_page_and_stays_inert(graded, run, tmp_path):
+def test_a_pasted_image_is_seen_in_the_page_and_stays_inert(chromium, graded, run, tmp_path):
     from selenium.webdriver.common.by import By
     from test_review import Page
 
@@ -521,7 +524,7 @@ def test_a_pasted_image_is_seen_in_the_page_and_stays_inert(graded, run, tmp_pat
     subs.mkdir()
     with_pasted_image(graded / "assignments/rv/rv.ipynb", subs / "eve.ipynb")
     assert grader("grade", str(subs), "--out", str(run), "--formats", "yaml", cwd=graded).returncode == 0
-    with _page(graded, run, "pasted") as (driver, base, _):
+    with _page(chromium, graded, run, "pasted") as (driver, base, _):
         page = Page(driver)
         driver.get(base + "/grade/explain/eve?token=pasted")
         page.loaded("eve")
@@ -540,7 +543,7 @@ def test_a_pasted_image_is_seen_in_the_page_and_stays_inert(graded, run, tmp_pat
 
 
 @BROWSER
-def test_names_are_shown_in_one_unicode_form_and_look_alikes_are_marked(graded, run):
+def test_names_are_shown_in_one_unicode_form_and_look_alikes_are_marked(chromium, graded, run):
     import dataclasses
     import unicodedata
 
@@ -553,7 +556,7 @@ def test_names_are_shown_in_one_unicode_form_and_look_alikes_are_marked(graded, 
     nfd = unicodedata.normalize("NFD", "Zoë")
     for sid, name in (("dee", "Dee"), ("dee-cyrillic", cyrillic), ("zoe", "Zoë"), ("zoe-nfd", nfd)):
         store.put_card(sid, name, ada.path, dataclasses.replace(store.card("ada"), id=sid, student=name))
-    with _page(graded, run, "names") as (driver, base, _):
+    with _page(chromium, graded, run, "names") as (driver, base, _):
         page = Page(driver)
 
         def marks(sid: str, who: str) -> list[str]:

@@ -69,6 +69,7 @@ ROW = [
     "tests/test_sandbox.py::test_loopback_server_of_the_host_is_refused",
     "tests/test_sandbox.py::test_file_size_disk_and_open_files_are_limited",
     "tests/test_limits.py::test_a_fork_bomb_beside_an_honest_notebook_costs_it_no_point",
+    "tests/test_limits.py::test_a_fork_and_thread_burst_never_holds_more_than_the_limit",
 ]
 STUDENT_USERS = ("grader-ci", "grader-ci-2")  # one for each ordinary-user row
 # Run before the row's pytest: what an Ubuntu 24.04 runner does to unprivileged user namespaces.

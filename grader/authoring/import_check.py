@@ -10,6 +10,7 @@ would say of the staged course (a skeleton that earns points) is reported with t
 
 from __future__ import annotations
 
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +22,13 @@ from grader.authoring import importing
 from grader.authoring.importing import Imported
 from grader.authoring.validate import validate
 from grader.course import config
+from grader.errors import UsageError
 from grader.judge import verdicts as v
 from grader.judge import wording
 from grader.judge.grading import Grader
 from grader.vocab import QuestionStatus, SubmissionStatus
+
+_RELEASED_FAILS = re.compile(r"^question (\S+) is (?:failed|error) in the skeleton, not unanswered")
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,18 @@ def _failing(item: Imported, card: Any, course: Any) -> list[FailingTest]:
 
 def stage(items: list[Imported], config_path: Path, *, course_name: str) -> Staged:
     """Write the assignments into a staging copy of the course (its settings, none of its other
-    assignments), grade each solution there and validate it."""
+    assignments), grade each solution there and validate it. A file that cannot be written there
+    (a full disk) is a UsageError naming it: nothing is written into the course."""
+    try:
+        return _stage(items, config_path, course_name=course_name)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise UsageError(
+            f"the import could not be checked: {exc.strerror or exc}{where}; nothing was written"
+        ) from None
+
+
+def _stage(items: list[Imported], config_path: Path, *, course_name: str) -> Staged:
     failing: list[FailingTest] = []
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="grader-import-") as tmp:
@@ -94,11 +109,19 @@ def stage(items: list[Imported], config_path: Path, *, course_name: str) -> Stag
             found = _failing(item, card, course)
             failing.extend(found)
             named = {f"the solution does not pass question {f.question}" for f in found}
-            problems.extend(
-                f"{item.name}: {p}"
-                for p in validate(course, assignment, grader)
-                if not any(p.startswith(n) for n in named)
-            )
+            said = [p for p in validate(course, assignment, grader) if not any(p.startswith(n) for n in named)]
+            for p in said:
+                m = _RELEASED_FAILS.match(p)
+                if m and not any(x.startswith("the skeleton scores") for x in said):
+                    # The released notebook runs and fails the test (``ans = None`` before the answer):
+                    # 0 points, as the course's own tool gives it; not a broken course.
+                    item.notes.append(
+                        f"{item.source.name}: question {m.group(1)}: the released notebook fails its test rather "
+                        "than leaving it unanswered (it holds a placeholder value before the answer); it scores "
+                        "0 there, as in the course's own tool"
+                    )
+                else:
+                    problems.append(f"{item.name}: {p}")
     return Staged(tuple(failing), tuple(problems))
 
 

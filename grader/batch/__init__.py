@@ -14,6 +14,7 @@ exchange layout, a zip of any of them) are described in ``grader.batch.intake``.
 """
 
 from grader.batch.intake import Intake, Submission, collect, intake, output_names
+from grader.batch.lateness import apply as apply_late
 from grader.batch.parallel import Cards, Graded, Outcome, default_jobs, grade_all, summary_lines
 from grader.batch.progress import Progress
 from grader.batch.store import ResultStore, fingerprint
@@ -26,6 +27,7 @@ __all__ = [
     "Progress",
     "ResultStore",
     "Submission",
+    "apply_late",
     "collect",
     "default_jobs",
     "fingerprint",

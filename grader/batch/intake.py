@@ -43,12 +43,16 @@ import urllib.parse
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from grader.authoring import layouts
+from grader.batch import lms
+from grader.course.late import Late
 from grader.course.model import Assignment
 from grader.errors import UsageError
 from grader.files import printable, safe_stem, sha256_file
+from grader.judge.scorecard import Origin
 from grader.notebook import MAX_NOTEBOOK_BYTES
 
 ZIP_MAX_FILES = 100_000
@@ -64,6 +68,8 @@ class Submission:
     sha256: str
     name: str = ""  # a distinct stem for its output files, set by intake()
     id: str = ""  # where it came from, URL-safe and unique in the run (the module's docstring), set by intake()
+    lms: Origin | None = None  # what an LMS's download said of it (``grader.batch.lms``)
+    late: Late | None = None  # the assignment's late policy applied to its time (``grader.batch.lateness``)
 
 
 @dataclass
@@ -120,6 +126,7 @@ class _Intake:
     def __init__(self, assignment: Assignment):
         self.assignment = assignment
         self.found: list[tuple[str, Path, str, str]] = []  # (student, path, origin, id)
+        self.lms: dict[int, Origin] = {}  # index in found -> what an LMS's download said of it
         self.notes: list[str] = []
         self.scratch: Path | None = None
 
@@ -139,6 +146,9 @@ class _Intake:
         if exchange is not None:
             return self.exchange(*exchange, origin if exchange[1] == folder else f"{origin}/{exchange[1].name}")
         files, folders = _entries(folder)
+        made_by = lms.detect(files, folders)
+        if made_by:
+            return self.download(made_by, folder, files, folders, str(origin), at)
         for f in files:
             if f.suffix == ".ipynb":
                 self.found.append((f.stem, f, f"{origin}/{f.name}", submission_id((*at, _part(f)))))
@@ -170,6 +180,31 @@ class _Intake:
             # One notebook graded from the folder is the student's; several are each a row of its own.
             key = at if len(notebooks) == 1 else (*at, *inside.parent.parts, _part(f))
             self.found.append((student, f, f"{origin}/{inside.as_posix()}", submission_id(key)))
+
+    def download(
+        self, made_by: str, folder: Path, files: list[Path], folders: list[Path], origin: str, at: tuple[str, ...]
+    ) -> None:
+        """An LMS's download: a submission per student, its id the LMS's id of the student."""
+        got = lms.read(made_by, folder, files, folders, self.assignment.name, origin)
+        self.notes.extend(got.notes)
+        for f in got.found:
+            self.lms[len(self.found)] = f.origin
+            self.found.append((f.origin.user_id, f.path, f.where, submission_id((*at, f.origin.user_id))))
+        for stray, why in got.strays:
+            # Graded under its own name so it has a scorecard, but no student of the LMS is guessed
+            # for it: its origin names the LMS and no user, so no roster row and no LMS file takes it.
+            self.notes.append(
+                f"{origin}/{stray.name}: {why}; not matched to a student (graded under its own name, in no LMS file)"
+            )
+            unknown = Origin(lms=made_by, user_id="", file=stray.name)
+            if stray.is_dir():
+                before = len(self.found)
+                self.student(stray.name, stray, f"{origin}/{stray.name}", (*at, stray.name))
+                for k in range(before, len(self.found)):
+                    self.lms[k] = unknown
+            else:
+                self.lms[len(self.found)] = unknown
+                self.found.append((_part(stray), stray, f"{origin}/{stray.name}", submission_id((*at, _part(stray)))))
 
     def exchange(self, layout: layouts.ExchangeLayout, root: Path, origin: Path | str) -> None:
         _, students = _entries(root)
@@ -211,13 +246,25 @@ class _Intake:
                         continue
                     with zf.open(m) as src, open(target, "wb") as out:
                         shutil.copyfileobj(src, out)
+                    _keep_time(target, m)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, RuntimeError, ValueError) as exc:
             raise UsageError(f"{path} cannot be unpacked: {exc}.") from None
         root = dest
         files, folders = _entries(root)
-        if not files and len(folders) == 1 and not layouts.starts_at(folders[0]):  # class.zip holding class/
+        one = len(folders) == 1 and not files and not lms.detect([], folders)  # Moodle's folders: one per student
+        if one and not layouts.starts_at(folders[0]):  # class.zip holding class/
             root = folders[0]
         self.folder(root, f"{path.name}:{root.relative_to(dest).as_posix()}".rstrip(":."), at=())
+
+
+def _keep_time(path: Path, member: zipfile.ZipInfo) -> None:
+    """The member's time in the archive as the file's: which of a student's files is newest (an LMS
+    writes each file's time of upload)."""
+    try:
+        when = datetime(*member.date_time).timestamp()
+        os.utime(path, (when, when))
+    except (ValueError, OSError, OverflowError):
+        pass  # a time the archive cannot give: the file keeps the time it was unpacked at
 
 
 def intake(paths: list[Path], assignment: Assignment) -> Intake:
@@ -235,15 +282,27 @@ def intake(paths: list[Path], assignment: Assignment) -> Intake:
     for student, _, _, _ in found.found:
         per_student[student] = per_student.get(student, 0) + 1
     wanted = []
-    for student, path, _, _ in found.found:
+    for i, (student, path, _, _) in enumerate(found.found):
         one_each = per_student[student] == 1
-        wanted.append(safe_stem(student if one_each or path.stem == student else f"{student}-{path.stem}"))
+        if i in found.lms and found.lms[i].user_id:  # the LMS's name of the student, with its id: smithjohn-12345
+            o = found.lms[i]
+            wanted.append(safe_stem(f"{o.name}-{o.user_id}" if o.name else o.user_id))
+        else:
+            wanted.append(safe_stem(student if one_each or path.stem == student else f"{student}-{path.stem}"))
     names = _distinct(wanted, [p for _, p, _, _ in found.found])
     # Students choose their file and folder names: what is printed and written of them is escaped
     # (``files.printable``), and output files get stems that fit any file system (``files.safe_stem``).
     subs = [
-        Submission(student=printable(s), path=p, origin=printable(o), sha256=_sha_or_empty(p), name=n, id=i)
-        for (s, p, o, i), n in zip(found.found, names, strict=True)
+        Submission(
+            student=printable(s),
+            path=p,
+            origin=printable(o),
+            sha256=_sha_or_empty(p),
+            name=n,
+            id=i,
+            lms=found.lms.get(k),
+        )
+        for k, ((s, p, o, i), n) in enumerate(zip(found.found, names, strict=True))
     ]
     return Intake(submissions=subs, notes=[printable(n) for n in found.notes], scratch=found.scratch)
 

@@ -18,11 +18,12 @@ from typing import overload
 from grader.batch.intake import Intake, Submission
 from grader.batch.progress import Progress
 from grader.batch.store import ResultStore, fingerprint
+from grader.course.late import Late
 from grader.course.model import Assignment
 from grader.errors import GraderError, SolutionError, UsageError
 from grader.files import printable
 from grader.judge.grading import Grader, not_graded
-from grader.judge.scorecard import Execution, Scorecard
+from grader.judge.scorecard import Execution, Origin, Scorecard, with_late
 from grader.vocab import QuestionStatus, SubmissionStatus
 
 
@@ -33,6 +34,9 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+Own = tuple[str, str, str, str, Origin | None, Late | None]  # (key, student, submission, id, origin, late)
+
+
 class Cards(Sequence[Scorecard]):
     """A batch's scorecards in intake order. Those the result store holds are read back from it
     when asked for, so a batch of 10,000 keeps their keys in memory, not the cards (about 11 KB
@@ -40,10 +44,13 @@ class Cards(Sequence[Scorecard]):
 
     def __init__(self, size: int, store: ResultStore | None):
         self.store = store
-        self.items: list[Scorecard | tuple[str, str, str, str] | None] = [None] * size
+        self.items: list[Scorecard | Own | None] = [None] * size
 
     def keep(self, i: int, card: Scorecard, key: str, stored: bool) -> None:
-        self.items[i] = (key, card.student, card.submission, card.id) if stored and self.store is not None else card
+        # A stored card is read back and given its own identity again: its key and what is the
+        # submission's own (its id, what its LMS said of it, its late record) are kept.
+        own = (key, card.student, card.submission, card.id, card.origin, card.late)
+        self.items[i] = own if stored and self.store is not None else card
 
     def done(self) -> Cards:
         """The cards delivered, in order (a submission without one, left out)."""
@@ -67,12 +74,12 @@ class Cards(Sequence[Scorecard]):
     def __iter__(self) -> Iterator[Scorecard]:
         return (self._card(item) for item in self.items)
 
-    def _card(self, item: Scorecard | tuple[str, str, str, str] | None) -> Scorecard:
+    def _card(self, item: Scorecard | Own | None) -> Scorecard:
         if item is None:
             raise IndexError("this submission has no scorecard yet")
         if isinstance(item, Scorecard):
             return item
-        key, student, submission, sid = item
+        key, student, submission, sid, origin, late = item
         assert self.store is not None  # keep() stores keys only with a store
         card = self.store.get(key)
         if card is None:
@@ -80,7 +87,7 @@ class Cards(Sequence[Scorecard]):
                 f"The scorecard of {submission} can no longer be read from the results in "
                 f"{self.store.dir}; grade again (the others are read from there)."
             )
-        return dataclasses.replace(card, student=student, submission=submission, id=sid)
+        return own_card(card, student, submission, sid, origin, late)
 
 
 class Graded(Sequence[tuple[Path, str, Scorecard]]):
@@ -161,7 +168,7 @@ def grade_all(
     def deliver(key: str, card: Scorecard, stored: bool) -> None:
         for i in groups[key]:
             s = submissions[i]
-            own = dataclasses.replace(card, student=s.student, submission=printable(s.path.name), id=s.id)
+            own = own_card(card, s.student, printable(s.path.name), s.id, s.lms, s.late)
             cards.keep(i, own, key, stored)
             if on_card is not None:
                 on_card(s, own)
@@ -259,6 +266,14 @@ def _result(fut: cf.Future[Scorecard], sub: Submission, assignment: Assignment, 
         )
 
 
+def own_card(
+    card: Scorecard, student: str, submission: str, sid: str, origin: Origin | None, late: Late | None
+) -> Scorecard:
+    """A graded card (shared by identical files, or read from the results) as this submission's own:
+    its identity, what its LMS said of it, and its late policy applied (a new card, never changed)."""
+    return with_late(dataclasses.replace(card, student=student, submission=submission, id=sid, origin=origin), late)
+
+
 def crashed_card(sub: Submission, assignment: Assignment, executor: str, reason: str, *, internal: bool) -> Scorecard:
     """The scorecard of a submission that could not be graded; ``internal`` when the grader is at fault
     (such a card is not stored, so the next run tries again)."""
@@ -276,6 +291,7 @@ def crashed_card(sub: Submission, assignment: Assignment, executor: str, reason:
         ),
         execution=Execution(executor=executor, internal_error=internal),
         id=sub.id,
+        origin=sub.lms,
     )
 
 

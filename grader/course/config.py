@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from grader.course import kinds, properties
+from grader.course import kinds, late, placement, properties
 from grader.course.inherited import Inherited, Level, inherit
 from grader.course.model import (
     KEEP,
@@ -140,6 +140,8 @@ def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None 
         "points",
         "seed",
         "before",
+        "at_cell",
+        "after_line",
         "properties",
         "compare",
         "hints",
@@ -178,6 +180,7 @@ def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None 
     before = r.get("before")
     if before is not None and not (isinstance(before, str) and before.isidentifier()):
         raise r.error(r.sub("before"), f"must be a variable name, got {describe(before)}")
+    at_cell, after_line = placement.where(r, before)
     hints = tuple(_hint(Reader(r.doc, h, p)) for p, h in r.items("hints"))
     points = r.number("points", None)
     settings = inherit(r, Level.CHECK, outer)
@@ -189,6 +192,8 @@ def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None 
         points=None if points is None else float(points),
         seed=seed,
         before=before,
+        at_cell=at_cell,
+        after_line=after_line,
         properties=props,
         compare=compare,
         hints=hints,
@@ -336,6 +341,8 @@ def _assignment(
         "inert_lines",
         "blank_released_as",
         "per_student",
+        "notes",
+        "late",
         *Inherited.keys(Level.ASSIGNMENT),
     )
     if not ID_RE.match(name):
@@ -381,7 +388,8 @@ def _assignment(
             )
     per_student = per_student_spec(r, given, variants) if r.has("per_student") else None
     # The bundle's name is left out: an assignment graded from its bundle has the digest it was built with.
-    section = {k: v for k, v in r.data.items() if k != "reference_bundle"}
+    # The late policy is applied to graded cards, after grading: changing it never grades again.
+    section = {k: v for k, v in r.data.items() if k not in ("reference_bundle", "late")}
     if any(c.is_test for q in questions for c in q.checks):
         # A test is hashed as its code, wherever it was written (config.yaml or checks.py): editing
         # checks.py re-grades, and a reduced config with the code inline has the same digest.
@@ -409,6 +417,8 @@ def _assignment(
         inert_lines=_inert_lines(r),
         blank_released_as=r.string("blank_released_as", ""),
         per_student=per_student,
+        notes=tuple(n.strip() for n in r.str_list("notes") if n.strip()),
+        late=late.policy(r.reader("late"), root) if r.has("late") else None,
         **settings.fields_of(Assignment),
     )
 

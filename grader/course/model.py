@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.course.kinds import KINDS, CheckKind
+from grader.course.late import LatePolicy
 from grader.vocab import Format, QuestionVisibility, ShowExpected
 
 
@@ -58,6 +59,12 @@ class Check:
     strict_types: bool
     seed: int | None = None  # seeds random, NumPy and torch before an ``expr`` (or a test's student-side code) runs
     before: str | None = None  # capture just before the first statement that binds this name
+    # Taken where a cell stands in the student's notebook: just before the cell with this id (a
+    # given cell tagged ``locked`` named by a ``test`` check runs there as released, its errors the
+    # test's, not the run's); or just after the cell holding this line (a call the tool that wrote
+    # the notebook made there). At the end where the notebook has neither.
+    at_cell: str | None = None
+    after_line: str | None = None
     properties: tuple[str, ...] = ()
     compare: bool = True
     hints: tuple[Hint, ...] = ()
@@ -211,6 +218,10 @@ class Assignment:
     blank_released_as: str = ""
     # The given inputs each student gets drawn for them (``per_student:``); None: one notebook for all.
     per_student: PerStudentSpec | None = None
+    # Sentences every scorecard of the assignment carries once among its run's notes (a cell the
+    # grading environment cannot run, such as a demo needing a module it does not install).
+    notes: tuple[str, ...] = ()
+    late: LatePolicy | None = None  # ``late:``, the late policy (``grader.course.late``)
 
     @property
     def max_score(self) -> float:

@@ -38,7 +38,7 @@ from grader.judge.context import (
 )
 from grader.judge.scorecard import CheckResult, Feedback, QuestionResult
 from grader.names import hint_id
-from grader.notebook import BLANK_NAME, Blank, blank_report
+from grader.notebook import BLANK_NAME, Blank, blank_report, cell_point
 from grader.run.job import Captured
 from grader.vocab import CheckStatus, QuestionStatus
 
@@ -57,10 +57,14 @@ __all__ = [
 def _blank(check: Check, ctx: Context) -> Blank | None:
     """The unfilled blank that leaves the check unanswered, if any."""
     blanks, infos = ctx.blanks, ctx.infos
-    if check.before:
-        # Answered at an earlier point (``before: NAME``): only the blanks above that point count,
-        # not a later blank that rebinds the same name.
-        point = ctx.first_binds().get(check.before)
+    if check.before or check.at_cell or check.after_line:
+        # Answered at an earlier point (``before: NAME``, ``at_cell``, ``after_line``): only the
+        # blanks above that point count, not a later blank that rebinds the same name.
+        point = (
+            ctx.first_binds().get(check.before)
+            if check.before
+            else cell_point([i.cell for i in ctx.infos], check.at_cell, check.after_line)
+        )
         if point is not None:
             infos = ctx.infos[:point]
             blanks = blank_report(infos)

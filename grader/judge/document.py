@@ -20,6 +20,8 @@ Versions (``FORMAT_VERSION``):
 
     1   the results cache before this module: no ``format_version``, a check's reasons left out
     2   every record kept; ``id``, the submission's identity
+    3   ``origin``, what an LMS's download said of it, and ``late``, the late policy applied (a
+        version 2 document is read as it is: it has neither)
 
 A document of an older version cannot be upgraded (what version 1 left out is what grading found),
 so ``load`` says which grader wrote it and how to grade again; a newer one asks for a newer grader.
@@ -35,6 +37,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from grader.course.late import Late
 from grader.errors import BadValue, DocumentError
 from grader.judge import verdicts as v
 from grader.judge.scorecard import (
@@ -42,6 +45,7 @@ from grader.judge.scorecard import (
     CheckResult,
     Execution,
     Feedback,
+    Origin,
     QuestionResult,
     Scorecard,
     StudentData,
@@ -49,7 +53,8 @@ from grader.judge.scorecard import (
 from grader.notebook.answers import Answer
 from grader.run.job import CellRun, RunError
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+READS = (2, 3)  # the versions load reads: 3 only adds records
 TYPE = "type"  # the key naming a record where its field allows several
 VERSION = "format_version"
 
@@ -67,6 +72,8 @@ RECORDS: tuple[type, ...] = (
     v.RubricMark,
     RunError,
     CellRun,
+    Origin,
+    Late,
     # why a check did not simply pass
     v.NotProduced,
     v.Unanswered,
@@ -122,7 +129,7 @@ def load(data: object) -> Scorecard:
     if not isinstance(data, dict):
         raise DocumentError(f"a scorecard document is a JSON object, not {_kind(data)}")
     version = data.get(VERSION)
-    if version != FORMAT_VERSION:
+    if version not in READS or isinstance(version, bool):
         raise DocumentError(_version_message(data, version))
     card = _load({k: val for k, val in data.items() if k != VERSION}, Scorecard)
     assert isinstance(card, Scorecard)

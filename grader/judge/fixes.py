@@ -106,7 +106,7 @@ def definitions(cells: Iterable[Cell], names: Iterable[str]) -> dict[str, str]:
 
 
 class TimeLeft(Protocol):
-    """The wall-clock time a submission's further runs may still take (``grading.Budget``)."""
+    """The wall-clock time a submission's further runs may still take (``budgets.Budget``)."""
 
     def left(self) -> float: ...
     def limits(self) -> Limits: ...

@@ -9,8 +9,6 @@ Every path through ``grade`` returns a Scorecard; nothing a submission contains 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
@@ -21,6 +19,7 @@ from grader.course.model import Assignment, Check, Course, Limits
 from grader.errors import NotebookError, OverBudget, SolutionError
 from grader.files import printable, sha256_file
 from grader.judge import carry, fixes, manual, per_student, wording
+from grader.judge.budgets import Budget, CpuBudget
 from grader.judge.checks import Context, VariantRun, blocked_questions, grade_assignment, grade_check, root_failure
 from grader.judge.context import without_right_calls
 from grader.judge.jobs import JobTemplate, answer_cells, build_carry_job, figure_captures
@@ -30,7 +29,7 @@ from grader.judge.students import Students
 from grader.judge.variants import Variant
 from grader.run.execute import Executor
 from grader.run.forking import default_executor
-from grader.run.job import RunResult
+from grader.run.job import DiskFull, RunResult
 from grader.run.sandbox import not_enforced
 from grader.vocab import CellStatus, CheckStatus, QuestionStatus, RunStatus, SubmissionStatus
 
@@ -256,6 +255,8 @@ class Grader:
         )
         if restored:
             execution = replace(execution, notes=(*execution.notes, wording.restored_cells(restored)))
+        if assignment.notes:  # the course's own, once per scorecard
+            execution = replace(execution, notes=(*execution.notes, *assignment.notes))
         if vset is not None and own_variants:
             # Whether its variants were its own (never which values or seed): the course's stand in
             # where the solution's steps or the secret are not here, or no draw tested as much.
@@ -362,73 +363,6 @@ class Grader:
         )
 
 
-class CpuBudget:
-    """The grader's own CPU time on one submission: reading and analysing the notebook, decoding
-    what its runs send, preparing variants and carry-forward runs, comparing.
-
-    Measured with ``time.thread_time()``, the CPU time of the grading thread alone (batches grade
-    several submissions at once, one per thread; the student processes' time is theirs, bounded by
-    ``cpu_time``). Checked between phases: a notebook within every size limit can still be costly
-    to analyse or to decode (a cell of thousands of statements, a frame of many small items), and
-    past ``limits.grader_cpu`` it is graded no further, its scorecard says why, and the batch goes
-    on. Work that is not the submission's doing (the solution's runs) is kept out (``aside``)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.limit = seconds
-        self.start = time.thread_time()
-        self.excluded = 0.0
-
-    def spent(self) -> float:
-        return time.thread_time() - self.start - self.excluded
-
-    def check(self, phase: str) -> None:
-        """Raise OverBudget when the budget is used up; ``phase`` says what the grader was doing."""
-        spent = self.spent()
-        if spent > self.limit:
-            raise OverBudget(
-                f"the grader spent {spent:.1f} s of its own CPU time on this submission ({phase}), "
-                f"more than the {self.limit:g} s it may (limits.grader_cpu); it was not graded further"
-            )
-
-    @contextmanager
-    def aside(self) -> Iterator[None]:
-        """Time spent in this block is not the submission's."""
-        t = time.thread_time()
-        try:
-            yield
-        finally:
-            self.excluded += time.thread_time() - t
-
-
-class Budget:
-    """The wall-clock time the variant runs of one submission may take, all together.
-
-    A variant run has the notebook's own sizes give or take a few rows, so honest code takes about
-    as long on it as on the notebook's data: each variant run may take at most twice the original
-    run plus one cell's limit, and all of a submission's runs together at most twice the
-    notebook's limit. Code that is slow only when its inputs change (a sleep behind a test of the
-    data) runs out of it, and the variants it did not finish fail."""
-
-    def __init__(self, limits: Limits, original: float) -> None:
-        self.base, self.original = limits, original
-        self.total = 2 * limits.notebook_timeout - original
-
-    def left(self) -> float:
-        return min(self.total, self.base.notebook_timeout, 2 * self.original + self.base.cell_timeout)
-
-    def limits(self) -> Limits:
-        return replace(self.base, notebook_timeout=max(self.left(), 0.1))
-
-    def spend(self, seconds: float) -> None:
-        self.total -= seconds
-
-    def reason(self) -> str:
-        return (
-            f"the submission's runs together used up their {2 * self.base.notebook_timeout:g} s "
-            "(twice the notebook's limit)"
-        )
-
-
 def _anything_passes(assignment: Assignment, ctx: Context) -> bool:
     """Whether any check passes on the original data (else variants cannot change the grade)."""
     return any(grade_check(c, ctx, 1.0).status == CheckStatus.PASSED for c in assignment.checks)
@@ -476,11 +410,34 @@ def execution_summary(
         notes=tuple(
             f"cell {c.index} printed {_size(c.output_bytes)} of output, more than {limit}; the rest was discarded"
             for c in truncated
-        ),
+        )
+        + tuple(_disk_note(d, limits) for d in run.disk_full),
         attempts=run.attempts if run.attempts > 1 else None,
         sandbox=tuple(run.sandbox),
         # a sandboxed process reported its protections (a Jupyter kernel reports none yet)
         sandbox_not_enforced=tuple(not_enforced(run.sandbox)) if "session" in run.sandbox else None,
+    )
+
+
+def _disk_note(full: DiskFull, limits: Limits | None) -> str:
+    """What a run wrote where it met its disk limit, and the error its writes got from then on."""
+    if full.place == "file":
+        return (
+            f"cell {full.cell} wrote a file up to the {_size(full.held)} a file may hold: its write past that "
+            "failed with 'File too large' (EFBIG)"
+        )
+    where = "its working directory" if full.place == "workdir" else full.place
+    mb = f"the {limits.disk_mb} MB" if limits is not None else "the most"
+    if full.watched:
+        over = full.held - limits.disk_mb * (1 << 20) if limits is not None else 0
+        past = f"; {_size(over)} past it before the grader's look" if over > 0 else ""
+        return (
+            f"the notebook filled {where}: it held {_size(full.held)} at most, against {mb} a run may keep on "
+            f"disk{past}; every later write to a file failed with 'File too large' (EFBIG)"
+        )
+    return (
+        f"cell {full.cell} filled {where} ({_size(full.held)}, {mb} a run may keep there): writes there "
+        "failed with 'No space left on device' (ENOSPC)"
     )
 
 

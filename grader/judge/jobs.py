@@ -79,7 +79,11 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
         point = pos + 1 if pos + 1 < len(infos) else None
         specs.append(CaptureSpec(variants.GIVEN_PREFIX + name, CaptureKind.VALUE, name, point))
     for check in assignment.checks:
-        point = first_bind.get(check.before) if check.before else None
+        point = (
+            first_bind.get(check.before)
+            if check.before
+            else notebook.cell_point([i.cell for i in infos], check.at_cell, check.after_line)
+        )
         if check.spec.capture == CaptureKind.TEST:
             specs.extend(testcheck.captures(check, point))
             continue
@@ -90,10 +94,59 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
     # The names graded through an expression over them (``carry.carriers``), as the student's notebook
     # holds them where the first such check is taken: carried into the solution's run like a step.
     for name, checks in carry.carriers(assignment, infos).items():
-        points = [first_bind.get(c.before) if c.before else None for c in checks]
+        points = [
+            first_bind.get(c.before)
+            if c.before
+            else notebook.cell_point([i.cell for i in infos], c.at_cell, c.after_line)
+            for c in checks
+        ]
         point = min((p for p in points if p is not None), default=None)
         specs.append(CaptureSpec(carry.carrier_id(name), CaptureKind.VALUE, name, point))
     return tuple(specs)
+
+
+def in_place(assignment: Assignment, cells: list[notebook.Cell], infos: list[notebook.CellInfo]) -> dict[int, bool]:
+    """The given cells a ``test`` check is taken at (``at_cell``, tagged ``locked``, so put back as
+    released), by position: whether each runs where it stands. One that binds a name a later cell
+    reads runs there, so what it defines is there for later cells, but what it raises is the test's
+    verdict (judged apart), never an error of the run. One whose names no later cell reads is not
+    run: the test's own run (at that point, namespace and random generators put back after it)
+    already judges it, and the student's code is not called twice for nothing."""
+    ids = {c.at_cell for c in assignment.checks if c.is_test and c.at_cell is not None}
+    if not ids:
+        return {}
+    out: dict[int, bool] = {}
+    for k, cell in enumerate(cells):
+        if cell.locked and cell.cell_id in ids:
+            out[k] = any(infos[k].binds & later.reads for later in infos[k + 1 :])
+    return out
+
+
+def run_in_place(job_cells: tuple[JobCell, ...] | list[JobCell], where: dict[int, bool]) -> tuple[JobCell, ...]:
+    """The cells ``in_place`` names: those that run, so that nothing they raise ends the cell with an
+    error (their code, compiled as a cell of its own, runs in the notebook's namespace, and an
+    exception stops it there, as in the notebook: the statements after it do not run, unseen by the
+    run); the others not run."""
+    if not where:
+        return tuple(job_cells)
+    return tuple(
+        (replace(jc, source=_quietly(jc.source)) if where[k] else replace(jc, skip=SkipReason.TAGGED))
+        if k in where and jc.skip == SkipReason.RUN
+        else jc
+        for k, jc in enumerate(job_cells)
+    )
+
+
+def _quietly(source: str) -> str:
+    code = notebook.python_source(source)  # magics and shell lines as ``pass``
+    return (
+        "try:\n"
+        f"    exec(compile({code!r}, '<given cell>', 'exec'), globals())\n"
+        "except (KeyboardInterrupt, GeneratorExit):\n"
+        "    raise\n"
+        "except BaseException:\n"
+        "    pass\n"
+    )
 
 
 def build_job(
@@ -107,10 +160,11 @@ def build_job(
     traceback_lines: int = 8,
     variant: variants.Variant | None = None,
     record: tuple[str, ...] = (),
+    quiet: bool = True,
 ) -> Job:
     return JobTemplate.of(
         assignment, cells, infos, submission, hints=hints, skip=skip, traceback_lines=traceback_lines, record=record
-    ).job(variant)
+    ).job(variant, quiet=quiet)
 
 
 class JobTemplate:
@@ -123,10 +177,16 @@ class JobTemplate:
     job records them after their definitions."""
 
     def __init__(
-        self, assignment: Assignment, infos: list[notebook.CellInfo], base: Job, record: tuple[str, ...] = ()
+        self,
+        assignment: Assignment,
+        infos: list[notebook.CellInfo],
+        base: Job,
+        record: tuple[str, ...] = (),
+        quiet: dict[int, bool] | None = None,
     ) -> None:
         self.given, self.infos, self.base, self.record = assignment.given, infos, base, record
         self.fixes: dict[str, dict[str, Any]] = {}  # name -> the solution's definition, encoded
+        self.quiet = quiet or {}  # the given cells a test is taken at: whether each runs (``in_place``)
         self._cells: dict[tuple[str, ...], tuple[JobCell, ...]] = {}  # names -> the cells with their injections
 
     def with_fixes(self, fixes: dict[str, str]) -> JobTemplate:
@@ -136,7 +196,7 @@ class JobTemplate:
         calls = {calls_id(f) for f in self.record}
         base = replace(self.base, captures=tuple(c for c in self.base.captures if c.id not in calls))
         out = JobTemplate.__new__(JobTemplate)
-        out.given, out.infos, out.base, out.record = self.given, self.infos, base, ()
+        out.given, out.infos, out.base, out.record, out.quiet = self.given, self.infos, base, (), self.quiet
         out.fixes = {name: {"t": "str", "v": source} for name, source in fixes.items()}  # plain data
         out._cells = {}
         return out
@@ -176,10 +236,12 @@ class JobTemplate:
             warm=warm_for(preload, [jc.source for jc in job_cells if jc.skip == SkipReason.RUN]),
             cell_seed=assignment.seed_each_cell,
         )
-        return cls(assignment, infos, base, record)
+        return cls(assignment, infos, base, record, in_place(assignment, cells, infos))
 
-    def job(self, variant: variants.Variant | None = None) -> Job:
-        """The notebook's job on its own data, or with ``variant``'s given inputs swapped in."""
+    def job(self, variant: variants.Variant | None = None, *, quiet: bool = True) -> Job:
+        """The notebook's job on its own data, or with ``variant``'s given inputs swapped in.
+        ``quiet=False``: the cells a test is taken at as they are, for a caller that places calls
+        after their statements first (``build_carry_job``) and then runs them ``run_in_place``."""
         names = variant.names if variant is not None else ()
         if names not in self._cells:
             cells = list(self.base.cells)
@@ -202,7 +264,8 @@ class JobTemplate:
         injections = tuple(Injection(name=name, value=variant.values[name]) for name in names) if variant else ()
         injections += tuple(Injection(name=RECORD + f, value=_NOTHING) for f in self.record)
         injections += tuple(Injection(name=FIX + f, value=source) for f, source in self.fixes.items())
-        return replace(self.base, cells=self._cells[names], injections=injections)
+        ready = run_in_place(self._cells[names], self.quiet) if quiet else self._cells[names]
+        return replace(self.base, cells=ready, injections=injections)
 
 
 _NOTHING = {"t": "none"}
@@ -292,7 +355,7 @@ def build_carry_job(
         for c in checks:
             over[c.id] = carry.carried_expression(c.target, name)
             over.update({hint_id(c.id, i): carry.carried_expression(h.expr, name) for i, h in enumerate(c.hints)})
-    job = build_job(assignment, cells, infos, assignment.solution, hints=True, skip=skip)
+    job = build_job(assignment, cells, infos, assignment.solution, hints=True, skip=skip, quiet=False)
     job_cells = [
         replace(jc, source=inject_after(jc.source, by_cell[pos])) if pos in by_cell else jc
         for pos, jc in enumerate(job.cells)
@@ -328,4 +391,5 @@ def build_carry_job(
         for c in job.captures
     )
     files = tuple(f for f in job.files if f[0] != assignment.solution)  # its data only: no notebook file needed
+    job_cells = list(run_in_place(job_cells, in_place(assignment, cells, infos)))
     return replace(job, cells=tuple(job_cells), captures=captures, injections=tuple(injections), files=files)

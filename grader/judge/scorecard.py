@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grader import __version__
+from grader.course.late import Late
 from grader.judge.verdicts import CheckReason, PersonGrade
 from grader.notebook.answers import Answer
 from grader.vocab import CheckStatus, FeedbackKind, QuestionStatus, StudentDataStatus, SubmissionStatus
@@ -208,6 +209,36 @@ class StudentData:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where an LMS's download says a submission came from (``grader.batch.lms``): the LMS, its id of
+    the student (Canvas's user id, Moodle's participant id, Gradescope's student id), the student's
+    name as the download writes it, the file's name there and the prefix the LMS named it by
+    (feedback files going back are named by it), the LMS's late marker and time, the files of the
+    same student not graded (an earlier one, or a group's other members)."""
+
+    lms: str
+    user_id: str
+    name: str = ""
+    file: str = ""
+    prefix: str = ""
+    marked_late: bool = False
+    submitted_at: str = ""  # ISO 8601 with its zone, as the LMS gives it; "" when it does not
+    email: str = ""
+    earlier: tuple[str, ...] = ()
+    others: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"lms": self.lms, "user_id": self.user_id, "name": self.name, "file": self.file}
+        if self.marked_late:
+            out["marked_late"] = True
+        if self.submitted_at:
+            out["submitted_at"] = self.submitted_at
+        if self.earlier:
+            out["not_graded"] = list(self.earlier)
+        return out
+
+
+@dataclass(frozen=True)
 class Scorecard:
     """One submission's result. ``submission`` is its file's name as students see it; ``id`` its
     identity, derived at intake and the key machines use (empty where the caller has none);
@@ -226,11 +257,22 @@ class Scorecard:
     id: str = ""  # the submission's identity, from where it came (``grader.batch.intake``)
     grader_version: str = __version__
     student_data: StudentData | None = None  # a per-student assignment's: whose data it holds
+    origin: Origin | None = None  # what an LMS's download said of it
+    late: Late | None = None  # the late policy applied (``score`` is after it; ``with_late``)
 
     def __post_init__(self) -> None:
         # Part of building it: a list of questions is kept as a tuple, so no one can change it later.
         if not isinstance(self.questions, tuple):
             object.__setattr__(self, "questions", tuple(self.questions))
+
+    @property
+    def earned(self) -> float:
+        """The points of the questions, before a late penalty."""
+        return sum(q.score for q in self.questions) if self.questions else self.score
+
+    def late_line(self, rounding: int = 2) -> str:
+        """The late policy's sentence for this card ("" when no policy applied)."""
+        return self.late.line(self.earned, self.max_score, rounding) if self.late is not None else ""
 
     @property
     def percent(self) -> float:
@@ -269,6 +311,8 @@ class Scorecard:
                     }
                     for q in self.questions
                 ],
+                **({"origin": self.origin.to_dict()} if self.origin is not None else {}),
+                **({"late": self.late_dict(rounding)} if self.late is not None else {}),
                 "execution": self.execution.to_dict(),
                 "grader_version": self.grader_version,
             }
@@ -279,9 +323,36 @@ class Scorecard:
             out["student_data"] = self.student_data.to_dict()
         return out
 
+    def late_dict(self, rounding: int = 2) -> dict[str, Any]:
+        late = self.late
+        assert late is not None
+        out: dict[str, Any] = {
+            "line": self.late_line(rounding),
+            "due": late.due,
+            "late_by_seconds": round(late.late_by),
+            "percent": late.percent if late.applies else 0,
+            "points": rounded(late.deduction(self.earned, self.max_score), rounding),
+        }
+        if late.submitted_at:
+            out["submitted_at"] = late.submitted_at
+        if late.not_accepted:
+            out["not_accepted"] = True
+        if late.waived:
+            out["waived"] = {"by": late.waived_by, "at": late.waived_at, "reason": late.waiver}
+        return out
+
 
 def with_questions(card: Scorecard, questions: Iterable[QuestionResult]) -> Scorecard:
     """A new card with these questions in place of the card's own, its score their sum (a person's
-    grade, or any later verdict on a question, makes its card this way)."""
+    grade, or any later verdict on a question, makes its card this way), less its late penalty."""
     questions = tuple(questions)
-    return replace(card, questions=questions, score=sum(q.score for q in questions))
+    earned = sum(q.score for q in questions)
+    score = card.late.score_after(earned, card.max_score) if card.late is not None else earned
+    return replace(card, questions=questions, score=score)
+
+
+def with_late(card: Scorecard, late: Late | None) -> Scorecard:
+    """A new card with this late policy's record (or none), its score the questions' points less the penalty."""
+    earned = card.earned
+    score = late.score_after(earned, card.max_score) if late is not None else earned
+    return replace(card, late=late, score=score)

@@ -27,7 +27,7 @@ from grader.notebook.flow import (
     python_source,
     split_before_binds,
 )
-from grader.notebook.read import LOCKED_TAG, MAX_NOTEBOOK_BYTES, SKIP_TAG, Cell, read, restore_locked
+from grader.notebook.read import LOCKED_TAG, MAX_NOTEBOOK_BYTES, SKIP_TAG, Cell, cell_point, read, restore_locked
 from grader.notebook.scopes import module_level_binds
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "python_source",
     "read",
     "restore_locked",
+    "cell_point",
     "split_before_binds",
     "without_inert_lines",
 ]

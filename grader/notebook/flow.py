@@ -326,7 +326,7 @@ def split_before_binds(cells: list[Cell], names: AbstractSet[str], given: tuple[
         start = 1
         for cut in [*cuts, len(lines) + 1]:
             part = "".join(lines[start - 1 : cut - 1])
-            out.append(Cell(index=cell.index, source="\n" * (start - 1) + part, tags=cell.tags))
+            out.append(Cell(index=cell.index, source="\n" * (start - 1) + part, tags=cell.tags, cell_id=cell.cell_id))
             start = cut
     return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass
@@ -122,19 +123,66 @@ def read(path: Path, *, max_bytes: int = MAX_NOTEBOOK_BYTES) -> list[Cell]:
 def restore_locked(cells: list[Cell], given: list[Cell]) -> tuple[list[Cell], tuple[int, ...]]:
     """The cells as they run: each cell that has the id of a given cell tagged ``locked`` holds
     that cell's source and tags again (read-only cells are put back before grading); with the
-    positions of the cells that had been changed."""
+    positions of the cells that had been changed.
+
+    A cell whose id is none of the given cells' (a notebook saved by an editor that gave its cells
+    new ids) but that holds, unchanged, the source of a given locked cell no other given cell holds
+    is that cell: it takes its id and tags."""
     locked = {c.cell_id: c for c in given if c.locked and c.cell_id}
     if not locked:
         return cells, ()
+    by_source: dict[str, Cell | None] = {}
+    for c in locked.values():
+        key = c.source.strip()
+        by_source[key] = None if key in by_source else c  # a source two given cells share names neither
     out, changed = [], []
     for c in cells:
         was = locked.get(c.cell_id)
+        if was is None and c.cell_id not in locked and c.source.strip():
+            was = by_source.get(c.source.strip())
+            if was is not None:
+                c = Cell(index=c.index, source=c.source, tags=was.tags, cell_id=was.cell_id)
         if was is not None and (c.source != was.source or c.tags != was.tags):
             if c.source.strip() != was.source.strip():
                 changed.append(c.index)
-            c = Cell(index=c.index, source=was.source, tags=was.tags, cell_id=c.cell_id)
+            c = Cell(index=c.index, source=was.source, tags=was.tags, cell_id=was.cell_id)
         out.append(c)
     return out, tuple(changed)
+
+
+def cell_point(cells: list[Cell], at_cell: str | None, after_line: str | None) -> int | None:
+    """Where a check with ``at_cell`` or ``after_line`` is taken among these cells (as they run), as
+    a capture point: before the cell at that position; None at the end of the notebook.
+
+    ``at_cell``: just before the cell with that id (given cells keep their ids: a locked one is put
+    back as released, ``restore_locked``). Where the student copied it, the last copy counts (the
+    last run of a cell is the one a notebook's tools record); where they moved it, it is taken
+    where it now stands; where they deleted it, at the end of the notebook, on what the notebook
+    ends with. ``after_line``: just after the last cell holding that line (compared as code, so
+    quotes and spaces do not matter), or at the end where no cell holds it."""
+    if at_cell is not None:
+        found = [k for k, c in enumerate(cells) if c.cell_id == at_cell]
+        if not found:
+            return None
+        index = cells[found[-1]].index  # the first part of the last copy (a cell cut in two keeps its id)
+        return next(k for k in found if cells[k].index == index)
+    if after_line is not None:
+        want = _as_code(after_line)
+        holding = [k for k, c in enumerate(cells) if any(_as_code(line) == want for line in c.source.splitlines())]
+        if not holding:
+            return None
+        return holding[-1] + 1 if holding[-1] + 1 < len(cells) else None
+    return None
+
+
+def _as_code(line: str) -> str:
+    text = line.strip()
+    if not text or text.startswith("#"):
+        return text
+    try:
+        return ast.dump(ast.parse(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return text
 
 
 def _unusable(data: dict[str, Any]) -> str:

@@ -157,9 +157,22 @@ def roster_of(out: Output, fmt: str) -> roster.Roster:
 
 
 def _canvas(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
-    from grader.outputs.canvas import write_canvas
+    from grader.files import write_atomic
+    from grader.outputs import canvas
 
-    return write_canvas(
+    canvas.write_canvas_feedback(
+        ((c, _html(p, c, out)) for p, _, c in submissions if c.origin is not None),
+        path.with_name("canvas-feedback.zip"),
+    )
+    if out.roster is None and canvas.from_download(c for _, _, c in submissions):
+        text = canvas.canvas_csv_from_download(
+            ((n, c) for _, n, c in submissions),
+            column=out.assignment.title or out.assignment.name,
+            points=out.assignment.max_score,
+            rounding=out.course.scorecard.rounding,
+        )
+        return write_atomic(path, text)
+    return canvas.write_canvas(
         ((n, c) for _, n, c in submissions),
         roster_of(out, "canvas"),
         path,
@@ -170,9 +183,21 @@ def _canvas(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
 
 
 def _moodle(submissions: Sequence[Submission], out: Output, path: Path) -> Path:
-    from grader.outputs.moodle import write_moodle
+    from grader.files import write_atomic
+    from grader.outputs import moodle
 
-    return write_moodle(
+    written = moodle.write_moodle_feedback(
+        ((c, _html(p, c, out)) for p, _, c in submissions if c.origin is not None),
+        path.with_name("moodle-feedback.zip"),
+    )
+    if written is not None:
+        worksheet = moodle.worksheet_csv(
+            ((n, c) for _, n, c in submissions), now=out.now or datetime.now(), rounding=out.course.scorecard.rounding
+        )
+        written = write_atomic(path.with_name("moodle-worksheet.csv"), worksheet)
+        if out.roster is None:
+            return written
+    return moodle.write_moodle(
         ((n, c) for _, n, c in submissions),
         roster_of(out, "moodle"),
         path,
@@ -204,7 +229,19 @@ FORMATS: dict[Format, PerSubmission | PerRun] = {
         PerRun(Format.JUNIT, "junit.xml", "JUnit XML, one test case per question", _junit),
         PerRun(Format.GRADEBOOK, "gradebook.csv", "one row per submission, for any gradebook", _gradebook),
         PerRun(Format.REPORT, "report.html", "the class report, with plots", _report),
-        PerRun(Format.CANVAS, "canvas.csv", "Canvas's gradebook import CSV (needs --roster)", _canvas),
-        PerRun(Format.MOODLE, "moodle.csv", "Moodle's grade import CSV, with feedback (needs --roster)", _moodle),
+        PerRun(
+            Format.CANVAS,
+            "canvas.csv",
+            "Canvas's gradebook import CSV (needs --roster, unless graded from Canvas's download), "
+            "and canvas-feedback.zip for Re-Upload Submissions",
+            _canvas,
+        ),
+        PerRun(
+            Format.MOODLE,
+            "moodle.csv",
+            "Moodle's grade import CSV (needs --roster); from Moodle's download: moodle-worksheet.csv "
+            "and moodle-feedback.zip",
+            _moodle,
+        ),
     )
 }

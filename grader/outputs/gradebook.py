@@ -1,7 +1,8 @@
 """``gradebook.csv``: one row per submission, one column per question, for any LMS import.
 
 Columns: ``student, submission, status, score, max_score, percent``, then one column per
-question (its score, or ``pending`` while a person has not graded it), then ``reason`` (why a notebook was not fully graded) and ``sha256``.
+question (its score, or ``pending`` while a person has not graded it), then ``reason`` (why a notebook was not fully graded) and ``sha256``,
+and ``late`` (the late policy's line) when a late policy applied to any.
 Text cells that a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``) are quoted
 with a leading apostrophe, since student ids and file names come from students.
 """
@@ -26,7 +27,9 @@ def gradebook_csv(cards: Iterable[Scorecard], *, rounding: int = 2) -> str:
     leaves only its row's cells, and the question columns are known at the end."""
     qids: dict[str, None] = {}
     rows = []
+    late = False  # a ``late`` column (the policy's line) once any card has one
     for card in cards:
+        late = late or card.late is not None
         scores = {}
         for q in card.questions:
             qids.setdefault(q.id, None)
@@ -42,14 +45,17 @@ def gradebook_csv(cards: Iterable[Scorecard], *, rounding: int = 2) -> str:
                     points_text(card.percent, 1),
                 ],
                 scores,
-                [cell_text(card.reason), card.sha256],
+                [cell_text(card.reason), card.sha256, cell_text(card.late_line(rounding))],
             )
         )
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["student", "submission", "status", "score", "max_score", "percent", *qids, "reason", "sha256"])
+    w.writerow(
+        ["student", "submission", "status", "score", "max_score", "percent", *qids, "reason", "sha256"]
+        + (["late"] if late else [])
+    )
     for head, scores, tail in rows:
-        w.writerow([*head, *[scores.get(q, "") for q in qids], *tail])
+        w.writerow([*head, *[scores.get(q, "") for q in qids], *(tail if late else tail[:2])])
     return buf.getvalue()
 
 

@@ -67,6 +67,8 @@ def results(card: Scorecard, assignment: Assignment | None, settings: ScorecardS
     ]
     if card.reason:
         lines += ["", card.reason]
+    if card.late is not None:
+        lines += ["", f"Late: {card.late_line(r)}"]
     errors = error_lines(card)
     if errors:
         lines += ["", "Errors in the notebook:"] + [f"- {e}" for e in errors]

@@ -197,6 +197,8 @@ def summary_box(view: View) -> str:
         for q in view.questions
     )
     reason = f"<p>{text_html(view.reason)}</p>" if view.reason else ""
+    if view.late:
+        reason += f"<p>Late: {text_html(view.late)}</p>"
     errors = ""
     if view.errors:
         errors = (

@@ -51,6 +51,8 @@ def summary_lines(view: View) -> list[str]:
     ]
     if view.reason:
         lines += ["", f"> {inline(view.reason)}"]
+    if view.late:
+        lines += ["", f"Late: {inline(view.late)}"]
     lines += ["", "| Question | Result | Points |", "|---|---|---|"]
     for q in view.questions:
         lines.append(

@@ -83,6 +83,7 @@ class View:
     questions: tuple[ShownQuestion, ...]
     errors: tuple[str, ...] = field(default=())  # notebook errors, one line each
     rounding: int = 2
+    late: str = ""  # the late policy's line ("" when none applied); ``score`` is after it
 
     @property
     def who(self) -> str:
@@ -147,6 +148,7 @@ def student_view(
                 ShownQuestion(q.id, q.title, "withheld", None, q.max_score, (withheld_message(level, settings),))
             )
     shown = [q for q in questions if not q.withheld]
+    taken = card.earned - card.score if card.late is not None else 0.0
     return View(
         assignment=card.assignment,
         title=assignment.title if assignment is not None else card.assignment,
@@ -154,12 +156,13 @@ def student_view(
         student=card.student,
         status=card.status,
         reason=card.reason,
-        score=sum(q.score or 0.0 for q in shown),
+        score=max(0.0, sum(q.score or 0.0 for q in shown) - taken),
         max_score=sum(q.max_score for q in shown),
         complete=len(shown) == len(questions),
         questions=tuple(questions),
         errors=tuple(error_lines(card)),
         rounding=settings.rounding,
+        late=card.late_line(settings.rounding),
     )
 
 

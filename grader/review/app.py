@@ -324,6 +324,7 @@ def grade_page(qid: str, key: str) -> str:
         found_by=str(q.answer.found_by) if q.answer is not None else "",
         comment_limit=MAX_COMMENT,
         item_limit=MAX_ITEM,
+        card=card,  # its late line, with the button that waives it
     )
 
 
@@ -452,6 +453,14 @@ def post_grade(qid: str, key: str) -> WerkzeugResponse:
         return resp
     changed([s.id])
     return jsonify(state(qid, key))
+
+
+@bp.post("/api/waive/<path:key>")
+def post_waive(key: str) -> WerkzeugResponse:  # a person waives a late penalty, or takes it back
+    s, data, r = current().find(key), body(), current()
+    merge.set_waiver(r.store, s.id, r.grader, str(data.get("reason", ""))[:MAX_ITEM], bool(data.get("waive")))
+    changed([s.id])
+    return jsonify({"late": merge.with_grades(r.store, s.id).late_line()})
 
 
 @bp.post("/api/pick/<qid>/<path:key>")

@@ -17,13 +17,14 @@ from typing import Any, overload
 
 import yaml
 
+from grader.course import late
 from grader.course.model import Assignment, Course
 from grader.errors import RosterConflict
 from grader.judge import manual
-from grader.judge.scorecard import QuestionResult, Scorecard, with_questions
+from grader.judge.scorecard import QuestionResult, Scorecard, with_late, with_questions
 from grader.judge.verdicts import PersonGrade, RubricMark
 from grader.notebook import answers
-from grader.review.store import FILENAME, Grade, GradeStore
+from grader.review.store import FILENAME, Grade, GradeStore, now
 from grader.vocab import QuestionStatus
 
 
@@ -111,7 +112,23 @@ def apply(store: GradeStore, id: str, card: Scorecard) -> Scorecard:
             else:
                 q = manual.graded(q, person_grade(store, grade, q.max_score))
         questions.append(q)
-    return with_questions(card, questions)
+    return with_waiver(store, id, with_questions(card, questions))
+
+
+WAIVER = "late_waiver:"  # + a submission's id: a person's waiver of its late penalty, in the store's meta
+
+
+def with_waiver(store: GradeStore, id: str, card: Scorecard) -> Scorecard:
+    """The card with its late penalty waived, where a person waived it (``set_waiver``)."""
+    w = store.meta(WAIVER + id) if card.late is not None else None
+    if card.late is None or not isinstance(w, dict):
+        return card
+    return with_late(card, late.waive(card.late, str(w.get("by", "")), str(w.get("at", "")), str(w.get("reason", ""))))
+
+
+def set_waiver(store: GradeStore, id: str, by: str, reason: str, waive: bool) -> None:
+    """Record (or take back) a person's waiver of a submission's late penalty."""
+    store.set_meta(WAIVER + id, {"by": by or "a person", "at": now(), "reason": reason} if waive else None)
 
 
 def with_grades(store: GradeStore, id: str) -> Scorecard:

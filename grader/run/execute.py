@@ -38,7 +38,7 @@ from grader.errors import ProtocolError
 from grader.files import printable
 from grader.run import sandbox
 from grader.run.frames import FrameReader
-from grader.run.job import Captured, CellRun, Job, JobWire, RunError, RunResult
+from grader.run.job import Captured, CellRun, DiskFull, Job, JobWire, RunError, RunResult
 from grader.vocab import CellStatus, RunStatus, SkipReason, Uncapturable
 
 MAX_ATTEMPTS = 4  # a first run plus re-runs that skip cells which hung or crashed
@@ -183,6 +183,7 @@ class _Attempt:
     cells: dict[int, CellRun] = field(default_factory=dict)
     captures: dict[str, Captured] = field(default_factory=dict)
     sandbox: tuple[str, ...] | None = None  # from the start message; None until it arrives
+    disk_full: dict[str, DiskFull] = field(default_factory=dict)  # where the run met its disk limit, by place
 
 
 def run_with_retries(executor: Spawner, job: Job) -> RunResult:
@@ -217,6 +218,7 @@ def _retries(executor: Spawner, job: Job, turn: sandbox.Turn) -> RunResult:
         result.cells.append(run)
     result.captures = attempt.captures
     result.sandbox = attempt.sandbox or ()
+    result.disk_full = tuple(attempt.disk_full.values())
     crashed = [c for c in result.cells if c.status == CellStatus.CRASHED]
     if attempt.ending is _Ending.NOTEBOOK_TIMEOUT:
         result.status, result.reason = RunStatus.TIMEOUT, attempt.reason
@@ -254,6 +256,9 @@ def _one_attempt(executor: Spawner, job: Job, deadline: float, turn: sandbox.Tur
             os.close(fd)
         if handle is not None:
             executor.finish(handle, complete=out.ending is _Ending.DONE)
+            held = sandbox.disk_filled(workdir)  # the keeper's note, once the run is over
+            if held is not None:
+                out.disk_full["workdir"] = DiskFull("workdir", held, watched=True)
         if shared is None:
             sandbox.remove_workdir(workdir)
     return out
@@ -406,6 +411,10 @@ def _handle_one(
         total = msg.get("output_bytes", 0)
         total = total if type(total) is int else 0
         error = _run_error(msg, tb)
+        for place, held in msg.get("disk") or ():
+            if place not in ("workdir", "/tmp", "/dev/shm", "file") or type(held) is not int:
+                raise ProtocolError("the student process sent a malformed report of its disk")
+            out.disk_full.setdefault(place, DiskFull(place, held, job.cells[pos].index))
         out.cells[pos] = CellRun(
             pos=pos,
             index=job.cells[pos].index,

@@ -224,6 +224,9 @@ class CellEndMessage(TypedDict, total=False):
     source: str
     errno: int
     filename: str
+    disk: list[
+        list[Any]
+    ]  # the run's tmpfs places the cell left full: [place, bytes held] ("workdir", "/tmp", "/dev/shm")
 
 
 class CaptureMessage(TypedDict, total=False):
@@ -326,6 +329,16 @@ class Captured:
         return self.error is not None and not self.missing and self.uncapturable is None
 
 
+@dataclass(frozen=True)
+class DiskFull:
+    """A place where the run met its disk limit (``disk_mb``), and what it held there."""
+
+    place: str  # "workdir", "/tmp" or "/dev/shm"; "file": one file met the file size limit (``held``: that limit)
+    held: int  # bytes: what the place held when full (the keeper's watch: the most it saw)
+    cell: int = 0  # the cell whose writes filled it (0: the grader's watch cannot tell which)
+    watched: bool = False  # the keeper's watch (writes then failed with EFBIG), not a tmpfs of its size (ENOSPC)
+
+
 @dataclass
 class RunResult:
     status: RunStatus
@@ -335,6 +348,7 @@ class RunResult:
     duration: float = 0.0
     attempts: int = 1
     sandbox: tuple[str, ...] = ()  # the protections the student process reported in force (sandbox.FEATURES)
+    disk_full: tuple[DiskFull, ...] = ()  # where the run met its disk limit
 
     def __post_init__(self) -> None:
         self.status = RunStatus(self.status)

@@ -197,7 +197,8 @@ def _not_described(value: Any) -> str:
 
 def record_test(source: str, ns: dict[str, Any], seed: int, budget: list[int]) -> dict[str, Any]:
     """Run the rewritten test in the notebook's namespace (as a test cell runs there), then put the
-    namespace back as it was; the records, encoded, end with how the run ended."""
+    namespace and the random generators back as they were (a test taken in the middle of the
+    notebook changes nothing the later cells see); the records, encoded, end with how the run ended."""
     nose_tools.install(_not_described)
     recorder = Recorder(budget)
     saved = dict(ns)
@@ -211,6 +212,7 @@ def record_test(source: str, ns: dict[str, Any], seed: int, budget: list[int]) -
             TEST_DEL: lambda name: _delete(ns, name),
         }
     )
+    state = _rng_state()  # the test's own seeding is its own: the notebook's draws go on as they were
     seed_everything(seed)
     ended: tuple[str, str] = ("", "")
     stderr, sys.stderr = sys.stderr, _ErrorStream(sys.stderr)  # warnings too: they are written there
@@ -222,6 +224,7 @@ def record_test(source: str, ns: dict[str, Any], seed: int, budget: list[int]) -
         written, sys.stderr = getattr(sys.stderr, "first", ""), stderr
         ns.clear()
         ns.update(saved)
+        _put_back(state)
     if written:  # for a check with ``stderr_fails``: what the test showed on stderr fails it
         recorder.records.append({"t": "tuple", "items": [_str("stderr"), _str(""), _str(written)]})
     recorder.records.append({"t": "tuple", "items": [_str("stop"), _str(""), _str(ended[0]), _str(ended[1])]})

@@ -25,6 +25,8 @@ import functools
 import inspect
 import io
 import os
+import resource
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -177,6 +179,9 @@ class Runner:
         self.sandbox: tuple[str, ...] = ()  # the protections sandbox.enter() put in place
         self.budget = [int(job["limits"]["capture_mb"]) * 1024 * 1024]
         self.output_limit = int(job["limits"]["output_kb"]) * 1024
+        self.disk_limit = int(job["limits"].get("disk_mb", 256)) * 1024 * 1024
+        self.filled: set[str] = set()  # the run's tmpfs places reported full already
+        self.file_too_large = False  # a write of this process met the file size limit (SIGXFSZ) in the cell
         self.current = 0
         self.traceback_lines = int(job.get("traceback_lines", 8))
         self.lean = True  # cells through fast_cells.run_lean where it can (False: always IPython's run_cell)
@@ -194,6 +199,12 @@ class Runner:
         if os.getpid() != self.pid:  # a copy made by the student's os.fork() must not speak for the notebook
             os._exit(0)
         frames.write_frame(self.out, message)
+
+    def send_body(self, body: bytes) -> None:
+        """``send`` for a message encoded already (``frames.encode_frame``)."""
+        if os.getpid() != self.pid:
+            os._exit(0)
+        frames.write_body(self.out, body)
 
     def run(self) -> None:
         cells = self.job["cells"]
@@ -263,11 +274,57 @@ class Runner:
         }
         if error is not None:
             add_error(message, error, self.traceback_lines)
+        full = self.full_places()
+        if full:
+            message["disk"] = full
         return message
+
+    def watch_file_size(self) -> None:
+        """Note each write that meets the file size limit (``RLIMIT_FSIZE``): the kernel sends
+        ``SIGXFSZ`` before the write fails with ``EFBIG``. Python ignores the signal; noted, the write
+        fails all the same. Programs the student starts get the default action back (``subprocess``)."""
+
+        def noted(signum: int, frame: object) -> None:
+            self.file_too_large = True
+
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(signal.SIGXFSZ, noted)
+
+    def full_places(self) -> list[list[Any]]:
+        """The run's own size-limited places (a tmpfs of ``disk_mb``: the working directory, /tmp,
+        /dev/shm, where it has a private view) that the cell left full, each once: [place, bytes
+        held]. Where a place is a folder of the host's (no tmpfs of its own) the keeper watches it
+        instead (``sandbox.disk``). Reported by the student process, so it speaks only of its own run."""
+        out: list[list[Any]] = []
+        if self.file_too_large:
+            self.file_too_large = False
+            size = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+            if size > 0:  # 0: the grader's watch filled the run's disk, and notes it itself (``sandbox.disk``)
+                out.append(["file", size])
+        for place in ("workdir", "/tmp", "/dev/shm"):
+            if place in self.filled:
+                continue
+            try:
+                st = os.statvfs(self.job["workdir"] if place == "workdir" else place)
+            except (OSError, KeyError):
+                continue
+            if st.f_blocks * st.f_frsize != self.disk_limit:  # not a tmpfs of the run's own
+                continue
+            if st.f_bavail * st.f_frsize < min(FULL_BELOW, self.disk_limit // 16) or (st.f_files and st.f_favail == 0):
+                self.filled.add(place)
+                out.append([place, (st.f_blocks - st.f_bfree) * st.f_frsize])
+        return out
 
     def capture_all(self, items: list[CaptureWire]) -> None:
         for item in items:
-            self.send(self.capture_one(item))
+            message = self.capture_one(item)
+            body = frames.encode_frame(message)
+            if frames.items_in(body) > frames.MAX_FRAME_CONTAINERS:
+                # what the grader would refuse (``frames.FrameReader``): the value is too large to judge
+                message = {"ev": "capture", "id": item["id"], "uncapturable": Uncapturable.FORM.value}
+                message["detail"] = TOO_MANY_ITEMS
+                body = frames.encode_frame(message)
+            self.send_body(body)
 
     def test(self, item: CaptureWire) -> dict[str, Any]:
         """An instructor's test, run over the notebook's names (``grader.run.test_recorder``): what
@@ -303,6 +360,8 @@ class Runner:
                     seed_everything(int(seed))
                 code = compile(item["target"], CHECK_FILE, "eval")
                 value = evaluate_check(code, item["target"], ns, seed)
+            if items_over(value, frames.MAX_FRAME_CONTAINERS):
+                raise CaptureFailed(TOO_MANY_ITEMS)
             message["value"] = capture.encode(value, budget=self.budget)
         except CheckFailed as exc:
             # The check's own expression, not the student's code: what it raised, as data.
@@ -323,6 +382,44 @@ class Runner:
         finally:
             sys.stdout, sys.stderr = saved
         return message
+
+
+FULL_BELOW = 1 << 20  # a tmpfs of the run with less free space than this is full: the cell's writes met its limit
+TOO_MANY_ITEMS = (
+    f"holds more than {frames.MAX_FRAME_CONTAINERS:,} items in all (counting every list, tuple, dict and "
+    "what they hold), too many to send to the grader"
+)
+
+
+def items_over(value: Any, bound: int) -> bool:
+    """Whether ``value``, encoded, would hold more than ``bound`` objects and arrays (what a frame may
+    carry, as ``capture.encode`` writes it): lists, tuples and dicts count two, each item of a dict one
+    more, ``None``, booleans and strings one, anything else (numbers, arrays) two. The walk stops at
+    the bound, so a value of millions of items costs what ``bound`` of them cost; what it misses
+    (brackets inside strings) the count of the encoded frame catches (``capture_all``)."""
+    count, todo = 0, [(value, 0)]
+    while todo:
+        v, depth = todo.pop()
+        kind = type(v)
+        if depth > capture.MAX_DEPTH:  # what ``capture.encode`` refuses for its depth (a list that holds itself)
+            return False
+        if kind is list or kind is tuple:
+            count += 2
+            if count + len(v) > bound:  # each item counts one at least: over, before a single one is looked at
+                return True
+            todo.extend((item, depth + 1) for item in v)
+        elif kind is dict:
+            count += 2 + len(v)
+            if count + len(v) > bound:
+                return True
+            todo.extend((item, depth + 1) for item in v.values())
+        elif v is None or kind is bool or kind is str:
+            count += 1
+        else:
+            count += 2
+        if count > bound:
+            return True
+    return False
 
 
 def continued_error(previous: CellEndMessage | None, cells: list[CellWire], pos: int) -> CellEndMessage | None:
@@ -476,6 +573,11 @@ def run_isolated(job: JobWire, out: BinaryIO, applied: tuple[str, ...]) -> None:
     os.chdir(job["workdir"])
     runner = Runner(job, out, shell)
     runner.sandbox = applied
+    runner.watch_file_size()
+    if applied:
+        from grader.run import sandbox
+
+        sandbox.settle()  # a session's run: the next run's process is there before student code runs
     runner.run()
     out.flush()
 

@@ -9,8 +9,11 @@ nbgrader keeps what a cell is in its metadata (``nbgrader``: ``solution``, ``gra
   an error. Each becomes a question of that many points whose ``test`` checks are the cell's code:
   the visible part, and the whole cell, hidden parts included (``### BEGIN HIDDEN TESTS`` /
   ``### END HIDDEN TESTS``), as a hidden check. Both must pass, all or nothing, as in nbgrader.
-  The cell stays in the notebook for students (hidden parts removed), tagged ``skip-grading``:
-  grading runs the test from config.yaml, so a student who edits it gains nothing. A cell that ends
+  The cell stays in the notebook for students (hidden parts removed), ``locked``, and each check
+  is taken where it stands (``at_cell``, its cell id), as nbgrader runs test cells in the student's
+  kernel in order: the released cell runs there, so what it defines is there for later cells, and
+  the test judges the values as they are at that cell. The verdict is the test's from config.yaml,
+  replayed outside the student's process, so a student who edits the cell gains nothing. A cell that ends
   with a value (not a ``print``) earns that many points, as nbgrader reads its output: the value
   becomes ``partial_credit(...)``;
 - manually graded answers (graded and a solution) and tasks: ``manual`` questions of their points.
@@ -38,7 +41,17 @@ from typing import Any
 import nbformat
 
 from grader.authoring.assign import BEGIN, LOCKED_TAG
-from grader.authoring.importing import Imported, answer, clean_id, normalise
+from grader.authoring.importing import (
+    Imported,
+    answer,
+    clean_id,
+    declared_requirements,
+    kernel,
+    missing_module,
+    normalise,
+    optional_cells,
+    read_notebook,
+)
 from grader.authoring.nbgrader import autotest
 from grader.course import testcode
 from grader.course.model import Limits
@@ -208,12 +221,13 @@ def _files(path: Path, data: list[Path]) -> tuple[tuple[Path, str], ...]:
     return tuple((p, p.relative_to(path.parent).as_posix()) for p in data)
 
 
-def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict[int, str], list[Path]]:
+def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict[int, str], list[Path], dict[int, str]]:
     """The given cells (neither an answer nor a test) that raise when the source notebook runs, by
     position, with the error: a notebook that shows an error on purpose (``a`` before ``a = 1``).
     nbgrader runs on past them; here they are not run when grading (``skip-grading``). Also the
     files released with the notebook that the notebook itself writes (the student makes them):
-    they are not given to it, since what is given cannot be written over."""
+    they are not given to it, since what is given cannot be written over. And the cells that fail
+    because a module is not installed here, with the module (``importing.optional_cells``)."""
     from grader.run.forking import default_executor
 
     code = [(i, c) for i, c in enumerate(cells) if c.cell_type == "code" and c.source.strip()]
@@ -240,7 +254,11 @@ def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict
             break
         written.extend(more)
     out = {}
+    missing: dict[int, str] = {}
     for run in runs:
+        module = missing_module(run.ename, run.evalue) if run.status == CellStatus.ERROR else None
+        if module is not None:
+            missing[run.index - 1] = module
         meta = _meta(cells[run.index - 1])
         if (
             run.status == CellStatus.ERROR
@@ -249,15 +267,27 @@ def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict
             and run.ename not in ("ModuleNotFoundError", "ImportError")
         ):  # a missing library is no lesson
             out[run.index - 1] = f"{run.ename}: {run.evalue}".strip()[:120]
-    return out, written
+    return out, written, missing
+
+
+REQUIREMENT_FILES = ("requirements.txt", "environment.yml", "environment.yaml")
+
+
+def declared_files(path: Path) -> list[Path]:
+    """The requirements a course declares beside a notebook: in its folder, ``source/`` or the
+    course's root (the folder above ``source/``), the nearest first."""
+    folders = [path.parent, path.parent.parent, path.parent.parent.parent]
+    return [f / name for f in folders for name in REQUIREMENT_FILES if (f / name).is_file()]
 
 
 def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] | None = None) -> Imported:
-    nb = normalise(nbformat.read(str(path), as_version=4))  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    nb = normalise(read_notebook(path))
     item = Imported(name=name, title=name.replace("_", " "), notebook=nb, source=path)
     cells = [nbformat.from_dict(c) for c in header] + list(nb.cells)  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    kernel(path, nb, item)  # first: AUTOTEST's templates are the grading kernel's
     _autotests(path, nb, cells, data or [])
-    errors, written = shows_an_error(path, cells, data or [])
+    item.requirements = declared_requirements(declared_files(path))
+    errors, written, missing = shows_an_error(path, cells, data or [])
     for pos, error in errors.items():
         _tag(cells[pos], SKIP_TAG)
         item.note(
@@ -273,6 +303,7 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
     kept = []
     used: set[str] = set()
     helpers: dict[str, tuple[int, str]] = {}  # name -> (order, statement) of earlier test cells
+    at_cells: list[tuple[list[dict[str, Any]], Any]] = []  # each test's checks, and its cell
     code = 0
     for i, cell in enumerate(cells, 1):
         meta = _meta(cell)
@@ -302,10 +333,11 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
                 )
                 item.questions.append({"id": qid, "points": points, "manual": True})
                 answer(cell, qid)  # what a person grades: the test cell, with the output it prints
+                _tag(cell, SKIP_TAG)
             else:
                 item.questions.append({"id": qid, "points": points, "checks": checks})
+                at_cells.append((checks, cell))
             cell.source = visible
-            _tag(cell, SKIP_TAG)
         elif (graded and solution) or meta.get("task"):
             used.add(qid)
             item.questions.append(
@@ -323,8 +355,16 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
             item.note(i, f"a graded {cell.cell_type} cell that is neither a test nor an answer; left as it is")
         cell.metadata.pop("nbgrader", None)
         kept.append(cell)
+    sources = [c.source if c.cell_type == "code" else None for c in cells]
+    tests = [check["test"] for q in item.questions for check in q.get("checks", [])]
+    testing = {k for k, c in enumerate(cells) if _meta(c).get("grade") and not _meta(c).get("solution")}
+    for pos in optional_cells(item, sources, missing, tests, item.requirements, testing=testing):
+        _tag(cells[pos], SKIP_TAG)
     nb.cells = kept
     normalise(nb)
+    for checks, cell in at_cells:  # taken where the test cell stands, which runs there (ids are final now)
+        for check in checks:
+            check["at_cell"] = str(cell["id"])
     if any(q.get("unchanged_scores_zero") for q in item.questions):
         # Students who got nbgrader's release have its stub where the skeleton has a blank.
         item.settings["blank_released_as"] = CODE_STUB
@@ -341,7 +381,7 @@ def read(source_dir: Path, name: str | None = None) -> list[Imported]:
     header_path = next(
         (p for p in (source_dir / "header.ipynb", source_dir.parent / "header.ipynb") if p.is_file()), None
     )
-    header = list(nbformat.read(str(header_path), as_version=4).cells) if header_path else []  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    header = list(read_notebook(header_path).cells) if header_path else []
 
     def notebooks(folder: Path) -> list[Path]:
         return sorted(p for p in folder.glob("*.ipynb") if p != header_path and not p.name.startswith("."))

@@ -17,8 +17,10 @@ ordinary solution block, prompts are dropped (the skeleton gets a blank ``?``), 
 are kept for everyone (so results stay reproducible), ``# IGNORE`` lines are dropped, and otter's
 own lines (``import otter``, ``grader.check(...)``, ``grader.export()``) are removed.
 
-otter's rules are lowered to generic settings of config.yaml: its seeding of every cell
-(``seed_each_cell``), its own lines in a student's notebook run as ``pass`` (``inert_lines``), a
+otter's rules are lowered to generic settings of config.yaml: a question's tests taken where the
+student's notebook calls ``grader.check("q1")`` (``after_line``; otter's grading runs them at each
+call and keeps the last, and runs on the final environment only those never called), its seeding
+of every cell (``seed_each_cell``), its own lines in a student's notebook run as ``pass`` (``inert_lines``), a
 test over the notebook's own names (``notebook_names``), its messages (``success_message``,
 ``failure_message``) and its points (each test its share of its question's, or all or nothing).
 """
@@ -31,11 +33,21 @@ import re
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import numpy as np
 import yaml
 
-from grader.authoring.importing import Imported, answer, clean_id, normalise
+from grader.authoring.importing import (
+    Imported,
+    answer,
+    clean_id,
+    declared_requirements,
+    given_files,
+    kernel,
+    missing_in_run,
+    normalise,
+    optional_cells,
+    read_notebook,
+)
 from grader.authoring.otter import exception as otter_exception
 from grader.authoring.otter import ok as otter_ok
 from grader.course import testcode
@@ -272,9 +284,10 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     path = Path(path)
     if not path.is_file() or path.suffix != ".ipynb":
         raise UsageError(f"{path} is not a notebook (give otter's master notebook, NAME.ipynb)")
-    nb = normalise(nbformat.read(str(path), as_version=4))  # type: ignore[no-untyped-call]  # nbformat has no annotations
+    nb = normalise(read_notebook(path))
     assignment_config: dict[str, Any] = {}
     item = Imported(name="", title="", notebook=nb, source=path)
+    kernel(path, nb, item)
     kept: list[Any] = []
     question: dict[str, Any] | None = None
     tests: list[tuple[int, Any]] = []
@@ -327,6 +340,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                 if not check:
                     lost += share
                     continue
+                check["after_line"] = otter_ok.check_call(str(question.get("name") or qid))
                 if not question.get("all_or_nothing"):
                     check["points"] = round(share, 10)
                 checks.append(check)
@@ -405,12 +419,21 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     item.name = clean_id(name or str(assignment_config.get("name") or path.stem), "assignment")
     item.title = str(assignment_config.get("name") or path.stem).replace("_", " ")
     files = assignment_config.get("files") or []
-    for rel in files if isinstance(files, list) else []:
-        f = path.parent / str(rel)
-        if f.is_file():
-            item.data.append(f)
+    for rel in files if isinstance(files, list) else [files]:
+        found = given_files(path.parent, str(rel))
+        if found:
+            item.data.extend(f for f in found if f not in item.data)
         else:
-            item.notes.append(f"{path.name}: the file {rel} listed in ASSIGNMENT CONFIG is not a file; not copied")
+            item.notes.append(
+                f"{path.name}: {rel}, listed in ASSIGNMENT CONFIG's files, is no file or folder beside "
+                "the notebook; not copied"
+            )
+    requirement_files = [
+        path.parent / str(f)
+        for key in ("requirements", "environment")
+        for f in ([assignment_config.get(key)] if isinstance(assignment_config.get(key), str) else [])
+    ] or [path.parent / f for f in ("requirements.txt", "environment.yml") if (path.parent / f).is_file()]
+    item.requirements = declared_requirements([f for f in requirement_files if f.is_file()])
     taken = {q["id"] for q in item.questions}
     for q in otter_ok.questions(path.parent / "tests", item, _shares, expected_assert):
         if q["id"] in taken:
@@ -423,6 +446,14 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             mine = sorted(shadowed & testcode.student_reads(check["test"]))
             if mine:  # otter runs a test over the notebook's names: its ``sum`` is the notebook's
                 check["notebook_names"] = mine
+    # A cell that fails only because a module is not installed here, which nothing graded uses (a
+    # widget in a demo cell), is not run when grading; one something uses stops the import.
+    sources = [c.source if c.cell_type == "code" else None for c in kept]
+    test_sources = [check["test"] for q in item.questions for check in q.get("checks", [])]
+    missing = missing_in_run(path.parent, sources, item.data)  # otter's own lines are gone from the solution
+    for pos in optional_cells(item, sources, missing, test_sources, item.requirements):
+        tags = list(kept[pos].metadata.get("tags", []))
+        kept[pos].metadata["tags"] = [*tags, "skip-grading"]
     item.settings["inert_lines"] = list(INERT_LINES)
     seeding = cell_seed(assignment_config)
     if seeding is not None:

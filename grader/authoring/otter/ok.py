@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import doctest
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -114,7 +115,7 @@ def questions(folder: Path, item: Imported, shares: Any, expected: Expected) -> 
             qid = clean_id(str(exc.name or path.stem), path.stem)
             item.notes.extend(f"tests/{path.name}: {p}" for p in exc.problems)
             cases = [({"test": src, **messages(c)} if src else {}, c) for src, c in exc.cases]
-            out.extend(question(qid, exc.points, exc.all_or_nothing, cases, shares))
+            out.extend(checked_at(question(qid, exc.points, exc.all_or_nothing, cases, shares), path.stem))
             continue
         test = _read(path)
         if test is None:
@@ -141,5 +142,22 @@ def questions(folder: Path, item: Imported, shares: Any, expected: Expected) -> 
                     cases.append(({}, config))
                     continue
                 cases.append(({"test": source, **messages(config)}, config))
-        out.extend(question(qid, test.get("points"), bool(test.get("all_or_nothing")), cases, shares))
+        out.extend(
+            checked_at(question(qid, test.get("points"), bool(test.get("all_or_nothing")), cases, shares), path.stem)
+        )
     return out
+
+
+def checked_at(questions: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """Each check taken where the student's notebook calls ``grader.check(NAME)``, the last such
+    call (otter runs a question's tests at each call in grading mode, the last result counting, and
+    on the final environment only those never called): ``after_line``."""
+    for q in questions:
+        for check in q.get("checks", []):
+            check["after_line"] = check_call(name)
+    return questions
+
+
+def check_call(name: str) -> str:
+    """The line otter writes in a student's notebook to check question ``name``."""
+    return f"grader.check({json.dumps(name)})"

@@ -26,6 +26,12 @@
     }
     return resp.json();
   }
+  // A person waives the late penalty (or takes the waiver back): recorded, then the page shows it.
+  const waive = $("waive");
+  if (waive) waive.addEventListener("click", async () => {
+    await call("POST", urls.waiveUrl, {waive: waive.dataset.waived !== "1", reason: $("waive-reason").value});
+    window.location.reload();
+  });
   // Saves go one after the other, each made on the version of the grade the page shows.
   function save(data) {
     pending += 1;

@@ -9,6 +9,7 @@ Any executor uses the same few calls. On the grader's side:
     turn(plan)             where runs share one uid's process limit, the run's turn (a context)
     oom_kills(pid)         how many of the run's processes its memory cgroup ended (0: none, or no cgroup)
     limit_reached(...)     which limit of the whole run ended it, if one did (its memory cgroup, the disk watch)
+    disk_filled(workdir)   the most a run's folder held if the keeper's watch filled its disk (None: it did not)
     cgroup.remove(pid)     remove a run's memory cgroup (the forking server, for children it ended)
     prepare_seccomp(...)   build the seccomp filters before forking the processes that load them
     remove_workdir(path)
@@ -80,6 +81,7 @@ from __future__ import annotations
 from grader.errors import SandboxError, SessionSetupError
 from grader.run.sandbox import cgroup
 from grader.run.sandbox.cgroup import oom_kills
+from grader.run.sandbox.disk import filled as disk_filled
 from grader.run.sandbox.enter import enter, enter_session
 from grader.run.sandbox.host import (
     WORKDIR_PREFIX,
@@ -104,6 +106,7 @@ from grader.run.sandbox.probe import (
 )
 from grader.run.sandbox.seccomp import prepare as prepare_seccomp
 from grader.run.sandbox.tree import LAST_RUN, await_run, empty_places, writable_places
+from grader.run.sandbox.zygote import settle
 
 __all__ = [
     "FEATURES",
@@ -115,6 +118,7 @@ __all__ = [
     "SandboxError",
     "SessionSetupError",
     "await_run",
+    "disk_filled",
     "empty_places",
     "enter",
     "enter_session",
@@ -129,6 +133,7 @@ __all__ = [
     "remove_workdir",
     "sessions_possible",
     "set_name",
+    "settle",
     "terminate",
     "limit_reached",
     "Turn",

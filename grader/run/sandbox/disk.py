@@ -6,10 +6,16 @@ With a mount namespace the working directory, /tmp and /dev/shm are tmpfs of ``d
 Landlock keeps every write of the run inside it (``landlock.restrict``: nothing else is
 writable). There the keeper, outside the run and under the grader's uid, watches that folder:
 every ``interval`` seconds it adds up the blocks of what the folder holds, and once that passes
-``disk_mb`` (or the files pass ``TMPFS_INODES``, as on a tmpfs) it stops and kills the whole run
-and leaves a mark beside the folder (``<workdir>.disk``) for the grader to give the reason.
-``RLIMIT_FSIZE`` (at most ``disk_mb``) bounds each single write; the watch bounds their sum, up to
-what the run can write within one interval.
+``disk_mb`` (or the files pass ``TMPFS_INODES``, as on a tmpfs) it *fills the disk* for the run:
+it stops the run's processes, lowers their ``RLIMIT_FSIZE`` to 0 (soft and hard, which they cannot
+raise again) and lets them go on. From then on every write to a file fails with ``EFBIG`` ("File
+too large"), which the student's code sees as an ``OSError`` where it wrote, as it would see
+``ENOSPC`` on a full tmpfs; the run is not ended. The keeper notes the most the folder held beside
+it (``<workdir>.disk``), for the grader's line on the scorecard (``disk_report``). Only a run that
+goes on growing the folder anyway (through a file mapped in memory before the limit, say) to twice
+the limit is ended. ``RLIMIT_FSIZE`` (at most ``disk_mb``) bounds each single write from the start;
+the watch bounds their sum, up to what the run can write within one interval (measured:
+``benchmarks/bench_limits.py``, docs/security.md).
 
 Where the run's writes are not confined to one folder (no Landlock and no mount namespace),
 nothing but the file size limit bounds them, and the scorecard says so.
@@ -19,12 +25,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import time
 
 from grader.run.sandbox.probe import Features
 
-MARKS = ("disk", "processes")  # why the keeper ended a run: ``<workdir>.disk``, beside the working directory (out of
-# the run's reach, Landlock), or ``<workdir>.processes`` (as uid 0, past its process limit: ``tree``)
+MARKS = ("disk_end", "processes")  # why the keeper ended a run: ``<workdir>.disk_end``, beside the working directory
+# (out of the run's reach, Landlock), or ``<workdir>.processes`` (as uid 0, past its process limit: ``tree``); a run
+# whose disk it filled has ``<workdir>.disk`` (``note``)
 MAX_FILES = 16384  # as many inodes as a run's tmpfs has (``root.TMPFS_INODES``)
 
 
@@ -75,15 +83,83 @@ class Watch:
     def __init__(self, workdir: str, disk_mb: int, max_files: int = MAX_FILES):
         self.workdir, self.limit, self.max_files = workdir, int(disk_mb) * 1024 * 1024, max_files
         self.interval = 0.02
+        self.full = False  # the run's writes are refused (``fill``)
+        self.most = 0  # the most the folder held at a look, once full
         clear(workdir)
 
-    def over(self) -> bool:
-        """Whether the folder holds more than the limit now; the next look comes sooner or later
-        as a look costs (at most a fifth of the keeper's time)."""
+    def look(self) -> str:
+        """ "fill" once the folder holds more than the limit (its files, more than ``max_files``),
+        "end" once a run whose disk is full holds twice that anyway, else "". The next look comes
+        sooner or later as a look costs (at most a fifth of the keeper's time)."""
         started = time.monotonic()
-        size, files = usage(self.workdir, self.limit, self.max_files)
+        bound = 2 * self.limit if self.full else self.limit
+        size, files = usage(self.workdir, bound, 2 * self.max_files)
         self.interval = min(0.25, max(0.02, 5 * (time.monotonic() - started)))
-        return size > self.limit or files > self.max_files
+        if self.full:
+            if size > self.most:
+                self.most = size
+                note(self.workdir, size)
+            return "end" if size > bound or files > 2 * self.max_files else ""
+        if size > self.limit or files > self.max_files:
+            self.full, self.most = True, size
+            note(self.workdir, size)
+            return "fill"
+        return ""
+
+
+def fill(pids: set[int], uid: int | None) -> None:
+    """Refuse every later write to a file of these (stopped) processes: ``RLIMIT_FSIZE`` 0, soft and
+    hard. As root for a run of a uid of its own, from a child that takes the run's uid (lowering
+    another uid's limit needs ``CAP_SYS_RESOURCE``, which Docker's default capabilities lack)."""
+    if uid is None:
+        _clamp(pids)
+        return
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the helper child
+        code = 1
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            _clamp(pids)
+            code = 0
+        finally:
+            os._exit(code)
+    os.waitpid(child, 0)
+
+
+def _clamp(pids: set[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            resource.prlimit(pid, resource.RLIMIT_FSIZE, (0, 0))
+
+
+def note(workdir: str, size: int) -> None:
+    """The keeper's note that the run filled its disk, and the most its folder held (bytes)."""
+    path = f"{workdir.rstrip('/')}.disk"
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, str(int(size)).encode())
+        finally:
+            os.close(fd)
+
+
+def filled(workdir: str) -> int | None:
+    """The most the run's folder held, in bytes, if the keeper filled its disk (the note is removed;
+    the grader asks once the run has ended); else None."""
+    path = f"{workdir.rstrip('/')}.disk"
+    try:
+        with open(path, "rb") as f:
+            text = f.read(32)
+    except OSError:
+        return None
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    try:
+        return int(text)
+    except ValueError:
+        return 0
 
 
 def mark(workdir: str, why: str) -> None:
@@ -93,7 +169,7 @@ def mark(workdir: str, why: str) -> None:
 
 
 def clear(workdir: str) -> None:
-    for why in MARKS:
+    for why in (*MARKS, "disk"):
         with contextlib.suppress(OSError):
             os.unlink(f"{workdir.rstrip('/')}.{why}")
 

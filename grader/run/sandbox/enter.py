@@ -217,9 +217,11 @@ def _isolate(
     if uid is not None or plan.user_ns:
         nproc = int(limits["processes"]) + (0 if uid is not None else 1 + plan.pid_ns) + (2 if ends is not None else 0)
     elif not plan.root:
-        # The user's other processes and threads count too, zombies included; where runs take turns
-        # (host.turn) no other student's are among them.
-        nproc = tasks_of(real_uid) + int(limits["processes"])
+        # The user's other processes and threads count too (this process among them, which is the
+        # run's own first); where runs take turns (host.turn) no other student's are among them.
+        # Zombies are left out: collected during the run, they would leave it room beyond its limit
+        # (an earlier run's keeper, say); while they last, the run has that much less.
+        nproc = tasks_of(real_uid, zombies=False) - 1 + int(limits["processes"])
     else:
         nproc = None
     _apply_limits(limits, nproc)

@@ -172,8 +172,8 @@ def limit_reached(keeper: object, workdir: str, memory_mb: int, disk_mb: int, pr
             "and was stopped"
         )
     why = disk_overran(workdir)
-    if why == "disk":
-        return f"wrote more than the {disk_mb} MB the run may keep on disk and was stopped"
+    if why == "disk_end":
+        return f"went on writing past twice the {disk_mb} MB the run may keep on disk and was stopped"
     if why == "processes":
         return f"started more than the {processes} processes and threads the run may hold and was stopped"
     return ""
@@ -190,11 +190,16 @@ class Turn:
         if isinstance(pid, int):
             self.keepers.append(pid)
 
-    def wait_gone(self, timeout: float = 10.0) -> None:
+    def wait_gone(self, timeout: float = 10.0, collected: float = 2.0) -> None:
         """Until every keeper has ended: a keeper ends once its whole tree is gone (it is the
-        tree's subreaper, and kills what is left), or the grader's ``terminate`` ended them all."""
+        tree's subreaper, and kills what is left), or the grader's ``terminate`` ended them all;
+        then, for at most ``collected`` seconds more, until its parent has collected it (a zombie
+        still counts against the uid's process limit, which the next run's limit is made of)."""
         end = time.monotonic() + timeout
         while any(_alive(p) for p in self.keepers) and time.monotonic() < end:
+            time.sleep(0.005)
+        end = min(end, time.monotonic() + collected)
+        while any(os.path.exists(f"/proc/{p}") for p in self.keepers) and time.monotonic() < end:
             time.sleep(0.005)
 
 
@@ -327,13 +332,17 @@ def stop_tree(pid: int) -> set[int]:
     return stopped
 
 
-def tasks_of(uid: int) -> int:
+def tasks_of(uid: int, zombies: bool = True) -> int:
     """What the kernel counts against ``uid``'s process limit (``RLIMIT_NPROC``): every thread of
-    its processes, zombies included (a process counts until its parent has collected it)."""
+    its processes, zombies included (a process counts until its parent has collected it); without
+    ``zombies``, what it will count once they are collected (a run's limit made of it can only
+    shrink as they go, never grow)."""
     count = 0
     for name in filter(str.isdigit, os.listdir("/proc")):
         try:
             if os.stat(f"/proc/{name}").st_uid == uid:
+                if not zombies and not _alive(int(name)):
+                    continue
                 count += max(1, len(os.listdir(f"/proc/{name}/task")))
         except OSError:
             pass

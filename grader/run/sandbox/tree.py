@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from grader.errors import SandboxError
 from grader.run.sandbox import cgroup
-from grader.run.sandbox.disk import Watch, mark
+from grader.run.sandbox.disk import Watch, fill, mark
 from grader.run.sandbox.host import remove_workdir, send_signal, stop_tree, tasks_in_tree
 from grader.run.sandbox.linux import PR_SET_CHILD_SUBREAPER, forget_keys_of, prctl, set_name
 
@@ -44,9 +44,10 @@ def fork_keeper(
     empty directory a session's root was mounted on, in the child's namespace) at the end, and
     when the run had a ``uid`` of its own, every key that uid left in the kernel's keyrings. The
     run's ``memory`` cgroup is the grader's to read and remove, unless the grader has gone. With a
-    ``disk`` watch, it ends the whole run once the working directory holds more than its limit; with
-    ``processes`` (uid 0, which the kernel's process limit exempts), once the run's tree holds more
-    processes and threads than that."""
+    ``disk`` watch, it refuses the run's writes once the working directory holds more than its limit
+    (``disk.fill``), and ends the run if it holds twice that anyway; with ``processes`` (uid 0, which
+    the kernel's process limit exempts), it ends the run once its tree holds more processes and
+    threads than that."""
     if subreaper:
         prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the student come back to the keeper
     pid = os.fork()
@@ -56,7 +57,7 @@ def fork_keeper(
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     close_fds(channel)
-    code, abandoned = _wait_watching(pid, channel, disk, processes, workdir)
+    code, abandoned = _wait_watching(pid, channel, disk, processes, workdir, uid)
     if subreaper:
         for p in stop_tree(os.getpid()):
             send_signal(p, signal.SIGKILL)
@@ -94,10 +95,17 @@ def _reap_all(timeout: float = 5.0) -> None:
 
 
 def _wait_watching(
-    pid: int, channel: int | None, disk: Watch | None = None, processes: int | None = None, workdir: str = ""
+    pid: int,
+    channel: int | None,
+    disk: Watch | None = None,
+    processes: int | None = None,
+    workdir: str = "",
+    uid: int | None = None,
 ) -> tuple[int, bool]:
-    """Wait for the child; kill it if nobody reads the channel any more (the grader has gone), and
-    the whole run once it writes more than ``disk`` allows or holds more than ``processes`` tasks.
+    """Wait for the child; kill it if nobody reads the channel any more (the grader has gone); fill
+    the run's disk once it writes more than ``disk`` allows (its processes, of ``uid`` if it has its
+    own, can write no more), and end the whole run if it goes on past twice that, or once it holds
+    more than ``processes`` tasks.
 
     Returns the child's exit code, and whether the channel was abandoned."""
     abandoned = False
@@ -116,7 +124,13 @@ def _wait_watching(
             return 1, abandoned
         if done:
             return _exit_code(status), abandoned
-        why = "disk" if disk is not None and disk.over() else ""
+        seen = disk.look() if disk is not None else ""
+        why = "disk_end" if seen == "end" else ""
+        if seen == "fill":
+            stopped = stop_tree(os.getpid())  # nothing of it writes or forks meanwhile
+            fill(stopped, uid)
+            for p in stopped:
+                send_signal(p, signal.SIGCONT)
         if not why and processes is not None and tasks_in_tree(os.getpid()) > processes:
             why = "processes"
         if why:

@@ -37,6 +37,7 @@ import ctypes
 import os
 import resource
 import signal
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -195,11 +196,50 @@ def _fork_run(control: int, quiet: bool = False) -> tuple[int, int] | _Started |
         restrict_scope()
         prctl(PR_SET_DUMPABLE, 1)  # its /proc/self is its own again (the zygote's is not)
         job, event_fd, kept = await_run(control)
-        os.write(w, STAYS if kept is not None else LAST if job.get("last") else TAKEN)
+        said = STAYS if kept is not None else LAST if job.get("last") else TAKEN
+        if said != TAKEN:
+            _one_less_process()  # no process is forked ahead of this run: its slot is not the run's
+        os.write(w, said)
         os.close(w)
+        global _AHEAD
+        _AHEAD = said == TAKEN  # the zygote forks the next run's process now (``settle``)
     except BaseException:  # noqa: BLE001 - the grader and init see this run end early
         os._exit(1)
     return _Started(job, event_fd, kept)
+
+
+_AHEAD = False  # in a run's process: the zygote was told to fork the next run's process ahead of it
+
+
+def settle(timeout: float = 1.0) -> None:
+    """In a run's process, last before student code: wait until the zygote has forked the next
+    run's process, which the process limit counts (``processes`` + 2); if none comes within
+    ``timeout`` (the zygote could not fork it), hold one process less instead. Without this, a
+    burst at the very start of a run on a loaded machine could take the slot first (65 of 64).
+    The zygote forks it as soon as this process has its job, so the wait is rarely any."""
+    global _AHEAD
+    if not _AHEAD:
+        return
+    _AHEAD = False
+    me, zygote, uid = os.getpid(), os.getppid(), os.getuid()
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for name in os.listdir("/proc"):  # this pid namespace's: init, the zygote, this run, the next one
+            if name.isdigit() and int(name) not in (me, zygote):
+                with contextlib.suppress(OSError):
+                    if os.stat(f"/proc/{name}").st_uid == uid:
+                        return
+        time.sleep(0.002)
+    _one_less_process()
+
+
+def _one_less_process() -> None:
+    """The process limit counts the zygote and the next run's process besides the run's own
+    (``processes`` + 2); where no next run's process is forked (the session's last run, or one that
+    stays), this run's limit is one less, so it holds at most ``processes`` all the same."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft != resource.RLIM_INFINITY and soft > 1:
+        resource.setrlimit(resource.RLIMIT_NPROC, (soft - 1, hard if hard == resource.RLIM_INFINITY else hard - 1))
 
 
 def restrict_scope() -> None:

@@ -9,6 +9,7 @@ their saved outputs are real.
 
 usage: build.py [--grader PATH]
 """
+
 import argparse
 import base64
 import copy
@@ -16,7 +17,6 @@ import io
 import json
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -27,9 +27,11 @@ FILL = {
     "Q = ?\nK = ?\nV = ?": "Q = X @ W_q.T\nK = X @ W_k.T\nV = X @ W_v.T",
     "scores = ?": "scores = Q @ K.T",
     "d_k = Q.shape[1]\nscaled_scores = ?": "d_k = Q.shape[1]\nscaled_scores = scores / np.sqrt(d_k)",
-    "def softmax(x):\n    ?\n\nattention_weights = ?": ("def softmax(x):\n    e_x = np.exp(x - np.max(x))\n"
-                                                        "    return e_x / np.sum(e_x, axis=-1, keepdims=True)\n\n"
-                                                        "attention_weights = np.apply_along_axis(softmax, axis=1, arr=scaled_scores)"),
+    "def softmax(x):\n    ?\n\nattention_weights = ?": (
+        "def softmax(x):\n    e_x = np.exp(x - np.max(x))\n"
+        "    return e_x / np.sum(e_x, axis=-1, keepdims=True)\n\n"
+        "attention_weights = np.apply_along_axis(softmax, axis=1, arr=scaled_scores)"
+    ),
     "output = ?": "output = attention_weights @ V",
 }
 # what a student writes for the plot (not the solution's text: own names, seaborn-free, pcolormesh-free)
@@ -67,17 +69,22 @@ def plot_cell(nb):
 
 def execute(nb):
     from nbclient import NotebookClient
+
     nb = copy.deepcopy(nb)
-    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": tempfile.gettempdir()}}).execute()
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": tempfile.gettempdir()}}
+    ).execute()
     return nb
 
 
 def pasted_png():
     """A screenshot-like PNG of another heat map (a classmate's, other numbers): what a student pastes."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+
     fig, ax = plt.subplots(figsize=(3, 2.5), dpi=60)
     ax.imshow(np.array([[0.5, 0.2, 0.3], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]]), cmap="Blues")
     ax.set_title("heat map")
@@ -124,7 +131,7 @@ def main():
     nb = copy.deepcopy(base)
     pc = plot_cell(nb)
     j = nb.cells.index(pc)
-    del nb.cells[j - 1:j + 1]            # the question's markdown and the tagged answer cell
+    del nb.cells[j - 1 : j + 1]  # the question's markdown and the tagged answer cell
     nb.cells.append(nbformat.v4.new_markdown_cell("# My extra: what the weights look like"))
     nb.cells.append(nbformat.v4.new_code_cell(STUDENT_PLOT))
     nb = execute(nb)
@@ -135,7 +142,7 @@ def main():
     nb_run = copy.deepcopy(nb)
     plot_cell(nb_run).source = "import matplotlib.pyplot as plt\n"
     nb_run = execute(nb_run)
-    plot_cell(nb_run).source = plot_cell(sk).source   # the blank, as handed out (it cannot run)
+    plot_cell(nb_run).source = plot_cell(sk).source  # the blank, as handed out (it cannot run)
     plot_cell(nb_run).outputs = []
     nbformat.write(nb_run, out / "blank_plot.ipynb")
 
@@ -147,21 +154,48 @@ def main():
         p.write_text(json.dumps(d, indent=1) + "\n")
 
     truth = {
-        "assignment": "attention_heatmap", "question": "heatmap", "autograded_score": 11,
-        "reference": {"figure": True, "markers_anywhere": False,
-                      "why": "issue 41: 'the reference figure comes from the solution's run; no solution markers anywhere'"},
+        "assignment": "attention_heatmap",
+        "question": "heatmap",
+        "autograded_score": 11,
+        "reference": {
+            "figure": True,
+            "markers_anywhere": False,
+            "why": "issue 41: 'the reference figure comes from the solution's run; no solution markers anywhere'",
+        },
         "cases": {
-            "correct_run": {"run_figure": True, "check": "answered", "saved_images": 1,
-                            "why": "the plot cell draws; the grader's run of it gives a figure (the saved one may be shown too)"},
-            "never_run": {"run_figure": True, "check": "answered", "saved_images": 0,
-                          "why": "the notebook has no output at all, but its code draws: the TA must see the figure from the grader's run"},
-            "pasted_image": {"run_figure": False, "check": None, "saved_images": 0, "attachment": True,
-                             "why": "no code draws: the grader's run gives no figure; the pasted PNG is an attachment, shown as such, never as the run's figure"},
-            "restructured": {"run_figure": True, "check": None, "saved_images": 1,
-                             "why": "the cell drawing the heat map is the student's own, at the end under their heading: the whole notebook is shown and its run draws the figure"},
-            "blank_plot": {"run_figure": False, "check": "not answered", "saved_images": 0,
-                           "why": "issue 41: '`grader check` says \"not answered\" while the cell is a blank'"},
-        }}
+            "correct_run": {
+                "run_figure": True,
+                "check": "answered",
+                "saved_images": 1,
+                "why": "the plot cell draws; the grader's run of it gives a figure (the saved one may be shown too)",
+            },
+            "never_run": {
+                "run_figure": True,
+                "check": "answered",
+                "saved_images": 0,
+                "why": "the notebook has no output at all, but its code draws: the TA must see the figure from the grader's run",
+            },
+            "pasted_image": {
+                "run_figure": False,
+                "check": None,
+                "saved_images": 0,
+                "attachment": True,
+                "why": "no code draws: the grader's run gives no figure; the pasted PNG is an attachment, shown as such, never as the run's figure",
+            },
+            "restructured": {
+                "run_figure": True,
+                "check": None,
+                "saved_images": 1,
+                "why": "the cell drawing the heat map is the student's own, at the end under their heading: the whole notebook is shown and its run draws the figure",
+            },
+            "blank_plot": {
+                "run_figure": False,
+                "check": "not answered",
+                "saved_images": 0,
+                "why": "issue 41: '`grader check` says \"not answered\" while the cell is a blank'",
+            },
+        },
+    }
     (HERE / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     print("5 notebooks,", sum(p.stat().st_size for p in out.glob("*")), "bytes")
 

@@ -7,6 +7,7 @@ The plot question, as a course writes it (docs/review.md: "a plot. Mark them `ma
 cell holding the model answer `answer`"): a markdown cell with the question, then a code cell tagged
 `answer` whose body is between BEGIN/END SOLUTION markers.
 """
+
 import copy
 from pathlib import Path
 
@@ -16,9 +17,11 @@ import yaml
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 
-QUESTION = ("## Step 8: look at the weights\n**Draw a heat map of `attention_weights`** (one row per query "
-            "token, one column per key token, the tokens as tick labels, a colour bar). Which token does "
-            "*Batman* attend to most?")
+QUESTION = (
+    "## Step 8: look at the weights\n**Draw a heat map of `attention_weights`** (one row per query "
+    "token, one column per key token, the tokens as tick labels, a colour bar). Which token does "
+    "*Batman* attend to most?"
+)
 ANSWER = """import matplotlib.pyplot as plt
 
 # BEGIN SOLUTION
@@ -37,10 +40,18 @@ def main():
     cfg = yaml.safe_load((REPO / "config.yaml").read_text())
     a = copy.deepcopy(cfg["assignments"]["attention_numpy"])
     a["title"] = "Self-attention by hand, with a heat map of the weights"
-    a["questions"].append({"id": "heatmap", "title": "Heat map of the attention weights", "points": 2,
-                           "manual": True,
-                           "rubric": [{"text": "Rows are queries, columns keys, tokens as labels", "points": 1},
-                                      {"text": "The weights of this notebook, with a colour bar", "points": 1}]})
+    a["questions"].append(
+        {
+            "id": "heatmap",
+            "title": "Heat map of the attention weights",
+            "points": 2,
+            "manual": True,
+            "rubric": [
+                {"text": "Rows are queries, columns keys, tokens as labels", "points": 1},
+                {"text": "The weights of this notebook, with a colour bar", "points": 1},
+            ],
+        }
+    )
     out = {"course": cfg["course"], "scorecard": cfg.get("scorecard", {}), "assignments": {"attention_heatmap": a}}
     (HERE / "course/solutions/attention_heatmap").mkdir(parents=True, exist_ok=True)
     (HERE / "course/config.yaml").write_text(yaml.safe_dump(out, sort_keys=False, allow_unicode=True))

@@ -24,6 +24,7 @@ Truth items:
 
 usage: measure.py [--grader PATH] [--keep] [--no-review]
 """
+
 import argparse
 import base64
 import hashlib
@@ -46,7 +47,7 @@ DATA = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=\s]+)")
 MARK = re.compile(r"(BEGIN|END) SOLUTION")
 
 
-BYTES = {}   # sha256 -> PNG bytes
+BYTES = {}  # sha256 -> PNG bytes
 # the colour maps' two ends, as drawn in a colour bar: the solution draws viridis, the students magma
 ENDS = {"viridis": [(68, 1, 84), (253, 231, 37)], "magma": [(0, 0, 4), (252, 253, 191)]}
 
@@ -60,8 +61,10 @@ def keep(b):
 def drawn_with(h, cmap):
     """True if the PNG holds both ends of the colour map (a heat map with its colour bar)."""
     import io
+
     import numpy as np
     from PIL import Image
+
     try:
         a = np.asarray(Image.open(io.BytesIO(BYTES[h])).convert("RGB")).reshape(-1, 3).astype(int)
     except Exception:
@@ -151,8 +154,23 @@ def main():
     shutil.copytree(HERE / "course", course)
     subprocess.run([args.grader, "assign", "attention_heatmap"], cwd=course, check=True, capture_output=True)
     out = work / "out"
-    p = subprocess.run([args.grader, "grade", str(HERE / "notebooks"), "-a", "attention_heatmap", "-o", str(out),
-                        "--formats", "yaml,json,html"], cwd=course, capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        [
+            args.grader,
+            "grade",
+            str(HERE / "notebooks"),
+            "-a",
+            "attention_heatmap",
+            "-o",
+            str(out),
+            "--formats",
+            "yaml,json,html",
+        ],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     rows = []
     cases = truth["cases"]
     saved = {c: saved_images(HERE / "notebooks" / f"{c}.ipynb") for c in cases}
@@ -180,16 +198,41 @@ def main():
         if t["run_figure"]:
             fresh = mine - saved[c]
             heat = [h for h in (fresh if not t["saved_images"] else mine) if drawn_with(h, "magma")]
-            rows.append((c, "run_figure", bool(heat), f"{len(mine)} image(s) of its own, {len(fresh)} not saved in the "
-                         f"notebook, {len(heat)} of them its magma heat map"))
+            rows.append(
+                (
+                    c,
+                    "run_figure",
+                    bool(heat),
+                    f"{len(mine)} image(s) of its own, {len(fresh)} not saved in the "
+                    f"notebook, {len(heat)} of them its magma heat map",
+                )
+            )
         else:
             extra = mine - saved[c]
-            rows.append((c, "run_figure", not extra, "no figure presented as drawn" if not extra else f"{len(extra)} image(s) no code of it drew"))
+            rows.append(
+                (
+                    c,
+                    "run_figure",
+                    not extra,
+                    "no figure presented as drawn" if not extra else f"{len(extra)} image(s) no code of it drew",
+                )
+            )
         # grader check
         if t["check"]:
-            q = subprocess.run([args.grader, "check", str(HERE / "notebooks" / f"{c}.ipynb"), "heatmap", "--checks",
-                                str(course / "assignments/attention_heatmap/public_checks.json")],
-                               cwd=course, capture_output=True, text=True, timeout=300)
+            q = subprocess.run(
+                [
+                    args.grader,
+                    "check",
+                    str(HERE / "notebooks" / f"{c}.ipynb"),
+                    "heatmap",
+                    "--checks",
+                    str(course / "assignments/attention_heatmap/public_checks.json"),
+                ],
+                cwd=course,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             qt = q.stdout + q.stderr
             said_not = bool(re.search(r"not answered", qt, re.I))
             said_ans = bool(re.search(r"(?<!not )answered", qt, re.I))
@@ -202,13 +245,20 @@ def main():
         if card.exists():
             d = json.loads(card.read_text())
             score = sum(q.get("score") or 0 for q in d.get("questions", []) if q.get("id") != "heatmap")
-        rows.append((c, "autograded", score == truth["autograded_score"], f"{score}, truth {truth['autograded_score']}"))
+        rows.append(
+            (c, "autograded", score == truth["autograded_score"], f"{score}, truth {truth['autograded_score']}")
+        )
     # reference and markers
     pages, page_imgs, n = "", set(), 0
     if not args.no_review:
         port = free_port()
-        srv = subprocess.Popen([args.grader, "review", "attention_heatmap", "--out", str(out), "--port", str(port)],
-                               cwd=course, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        srv = subprocess.Popen(
+            [args.grader, "review", "attention_heatmap", "--out", str(out), "--port", str(port)],
+            cwd=course,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         url, t0 = None, time.time()
         try:
             while time.time() - t0 < 90 and url is None:
@@ -226,8 +276,14 @@ def main():
             except subprocess.TimeoutExpired:
                 srv.kill()
     ref = [h for h in (page_imgs | set().union(*own.values())) - all_saved if drawn_with(h, "viridis")]
-    rows.append(("(reference)", "figure", bool(ref),
-                 f"{len(ref)} viridis heat map(s) (the solution's colour map) over OUT and {n} review page(s)"))
+    rows.append(
+        (
+            "(reference)",
+            "figure",
+            bool(ref),
+            f"{len(ref)} viridis heat map(s) (the solution's colour map) over OUT and {n} review page(s)",
+        )
+    )
     marked = MARK.search(alltext + pages)
     rows.append(("(reference)", "no_markers", not marked, "none" if not marked else "found: " + marked.group(0)))
     if args.keep:

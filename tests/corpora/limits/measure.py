@@ -16,6 +16,7 @@ A case's truth items, each a row of the table:
 usage: measure.py [--grader PATH] [--load N] [--only SUBSTR] [--as-user USER] [--keep]
   --as-user USER  run the grader as that ordinary user (runuser; needs root), the setting of issue 46
 """
+
 import argparse
 import json
 import os
@@ -68,8 +69,20 @@ def run_batch(args, course, work, tag, names):
     sub.mkdir()
     for n in names:
         shutil.copy(HERE / "notebooks" / f"{n}.ipynb", sub / f"{n}.ipynb")
-    cmd = [args.grader, "grade", str(sub), "-a", "attention_numpy", "-o", str(out),
-           "--jobs", "2", "--formats", "yaml", "--force"]
+    cmd = [
+        args.grader,
+        "grade",
+        str(sub),
+        "-a",
+        "attention_numpy",
+        "-o",
+        str(out),
+        "--jobs",
+        "2",
+        "--formats",
+        "yaml",
+        "--force",
+    ]
     if args.as_user:
         subprocess.run(["chown", "-R", args.as_user, str(work)], check=True)
         cmd = ["runuser", "-u", args.as_user, "--"] + cmd
@@ -95,8 +108,10 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="limits-corpus-"))
     os.chmod(work, 0o755)
     course = course_copy(args.grader, work)
-    load = [subprocess.Popen([sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<3600: pass"])
-            for _ in range(args.load)]
+    load = [
+        subprocess.Popen([sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<3600: pass"])
+        for _ in range(args.load)
+    ]
     rows = []
     try:
         # warm the grader's caches once, so the first case does not pay for them
@@ -114,9 +129,18 @@ def main():
             ctl = scorecard(out, "control_plain")
             got = card.get("score") if card else None
             status = card.get("status") if card else "no scorecard"
-            items = [("score", got == t["score"], f"{got}/{card.get('max_score') if card else '?'} ({status}), truth {t['score']}"),
-                     ("control", (ctl or {}).get("score") == t.get("control_score", 11),
-                      f"control {(ctl or {}).get('score')}")]
+            items = [
+                (
+                    "score",
+                    got == t["score"],
+                    f"{got}/{card.get('max_score') if card else '?'} ({status}), truth {t['score']}",
+                ),
+                (
+                    "control",
+                    (ctl or {}).get("score") == t.get("control_score", 11),
+                    f"control {(ctl or {}).get('score')}",
+                ),
+            ]
             if "batch_seconds" in t:
                 items.append(("batch_time", wall <= t["batch_seconds"], f"{wall:.1f} s <= {t['batch_seconds']}"))
             if t.get("scorecard_says_disk"):
@@ -129,8 +153,14 @@ def main():
         for name, t in cases.items():
             if t["kind"] == "huge_value" and name in walls and name + "__twin" in walls:
                 extra = walls[name] - walls[name + "__twin"]
-                rows.append((name, "frame_cost", extra <= t["max_extra_seconds"],
-                             f"{extra:+.1f} s vs twin (<= {t['max_extra_seconds']})"))
+                rows.append(
+                    (
+                        name,
+                        "frame_cost",
+                        extra <= t["max_extra_seconds"],
+                        f"{extra:+.1f} s vs twin (<= {t['max_extra_seconds']})",
+                    )
+                )
         if not args.only or "control" in args.only:
             wall, rc, txt, out = run_batch(args, course, work, "controls", ["control_plain", "control_modest"])
             for n in ("control_plain", "control_modest"):
@@ -146,7 +176,7 @@ def main():
         else:
             print("kept", work, file=sys.stderr)
     rows.sort(key=lambda r: (cases[r[0]]["kind"], r[0]))
-    print(f"| case | kind | truth item | agreed | detail |\n|---|---|---|---|---|")
+    print("| case | kind | truth item | agreed | detail |\n|---|---|---|---|---|")
     for name, item, ok, detail in rows:
         print(f"| {name} | {cases[name]['kind']} | {item} | {'agreed' if ok else 'DISAGREED'} | {detail} |")
     agreed = sum(r[2] for r in rows)

@@ -20,6 +20,7 @@ and per class: exit status (0, or non-zero where truth says so), no traceback; c
 
 usage: measure.py [--grader PATH] [--policy FILE] [--only CLASS] [--keep]
 """
+
 import argparse
 import csv
 import json
@@ -34,9 +35,14 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 # a line that lists a file for a reason, not a line of the score table
-REASON = re.compile(r"roster|scheme|renamed|not accepted|deadline|cut-?off|\bunknown\b|not match|no match|skipp|ignor|"
-                    r"unrecogni[sz]ed|another LMS|not a (canvas|moodle|gradescope)|metadata", re.I)
-OLDER = re.compile(r"\b(older|earlier|superseded|not count\w*|replaced|latest|resubmi\w*|previous|also submitted)\b", re.I)
+REASON = re.compile(
+    r"roster|scheme|renamed|not accepted|deadline|cut-?off|\bunknown\b|not match|no match|skipp|ignor|"
+    r"unrecogni[sz]ed|another LMS|not a (canvas|moodle|gradescope)|metadata",
+    re.I,
+)
+OLDER = re.compile(
+    r"\b(older|earlier|superseded|not count\w*|replaced|latest|resubmi\w*|previous|also submitted)\b", re.I
+)
 
 
 def course_copy(grader, work):
@@ -117,8 +123,19 @@ def main():
         if isinstance(policy, dict) and "{times}" not in policy_text:
             policy["times"] = times if (HERE / cl["times"]).exists() else policy.get("times")
         out = work / f"out-{cname}"
-        cmd = [args.grader, "grade", str(inp), "-a", "attention_numpy", "-o", str(out),
-               "--roster", str(HERE / "roster.csv"), "--formats", "yaml,canvas,moodle"]
+        cmd = [
+            args.grader,
+            "grade",
+            str(inp),
+            "-a",
+            "attention_numpy",
+            "-o",
+            str(out),
+            "--roster",
+            str(HERE / "roster.csv"),
+            "--formats",
+            "yaml,canvas,moodle",
+        ]
         set_policy(course, policy)
         p = subprocess.run(cmd, cwd=course, capture_output=True, text=True, timeout=900)
         txt = p.stdout + p.stderr
@@ -134,7 +151,11 @@ def main():
         cards = []
         if out.exists():
             for f in out.rglob("*"):
-                if f.is_file() and f.suffix in (".yaml", ".json", ".md", ".txt", ".csv", ".html") and f.stat().st_size < 2_000_000:
+                if (
+                    f.is_file()
+                    and f.suffix in (".yaml", ".json", ".md", ".txt", ".csv", ".html")
+                    and f.stat().st_size < 2_000_000
+                ):
                     s = f.read_text(errors="replace")
                     outtext += "\n" + s
                     if f.suffix == ".yaml":
@@ -143,12 +164,30 @@ def main():
         moodle = read_rows(out / "moodle.csv")
         want_exit = cl["exit"]
         ok_exit = (p.returncode == 0) if want_exit == 0 else (p.returncode != 0 and p.returncode is not None)
-        rows.append((cname, "(class)", "exit", ok_exit, f"exit {p.returncode}, truth {want_exit}" + (f"; {note}" if note else "")))
+        rows.append(
+            (
+                cname,
+                "(class)",
+                "exit",
+                ok_exit,
+                f"exit {p.returncode}, truth {want_exit}" + (f"; {note}" if note else ""),
+            )
+        )
         rows.append((cname, "(class)", "no_traceback", "Traceback" not in txt, ""))
         if cname == "canvas_naive":
-            rows.append((cname, "(class)", "nothing_half_written", canvas is None, "canvas.csv absent" if canvas is None else "canvas.csv written"))
+            rows.append(
+                (
+                    cname,
+                    "(class)",
+                    "nothing_half_written",
+                    canvas is None,
+                    "canvas.csv absent" if canvas is None else "canvas.csv written",
+                )
+            )
             named = bool(re.search(r"zone|offset|timezone|time zone", txt, re.I))
-            rows.append((cname, "(class)", "reason_named", named, "names the missing zone" if named else txt.strip()[-120:]))
+            rows.append(
+                (cname, "(class)", "reason_named", named, "names the missing zone" if named else txt.strip()[-120:])
+            )
         for last, st in cl["students"].items():
             final = st.get("final")
             in_book = st.get("graded_into_gradebook")
@@ -158,24 +197,49 @@ def main():
                 ok = all(num(g) is not None and abs(num(g) - final) <= 0.01 for g in (g1, g2))
             else:
                 ok = all(g is None or g == "" for g in (g1, g2))
-            rows.append((cname, st["name"], "gradebook", ok, f"canvas {g1!r}, moodle {g2!r}, truth {final if in_book else 'none'}"))
+            rows.append(
+                (
+                    cname,
+                    st["name"],
+                    "gradebook",
+                    ok,
+                    f"canvas {g1!r}, moodle {g2!r}, truth {final if in_book else 'none'}",
+                )
+            )
             if st.get("listed_reason"):
                 base = Path(st["file_counts"]).name
                 keys = [base, st["name"], str(st["lms_id"])]
-                said = any(any(k in line for k in keys) and REASON.search(line) and not line.startswith("identical files")
-                           for line in txt.splitlines())
+                said = any(
+                    any(k in line for k in keys) and REASON.search(line) and not line.startswith("identical files")
+                    for line in txt.splitlines()
+                )
                 rows.append((cname, st["name"], "listed", said, st["listed_reason"]))
             pct = st.get("penalty_percent")
             if pct:
-                mine = [c for c in cards if st["email"] in c or st["name"] in c or Path(st["file_counts"]).name in c
-                        or re.search(r"\b%s\b" % st["lms_id"], c)]
+                mine = [
+                    c
+                    for c in cards
+                    if st["email"] in c
+                    or st["name"] in c
+                    or Path(st["file_counts"]).name in c
+                    or re.search(r"\b%s\b" % st["lms_id"], c)
+                ]
                 pat = re.compile(r"[-−–]\s*%s(\.0+)?\s*%%" % pct)
                 said = any(pat.search(c) for c in mine)
-                rows.append((cname, st["name"], "late_line", said, f"-{pct} % expected in the scorecard ({len(mine)} found)"))
+                rows.append(
+                    (cname, st["name"], "late_line", said, f"-{pct} % expected in the scorecard ({len(mine)} found)")
+                )
             for other in st.get("others_listed", []):
-                who = (st["name"], st["name"].split()[-1], str(st["lms_id"]), other.split("_")[1] if "_" in other else other)
-                said = any((other in line or (Path(other).name in line and any(w in line for w in who)))
-                           and OLDER.search(line) for line in outtext.splitlines())
+                who = (
+                    st["name"],
+                    st["name"].split()[-1],
+                    str(st["lms_id"]),
+                    other.split("_")[1] if "_" in other else other,
+                )
+                said = any(
+                    (other in line or (Path(other).name in line and any(w in line for w in who))) and OLDER.search(line)
+                    for line in outtext.splitlines()
+                )
                 rows.append((cname, st["name"], "others", said, f"{Path(other).name} named"))
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)

@@ -5,6 +5,7 @@ in metadata (grader.student) with a dummy signature. Not a model of the product'
 
 usage: fake_assign.py SKELETON OUT_DIR
 """
+
 import csv
 import hashlib
 import sys
@@ -23,8 +24,10 @@ for r in csv.DictReader(open(HERE / "roster.csv")):
         if c.cell_type == "code" and c.source.startswith("tokens ="):
             c.source = "tokens = ['I', 'am', 'Batman']\nX = np.array(%r)" % rng.uniform(-1, 1, (3, 2)).round(3).tolist()
         if c.cell_type == "code" and c.source.startswith("W_q ="):
-            c.source = ("W_q = np.array(%r)\nW_k = np.array(%r)\nW_v = np.array([[1.0, 0.5], [0.5, 1.0]])"
-                        % (rng.uniform(-1, 1, (2, 2)).round(3).tolist(), rng.uniform(-1, 1, (2, 2)).round(3).tolist()))
+            c.source = "W_q = np.array(%r)\nW_k = np.array(%r)\nW_v = np.array([[1.0, 0.5], [0.5, 1.0]])" % (
+                rng.uniform(-1, 1, (2, 2)).round(3).tolist(),
+                rng.uniform(-1, 1, (2, 2)).round(3).tolist(),
+            )
     nb.metadata["grader"] = {"student": sid, "signature": hashlib.sha256(b"k" + sid.encode()).hexdigest()}
     (out / sid).mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out / sid / "attention_numpy.ipynb")

@@ -19,6 +19,7 @@ byte-identical notebooks).
 
 usage: measure.py [--grader PATH] [--config FILE] [--keep]
 """
+
 import argparse
 import csv
 import filecmp
@@ -67,7 +68,11 @@ def main():
     ap.add_argument("--grader", default=str(HERE.parents[2] / ".venv/bin/grader"))
     ap.add_argument("--config", default=str(HERE / "per_student.yaml"))
     ap.add_argument("--keep", action="store_true")
-    ap.add_argument("--per-student-dir", default="", help="notebooks already written (skip step 1; e.g. fake_assign.py's, to check this script)")
+    ap.add_argument(
+        "--per-student-dir",
+        default="",
+        help="notebooks already written (skip step 1; e.g. fake_assign.py's, to check this script)",
+    )
     args = ap.parse_args()
     truth = list(csv.DictReader(open(HERE / "truth.csv")))
     roster = {r["submission"]: r for r in csv.DictReader(open(HERE / "roster.csv"))}
@@ -80,9 +85,14 @@ def main():
         shutil.copytree(args.per_student_dir, ps2)
         rc, txt = 0, ""
     else:
-        rc, txt = run([args.grader, "assign", "attention_numpy", "--per-student", HERE / "roster.csv", "--out", ps], course)
+        rc, txt = run(
+            [args.grader, "assign", "attention_numpy", "--per-student", HERE / "roster.csv", "--out", ps], course
+        )
     if rc != 0:
-        unsupported = "assign --per-student: exit %s: %s" % (rc, txt.strip().splitlines()[-1][:160] if txt.strip() else "")
+        unsupported = "assign --per-student: exit %s: %s" % (
+            rc,
+            txt.strip().splitlines()[-1][:160] if txt.strip() else "",
+        )
     else:
         if not args.per_student_dir:
             run([args.grader, "assign", "attention_numpy", "--per-student", HERE / "roster.csv", "--out", ps2], course)
@@ -94,7 +104,9 @@ def main():
         generic = course / "assignments/attention_numpy/attention_numpy.ipynb"
         french = course / "assignments/attention_french/attention_french.ipynb"
         subs = work / "subs"
-        p = subprocess.run([sys.executable, HERE / "scenarios.py", ps, generic, french, subs], capture_output=True, text=True)
+        p = subprocess.run(
+            [sys.executable, HERE / "scenarios.py", ps, generic, french, subs], capture_output=True, text=True
+        )
         if p.returncode != 0:
             unsupported = "scenarios: " + (p.stdout + p.stderr).strip().splitlines()[-1][:160]
     if unsupported:
@@ -103,8 +115,22 @@ def main():
             rows.append((t["folder"], "flag", None, unsupported))
     else:
         out = work / "out"
-        rc, txt = run([args.grader, "grade", subs, "-a", "attention_numpy", "-o", out, "--roster", HERE / "roster.csv",
-                       "--formats", "yaml,canvas"], course)
+        rc, txt = run(
+            [
+                args.grader,
+                "grade",
+                subs,
+                "-a",
+                "attention_numpy",
+                "-o",
+                out,
+                "--roster",
+                HERE / "roster.csv",
+                "--formats",
+                "yaml,canvas",
+            ],
+            course,
+        )
         alltext = txt
         for f in out.rglob("*"):
             if f.is_file() and f.suffix in (".yaml", ".json", ".md", ".txt", ".csv", ".html"):
@@ -124,7 +150,11 @@ def main():
             if t["on_roster"] == "yes":
                 got = book.get(str(roster[f]["lms_id"]))
                 want = t["score"]
-                ok = (got in (None, "")) if want == "" else (got not in (None, "") and abs(float(got) - float(want)) < 0.01)
+                ok = (
+                    (got in (None, ""))
+                    if want == ""
+                    else (got not in (None, "") and abs(float(got) - float(want)) < 0.01)
+                )
                 rows.append((f, "score", ok, f"gradebook {got!r}, truth {want or 'blank'}"))
             else:
                 ok = not any(f in line for line in open(cpath, encoding="utf-8-sig")) if cpath.exists() else True
@@ -134,7 +164,18 @@ def main():
             if kind:
                 other = t["flag"].split(":")[1] if ":" in t["flag"] else None
                 hit = [l for l in mine if re.search(FLAGS[kind], l, re.I) and (other is None or other in l)]
-                rows.append((f, "flag", bool(hit), (hit[0].strip()[:100] if hit else f"no line says {kind}" + (f" naming {other}" if other else ""))))
+                rows.append(
+                    (
+                        f,
+                        "flag",
+                        bool(hit),
+                        (
+                            hit[0].strip()[:100]
+                            if hit
+                            else f"no line says {kind}" + (f" naming {other}" if other else "")
+                        ),
+                    )
+                )
             elif t["scenario"] != "no_submission":
                 hit = [l for l in mine if re.search(ANY_FLAG, l, re.I)]
                 rows.append((f, "flag", not hit, "not flagged" if not hit else "flagged: " + hit[0].strip()[:100]))
@@ -148,7 +189,10 @@ def main():
         mark = "not supported" if ok is None else ("agreed" if ok else "DISAGREED")
         print(f"| {f} | {scen.get(f, '')} | {item} | {mark} | {d} |")
     a = sum(1 for r in rows if r[2])
-    print(f"\n{a} / {len(rows)} truth items agreed" + (f" ({sum(1 for r in rows if r[2] is None)} not supported)" if unsupported else ""))
+    print(
+        f"\n{a} / {len(rows)} truth items agreed"
+        + (f" ({sum(1 for r in rows if r[2] is None)} not supported)" if unsupported else "")
+    )
 
 
 if __name__ == "__main__":

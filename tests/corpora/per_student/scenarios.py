@@ -10,6 +10,7 @@ with the answer a student writes (the code of the product's example bob_correct,
 notebook's own data); the given cells, holding that student's data, are left as the product wrote them.
 Writes OUT_DIR/<folder>/attention_numpy.ipynb per truth.csv's scenario.
 """
+
 import copy
 import csv
 import json
@@ -25,9 +26,11 @@ ANSWERS = {
     "Q = ?\nK = ?\nV = ?": "Q = X @ W_q.T\nK = X @ W_k.T\nV = X @ W_v.T",
     "scores = ?": "scores = Q @ K.T",
     "d_k = Q.shape[1]\nscaled_scores = ?": "d_k = Q.shape[1]\nscaled_scores = scores / np.sqrt(d_k)",
-    "def softmax(x):\n    ?\n\nattention_weights = ?": ("def softmax(x):\n    e_x = np.exp(x - np.max(x))\n"
-                                                        "    return e_x / np.sum(e_x, axis=-1, keepdims=True)\n\n"
-                                                        "attention_weights = np.apply_along_axis(softmax, axis=1, arr=scaled_scores)"),
+    "def softmax(x):\n    ?\n\nattention_weights = ?": (
+        "def softmax(x):\n    e_x = np.exp(x - np.max(x))\n"
+        "    return e_x / np.sum(e_x, axis=-1, keepdims=True)\n\n"
+        "attention_weights = np.apply_along_axis(softmax, axis=1, arr=scaled_scores)"
+    ),
     "output = ?": "output = attention_weights @ V",
 }
 BLANK = re.compile(r"(^|[\s=(\[,])\?($|[\s)\],])", re.M)
@@ -69,7 +72,9 @@ def complete(nb, mistake=None):
 
 
 def run_values(nb):
-    import contextlib, io
+    import contextlib
+    import io
+
     ns = {}
     with contextlib.redirect_stdout(io.StringIO()):
         _exec_all(nb, ns)
@@ -120,8 +125,13 @@ def main():
             nb = copy.deepcopy(done[f])
             for c in nb.cells:
                 if c.cell_type == "code" and c.source.strip() == ANSWERS["output = ?"]:
-                    c.source = "output = np.array(" + np.array2string(np.asarray(vals), separator=", ", precision=8,
-                                                                      floatmode="fixed").replace("\n", "") + ")"
+                    c.source = (
+                        "output = np.array("
+                        + np.array2string(np.asarray(vals), separator=", ", precision=8, floatmode="fixed").replace(
+                            "\n", ""
+                        )
+                        + ")"
+                    )
         elif scen == "another_assignment":
             nb = nbformat.read(french, as_version=4)
         elif scen == "not_on_roster":
