@@ -187,3 +187,37 @@ def test_a_failed_frame_comparison_does_not_show_the_expected_frame():
     )
     ok, found = judged(test, {**BASE, "df": FRAME.copy()})
     assert not ok and "Zed" not in repr(found)
+
+
+@pytest.mark.parametrize(
+    "test, student, said",
+    [
+        (
+            "expected = pd.DataFrame({'name': ['Ann', 'Zed'], 'age': [31, 42]})\n"
+            "pd.testing.assert_frame_equal(df, expected)",
+            pd.DataFrame({"name": ["Ann", "bob"], "age": [31, 42]}),
+            "`df`['name']: 1 / 2 items (50.0%) differ; first: [1] is 'bob'.",
+        ),
+        (
+            "from pandas.testing import assert_frame_equal\n"
+            "assert_frame_equal(df, pd.DataFrame({'name': ['Ann', 'bob'], 'age': [31, 42]}))",
+            pd.DataFrame({"name": ["Ann", "bob"], "age": [31.0, 42.0]}),
+            "`df`['age'] has dtype float64; expected int64.",
+        ),
+        (
+            "import pandas.testing as pdt\npdt.assert_series_equal(s, pd.Series([1, 2], index=['a', 'b']))",
+            pd.Series([2, 1], index=["b", "a"]),
+            "`s`'s index (row labels) is ['b', 'a']; the expected labels, in another order (sort it, or keep the "
+            "original order?).",
+        ),
+        (
+            f"np.testing.assert_equal(n, {math.perm(40)})",
+            math.perm(40) + 1,
+            "`n` is an integer of 48 digits, 815915283247...000001, which is not the expected value: it is slightly "
+            "too large.",
+        ),
+    ],
+)
+def test_library_comparisons_that_fail_say_how(test, student, said):
+    ok, found = judged(test, {**BASE, "df": student, "s": student, "n": student})
+    assert not ok and said in repr(found), found
