@@ -48,7 +48,7 @@ _KEYS = {
         "bytes": "t b64 origin",
         "array": "t dtype shape b64 origin odtype grad",
         "text": "t dtype shape v origin",
-        "objects": "t shape items origin",
+        "objects": "t shape items strs nan origin",
         "list": "t items origin",
         "tuple": "t items",
         "set": "t items origin",
@@ -71,6 +71,15 @@ _PERIOD = re.compile(r"period\[[A-Za-z0-9-]{1,20}\]")
 
 def decode(obj: Any, *, depth: int = 0) -> Value:
     """Strictly parse one encoded value. Raises ProtocolError on anything unexpected."""
+    try:
+        return _decode(obj, depth)
+    except ProtocolError:
+        raise
+    except Exception:  # noqa: BLE001 - a part of a forged payload no check above foresaw (a list for a name...)
+        raise ProtocolError("a captured value is malformed") from None
+
+
+def _decode(obj: Any, depth: int) -> Value:
     if depth > MAX_DEPTH or not isinstance(obj, dict):
         raise ProtocolError("a captured value is malformed")
     raw = obj.get("t")
@@ -91,6 +100,8 @@ def decode(obj: Any, *, depth: int = 0) -> Value:
         return Value("str", obj["v"], origin=origin)
     if t == "array":
         return _decode_array(obj)
+    if t == "objects" and "strs" in obj:
+        return _decode_strings(obj)
     if t in ("list", "tuple", "set", "objects"):
         items = obj.get("items")
         if not isinstance(items, list) or len(items) > MAX_ITEMS:
@@ -116,10 +127,28 @@ def decode(obj: Any, *, depth: int = 0) -> Value:
     if t == "dtype":  # the dtype of an empty array of it
         try:
             dtype = _build_values(obj.get("values"), depth + 1).dtype
-        except (ValueError, TypeError, KeyError, IndexError, OverflowError):
+        except Exception:  # noqa: BLE001 - whatever pandas or numpy refuses in a forged payload
             raise ProtocolError("a captured dtype is malformed") from None
         return Value("scalar", dtype, origin=f"{type(dtype).__module__.split('.')[0]}.dtype")
     return _decode_pandas(t, obj, depth)
+
+
+def _decode_strings(obj: dict[str, Any]) -> Value:
+    """An array of objects that are strings, None or NaN, sent as one list."""
+    import numpy as np
+
+    shape, texts, nan, origin = _shape(obj.get("shape")), obj.get("strs"), obj.get("nan", []), obj.get("origin", "")
+    if not (isinstance(texts, list) and isinstance(nan, list) and isinstance(origin, str)):
+        raise ProtocolError("a captured array of strings is malformed")
+    if len(texts) != math.prod(shape) or not all(x is None or type(x) is str and len(x) <= MAX_STR for x in texts):
+        raise ProtocolError("a captured array of strings is malformed")
+    if not all(type(i) is int and 0 <= i < len(texts) and texts[i] is None for i in nan):
+        raise ProtocolError("a captured array of strings is malformed")
+    missing, not_a_number = Value("none", None), Value("array", np.array(np.nan), origin="float")
+    items = [missing if x is None else Value("str", x, origin="str") for x in texts]
+    for i in nan:
+        items[i] = not_a_number
+    return Value("objects", tuple(items), origin=origin[:60], dims=shape)
 
 
 def _shape(obj: Any) -> tuple[int, ...]:
@@ -137,7 +166,12 @@ def _hashable(values: tuple[Value, ...], depth: int) -> list[Any]:
             raise ProtocolError("a captured set or key holds an unhashable value")
         if v.kind == "array" and v.data.ndim:
             raise ProtocolError("a captured set or key holds an array")
-        out.append(to_python(v))
+        x = to_python(v)
+        try:
+            hash(x)
+        except TypeError:  # a tuple holding a list or an array
+            raise ProtocolError("a captured set or key holds an unhashable value") from None
+        out.append(x)
     return out
 
 
@@ -265,7 +299,7 @@ def _decode_pandas_scalar(obj: dict[str, Any], depth: int) -> Value:
             value = pandas.Interval(left, right, closed=_str(obj.get("closed"), 10))
         else:
             raise ValueError(kind)
-    except (ValueError, TypeError, KeyError, OverflowError):
+    except Exception:  # noqa: BLE001 - whatever pandas or numpy refuses in a forged payload
         raise ProtocolError("a captured pandas value is malformed") from None
     return Value("scalar", value, origin=f"pandas.{type(value).__name__}".replace("NaTType", "NaT"))
 
@@ -299,8 +333,8 @@ def _decode_pandas(t: str, obj: dict[str, Any], depth: int) -> Value:
         return Value("pdarray", pandas.array(values, dtype=values.dtype, copy=False), origin=origin)
     except ProtocolError:
         raise
-    except (ValueError, TypeError, KeyError, IndexError, OverflowError):
-        raise ProtocolError(f"a captured pandas {t} is malformed") from None
+    except Exception:  # noqa: BLE001 - whatever pandas or numpy refuses in a forged payload
+        raise ProtocolError(f"a captured pandas {t.replace('values', 'array')} is malformed") from None
 
 
 def _series(values: Any, index: Any, name: Any) -> Any:

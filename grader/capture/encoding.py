@@ -155,7 +155,13 @@ def _ndarray(arr: np.ndarray, origin: str, budget: list[int], depth: int) -> dic
             _text(x, budget)
         return {"t": "text", "dtype": arr.dtype.str, "shape": list(arr.shape), "v": texts, "origin": origin}
     if arr.dtype.kind == "O":
-        items = [encode(x, budget=budget, depth=depth + 1) for x in arr.reshape(-1)]
+        flat = arr.reshape(-1)
+        if all(type(x) is str or x is None or type(x) is float and x != x for x in flat):
+            # strings with missing ones (a pandas column of text): one list, not an object per item
+            texts = [_text(x, budget) if type(x) is str else None for x in flat]
+            nan = [i for i, x in enumerate(flat) if type(x) is float]
+            return {"t": "objects", "shape": list(arr.shape), "strs": texts, "nan": nan, "origin": origin}
+        items = [encode(x, budget=budget, depth=depth + 1) for x in flat]
         return {"t": "objects", "shape": list(arr.shape), "items": items, "origin": origin}
     if arr.dtype.fields is not None:
         raise CaptureFailed("is a NumPy structured array, which cannot be compared as data")
