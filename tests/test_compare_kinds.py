@@ -166,6 +166,8 @@ def test_messages_say_what_differs():
         "`x` is an integer of 82 digits, 832098711274...999999, which is not the expected value: it is slightly "
         "too small."
     )
+    beyond_str = said(math.factorial(2000) + 1, math.factorial(2000))  # more digits than str() writes
+    assert beyond_str.startswith("`x` is an integer of ") and beyond_str.endswith(": it is slightly too large.")
     assert said({"a", "z"}, {"a", "b"}) == "`x` has 2 items; 1 unexpected item ('z'); 1 expected item missing."
     assert said(F.astype({"age": "int32"}), F, strict_types=True) == "`x`['age'] has dtype int32; expected int64."
     assert said(np.array([1, 2]), np.array([1, 3])) == ("`x`: 1 / 2 elements (50.0%) differ; first: [1] is 2.")

@@ -178,8 +178,20 @@ def number_text(x: object, digits: int = 8) -> str:
     if isinstance(x, complex):
         return f"{x:.{digits}g}"
     if isinstance(x, (int, np.integer)):
-        return str(int(x))
+        return _int_text(int(x))
     return f"{float(x):.{digits}g}"  # type: ignore[arg-type]
+
+
+def _int_text(n: int) -> str:
+    """An integer whole up to 40 digits; beyond, its number of digits, first and last digits (a
+    factorial of 2000 has more digits than Python will even write out)."""
+    size, sign = abs(n), "-" if n < 0 else ""
+    if size < 10**40:
+        return str(n)
+    digits = int(size.bit_length() * 0.30102999566398)
+    while 10**digits <= size:
+        digits += 1
+    return f"an integer of {digits} digits, {sign}{size // 10 ** (digits - 12)}...{size % 10**6:06d}"
 
 
 def trim(text: str, limit: int = 80) -> str:

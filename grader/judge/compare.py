@@ -295,8 +295,6 @@ def _compare_int(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Compar
     if not ctx.explain:
         return Comparison(False, Reason.VALUES, (), 1, 1)
     mine = number_text(a)
-    if len(mine) > 40:
-        mine = f"an integer of {len(mine.lstrip('-'))} digits, {mine[:12]}...{mine[-6:]}"
     shown = f" {number_text(e)}" if ctx.reveal else ""
     close = "" if isinstance(a, int) and isinstance(e, int) else f" within rtol={ctx.rtol:g}, atol={ctx.atol:g}"
     words = f": it is {_error_in_words(a, e)}" if not isinstance(a, complex) and not isinstance(e, complex) else ""
