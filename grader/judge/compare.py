@@ -359,7 +359,10 @@ def _compare_items(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comp
     if actual.kind not in ("text", "objects", "list", "tuple") or ctx.strict and actual.kind != expected.kind:
         return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected {expected.describe()}")
     mine = to_python(actual)
-    act = np.array(mine, dtype=object) if actual.kind in ("list", "tuple") else mine
+    try:
+        act = np.array(mine, dtype=object) if actual.kind in ("list", "tuple") else mine
+    except ValueError:  # a ragged list: not an array of the expected shape
+        return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected {expected.describe()}")
     exp = to_python(expected)
     if act.shape != exp.shape:
         return _fail(Reason.SHAPE, f"{name} has shape {shape_text(act.shape)}; expected shape {shape_text(exp.shape)}")
