@@ -57,33 +57,39 @@ def _pep8(name: str) -> str:
     return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
 
 
+# unittest's asserts, bound to a case whose test is nothing (nose's own way), and their signatures:
+# made when this module is imported, before any student code runs, so that a notebook that breaks a
+# builtin (``builtins.range = None``) breaks none of this.
+_CASE = unittest.TestCase("__init__")
+_METHODS = {
+    _pep8(attr): getattr(_CASE, attr)
+    for attr in dir(unittest.TestCase)
+    if attr.startswith("assert") and "_" not in attr and attr not in ("assertRaises", "assertRaisesRegex")
+}
+_SIGNATURES = {name: inspect.signature(method) for name, method in _METHODS.items()}
+
+
 def tools(describe: Describe) -> types.ModuleType:
     """A ``nose.tools`` module: unittest's asserts under nose's names, as nose made them (so each
     holds exactly when unittest's does: ``assert_almost_equal``'s ``places`` and ``delta``, the
     dict, list and set comparisons, ``assert_count_equal``...), whose failure messages describe
     the student's value with ``describe`` instead of showing the expected one."""
-    case = unittest.TestCase("__init__")  # nose's own way: a case whose test is nothing
     module = types.ModuleType("nose.tools")
 
     def helper(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
-        why = _WHY.get(name, f"which does not pass {name}")
-
-        signature = inspect.signature(method)
-
         def run(*args: Any, **kwargs: Any) -> Any:
             try:
                 return method(*args, **kwargs)  # a context manager for ``assert_warns`` and ``assert_logs``
             except AssertionError:
-                msg = signature.bind(*args, **kwargs).arguments.get("msg")
+                msg = _SIGNATURES[name].bind(*args, **kwargs).arguments.get("msg")
+                why = _WHY.get(name, f"which does not pass {name}")
                 raise HelperFailed(msg or f"got {describe(args[0]) if args else 'a value'}, {why}") from None
 
         run.__name__ = name
         return run
 
-    for attr in dir(unittest.TestCase):
-        if attr.startswith("assert") and "_" not in attr and attr not in ("assertRaises", "assertRaisesRegex"):
-            name = _pep8(attr)
-            module.__dict__[name] = helper(name, getattr(case, attr))
+    for name, method in _METHODS.items():
+        module.__dict__[name] = helper(name, method)
 
     def assert_raises(exc: Any, func: Any = None, *args: Any, **kwargs: Any) -> Any:
         if func is None:
