@@ -19,24 +19,22 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from grader.capture.encoding import encode
+from grader.capture.plain import decode_array, decode_plain, decode_strings, shape_of, str_of
 from grader.capture.values import (
     DICTS,
-    DTYPES,
     FACTORIES,
     MASKED,
     MAX_DEPTH,
     MAX_ITEMS,
     MAX_STR,
     PANDAS,
-    TIMES,
     Value,
 )
 from grader.errors import ProtocolError
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
-_DTYPES: dict[str, tuple[np.dtype[Any], np.dtype[Any]]] = {}  # each of DTYPES, and its little-endian form, made once
 
 _KEYS = {
     form: frozenset(keys.split())
@@ -65,7 +63,6 @@ _KEYS = {
         "values": "t k values codes categories ordered storage na v dtype mask tz closed left right origin",
     }.items()
 }
-_TEXT_DTYPE = re.compile(r"[<>|=]?[US][0-9]{1,7}")
 _PERIOD = re.compile(r"period\[[A-Za-z0-9-]{1,20}\]")
 
 
@@ -99,9 +96,9 @@ def _decode(obj: Any, depth: int) -> Value:
             raise ProtocolError("a captured string is malformed or too long")
         return Value("str", obj["v"], origin=origin)
     if t == "array":
-        return _decode_array(obj)
+        return decode_array(obj)
     if t == "objects" and "strs" in obj:
-        return _decode_strings(obj)
+        return decode_strings(obj)
     if t in ("list", "tuple", "set", "objects"):
         items = obj.get("items")
         if not isinstance(items, list) or len(items) > MAX_ITEMS:
@@ -114,14 +111,14 @@ def _decode(obj: Any, depth: int) -> Value:
             _hashable(values, depth)
         if t != "objects":
             return Value(t, values, origin=origin[:60])
-        shape = _shape(obj.get("shape"))
+        shape = shape_of(obj.get("shape"))
         if math.prod(shape) != len(values):
             raise ProtocolError("a captured array's items do not match its shape")
         return Value("objects", values, origin=origin[:60], dims=shape)
     if t == "dict":
         return _decode_dict(obj, depth)
     if t in ("int", "bytes", "text", "fraction", "decimal", "range", "time"):
-        return _decode_plain(t, obj)
+        return decode_plain(t, obj)
     if t == "pandas":
         return _decode_pandas_scalar(obj, depth)
     if t == "dtype":  # the dtype of an empty array of it
@@ -131,32 +128,6 @@ def _decode(obj: Any, depth: int) -> Value:
             raise ProtocolError("a captured dtype is malformed") from None
         return Value("scalar", dtype, origin=f"{type(dtype).__module__.split('.')[0]}.dtype")
     return _decode_pandas(t, obj, depth)
-
-
-def _decode_strings(obj: dict[str, Any]) -> Value:
-    """An array of objects that are strings, None or NaN, sent as one list."""
-    import numpy as np
-
-    shape, texts, nan, origin = _shape(obj.get("shape")), obj.get("strs"), obj.get("nan", []), obj.get("origin", "")
-    if not (isinstance(texts, list) and isinstance(nan, list) and isinstance(origin, str)):
-        raise ProtocolError("a captured array of strings is malformed")
-    if len(texts) != math.prod(shape) or not all(x is None or type(x) is str and len(x) <= MAX_STR for x in texts):
-        raise ProtocolError("a captured array of strings is malformed")
-    if not all(type(i) is int and 0 <= i < len(texts) and texts[i] is None for i in nan):
-        raise ProtocolError("a captured array of strings is malformed")
-    missing, not_a_number = Value("none", None), Value("array", np.array(np.nan), origin="float")
-    items = [missing if x is None else Value("str", x, origin="str") for x in texts]
-    for i in nan:
-        items[i] = not_a_number
-    return Value("objects", tuple(items), origin=origin[:60], dims=shape)
-
-
-def _shape(obj: Any) -> tuple[int, ...]:
-    if not isinstance(obj, list) or len(obj) > 32 or not all(type(n) is int and 0 <= n for n in obj):
-        raise ProtocolError("a captured array has a malformed shape")
-    if math.prod(obj) > MAX_ITEMS * 1000:
-        raise ProtocolError("a captured array is too large")
-    return tuple(obj)
 
 
 def _hashable(values: tuple[Value, ...], depth: int) -> list[Any]:
@@ -196,78 +167,6 @@ def _decode_dict(obj: dict[str, Any], depth: int) -> Value:
     return Value("dict", out, origin=origin, dtype=factory)
 
 
-def _decode_plain(t: str, obj: dict[str, Any]) -> Value:
-    """Exact numbers, bytes, strings in arrays, Python's times: rebuilt here from checked parts."""
-    import datetime
-    import decimal
-    import fractions
-
-    import numpy as np
-
-    try:
-        if t == "int":
-            return Value("int", _int(obj.get("x")), origin="int")
-        if t == "bytes":
-            origin = obj.get("origin", "bytes")
-            raw = base64.b64decode(_str(obj.get("b64"), 2 * MAX_STR), validate=True)
-            if origin not in ("bytes", "numpy.bytes_"):
-                raise ValueError(origin)
-            return Value("bytes", np.bytes_(raw) if origin == "numpy.bytes_" else raw, origin=origin)
-        if t == "text":
-            dtype, shape, texts = obj.get("dtype"), _shape(obj.get("shape")), obj.get("v")
-            if not isinstance(dtype, str) or not _TEXT_DTYPE.fullmatch(dtype) or not isinstance(texts, list):
-                raise ValueError(dtype)
-            if len(texts) != math.prod(shape) or not all(type(x) is str and len(x) <= MAX_STR for x in texts):
-                raise ValueError(shape)
-            items: list[Any] = [x.encode("latin-1") for x in texts] if "S" in dtype else texts
-            arr = np.array(items, dtype=dtype).reshape(shape)
-            arr.setflags(write=False)
-            return Value("text", arr, origin=_str(obj.get("origin", "numpy.ndarray"), 60))
-        if t == "fraction":
-            return Value(
-                "scalar", fractions.Fraction(_int(obj.get("n")), _int(obj.get("d"))), origin="fractions.Fraction"
-            )
-        if t == "decimal":
-            return Value("scalar", decimal.Decimal(_str(obj.get("v"), 1000)), origin="decimal.Decimal")
-        parts = obj.get("v")
-        if not isinstance(parts, list) or not all(type(n) is int and abs(n) < 2**63 for n in parts):
-            raise ValueError(parts)
-        if t == "range":
-            return Value("scalar", range(*parts), origin="range")
-        kind, tz = obj.get("k"), obj.get("tz")
-        zone = datetime.timezone(datetime.timedelta(microseconds=tz)) if type(tz) is int else None
-        if tz is not None and zone is None:
-            raise ValueError(tz)
-        value: Any
-        if kind == "timedelta" and len(parts) == 3:
-            value = datetime.timedelta(days=parts[0], seconds=parts[1], microseconds=parts[2])
-        elif kind == "date" and len(parts) == 3:
-            value = datetime.date(*parts)
-        elif kind == "datetime" and len(parts) == 7:
-            y, mo, d, h, mi, sec, us = parts
-            value = datetime.datetime(y, mo, d, h, mi, sec, us, tzinfo=zone)
-        elif kind == "time" and len(parts) == 4:
-            value = datetime.time(parts[0], parts[1], parts[2], parts[3], tzinfo=zone)
-        else:
-            raise ValueError(kind)
-        return Value("scalar", value, origin=f"datetime.{kind}")
-    except (ValueError, TypeError, ArithmeticError, OverflowError):
-        raise ProtocolError(f"a captured {t} is malformed") from None
-
-
-def _int(x: Any) -> int:
-    text = _str(x, MAX_STR)
-    if not re.fullmatch(r"-?[0-9a-f]+", text):
-        raise ValueError(text[:20])
-    return int(text, 16)
-
-
-def _str(x: Any, limit: int) -> str:
-    if type(x) is not str or len(x) > limit:
-        raise ValueError("not a string")
-    return x
-
-
 def _decode_pandas_scalar(obj: dict[str, Any], depth: int) -> Value:
     import numpy as np
     import pandas
@@ -280,7 +179,7 @@ def _decode_pandas_scalar(obj: dict[str, Any], depth: int) -> Value:
         elif kind == "NA":
             value = pandas.NA
         elif kind in ("Timestamp", "Timedelta"):
-            n, unit = obj.get("v"), _str(obj.get("unit"), 2)
+            n, unit = obj.get("v"), str_of(obj.get("unit"), 2)
             if type(n) is not int or unit not in ("s", "ms", "us", "ns"):
                 raise ValueError(unit)
             if kind == "Timedelta":
@@ -288,15 +187,15 @@ def _decode_pandas_scalar(obj: dict[str, Any], depth: int) -> Value:
             else:
                 value = pandas.Timestamp(np.array(n).view(f"M8[{unit}]")[()])
                 if "tz" in obj:
-                    value = value.tz_localize("UTC").tz_convert(_str(obj["tz"], 60))
+                    value = value.tz_localize("UTC").tz_convert(str_of(obj["tz"], 60))
         elif kind == "Period":
-            dtype = _str(obj.get("dtype"), 40)
+            dtype = str_of(obj.get("dtype"), 40)
             if not _PERIOD.fullmatch(dtype) or type(obj.get("v")) is not int:
                 raise ValueError(dtype)
             value = pandas.Period(ordinal=obj["v"], freq=pandas.PeriodDtype(dtype[7:-1]).freq)
         elif kind == "Interval":
             left, right = (to_python(decode(obj.get(side), depth=depth + 1)) for side in ("left", "right"))
-            value = pandas.Interval(left, right, closed=_str(obj.get("closed"), 10))
+            value = pandas.Interval(left, right, closed=str_of(obj.get("closed"), 10))
         else:
             raise ValueError(kind)
     except Exception:  # noqa: BLE001 - whatever pandas or numpy refuses in a forged payload
@@ -329,7 +228,7 @@ def _decode_pandas(t: str, obj: dict[str, Any], depth: int) -> Value:
         if t == "index":
             return Value("index", _build_index(obj, depth), origin="pandas.Index")
         values = _build_values(obj, depth)
-        origin = _str(obj.get("origin", ""), 60)
+        origin = str_of(obj.get("origin", ""), 60)
         return Value("pdarray", pandas.array(values, dtype=values.dtype, copy=False), origin=origin)
     except ProtocolError:
         raise
@@ -398,9 +297,9 @@ def _build_values(obj: Any, depth: int) -> Any:
         utc = _part(obj.get("values"), ("array",), depth).data
         if utc.dtype.kind != "M":
             raise ValueError("datetimetz")
-        return pandas.array(pandas.DatetimeIndex(utc).tz_localize("UTC").tz_convert(_str(obj.get("tz"), 60)))
+        return pandas.array(pandas.DatetimeIndex(utc).tz_localize("UTC").tz_convert(str_of(obj.get("tz"), 60)))
     if kind == "period":
-        dtype = _str(obj.get("dtype"), 40)
+        dtype = str_of(obj.get("dtype"), 40)
         ordinals = _part(obj.get("values"), ("array",), depth).data
         if not _PERIOD.fullmatch(dtype) or ordinals.dtype != np.int64:
             raise ValueError("period")
@@ -449,40 +348,8 @@ def _build_index(obj: Any, depth: int) -> Any:
     index = pandas.Index(values, dtype=values.dtype, name=names[0], copy=False)
     freq = obj.get("freq")
     if freq is not None and isinstance(index, (pandas.DatetimeIndex, pandas.TimedeltaIndex)):
-        index = type(index)(index, freq=_str(freq, 40))
+        index = type(index)(index, freq=str_of(freq, 40))
     return index
-
-
-def _decode_array(obj: dict[str, Any]) -> Value:
-    import numpy as np
-
-    dtype, shape, b64 = obj.get("dtype"), obj.get("shape"), obj.get("b64")
-    if dtype not in DTYPES and not (isinstance(dtype, str) and TIMES.fullmatch(dtype)):
-        raise ProtocolError(f"a captured array has an unsupported dtype {str(dtype)[:20]!r}")
-    if not isinstance(shape, list) or len(shape) > 32 or not all(type(n) is int and 0 <= n for n in shape):
-        raise ProtocolError("a captured array has a malformed shape")
-    if not isinstance(b64, str):
-        raise ProtocolError("a captured array has no data")
-    native, dt = _DTYPES.get(dtype) or _DTYPES.setdefault(dtype, (np.dtype(dtype), np.dtype(dtype).newbyteorder("<")))
-    count = math.prod(shape)
-    if count * dt.itemsize != (len(b64) // 4) * 3 - b64[-2:].count("="):
-        raise ProtocolError("a captured array's data does not match its shape")
-    try:
-        raw = base64.b64decode(b64, validate=True)
-    except ValueError:
-        raise ProtocolError("a captured array's data is not base64") from None
-    arr = np.frombuffer(raw, dtype=dt).reshape(shape).astype(native, copy=True)
-    arr.setflags(write=False)
-    grad = obj.get("grad")
-    if grad is not None and type(grad) is not bool:
-        raise ProtocolError("a captured tensor's requires_grad is malformed")
-    return Value(
-        "array",
-        arr,
-        origin=str(obj.get("origin", ""))[:60],
-        dtype=str(obj.get("odtype", dtype))[:40],
-        requires_grad=grad,
-    )
 
 
 def to_python(value: Value) -> Any:

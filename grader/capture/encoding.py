@@ -54,6 +54,12 @@ def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
         return {"t": "int", "x": _hex(value, budget)}
     if kind in (int, float, complex):
         return _array(np.array(value), kind.__name__, budget)
+    if kind is list or kind is tuple:  # the common containers first: no library's type is one
+        if len(value) > MAX_ITEMS:
+            raise CaptureFailed(f"has {len(value):,} items, more than {MAX_ITEMS:,}")
+        return {"t": kind.__name__, "items": [encode(v, budget=budget, depth=depth + 1) for v in value]}
+    if kind is dict:
+        return _dict(value, budget, depth)
     if kind is bytes or kind is np.bytes_:
         return _bytes(bytes(value), "bytes" if kind is bytes else "numpy.bytes_", budget)
     if isinstance(value, np.dtype):  # a dtype, as the values of an empty array of it
@@ -78,11 +84,10 @@ def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
         found = _pandas(value, pandas, budget, depth)
         if found is not None:
             return found
-    if kind in (list, tuple) or (isinstance(value, tuple) and hasattr(value, "_fields")):
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple: equal to its plain tuple
         if len(value) > MAX_ITEMS:
             raise CaptureFailed(f"has {len(value):,} items, more than {MAX_ITEMS:,}")
-        form = "list" if kind is list else "tuple"
-        return {"t": form, "items": [encode(v, budget=budget, depth=depth + 1) for v in value]}
+        return {"t": "tuple", "items": [encode(v, budget=budget, depth=depth + 1) for v in value]}
     if kind in (set, frozenset):
         if len(value) > MAX_ITEMS:
             raise CaptureFailed(f"has {len(value):,} items, more than {MAX_ITEMS:,}")
@@ -135,7 +140,7 @@ def _dict(value: Any, budget: list[int], depth: int) -> dict[str, Any]:
     origin = DICTS[type(value).__name__]
     if origin != "dict":
         out["origin"] = origin
-    factory = getattr(value, "default_factory", None)
+    factory = value.default_factory if origin == "collections.defaultdict" else None
     if factory is not None:
         name = getattr(factory, "__name__", "")
         if FACTORIES.get(name) is not factory:
