@@ -12,8 +12,11 @@ Like ``grader.names``, it imports nothing of the grader's side.
 
 from __future__ import annotations
 
+import inspect
+import re
 import sys
 import types
+import unittest
 from collections.abc import Callable
 from typing import Any
 
@@ -37,34 +40,56 @@ class _Raises:
         return issubclass(kind, self.exc)
 
 
+# Why each helper fails, in the words its message uses after the student's value; any other
+# ``assert*`` of unittest's fails "which does not pass assert_...".
+_WHY = {
+    "assert_equal": "which is not the expected value",
+    "assert_not_equal": "which should differ",
+    "assert_true": "which is not true",
+    "assert_false": "which is not false",
+    "assert_almost_equal": "which is not close enough to the expected value",
+    "assert_not_almost_equal": "which should not be that close",
+}
+
+
+def _pep8(name: str) -> str:
+    """``assertAlmostEqual`` -> ``assert_almost_equal``, as nose.tools names unittest's asserts."""
+    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+
+
+# unittest's asserts, bound to a case whose test is nothing (nose's own way), and their signatures:
+# made when this module is imported, before any student code runs, so that a notebook that breaks a
+# builtin (``builtins.range = None``) breaks none of this.
+_CASE = unittest.TestCase("__init__")
+_METHODS = {
+    _pep8(attr): getattr(_CASE, attr)
+    for attr in dir(unittest.TestCase)
+    if attr.startswith("assert") and "_" not in attr and attr not in ("assertRaises", "assertRaisesRegex")
+}
+_SIGNATURES = {name: inspect.signature(method) for name, method in _METHODS.items()}
+
+
 def tools(describe: Describe) -> types.ModuleType:
-    """A ``nose.tools`` module whose failure messages describe the student's value with ``describe``."""
+    """A ``nose.tools`` module: unittest's asserts under nose's names, as nose made them (so each
+    holds exactly when unittest's does: ``assert_almost_equal``'s ``places`` and ``delta``, the
+    dict, list and set comparisons, ``assert_count_equal``...), whose failure messages describe
+    the student's value with ``describe`` instead of showing the expected one."""
+    module = types.ModuleType("nose.tools")
 
-    def fail(msg: Any, value: Any, why: str) -> None:
-        raise HelperFailed(msg or f"got {describe(value)}, {why}")
+    def helper(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(*args, **kwargs)  # a context manager for ``assert_warns`` and ``assert_logs``
+            except AssertionError:
+                msg = _SIGNATURES[name].bind(*args, **kwargs).arguments.get("msg")
+                why = _WHY.get(name, f"which does not pass {name}")
+                raise HelperFailed(msg or f"got {describe(args[0]) if args else 'a value'}, {why}") from None
 
-    def assert_equal(first: Any, second: Any, msg: str | None = None) -> None:
-        if not first == second:
-            fail(msg, first, "which is not the expected value")
+        run.__name__ = name
+        return run
 
-    def assert_not_equal(first: Any, second: Any, msg: str | None = None) -> None:
-        if first == second:
-            fail(msg, first, "which should differ")
-
-    def assert_true(value: Any, msg: str | None = None) -> None:
-        if not value:
-            fail(msg, value, "which is not true")
-
-    def assert_false(value: Any, msg: str | None = None) -> None:
-        if value:
-            fail(msg, value, "which is not false")
-
-    def assert_almost_equal(
-        first: Any, second: Any, places: int = 7, msg: str | None = None, delta: Any = None
-    ) -> None:
-        ok = abs(first - second) <= delta if delta is not None else round(abs(first - second), places) == 0
-        if not ok:
-            fail(msg, first, "which is not close enough to the expected value")
+    for name, method in _METHODS.items():
+        module.__dict__[name] = helper(name, method)
 
     def assert_raises(exc: Any, func: Any = None, *args: Any, **kwargs: Any) -> Any:
         if func is None:
@@ -73,21 +98,15 @@ def tools(describe: Describe) -> types.ModuleType:
             func(*args, **kwargs)
         return None
 
-    module = types.ModuleType("nose.tools")
+    def eq_(first: Any, second: Any, msg: Any = None) -> None:  # nose's own: a bare ``==``
+        if not first == second:
+            raise HelperFailed(msg or f"got {describe(first)}, {_WHY['assert_equal']}")
+
     module.__dict__.update(
-        assert_equal=assert_equal,
-        assert_equals=assert_equal,
-        assert_not_equal=assert_not_equal,
-        assert_true=assert_true,
-        assert_false=assert_false,
-        assert_almost_equal=assert_almost_equal,
+        assert_equals=module.__dict__["assert_equal"],
         assert_raises=assert_raises,
-        ok_=assert_true,
-        eq_=assert_equal,
-        assert_in=lambda a, b, msg=None: assert_true(a in b, msg),
-        assert_not_in=lambda a, b, msg=None: assert_true(a not in b, msg),
-        assert_is_none=lambda a, msg=None: assert_true(a is None, msg),
-        assert_is_instance=lambda a, t, msg=None: assert_true(isinstance(a, t), msg),
+        ok_=module.__dict__["assert_true"],
+        eq_=eq_,
     )
     return module
 

@@ -117,12 +117,14 @@ def judge_check(pc: PublicCheck, question_id: str, ctx: Context) -> CheckResult:
 
 
 def _same_kind(expected: str | None, got: Value) -> bool:
-    if expected in (None, "array", "bool"):
+    if expected in (None, "array", "bool", "int"):  # numbers: an integer of any size among them
         return True
+    if expected in ("text", "objects"):
+        return got.kind in ("text", "objects", "list", "tuple")
     if expected in ("list", "tuple"):
         return got.kind in ("list", "tuple", "array")
-    if expected in ("frame", "series"):
-        return got.kind in ("frame", "series", "array")
+    if expected in ("frame", "series", "index", "pdarray"):
+        return got.kind in ("frame", "series", "index", "pdarray", "array")
     return got.kind == expected
 
 

@@ -222,6 +222,10 @@ def test_the_student_side_imports_nothing_of_the_graders():
     allowed = {
         "grader",
         "grader.capture",
+        "grader.capture.encoding",
+        "grader.capture.decoding",
+        "grader.capture.plain",
+        "grader.capture.values",
         "grader.errors",
         "grader.run",
         "grader.run.frames",
@@ -242,6 +246,10 @@ def test_the_student_side_imports_nothing_of_the_graders():
         "grader.run.student_values",
         "grader.run.frames",
         "grader.capture",
+        "grader.capture.encoding",
+        "grader.capture.decoding",
+        "grader.capture.plain",
+        "grader.capture.values",
         "grader.run.jupyter_kernel",
         "grader.run.test_recorder",
     ):

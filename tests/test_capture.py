@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import collections
 import json
 
 import numpy as np
@@ -44,18 +45,24 @@ def test_containers_and_frames():
     assert v.kind == "dict" and v.data["a"].kind == "list" and v.data["a"].data[1].kind == "tuple"
     df = pd.DataFrame([[0.1, 0.9], [0.5, 0.5]], index=["the", "bank"], columns=["the", "bank"])
     f = roundtrip(df)
-    assert f.kind == "frame" and f.index == ("the", "bank") and f.columns == ("the", "bank")
+    assert f.kind == "frame" and list(f.data.index) == ["the", "bank"] and list(f.data.columns) == ["the", "bank"]
+    pd.testing.assert_frame_equal(f.data, df)
     assert to_wire(decode(to_wire(f))) == to_wire(f)
 
 
 @pytest.mark.parametrize(
     "value, message",
     [
-        (np.array([object(), 1], dtype=object), "holds Python objects (dtype object), not numbers"),
+        (np.array([object(), 1], dtype=object), "is a builtins.object, which cannot be compared as data"),
         ((i for i in range(3)), "is a builtins.generator, which cannot be compared as data"),
         (print, "is a function (builtin_function_or_method), not a value"),
         (torch.nn.Linear(2, 2), "is a Linear module, not numbers; call it on an input to get a tensor"),
-        ({(1, 2): 3}, "has a key of type tuple; only str and number keys can be compared"),
+        (collections.defaultdict(lambda: 0), "is a defaultdict whose default is <lambda>, not a builtin type"),
+        (np.zeros(2, dtype=[("a", "i4")]), "is a NumPy structured array, which cannot be compared as data"),
+        (
+            pd.Series(pd.arrays.SparseArray([0, 1])),
+            "holds pandas values of dtype Sparse[int64, 0], which the grader cannot carry",
+        ),
     ],
 )
 def test_uncapturable_values_say_why(value, message):
@@ -89,6 +96,54 @@ def test_recursion_and_size_are_bounded():
         ({"t": "str", "v": 5}, "a captured string is malformed or too long"),
         ({"t": "none", "exec": "import os"}, "a captured value has an unknown form ('none')"),
         ("just a string", "a captured value is malformed"),
+        ({"t": "int", "x": "12g"}, "a captured int is malformed"),
+        ({"t": "int", "x": "f" * 200_000}, "a captured int is malformed"),
+        ({"t": "set", "items": [{"t": "list", "items": []}], "origin": "set"}, "holds an unhashable value"),
+        ({"t": "dict", "items": [[{"t": "list", "items": []}, {"t": "none"}]]}, "holds an unhashable value"),
+        ({"t": "text", "dtype": "<U5", "shape": [2], "v": ["a"]}, "a captured text is malformed"),
+        ({"t": "text", "dtype": "object", "shape": [1], "v": ["a"]}, "a captured text is malformed"),
+        ({"t": "objects", "shape": [1], "strs": [None], "nan": [5]}, "a captured array of strings is malformed"),
+        ({"t": "objects", "shape": [10**9], "strs": []}, "a captured array is too large"),
+        (
+            {"t": "pandas", "k": "Timestamp", "v": 1, "unit": "ns", "tz": "Not/AZone"},
+            "a captured pandas value is malformed",
+        ),
+        (
+            {"t": "pandas", "k": "Period", "v": 1, "dtype": "period[__import__('os')]"},
+            "a captured pandas value is malformed",
+        ),
+        (
+            {
+                "t": "frame",
+                "columns": [],
+                "index": {"t": "index", "k": "range", "range": [0, 1, 1], "names": [{"t": "none"}]},
+                "labels": {
+                    **{"t": "index", "k": "range", "range": [0, 1, 1], "names": [{"t": "none"}]},
+                    "range": [0, 2, 1],
+                },
+            },
+            "a captured pandas frame is malformed",
+        ),
+        (
+            {
+                "t": "series",
+                "values": {"t": "values", "k": "numpy", "values": {"t": "none"}},
+                "index": {"t": "index", "k": "range", "range": [0, 1, 1], "names": [{"t": "none"}]},
+                "name": {"t": "none"},
+            },
+            "a captured pandas value has a malformed part",
+        ),
+        (
+            {
+                "t": "values",
+                "k": "category",
+                "codes": {"t": "array", "dtype": "int8", "shape": [1], "b64": "BQ=="},
+                "categories": {"t": "index", "k": "range", "range": [0, 1, 1], "names": [{"t": "none"}]},
+                "ordered": False,
+            },
+            "a captured pandas array is malformed",
+        ),
+        ({"t": "dtype", "values": {"t": "values", "k": "masked", "dtype": "object"}}, "a captured dtype is malformed"),
     ],
 )
 def test_forged_payloads_are_rejected(forged, message):
@@ -108,3 +163,36 @@ def test_to_wire_keeps_scalars_zero_dimensional():
     v = roundtrip(0.25)
     again = decode(to_wire(v))
     assert again.data.shape == () and again.describe() == "a Python float"
+
+
+def test_mangled_payloads_are_rejected_as_protocol_errors_only():
+    """Each valid encoding with one part replaced by another part's (a list for a number, a frame for
+    a name...): the reader rejects it with ``ProtocolError`` or reads a value, never anything else."""
+    import random
+
+    values = [
+        pd.DataFrame({"s": pd.array(["a", None], dtype="string"), "c": pd.Categorical(["x", "y"]), "n": [1, 2]}),
+        pd.Series(pd.date_range("2024", periods=2, tz="UTC"), index=pd.MultiIndex.from_tuples([("a", 1), ("b", 2)])),
+        {frozenset({1}): {2**70, "x"}, (1, None): np.array(["a", None], dtype=object)},
+        [pd.Timestamp("2024-01-01"), pd.Interval(0, 1), np.array(["a"]), np.datetime64("2024-01-01")],
+    ]
+    wires = [json.loads(json.dumps(encode(v, budget=[1 << 20]))) for v in values]
+
+    def nodes(node, only_dicts):
+        """Every object and list inside ``node`` (only the objects with ``only_dicts``)."""
+        found = [node] if isinstance(node, dict) or isinstance(node, list) and not only_dicts else []
+        for x in node.values() if isinstance(node, dict) else node if isinstance(node, list) else ():
+            found += nodes(x, only_dicts)
+        return found
+
+    parts = [p for w in wires for p in nodes(w, False)]
+    rng = random.Random(7)
+    for _ in range(300):
+        wire = json.loads(json.dumps(rng.choice(wires)))
+        target = rng.choice(nodes(wire, True))
+        key = rng.choice(sorted(target))
+        target[key] = json.loads(json.dumps(rng.choice([*parts, 0, -1, "x", None, 2**70, []])))
+        try:
+            decode(wire)
+        except ProtocolError:
+            pass

@@ -98,7 +98,10 @@ def test_strings_lists_dicts_and_frames():
 
     e = pd.DataFrame([[0.5, 0.5]], index=["the"], columns=["the", "bank"])
     a = pd.DataFrame([[0.5, 0.5]], index=["the"], columns=["bank", "the"])
-    assert msg(a, e) == "`x`'s columns are ['bank', 'the']; they are not the expected labels."
+    assert msg(a, e) == (
+        "`x`: expected a DataFrame with columns ['the', 'bank']; yours has ['bank', 'the'] (the same columns, "
+        "in another order)."
+    )
 
 
 def test_properties():

@@ -570,7 +570,7 @@ def test_secret_in_the_graders_environment_is_absent(tmp_path, course):
     "value, message",
     [
         ("np.zeros((1024, 1024))", "is an array of 8.4 MB, more than the grader will carry"),
-        ("np.array([object(), 1.0], dtype=object)", "holds Python objects (dtype object), not numbers"),
+        ("np.array([object(), 1.0], dtype=object)", "is a builtins.object, which cannot be compared as data"),
         ("(row for row in attention_weights @ V)", "is a builtins.generator, which cannot be compared as data"),
         ("[]\noutput.append(output)", "is nested more than 24 levels deep"),
         # 26 MB as a frame: refused in the student process, before it is encoded or sent

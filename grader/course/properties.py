@@ -45,12 +45,12 @@ def check_property(name: str, label: str, actual: Value, expected: Value | None,
     """None when the property ``name`` holds for ``actual``, else a message for the student."""
     import numpy as np
 
-    arr = numeric(actual) if actual.kind not in ("frame", "series") else actual.data.data
+    arr = numeric(actual)
     if arr is None:
         return f"{label} is {actual.describe()}; expected numbers"
     exp = None
     if expected is not None:
-        exp = numeric(expected) if expected.kind not in ("frame", "series") else expected.data.data
+        exp = numeric(expected)
     spec = PROPERTIES[name]
     if spec.numbers_only and arr.dtype.kind not in "biufc":
         return f"{label} has dtype {arr.dtype}; expected numbers."

@@ -2,20 +2,28 @@
 
 Comparing and reporting are separate: ``compare`` returns a ``Comparison``; its ``messages``
 are written for a student. The order of checks is fixed, as in numpy.testing: missing -> type ->
-shape/dtype -> NaN/inf positions -> values. The value rule is numpy's
-``|actual - expected| <= atol + rtol * |expected|``.
+shape/dtype -> NaN/inf positions -> values. The value rule for floats is numpy's
+``|actual - expected| <= atol + rtol * |expected|``; integers of any size, strings, booleans, dates
+and other items compare exactly, missing values (None, NaN, NA, NaT) alike.
 
 Expected values never appear in a message unless ``reveal`` is set; what may always be said is
-what was expected *in kind*: the type, the shape, the property.
+what was expected *in kind*: the type, the shape, a frame's column labels, the property.
+
+Why one module: every kind of value (numbers, exact integers, strings, sets, arrays of objects,
+pandas frames) is compared by the same rules of tolerance, missing values and what may be revealed,
+and each kind's comparison calls the others' for its parts.
 """
 
 from __future__ import annotations
 
+import fractions
+import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from grader.capture import MAX_INDICES, Value, indices_text, number_text, numeric, shape_text, trim
+from grader.capture import MAX_INDICES, PANDAS, Value, indices_text, number_text, numeric, shape_text, to_python, trim
 from grader.vocab import Reason
 
 NUMERIC = "array"
@@ -64,8 +72,20 @@ def matches(actual: Value, expected: Value, *, rtol: float, atol: float, strict_
 
 
 def _compare(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison:
-    if expected.kind in ("frame", "series"):
-        return _compare_frame(name, actual, expected, ctx)
+    if expected.kind in PANDAS:
+        return _compare_pandas(name, actual, expected, ctx)
+    if expected.kind == "int" or actual.kind == "int" and _number(expected) is not None:
+        return _compare_int(name, actual, expected, ctx)
+    if expected.kind in ("text", "objects"):
+        return _compare_items(name, actual, expected, ctx)
+    if expected.kind == "set":
+        return _compare_set(name, actual, expected, ctx)
+    if expected.kind in ("scalar", "bytes"):
+        if actual.kind != expected.kind or ctx.strict and actual.origin != expected.origin:
+            return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected {expected.describe()}")
+        if not _same(to_python(actual), to_python(expected), ctx):
+            return _fail(Reason.VALUES, f"{name} is {trim(repr(actual.data))}, which is not the expected value")
+        return Comparison(True)
     if expected.kind in (NUMERIC, "bool") or (expected.kind in ("list", "tuple") and actual.kind == NUMERIC):
         exp = numeric(expected)
         if exp is not None:
@@ -144,6 +164,10 @@ def _comparenumeric(name: str, actual: Value, expected: Value, exp: np.ndarray, 
             a, e = act.astype(float), exp.astype(float)
         bad = np.asarray(a != e)
         return _value_failure(name, act, exp, bad, ctx, boolean=True)
+    if act.dtype.kind in "mM" or exp.dtype.kind in "mM":
+        return _compare_times(name, act, exp, ctx)
+    if act.dtype.kind in "iu" and exp.dtype.kind in "iu":  # integers: exact, never through floats
+        return _value_failure(name, act, exp, np.asarray(act != exp), ctx, exact=True)
     if np.iscomplexobj(act) or np.iscomplexobj(exp):
         a, e = act.astype(np.complex128), exp.astype(np.complex128)
     else:
@@ -186,6 +210,7 @@ def _value_failure(
     *,
     diff: np.ndarray | None = None,
     boolean: bool = False,
+    exact: bool = False,
 ) -> Comparison:
     n_bad, total = int(bad.sum()), int(bad.size)
     if n_bad == 0:
@@ -196,9 +221,9 @@ def _value_failure(
         msg = f"{name} is {number_text(act.item())}, which is not the expected value"
         if ctx.reveal:
             msg += f" {number_text(exp.item())}"
-        msg += f" within rtol={ctx.rtol:g}, atol={ctx.atol:g}" if not boolean else ""
-        if diff is not None and not boolean and not np.iscomplexobj(act) and not np.iscomplexobj(exp):
-            msg += f": it is {_error_in_words(float(act.item()), float(exp.item()))}"
+        msg += f" within rtol={ctx.rtol:g}, atol={ctx.atol:g}" if not (boolean or exact) else ""
+        if (diff is not None or exact) and not boolean and not np.iscomplexobj(act) and not np.iscomplexobj(exp):
+            msg += f": it is {_error_in_words(act.item(), exp.item())}"
         return Comparison(False, Reason.VALUES, (msg + ".",), n_bad, total)
     where = np.argwhere(bad)
     shown = []
@@ -211,7 +236,7 @@ def _value_failure(
     more = ", ..." if n_bad > MAX_INDICES else ""
     msg = (
         f"{name}: {n_bad} / {total} elements ({100.0 * n_bad / total:.1f}%) differ"
-        + ("" if boolean else f" beyond tolerance (rtol={ctx.rtol:g}, atol={ctx.atol:g})")
+        + ("" if boolean or exact else f" beyond tolerance (rtol={ctx.rtol:g}, atol={ctx.atol:g})")
         + f"; first: {'; '.join(shown)}{more}"
         + ("" if more else ".")
     )
@@ -232,16 +257,16 @@ def _value_failure(
     return Comparison(False, Reason.VALUES, (msg,), n_bad, total)
 
 
-def _error_in_words(actual: float, expected: float) -> str:
+def _error_in_words(actual: Any, expected: Any) -> str:
     """The direction and rough size of a scalar's error, in words. A number here (a relative
     difference next to the student's own value) would let them work out the hidden reference, so
     the size is only a band: within 10%, within a factor of 2, or beyond."""
-    if actual * expected < 0:
+    if actual < 0 < expected or expected < 0 < actual:
         return "of the wrong sign"
     direction = "too large" if actual > expected else "too small"
     if expected == 0:
         return direction
-    rel = abs(actual - expected) / abs(expected)
+    rel = abs(fractions.Fraction(actual) - fractions.Fraction(expected)) / abs(fractions.Fraction(expected))
     return f"slightly {direction}" if rel <= 0.1 else direction if rel <= 1.0 else f"much {direction}"
 
 
@@ -250,24 +275,259 @@ def _band(rel: float) -> str:
     return "under 10%" if rel <= 0.1 else "between 10% and 100%" if rel <= 1.0 else "over 100%"
 
 
-def _compare_frame(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison:
-    if actual.kind != expected.kind:
-        if actual.kind == NUMERIC and not ctx.strict:
-            return _comparenumeric(name, actual, expected.data, expected.data.data, ctx)
+def _number(v: Value) -> Any:
+    """A single number as Python holds it exactly (an int of any size, a float, a complex), else None."""
+    if v.kind == "int":
+        return v.data
+    if v.kind == "array" and v.data.ndim == 0 and v.data.dtype.kind in "iufc":
+        return v.data.item()
+    return None
+
+
+def _compare_int(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison:
+    """An integer beyond 64 bits (a factorial, a binomial): exact against an integer, within tolerance
+    against a float, never through a float that would round it."""
+    a, e = _number(actual), _number(expected)
+    if a is None or e is None or ctx.strict and actual.origin != expected.origin:
         return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected {expected.describe()}")
-    if tuple(map(str, actual.index)) != tuple(map(str, expected.index)):
-        what = f"{name}'s index (row labels) is {trim(str(list(actual.index)))}"
-        return _fail(
-            Reason.LABELS,
-            what + (f"; expected {list(expected.index)}" if ctx.reveal else "; it is not the expected labels"),
+    if _numbers_match(a, e, ctx):
+        return Comparison(True, total=1)
+    if not ctx.explain:
+        return Comparison(False, Reason.VALUES, (), 1, 1)
+    mine = number_text(a)
+    shown = f" {number_text(e)}" if ctx.reveal else ""
+    close = "" if isinstance(a, int) and isinstance(e, int) else f" within rtol={ctx.rtol:g}, atol={ctx.atol:g}"
+    words = f": it is {_error_in_words(a, e)}" if not isinstance(a, complex) and not isinstance(e, complex) else ""
+    if isinstance(a, float) and not math.isfinite(a) or isinstance(e, float) and not math.isfinite(e):
+        words = ""
+    return Comparison(
+        False, Reason.VALUES, (f"{name} is {mine}, which is not the expected value{shown}{close}{words}.",), 1, 1
+    )
+
+
+def _numbers_match(a: Any, e: Any, ctx: _Ctx) -> bool:
+    """Two numbers: integers exactly, others by numpy's rule, computed exactly (no rounding of a
+    big integer to a float, and no overflow)."""
+    if isinstance(a, bool) or isinstance(e, bool):
+        return bool(a == e)
+    if isinstance(a, int) and isinstance(e, int):
+        return a == e
+    if isinstance(a, complex) or isinstance(e, complex):
+        with np.errstate(all="ignore"):
+            return bool(np.isclose(complex(a), complex(e), rtol=ctx.rtol, atol=ctx.atol))
+    try:
+        fa, fe = fractions.Fraction(a), fractions.Fraction(e)
+    except (ValueError, OverflowError):  # NaN or infinity: equal only to itself
+        return bool(a == e) or (isinstance(a, float) and isinstance(e, float) and math.isnan(a) and math.isnan(e))
+    return abs(fa - fe) <= fractions.Fraction(ctx.atol) + fractions.Fraction(ctx.rtol) * abs(fe)
+
+
+def _missing(x: Any) -> bool:
+    """None, NaN, pandas' NA and NaT: a missing value, equal to any other missing value."""
+    if x is None:
+        return True
+    if isinstance(x, (float, np.floating)):
+        return bool(np.isnan(x))
+    if isinstance(x, (np.datetime64, np.timedelta64)):
+        return bool(np.isnat(x))
+    return type(x).__name__ in ("NAType", "NaTType")
+
+
+def _same(a: Any, e: Any, ctx: _Ctx) -> bool:
+    """Two items of an array of objects or of a column: numbers by ``_numbers_match``, missing
+    values alike, anything else by Python's ``==`` (arrays inside them by ``np.array_equal``)."""
+    if _missing(a) or _missing(e):
+        return _missing(a) and _missing(e)
+    numbers = (int, float, complex, np.number)
+    if isinstance(a, numbers) and isinstance(e, numbers) and not isinstance(a, (bool, np.bool_)):
+        return not isinstance(e, (bool, np.bool_)) and _numbers_match(_py(a), _py(e), ctx)
+    try:
+        return bool(a == e)
+    except (ValueError, TypeError):  # arrays, or objects whose == is not a truth value
+        try:
+            return bool(np.array_equal(a, e))
+        except Exception:  # noqa: BLE001 - not comparable: not the same
+            return False
+
+
+def _py(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _compare_items(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison:
+    """Arrays of strings or of Python objects: the shape, then each item."""
+    if actual.kind not in ("text", "objects", "list", "tuple") or ctx.strict and actual.kind != expected.kind:
+        return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected {expected.describe()}")
+    mine = to_python(actual)
+    try:
+        act = np.array(mine, dtype=object) if actual.kind in ("list", "tuple") else mine
+    except ValueError:  # a ragged list: not an array of the expected shape
+        return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected {expected.describe()}")
+    exp = to_python(expected)
+    if act.shape != exp.shape:
+        return _fail(Reason.SHAPE, f"{name} has shape {shape_text(act.shape)}; expected shape {shape_text(exp.shape)}")
+    flat_a, flat_e = act.reshape(-1), exp.reshape(-1)
+    bad = np.array([not _same(a, e, ctx) for a, e in zip(flat_a, flat_e, strict=True)], dtype=bool)
+    return _items_failure(name, act, bad.reshape(act.shape), ctx, exp)
+
+
+def _items_failure(name: str, act: np.ndarray, bad: np.ndarray, ctx: _Ctx, exp: np.ndarray) -> Comparison:
+    """Which items differ, showing the student's own items (and the expected ones only if revealed)."""
+    n_bad, total = int(bad.sum()), int(bad.size)
+    if n_bad == 0:
+        return Comparison(True, total=total)
+    if not ctx.explain:
+        return Comparison(False, Reason.VALUES, (), n_bad, total)
+    if act.ndim == 0:
+        shown = f" {trim(repr(_py(exp[()])), 40)}" if ctx.reveal else ""
+        return Comparison(
+            False,
+            Reason.VALUES,
+            (f"{name} is {trim(repr(_py(act[()])), 60)}, which is not the expected value{shown}.",),
         )
-    if expected.kind == "frame" and tuple(map(str, actual.columns)) != tuple(map(str, expected.columns)):
-        what = f"{name}'s columns are {trim(str(list(actual.columns)))}"
-        return _fail(
-            Reason.LABELS,
-            what + (f"; expected {list(expected.columns)}" if ctx.reveal else "; they are not the expected labels"),
+    parts = []
+    for idx in np.argwhere(bad)[:MAX_INDICES]:
+        t = tuple(int(i) for i in idx)
+        item = f"[{', '.join(map(str, t))}] is {trim(repr(_py(act[t])), 40)}"
+        if ctx.reveal:
+            item += f" (expected {trim(repr(_py(exp[t])), 40)})"
+        parts.append(item)
+    more = ", ..." if n_bad > MAX_INDICES else "."
+    msg = f"{name}: {n_bad} / {total} items ({100.0 * n_bad / total:.1f}%) differ; first: {'; '.join(parts)}{more}"
+    return Comparison(False, Reason.VALUES, (msg,), n_bad, total)
+
+
+def _compare_times(name: str, act: np.ndarray, exp: np.ndarray, ctx: _Ctx) -> Comparison:
+    """datetime64 and timedelta64: exactly, NaT matching NaT."""
+    if act.dtype.kind != exp.dtype.kind:
+        what = "dates and times" if exp.dtype.kind == "M" else "time spans"
+        return _fail(Reason.DTYPE, f"{name} has dtype {act.dtype}; expected {what}")
+    with np.errstate(all="ignore"):
+        bad = (act != exp) & ~(np.isnat(act) & np.isnat(exp))
+    return _items_failure(name, act.astype(object), np.asarray(bad), ctx, exp.astype(object))
+
+
+def _compare_set(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison:
+    """Sets and frozensets: the same items, in any order. The student's unexpected items are theirs
+    to see; the missing ones are only counted."""
+    if actual.kind != "set" or ctx.strict and actual.origin != expected.origin:
+        return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected a {expected.origin}")
+    mine, wanted = to_python(actual), to_python(expected)
+    if mine == wanted:
+        return Comparison(True, total=len(wanted))
+    extra, missing = [x for x in mine if x not in wanted], [x for x in wanted if x not in mine]
+    parts = []
+    if extra:
+        shown = ", ".join(trim(repr(x), 30) for x in sorted(extra, key=repr)[:MAX_INDICES])
+        parts.append(
+            f"{len(extra)} unexpected item{'s' if len(extra) > 1 else ''} ({shown}{', ...' if len(extra) > MAX_INDICES else ''})"
         )
-    return _comparenumeric(f"{name}'s values", actual.data, expected.data, expected.data.data, ctx)
+    if missing:
+        shown = f" ({', '.join(trim(repr(x), 30) for x in missing[:MAX_INDICES])})" if ctx.reveal else ""
+        parts.append(f"{len(missing)} expected item{'s' if len(missing) > 1 else ''} missing{shown}")
+    return _fail(Reason.VALUES, f"{name} has {len(mine)} item{'s' if len(mine) != 1 else ''}; " + "; ".join(parts))
+
+
+def _labels_text(labels: Any) -> str:
+    return trim(str([_py(x) for x in labels]), 120)
+
+
+def _labels_match(a: Any, e: Any) -> bool:
+    return len(a) == len(e) and all(
+        _missing(x) and _missing(y) or str(_py(x)) == str(_py(y)) for x, y in zip(a, e, strict=True)
+    )
+
+
+def _compare_pandas(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison:
+    """A frame, series, index or pandas array: its kind, shape, column labels, row labels, then each
+    column's values (numbers within tolerance, anything else exactly)."""
+    exp = expected.data
+    if actual.kind != expected.kind:
+        numbers = numeric(expected)
+        if actual.kind == NUMERIC and not ctx.strict and numbers is not None:
+            return _comparenumeric(name, actual, Value("array", numbers, origin=expected.origin), numbers, ctx)
+        if expected.kind == "frame":
+            return _fail(
+                Reason.TYPE,
+                f"{name} is {actual.describe()}; expected a DataFrame with columns {_labels_text(exp.columns)}",
+            )
+        return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected {expected.describe()}")
+    act = actual.data
+    if expected.kind == "frame":
+        if not _labels_match(act.columns, exp.columns):
+            same = sorted(map(str, act.columns)) == sorted(map(str, exp.columns))
+            how = " (the same columns, in another order)" if same else ""
+            return _fail(
+                Reason.LABELS,
+                f"{name}: expected a DataFrame with columns {_labels_text(exp.columns)}; "
+                f"yours has {_labels_text(act.columns)}{how}",
+            )
+        if len(act) != len(exp):
+            return _fail(Reason.SHAPE, f"{name} has {len(act)} rows; expected {len(exp)}")
+    elif len(act) != len(exp):
+        return _fail(Reason.SHAPE, f"{name} has {len(act)} items; expected {len(exp)}")
+    if expected.kind in ("frame", "series"):
+        if not _labels_match(act.index, exp.index):
+            same = sorted(map(str, act.index)) == sorted(map(str, exp.index))
+            what = f"{name}'s index (row labels) is {_labels_text(act.index)}"
+            if ctx.reveal:
+                what += f"; expected {_labels_text(exp.index)}"
+            elif same:
+                what += "; the expected labels, in another order (sort it, or keep the original order?)"
+            else:
+                what += "; it is not the expected labels"
+            return _fail(Reason.LABELS, what)
+        if ctx.strict and expected.kind == "series" and act.name != exp.name:
+            return _fail(
+                Reason.LABELS, f"{name} is named {trim(repr(act.name), 40)}; expected {trim(repr(exp.name), 40)}"
+            )
+    columns = (
+        [(f"{name}[{_py(c)!r}]", act.iloc[:, i], exp.iloc[:, i]) for i, c in enumerate(exp.columns)]
+        if expected.kind == "frame"
+        else [(name, act, exp)]
+    )
+    total = 0
+    for label, a, e in columns:
+        result = _compare_column(label, a, e, ctx)
+        if not result.ok:
+            return result
+        total += result.total
+    return Comparison(True, total=total)
+
+
+def _compare_column(name: str, act: Any, exp: Any, ctx: _Ctx) -> Comparison:
+    import pandas as pd
+
+    if ctx.strict and act.dtype != exp.dtype:
+        return _fail(Reason.DTYPE, f"{name} has dtype {act.dtype}; expected {exp.dtype}")
+    a_num, e_num = _column_numbers(act, pd), _column_numbers(exp, pd)
+    if a_num is not None and e_num is not None:
+        return _comparenumeric(name, Value("array", a_num), Value("array", e_num), e_num, ctx)
+    if e_num is not None and a_num is None:
+        return _fail(Reason.DTYPE, f"{name} has dtype {act.dtype}; expected numbers")
+    a_obj, e_obj = np.asarray(act, dtype=object), np.asarray(exp, dtype=object)
+    bad = np.array([not _same(x, y, ctx) for x, y in zip(a_obj, e_obj, strict=True)], dtype=bool)
+    return _items_failure(name, a_obj, bad, ctx, e_obj)
+
+
+def _column_numbers(values: Any, pd: Any) -> np.ndarray | None:
+    """A column's values as a NumPy array of numbers (missing ones NaN), or None if they are not numbers."""
+    dtype = values.dtype
+    if isinstance(dtype, np.dtype):
+        arr = np.asarray(values)
+        return arr if arr.dtype.kind in "biufcmM" else None
+    if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
+        with np.errstate(all="ignore"):
+            try:
+                kind = np.complex128 if pd.api.types.is_complex_dtype(dtype) else np.float64
+                if not values.isna().any() and dtype.name in ("boolean",) + tuple(
+                    f"{p}{n}" for p in ("Int", "UInt") for n in (8, 16, 32, 64)
+                ):
+                    return np.asarray(values.to_numpy(dtype=dtype.numpy_dtype))
+                return np.asarray(values.to_numpy(dtype=kind, na_value=np.nan))
+            except (TypeError, ValueError):
+                return None
+    return None
 
 
 def _fail(reason: Reason, message: str) -> Comparison:

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.capture import Value, decode, encode, to_python, trim
+from grader.capture import PANDAS, Value, decode, encode, to_python, trim
 from grader.course.model import Check
 from grader.errors import (
     HelperFailed,
@@ -408,6 +408,16 @@ class _Judging:
         source = "" if info.formula else info.source
         if mine is not None and expected is not None:
             cmp = compare(f"`{info.left}`", mine, expected, rtol=exc.rtol, atol=exc.atol, reveal=self.reveal)
+            if cmp.ok and mine.kind in PANDAS:  # pandas.testing checks dtypes and names too
+                cmp = compare(
+                    f"`{info.left}`",
+                    mine,
+                    expected,
+                    rtol=exc.rtol,
+                    atol=exc.atol,
+                    reveal=self.reveal,
+                    strict_types=True,
+                )
             if not cmp.ok:
                 return v.NotClose(info.left, cmp.messages, source=source)
         return v.DoesNotHold(info.source, ((info.left, show(exc.actual)),), shows_source=not info.formula)

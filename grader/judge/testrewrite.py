@@ -66,10 +66,22 @@ OPS: dict[str, Callable[[Any, Any], Any]] = {
 # Calls that compare two values within tolerance: ``assert np.allclose(yours, expected)``. The
 # grader keeps both sides, so a failure says how the student's value differs, in kind.
 CLOSE = frozenset({"allclose", "array_equal", "isclose", "array_equiv"})
-# numpy.testing's comparisons, called as statements (``np.testing.assert_allclose(yours, expected)``):
+# numpy.testing's and pandas.testing's comparisons, called as statements (``np.testing.assert_allclose(yours, expected)``):
 # each is kept with its two sides, so that its failure (``TestComparisonFailed``) is told like an
 # ``np.allclose`` assert's.
-TESTING = frozenset({"assert_allclose", "assert_array_equal", "assert_array_almost_equal", "assert_almost_equal"})
+TESTING = frozenset(
+    {
+        "assert_allclose",
+        "assert_array_equal",
+        "assert_array_almost_equal",
+        "assert_almost_equal",
+        "assert_equal",
+        "assert_frame_equal",
+        "assert_series_equal",
+        "assert_index_equal",
+        "assert_extension_array_equal",
+    }
+)
 
 
 @dataclass(frozen=True)

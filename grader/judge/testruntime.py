@@ -1,6 +1,7 @@
-"""What an instructor's test runs with in the grader: its modules (numpy, pytest, torch when it uses
-them), nose's ``assert_*`` helpers (``grader.nose_tools``), and the stand-in for a student's value
-that stayed in the student's process (``Handle``).
+"""What an instructor's test runs with in the grader: its modules (numpy, pandas, pytest, torch when
+it uses them; numpy's and pandas' ``testing`` comparisons failing as data), nose's ``assert_*``
+helpers (``grader.nose_tools``), and the stand-in for a student's value that stayed in the
+student's process (``Handle``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import builtins
 import functools
 import importlib
 import inspect
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -91,6 +93,11 @@ def _import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = 
         return _judged_numpy()[0]
     if module is np.testing:  # ``from numpy.testing import assert_allclose``
         return _judged_numpy()[1]
+    pandas = sys.modules.get("pandas")
+    if pandas is not None and module is pandas:  # ``import pandas as pd``, ``import pandas.testing as pdt``
+        return _judged_pandas()[0]
+    if pandas is not None and module is getattr(pandas, "testing", None):  # ``from pandas.testing import ...``
+        return _judged_pandas()[1]
     return module
 
 
@@ -156,7 +163,24 @@ _TOLERANCE: dict[str, Callable[[dict[str, Any]], tuple[float, float]]] = {
     "assert_array_equal": lambda arguments: (0.0, 0.0),
     "assert_array_almost_equal": _decimal,
     "assert_almost_equal": _decimal,
+    "assert_equal": lambda arguments: (0.0, 0.0),
 }
+
+
+def _pandas_tolerance(arguments: dict[str, Any]) -> tuple[float, float]:
+    """pandas.testing's tolerance as it binds it: none with ``check_exact=True``, else its
+    ``rtol`` and ``atol`` (1e-5 and 1e-8 when left to pandas)."""
+    if arguments.get("check_exact") is True:
+        return 0.0, 0.0
+    rtol, atol = arguments.get("rtol"), arguments.get("atol")
+    return (
+        float(rtol) if isinstance(rtol, (int, float)) else 1e-5,
+        float(atol) if isinstance(atol, (int, float)) else 1e-8,
+    )
+
+
+# pandas.testing's comparisons, likewise.
+_PANDAS_TESTING = ("assert_frame_equal", "assert_series_equal", "assert_index_equal", "assert_extension_array_equal")
 
 
 def _comparing(real: Callable[..., Any], tolerance: Callable[[dict[str, Any]], tuple[float, float]]) -> Any:
@@ -189,6 +213,19 @@ def _judged_numpy() -> tuple[types.ModuleType, types.ModuleType]:
     return _Judged(np, testing=testing), testing
 
 
+@functools.cache
+def _judged_pandas() -> tuple[types.ModuleType, types.ModuleType]:
+    """pandas and pandas.testing as a test sees them while judging (``_comparing``)."""
+    import pandas
+
+    real = pandas.testing
+    testing = _Judged(
+        real,
+        **{name: _comparing(getattr(real, name), _pandas_tolerance) for name in _PANDAS_TESTING if hasattr(real, name)},
+    )
+    return _Judged(pandas, testing=testing), testing
+
+
 def namespace(source: str) -> dict[str, Any]:
     """The test's globals: the grader's own modules it uses (numpy's comparisons failing as data,
     ``_comparing``), nose's helpers, pytest with a ``raises`` that says structurally what it
@@ -210,6 +247,8 @@ def namespace(source: str) -> dict[str, Any]:
         if alias not in used:
             continue  # torch and pandas are imported only for a test that uses them
         module = _judged_numpy()[0] if name == "numpy" else _module(name)
+        if name == "pandas" and module is not None:
+            module = _judged_pandas()[0]
         if module is not None:
             ns[alias] = module
     ns.update({name: getattr(_NOSE_TOOLS, name) for name in testcode.GRADER_HELPERS if hasattr(_NOSE_TOOLS, name)})

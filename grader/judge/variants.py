@@ -159,7 +159,7 @@ def _plain(value: Value) -> Any:
         return items if value.kind == "list" else tuple(items)
     if value.kind == "dict":
         return {k: _plain(v) for k, v in value.data.items()}
-    return value.data
+    return capture.to_python(value)  # a frame, a set...: a copy of its own for the rule
 
 
 SECRET_ENV = "GRADER_VARIANT_SECRET"
