@@ -236,6 +236,7 @@ def test_the_student_side_imports_nothing_of_the_graders():
         "grader.run.calls",
         "grader.run.test_recorder",
         "grader.run.figures",
+        "grader.run.injections",
         "grader.names",
         "grader.nose_tools",
         "grader.vocab",
@@ -252,6 +253,8 @@ def test_the_student_side_imports_nothing_of_the_graders():
         "grader.capture.values",
         "grader.run.jupyter_kernel",
         "grader.run.test_recorder",
+        "grader.run.injections",
+        "grader.run.figures",
     ):
         reached = {t for t, _, top in imports(module, MODULES[module]) if top}
         assert reached <= allowed | {module}, f"{module} imports {sorted(reached - allowed)}"

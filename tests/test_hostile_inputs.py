@@ -147,9 +147,10 @@ def test_a_notebook_too_costly_to_analyse_ends_with_its_reason_not_the_batch(tmp
 
 
 def test_a_capture_too_costly_to_decode_ends_that_submission_after_its_run(grader, numpy_assignment, tmp_path):
-    """95,000 small dicts as an answer: within the frame's size and item limits, yet about 2.5 s of
-    the grader's CPU to decode and compare, against a few hundredths for the honest notebook. With
-    a budget of 0.3 s the check after the run's values are read stops it there."""
+    """25,000 small dicts as an answer: within the frame's size and item limits (275,000 of the
+    300,000 objects a frame may carry), yet about 0.7 s of the grader's CPU to decode and compare,
+    against a few hundredths for the honest notebook. With a budget of 0.3 s the check after the
+    run's values are read stops it there."""
     import dataclasses
 
     a = dataclasses.replace(numpy_assignment, limits=dataclasses.replace(numpy_assignment.limits, grader_cpu=0.3))
@@ -158,7 +159,7 @@ def test_a_capture_too_costly_to_decode_ends_that_submission_after_its_run(grade
     costly = grader.grade(
         a,
         write_notebook(
-            fill(SKELETON, {**NUMPY_CORRECT, "output": '[{"a": [i, (i,)]} for i in range(95_000)]'}),
+            fill(SKELETON, {**NUMPY_CORRECT, "output": '[{"a": [i, (i,)]} for i in range(25_000)]'}),
             tmp_path / "costly.ipynb",
         ),
     )

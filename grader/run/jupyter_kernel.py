@@ -16,7 +16,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from grader.run import sandbox, student_values, worker
+from grader.run import injections, sandbox, student_values, worker
 
 if TYPE_CHECKING:  # the job's shape, for the type checker only: the kernel imports nothing of the grader's side
     from grader.run.job import CaptureWire, CellEndMessage, JobWire, StartMessage
@@ -53,7 +53,7 @@ class KernelSide:
         self.captures: dict[int, list[CaptureWire]] = {}
         for c in job["captures"]:
             self.captures.setdefault(c["point"] if c["point"] is not None else len(job["cells"]), []).append(c)
-        worker.install_injections(shell.user_ns, job)  # as worker.Runner.run
+        injections.install_injections(shell.user_ns, job)  # as worker.Runner.run
         self.error: BaseException | None = None
         self.started = 0.0
         shell.events.register("post_run_cell", self._post_run_cell)
