@@ -27,6 +27,7 @@ from grader.judge.context import Context, changes
 from grader.judge.jobs import JobTemplate
 from grader.judge.variants import Variant
 from grader.notebook import Cell, python_source
+from grader.notebook.flow import parse_quietly
 from grader.notebook.scopes import free_reads
 from grader.run.execute import Session
 from grader.run.job import Captured
@@ -78,7 +79,7 @@ def definitions(cells: Iterable[Cell], names: Iterable[str]) -> dict[str, str]:
     for cell in cells:
         text = python_source(cell.source)
         try:
-            tree = ast.parse(text)
+            tree = parse_quietly(text)
         except SyntaxError:
             continue
         lines = text.splitlines()

@@ -5,7 +5,6 @@ only on other data is found here, and an answer whose code broke first is not bl
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 
 from grader.course.model import Check
@@ -14,6 +13,7 @@ from grader.judge import verdicts as v
 from grader.judge.compare import compare
 from grader.judge.context import Context, VariantRun, carried_from_steps, changes, holds_on
 from grader.notebook import module_level_binds
+from grader.notebook.flow import parse_quietly
 from grader.run.job import CellRun
 from grader.vocab import CellStatus, Reason
 
@@ -44,7 +44,7 @@ def _blamed_names(check: Check, cell: CellRun, run: VariantRun, ctx: Context) ->
     if not cell.source:
         return set()
     try:
-        tree = ast.parse(cell.source)
+        tree = parse_quietly(cell.source)
     except SyntaxError:
         return set()
     binds = module_level_binds(tree)
