@@ -270,3 +270,16 @@ def test_a_ta_sees_the_figure_of_a_notebook_never_run_and_the_reference_figure_i
     finally:
         driver.quit()
         server.shutdown()
+
+
+def test_only_png_images_sent_by_the_student_process_are_kept():
+    # The student's process could send any text as a figure; a page puts it in a data: URL.
+    from grader import capture
+    from grader.judge import manual
+    from grader.names import figures_id
+    from grader.run.job import Captured
+
+    png = base64.b64encode(PNG + b"\0" * 24).decode()
+    sent = {"t": "list", "items": [{"t": "str", "v": v} for v in (png, '" onerror="x', "PHN2Zz4=", "1")]}
+    kept = manual.figures_of("heat", {figures_id("heat"): Captured(value=capture.decode(sent))})
+    assert kept == ((png,), 3)  # the forged two counted as left out, with the one the run left out

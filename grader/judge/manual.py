@@ -8,6 +8,8 @@ waiting verdict in every output; ``graded`` and ``awaiting`` are the only ways i
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import re
 from collections.abc import Mapping, Sequence
@@ -65,8 +67,22 @@ def figures_of(qid: str, captured: Mapping[str, Captured]) -> tuple[tuple[str, .
     items = [item.data for item in got.value.data if item.kind == "str"]
     if len(items) != len(got.value.data):
         return None
-    *images, left_out = items
-    return tuple(images), int(left_out) if left_out.isdigit() else 0
+    *sent, left_out = items
+    # The student's process sent them: only what is a PNG image in base64 is kept (a page puts it
+    # in a ``data:`` URL, so nothing else may reach one), the rest counted as left out.
+    images = tuple(i for i in sent if _is_png(i))
+    return images, (int(left_out) if left_out.isdigit() else 0) + len(sent) - len(images)
+
+
+_PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _is_png(text: str) -> bool:
+    try:
+        head = base64.b64decode(text[:16], validate=True)
+    except (ValueError, binascii.Error):
+        return False
+    return head.startswith(_PNG) and all(c.isalnum() or c in "+/=" for c in text)
 
 
 def with_figures(found: answers.Answer, qid: str, captured: Mapping[str, Captured]) -> answers.Answer:
