@@ -15,6 +15,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from typing import TYPE_CHECKING
 
 from grader.errors import SandboxError, SessionSetupError
@@ -221,6 +222,12 @@ def _isolate(
         # run's own first); where runs take turns (host.turn) no other student's are among them.
         # Zombies are left out: collected during the run, they would leave it room beyond its limit
         # (an earlier run's keeper, say); while they last, the run has that much less.
+        # An earlier run's processes are mostly collected soon after its end: wait for that (a second
+        # at most) rather than start with less room than ``processes`` (an honest notebook graded
+        # just after a fork bomb could otherwise not start a single subprocess).
+        settled = time.monotonic() + 1.0
+        while tasks_of(real_uid) > tasks_of(real_uid, zombies=False) and time.monotonic() < settled:
+            time.sleep(0.01)
         nproc = tasks_of(real_uid, zombies=False) - 1 + int(limits["processes"])
     else:
         nproc = None
