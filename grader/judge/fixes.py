@@ -36,11 +36,12 @@ _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def needed(assignment: Assignment, ctx: Context) -> dict[str, tuple[tuple[str, str], ...]]:
-    """The steps without a value (on the notebook's data or on a variant) that are computed with the student's functions or classes tested
-    by another question that does not pass (``callables.wrong_used``), or from a step without a
-    value for that reason (a tokenizer that raised leaves its ids, their embeddings and everything
-    after without a value): check id -> (name, the question that tests it) of each. Empty for a
-    submission whose every step has a value (no extra run)."""
+    """The steps without a value (on the notebook's data or on a variant) that are computed with
+    the student's functions or classes tested by another question that does not pass
+    (``callables.wrong_used``), or from a step without a value for that reason (a tokenizer that
+    raised leaves its ids, their embeddings and everything after without a value): check id ->
+    (name, the question that tests it) of each. Empty for a submission whose every step has a
+    value (no extra run)."""
     ctx = callables.with_checks(assignment, ctx)
     out: dict[str, tuple[tuple[str, str], ...]] = {}
     for check in assignment.checks:  # in the assignment's order: a step's upstream steps come first
