@@ -23,7 +23,9 @@ from grader.judge import wording
 from grader.judge.grading import Grader
 from grader.judge.jobs import run_notebook
 from grader.outputs import gradescope
+from grader.run.job import RunResult
 from grader.testing import fill, write
+from grader.vocab import RunStatus
 
 EXAMPLES = ROOT / "examples" / "attention_numpy"
 
@@ -169,6 +171,46 @@ def test_the_carry_forward_policy_sets_the_credit_and_never_brings_the_hint_back
         assert q.status == status and q.carried_forward == ("scaled",)
         assert not any(line.startswith("Likely mistake:") for line in q.lines), q.lines
     assert "Likely mistake: The scores are not divided by sqrt(d_k)." in question(card, "scaled").lines
+
+
+class _FirstTrustedRunTimesOut:
+    """The grader's executor, except that the first run of the solution's code in a reused session
+    ends as a run cut by its time limit would (a loaded machine, a kernel slow to start)."""
+
+    def __init__(self, executor):
+        self.executor, self.failed = executor, 0
+
+    def __getattr__(self, name):
+        return getattr(self.executor, name)
+
+    def session(self, reuse=None):
+        inner, outer = self.executor.session(reuse=reuse), self
+
+        class Session:
+            def run(self, job):
+                if job.trusted and reuse is not None and not outer.failed:
+                    outer.failed += 1
+                    return RunResult(status=RunStatus.TIMEOUT, reason="the notebook ran past its limit")
+                return inner.run(job)
+
+            def close(self):
+                inner.close()
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                inner.close()
+
+        return Session()
+
+
+def test_a_carry_forward_run_cut_short_is_run_again_before_credit_is_decided(grader, numpy_assignment):
+    flaky = _FirstTrustedRunTimesOut(grader.executor)
+    card = Grader(grader.course, executor=flaky).grade(numpy_assignment, EXAMPLES / "carol_no_sqrt.ipynb")
+    assert flaky.failed == 1  # the run was cut once; its second run decides
+    assert (card.score, card.max_score) == (9, 11)
+    assert question(card, "weights").carried_forward == ("scaled",)
 
 
 def test_carry_forward_is_read_at_every_level_and_a_bad_value_is_named(tmp_path):

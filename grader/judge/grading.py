@@ -27,9 +27,9 @@ from grader.judge.reference import Reference, References, VariantSet
 from grader.judge.scorecard import CellError, Execution, QuestionResult, Scorecard
 from grader.judge.students import Students
 from grader.judge.variants import Variant
-from grader.run.execute import Executor
+from grader.run.execute import Executor, Session
 from grader.run.forking import default_executor
-from grader.run.job import DiskFull, RunResult
+from grader.run.job import Captured, DiskFull, Job, RunResult
 from grader.run.sandbox import not_enforced
 from grader.vocab import CellStatus, CheckStatus, QuestionStatus, RunStatus, SubmissionStatus
 
@@ -289,31 +289,35 @@ class Grader:
         # The solution's sandbox and warm process, as for its draws (``References._draw``): the
         # student's values come in as plain data, and no student code runs there.
         with self.executor.session(reuse=("solution", assignment.name)) as runner:
-            carried = runner.run(
-                replace(
-                    build_carry_job(
-                        assignment, cells, infos, ctx.student, skip=skip, variant=own.variant if own else None
-                    ),
-                    stay=True,
-                    trusted=True,
-                )
-            ).captures
+            carried = self._trusted(
+                runner,
+                build_carry_job(assignment, cells, infos, ctx.student, skip=skip, variant=own.variant if own else None),
+            )
             runs = tuple(
                 replace(
                     v,
-                    carried=runner.run(
-                        replace(
-                            build_carry_job(
-                                assignment, cells, infos, v.student, skip=skip, variant=by_number[v.number]
-                            ),
-                            stay=True,
-                            trusted=True,
-                        )
-                    ).captures,
+                    carried=self._trusted(
+                        runner,
+                        build_carry_job(assignment, cells, infos, v.student, skip=skip, variant=by_number[v.number]),
+                    ),
                 )
                 for v in ctx.variants
             )
         return without_right_calls(replace(ctx, carried=carried, variants=runs))
+
+    def _trusted(self, runner: Session, job: Job) -> dict[str, Captured]:
+        """The captures of a run of the solution's code (trusted, in the solution's sandbox). A run
+        that timed out or whose process died is the grader's own failure, not the student's (a
+        loaded machine, a kernel slow to start): it is run once more in a process of its own before
+        its values, whatever they are, are taken."""
+        job = replace(job, stay=True, trusted=True)
+        done = runner.run(job)
+        if done.status != RunStatus.OK:
+            with self.executor.session() as fresh:
+                again = fresh.run(replace(job, stay=False))
+            if again.status == RunStatus.OK or len(again.captures) > len(done.captures):
+                done = again
+        return done.captures
 
     def _solution_steps(self, assignment: Assignment) -> tuple[list[notebook.Cell], list[notebook.CellInfo]] | None:
         """The solution's cells as the carry-forward runs run them, and what each reads and binds;
