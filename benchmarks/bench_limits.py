@@ -47,7 +47,7 @@ from grader import batch  # noqa: E402
 from grader.course import config  # noqa: E402
 from grader.judge.grading import Grader  # noqa: E402
 from grader.run import sandbox  # noqa: E402
-from grader.testing import fill, write  # noqa: E402
+from grader.testing import burst_cell, fill, write  # noqa: E402
 
 NUMPY_CORRECT = {
     "Q": "X @ W_q.T",
@@ -60,44 +60,9 @@ NUMPY_CORRECT = {
     "output": "attention_weights @ V",
 }
 
-# Forks and thread starts as fast as they go, from the notebook and from each child; every task
-# holds until the count is taken, and reports itself on a pipe the notebook reads.
-BURST = """
-import os, threading, time, json
-r, w = os.pipe()
-os.set_blocking(r, False)
-def hold():
-    time.sleep(4)
-def threads(n):
-    for _ in range(n):
-        try:
-            threading.Thread(target=hold, daemon=True).start()
-        except (RuntimeError, OSError):
-            return
-        os.write(w, b"t")
-for _ in range(400):
-    try:
-        pid = os.fork()
-    except OSError:
-        break
-    if pid == 0:
-        os.write(w, b"p")
-        threads(50)
-        time.sleep(4)
-        os._exit(0)
-    threads(2)
-time.sleep(1.5)
-seen = b""
-while True:
-    try:
-        chunk = os.read(r, 1 << 16)
-    except BlockingIOError:
-        break
-    if not chunk:
-        break
-    seen += chunk
-raise RuntimeError('probe ' + json.dumps({'held': 1 + len(seen), 'processes': 1 + seen.count(b'p')}))
-"""
+BURST = burst_cell(forks=400, threads_each=50, hold=4, settle=1.5) + (
+    "raise RuntimeError('probe ' + json.dumps({'held': held, 'processes': processes}))\n"
+)
 
 # Write 1 MB blocks until a write fails, in the working directory, then /tmp, then /dev/shm.
 DISK = """

@@ -77,3 +77,48 @@ def write(nb: nbformat.NotebookNode, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(path))  # type: ignore[no-untyped-call]  # nbformat has no annotations
     return path
+
+
+def burst_cell(forks: int, threads_each: int, hold: float, settle: float) -> str:
+    """A notebook cell that forks and starts threads as fast as it can (``forks`` children, each
+    starting ``threads_each`` threads, the notebook two threads per fork), every task holding for
+    ``hold`` seconds and reporting itself on a pipe the cell reads after ``settle`` seconds. Ends
+    with ``held`` bound to the most tasks the run held at once (its first process included) and
+    ``processes`` to the processes among them: the probe of a run's process limit, for the tests
+    and the benchmark of ``limits.processes``."""
+    return f"""import os, threading, time, json
+r, w = os.pipe()
+os.set_blocking(r, False)
+def hold():
+    time.sleep({hold})
+def threads(n):
+    for _ in range(n):
+        try:
+            threading.Thread(target=hold, daemon=True).start()
+        except (RuntimeError, OSError):
+            return
+        os.write(w, b"t")
+for _ in range({forks}):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        os.write(w, b"p")
+        threads({threads_each})
+        time.sleep({hold})
+        os._exit(0)
+    threads(2)
+time.sleep({settle})
+seen = b""
+while True:
+    try:
+        chunk = os.read(r, 1 << 16)
+    except BlockingIOError:
+        break
+    if not chunk:
+        break
+    seen += chunk
+held = 1 + len(seen)
+processes = 1 + seen.count(b"p")
+"""

@@ -21,7 +21,7 @@ from conftest import NUMPY_CORRECT
 from grader import batch
 from grader.run.sandbox import disk, probe
 from grader.run.sandbox.probe import Features
-from grader.testing import fill, write
+from grader.testing import burst_cell, fill, write
 
 DEBIAN_PYTHON = "/usr/bin/python3.11"  # `make test-setup` installs it where it runs as root
 
@@ -158,44 +158,7 @@ def test_a_fork_bomb_beside_an_honest_notebook_costs_it_no_point(grader, bounded
         assert any(line.startswith("user: runs as the grader's own user") for line in run["sandbox_not_enforced"])
 
 
-# Forks and thread starts as fast as they go, from the notebook and from each child; every task
-# holds until the count is taken, and reports itself on a pipe the notebook reads: the most the run
-# held at once is 1 + what it read.
-BURST = """import os, threading, time, json
-r, w = os.pipe()
-os.set_blocking(r, False)
-def hold():
-    time.sleep(2)
-def threads(n):
-    for _ in range(n):
-        try:
-            threading.Thread(target=hold, daemon=True).start()
-        except (RuntimeError, OSError):
-            return
-        os.write(w, b"t")
-for _ in range(200):
-    try:
-        pid = os.fork()
-    except OSError:
-        break
-    if pid == 0:
-        os.write(w, b"p")
-        threads(20)
-        time.sleep(2)
-        os._exit(0)
-    threads(2)
-time.sleep(0.5)
-seen = b""
-while True:
-    try:
-        chunk = os.read(r, 1 << 16)
-    except BlockingIOError:
-        break
-    if not chunk:
-        break
-    seen += chunk
-held = 1 + len(seen)
-"""
+BURST = burst_cell(forks=200, threads_each=20, hold=2, settle=0.5)
 
 
 def test_a_fork_and_thread_burst_never_holds_more_than_the_limit(grader, bounded, tmp_path):
