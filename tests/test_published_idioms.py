@@ -1,0 +1,77 @@
+"""Idioms of courses instructors published with nbgrader and otter (docs/imported-courses.md, the
+last section), each in a small course of our own: the import takes it, ``grader validate`` says the
+course is sound, and the grading scores what the course's own tool scores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from nbgrader_course import meta, notebook
+
+from grader.authoring import import_check, importing
+from grader.authoring.nbgrader import importer as nbgrader_import
+from grader.authoring.validate import validate
+from grader.course import config
+from grader.judge.grading import Grader
+
+
+def nbgrader_source(root: Path, cells: list, files: dict[str, str] | None = None) -> Path:
+    src = root / "source" / "ps1"
+    src.mkdir(parents=True)
+    (src / "ps1.ipynb").write_text(notebook(cells))
+    for rel, body in (files or {}).items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(body)
+    return src
+
+
+def imported(root: Path, src: Path):
+    """Import as ``grader import nbgrader`` does: staged, checked, then written; the course loaded."""
+    items = nbgrader_import.read(src)
+    staged = import_check.stage(items, root / "c" / "config.yaml", course_name="c")
+    importing.write(items, root / "c" / "config.yaml", course_name="c")
+    return staged, items, config.load(root / "c" / "config.yaml")
+
+
+def test_a_released_stub_that_runs_and_fails_is_the_skeletons_answer_and_scores_zero(tmp_path):
+    """``ans = None`` before the marked solution: the release runs and fails the test. The import takes
+    it, ``grader validate`` accepts it (the course marks its solution), and the release left as it is
+    scores 0 on that question, as nbgrader gives it."""
+    answer = "word = 'abc'\nrev = None\n### BEGIN SOLUTION\nrev = word[::-1]\n### END SOLUTION"
+    other = "def twice(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"
+    cells = [
+        ("code", answer, meta("rev", solution=True)),
+        ("code", "assert rev == 'cba'", meta("t_rev", grade=True, locked=True, points=2)),
+        ("code", other, meta("twice", solution=True)),
+        ("code", "assert twice(3) == 6", meta("t_twice", grade=True, locked=True, points=1)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    assert [q.skeleton_fails for q in assignment.questions] == [True, False]
+    assert validate(course, assignment) == []
+    card = Grader(course).grade(assignment, assignment.skeleton)
+    assert card.score == 0
+    assert {q.id: q.status for q in card.questions} == {"t_rev": "failed", "t_twice": "unanswered"}
+    assert Grader(course).grade(assignment, assignment.solution).score == 3
+
+
+def test_a_skeleton_that_earns_points_is_still_refused_where_the_course_says_it_fails(tmp_path):
+    """``skeleton_fails`` lets the skeleton fail a question, never earn it."""
+    root = tmp_path / "c"
+    (root / "solutions" / "a").mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("n = 2\nm = 3  # SOLUTION")]
+    nbformat.write(nb, str(root / "solutions" / "a" / "a.ipynb"))
+    (root / "config.yaml").write_text(
+        "course: {name: c}\nassignments:\n  a:\n    variants: {count: 0}\n    questions:\n"
+        "    - id: q\n      points: 1\n      skeleton_fails: true\n      checks:\n      - test: assert n == 2\n"
+        "    - id: r\n      points: 1\n      checks:\n      - value: m\n"
+    )
+    from grader.authoring.assign import write_assignment
+
+    course = config.load(root / "config.yaml")
+    write_assignment(course.assignment("a"), None)
+    problems = validate(course, course.assignment("a"))
+    assert problems and problems[0] == "the skeleton scores 1, not 0"
