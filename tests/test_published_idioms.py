@@ -75,3 +75,43 @@ def test_a_skeleton_that_earns_points_is_still_refused_where_the_course_says_it_
     write_assignment(course.assignment("a"), None)
     problems = validate(course, course.assignment("a"))
     assert problems and problems[0] == "the skeleton scores 1, not 0"
+
+
+def _answered(skeleton: Path, out: Path, fill: dict[str, str]) -> Path:
+    """The skeleton with each blank cell (its text a key) answered with the key's value."""
+    nb = nbformat.read(str(skeleton), as_version=4)
+    for cell in nb.cells:
+        for key, text in fill.items():
+            if cell.source.strip() == key:
+                cell.source = text
+    nbformat.write(nb, str(out))
+    return out
+
+
+def test_a_test_reads_the_file_the_students_code_wrote(tmp_path):
+    """The test reads back a file the student's cell writes (``df.to_csv("out.tsv")``): it reads the
+    one the student's run wrote, as nbgrader's test does in the student's kernel; a student who wrote
+    another file, or none, fails it."""
+    frame = "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3], 'b': [4.0, 5.0, 6.0]})"
+    write = "### BEGIN SOLUTION\ndf.to_csv('out.tsv', sep='\\t', index=False)\n### END SOLUTION"
+    test = "back = pd.read_csv('out.tsv', sep='\\t')\nassert back.shape == (3, 2)\nassert back['b'].sum() == 15"
+    cells = [
+        ("code", frame, None),
+        ("code", write, meta("write", solution=True)),
+        ("code", test, meta("t_file", grade=True, locked=True, points=1)),
+    ]
+    staged, _, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 1
+    one_column = _answered(
+        assignment.skeleton,
+        tmp_path / "one.ipynb",
+        {"?": "df[['a']].to_csv('out.tsv', sep='\\t', index=False)"},
+    )
+    card = grader.grade(assignment, one_column)
+    assert card.score == 0 and card.questions[0].status == "failed"
+    # Left blank, nothing is written: the test's read fails in the student's run, and says so.
+    card = grader.grade(assignment, assignment.skeleton)
+    assert card.score == 0 and "No such file or directory: 'out.tsv'" in card.questions[0].lines[0]
