@@ -80,10 +80,13 @@ def test_a_skeleton_that_earns_points_is_still_refused_where_the_course_says_it_
 def _answered(skeleton: Path, out: Path, fill: dict[str, str]) -> Path:
     """The skeleton with each blank cell (its text a key) answered with the key's value."""
     nb = nbformat.read(str(skeleton), as_version=4)
+    used = set()
     for cell in nb.cells:
         for key, text in fill.items():
-            if cell.source.strip() == key:
+            if cell.cell_type == "code" and cell.source.strip() == key:
                 cell.source = text
+                used.add(key)
+    assert used == set(fill), "every answer has its blank in the skeleton"
     nbformat.write(nb, str(out))
     return out
 
@@ -115,3 +118,32 @@ def test_a_test_reads_the_file_the_students_code_wrote(tmp_path):
     # Left blank, nothing is written: the test's read fails in the student's run, and says so.
     card = grader.grade(assignment, assignment.skeleton)
     assert card.score == 0 and "No such file or directory: 'out.tsv'" in card.questions[0].lines[0]
+
+
+def test_a_module_name_the_notebook_imports_as_another_module_is_the_notebooks_in_its_tests(tmp_path):
+    """``from numpy import random`` in the notebook, then ``random.default_rng(...)`` in a test: the
+    test's ``random`` is NumPy's, as in the student's kernel where nbgrader runs it, and its draws feed
+    the student's function."""
+    given = "import numpy as np\nfrom numpy import random"
+    answer = "def running_mean(x):\n    ### BEGIN SOLUTION\n    return np.cumsum(x) / np.arange(1, len(x) + 1)\n    ### END SOLUTION"
+    test = (
+        "rng = random.default_rng(seed=7)\nxs = rng.uniform(0, 1, 50)\nm = running_mean(xs)\n"
+        "assert np.isclose(m[-1], xs.mean())\nassert np.isclose(m[0], xs[0])"
+    )
+    cells = [
+        ("code", given, None),
+        ("code", answer, meta("running_mean", solution=True)),
+        ("code", test, meta("t_mean", grade=True, locked=True, points=2)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    assert assignment.questions[0].checks[0].notebook_names == ("random",)
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 2
+    wrong = _answered(
+        assignment.skeleton,
+        tmp_path / "w.ipynb",
+        {"def running_mean(x):\n    ?": "def running_mean(x):\n    return np.cumsum(x) / len(x)"},
+    )
+    assert grader.grade(assignment, wrong).score == 0

@@ -100,6 +100,33 @@ def missing_module(ename: str, evalue: str) -> str | None:
     return m.group(1)
 
 
+def modules_rebound(sources: list[str | None]) -> set[str]:
+    """The names of modules a test may use without importing them (``np``, ``random``) that the
+    notebook imports as another module (``from numpy import random``): in the notebook's tests they
+    are the notebook's, so each test reads them from the notebook (``notebook_names``)."""
+    from grader.course.testcode import GRADER_MODULES
+    from grader.notebook import python_source
+
+    out: set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(python_source(source or ""))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                bound = {
+                    (a.asname or a.name.partition(".")[0]): (a.name if a.asname else a.name.partition(".")[0])
+                    for a in node.names
+                }
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                bound = {(a.asname or a.name): f"{node.module}.{a.name}" for a in node.names if a.name != "*"}
+            else:
+                continue
+            out |= {alias for alias, module in bound.items() if GRADER_MODULES.get(alias, module) != module}
+    return out
+
+
 def install_line(module: str, declared: list[str]) -> str:
     """The line that installs ``module``: the course's own requirement for it where it declares one."""
     top = module.partition(".")[0]

@@ -44,6 +44,7 @@ from grader.authoring.importing import (
     given_files,
     kernel,
     missing_in_run,
+    modules_rebound,
     normalise,
     optional_cells,
     read_notebook,
@@ -440,7 +441,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             item.notes.append(f"tests/: question {q['id']!r} is in the notebook too; the notebook's tests are kept")
         else:
             item.questions.append(q)
-    shadowed = _builtins_bound(kept)
+    shadowed = _builtins_bound(kept) | modules_rebound([c.source if c.cell_type == "code" else None for c in kept])
     for q in item.questions:
         for check in q.get("checks", []):
             mine = sorted(shadowed & testcode.student_reads(check["test"]))
