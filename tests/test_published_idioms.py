@@ -147,3 +147,25 @@ def test_a_module_name_the_notebook_imports_as_another_module_is_the_notebooks_i
         {"def running_mean(x):\n    ?": "def running_mean(x):\n    return np.cumsum(x) / len(x)"},
     )
     assert grader.grade(assignment, wrong).score == 0
+
+
+def test_the_same_test_after_two_parts_is_each_parts_own_in_a_notebook_saved_without_ids():
+    """One test text after the 1-D part and again after the 2-D part; the student's notebook came from
+    nbgrader's release, which has no cell ids: each copy is its given cell in turn, so the first
+    test is taken after the first part, not at the end (where a later cell reassigned the name)."""
+    from grader.notebook import Cell, cell_point, restore_locked
+
+    test = "assert diff <= eps"
+    given = [
+        Cell(1, "diff = 1", cell_id="p1"),
+        Cell(2, test, tags=("locked",), cell_id="t1"),
+        Cell(3, "diff = 2", cell_id="p2"),
+        Cell(4, test, tags=("locked",), cell_id="t2"),
+    ]
+    student = [Cell(k, c.source) for k, c in enumerate(given, 1)]
+    out, changed = restore_locked(student, given)
+    assert [c.cell_id for c in out] == ["", "t1", "", "t2"] and changed == ()
+    assert cell_point(out, "t1", None) == 1 and cell_point(out, "t2", None) == 3
+    # A third copy of the student's: which is which is unknown, so none is taken as the given cells.
+    out, _ = restore_locked([*student, Cell(5, test)], given)
+    assert [c.cell_id for c in out] == ["", "", "", "", ""]
