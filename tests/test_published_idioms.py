@@ -7,12 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbgrader_course import meta, notebook
 
 from grader.authoring import import_check, importing
 from grader.authoring.nbgrader import importer as nbgrader_import
 from grader.authoring.validate import validate
 from grader.course import config
+from grader.errors import UsageError
 from grader.judge.grading import Grader
 
 
@@ -169,3 +171,47 @@ def test_the_same_test_after_two_parts_is_each_parts_own_in_a_notebook_saved_wit
     # A third copy of the student's: which is which is unknown, so none is taken as the given cells.
     out, _ = restore_locked([*student, Cell(5, test)], given)
     assert [c.cell_id for c in out] == ["", "", "", "", ""]
+
+
+def _otter_master(folder: Path, extra: list[str]) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_raw_cell("# ASSIGNMENT CONFIG\nname: lab\n"),
+        nbformat.v4.new_code_cell("import pandas as pd"),
+        nbformat.v4.new_raw_cell("# BEGIN QUESTION\nname: q1\npoints: 1"),
+        nbformat.v4.new_code_cell("n = 3 # SOLUTION"),
+        nbformat.v4.new_raw_cell("# BEGIN TESTS"),
+        nbformat.v4.new_code_cell("assert n == 3"),
+        nbformat.v4.new_raw_cell("# END TESTS"),
+        nbformat.v4.new_raw_cell("# END QUESTION"),
+        *(nbformat.v4.new_code_cell(src) for src in extra),
+    ]
+    nbformat.write(nb, str(folder / "lab.ipynb"))
+    return folder / "lab.ipynb"
+
+
+def test_a_cell_reading_a_file_the_course_does_not_ship_is_left_out_when_nothing_graded_uses_it(tmp_path):
+    """A demo cell reads a data file the published course does not hold; otter runs on past its
+    error. The import takes the course, that cell is not run when grading, and a note says why."""
+    from grader.authoring.otter import importer as otter_import
+
+    master = _otter_master(tmp_path, ["demo = pd.read_csv('logger_export.txt', sep='\\t')\ndemo"])
+    (item,) = otter_import.read(master)
+    assert item.notes == [
+        "lab.ipynb, cell 3: reads the file logger_export.txt, which is not beside the notebook; nothing graded "
+        "uses what it makes, so it is not run when grading"
+    ]
+    assert "skip-grading" in item.notebook.cells[-1].metadata["tags"]
+
+
+def test_a_cell_reading_an_unshipped_file_that_a_later_cell_uses_stops_the_import(tmp_path):
+    from grader.authoring.otter import importer as otter_import
+
+    master = _otter_master(tmp_path, ["demo = pd.read_csv('logger_export.txt')", "total = demo['v'].sum()"])
+    with pytest.raises(UsageError) as info:
+        otter_import.read(master)
+    assert str(info.value) == (
+        "lab.ipynb, cell 3 reads the file logger_export.txt, which is not beside the notebook, and cell 4 uses "
+        "what it makes (demo): add the file (and list it in the course's files) and import again; nothing was "
+        "written"
+    )

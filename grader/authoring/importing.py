@@ -245,9 +245,10 @@ def kernel(path: Path, nb: Any, item: Imported) -> None:
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
-def missing_in_run(folder: Path, sources: list[str | None], data: list[Path]) -> dict[int, str]:
+def missing_in_run(folder: Path, sources: list[str | None], data: list[Path]) -> tuple[dict[int, str], dict[int, str]]:
     """The cells (by position, None for a cell that is not code) that fail, run once in the sandbox
-    as the notebook stands with its data files, because a module is not installed here."""
+    as the notebook stands with its data files, because a module is not installed here (with the
+    module), and those that fail because a file they read is not there (with the file's name)."""
     from grader.course.model import Limits
     from grader.notebook import imported_modules
     from grader.run.forking import default_executor
@@ -266,10 +267,49 @@ def missing_in_run(folder: Path, sources: list[str | None], data: list[Path]) ->
         ),
     )
     out: dict[int, str] = {}
+    files: dict[int, str] = {}
     for run in default_executor().run(job).cells:
         module = missing_module(run.ename, run.evalue)
         if module is not None:
             out[run.index - 1] = module
+        elif run.ename == "FileNotFoundError" and run.filename:
+            files[run.index - 1] = run.filename.removeprefix("./")
+    return out, files
+
+
+def unshipped_cells(item: Imported, sources: list[str | None], unread: dict[int, str], tests: list[str]) -> set[int]:
+    """The cells (by position in ``sources``) that fail only because a file they read is not shipped
+    with the course (``unread``: the file each one reads), and on whose names no later cell and no
+    test depends: they are not run when grading, with a note (a course's own tool runs on past the
+    error). A cell something depends on stops the import: a UsageError names the notebook, the
+    cell, the file and what depends on it."""
+    from grader.notebook import parse_cell
+
+    def reads(text: str) -> set[str]:
+        return {n for st in parse_cell(text).statements for n in st.reads}
+
+    out: set[int] = set()
+    for pos, name in sorted(unread.items()):
+        where = f"{item.source.name}, cell {pos + 1}"
+        lost = {n for st in parse_cell(sources[pos] or "").statements for n in st.binds}
+        needs = [
+            f"cell {k + 1}"
+            for k in range(pos + 1, len(sources))
+            if sources[k] is not None and k not in out and reads(sources[k] or "") & lost
+        ]
+        needs += ["a test"] if any(reads(t) & lost for t in tests) and not needs else []
+        if needs:
+            raise UsageError(
+                f"{where} reads the file {name}, which is not beside the notebook, and {needs[0]} uses what it "
+                f"makes ({', '.join(sorted(lost))}): add the file (and list it in the course's files) and import "
+                "again; nothing was written"
+            )
+        out.add(pos)
+        item.note(
+            pos + 1,
+            f"reads the file {name}, which is not beside the notebook; nothing graded uses what it makes, so it "
+            "is not run when grading",
+        )
     return out
 
 
