@@ -215,3 +215,42 @@ def test_a_cell_reading_an_unshipped_file_that_a_later_cell_uses_stops_the_impor
         "what it makes (demo): add the file (and list it in the course's files) and import again; nothing was "
         "written"
     )
+
+
+def test_a_full_disk_during_the_import_is_one_line_and_an_exit_status_and_takes_back_what_was_written(
+    tmp_path, monkeypatch, capsys
+):
+    """The disk fills while the import writes the course: one line naming the file and why, exit
+    status 2, no traceback, and the course as it was (no config.yaml, no folders)."""
+    import errno
+    import shutil
+
+    from grader import cli
+
+    src = nbgrader_source(
+        tmp_path,
+        [
+            ("code", "### BEGIN SOLUTION\nn = 2\n### END SOLUTION", meta("n", solution=True)),
+            ("code", "assert n == 2", meta("t_n", grade=True, locked=True, points=1)),
+        ],
+        files={"data/values.csv": "a\n1\n"},
+    )
+    course = tmp_path / "course"
+    course.mkdir()
+    real = shutil.copyfile
+
+    def full(a, b, *args, **kwargs):
+        if str(b).startswith(str(course)):
+            raise OSError(errno.ENOSPC, "No space left on device", str(b))
+        return real(a, b, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "copyfile", full)
+    monkeypatch.chdir(course)
+    status = cli.main(["import", "nbgrader", str(src)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err == (
+        f"grader: the import could not be written: No space left on device ({course}/solutions/ps1/data/values.csv); "
+        "nothing was written\n"
+    )
+    assert list(course.iterdir()) == []

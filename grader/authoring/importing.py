@@ -24,6 +24,7 @@ import yaml
 from grader.authoring.assign import ANSWER_TAG, write_assignment
 from grader.course import config
 from grader.errors import UsageError
+from grader.files import write_atomic
 
 _ID_BAD = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -445,7 +446,37 @@ def check_names(items: list[Imported], config_path: Path, *, force: bool) -> set
 
 def write(items: list[Imported], config_path: Path, *, course_name: str, force: bool = False) -> list[str]:
     """Write the assignments into the course at ``config_path`` (created when missing); returns
-    the lines to print: what was written, then what could not be converted."""
+    the lines to print: what was written, then what could not be converted. A file that cannot be
+    written (a full disk) is a UsageError naming it, and what the import had written is taken
+    back: the course's config.yaml as it was, the assignments' new folders gone."""
+    root = config_path.parent
+    before = config_path.read_text(encoding="utf-8") if config_path.is_file() else None
+    folders = [root / top / item.name for item in items for top in ("solutions", "assignments")]
+    new = [f for f in [root / "solutions", root / "assignments", *folders] if not f.exists()]
+    try:
+        return _write(items, config_path, course_name=course_name, force=force)
+    except OSError as exc:
+        kept = [f for f in folders if f not in new and f.exists()]
+        for folder in new:
+            shutil.rmtree(folder, ignore_errors=True)
+        try:
+            if before is None:
+                config_path.unlink(missing_ok=True)
+            elif config_path.read_text(encoding="utf-8") != before:
+                write_atomic(config_path, before)
+        except OSError:
+            kept.append(config_path)
+        where = f" ({exc.filename})" if exc.filename else ""
+        what = (
+            "nothing was written"
+            if not kept
+            else f"what it wrote was taken back, but {', '.join(str(f) for f in kept)} held an earlier import and may "
+            "hold part of this one: import again with --force once there is room"
+        )
+        raise UsageError(f"the import could not be written: {exc.strerror or exc}{where}; {what}") from None
+
+
+def _write(items: list[Imported], config_path: Path, *, course_name: str, force: bool) -> list[str]:
     root = config_path.parent
     existing = _existing(config_path)
     taken = check_names(items, config_path, force=force)
@@ -484,7 +515,7 @@ def write(items: list[Imported], config_path: Path, *, course_name: str, force: 
         sections[item.name] = section
     if existing and force and taken & set(sections):
         existing.setdefault("assignments", {}).update(sections)
-        config_path.write_text(_yaml(existing), encoding="utf-8")
+        write_atomic(config_path, _yaml(existing))
     elif existing:
         text = config_path.read_text(encoding="utf-8")
         block = _yaml({"assignments": sections})
@@ -493,18 +524,16 @@ def write(items: list[Imported], config_path: Path, *, course_name: str, force: 
             # so the instructor's comments stay; else the file is written again from its data.
             last = [m.group(1) for m in re.finditer(r"^([A-Za-z_]\w*):", text, re.M)]
             if last and last[-1] == "assignments":
-                config_path.write_text(text.rstrip("\n") + "\n" + block.split("\n", 1)[1], encoding="utf-8")
+                write_atomic(config_path, text.rstrip("\n") + "\n" + block.split("\n", 1)[1])
             else:
                 existing["assignments"].update(sections)
-                config_path.write_text(_yaml(existing), encoding="utf-8")
+                write_atomic(config_path, _yaml(existing))
         else:
             existing["assignments"] = sections
-            config_path.write_text(_yaml(existing), encoding="utf-8")
+            write_atomic(config_path, _yaml(existing))
     else:
         header = '# The course, imported. Every key is documented in the grader\'s README ("config.yaml reference").\n'
-        config_path.write_text(
-            header + _yaml({"course": {"name": course_name}, "assignments": sections}), encoding="utf-8"
-        )
+        write_atomic(config_path, header + _yaml({"course": {"name": course_name}, "assignments": sections}))
     lines.append(f"wrote {config_path.name}")
     course = config.load(config_path)
     for item in items:
