@@ -399,6 +399,14 @@ def _assign_per_student(args: argparse.Namespace, course: config.Course) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    try:
+        return _import(args)
+    except OSError as exc:  # reading the course, or running it (a full disk): writing says so itself
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise UsageError(f"the import stopped: {exc.strerror or exc}{where}; nothing was written") from None
+
+
+def _import(args: argparse.Namespace) -> int:
     from grader.authoring import import_check, importing, peers
 
     config_path = Path(args.config) if args.config else Path.cwd() / "config.yaml"

@@ -114,7 +114,11 @@ def _stage(items: list[Imported], config_path: Path, *, course_name: str) -> Sta
                 m = _RELEASED_FAILS.match(p)
                 if m and not any(x.startswith("the skeleton scores") for x in said):
                     # The released notebook runs and fails the test (``ans = None`` before the answer):
-                    # 0 points, as the course's own tool gives it; not a broken course.
+                    # 0 points, as the course's own tool gives it; not a broken course, and written so
+                    # that ``grader validate`` says the same (``skeleton_fails``).
+                    for q in item.questions:
+                        if q["id"] == m.group(1):
+                            q["skeleton_fails"] = True
                     item.notes.append(
                         f"{item.source.name}: question {m.group(1)}: the released notebook fails its test rather "
                         "than leaving it unanswered (it holds a placeholder value before the answer); it scores "

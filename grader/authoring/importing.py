@@ -24,6 +24,7 @@ import yaml
 from grader.authoring.assign import ANSWER_TAG, write_assignment
 from grader.course import config
 from grader.errors import UsageError
+from grader.files import write_atomic
 
 _ID_BAD = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -98,6 +99,33 @@ def missing_module(ename: str, evalue: str) -> str | None:
     if m is None or m.group(1).partition(".")[0] == "nose":  # the grader has nose's helpers where tests run
         return None
     return m.group(1)
+
+
+def modules_rebound(sources: list[str | None]) -> set[str]:
+    """The names of modules a test may use without importing them (``np``, ``random``) that the
+    notebook imports as another module (``from numpy import random``): in the notebook's tests they
+    are the notebook's, so each test reads them from the notebook (``notebook_names``)."""
+    from grader.course.testcode import GRADER_MODULES
+    from grader.notebook import python_source
+
+    out: set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(python_source(source or ""))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                bound = {
+                    (a.asname or a.name.partition(".")[0]): (a.name if a.asname else a.name.partition(".")[0])
+                    for a in node.names
+                }
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                bound = {(a.asname or a.name): f"{node.module}.{a.name}" for a in node.names if a.name != "*"}
+            else:
+                continue
+            out |= {alias for alias, module in bound.items() if GRADER_MODULES.get(alias, module) != module}
+    return out
 
 
 def install_line(module: str, declared: list[str]) -> str:
@@ -218,9 +246,10 @@ def kernel(path: Path, nb: Any, item: Imported) -> None:
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
-def missing_in_run(folder: Path, sources: list[str | None], data: list[Path]) -> dict[int, str]:
+def missing_in_run(folder: Path, sources: list[str | None], data: list[Path]) -> tuple[dict[int, str], dict[int, str]]:
     """The cells (by position, None for a cell that is not code) that fail, run once in the sandbox
-    as the notebook stands with its data files, because a module is not installed here."""
+    as the notebook stands with its data files, because a module is not installed here (with the
+    module), and those that fail because a file they read is not there (with the file's name)."""
     from grader.course.model import Limits
     from grader.notebook import imported_modules
     from grader.run.forking import default_executor
@@ -239,10 +268,49 @@ def missing_in_run(folder: Path, sources: list[str | None], data: list[Path]) ->
         ),
     )
     out: dict[int, str] = {}
+    files: dict[int, str] = {}
     for run in default_executor().run(job).cells:
         module = missing_module(run.ename, run.evalue)
         if module is not None:
             out[run.index - 1] = module
+        elif run.ename == "FileNotFoundError" and run.filename:
+            files[run.index - 1] = run.filename.removeprefix("./")
+    return out, files
+
+
+def unshipped_cells(item: Imported, sources: list[str | None], unread: dict[int, str], tests: list[str]) -> set[int]:
+    """The cells (by position in ``sources``) that fail only because a file they read is not shipped
+    with the course (``unread``: the file each one reads), and on whose names no later cell and no
+    test depends: they are not run when grading, with a note (a course's own tool runs on past the
+    error). A cell something depends on stops the import: a UsageError names the notebook, the
+    cell, the file and what depends on it."""
+    from grader.notebook import parse_cell
+
+    def reads(text: str) -> set[str]:
+        return {n for st in parse_cell(text).statements for n in st.reads}
+
+    out: set[int] = set()
+    for pos, name in sorted(unread.items()):
+        where = f"{item.source.name}, cell {pos + 1}"
+        lost = {n for st in parse_cell(sources[pos] or "").statements for n in st.binds}
+        needs = [
+            f"cell {k + 1}"
+            for k in range(pos + 1, len(sources))
+            if sources[k] is not None and k not in out and reads(sources[k] or "") & lost
+        ]
+        needs += ["a test"] if any(reads(t) & lost for t in tests) and not needs else []
+        if needs:
+            raise UsageError(
+                f"{where} reads the file {name}, which is not beside the notebook, and {needs[0]} uses what it "
+                f"makes ({', '.join(sorted(lost))}): add the file (and list it in the course's files) and import "
+                "again; nothing was written"
+            )
+        out.add(pos)
+        item.note(
+            pos + 1,
+            f"reads the file {name}, which is not beside the notebook; nothing graded uses what it makes, so it "
+            "is not run when grading",
+        )
     return out
 
 
@@ -378,7 +446,37 @@ def check_names(items: list[Imported], config_path: Path, *, force: bool) -> set
 
 def write(items: list[Imported], config_path: Path, *, course_name: str, force: bool = False) -> list[str]:
     """Write the assignments into the course at ``config_path`` (created when missing); returns
-    the lines to print: what was written, then what could not be converted."""
+    the lines to print: what was written, then what could not be converted. A file that cannot be
+    written (a full disk) is a UsageError naming it, and what the import had written is taken
+    back: the course's config.yaml as it was, the assignments' new folders gone."""
+    root = config_path.parent
+    before = config_path.read_text(encoding="utf-8") if config_path.is_file() else None
+    folders = [root / top / item.name for item in items for top in ("solutions", "assignments")]
+    new = [f for f in [root / "solutions", root / "assignments", *folders] if not f.exists()]
+    try:
+        return _write(items, config_path, course_name=course_name, force=force)
+    except OSError as exc:
+        kept = [f for f in folders if f not in new and f.exists()]
+        for folder in new:
+            shutil.rmtree(folder, ignore_errors=True)
+        try:
+            if before is None:
+                config_path.unlink(missing_ok=True)
+            elif config_path.read_text(encoding="utf-8") != before:
+                write_atomic(config_path, before)
+        except OSError:
+            kept.append(config_path)
+        where = f" ({exc.filename})" if exc.filename else ""
+        what = (
+            "nothing was written"
+            if not kept
+            else f"what it wrote was taken back, but {', '.join(str(f) for f in kept)} held an earlier import and may "
+            "hold part of this one: import again with --force once there is room"
+        )
+        raise UsageError(f"the import could not be written: {exc.strerror or exc}{where}; {what}") from None
+
+
+def _write(items: list[Imported], config_path: Path, *, course_name: str, force: bool) -> list[str]:
     root = config_path.parent
     existing = _existing(config_path)
     taken = check_names(items, config_path, force=force)
@@ -417,7 +515,7 @@ def write(items: list[Imported], config_path: Path, *, course_name: str, force: 
         sections[item.name] = section
     if existing and force and taken & set(sections):
         existing.setdefault("assignments", {}).update(sections)
-        config_path.write_text(_yaml(existing), encoding="utf-8")
+        write_atomic(config_path, _yaml(existing))
     elif existing:
         text = config_path.read_text(encoding="utf-8")
         block = _yaml({"assignments": sections})
@@ -426,18 +524,16 @@ def write(items: list[Imported], config_path: Path, *, course_name: str, force: 
             # so the instructor's comments stay; else the file is written again from its data.
             last = [m.group(1) for m in re.finditer(r"^([A-Za-z_]\w*):", text, re.M)]
             if last and last[-1] == "assignments":
-                config_path.write_text(text.rstrip("\n") + "\n" + block.split("\n", 1)[1], encoding="utf-8")
+                write_atomic(config_path, text.rstrip("\n") + "\n" + block.split("\n", 1)[1])
             else:
                 existing["assignments"].update(sections)
-                config_path.write_text(_yaml(existing), encoding="utf-8")
+                write_atomic(config_path, _yaml(existing))
         else:
             existing["assignments"] = sections
-            config_path.write_text(_yaml(existing), encoding="utf-8")
+            write_atomic(config_path, _yaml(existing))
     else:
         header = '# The course, imported. Every key is documented in the grader\'s README ("config.yaml reference").\n'
-        config_path.write_text(
-            header + _yaml({"course": {"name": course_name}, "assignments": sections}), encoding="utf-8"
-        )
+        write_atomic(config_path, header + _yaml({"course": {"name": course_name}, "assignments": sections}))
     lines.append(f"wrote {config_path.name}")
     course = config.load(config_path)
     for item in items:

@@ -73,7 +73,12 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
         earned = sum(q.score for q in card.questions if q.id not in free)
         if earned != 0:
             problems.append(f"the skeleton scores {earned:g}, not 0")
+        # Given code that runs and fails its tests (``ans = None`` before the blank) is the skeleton's
+        # answer where the course says so; it must earn nothing, as above.
+        fails = {q.id for q in assignment.questions if q.skeleton_fails}
         for q in card.questions:
+            if q.id in fails and q.status in (QuestionStatus.FAILED, QuestionStatus.ERROR) and q.score == 0:
+                continue
             if q.status not in (QuestionStatus.UNANSWERED, QuestionStatus.MANUAL) and q.id not in free:
                 problems.append(
                     f"question {q.id} is {q.status} in the skeleton, not unanswered: mark its "

@@ -233,6 +233,7 @@ def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question
         "visible",
         "manual",
         "unchanged_scores_zero",
+        "skeleton_fails",
         "rubric",
         *Inherited.keys(Level.QUESTION),
     )
@@ -245,6 +246,8 @@ def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question
     if manual:
         if items:
             raise r.error(r.sub("checks"), "a manually graded question ('manual: true') has no checks")
+        if r.has("skeleton_fails"):
+            raise r.error(r.sub("skeleton_fails"), "a question graded by a person ('manual: true') runs no tests")
         return Question(
             id=qid,
             title=title,
@@ -271,7 +274,14 @@ def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question
         total = sum(c.points or 0 for c in checks)
         if abs(total - points) > 1e-9:
             raise r.error(r.sub("points"), f"is {points:g} but its checks' points add up to {total:g}")
-    return Question(id=qid, title=title, points=points, checks=checks, visible=r.flag("visible", True))
+    return Question(
+        id=qid,
+        title=title,
+        points=points,
+        checks=checks,
+        visible=r.flag("visible", True),
+        skeleton_fails=r.flag("skeleton_fails", False),
+    )
 
 
 def _variants(r: Reader, default_count: int) -> VariantSpec:

@@ -131,6 +131,9 @@ class Question:
     # A manual answer left exactly as released scores 0 and waits for no one.
     unchanged_scores_zero: bool = False
     rubric: tuple[RubricItem, ...] = ()  # a manual question's rubric items, in order
+    # The skeleton's given code answers the question and fails its tests (``ans = None`` before the
+    # blank): ``grader validate`` accepts it failed there, as long as it earns nothing.
+    skeleton_fails: bool = False
 
     @property
     def split(self) -> bool:

@@ -66,6 +66,24 @@ OPS: dict[str, Callable[[Any, Any], Any]] = {
 # Calls that compare two values within tolerance: ``assert np.allclose(yours, expected)``. The
 # grader keeps both sides, so a failure says how the student's value differs, in kind.
 CLOSE = frozenset({"allclose", "array_equal", "isclose", "array_equiv"})
+# Library calls that read a file into data, by name (``pd.read_csv``, ``np.load``): with a path
+# written in the test, each is a site (``Site.reads_file``).
+READERS = frozenset(
+    {
+        "read_csv",
+        "read_table",
+        "read_excel",
+        "read_json",
+        "read_parquet",
+        "read_feather",
+        "read_fwf",
+        "read_pickle",
+        "load",
+        "loadtxt",
+        "genfromtxt",
+        "fromfile",
+    }
+)
 # numpy.testing's and pandas.testing's comparisons, called as statements (``np.testing.assert_allclose(yours, expected)``):
 # each is kept with its two sides, so that its failure (``TestComparisonFailed``) is told like an
 # ``np.allclose`` assert's.
@@ -91,6 +109,10 @@ class Site:
     # The grader may compute it itself, on its own copies of the student's values, before asking
     # the record: it reads the notebook's names only through sites of its own.
     local: bool = False
+    # A call that reads a file the test names (``pd.read_csv("out.tsv")``): read here from the
+    # assignment's files, or, where they have none of that name, taken from the student's run,
+    # whose working folder holds what the student's code wrote.
+    reads_file: bool = False
 
 
 @dataclass(frozen=True)
@@ -202,8 +224,9 @@ class _Rewriter(ast.NodeTransformer):
     def _text(self, node: ast.AST) -> str:
         return ast.get_source_segment(self.source, node) or ast.unparse(node)
 
-    def _new_site(self, node: ast.AST, local: bool = False) -> int:
-        self.sites.append(Site(index=len(self.sites), source=trim(self._text(node), 120), local=local))
+    def _new_site(self, node: ast.AST, local: bool = False, reads_file: bool = False) -> int:
+        site = Site(index=len(self.sites), source=trim(self._text(node), 120), local=local, reads_file=reads_file)
+        self.sites.append(site)
         return len(self.sites) - 1
 
     def _site(self, node: ast.expr, body: ast.expr) -> ast.expr:
@@ -272,6 +295,15 @@ class _Rewriter(ast.NodeTransformer):
                     formula=self._formula(node),
                 )
             )
+        if (
+            name in READERS
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(_root(node.func), ast.Name)
+            and not _reads(node, self.tainted)
+            and any(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args[:1])
+        ):
+            index = self._new_site(node, local=True, reads_file=True)
+            return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(node)), node)
         if name in RAISES and len(node.args) >= 2 and _reads(node.args[1], self.tainted):
             call = ast.Call(func=node.args[1], args=node.args[2:], keywords=node.keywords)
             node = ast.Call(func=node.func, args=[node.args[0], _thunk(ast.copy_location(call, node))], keywords=[])

@@ -126,20 +126,28 @@ def restore_locked(cells: list[Cell], given: list[Cell]) -> tuple[list[Cell], tu
     positions of the cells that had been changed.
 
     A cell whose id is none of the given cells' (a notebook saved by an editor that gave its cells
-    new ids) but that holds, unchanged, the source of a given locked cell no other given cell holds
-    is that cell: it takes its id and tags."""
+    new ids) but that holds, unchanged, the source of a given locked cell is that cell: it takes
+    its id and tags. Where given cells share a source (the same test after two parts), the cells
+    holding it are theirs in order, if there are as many of them; else they are none of them."""
     locked = {c.cell_id: c for c in given if c.locked and c.cell_id}
     if not locked:
         return cells, ()
-    by_source: dict[str, Cell | None] = {}
+    shared: dict[str, list[Cell]] = {}
     for c in locked.values():
-        key = c.source.strip()
-        by_source[key] = None if key in by_source else c  # a source two given cells share names neither
+        shared.setdefault(c.source.strip(), []).append(c)
+    holding: dict[str, int] = {}
+    for c in cells:
+        if c.cell_id not in locked and c.source.strip() in shared:
+            holding[c.source.strip()] = holding.get(c.source.strip(), 0) + 1
+    seen: dict[str, int] = {}
     out, changed = [], []
     for c in cells:
         was = locked.get(c.cell_id)
-        if was is None and c.cell_id not in locked and c.source.strip():
-            was = by_source.get(c.source.strip())
+        key = c.source.strip()
+        if was is None and c.cell_id not in locked and key:
+            mine = shared.get(key, [])
+            n = seen[key] = seen.get(key, -1) + 1
+            was = mine[n] if len(mine) == holding.get(key) else None
             if was is not None:
                 c = Cell(index=c.index, source=c.source, tags=was.tags, cell_id=was.cell_id)
         if was is not None and (c.source != was.source or c.tags != was.tags):

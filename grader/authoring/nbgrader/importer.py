@@ -48,6 +48,7 @@ from grader.authoring.importing import (
     declared_requirements,
     kernel,
     missing_module,
+    modules_rebound,
     normalise,
     optional_cells,
     read_notebook,
@@ -360,6 +361,11 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
     testing = {k for k, c in enumerate(cells) if _meta(c).get("grade") and not _meta(c).get("solution")}
     for pos in optional_cells(item, sources, missing, tests, item.requirements, testing=testing):
         _tag(cells[pos], SKIP_TAG)
+    rebound = modules_rebound(sources)  # ``from numpy import random``: the tests' ``random`` is the notebook's
+    for check in (check for q in item.questions for check in q.get("checks", [])):
+        mine = sorted(rebound & testcode.student_reads(check["test"]))
+        if mine:
+            check["notebook_names"] = mine
     nb.cells = kept
     normalise(nb)
     for checks, cell in at_cells:  # taken where the test cell stands, which runs there (ids are final now)

@@ -44,9 +44,11 @@ from grader.authoring.importing import (
     given_files,
     kernel,
     missing_in_run,
+    modules_rebound,
     normalise,
     optional_cells,
     read_notebook,
+    unshipped_cells,
 )
 from grader.authoring.otter import exception as otter_exception
 from grader.authoring.otter import ok as otter_ok
@@ -440,7 +442,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             item.notes.append(f"tests/: question {q['id']!r} is in the notebook too; the notebook's tests are kept")
         else:
             item.questions.append(q)
-    shadowed = _builtins_bound(kept)
+    shadowed = _builtins_bound(kept) | modules_rebound([c.source if c.cell_type == "code" else None for c in kept])
     for q in item.questions:
         for check in q.get("checks", []):
             mine = sorted(shadowed & testcode.student_reads(check["test"]))
@@ -450,8 +452,12 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     # widget in a demo cell), is not run when grading; one something uses stops the import.
     sources = [c.source if c.cell_type == "code" else None for c in kept]
     test_sources = [check["test"] for q in item.questions for check in q.get("checks", [])]
-    missing = missing_in_run(path.parent, sources, item.data)  # otter's own lines are gone from the solution
-    for pos in optional_cells(item, sources, missing, test_sources, item.requirements):
+    missing, unread = missing_in_run(path.parent, sources, item.data)  # otter's own lines are gone from it
+    # A cell that reads a file the course does not ship (a demo of the data), nothing graded using
+    # it: otter runs on past its error; here it is not run when grading.
+    skipped = optional_cells(item, sources, missing, test_sources, item.requirements)
+    skipped |= unshipped_cells(item, sources, {k: f for k, f in unread.items() if k not in skipped}, test_sources)
+    for pos in sorted(skipped):
         tags = list(kept[pos].metadata.get("tags", []))
         kept[pos].metadata["tags"] = [*tags, "skip-grading"]
     item.settings["inert_lines"] = list(INERT_LINES)

@@ -1,0 +1,256 @@
+"""Idioms of courses instructors published with nbgrader and otter (docs/imported-courses.md, the
+last section), each in a small course of our own: the import takes it, ``grader validate`` says the
+course is sound, and the grading scores what the course's own tool scores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader_course import meta, notebook
+
+from grader.authoring import import_check, importing
+from grader.authoring.nbgrader import importer as nbgrader_import
+from grader.authoring.validate import validate
+from grader.course import config
+from grader.errors import UsageError
+from grader.judge.grading import Grader
+
+
+def nbgrader_source(root: Path, cells: list, files: dict[str, str] | None = None) -> Path:
+    src = root / "source" / "ps1"
+    src.mkdir(parents=True)
+    (src / "ps1.ipynb").write_text(notebook(cells))
+    for rel, body in (files or {}).items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(body)
+    return src
+
+
+def imported(root: Path, src: Path):
+    """Import as ``grader import nbgrader`` does: staged, checked, then written; the course loaded."""
+    items = nbgrader_import.read(src)
+    staged = import_check.stage(items, root / "c" / "config.yaml", course_name="c")
+    importing.write(items, root / "c" / "config.yaml", course_name="c")
+    return staged, items, config.load(root / "c" / "config.yaml")
+
+
+def test_a_released_stub_that_runs_and_fails_is_the_skeletons_answer_and_scores_zero(tmp_path):
+    """``ans = None`` before the marked solution: the release runs and fails the test. The import takes
+    it, ``grader validate`` accepts it (the course marks its solution), and the release left as it is
+    scores 0 on that question, as nbgrader gives it."""
+    answer = "word = 'abc'\nrev = None\n### BEGIN SOLUTION\nrev = word[::-1]\n### END SOLUTION"
+    other = "def twice(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"
+    cells = [
+        ("code", answer, meta("rev", solution=True)),
+        ("code", "assert rev == 'cba'", meta("t_rev", grade=True, locked=True, points=2)),
+        ("code", other, meta("twice", solution=True)),
+        ("code", "assert twice(3) == 6", meta("t_twice", grade=True, locked=True, points=1)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    assert [q.skeleton_fails for q in assignment.questions] == [True, False]
+    assert validate(course, assignment) == []
+    card = Grader(course).grade(assignment, assignment.skeleton)
+    assert card.score == 0
+    assert {q.id: q.status for q in card.questions} == {"t_rev": "failed", "t_twice": "unanswered"}
+    assert Grader(course).grade(assignment, assignment.solution).score == 3
+
+
+def test_a_skeleton_that_earns_points_is_still_refused_where_the_course_says_it_fails(tmp_path):
+    """``skeleton_fails`` lets the skeleton fail a question, never earn it."""
+    root = tmp_path / "c"
+    (root / "solutions" / "a").mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("n = 2\nm = 3  # SOLUTION")]
+    nbformat.write(nb, str(root / "solutions" / "a" / "a.ipynb"))
+    (root / "config.yaml").write_text(
+        "course: {name: c}\nassignments:\n  a:\n    variants: {count: 0}\n    questions:\n"
+        "    - id: q\n      points: 1\n      skeleton_fails: true\n      checks:\n      - test: assert n == 2\n"
+        "    - id: r\n      points: 1\n      checks:\n      - value: m\n"
+    )
+    from grader.authoring.assign import write_assignment
+
+    course = config.load(root / "config.yaml")
+    write_assignment(course.assignment("a"), None)
+    problems = validate(course, course.assignment("a"))
+    assert problems and problems[0] == "the skeleton scores 1, not 0"
+
+
+def _answered(skeleton: Path, out: Path, fill: dict[str, str]) -> Path:
+    """The skeleton with each blank cell (its text a key) answered with the key's value."""
+    nb = nbformat.read(str(skeleton), as_version=4)
+    used = set()
+    for cell in nb.cells:
+        for key, text in fill.items():
+            if cell.cell_type == "code" and cell.source.strip() == key:
+                cell.source = text
+                used.add(key)
+    assert used == set(fill), "every answer has its blank in the skeleton"
+    nbformat.write(nb, str(out))
+    return out
+
+
+def test_a_test_reads_the_file_the_students_code_wrote(tmp_path):
+    """The test reads back a file the student's cell writes (``df.to_csv("out.tsv")``): it reads the
+    one the student's run wrote, as nbgrader's test does in the student's kernel; a student who wrote
+    another file, or none, fails it."""
+    frame = "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3], 'b': [4.0, 5.0, 6.0]})"
+    write = "### BEGIN SOLUTION\ndf.to_csv('out.tsv', sep='\\t', index=False)\n### END SOLUTION"
+    test = "back = pd.read_csv('out.tsv', sep='\\t')\nassert back.shape == (3, 2)\nassert back['b'].sum() == 15"
+    cells = [
+        ("code", frame, None),
+        ("code", write, meta("write", solution=True)),
+        ("code", test, meta("t_file", grade=True, locked=True, points=1)),
+    ]
+    staged, _, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 1
+    one_column = _answered(
+        assignment.skeleton,
+        tmp_path / "one.ipynb",
+        {"?": "df[['a']].to_csv('out.tsv', sep='\\t', index=False)"},
+    )
+    card = grader.grade(assignment, one_column)
+    assert card.score == 0 and card.questions[0].status == "failed"
+    # Left blank, nothing is written: the test's read fails in the student's run, and says so.
+    card = grader.grade(assignment, assignment.skeleton)
+    assert card.score == 0 and "No such file or directory: 'out.tsv'" in card.questions[0].lines[0]
+
+
+def test_a_module_name_the_notebook_imports_as_another_module_is_the_notebooks_in_its_tests(tmp_path):
+    """``from numpy import random`` in the notebook, then ``random.default_rng(...)`` in a test: the
+    test's ``random`` is NumPy's, as in the student's kernel where nbgrader runs it, and its draws feed
+    the student's function."""
+    given = "import numpy as np\nfrom numpy import random"
+    answer = "def running_mean(x):\n    ### BEGIN SOLUTION\n    return np.cumsum(x) / np.arange(1, len(x) + 1)\n    ### END SOLUTION"
+    test = (
+        "rng = random.default_rng(seed=7)\nxs = rng.uniform(0, 1, 50)\nm = running_mean(xs)\n"
+        "assert np.isclose(m[-1], xs.mean())\nassert np.isclose(m[0], xs[0])"
+    )
+    cells = [
+        ("code", given, None),
+        ("code", answer, meta("running_mean", solution=True)),
+        ("code", test, meta("t_mean", grade=True, locked=True, points=2)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    assert assignment.questions[0].checks[0].notebook_names == ("random",)
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 2
+    wrong = _answered(
+        assignment.skeleton,
+        tmp_path / "w.ipynb",
+        {"def running_mean(x):\n    ?": "def running_mean(x):\n    return np.cumsum(x) / len(x)"},
+    )
+    assert grader.grade(assignment, wrong).score == 0
+
+
+def test_the_same_test_after_two_parts_is_each_parts_own_in_a_notebook_saved_without_ids():
+    """One test text after the 1-D part and again after the 2-D part; the student's notebook came from
+    nbgrader's release, which has no cell ids: each copy is its given cell in turn, so the first
+    test is taken after the first part, not at the end (where a later cell reassigned the name)."""
+    from grader.notebook import Cell, cell_point, restore_locked
+
+    test = "assert diff <= eps"
+    given = [
+        Cell(1, "diff = 1", cell_id="p1"),
+        Cell(2, test, tags=("locked",), cell_id="t1"),
+        Cell(3, "diff = 2", cell_id="p2"),
+        Cell(4, test, tags=("locked",), cell_id="t2"),
+    ]
+    student = [Cell(k, c.source) for k, c in enumerate(given, 1)]
+    out, changed = restore_locked(student, given)
+    assert [c.cell_id for c in out] == ["", "t1", "", "t2"] and changed == ()
+    assert cell_point(out, "t1", None) == 1 and cell_point(out, "t2", None) == 3
+    # A third copy of the student's: which is which is unknown, so none is taken as the given cells.
+    out, _ = restore_locked([*student, Cell(5, test)], given)
+    assert [c.cell_id for c in out] == ["", "", "", "", ""]
+
+
+def _otter_master(folder: Path, extra: list[str]) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_raw_cell("# ASSIGNMENT CONFIG\nname: lab\n"),
+        nbformat.v4.new_code_cell("import pandas as pd"),
+        nbformat.v4.new_raw_cell("# BEGIN QUESTION\nname: q1\npoints: 1"),
+        nbformat.v4.new_code_cell("n = 3 # SOLUTION"),
+        nbformat.v4.new_raw_cell("# BEGIN TESTS"),
+        nbformat.v4.new_code_cell("assert n == 3"),
+        nbformat.v4.new_raw_cell("# END TESTS"),
+        nbformat.v4.new_raw_cell("# END QUESTION"),
+        *(nbformat.v4.new_code_cell(src) for src in extra),
+    ]
+    nbformat.write(nb, str(folder / "lab.ipynb"))
+    return folder / "lab.ipynb"
+
+
+def test_a_cell_reading_a_file_the_course_does_not_ship_is_left_out_when_nothing_graded_uses_it(tmp_path):
+    """A demo cell reads a data file the published course does not hold; otter runs on past its
+    error. The import takes the course, that cell is not run when grading, and a note says why."""
+    from grader.authoring.otter import importer as otter_import
+
+    master = _otter_master(tmp_path, ["demo = pd.read_csv('logger_export.txt', sep='\\t')\ndemo"])
+    (item,) = otter_import.read(master)
+    assert item.notes == [
+        "lab.ipynb, cell 3: reads the file logger_export.txt, which is not beside the notebook; nothing graded "
+        "uses what it makes, so it is not run when grading"
+    ]
+    assert "skip-grading" in item.notebook.cells[-1].metadata["tags"]
+
+
+def test_a_cell_reading_an_unshipped_file_that_a_later_cell_uses_stops_the_import(tmp_path):
+    from grader.authoring.otter import importer as otter_import
+
+    master = _otter_master(tmp_path, ["demo = pd.read_csv('logger_export.txt')", "total = demo['v'].sum()"])
+    with pytest.raises(UsageError) as info:
+        otter_import.read(master)
+    assert str(info.value) == (
+        "lab.ipynb, cell 3 reads the file logger_export.txt, which is not beside the notebook, and cell 4 uses "
+        "what it makes (demo): add the file (and list it in the course's files) and import again; nothing was "
+        "written"
+    )
+
+
+def test_a_full_disk_during_the_import_is_one_line_and_an_exit_status_and_takes_back_what_was_written(
+    tmp_path, monkeypatch, capsys
+):
+    """The disk fills while the import writes the course: one line naming the file and why, exit
+    status 2, no traceback, and the course as it was (no config.yaml, no folders)."""
+    import errno
+    import shutil
+
+    from grader import cli
+
+    src = nbgrader_source(
+        tmp_path,
+        [
+            ("code", "### BEGIN SOLUTION\nn = 2\n### END SOLUTION", meta("n", solution=True)),
+            ("code", "assert n == 2", meta("t_n", grade=True, locked=True, points=1)),
+        ],
+        files={"data/values.csv": "a\n1\n"},
+    )
+    course = tmp_path / "course"
+    course.mkdir()
+    real = shutil.copyfile
+
+    def full(a, b, *args, **kwargs):
+        if str(b).startswith(str(course)):
+            raise OSError(errno.ENOSPC, "No space left on device", str(b))
+        return real(a, b, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "copyfile", full)
+    monkeypatch.chdir(course)
+    status = cli.main(["import", "nbgrader", str(src)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err == (
+        f"grader: the import could not be written: No space left on device ({course}/solutions/ps1/data/values.csv); "
+        "nothing was written\n"
+    )
+    assert list(course.iterdir()) == []
