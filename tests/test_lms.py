@@ -369,15 +369,15 @@ def test_a_canvas_download_grades_without_renaming_and_goes_back(course_root):
     assert {r["student"]: r["late"][:9] for r in gradebook}["102"] == "marked la"
 
 
-def test_a_moodle_download_in_folders_with_a_times_csv_goes_back_without_a_roster(course_root):
-    root = course_root
+def moodle_class(root: Path) -> None:
+    """Three students' notebooks as Moodle downloads them (a folder each), and the times Moodle
+    lists for them, in ``root``: every test that reads them writes them first."""
     (root / "times.csv").write_text(
         "Identifier,Full name,Last modified (submission)\n"
         'Participant 500001,Ada Lovelace,"Friday, 6 March 2026, 11:50 PM"\n'
         'Participant 500002,Bob Moses,"Sunday, 8 March 2026, 11:00 AM"\n'
         'Participant 500003,Cy Young,"Thursday, 12 March 2026, 9:00 AM"\n'
     )
-    config_with(root, "times.csv")
     right = notebook(root, "x.mean()")
     make_zip(
         root / "moodle.zip",
@@ -387,6 +387,12 @@ def test_a_moodle_download_in_folders_with_a_times_csv_goes_back_without_a_roste
             "Cy Young_500003_assignsubmission_file/rv.ipynb": right,  # past the cap: 50 %
         },
     )
+
+
+def test_a_moodle_download_in_folders_with_a_times_csv_goes_back_without_a_roster(course_root):
+    root = course_root
+    moodle_class(root)
+    config_with(root, "times.csv")
     proc = grader("grade", "moodle.zip", "--out", "moodle", "--formats", "yaml,moodle", cwd=root)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = root / "moodle"
@@ -412,6 +418,7 @@ def test_a_moodle_download_in_folders_with_a_times_csv_goes_back_without_a_roste
 
 def test_clock_times_without_a_zone_are_listed_and_nothing_is_written(course_root):
     root = course_root
+    moodle_class(root)
     config_with(root, "times.csv")
     text = (root / "config.yaml").read_text()
     (root / "config.yaml").write_text(
