@@ -205,7 +205,12 @@ def otter_peer(course: dict[str, Any], master: Path, peer: Path, work: Path) -> 
         return {"error": "otter assign fails: " + last_line(assign.stdout + assign.stderr)}
     correct = nbformat.read(str(dist / "autograder" / master.name), as_version=4)
     unanswered = nbformat.read(str(dist / "student" / master.name), as_version=4)
-    config = json.loads((dist / "autograder" / "otter_config.json").read_text() or "{}")
+    config_file = dist / "autograder" / "otter_config.json"
+    if config_file.is_file():
+        config = json.loads(config_file.read_text() or "{}")
+    else:  # with ``generate: true`` otter assign writes the configuration only inside the autograder zip
+        with zipfile.ZipFile(zips[0]) as zf:
+            config = json.loads(zf.read("otter_config.json") or "{}") if "otter_config.json" in zf.namelist() else {}
     if config.get("assignment_name"):  # otter checks the name its own export writes into a submission
         for nb in (correct, unanswered):
             nb.metadata.setdefault("otter", {})["assignment_name"] = config["assignment_name"]
