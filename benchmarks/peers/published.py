@@ -12,7 +12,9 @@ it, and the recipes of the submissions derived from the release:
 
 - ``correct``: the released notebook with every answer as the instructor's solution has it
   (nbgrader: each solution cell of the release given the source's cell, its markers removed;
-  otter: ``otter assign``'s autograder notebook);
+  otter: ``otter assign``'s autograder notebook; ``assign_args`` adds arguments to ``otter assign``
+  and ``peer_otter`` names the Python of another otter environment, for a course written for an older
+  otter, e.g. its v0 format);
 - ``unanswered``: the released notebook as it is;
 - each further recipe: ``correct`` with edits ``{"find": regex, "replace": text, "cell": grade_id}``
   (the first cell whose source matches; ``cell`` narrows it to one nbgrader cell), or from
@@ -197,7 +199,19 @@ def otter_peer(course: dict[str, Any], master: Path, peer: Path, work: Path) -> 
         text = (src / master.name).read_text(encoding="utf-8")
         (src / master.name).write_text(text.replace(old, new), encoding="utf-8")
     assign = run(
-        [str(peer), "-m", "otter", "assign", "--no-pdfs", "--no-run-tests", master.name, "dist"], src, timeout=3600
+        [
+            str(peer),
+            "-m",
+            "otter",
+            "assign",
+            "--no-pdfs",
+            "--no-run-tests",
+            *course.get("assign_args", []),
+            master.name,
+            "dist",
+        ],
+        src,
+        timeout=3600,
     )
     dist = src / "dist"
     zips = sorted((dist / "autograder").glob("*.zip")) if dist.is_dir() else []
@@ -205,7 +219,12 @@ def otter_peer(course: dict[str, Any], master: Path, peer: Path, work: Path) -> 
         return {"error": "otter assign fails: " + last_line(assign.stdout + assign.stderr)}
     correct = nbformat.read(str(dist / "autograder" / master.name), as_version=4)
     unanswered = nbformat.read(str(dist / "student" / master.name), as_version=4)
-    config = json.loads((dist / "autograder" / "otter_config.json").read_text() or "{}")
+    config_file = dist / "autograder" / "otter_config.json"
+    if config_file.is_file():
+        config = json.loads(config_file.read_text() or "{}")
+    else:  # with ``generate: true`` otter assign writes the configuration only inside the autograder zip
+        with zipfile.ZipFile(zips[0]) as zf:
+            config = json.loads(zf.read("otter_config.json") or "{}") if "otter_config.json" in zf.namelist() else {}
     if config.get("assignment_name"):  # otter checks the name its own export writes into a submission
         for nb in (correct, unanswered):
             nb.metadata.setdefault("otter", {})["assignment_name"] = config["assignment_name"]
@@ -317,7 +336,7 @@ def one(course: dict[str, Any], courses: Path, args: argparse.Namespace) -> dict
         import_source = work / "peer" / "source" / "ps"  # the source as nbgrader read it (fixes applied)
     else:
         shutil.copytree(source.parent, work / "src", ignore=shutil.ignore_patterns(".*", "dist"))
-        peer = otter_peer(course, source, args.peer_otter, work)
+        peer = otter_peer(course, source, Path(course.get("peer_otter", args.peer_otter)), work)
         import_source = work / "src" / source.name
     row["peer_seconds"] = round(time.monotonic() - started, 1)
     row["peer"] = {k: v for k, v in peer.items() if k != "scores"}
