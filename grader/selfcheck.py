@@ -234,13 +234,17 @@ def check_notebook(
     """Run the notebook the way the grader does (blanks found first, then a sandboxed run) and judge
     the public checks. Raises NotebookError for a file that is not a notebook."""
     path = Path(path)
-    cells = notebook.split_before_binds(
-        notebook.read(path), {pc.before for q in public.questions for pc in q.checks if pc.before}
-    )
+    befores = {(pc.before, pc.as_check("").names) for q in public.questions for pc in q.checks if pc.before is not None}
+    cells = notebook.split_before_binds(notebook.read(path), befores)
     infos = notebook.analyse(cells)
-    first_bind = notebook.first_binds(infos)
     specs = tuple(
-        CaptureSpec(pc.id, KINDS[pc.kind].capture, pc.target, first_bind.get(pc.before) if pc.before else None, pc.seed)
+        CaptureSpec(
+            pc.id,
+            KINDS[pc.kind].capture,
+            pc.target,
+            notebook.before_point(infos, pc.before, pc.as_check("").names) if pc.before else None,
+            pc.seed,
+        )
         for q in public.questions
         for pc in q.checks
     )

@@ -69,3 +69,38 @@ def test_first_meaning_wrong_second_right(setup, tmp_path):
     card = grader.grade(course.assignment("reuse"), notebook_with(cells, tmp_path / "student.ipynb"))
     assert question(card, "first").status == "failed"
     assert question(card, "second").status == "passed"
+
+
+def test_the_next_parts_name_used_early_for_the_students_own_query(setup, tmp_path):
+    # The student calls part 1's query `query_2` too: the question is answered where part 2 binds
+    # it again, not before the student's own early `query_2`, where nothing is computed yet.
+    root, course, grader = setup
+    cells = [
+        SOLUTION[0],
+        "query_2 = inputs[1]\nattn_scores_2 = torch.empty(inputs.shape[0])\n"
+        "for i, x in enumerate(inputs):\n    attn_scores_2[i] = torch.dot(query_2, x)",
+        SOLUTION[2],
+        SOLUTION[3],
+    ]
+    card = grader.grade(course.assignment("reuse"), notebook_with(cells, tmp_path / "early.ipynb"))
+    assert [q.status for q in card.questions] == ["passed", "passed"], [q.lines for q in card.questions]
+
+
+def test_the_next_parts_data_moved_to_the_top(setup, tmp_path):
+    # Part 2's cell of data first: part 1 is answered where part 2 computes `attn_scores_2` again
+    # from that data, and a wrong part 1 is still caught there.
+    root, course, grader = setup
+    top = [SOLUTION[0] + "\n" + SOLUTION[2], SOLUTION[1], SOLUTION[3]]
+    card = grader.grade(course.assignment("reuse"), notebook_with(top, tmp_path / "top.ipynb"))
+    assert [q.status for q in card.questions] == ["passed", "passed"], [q.lines for q in card.questions]
+    wrong = [top[0], "attn_scores_2 = inputs @ inputs[0]", top[2]]
+    card = grader.grade(course.assignment("reuse"), notebook_with(wrong, tmp_path / "top-wrong.ipynb"))
+    assert [question(card, q).status for q in ("first", "second")] == ["failed", "passed"]
+
+
+def test_a_part_left_blank_is_still_unanswered_where_the_next_part_starts(setup, tmp_path):
+    root, course, grader = setup
+    cells = [SOLUTION[0], "?", SOLUTION[2], SOLUTION[3]]
+    card = grader.grade(course.assignment("reuse"), notebook_with(cells, tmp_path / "blank.ipynb"))
+    first = question(card, "first")
+    assert first.status == "unanswered" and question(card, "second").status == "passed", first.lines

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from grader.course.model import Assignment, Check
 from grader.judge.compare import matches
-from grader.notebook import CellInfo, direct_inputs, first_binds, python_source
+from grader.notebook import CellInfo, before_point, direct_inputs, python_source
 from grader.notebook.flow import Version, direct_input_versions
 from grader.run.job import Captured
 
@@ -31,12 +31,11 @@ CARRIED = "__grader_carried__"  # the worker keeps the solution's value of each 
 
 def capture_points(assignment: Assignment, infos: list[CellInfo]) -> dict[str, int]:
     """Each check -> the position of the cell its value is taken before (the end: ``len(infos)``)."""
-    binds = first_binds(infos)
     end = len(infos)
     out = {}
     for check in assignment.checks:
-        point = binds.get(check.before, end) if check.before else end
-        out[check.id] = point
+        point = before_point(infos, check.before, check.names) if check.before else None
+        out[check.id] = end if point is None else point
     return out
 
 

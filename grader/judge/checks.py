@@ -61,7 +61,7 @@ def _blank(check: Check, ctx: Context) -> Blank | None:
         # Answered at an earlier point (``before: NAME``, ``at_cell``, ``after_line``): only the
         # blanks above that point count, not a later blank that rebinds the same name.
         point = (
-            ctx.first_binds().get(check.before)
+            ctx.before_point(check)
             if check.before
             else cell_point([i.cell for i in ctx.infos], check.at_cell, check.after_line)
         )

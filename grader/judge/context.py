@@ -19,7 +19,7 @@ from grader.course.properties import check_property
 from grader.judge import carry
 from grader.judge.compare import compare, matches
 from grader.names import calls_id, given_name
-from grader.notebook import BlankReport, CellInfo, dependencies, first_binds
+from grader.notebook import BlankReport, CellInfo, before_point, dependencies, first_binds
 from grader.run.job import Captured, CellRun
 from grader.vocab import RunStatus
 
@@ -144,6 +144,16 @@ class Context:
             self._memo["first_binds"] = first_binds(self.infos, self.given)
         binds: dict[str, int] = self._memo["first_binds"]
         return binds
+
+    def before_point(self, check: Check) -> int | None:
+        """``notebook.before_point`` of a check with ``before: NAME`` in the submission, once per
+        context."""
+        key = ("before_point", check.before, check.names)
+        if key not in self._memo:
+            assert check.before is not None
+            self._memo[key] = before_point(self.infos, check.before, check.names, self.given)
+        point: int | None = self._memo[key]
+        return point
 
     def bound_anywhere(self, name: str) -> bool:
         return any(name in info.binds for info in self.infos)

@@ -49,8 +49,11 @@ def locked_cells(assignment: Assignment) -> list[notebook.Cell]:
 
 def answer_cells(assignment: Assignment, cells: list[notebook.Cell]) -> list[notebook.Cell]:
     """The cells to run, cut where a question with ``before: NAME`` is answered in the middle of a
-    cell: its value is captured just before the statement that first binds NAME."""
-    return notebook.split_before_binds(cells, {c.before for c in assignment.checks if c.before}, assignment.given)
+    cell: its value is captured just before the statement where the next part starts
+    (``notebook.before_statement``)."""
+    return notebook.split_before_binds(
+        cells, {(c.before, c.names) for c in assignment.checks if c.before}, assignment.given
+    )
 
 
 def figure_captures(infos: list[notebook.CellInfo], drawn: dict[str, tuple[int, ...]]) -> tuple[CaptureSpec, ...]:
@@ -71,7 +74,6 @@ def figure_captures(infos: list[notebook.CellInfo], drawn: dict[str, tuple[int, 
 
 def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool) -> tuple[CaptureSpec, ...]:
     """What to capture and at which point of this particular notebook."""
-    first_bind = notebook.first_binds(infos, assignment.given)
     specs = []
     # The given inputs as the notebook first defines them: the base of variants, and the way to
     # tell a student that the data itself was changed.
@@ -80,7 +82,7 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
         specs.append(CaptureSpec(variants.GIVEN_PREFIX + name, CaptureKind.VALUE, name, point))
     for check in assignment.checks:
         point = (
-            first_bind.get(check.before)
+            notebook.before_point(infos, check.before, check.names, assignment.given)
             if check.before
             else notebook.cell_point([i.cell for i in infos], check.at_cell, check.after_line)
         )
@@ -95,7 +97,7 @@ def plan(assignment: Assignment, infos: list[notebook.CellInfo], *, hints: bool)
     # holds them where the first such check is taken: carried into the solution's run like a step.
     for name, checks in carry.carriers(assignment, infos).items():
         points = [
-            first_bind.get(c.before)
+            notebook.before_point(infos, c.before, c.names, assignment.given)
             if c.before
             else notebook.cell_point([i.cell for i in infos], c.at_cell, c.after_line)
             for c in checks

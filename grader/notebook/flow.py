@@ -273,11 +273,10 @@ def input_definitions(
 
 
 def first_binds(infos: list[CellInfo], given: tuple[str, ...] = ()) -> dict[str, int]:
-    """Each name -> the position (0-based, among code cells) of the first cell that binds it: where
-    a question with ``before: NAME`` is answered, just before that cell (``split_before_binds`` cuts
-    a cell so that the binding statement starts one). A given input counts where the notebook
-    defines it as that input (``input_definitions``), not where a student's own variable of the
-    same name is computed from other data earlier."""
+    """Each name -> the position (0-based, among code cells) of the first cell that binds it. A
+    given input counts where the notebook defines it as that input (``input_definitions``), not
+    where a student's own variable of the same name is computed from other data earlier. Where a
+    question with ``before: NAME`` is answered is ``before_point``."""
     out: dict[str, int] = {}
     for pos, info in enumerate(infos):
         for name in info.binds:
@@ -288,32 +287,91 @@ def first_binds(infos: list[CellInfo], given: tuple[str, ...] = ()) -> dict[str,
     return out
 
 
-def split_before_binds(cells: list[Cell], names: AbstractSet[str], given: tuple[str, ...] = ()) -> list[Cell]:
-    """The cells, with a cell cut in two right before the statement that first binds one of
-    ``names`` when that statement is not the cell's first: a question answered ``before: NAME`` is
-    then captured at that statement, not before the whole cell, so a notebook that computes `S` and
-    the next part's data in one cell keeps its answer. Both parts keep the cell's number; the second
-    starts with blank lines, so line numbers (and tracebacks) are those of the student's cell."""
-    if not names:
+Place = tuple[int, int]  # (cell position among code cells, statement index in the cell)
+
+
+def _first_binding(infos: list[CellInfo], name: str) -> Place | None:
+    return next(
+        (
+            (pos, k)
+            for pos, info in enumerate(infos)
+            if not info.cell.skipped
+            for k, (binds, _) in enumerate(info.by_statement())
+            if name in binds
+        ),
+        None,
+    )
+
+
+def before_statement(
+    infos: list[CellInfo], before: str, names: AbstractSet[str], given: tuple[str, ...] = ()
+) -> Place | None:
+    """Where a value checked ``before: NAME`` is taken: just before the statement that first binds
+    NAME (a given input: where the notebook defines it as that input), the point where the next
+    part of the notebook starts. None: at the end.
+
+    A notebook may bind NAME before the checked ``names`` are computed at all: the next part's data
+    cell moved to the top, or a student's own variable that happens to be called NAME. The next
+    part then starts at the first statement after the checked names are first bound that binds
+    NAME again, or that binds a checked name afresh (without reading it) from a value computed
+    from NAME: the point where the part that reuses the checked names begins. Where no statement
+    does, the first binding of NAME stays the point (the checked names are computed only in the
+    next part: a blank left in this one)."""
+    if before in given:
+        found = input_definitions(infos, (before,), given)[before]
+        first = found[0] if found else None
+    else:
+        first = _first_binding(infos, before)
+    if first is None:
+        return None
+    ready = [b for n in names if n != before and (b := _first_binding(infos, n)) is not None]
+    if not ready or first > max(ready):
+        return first
+    computed = max(ready)
+    from_before = {before}  # names whose value is computed from NAME's, as the notebook goes
+    for pos, info in enumerate(infos):
+        if info.cell.skipped:
+            continue
+        for k, (binds, reads) in enumerate(info.by_statement()):
+            if (pos, k) < first:
+                continue
+            derived = (pos, k) == first or bool(reads & from_before)
+            if (pos, k) > computed and (
+                before in binds or (derived and any(n in binds and n not in reads for n in names))
+            ):
+                return (pos, k)
+            if derived:
+                from_before |= set(binds)
+            else:
+                from_before -= set(binds)
+    return first  # no such part: the checked names are computed only after NAME (a blank above)
+
+
+def before_point(
+    infos: list[CellInfo], before: str, names: AbstractSet[str], given: tuple[str, ...] = ()
+) -> int | None:
+    """The cell position ``before_statement`` falls in (a cell that ``split_before_binds`` cut there
+    starts with it); None: at the end."""
+    place = before_statement(infos, before, names, given)
+    return None if place is None else place[0]
+
+
+def split_before_binds(
+    cells: list[Cell], befores: AbstractSet[tuple[str, frozenset[str]]], given: tuple[str, ...] = ()
+) -> list[Cell]:
+    """The cells, with a cell cut in two right before the statement where a question with
+    ``before: NAME`` is answered (``before_statement``; ``befores`` holds each check's NAME and the
+    names it reads) when that statement is not the cell's first: the question is then captured at
+    that statement, not before the whole cell, so a notebook that computes `S` and the next part's
+    data in one cell keeps its answer. Both parts keep the cell's number; the second starts with
+    blank lines, so line numbers (and tracebacks) are those of the student's cell."""
+    if not befores:
         return cells
     infos = analyse(cells)
     at: dict[int, set[int]] = {}  # cell position -> indices of the statements to cut before
-    inputs = input_definitions(infos, tuple(n for n in names if n in given), given)
-    for name in names:
-        if name in given:
-            first = inputs[name][0] if inputs[name] else None
-        else:
-            first = next(
-                (
-                    (pos, k)
-                    for pos, info in enumerate(infos)
-                    if not info.cell.skipped
-                    for k, (binds, _) in enumerate(info.statements)
-                    if name in binds
-                ),
-                None,
-            )
-        if first is not None and first[1] > 0:
+    for before, names in befores:
+        first = before_statement(infos, before, names, given)
+        if first is not None and first[1] > 0 and infos[first[0]].statements:
             at.setdefault(first[0], set()).add(first[1])
     out: list[Cell] = []
     for pos, cell in enumerate(cells):

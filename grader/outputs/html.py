@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.course.model import Assignment
-from grader.notebook import CellInfo, analyse, first_binds
+from grader.notebook import CellInfo, analyse, before_point
 from grader.outputs import figures, pages
 from grader.outputs.markdown import question_points
 from grader.outputs.view import SUBMISSION_WORDS, ShownQuestion, View
@@ -148,12 +148,12 @@ STYLE = (
 
 def anchors(assignment: Assignment, infos: list[CellInfo]) -> dict[str, int]:
     """Question id -> position (among code cells, 0-based) of the cell that answers it."""
-    first_bind = first_binds(infos, assignment.given)
     out: dict[str, int] = {}
     for q in assignment.questions:
         best: int | None = None
         for check in q.checks:
-            limit = first_bind.get(check.before, len(infos)) if check.before else len(infos)
+            point = before_point(infos, check.before, check.names, assignment.given) if check.before else None
+            limit = len(infos) if point is None else point
             for name in check.names:
                 binders = [pos for pos, info in enumerate(infos[:limit]) if name in info.binds]
                 if binders and (best is None or binders[-1] > best):

@@ -1,0 +1,87 @@
+"""What a TA's feedback must name, beside the points (truth files: `root`, `hint`).
+
+ROOTS[case][question] = the question where the upstream mistake is, for a step that keeps its points by error
+carried forward (its feedback must name that question's title, and must not offer a hint of its own).
+HINTS[case][question] = words of the typical mistake the feedback must name (config.yaml's hint message)."""
+
+ROOTS = {
+    "n07_no_sqrt_one_cell": {"weights": "scaled", "output": "scaled"},
+    "n08_divide_by_dk": {"weights": "scaled", "output": "scaled"},
+    "n09_softmax_axis0_matrix": {"output": "weights"},
+    "n10_Q_untransposed": {"scores": "qkv", "scaled": "qkv", "weights": "qkv", "output": "qkv"},
+    "n12_dk_hardcoded": {"weights": "scaled", "output": "scaled"},
+    "n13_scores_transposed": {"scaled": "scores", "weights": "scores", "output": "scores"},
+    "n14_pipeline_function_no_sqrt": {"weights": "scaled", "output": "scaled"},
+    "n15_two_mistakes": {"weights": "scaled"},
+    "f04_no_sqrt_anywhere": {"output": "weights", "multihead": "self_attention_fn"},
+    "f05_reshape_hack": {
+        "scores": "fix_projections",
+        "weights": "fix_projections",
+        "output": "fix_projections",
+        "all_words": "fix_projections",
+    },
+    "f06_scores_typed_in": {"weights": "scores", "output": "scores"},
+    "f08_dk_from_embedding_size": {"multihead": "self_attention_fn"},
+    "s03_never_scales": {"dropout": "causal_weights", "multihead_wrapper": "causal_attention_module"},
+    "s04_mask_hides_past": {"causal_weights": "causal_mask", "dropout": "causal_mask"},
+    "s05_dropout_always_on": {"multihead_wrapper": "causal_attention_module"},
+    "s06_query_typed_4_decimals": {"trainable_weights": "trainable_qkv"},
+    "s08_softmax_norm_and_axis": {"context_vec_2": "simple_scores"},
+    "m04_no_sqrt_learned": {
+        "q4_bank_interest_learned": "q3_learned",
+        "transformed_learned": "q3_learned",
+        "q5_top2": "q3_learned",
+    },
+    "m05_weights_transposed": {
+        "q2_bank_interest": "q2_qkv",
+        "q3_learned": "q2_qkv",
+        "q4_bank_interest_learned": "q2_qkv",
+        "transformed_learned": "q2_qkv",
+        "q5_top2": "q2_qkv",
+    },
+    "m07_softmax_dim0_part1": {"transformed_embeddings": "softmax_scaling"},
+    "t02_no_lowercase": {"token_ids": "tokenizer"},
+    "t03_no_batch_first": {"per_head": "multihead"},
+    "t04_table_transposed": {"reading": "attention_table"},
+}
+
+HINTS = {
+    "n07_no_sqrt_one_cell": {"scaled": "not divided by sqrt(d_k)"},
+    "n08_divide_by_dk": {"scaled": "divided by d_k"},
+    "n09_softmax_axis0_matrix": {"weights": "over columns"},
+    "n10_Q_untransposed": {"qkv": "X @ W_q.T"},
+    "n13_scores_transposed": {"scores": "transpose of Q K"},
+    "n14_pipeline_function_no_sqrt": {"scaled": "not divided by sqrt(d_k)"},
+    "n15_two_mistakes": {"scaled": "not divided by sqrt(d_k)", "output": "transposed"},
+    "f04_no_sqrt_anywhere": {"weights": "sqrt(d_k)", "self_attention_fn": "1/sqrt(d_k)"},
+    "f05_reshape_hack": {"fix_projections": "scrambles"},
+    "f08_dk_from_embedding_size": {"self_attention_fn": "size of the keys"},
+    "f09_heads_reversed": {"multihead": "in order"},
+    "f10_all_words_dim0": {"all_words": "wrong axis"},
+    "f12_scaling_in_scores_step": {"scores": "next step"},
+    "s03_never_scales": {
+        "trainable_weights": "sqrt(d_k)",
+        "self_attention_v1": "1/sqrt(d_k)",
+        "causal_weights": "sqrt(d_k)",
+        "causal_attention_module": "1/sqrt(d_k)",
+    },
+    "s04_mask_hides_past": {"causal_mask": "masks the past"},
+    "s05_dropout_always_on": {"causal_attention_module": "evaluation mode"},
+    "s08_softmax_norm_and_axis": {"simple_scores": "dividing the scores by their sum", "all_scores": "wrong axis"},
+    "s11_module_unscaled_and_wrapper_sums": {
+        "causal_attention_module": "1/sqrt(d_k)",
+        "multihead_wrapper": "not summed",
+    },
+    "m03_index_off_by_one": {"dot_similarities": "swam", "q2_bank_interest": "'interest' is word 3"},
+    "m04_no_sqrt_learned": {"q3_learned": "sqrt(d_k)"},
+    "m05_weights_transposed": {"q2_qkv": "without transposing"},
+    "m07_softmax_dim0_part1": {"softmax_scaling": "wrong axis"},
+    "m11_top2_column": {"q5_top2": "row 1"},
+    "m12_cosine_similarity": {"dot_similarities": "cosine"},
+    "t02_no_lowercase": {"tokenizer": "lower-case"},
+    "t03_no_batch_first": {"multihead": "batch_first"},
+    "t04_table_transposed": {"attention_table": "not transposed"},
+    "t05_per_head_averaged": {"per_head": "average_attn_weights=False"},
+    "t08_reading_drops_self": {"reading": "whole row"},
+    "t10_unknown_gets_pad": {"tokenizer": "[UNK]"},
+}
