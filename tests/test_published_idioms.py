@@ -254,3 +254,25 @@ def test_a_full_disk_during_the_import_is_one_line_and_an_exit_status_and_takes_
         "nothing was written\n"
     )
     assert list(course.iterdir()) == []
+
+
+def test_a_test_kept_for_a_person_whose_cell_raises_on_the_solution_is_not_run_when_grading(tmp_path):
+    """A test written for an older library raises on the solution (``np.float``, gone from NumPy);
+    with --keep-failing-tests its question goes to a person, its cell is what that person reads, and
+    the cell is not run: the solution runs to the end and ``grader validate`` is content."""
+    answer = "import numpy as np\n### BEGIN SOLUTION\nx = 2\n### END SOLUTION"
+    cells = [
+        ("code", answer, meta("x", solution=True)),
+        ("code", "assert np.float(x) == 2.0", meta("t_old", grade=True, locked=True, points=1)),
+        ("code", "assert x * 3 == 6", meta("t_new", grade=True, locked=True, points=1)),
+    ]
+    items = nbgrader_import.read(nbgrader_source(tmp_path, cells))
+    staged = import_check.stage(items, tmp_path / "c" / "config.yaml", course_name="c")
+    assert [f.question for f in staged.failing] == ["t_old"]
+    import_check.keep_for_a_person(items, staged.failing)
+    importing.write(items, tmp_path / "c" / "config.yaml", course_name="c")
+    course = config.load(tmp_path / "c" / "config.yaml")
+    assignment = course.assignment("ps1")
+    assert validate(course, assignment) == []
+    card = Grader(course).grade(assignment, assignment.solution)
+    assert {q.id: q.status for q in card.questions} == {"t_old": "manual", "t_new": "passed"}

@@ -41,16 +41,18 @@ from typing import Any
 import nbformat
 
 from grader.authoring.assign import BEGIN, LOCKED_TAG
-from grader.authoring.importing import (
-    Imported,
-    answer,
-    clean_id,
+from grader.authoring.environment import (
     declared_requirements,
     kernel,
     missing_module,
     modules_rebound,
-    normalise,
     optional_cells,
+)
+from grader.authoring.importing import (
+    Imported,
+    answer,
+    clean_id,
+    normalise,
     read_notebook,
 )
 from grader.authoring.nbgrader import autotest
@@ -228,7 +230,7 @@ def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict
     nbgrader runs on past them; here they are not run when grading (``skip-grading``). Also the
     files released with the notebook that the notebook itself writes (the student makes them):
     they are not given to it, since what is given cannot be written over. And the cells that fail
-    because a module is not installed here, with the module (``importing.optional_cells``)."""
+    because a module is not installed here, with the module (``environment.optional_cells``)."""
     from grader.run.forking import default_executor
 
     code = [(i, c) for i, c in enumerate(cells) if c.cell_type == "code" and c.source.strip()]

@@ -23,6 +23,11 @@ call and keeps the last, and runs on the final environment only those never call
 of every cell (``seed_each_cell``), its own lines in a student's notebook run as ``pass`` (``inert_lines``), a
 test over the notebook's own names (``notebook_names``), its messages (``success_message``,
 ``failure_message``) and its points (each test its share of its question's, or all or nothing).
+
+Why one module: the master notebook is read in one pass over its raw cells, where what a cell is
+(a prompt, a solution, a test, a question's config) depends on the markers around it; the test
+files (``ok.py``, ``exception.py``) and the course's environment (``authoring.environment``) are
+their own modules.
 """
 
 from __future__ import annotations
@@ -36,19 +41,21 @@ from typing import Any
 import numpy as np
 import yaml
 
+from grader.authoring.environment import (
+    declared_requirements,
+    kernel,
+    missing_in_run,
+    modules_rebound,
+    optional_cells,
+    unshipped_cells,
+)
 from grader.authoring.importing import (
     Imported,
     answer,
     clean_id,
-    declared_requirements,
     given_files,
-    kernel,
-    missing_in_run,
-    modules_rebound,
     normalise,
-    optional_cells,
     read_notebook,
-    unshipped_cells,
 )
 from grader.authoring.otter import exception as otter_exception
 from grader.authoring.otter import ok as otter_ok
