@@ -276,3 +276,28 @@ def test_a_test_kept_for_a_person_whose_cell_raises_on_the_solution_is_not_run_w
     assert validate(course, assignment) == []
     card = Grader(course).grade(assignment, assignment.solution)
     assert {q.id: q.status for q in card.questions} == {"t_old": "manual", "t_new": "passed"}
+
+
+def test_an_otter_config_file_shared_by_a_courses_notebooks_is_read(tmp_path):
+    """``config_file: ../course.yml`` in ASSIGNMENT CONFIG: its settings (the requirements, files)
+    are the notebook's, the notebook's own keys first."""
+    from grader.authoring.otter import importer as otter_import
+
+    lab = tmp_path / "labs" / "lab1"
+    lab.mkdir(parents=True)
+    (tmp_path / "labs" / "course.yml").write_text("files: [lengths.csv]\nrequirements: ../needs.txt\nname: shared\n")
+    (tmp_path / "labs" / "needs.txt").write_text("tablelib-not-here==2.1\n")
+    (lab / "lengths.csv").write_text("x\n1\n")
+    master = _otter_master(lab, [])
+    nb = nbformat.read(str(master), as_version=4)
+    nb.cells[0].source = "# ASSIGNMENT CONFIG\nconfig_file: ../course.yml\nname: lab1\n"
+    nbformat.write(nb, str(master))
+    (item,) = otter_import.read(master)
+    assert item.name == "lab1"
+    assert [p.name for p in item.data] == ["lengths.csv"] and item.requirements == ["tablelib-not-here==2.1"]
+    nb.cells[0].source = "# ASSIGNMENT CONFIG\nconfig_file: ../missing.yml\n"
+    nbformat.write(nb, str(master))
+    with pytest.raises(
+        UsageError, match=r"^lab.ipynb: its ASSIGNMENT CONFIG's config_file ../missing.yml cannot be read"
+    ):
+        otter_import.read(master)

@@ -289,6 +289,18 @@ def cell_seed(config: dict[str, Any]) -> int | dict[str, Any] | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _config_file(path: Path, rel: str) -> dict[str, Any]:
+    """The ASSIGNMENT CONFIG a ``config_file:`` names (beside the notebook or above it, as otter reads
+    it); the notebook's own keys win. One that cannot be read stops the import, naming it."""
+    try:
+        loaded = yaml.safe_load((path.parent / rel).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise UsageError(f"{path.name}: its ASSIGNMENT CONFIG's config_file {rel} cannot be read ({exc})") from None
+    if not isinstance(loaded, dict):
+        raise UsageError(f"{path.name}: its ASSIGNMENT CONFIG's config_file {rel} is not a mapping of settings")
+    return loaded
+
+
 def read(path: Path, name: str | None = None) -> list[Imported]:
     path = Path(path)
     if not path.is_file() or path.suffix != ".ipynb":
@@ -388,6 +400,8 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             if kind == "ASSIGNMENT CONFIG":
                 loaded = yaml.safe_load(rest) or {}
                 assignment_config = loaded if isinstance(loaded, dict) else {}
+                if isinstance(assignment_config.get("config_file"), str):  # shared by a course's notebooks
+                    assignment_config = {**_config_file(path, assignment_config["config_file"]), **assignment_config}
                 tests_config = assignment_config.get("tests")
                 exception_tests = isinstance(tests_config, dict) and tests_config.get("ok_format") is False
             elif kind == "BEGIN QUESTION":
