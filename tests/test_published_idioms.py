@@ -301,3 +301,37 @@ def test_an_otter_config_file_shared_by_a_courses_notebooks_is_read(tmp_path):
         UsageError, match=r"^lab.ipynb: its ASSIGNMENT CONFIG's config_file ../missing.yml cannot be read"
     ):
         otter_import.read(master)
+
+
+def test_a_hidden_tests_helper_whose_argument_shares_a_notebook_names_spelling_reads_both_right(tmp_path):
+    """The hidden test defines its own reference function ``def correct_total(frame, k)`` and then
+    reads the notebook's ``frame`` outside it: inside, ``frame`` is the argument; outside, the
+    notebook's table."""
+    given = "import pandas as pd\nframe = pd.DataFrame({'u': [0, 1, 1, 2], 'v': [1.0, 2.0, 3.0, 4.0]})"
+    answer = "def total(frame, k):\n    ### BEGIN SOLUTION\n    return float(frame[frame['u'] <= k]['v'].sum())\n    ### END SOLUTION"
+    test = (
+        "assert total(frame, 2) == 10.0\n"
+        "### BEGIN HIDDEN TESTS\n"
+        "def correct_total(frame, k):\n    return float(frame[frame['u'] <= k]['v'].sum())\n"
+        "for users in [[0], [1, 2]]:\n    part = frame[frame['u'].isin(users)]\n"
+        "    for k in range(3):\n        assert total(part, k) == correct_total(part, k)\n"
+        "### END HIDDEN TESTS"
+    )
+    cells = [
+        ("code", given, None),
+        ("code", answer, meta("total", solution=True)),
+        ("code", test, meta("t_total", grade=True, locked=True, points=2)),
+    ]
+    staged, _, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 2
+    wrong = _answered(
+        assignment.skeleton,
+        tmp_path / "w.ipynb",
+        {
+            "def total(frame, k):\n    ?": "def total(frame, k):\n    return float(frame[frame['u'] < k]['v'].sum()) + (k == 2) * 4.0"
+        },
+    )
+    assert grader.grade(assignment, wrong).score == 0

@@ -255,6 +255,22 @@ class _Rewriter(ast.NodeTransformer):
             else:
                 return False
 
+    def _own_scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> Any:
+        """A function of the test's: its arguments and locals are its own, never the notebook's
+        names they share a spelling with (``def correct(reco, test)`` beside the notebook's ``test``)."""
+        mine = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} | {
+            n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        if not mine & self.student:
+            return self.generic_visit(node)
+        outer, self.student = self.student, self.student - mine
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.student = outer
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _own_scope
+
     def visit_Name(self, node: ast.Name) -> Any:
         if isinstance(node.ctx, ast.Load) and node.id in self.student:
             return self._site(node, node)
