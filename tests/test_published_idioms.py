@@ -335,3 +335,20 @@ def test_a_hidden_tests_helper_whose_argument_shares_a_notebook_names_spelling_r
         },
     )
     assert grader.grade(assignment, wrong).score == 0
+
+
+def test_an_otter_lesson_cell_that_shows_an_error_on_purpose_is_left_out(tmp_path):
+    """A lesson cell missing its closing parenthesis, to show students a SyntaxError: otter runs on
+    past it; the import notes it and it is not run when grading, so the course imports."""
+    from grader.authoring.otter import importer as otter_import
+
+    master = _otter_master(tmp_path, ['print("this line is missing something."', "m = n + 1"])
+    (item,) = otter_import.read(master)
+    assert (
+        len(item.notes) == 1
+        and item.notes[0].startswith("lab.ipynb, cell 3: raises SyntaxError: ")
+        and item.notes[0].endswith("a cell that shows an error on purpose; it is not run when grading")
+    )
+    assert "skip-grading" in item.notebook.cells[-2].metadata["tags"]
+    staged = import_check.stage([item], tmp_path / "c" / "config.yaml", course_name="c")
+    assert staged.failing == () and staged.problems == ()

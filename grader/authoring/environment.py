@@ -226,10 +226,13 @@ def kernel(path: Path, nb: Any, item: Imported) -> None:
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
-def missing_in_run(folder: Path, sources: list[str | None], data: list[Path]) -> tuple[dict[int, str], dict[int, str]]:
+def missing_in_run(
+    folder: Path, sources: list[str | None], data: list[Path]
+) -> tuple[dict[int, str], dict[int, str], dict[int, str]]:
     """The cells (by position, None for a cell that is not code) that fail, run once in the sandbox
     as the notebook stands with its data files, because a module is not installed here (with the
-    module), and those that fail because a file they read is not there (with the file's name)."""
+    module), those that fail because a file they read is not there (with the file's name), and
+    those that fail otherwise (with the error: a lesson's ``print("..."`` that shows a SyntaxError)."""
     from grader.course.model import Limits
     from grader.notebook import imported_modules
     from grader.run.forking import default_executor
@@ -249,13 +252,51 @@ def missing_in_run(folder: Path, sources: list[str | None], data: list[Path]) ->
     )
     out: dict[int, str] = {}
     files: dict[int, str] = {}
+    errors: dict[int, str] = {}
     for run in default_executor().run(job).cells:
         module = missing_module(run.ename, run.evalue)
         if module is not None:
             out[run.index - 1] = module
         elif run.ename == "FileNotFoundError" and run.filename:
             files[run.index - 1] = run.filename.removeprefix("./")
-    return out, files
+        elif run.ename and run.ename not in ("ModuleNotFoundError", "ImportError"):
+            errors[run.index - 1] = f"{run.ename}: {run.evalue}".strip()[:120]
+    return out, files, errors
+
+
+def _needed_by(sources: list[str | None], pos: int, tests: list[str], skipped: set[int]) -> tuple[set[str], list[str]]:
+    """What a cell binds, and the later cells (or a test) that read any of it."""
+    from grader.notebook import parse_cell
+
+    def reads(text: str) -> set[str]:
+        return {n for st in parse_cell(text).statements for n in st.reads}
+
+    lost = {n for st in parse_cell(sources[pos] or "").statements for n in st.binds}
+    needs = [
+        f"cell {k + 1}"
+        for k in range(pos + 1, len(sources))
+        if sources[k] is not None and k not in skipped and reads(sources[k] or "") & lost
+    ]
+    return lost, needs + (["a test"] if any(reads(t) & lost for t in tests) and not needs else [])
+
+
+def erring_cells(
+    item: Imported, sources: list[str | None], errors: dict[int, str], tests: list[str], answers: set[int]
+) -> set[int]:
+    """The given cells (not ``answers``) that raise in the instructor's notebook and on whose names
+    nothing later and no test depends (a lesson's cell that shows an error on purpose): the
+    course's tool runs on past them; here they are not run when grading, with a note. A cell
+    something depends on is left as it is: the solution's run then names it."""
+    out: set[int] = set()
+    for pos, error in sorted(errors.items()):
+        if pos in answers or _needed_by(sources, pos, tests, out)[1]:
+            continue
+        out.add(pos)
+        item.note(
+            pos + 1,
+            f"raises {error} in the master notebook, a cell that shows an error on purpose; it is not run when grading",
+        )
+    return out
 
 
 def unshipped_cells(item: Imported, sources: list[str | None], unread: dict[int, str], tests: list[str]) -> set[int]:
@@ -264,21 +305,10 @@ def unshipped_cells(item: Imported, sources: list[str | None], unread: dict[int,
     test depends: they are not run when grading, with a note (a course's own tool runs on past the
     error). A cell something depends on stops the import: a UsageError names the notebook, the
     cell, the file and what depends on it."""
-    from grader.notebook import parse_cell
-
-    def reads(text: str) -> set[str]:
-        return {n for st in parse_cell(text).statements for n in st.reads}
-
     out: set[int] = set()
     for pos, name in sorted(unread.items()):
         where = f"{item.source.name}, cell {pos + 1}"
-        lost = {n for st in parse_cell(sources[pos] or "").statements for n in st.binds}
-        needs = [
-            f"cell {k + 1}"
-            for k in range(pos + 1, len(sources))
-            if sources[k] is not None and k not in out and reads(sources[k] or "") & lost
-        ]
-        needs += ["a test"] if any(reads(t) & lost for t in tests) and not needs else []
+        lost, needs = _needed_by(sources, pos, tests, out)
         if needs:
             raise UsageError(
                 f"{where} reads the file {name}, which is not beside the notebook, and {needs[0]} uses what it "

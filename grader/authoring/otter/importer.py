@@ -41,8 +41,10 @@ from typing import Any
 import numpy as np
 import yaml
 
+from grader.authoring.assign import BEGIN, LINE_MARK
 from grader.authoring.environment import (
     declared_requirements,
+    erring_cells,
     kernel,
     missing_in_run,
     modules_rebound,
@@ -473,11 +475,17 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     # widget in a demo cell), is not run when grading; one something uses stops the import.
     sources = [c.source if c.cell_type == "code" else None for c in kept]
     test_sources = [check["test"] for q in item.questions for check in q.get("checks", [])]
-    missing, unread = missing_in_run(path.parent, sources, item.data)  # otter's own lines are gone from it
-    # A cell that reads a file the course does not ship (a demo of the data), nothing graded using
-    # it: otter runs on past its error; here it is not run when grading.
+    missing, unread, errors = missing_in_run(path.parent, sources, item.data)  # otter's own lines are gone
+    # A cell that reads a file the course does not ship (a demo of the data), or that shows an error
+    # on purpose, nothing graded using it: otter runs on past its error; here it is not run.
     skipped = optional_cells(item, sources, missing, test_sources, item.requirements)
     skipped |= unshipped_cells(item, sources, {k: f for k, f in unread.items() if k not in skipped}, test_sources)
+    answers = {
+        k
+        for k, c in enumerate(kept)
+        if c.cell_type == "code" and any(BEGIN.match(ln) or LINE_MARK.search(ln) for ln in c.source.splitlines())
+    }
+    skipped |= erring_cells(item, sources, {k: e for k, e in errors.items() if k not in skipped}, test_sources, answers)
     for pos in sorted(skipped):
         tags = list(kept[pos].metadata.get("tags", []))
         kept[pos].metadata["tags"] = [*tags, "skip-grading"]
