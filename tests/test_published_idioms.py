@@ -352,3 +352,22 @@ def test_an_otter_lesson_cell_that_shows_an_error_on_purpose_is_left_out(tmp_pat
     assert "skip-grading" in item.notebook.cells[-2].metadata["tags"]
     staged = import_check.stage([item], tmp_path / "c" / "config.yaml", course_name="c")
     assert staged.failing == () and staged.problems == ()
+
+
+def test_a_test_asking_whether_the_notebook_defines_a_name_reads_the_notebooks_names(tmp_path):
+    """``assert 'decade' in vars()``, an otter test's check that the student kept the name: vars()
+    is the notebook's namespace where the test runs."""
+    from grader.authoring.otter import importer as otter_import
+
+    master = _otter_master(tmp_path, [])
+    nb = nbformat.read(str(master), as_version=4)
+    nb.cells[5].source = "assert 'n' in vars()\nassert 'unknown_name' not in dir()"
+    nbformat.write(nb, str(master))
+    items = otter_import.read(master)
+    staged = import_check.stage(items, tmp_path / "c" / "config.yaml", course_name="c")
+    assert staged.failing == () and staged.problems == ()
+    importing.write(items, tmp_path / "c" / "config.yaml", course_name="c")
+    course = config.load(tmp_path / "c" / "config.yaml")
+    assignment = course.assignment("lab")
+    renamed = _answered(assignment.skeleton, tmp_path / "r.ipynb", {"n = ?": "m = 3"})
+    assert Grader(course).grade(assignment, renamed).score == 0
