@@ -371,3 +371,25 @@ def test_a_test_asking_whether_the_notebook_defines_a_name_reads_the_notebooks_n
     assignment = course.assignment("lab")
     renamed = _answered(assignment.skeleton, tmp_path / "r.ipynb", {"n = ?": "m = 3"})
     assert Grader(course).grade(assignment, renamed).score == 0
+
+
+def test_an_answer_a_person_grades_that_asks_for_input_is_shown_not_run(tmp_path):
+    """A guessing game graded by a person calls ``input()``, which has no one to answer when
+    grading: nbgrader's kernel raises and runs on. The import takes it; the cell is the answer a
+    person reads, not run, and the tests before and after it grade as usual."""
+    game = (
+        "### BEGIN SOLUTION\nguess = int(input('Guess: '))\nprint('too high' if guess > 5 else 'ok')\n### END SOLUTION"
+    )
+    twice = "def twice(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"
+    cells = [
+        ("code", twice, meta("twice", solution=True)),
+        ("code", "assert twice(3) == 6", meta("t_twice", grade=True, locked=True, points=1)),
+        ("code", game, meta("game", grade=True, solution=True, points=2)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assert any("an answer graded by a person raises EOFError" in n for n in items[0].notes)
+    assignment = course.assignment("ps1")
+    card = Grader(course).grade(assignment, assignment.solution)
+    assert {q.id: q.status for q in card.questions} == {"t_twice": "passed", "game": "manual"}
+    assert validate(course, assignment) == []

@@ -264,7 +264,7 @@ def missing_in_run(
     return out, files, errors
 
 
-def _needed_by(sources: list[str | None], pos: int, tests: list[str], skipped: set[int]) -> tuple[set[str], list[str]]:
+def needed_by(sources: list[str | None], pos: int, tests: list[str], skipped: set[int]) -> tuple[set[str], list[str]]:
     """What a cell binds, and the later cells (or a test) that read any of it."""
     from grader.notebook import parse_cell
 
@@ -289,7 +289,7 @@ def erring_cells(
     something depends on is left as it is: the solution's run then names it."""
     out: set[int] = set()
     for pos, error in sorted(errors.items()):
-        if pos in answers or _needed_by(sources, pos, tests, out)[1]:
+        if pos in answers or needed_by(sources, pos, tests, out)[1]:
             continue
         out.add(pos)
         item.note(
@@ -308,7 +308,7 @@ def unshipped_cells(item: Imported, sources: list[str | None], unread: dict[int,
     out: set[int] = set()
     for pos, name in sorted(unread.items()):
         where = f"{item.source.name}, cell {pos + 1}"
-        lost, needs = _needed_by(sources, pos, tests, out)
+        lost, needs = needed_by(sources, pos, tests, out)
         if needs:
             raise UsageError(
                 f"{where} reads the file {name}, which is not beside the notebook, and {needs[0]} uses what it "
