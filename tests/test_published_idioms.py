@@ -371,6 +371,9 @@ def test_a_test_asking_whether_the_notebook_defines_a_name_reads_the_notebooks_n
     assignment = course.assignment("lab")
     renamed = _answered(assignment.skeleton, tmp_path / "r.ipynb", {"n = ?": "m = 3"})
     assert Grader(course).grade(assignment, renamed).score == 0
+    # Left blank, the name is not answered: the question is unanswered, not passed.
+    card = Grader(course).grade(assignment, assignment.skeleton)
+    assert card.score == 0 and card.questions[0].status == "unanswered"
 
 
 def test_an_answer_a_person_grades_that_asks_for_input_is_shown_not_run(tmp_path):

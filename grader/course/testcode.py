@@ -153,7 +153,21 @@ def student_names(source: str) -> frozenset[str]:
         tree = ast.parse(source)
     except SyntaxError:
         return frozenset()
-    return frozenset(free_reads(tree) - BUILTINS - set(GRADER_MODULES) - GRADER_HELPERS)
+    asked = {  # ``"x" in vars()``: whether the notebook defines ``x`` reads it
+        n.left.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Compare)
+        and isinstance(n.left, ast.Constant)
+        and isinstance(n.left.value, str)
+        and n.left.value.isidentifier()
+        and len(n.ops) == 1
+        and isinstance(n.ops[0], (ast.In, ast.NotIn))
+        and isinstance(n.comparators[0], ast.Call)
+        and isinstance(n.comparators[0].func, ast.Name)
+        and n.comparators[0].func.id in ("vars", "globals", "locals", "dir")
+        and not n.comparators[0].args
+    }
+    return frozenset((free_reads(tree) | asked) - BUILTINS - set(GRADER_MODULES) - GRADER_HELPERS)
 
 
 def student_reads(source: str) -> set[str]:
