@@ -396,3 +396,22 @@ def test_an_answer_a_person_grades_that_asks_for_input_is_shown_not_run(tmp_path
     card = Grader(course).grade(assignment, assignment.solution)
     assert {q.id: q.status for q in card.questions} == {"t_twice": "passed", "game": "manual"}
     assert validate(course, assignment) == []
+
+
+def test_a_test_that_passes_on_every_notebook_does_not_fail_the_skeleton_check(tmp_path):
+    """``assert 'n' != ...`` (a course's slip: a string is never Ellipsis) passes everywhere, as in
+    otter; ``grader validate`` leaves its points out of what the skeleton may not earn, and the rest
+    of the question must still be unanswered there."""
+    from grader.authoring.otter import importer as otter_import
+
+    master = _otter_master(tmp_path, [])
+    nb = nbformat.read(str(master), as_version=4)
+    nb.cells.insert(6, nbformat.v4.new_code_cell("assert 'n' != ..."))
+    nbformat.write(nb, str(master))
+    items = otter_import.read(master)
+    staged = import_check.stage(items, tmp_path / "c" / "config.yaml", course_name="c")
+    assert staged.failing == () and staged.problems == ()
+    importing.write(items, tmp_path / "c" / "config.yaml", course_name="c")
+    course = config.load(tmp_path / "c" / "config.yaml")
+    card = Grader(course).grade(course.assignment("lab"), course.assignment("lab").skeleton)
+    assert card.score == 0.5  # the slip's share, as otter pays it
