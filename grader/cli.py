@@ -399,37 +399,30 @@ def _assign_per_student(args: argparse.Namespace, course: config.Course) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    try:
-        return _import(args)
-    except OSError as exc:  # reading the course, or running it (a full disk): writing says so itself
-        where = f" ({exc.filename})" if exc.filename else ""
-        raise UsageError(f"the import stopped: {exc.strerror or exc}{where}; nothing was written") from None
-
-
-def _import(args: argparse.Namespace) -> int:
     from grader.authoring import import_check, importing, peers
 
-    config_path = Path(args.config) if args.config else Path.cwd() / "config.yaml"
-    items = peers.read(args.tool, Path(args.source), args.name)
-    source = Path(args.source).resolve()
-    course_name = args.course or (source.stem if source.is_file() else source.name)
-    importing.check_names(items, config_path, force=args.force)
-    staged = import_check.stage(items, config_path, course_name=course_name)
-    if staged.failing and not args.keep_failing_tests:
-        print(f"the solution fails {len(staged.failing)} imported test{'s' if len(staged.failing) != 1 else ''}:")
-        for failing in staged.failing:
-            print(f"  - {failing.describe()}")
-        print(
-            "nothing was written: fix the source, or pass --keep-failing-tests to import these tests' "
-            "questions for a person to grade"
-        )
-        return EXIT_PROBLEMS
-    import_check.keep_for_a_person(items, staged.failing)
-    for line in importing.write(items, config_path, course_name=course_name, force=args.force):
-        print(line)
-    for problem in staged.problems:
-        print(f"validate: {problem}")
-    return EXIT_PROBLEMS if staged.problems else EXIT_OK
+    with importing.stopped_on_oserror():  # reading or running the course (a full disk): one line
+        config_path = Path(args.config) if args.config else Path.cwd() / "config.yaml"
+        items = peers.read(args.tool, Path(args.source), args.name)
+        source = Path(args.source).resolve()
+        course_name = args.course or (source.stem if source.is_file() else source.name)
+        importing.check_names(items, config_path, force=args.force)
+        staged = import_check.stage(items, config_path, course_name=course_name)
+        if staged.failing and not args.keep_failing_tests:
+            print(f"the solution fails {len(staged.failing)} imported test{'s' if len(staged.failing) != 1 else ''}:")
+            for failing in staged.failing:
+                print(f"  - {failing.describe()}")
+            print(
+                "nothing was written: fix the source, or pass --keep-failing-tests to import these tests' "
+                "questions for a person to grade"
+            )
+            return EXIT_PROBLEMS
+        import_check.keep_for_a_person(items, staged.failing)
+        for line in importing.write(items, config_path, course_name=course_name, force=args.force):
+            print(line)
+        for problem in staged.problems:
+            print(f"validate: {problem}")
+        return EXIT_PROBLEMS if staged.problems else EXIT_OK
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

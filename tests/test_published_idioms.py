@@ -254,3 +254,164 @@ def test_a_full_disk_during_the_import_is_one_line_and_an_exit_status_and_takes_
         "nothing was written\n"
     )
     assert list(course.iterdir()) == []
+
+
+def test_a_test_kept_for_a_person_whose_cell_raises_on_the_solution_is_not_run_when_grading(tmp_path):
+    """A test written for an older library raises on the solution (``np.float``, gone from NumPy);
+    with --keep-failing-tests its question goes to a person, its cell is what that person reads, and
+    the cell is not run: the solution runs to the end and ``grader validate`` is content."""
+    answer = "import numpy as np\n### BEGIN SOLUTION\nx = 2\n### END SOLUTION"
+    cells = [
+        ("code", answer, meta("x", solution=True)),
+        ("code", "assert np.float(x) == 2.0", meta("t_old", grade=True, locked=True, points=1)),
+        ("code", "assert x * 3 == 6", meta("t_new", grade=True, locked=True, points=1)),
+    ]
+    items = nbgrader_import.read(nbgrader_source(tmp_path, cells))
+    staged = import_check.stage(items, tmp_path / "c" / "config.yaml", course_name="c")
+    assert [f.question for f in staged.failing] == ["t_old"]
+    import_check.keep_for_a_person(items, staged.failing)
+    importing.write(items, tmp_path / "c" / "config.yaml", course_name="c")
+    course = config.load(tmp_path / "c" / "config.yaml")
+    assignment = course.assignment("ps1")
+    assert validate(course, assignment) == []
+    card = Grader(course).grade(assignment, assignment.solution)
+    assert {q.id: q.status for q in card.questions} == {"t_old": "manual", "t_new": "passed"}
+
+
+def test_an_otter_config_file_shared_by_a_courses_notebooks_is_read(tmp_path):
+    """``config_file: ../course.yml`` in ASSIGNMENT CONFIG: its settings (the requirements, files)
+    are the notebook's, the notebook's own keys first."""
+    from grader.authoring.otter import importer as otter_import
+
+    lab = tmp_path / "labs" / "lab1"
+    lab.mkdir(parents=True)
+    (tmp_path / "labs" / "course.yml").write_text("files: [lengths.csv]\nrequirements: ../needs.txt\nname: shared\n")
+    (tmp_path / "labs" / "needs.txt").write_text("tablelib-not-here==2.1\n")
+    (lab / "lengths.csv").write_text("x\n1\n")
+    master = _otter_master(lab, [])
+    nb = nbformat.read(str(master), as_version=4)
+    nb.cells[0].source = "# ASSIGNMENT CONFIG\nconfig_file: ../course.yml\nname: lab1\n"
+    nbformat.write(nb, str(master))
+    (item,) = otter_import.read(master)
+    assert item.name == "lab1"
+    assert [p.name for p in item.data] == ["lengths.csv"] and item.requirements == ["tablelib-not-here==2.1"]
+    nb.cells[0].source = "# ASSIGNMENT CONFIG\nconfig_file: ../missing.yml\n"
+    nbformat.write(nb, str(master))
+    with pytest.raises(
+        UsageError, match=r"^lab.ipynb: its ASSIGNMENT CONFIG's config_file ../missing.yml cannot be read"
+    ):
+        otter_import.read(master)
+
+
+def test_a_hidden_tests_helper_whose_argument_shares_a_notebook_names_spelling_reads_both_right(tmp_path):
+    """The hidden test defines its own reference function ``def correct_total(frame, k)`` and then
+    reads the notebook's ``frame`` outside it: inside, ``frame`` is the argument; outside, the
+    notebook's table."""
+    given = "import pandas as pd\nframe = pd.DataFrame({'u': [0, 1, 1, 2], 'v': [1.0, 2.0, 3.0, 4.0]})"
+    answer = "def total(frame, k):\n    ### BEGIN SOLUTION\n    return float(frame[frame['u'] <= k]['v'].sum())\n    ### END SOLUTION"
+    test = (
+        "assert total(frame, 2) == 10.0\n"
+        "### BEGIN HIDDEN TESTS\n"
+        "def correct_total(frame, k):\n    return float(frame[frame['u'] <= k]['v'].sum())\n"
+        "for users in [[0], [1, 2]]:\n    part = frame[frame['u'].isin(users)]\n"
+        "    for k in range(3):\n        assert total(part, k) == correct_total(part, k)\n"
+        "### END HIDDEN TESTS"
+    )
+    cells = [
+        ("code", given, None),
+        ("code", answer, meta("total", solution=True)),
+        ("code", test, meta("t_total", grade=True, locked=True, points=2)),
+    ]
+    staged, _, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 2
+    wrong = _answered(
+        assignment.skeleton,
+        tmp_path / "w.ipynb",
+        {
+            "def total(frame, k):\n    ?": "def total(frame, k):\n    return float(frame[frame['u'] < k]['v'].sum()) + (k == 2) * 4.0"
+        },
+    )
+    assert grader.grade(assignment, wrong).score == 0
+
+
+def test_an_otter_lesson_cell_that_shows_an_error_on_purpose_is_left_out(tmp_path):
+    """A lesson cell missing its closing parenthesis, to show students a SyntaxError: otter runs on
+    past it; the import notes it and it is not run when grading, so the course imports."""
+    from grader.authoring.otter import importer as otter_import
+
+    master = _otter_master(tmp_path, ['print("this line is missing something."', "m = n + 1"])
+    (item,) = otter_import.read(master)
+    assert (
+        len(item.notes) == 1
+        and item.notes[0].startswith("lab.ipynb, cell 3: raises SyntaxError: ")
+        and item.notes[0].endswith("a cell that shows an error on purpose; it is not run when grading")
+    )
+    assert "skip-grading" in item.notebook.cells[-2].metadata["tags"]
+    staged = import_check.stage([item], tmp_path / "c" / "config.yaml", course_name="c")
+    assert staged.failing == () and staged.problems == ()
+
+
+def test_a_test_asking_whether_the_notebook_defines_a_name_reads_the_notebooks_names(tmp_path):
+    """``assert 'decade' in vars()``, an otter test's check that the student kept the name: vars()
+    is the notebook's namespace where the test runs."""
+    from grader.authoring.otter import importer as otter_import
+
+    master = _otter_master(tmp_path, [])
+    nb = nbformat.read(str(master), as_version=4)
+    nb.cells[5].source = "assert 'n' in vars()\nassert 'unknown_name' not in dir()"
+    nbformat.write(nb, str(master))
+    items = otter_import.read(master)
+    staged = import_check.stage(items, tmp_path / "c" / "config.yaml", course_name="c")
+    assert staged.failing == () and staged.problems == ()
+    importing.write(items, tmp_path / "c" / "config.yaml", course_name="c")
+    course = config.load(tmp_path / "c" / "config.yaml")
+    assignment = course.assignment("lab")
+    renamed = _answered(assignment.skeleton, tmp_path / "r.ipynb", {"n = ?": "m = 3"})
+    assert Grader(course).grade(assignment, renamed).score == 0
+    # Left blank, the name is not answered: the question is unanswered, not passed.
+    card = Grader(course).grade(assignment, assignment.skeleton)
+    assert card.score == 0 and card.questions[0].status == "unanswered"
+
+
+def test_an_answer_a_person_grades_that_asks_for_input_is_shown_not_run(tmp_path):
+    """A guessing game graded by a person calls ``input()``, which has no one to answer when
+    grading: nbgrader's kernel raises and runs on. The import takes it; the cell is the answer a
+    person reads, not run, and the tests before and after it grade as usual."""
+    game = (
+        "### BEGIN SOLUTION\nguess = int(input('Guess: '))\nprint('too high' if guess > 5 else 'ok')\n### END SOLUTION"
+    )
+    twice = "def twice(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"
+    cells = [
+        ("code", twice, meta("twice", solution=True)),
+        ("code", "assert twice(3) == 6", meta("t_twice", grade=True, locked=True, points=1)),
+        ("code", game, meta("game", grade=True, solution=True, points=2)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assert any("an answer graded by a person raises EOFError" in n for n in items[0].notes)
+    assignment = course.assignment("ps1")
+    card = Grader(course).grade(assignment, assignment.solution)
+    assert {q.id: q.status for q in card.questions} == {"t_twice": "passed", "game": "manual"}
+    assert validate(course, assignment) == []
+
+
+def test_a_test_that_passes_on_every_notebook_does_not_fail_the_skeleton_check(tmp_path):
+    """``assert 'n' != ...`` (a course's slip: a string is never Ellipsis) passes everywhere, as in
+    otter; ``grader validate`` leaves its points out of what the skeleton may not earn, and the rest
+    of the question must still be unanswered there."""
+    from grader.authoring.otter import importer as otter_import
+
+    master = _otter_master(tmp_path, [])
+    nb = nbformat.read(str(master), as_version=4)
+    nb.cells.insert(6, nbformat.v4.new_code_cell("assert 'n' != ..."))
+    nbformat.write(nb, str(master))
+    items = otter_import.read(master)
+    staged = import_check.stage(items, tmp_path / "c" / "config.yaml", course_name="c")
+    assert staged.failing == () and staged.problems == ()
+    importing.write(items, tmp_path / "c" / "config.yaml", course_name="c")
+    course = config.load(tmp_path / "c" / "config.yaml")
+    card = Grader(course).grade(course.assignment("lab"), course.assignment("lab").skeleton)
+    assert card.score == 0.5  # the slip's share, as otter pays it

@@ -192,9 +192,16 @@ def nbgrader_peer(course: dict[str, Any], src_nb: Path, peer: Path, work: Path) 
     return result
 
 
+def otter_rel(course: dict[str, Any]) -> Path:
+    """Where the master notebook's folder is within what is copied: the folder itself, or, with
+    ``tree`` (a course whose notebooks read a config file above them), the repository's folder."""
+    source = Path(course["source"])
+    return source.parent.relative_to(course["tree"]) if "tree" in course else Path(".")
+
+
 def otter_peer(course: dict[str, Any], master: Path, peer: Path, work: Path) -> dict[str, Any]:
     """Assign with otter, derive the submissions, run otter on each; the peer's scores per question."""
-    src = work / "src"
+    src = work / "src" / otter_rel(course)
     for old, new in course.get("fixes", []):
         text = (src / master.name).read_text(encoding="utf-8")
         (src / master.name).write_text(text.replace(old, new), encoding="utf-8")
@@ -335,9 +342,10 @@ def one(course: dict[str, Any], courses: Path, args: argparse.Namespace) -> dict
         peer = nbgrader_peer(course, source, args.peer_nbgrader, work)
         import_source = work / "peer" / "source" / "ps"  # the source as nbgrader read it (fixes applied)
     else:
-        shutil.copytree(source.parent, work / "src", ignore=shutil.ignore_patterns(".*", "dist"))
+        top = checkout / course["tree"] if "tree" in course else source.parent
+        shutil.copytree(top, work / "src", ignore=shutil.ignore_patterns(".*", "dist"))
         peer = otter_peer(course, source, Path(course.get("peer_otter", args.peer_otter)), work)
-        import_source = work / "src" / source.name
+        import_source = work / "src" / otter_rel(course) / source.name
     row["peer_seconds"] = round(time.monotonic() - started, 1)
     row["peer"] = {k: v for k, v in peer.items() if k != "scores"}
     if "error" in peer and not peer.get("scores"):
@@ -349,7 +357,7 @@ def one(course: dict[str, Any], courses: Path, args: argparse.Namespace) -> dict
     else:
         clean = work / "import-src"
         shutil.copytree(work / "src", clean, ignore=shutil.ignore_patterns("dist"))
-        import_source = clean / source.name
+        import_source = clean / otter_rel(course) / source.name
     started = time.monotonic()
     mine = product(course, import_source, args.grader, work)
     row["product_seconds"] = round(time.monotonic() - started, 1)
@@ -371,7 +379,7 @@ def product_again(
     if course["tool"] == "nbgrader":
         import_source = work / "import-src" / Path(course["source"]).parent.name
     else:
-        import_source = work / "import-src" / source.name
+        import_source = work / "import-src" / otter_rel(course) / source.name
     started = time.monotonic()
     mine = product(course, import_source, args.grader, work)
     row["product_seconds"] = round(time.monotonic() - started, 1)

@@ -26,6 +26,7 @@ from grader.errors import UsageError
 from grader.judge import verdicts as v
 from grader.judge import wording
 from grader.judge.grading import Grader
+from grader.notebook.read import SKIP_TAG
 from grader.vocab import QuestionStatus, SubmissionStatus
 
 _RELEASED_FAILS = re.compile(r"^question (\S+) is (?:failed|error) in the skeleton, not unanswered")
@@ -135,6 +136,15 @@ def keep_for_a_person(items: list[Imported], failing: tuple[FailingTest, ...]) -
         ids = {f.question for f in failing if f.assignment == item.name}
         for i, q in enumerate(item.questions):
             if q["id"] in ids:
+                # The test's own cell, which ran in place as the test, is the answer a person reads;
+                # it is not run when grading (what it raises is no error of the student's notebook).
+                places = {c.get("at_cell") for c in q.get("checks", []) if c.get("at_cell")}
+                for cell in item.notebook.cells:
+                    if cell.get("id") in places and "locked" in cell.get("metadata", {}).get("tags", []):
+                        importing.answer(cell, q["id"])
+                        tags = cell.metadata["tags"]
+                        if SKIP_TAG not in tags:
+                            cell.metadata["tags"] = [*tags, SKIP_TAG]
                 item.questions[i] = {
                     "id": q["id"],
                     "title": f"{q['id']} (its test fails on the solution)",

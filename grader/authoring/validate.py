@@ -25,7 +25,7 @@ from grader.judge.reference import Reference
 from grader.names import hint_id
 from grader.notebook import BlankReport
 from grader.run.job import Captured
-from grader.vocab import QuestionStatus, SubmissionStatus
+from grader.vocab import CheckStatus, QuestionStatus, SubmissionStatus
 
 
 def validate(course: Course, assignment: Assignment, grader: Grader | None = None) -> list[str]:
@@ -70,9 +70,20 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
         # A question whose tests read none of the notebook's names (nbgrader's ``print("Success!")``
         # test cell) passes on every notebook, the skeleton too, by its author's design.
         free = {q.id for q in assignment.questions if q.checks and all(c.is_test and not c.names for c in q.checks)}
-        earned = sum(q.score for q in card.questions if q.id not in free)
-        if earned != 0:
+        # The same for one test of a question (``assert 'x' != ...``, a course's own slip): its points
+        # are earned by every notebook, the skeleton's too, and the rest of the question must not be.
+        loose = {c.id for c in assignment.checks if c.is_test and not c.names}
+        earned = sum(
+            q.score - sum(ch.score for ch in q.checks if ch.id in loose) for q in card.questions if q.id not in free
+        )
+        if earned > 1e-9:
             problems.append(f"the skeleton scores {earned:g}, not 0")
+        free |= {
+            q.id
+            for q in card.questions
+            if q.status == QuestionStatus.PARTIAL
+            and all(ch.id in loose or ch.status == CheckStatus.UNANSWERED for ch in q.checks)
+        }
         # Given code that runs and fails its tests (``ans = None`` before the blank) is the skeleton's
         # answer where the course says so; it must earn nothing, as above.
         fails = {q.id for q in assignment.questions if q.skeleton_fails}

@@ -274,14 +274,8 @@ def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question
         total = sum(c.points or 0 for c in checks)
         if abs(total - points) > 1e-9:
             raise r.error(r.sub("points"), f"is {points:g} but its checks' points add up to {total:g}")
-    return Question(
-        id=qid,
-        title=title,
-        points=points,
-        checks=checks,
-        visible=r.flag("visible", True),
-        skeleton_fails=r.flag("skeleton_fails", False),
-    )
+    fails = r.flag("skeleton_fails", False)
+    return Question(qid, title, points, checks, visible=r.flag("visible", True), skeleton_fails=fails)
 
 
 def _variants(r: Reader, default_count: int) -> VariantSpec:

@@ -96,6 +96,56 @@ def bound_names(tree: ast.AST) -> set[str]:
     return out
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _scope_parts(node: ast.AST) -> tuple[list[ast.AST], list[ast.AST]]:
+    """What runs in a scope (its own nodes, nested scopes' names, defaults and decorators) and the
+    scopes nested in it, whose bodies run in scopes of their own."""
+    own: list[ast.AST] = []
+    nested: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(node))
+    while todo:
+        child = todo.pop()
+        if isinstance(child, _SCOPES):
+            nested.append(child)
+            outer = [*getattr(child, "decorator_list", []), *getattr(child, "bases", [])]
+            if not isinstance(child, ast.ClassDef):
+                outer += [d for d in (*child.args.defaults, *child.args.kw_defaults) if d is not None]
+            todo.extend(outer)
+            continue
+        own.append(child)
+        todo.extend(ast.iter_child_nodes(child))
+    return own, nested
+
+
+def free_reads(tree: ast.AST) -> set[str]:
+    """The names the test reads where none of its scopes binds them: a helper function's argument
+    ``test`` is its own, and ``test`` read outside that function is still the notebook's."""
+    out: set[str] = set()
+    scopes: list[tuple[ast.AST, set[str]]] = [(tree, set())]
+    while scopes:
+        node, outer = scopes.pop()
+        own, nested = _scope_parts(node)
+        here = set(outer) | {
+            n.name for n in nested if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        }
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            here |= {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        for n in own:
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                here.add(n.id)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                here.update((a.asname or a.name).split(".")[0] for a in n.names)
+            elif isinstance(n, ast.ExceptHandler) and n.name:
+                here.add(n.name)
+        if node is tree:
+            here -= deleted_names(tree)
+        out |= {n.id for n in own if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - here
+        scopes.extend((n, here) for n in nested)
+    return out
+
+
 @functools.lru_cache(maxsize=512)
 def student_names(source: str) -> frozenset[str]:
     """The notebook's names the test reads."""
@@ -103,9 +153,21 @@ def student_names(source: str) -> frozenset[str]:
         tree = ast.parse(source)
     except SyntaxError:
         return frozenset()
-    local = bound_names(tree) - deleted_names(tree)
-    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return frozenset(read - local - BUILTINS - set(GRADER_MODULES) - GRADER_HELPERS)
+    asked = {  # ``"x" in vars()``: whether the notebook defines ``x`` reads it
+        n.left.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Compare)
+        and isinstance(n.left, ast.Constant)
+        and isinstance(n.left.value, str)
+        and n.left.value.isidentifier()
+        and len(n.ops) == 1
+        and isinstance(n.ops[0], (ast.In, ast.NotIn))
+        and isinstance(n.comparators[0], ast.Call)
+        and isinstance(n.comparators[0].func, ast.Name)
+        and n.comparators[0].func.id in ("vars", "globals", "locals", "dir")
+        and not n.comparators[0].args
+    }
+    return frozenset((free_reads(tree) | asked) - BUILTINS - set(GRADER_MODULES) - GRADER_HELPERS)
 
 
 def student_reads(source: str) -> set[str]:

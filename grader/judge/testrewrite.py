@@ -66,6 +66,9 @@ OPS: dict[str, Callable[[Any, Any], Any]] = {
 # Calls that compare two values within tolerance: ``assert np.allclose(yours, expected)``. The
 # grader keeps both sides, so a failure says how the student's value differs, in kind.
 CLOSE = frozenset({"allclose", "array_equal", "isclose", "array_equiv"})
+# The builtins a test calls for the names defined where it runs (``"x" in vars()``): the
+# notebook's names, as a set, taken in the student's process.
+NAMESPACES = frozenset({"vars", "globals", "locals", "dir"})
 # Library calls that read a file into data, by name (``pd.read_csv``, ``np.load``): with a path
 # written in the test, each is a site (``Site.reads_file``).
 READERS = frozenset(
@@ -255,6 +258,22 @@ class _Rewriter(ast.NodeTransformer):
             else:
                 return False
 
+    def _own_scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> Any:
+        """A function of the test's: its arguments and locals are its own, never the notebook's
+        names they share a spelling with (``def correct(reco, test)`` beside the notebook's ``test``)."""
+        mine = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} | {
+            n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        if not mine & self.student:
+            return self.generic_visit(node)
+        outer, self.student = self.student, self.student - mine
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.student = outer
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _own_scope
+
     def visit_Name(self, node: ast.Name) -> Any:
         if isinstance(node.ctx, ast.Load) and node.id in self.student:
             return self._site(node, node)
@@ -304,6 +323,11 @@ class _Rewriter(ast.NodeTransformer):
         ):
             index = self._new_site(node, local=True, reads_file=True)
             return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(node)), node)
+        if name in NAMESPACES and isinstance(node.func, ast.Name) and not node.args and name not in self.bound:
+            # ``"x" in vars()``: whether the notebook defines a name, read where its names are.
+            index = self._new_site(node)
+            names = _call("set", _call("globals"))
+            return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(names)), node)
         if name in RAISES and len(node.args) >= 2 and _reads(node.args[1], self.tainted):
             call = ast.Call(func=node.args[1], args=node.args[2:], keywords=node.keywords)
             node = ast.Call(func=node.func, args=[node.args[0], _thunk(ast.copy_location(call, node))], keywords=[])

@@ -41,16 +41,19 @@ from typing import Any
 import nbformat
 
 from grader.authoring.assign import BEGIN, LOCKED_TAG
-from grader.authoring.importing import (
-    Imported,
-    answer,
-    clean_id,
+from grader.authoring.environment import (
     declared_requirements,
     kernel,
     missing_module,
     modules_rebound,
-    normalise,
+    needed_by,
     optional_cells,
+)
+from grader.authoring.importing import (
+    Imported,
+    answer,
+    clean_id,
+    normalise,
     read_notebook,
 )
 from grader.authoring.nbgrader import autotest
@@ -228,7 +231,7 @@ def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict
     nbgrader runs on past them; here they are not run when grading (``skip-grading``). Also the
     files released with the notebook that the notebook itself writes (the student makes them):
     they are not given to it, since what is given cannot be written over. And the cells that fail
-    because a module is not installed here, with the module (``importing.optional_cells``)."""
+    because a module is not installed here, with the module (``environment.optional_cells``)."""
     from grader.run.forking import default_executor
 
     code = [(i, c) for i, c in enumerate(cells) if c.cell_type == "code" and c.source.strip()]
@@ -263,8 +266,7 @@ def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict
         meta = _meta(cells[run.index - 1])
         if (
             run.status == CellStatus.ERROR
-            and not meta.get("grade")
-            and not meta.get("solution")
+            and bool(meta.get("grade")) == bool(meta.get("solution"))  # given, or an answer a person grades
             and run.ename not in ("ModuleNotFoundError", "ImportError")
         ):  # a missing library is no lesson
             out[run.index - 1] = f"{run.ename}: {run.evalue}".strip()[:120]
@@ -289,12 +291,21 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
     _autotests(path, nb, cells, data or [])
     item.requirements = declared_requirements(declared_files(path))
     errors, written, missing = shows_an_error(path, cells, data or [])
+    sources = [c.source if c.cell_type == "code" else None for c in cells]
     for pos, error in errors.items():
+        if _meta(cells[pos]).get("solution"):
+            # An answer a person grades that cannot run here (it asks for ``input()``): shown to that
+            # person, not run, where nothing later uses what it makes; else the solution's run says so.
+            if needed_by(sources, pos, [], set())[1]:
+                continue
+            item.note(pos + 1, f"an answer graded by a person raises {error} here; it is shown, not run, when grading")
+        else:
+            item.note(
+                pos + 1,
+                f"raises {error} in the source notebook, a cell that shows an error on purpose; it is not run when "
+                "grading",
+            )
         _tag(cells[pos], SKIP_TAG)
-        item.note(
-            pos + 1,
-            f"raises {error} in the source notebook, a cell that shows an error on purpose; it is not run when grading",
-        )
     item.data = [p for p in data or [] if p not in written]
     item.notes.extend(
         f"{path.name}: {p.relative_to(path.parent).as_posix()} is written by the notebook itself, so it "

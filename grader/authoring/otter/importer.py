@@ -23,6 +23,11 @@ call and keeps the last, and runs on the final environment only those never call
 of every cell (``seed_each_cell``), its own lines in a student's notebook run as ``pass`` (``inert_lines``), a
 test over the notebook's own names (``notebook_names``), its messages (``success_message``,
 ``failure_message``) and its points (each test its share of its question's, or all or nothing).
+
+Why one module: the master notebook is read in one pass over its raw cells, where what a cell is
+(a prompt, a solution, a test, a question's config) depends on the markers around it; the test
+files (``ok.py``, ``exception.py``) and the course's environment (``authoring.environment``) are
+their own modules.
 """
 
 from __future__ import annotations
@@ -36,19 +41,23 @@ from typing import Any
 import numpy as np
 import yaml
 
+from grader.authoring.assign import BEGIN, LINE_MARK
+from grader.authoring.environment import (
+    declared_requirements,
+    erring_cells,
+    kernel,
+    missing_in_run,
+    modules_rebound,
+    optional_cells,
+    unshipped_cells,
+)
 from grader.authoring.importing import (
     Imported,
     answer,
     clean_id,
-    declared_requirements,
     given_files,
-    kernel,
-    missing_in_run,
-    modules_rebound,
     normalise,
-    optional_cells,
     read_notebook,
-    unshipped_cells,
 )
 from grader.authoring.otter import exception as otter_exception
 from grader.authoring.otter import ok as otter_ok
@@ -282,6 +291,18 @@ def cell_seed(config: dict[str, Any]) -> int | dict[str, Any] | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _config_file(path: Path, rel: str) -> dict[str, Any]:
+    """The ASSIGNMENT CONFIG a ``config_file:`` names (beside the notebook or above it, as otter reads
+    it); the notebook's own keys win. One that cannot be read stops the import, naming it."""
+    try:
+        loaded = yaml.safe_load((path.parent / rel).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise UsageError(f"{path.name}: its ASSIGNMENT CONFIG's config_file {rel} cannot be read ({exc})") from None
+    if not isinstance(loaded, dict):
+        raise UsageError(f"{path.name}: its ASSIGNMENT CONFIG's config_file {rel} is not a mapping of settings")
+    return loaded
+
+
 def read(path: Path, name: str | None = None) -> list[Imported]:
     path = Path(path)
     if not path.is_file() or path.suffix != ".ipynb":
@@ -381,6 +402,8 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             if kind == "ASSIGNMENT CONFIG":
                 loaded = yaml.safe_load(rest) or {}
                 assignment_config = loaded if isinstance(loaded, dict) else {}
+                if isinstance(assignment_config.get("config_file"), str):  # shared by a course's notebooks
+                    assignment_config = {**_config_file(path, assignment_config["config_file"]), **assignment_config}
                 tests_config = assignment_config.get("tests")
                 exception_tests = isinstance(tests_config, dict) and tests_config.get("ok_format") is False
             elif kind == "BEGIN QUESTION":
@@ -452,11 +475,17 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     # widget in a demo cell), is not run when grading; one something uses stops the import.
     sources = [c.source if c.cell_type == "code" else None for c in kept]
     test_sources = [check["test"] for q in item.questions for check in q.get("checks", [])]
-    missing, unread = missing_in_run(path.parent, sources, item.data)  # otter's own lines are gone from it
-    # A cell that reads a file the course does not ship (a demo of the data), nothing graded using
-    # it: otter runs on past its error; here it is not run when grading.
+    missing, unread, errors = missing_in_run(path.parent, sources, item.data)  # otter's own lines are gone
+    # A cell that reads a file the course does not ship (a demo of the data), or that shows an error
+    # on purpose, nothing graded using it: otter runs on past its error; here it is not run.
     skipped = optional_cells(item, sources, missing, test_sources, item.requirements)
     skipped |= unshipped_cells(item, sources, {k: f for k, f in unread.items() if k not in skipped}, test_sources)
+    answers = {
+        k
+        for k, c in enumerate(kept)
+        if c.cell_type == "code" and any(BEGIN.match(ln) or LINE_MARK.search(ln) for ln in c.source.splitlines())
+    }
+    skipped |= erring_cells(item, sources, {k: e for k, e in errors.items() if k not in skipped}, test_sources, answers)
     for pos in sorted(skipped):
         tags = list(kept[pos].metadata.get("tags", []))
         kept[pos].metadata["tags"] = [*tags, "skip-grading"]

@@ -1,0 +1,324 @@
+"""A course's environment, read at import: what it declares it installs (a requirements.txt or
+environment.yml beside it, otter's ``requirements``), the modules the grading environment lacks
+and the line that installs each, the data files it reads but does not ship, the kernel it names,
+and the module names its notebook imports as other modules. A cell that fails only for a missing
+module or an unshipped file, that nothing graded depends on, is not run when grading (with a
+note); one something depends on stops the import, naming the cell and what needs it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from grader.authoring.importing import Imported
+from grader.errors import UsageError
+
+_DISTRIBUTIONS = {
+    "sklearn": "scikit-learn",
+    "cv2": "opencv-python",
+    "PIL": "pillow",
+    "yaml": "pyyaml",
+    "bs4": "beautifulsoup4",
+    "skimage": "scikit-image",
+    "Bio": "biopython",
+    "dateutil": "python-dateutil",
+}
+_NO_MODULE = re.compile(r"No module named '([^']+)'")
+_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def declared_requirements(paths: list[Path]) -> list[str]:
+    """The requirement lines a course declares: a requirements.txt (``-r`` and options left out), an
+    environment.yml (its conda ``dependencies`` as pip would name them, and its ``pip:`` list).
+    Each line once, in the order found; ``python`` itself and the grader's own are left out."""
+    out: list[str] = []
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if path.suffix in (".yml", ".yaml"):
+            try:
+                env = yaml.safe_load(text) or {}
+            except yaml.YAMLError:
+                continue
+            deps = env.get("dependencies", []) if isinstance(env, dict) else []
+            lines: list[str] = []
+            for dep in deps if isinstance(deps, list) else []:
+                if isinstance(dep, str):  # conda's ``numpy=1.26`` is pip's ``numpy==1.26``
+                    name, _, version = dep.partition("=")
+                    version = version.lstrip("=")
+                    lines.append(f"{name}=={version}" if version and "*" not in version else name)
+                elif isinstance(dep, dict) and isinstance(dep.get("pip"), list):
+                    lines.extend(str(x) for x in dep["pip"])
+        else:
+            lines = text.splitlines()
+        for line in lines:
+            line = line.split(" #")[0].strip()
+            m = _REQUIREMENT.match(line)
+            if not line or line.startswith(("#", "-")) or m is None:
+                continue
+            if m.group(1).lower() in ("python", "pip", "otter-grader", "nbgrader") or line in out:
+                continue
+            out.append(line)
+    return out
+
+
+def missing_module(ename: str, evalue: str) -> str | None:
+    """The module a cell's error says is not installed (``ModuleNotFoundError: No module named 'x'``)."""
+    if ename != "ModuleNotFoundError":
+        return None
+    m = _NO_MODULE.search(evalue)
+    if m is None or m.group(1).partition(".")[0] == "nose":  # the grader has nose's helpers where tests run
+        return None
+    return m.group(1)
+
+
+def modules_rebound(sources: list[str | None]) -> set[str]:
+    """The names of modules a test may use without importing them (``np``, ``random``) that the
+    notebook imports as another module (``from numpy import random``): in the notebook's tests they
+    are the notebook's, so each test reads them from the notebook (``notebook_names``)."""
+    from grader.course.testcode import GRADER_MODULES
+    from grader.notebook import python_source
+
+    out: set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(python_source(source or ""))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                bound = {
+                    (a.asname or a.name.partition(".")[0]): (a.name if a.asname else a.name.partition(".")[0])
+                    for a in node.names
+                }
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                bound = {(a.asname or a.name): f"{node.module}.{a.name}" for a in node.names if a.name != "*"}
+            else:
+                continue
+            out |= {alias for alias, module in bound.items() if GRADER_MODULES.get(alias, module) != module}
+    return out
+
+
+def install_line(module: str, declared: list[str]) -> str:
+    """The line that installs ``module``: the course's own requirement for it where it declares one."""
+    top = module.partition(".")[0]
+    wanted = {top.lower().replace("_", "-"), _DISTRIBUTIONS.get(top, top).lower().replace("_", "-")}
+    for line in declared:
+        m = _REQUIREMENT.match(line)
+        if m and m.group(1).lower().replace("_", "-") in wanted:
+            return f"pip install '{line}'"
+    return f"pip install {_DISTRIBUTIONS.get(top, top)}"
+
+
+def _binds_from(source: str, module: str) -> set[str]:
+    """The names a cell binds from its first statement that imports ``module`` on (all it binds
+    where no top-level statement does): what is missing when that import fails."""
+    from grader.notebook import parse_cell, python_source
+
+    top = module.partition(".")[0]
+    statements = parse_cell(source).statements
+    try:
+        tree = ast.parse(python_source(source))
+    except SyntaxError:
+        return {n for st in statements for n in st.binds}
+    start = 0
+    for k, node in enumerate(tree.body):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module]
+        if any(n.partition(".")[0] == top for n in names):
+            start = k
+            if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+                return {"*"}  # names unknown here: whatever a later cell reads may come from it
+            break
+    return {n for st in statements[start:] for n in st.binds}
+
+
+def optional_cells(
+    item: Imported,
+    sources: list[str | None],
+    missing: dict[int, str],
+    tests: list[str],
+    declared: list[str],
+    *,
+    testing: set[int] | frozenset[int] = frozenset(),
+) -> set[int]:
+    """The cells (by position in ``sources``, None for a cell that is not code) that fail only
+    because a module is not installed here, and on whose names no later cell and no test depends:
+    they are not run when grading, with a note naming the line that installs the module. A cell
+    something depends on stops the import: a UsageError names the notebook, the cell, the module,
+    the line that installs it and what depends on it (``testing``: the positions of test cells,
+    which are never optional)."""
+    from grader.notebook import parse_cell
+
+    def reads(text: str) -> set[str]:
+        return {n for st in parse_cell(text).statements for n in st.reads}
+
+    out: set[int] = set()
+    for pos, module in sorted(missing.items()):
+        line = install_line(module, declared)
+        where = f"{item.source.name}, cell {pos + 1}"
+        lost = _binds_from(sources[pos] or "", module)
+        if "*" in lost:  # what later cells read that no cell binds and is no builtin may come from it
+            bound = {
+                n
+                for k, src in enumerate(sources)
+                if k != pos
+                for st in parse_cell(src or "").statements
+                for n in st.binds
+            }
+            later = {n for k in range(pos + 1, len(sources)) for n in reads(sources[k] or "")}
+            lost = {n for n in later - bound if not hasattr(builtins, n)} or {"*"}
+        needs = [
+            f"cell {k + 1}"
+            for k in range(pos + 1, len(sources))
+            if sources[k] is not None and reads(sources[k] or "") & lost
+        ]
+        needs += ["a test"] if any(reads(t) & lost for t in tests) and not needs else []
+        if pos in testing or needs:
+            what = "it is a test" if pos in testing else f"{needs[0]} uses what it makes ({', '.join(sorted(lost))})"
+            raise UsageError(
+                f"{where} needs the module {module}, which is not installed here, and {what}: install it "
+                f"(`{line}`) and import again; nothing was written"
+            )
+        out.add(pos)
+        note = (
+            f"A cell that needs the module {module} is not run when grading: grading does not install "
+            "it, and nothing graded uses what that cell makes."
+        )
+        if note not in item.settings.setdefault("notes", []):
+            item.settings["notes"].append(note)
+        item.note(
+            pos + 1,
+            f"needs the module {module}, which is not installed here (`{line}`); nothing graded uses "
+            "what it makes, so it is not run when grading",
+        )
+    return out
+
+
+def kernel(path: Path, nb: Any, item: Imported) -> None:
+    """A notebook written for another Python kernel (``conda-env-x-py``, one labelled ``python2``)
+    runs on the grading kernel, with a note; one in another language cannot be graded here."""
+    spec = nb.metadata.get("kernelspec", {}) or {}
+    info = nb.metadata.get("language_info", {}) or {}
+    language = str(spec.get("language") or info.get("name") or "python").lower()
+    name = str(spec.get("name") or "python3")
+    if language != "python":
+        shown = spec.get("display_name") or name
+        raise UsageError(
+            f"{path.name} is written for the {shown} kernel ({language}); only Python notebooks are graded "
+            "here, so nothing was imported"
+        )
+    if name != "python3":
+        item.notes.append(
+            f"{path.name}: written for the kernel {name!r}; it runs on the grading kernel (Python 3), and the "
+            "notebooks written here name that one"
+        )
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+
+def missing_in_run(
+    folder: Path, sources: list[str | None], data: list[Path]
+) -> tuple[dict[int, str], dict[int, str], dict[int, str]]:
+    """The cells (by position, None for a cell that is not code) that fail, run once in the sandbox
+    as the notebook stands with its data files, because a module is not installed here (with the
+    module), those that fail because a file they read is not there (with the file's name), and
+    those that fail otherwise (with the error: a lesson's ``print("..."`` that shows a SyntaxError)."""
+    from grader.course.model import Limits
+    from grader.notebook import imported_modules
+    from grader.run.forking import default_executor
+    from grader.run.job import Job, JobCell
+
+    code = [(k, src) for k, src in enumerate(sources) if src is not None and src.strip()]
+    job = Job(
+        cells=tuple(JobCell(index=k + 1, source=src) for k, src in code),
+        captures=(),
+        limits=Limits(),
+        files=tuple((p, p.relative_to(folder).as_posix()) for p in data if p.is_relative_to(folder)),
+        preload=tuple(
+            sorted(
+                m for m in imported_modules([s for _, s in code]) if m.partition(".")[0] not in sys.stdlib_module_names
+            )
+        ),
+    )
+    out: dict[int, str] = {}
+    files: dict[int, str] = {}
+    errors: dict[int, str] = {}
+    for run in default_executor().run(job).cells:
+        module = missing_module(run.ename, run.evalue)
+        if module is not None:
+            out[run.index - 1] = module
+        elif run.ename == "FileNotFoundError" and run.filename:
+            files[run.index - 1] = run.filename.removeprefix("./")
+        elif run.ename and run.ename not in ("ModuleNotFoundError", "ImportError"):
+            errors[run.index - 1] = f"{run.ename}: {run.evalue}".strip()[:120]
+    return out, files, errors
+
+
+def needed_by(sources: list[str | None], pos: int, tests: list[str], skipped: set[int]) -> tuple[set[str], list[str]]:
+    """What a cell binds, and the later cells (or a test) that read any of it."""
+    from grader.notebook import parse_cell
+
+    def reads(text: str) -> set[str]:
+        return {n for st in parse_cell(text).statements for n in st.reads}
+
+    lost = {n for st in parse_cell(sources[pos] or "").statements for n in st.binds}
+    needs = [
+        f"cell {k + 1}"
+        for k in range(pos + 1, len(sources))
+        if sources[k] is not None and k not in skipped and reads(sources[k] or "") & lost
+    ]
+    return lost, needs + (["a test"] if any(reads(t) & lost for t in tests) and not needs else [])
+
+
+def erring_cells(
+    item: Imported, sources: list[str | None], errors: dict[int, str], tests: list[str], answers: set[int]
+) -> set[int]:
+    """The given cells (not ``answers``) that raise in the instructor's notebook and on whose names
+    nothing later and no test depends (a lesson's cell that shows an error on purpose): the
+    course's tool runs on past them; here they are not run when grading, with a note. A cell
+    something depends on is left as it is: the solution's run then names it."""
+    out: set[int] = set()
+    for pos, error in sorted(errors.items()):
+        if pos in answers or needed_by(sources, pos, tests, out)[1]:
+            continue
+        out.add(pos)
+        item.note(
+            pos + 1,
+            f"raises {error} in the master notebook, a cell that shows an error on purpose; it is not run when grading",
+        )
+    return out
+
+
+def unshipped_cells(item: Imported, sources: list[str | None], unread: dict[int, str], tests: list[str]) -> set[int]:
+    """The cells (by position in ``sources``) that fail only because a file they read is not shipped
+    with the course (``unread``: the file each one reads), and on whose names no later cell and no
+    test depends: they are not run when grading, with a note (a course's own tool runs on past the
+    error). A cell something depends on stops the import: a UsageError names the notebook, the
+    cell, the file and what depends on it."""
+    out: set[int] = set()
+    for pos, name in sorted(unread.items()):
+        where = f"{item.source.name}, cell {pos + 1}"
+        lost, needs = needed_by(sources, pos, tests, out)
+        if needs:
+            raise UsageError(
+                f"{where} reads the file {name}, which is not beside the notebook, and {needs[0]} uses what it "
+                f"makes ({', '.join(sorted(lost))}): add the file (and list it in the course's files) and import "
+                "again; nothing was written"
+            )
+        out.add(pos)
+        item.note(
+            pos + 1,
+            f"reads the file {name}, which is not beside the notebook; nothing graded uses what it makes, so it "
+            "is not run when grading",
+        )
+    return out
