@@ -33,7 +33,7 @@ against each.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -45,16 +45,17 @@ COMMON_PRIOR = 0.2  # the prior of a fragment the baseline holds (one of several
 TOKENS_PER_HALVING = 3.0  # a fragment's own prior halves with every this many tokens of length ...
 FREE_TOKENS = 2  # ... beyond this many ...
 RAREST_PRIOR = 2.0**-12  # ... down to this
-COMMON = 0.25  # a fragment one student in four would write carries no weight
+COMMON = 0.25  # a fragment more common than one student in four is not in the posting lists nor marked
+INFORMATIVE = 1.0  # a fragment's information is log2(INFORMATIVE / chance): only a certain one carries none
 SPREAD = 12  # tokens: a fragment longer than this spreads its weight over its length
-FLOOR = 8.0  # weighed tokens: the least a notebook is scored as having (about one rare line) ...
+FLOOR = 16.0  # weighed tokens: the least a notebook is scored as having (about one rare line) ...
 FLOOR_SHARE = 0.0  # ... and at least this share of the median notebook of this term
 CANDIDATE = 0.1  # a pair whose score cannot reach this is not compared in full (the listing's default floor)
 DETAILS = 0.1  # a pair scoring less is listed without its shared lines
 MARKDOWN_PRIOR = 2.0**-8  # the prior of a run of four words a student wrote
 MARKDOWN_FLOOR = 4.0  # weighed shingles
-SHOWN = 0.05  # shared tokens lighter than this are not marked in the page
 EVIDENCE = 8  # shared fragments described per pair
+TIE = 0.005  # a pair within this of a notebook's best score is one of its closest matches (clusters)
 
 
 @dataclass(frozen=True)
@@ -105,20 +106,47 @@ class Pair:
     shared: tuple[Shared, ...] = ()  # the rarest shared fragments, rarest first
 
 
+def _cover(
+    starts: npt.NDArray[np.int32], ends: npt.NDArray[np.int32]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """For each token a range covers: the token, and the range's row."""
+    lengths = (ends - starts).astype(np.int64)
+    total = int(lengths.sum())
+    first = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    at = np.repeat(starts.astype(np.int64), lengths) + (np.arange(total) - first)
+    return at, np.repeat(np.arange(len(starts)), lengths)
+
+
 def _paint(
     n: int, starts: npt.NDArray[np.int32], ends: npt.NDArray[np.int32], weights: npt.NDArray[np.float64]
 ) -> npt.NDArray[np.float64]:
     """Each of ``n`` tokens' weight: the largest weight of the ranges that cover it."""
     out = np.zeros(n, dtype=np.float64)
-    lengths = (ends - starts).astype(np.int64)
-    keep = lengths > 0
-    if not keep.any():
+    at, row = _cover(starts, ends)
+    np.maximum.at(out, at, weights[row])
+    return out
+
+
+def _paint_chance(
+    n: int,
+    starts: npt.NDArray[np.int32],
+    ends: npt.NDArray[np.int32],
+    weights: npt.NDArray[np.float64],
+    chances: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """Each of ``n`` tokens' chance of being shared by an independent student: the chance of the
+    weightiest range that covers it (1 for a token no range covers: it weighs nothing)."""
+    out = np.ones(n, dtype=np.float64)
+    if not len(starts):
         return out
-    starts, lengths, weights = starts[keep].astype(np.int64), lengths[keep], weights[keep]
-    total = int(lengths.sum())
-    first = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    at = np.repeat(starts, lengths) + (np.arange(total) - first)
-    np.maximum.at(out, at, np.repeat(weights, lengths))
+    order = np.argsort(weights, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    best = np.full(n, -1, dtype=np.int64)
+    at, row = _cover(starts, ends)
+    np.maximum.at(best, at, rank[row])
+    covered = best >= 0
+    out[covered] = chances[order][best[covered]]
     return out
 
 
@@ -160,7 +188,8 @@ class Weights:
         # Two common ways of writing two steps, one feeding the other, are a common way of
         # writing both: only the notebooks that hold the pair can tell otherwise.
         prior[flow & common] = COMMON_PRIOR
-        self.weight = self._weigh(self.held, prior)
+        self.chance = self._chance(self.held, prior)
+        self.weight = self._weigh(self.held, prior, INFORMATIVE)
 
     def _chance(self, held: npt.NDArray[np.int64], prior: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """The chance that an independent student writes the fragment (two notebooks holding it aside)."""
@@ -170,11 +199,18 @@ class Weights:
         )
         return chance
 
-    def _weigh(self, held: npt.NDArray[np.int64], prior: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    def _weigh(
+        self, held: npt.NDArray[np.int64], prior: npt.NDArray[np.float64], certain: float
+    ) -> npt.NDArray[np.float64]:
+        """The information a fragment carries, ``log2(certain / chance)`` bits (nothing at a chance of
+        ``certain`` or more), as a share of the most a fragment can carry in this class."""
         rest = max(self.notebooks - 2, 0) + PRIOR_NOTEBOOKS
-        most = np.log2(COMMON * rest / (PRIOR_NOTEBOOKS * RAREST_PRIOR))
-        weight: npt.NDArray[np.float64] = np.clip(np.log2(COMMON / self._chance(held, prior)) / most, 0.0, 1.0)
+        most = np.log2(certain * rest / (PRIOR_NOTEBOOKS * RAREST_PRIOR))
+        weight: npt.NDArray[np.float64] = np.clip(np.log2(certain / self._chance(held, prior)) / most, 0.0, 1.0)
         return weight
+
+    def chance_of(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        return self.chance[np.searchsorted(self.keys, keys)]
 
     def of(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         return self.weight[np.searchsorted(self.keys, keys)]
@@ -193,6 +229,8 @@ class _Own:
     total: float
     keys: npt.NDArray[np.int64]  # the fragment keys of weight above zero, unique
     unique_of_row: npt.NDArray[np.int64]  # each row's place in ``keys`` (len(keys) for a row of no weight)
+    chance: float = 0.0  # the weight an independent student is expected to share: sum of weight x chance
+    rare: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))  # keys: chance <= COMMON
 
 
 class Index:
@@ -209,10 +247,15 @@ class Index:
             # one of the same rarity (a helper written out in a call is no more evidence than the call).
             w = w * np.minimum(1.0, SPREAD / np.maximum(d.sizes, 1))
             tokens = _paint(d.tokens, d.starts, d.ends, w)
+            p = self.weights.chance_of(d.keys) if len(d.keys) else np.zeros(0)
+            expected_share = float((tokens * _paint_chance(d.tokens, d.starts, d.ends, w, p)).sum())
             keys = np.unique(d.keys[w > 0])
             at = np.searchsorted(keys, d.keys)
             found = (at < len(keys)) & (keys[np.minimum(at, max(len(keys) - 1, 0))] == d.keys) if len(keys) else at < 0
-            self.own.append(_Own(w, tokens, float(tokens.sum()), keys, np.where(found, at, len(keys))))
+            rare = self.weights.chance_of(keys) <= COMMON if len(keys) else np.zeros(0, dtype=bool)
+            self.own.append(
+                _Own(w, tokens, float(tokens.sum()), keys, np.where(found, at, len(keys)), expected_share, rare)
+            )
         current = sorted(o.total for o, d in zip(self.own, self.docs, strict=True) if not d.past)
         self.floor = max(FLOOR, FLOOR_SHARE * current[len(current) // 2]) if current else FLOOR
         self.markdown_weight = self._markdown_weights()
@@ -226,7 +269,7 @@ class Index:
             return {}
         keys = list(seen)
         held = np.array([seen[k] for k in keys], dtype=np.int64)
-        w = self.weights._weigh(held, np.full(len(keys), MARKDOWN_PRIOR))
+        w = self.weights._weigh(held, np.full(len(keys), MARKDOWN_PRIOR), COMMON)
         return {k: float(x) for k, x in zip(keys, w, strict=True) if x > 0}
 
     def candidates(self) -> list[tuple[int, int]]:
@@ -234,7 +277,12 @@ class Index:
         a markdown answer's wording; from the posting lists of the fragments, never from all pairs."""
         n = len(self.docs)
         keys, owners, masses = [], [], []
+        # Per notebook: the most its common fragments (not in the posting lists: a pair sharing only
+        # those scores nothing above chance) can add, the share expected by chance, and the room above it.
+        common_mass, expected_mass, room = np.zeros(n), np.zeros(n), np.ones(n)
         for i, (d, o) in enumerate(zip(self.docs, self.own, strict=True)):
+            expected_mass[i] = o.chance
+            room[i] = max(o.total - o.chance, self.floor)
             if not len(o.keys):
                 continue
             # The most the fragment can add to this notebook's share: its weight over all its rows.
@@ -243,9 +291,10 @@ class Index:
             hit = o.keys[at] == d.keys
             mass = np.zeros(len(o.keys))
             np.add.at(mass, at[hit], (o.weights * (d.ends - d.starts))[hit])
-            keys.append(o.keys)
-            owners.append(np.full(len(o.keys), i, dtype=np.int64))
-            masses.append(mass / max(o.total, self.floor))
+            common_mass[i] = float(mass[~o.rare].sum())
+            keys.append(o.keys[o.rare])
+            owners.append(np.full(int(o.rare.sum()), i, dtype=np.int64))
+            masses.append(mass[o.rare])
         pairs: set[tuple[int, int]] = set()
         if keys:
             k, who, m = np.concatenate(keys), np.concatenate(owners), np.concatenate(masses)
@@ -264,8 +313,11 @@ class Index:
                 right.append(m[rows][:, jj].ravel())
             if codes:
                 found, inverse = np.unique(np.concatenate(codes), return_inverse=True)
-                bound_a = np.bincount(inverse, np.concatenate(left), len(found))
-                bound_b = np.bincount(inverse, np.concatenate(right), len(found))
+                first, second = found // n, found % n
+                shared_a = np.bincount(inverse, np.concatenate(left), len(found)) + common_mass[first]
+                shared_b = np.bincount(inverse, np.concatenate(right), len(found)) + common_mass[second]
+                bound_a = (shared_a - expected_mass[first]) / room[first]
+                bound_b = (shared_b - expected_mass[second]) / room[second]
                 keep = np.maximum(bound_a, bound_b) >= CANDIDATE
                 pairs |= {(int(c // n), int(c % n)) for c in found[keep]}
         pairs |= self._markdown_pairs()
@@ -289,8 +341,8 @@ class Index:
         shared = np.intersect1d(oa.keys, ob.keys, assume_unique=True)
         cov_a = self._covered(a, oa, shared)
         cov_b = self._covered(b, ob, shared)
-        share_a = float(cov_a.sum()) / max(oa.total, self.floor)
-        share_b = float(cov_b.sum()) / max(ob.total, self.floor)
+        share_a = self._beyond_chance(float(cov_a.sum()), oa)
+        share_b = self._beyond_chance(float(cov_b.sum()), ob)
         score = round(min(1.0, max(share_a, share_b)), 4)
         md, md_cells = self._markdown(a, b)
         detailed = score >= DETAILS if details is None else details
@@ -300,11 +352,17 @@ class Index:
             score=score,
             a_share=round(min(1.0, share_a), 4),
             b_share=round(min(1.0, share_b), 4),
-            matches=self._matches(a, b, cov_a, cov_b, oa) if detailed else (),
+            matches=self._matches(a, b, cov_a, cov_b, oa, ob, shared) if detailed else (),
             markdown=md,
             markdown_cells=md_cells,
             shared=self._shared(a, b, oa, ob, shared) if detailed else (),
         )
+
+    def _beyond_chance(self, shared: float, o: _Own) -> float:
+        """The part of a notebook's weight shared beyond what an independent student shares by
+        chance, over the most that can be (its weight, or the floor, less that chance): 1 for an
+        exact copy, about 0 for a classmate who writes the usual forms, below 0 for less."""
+        return max(0.0, (shared - o.chance) / max(o.total - o.chance, self.floor))
 
     def _covered(self, d: Document, o: _Own, shared: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """Each token's weight from the rows whose fragment is in ``shared`` (a subset of ``o.keys``)."""
@@ -315,10 +373,29 @@ class Index:
         rows = mask[o.unique_of_row]
         return _paint(d.tokens, d.starts[rows], d.ends[rows], o.weights[rows])
 
+    def _marked(self, d: Document, o: _Own, shared: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """The tokens a shared fragment no more common than ``COMMON`` covers: marked in the page."""
+        mask = np.zeros(len(o.keys) + 1, dtype=bool)
+        if len(shared):
+            at = np.searchsorted(o.keys, shared)
+            mask[at[o.rare[at]]] = True
+        rows = mask[o.unique_of_row]
+        return _paint(d.tokens, d.starts[rows], d.ends[rows], np.ones(int(rows.sum()))) > 0
+
     def _matches(
-        self, a: Document, b: Document, cov_a: npt.NDArray[np.float64], cov_b: npt.NDArray[np.float64], oa: _Own
+        self,
+        a: Document,
+        b: Document,
+        cov_a: npt.NDArray[np.float64],
+        cov_b: npt.NDArray[np.float64],
+        oa: _Own,
+        ob: _Own,
+        shared: npt.NDArray[np.int64],
     ) -> tuple[QuestionMatch, ...]:
-        side_a, side_b = _regions(a, cov_a), _regions(b, cov_b)
+        side_a, side_b = (
+            _regions(a, cov_a, self._marked(a, oa, shared)),
+            _regions(b, cov_b, self._marked(b, ob, shared)),
+        )
         total = max(oa.total, self.floor)
         out = []
         order = [q for q in range(len(self.known.questions)) if q in side_a or q in side_b]
@@ -398,9 +475,12 @@ def _region(doc: Document, start: int, end: int) -> Region:
     return Region(int(cells[0]), int(lines.min()), int(lines.max()))
 
 
-def _regions(doc: Document, covered: npt.NDArray[np.float64]) -> dict[int, tuple[tuple[Region, ...], int, float]]:
-    """The covered tokens as line ranges per cell, grouped by question, with a token count and weight."""
-    idx = np.flatnonzero(covered >= SHOWN)
+def _regions(
+    doc: Document, covered: npt.NDArray[np.float64], marked: npt.NDArray[np.bool_]
+) -> dict[int, tuple[tuple[Region, ...], int, float]]:
+    """The marked tokens as line ranges per cell, grouped by question, with a token count, and the
+    weight of the covered ones."""
+    idx = np.flatnonzero(marked)
     if len(idx) == 0:
         return {}
     questions_all = doc.questions.astype(np.int64) + 1  # NO_QUESTION is -1
@@ -421,8 +501,15 @@ def _regions(doc: Document, covered: npt.NDArray[np.float64]) -> dict[int, tuple
 
 
 def clusters(pairs: Sequence[Pair], threshold: float) -> list[list[str]]:
-    """Groups of three or more notebooks joined by pairs scoring at least ``threshold``
-    (connected components), largest first."""
+    """Groups of three or more notebooks joined by the pairs a person should look at, largest
+    first: pairs scoring at least ``threshold`` that are, for each of the two, its closest match
+    (within ``TIE``). Copies of one notebook are each other's closest matches; a classmate who
+    shares a usual form with many others is the closest match of few, so independent students are
+    not chained into one large group through their second and third best pairs."""
+    best: dict[str, float] = {}
+    for p in pairs:
+        best[p.a] = max(best.get(p.a, 0.0), p.score)
+        best[p.b] = max(best.get(p.b, 0.0), p.score)
     parent: dict[str, str] = {}
 
     def root(x: str) -> str:
@@ -432,7 +519,7 @@ def clusters(pairs: Sequence[Pair], threshold: float) -> list[list[str]]:
         return x
 
     for p in pairs:
-        if p.score >= threshold:
+        if p.score >= threshold and p.score >= best[p.a] - TIE and p.score >= best[p.b] - TIE:
             parent[root(p.a)] = root(p.b)
     groups: dict[str, list[str]] = {}
     for x in parent:

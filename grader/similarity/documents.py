@@ -278,6 +278,25 @@ def _read_statements(
     return stmts, at_cell, [(c, s.top) for c, s in zip(at_cell, stmts, strict=True)]
 
 
+def _written_out(stmts: list[Statement], ctx: Context) -> set[int]:
+    """The statements of the one-expression helpers the notebook calls (their ``def`` and
+    ``return``, or the ``lambda``): each call is the helper's expression written out with its
+    arguments, so the helper's code counts where it is used, as it would had the student written it
+    there by hand."""
+    called = {name for s in stmts for name in s.reads} & ctx.helpers.keys()
+    out: set[int] = set()
+    for n, s in enumerate(stmts):
+        if not (len(s.binds) == 1 and next(iter(s.binds)) in called and ("def" in s.tokens or "lambda" in s.tokens)):
+            continue
+        out.add(n)
+        depth = len(s.scope)
+        for m in range(n + 1, len(stmts)):
+            if len(stmts[m].scope) <= depth:
+                break
+            out.add(m)
+    return out
+
+
 def expected(assignment: Assignment) -> Expected:
     """The skeleton's statements and markdown, and the expected and common fragments, of an assignment."""
     exact: set[int] = set()
@@ -378,7 +397,10 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
     question_of = dict(zip(tops, owners(flow, names), strict=True))
     stmts, at_cell, at_top = _read_statements(cells, ctx)
     own = [own_top.get(t, False) for t in at_top]
-    counted = [o and s.key not in known.fragments for o, s in zip(own, stmts, strict=True)]
+    out = _written_out(stmts, ctx)
+    counted = [
+        o and s.key not in known.fragments and n not in out for n, (o, s) in enumerate(zip(own, stmts, strict=True))
+    ]
     # Canonical tokens of the student's own statements, in notebook order.
     offset: list[int] = []
     t_cells: list[int] = []
