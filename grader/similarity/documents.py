@@ -208,10 +208,11 @@ class _Fragment:
     coarse: int = 0  # the key with names, numbers and strings alike (0 for a flow)
 
 
-def fragments(stmts: list[Statement], counted: list[bool]) -> list[_Fragment]:
+def fragments(stmts: list[Statement], counted: list[bool], silent: frozenset[int] = frozenset()) -> list[_Fragment]:
     """Every fragment of a notebook's statements (in notebook order): statements, expressions,
     and the data flow from the statement whose value each one reads. ``counted`` says which
-    statements are the student's; a flow fragment covers only its counted ends."""
+    statements are the student's; a flow fragment covers only its counted ends. The ``silent``
+    statements (a helper written out where it is called) are no end of a flow."""
     out: list[_Fragment] = []
     keys = [s.key for s in stmts]
     binder: dict[tuple[tuple[int, ...], str], int] = {}  # (scope, name) -> the statement that last bound it
@@ -239,7 +240,9 @@ def fragments(stmts: list[Statement], counted: list[bool]) -> list[_Fragment]:
                         s.coarse_span_key(start, end),
                     )
                 )
-        sources = sorted({t for t in (source(s.scope, r) for r in s.reads) if t is not None and t != n})
+        sources = sorted({t for t in (source(s.scope, r) for r in s.reads) if t is not None and t != n} - silent)
+        if n in silent:
+            sources = []
         for t in sources:
             if not (counted[t] or counted[n]):
                 continue
@@ -397,7 +400,7 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
     question_of = dict(zip(tops, owners(flow, names), strict=True))
     stmts, at_cell, at_top = _read_statements(cells, ctx)
     own = [own_top.get(t, False) for t in at_top]
-    out = _written_out(stmts, ctx)
+    out = frozenset(_written_out(stmts, ctx))
     counted = [
         o and s.key not in known.fragments and n not in out for n, (o, s) in enumerate(zip(own, stmts, strict=True))
     ]
@@ -428,7 +431,7 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
         or (bool(s.plain) and (s.plain_keys[0] in known.common or s.plain_keys[1] in known.common_coarse))
         for s in stmts
     ]
-    for f in fragments(stmts, counted):
+    for f in fragments(stmts, counted, out):
         if f.key in known.fragments:
             continue
         common = (
