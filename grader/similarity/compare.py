@@ -170,6 +170,7 @@ class Index:
                 _Own(w, tokens, float(tokens.sum()), keys, np.where(found, at, len(keys)), expected_share, rare)
             )
         self.floor = FLOOR
+        self._sorted: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
         self.markdown_weight = self._markdown_weights()
 
     def _markdown_weights(self) -> dict[int, float]:
@@ -185,15 +186,14 @@ class Index:
         return {k: float(x) for k, x in zip(keys, w, strict=True) if x > 0}
 
     def candidates(self) -> list[tuple[int, int]]:
-        """Pairs (i < j), at least one of this term, whose score could reach CANDIDATE, or that share
-        a markdown answer's wording; from the posting lists of the fragments, never from all pairs."""
+        """Pairs (i < j), at least one of this term, whose shared fragments rarer than ``COMMON``
+        could make a score of CANDIDATE on their own, or that share a markdown answer's wording; from
+        the posting lists of the rare fragments, never from all pairs. What common fragments add
+        beyond them is about what independent students share by chance, which the score takes off."""
         n = len(self.docs)
         keys, owners, masses = [], [], []
-        # Per notebook: the most its common fragments (not in the posting lists: a pair sharing only
-        # those scores nothing above chance) can add, the share expected by chance, and the room above it.
-        common_mass, expected_mass, room = np.zeros(n), np.zeros(n), np.ones(n)
+        room = np.ones(n)  # per notebook: the room above chance, the score's denominator
         for i, (d, o) in enumerate(zip(self.docs, self.own, strict=True)):
-            expected_mass[i] = o.chance
             room[i] = max(o.total - o.chance, self.floor)
             if not len(o.keys):
                 continue
@@ -203,7 +203,6 @@ class Index:
             hit = o.keys[at] == d.keys
             mass = np.zeros(len(o.keys))
             np.add.at(mass, at[hit], (o.weights * (d.ends - d.starts))[hit])
-            common_mass[i] = float(mass[~o.rare].sum())
             keys.append(o.keys[o.rare])
             owners.append(np.full(int(o.rare.sum()), i, dtype=np.int64))
             masses.append(mass[o.rare])
@@ -226,10 +225,8 @@ class Index:
             if codes:
                 found, inverse = np.unique(np.concatenate(codes), return_inverse=True)
                 first, second = found // n, found % n
-                shared_a = np.bincount(inverse, np.concatenate(left), len(found)) + common_mass[first]
-                shared_b = np.bincount(inverse, np.concatenate(right), len(found)) + common_mass[second]
-                bound_a = (shared_a - expected_mass[first]) / room[first]
-                bound_b = (shared_b - expected_mass[second]) / room[second]
+                bound_a = np.bincount(inverse, np.concatenate(left), len(found)) / room[first]
+                bound_b = np.bincount(inverse, np.concatenate(right), len(found)) / room[second]
                 keep = np.maximum(bound_a, bound_b) >= CANDIDATE
                 pairs |= {(int(c // n), int(c % n)) for c in found[keep]}
         pairs |= self._markdown_pairs()
@@ -284,6 +281,16 @@ class Index:
         mask[np.searchsorted(o.keys, shared)] = True
         rows = mask[o.unique_of_row]
         return _paint(d.tokens, d.starts[rows], d.ends[rows], o.weights[rows])
+
+    def _rows_of(self, doc: Document, key: int) -> npt.NDArray[np.int64]:
+        """The rows of ``doc`` whose fragment is ``key``, in order (by a sorted index made once per notebook)."""
+        found = self._sorted.get(doc.key)
+        if found is None:
+            order = np.argsort(doc.keys, kind="stable")
+            found = self._sorted[doc.key] = (order, doc.keys[order])
+        order, keys = found
+        lo, hi = np.searchsorted(keys, key), np.searchsorted(keys, key, side="right")
+        return order[lo:hi]
 
     def _marked(self, d: Document, o: _Own, shared: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """The tokens a shared fragment no more common than ``COMMON`` covers: marked in the page."""
@@ -345,8 +352,7 @@ class Index:
         for ra in best.tolist():
             region = _region(a, int(a.starts[ra]), int(a.ends[ra]))
             key = int(a.keys[ra])
-            in_a = np.flatnonzero(a.keys == key)
-            in_b = np.flatnonzero(b.keys == key)
+            in_a, in_b = self._rows_of(a, key), self._rows_of(b, key)
             rb = int(in_b[min(int(np.searchsorted(in_a, ra)), len(in_b) - 1)])
             q = int(a.questions[a.starts[ra]])
             out.append(
