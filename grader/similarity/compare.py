@@ -36,7 +36,8 @@ from grader.similarity.rarity import COMMON, Weights
 SPREAD = 12  # tokens: a fragment longer than this spreads its weight over its length
 FLOOR = 16.0  # weighed tokens: the least weight beyond chance a notebook is scored as having (about two rare lines)
 CANDIDATE = 0.1  # a pair whose score cannot reach this is not compared in full (the listing's default floor)
-DETAILS = 0.1  # a pair scoring less is listed without its shared lines
+DETAILS = 0.2  # a pair scoring less is listed without its shared lines ...
+DETAILED_BEST = 40  # ... unless it is among this many best pairs (shown side by side in the page)
 MARKDOWN_PRIOR = 2.0**-8  # the prior of a run of four words a student wrote
 MARKDOWN_FLOOR = 4.0  # weighed shingles
 EVIDENCE = 8  # shared fragments described per pair
@@ -448,10 +449,15 @@ def clusters(pairs: Sequence[Pair], threshold: float) -> list[list[str]]:
 def compare_all(
     index: Index, candidates: Sequence[tuple[int, int]] | None = None, tick: Callable[[int], None] | None = None
 ) -> list[Pair]:
-    """Every candidate pair (default: the index's) compared, best first."""
-    out = []
+    """Every candidate pair (default: the index's) compared, best first; the pairs scoring at least
+    DETAILS, and the DETAILED_BEST best, with their shared lines and fragments."""
+    found = []
     for i, j in index.candidates() if candidates is None else candidates:
-        out.append(index.compare(i, j))
+        found.append((index.compare(i, j, details=False), i, j))
         if tick is not None:
             tick(1)
-    return sorted(out, key=lambda p: (-p.score, -p.markdown, p.a, p.b))
+    found.sort(key=lambda x: (-x[0].score, -x[0].markdown, x[0].a, x[0].b))
+    return [
+        index.compare(i, j, details=True) if rank < DETAILED_BEST or p.score >= DETAILS else p
+        for rank, (p, i, j) in enumerate(found)
+    ]

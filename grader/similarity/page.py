@@ -15,11 +15,11 @@ import re
 from html import escape
 
 from grader.outputs import pages
-from grader.similarity.compare import Pair, Shared
+from grader.similarity.compare import DETAILED_BEST, Pair, Shared
 from grader.similarity.documents import Document
 from grader.similarity.result import NOTICE, Similarity
 
-SIDE_BY_SIDE = 40  # pairs shown in full, best first
+SIDE_BY_SIDE = DETAILED_BEST  # pairs shown in full, best first
 LISTED = 500  # pairs listed in the table
 MATH_SELECTOR = ".qt"
 
