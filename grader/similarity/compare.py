@@ -1,60 +1,47 @@
-"""Which notebooks share code, weighed by how rare what they share is.
+"""Which notebooks share code, weighed by how rare what they share is (``rarity``).
 
-**How rare a fragment is.** For each fragment (a statement, an expression, the flow from one
-statement to the one that reads its value: ``canon``, ``documents``) the chance that an
-independent student writes it is estimated from the notebooks that hold it, this term's and
-earlier terms', *other than the two being compared*, smoothed towards a prior worth
-``PRIOR_NOTEBOOKS`` notebooks::
+**The score of a pair** is the larger of two shares, each the part of a notebook's weight it
+shares with the other *beyond what an independent classmate shares by chance*. A fragment's
+weight is spread over its tokens when it is longer than ``SPREAD`` (a long statement, or a helper
+written out where it is called, counts as much as a short one equally rare); each token of a
+notebook weighs as much as the weightiest fragment covering it, and has the chance of that
+fragment. A notebook's weight ``W`` is the sum over its tokens; ``X``, the sum of weight times
+chance, is what an independent student is expected to share with it; ``S`` is the weight of its
+tokens that the fragments it shares with the other cover. Its share is::
 
-    p = (others holding it + PRIOR_NOTEBOOKS * prior) / (notebooks - 2 + PRIOR_NOTEBOOKS)
+    (S - X) / max(W - X, FLOOR)
 
-The prior is the baseline, which a section of eight has too. A fragment of a common way of
-writing a question or a common check (``baseline``, and any print, plot or check: ``canon``) has
-the prior ``COMMON_PRIOR``; a flow between two common statements too. Any other statement or
-expression has a prior that halves with every ``TOKENS_PER_HALVING`` tokens of its length
-(``V = []`` is written by everyone, a thirty-token statement by almost no one); any other flow,
-the product of its two statements' chances (two choices made independently). Fragments the
-skeleton or the solution hold are expected and weigh nothing. A fragment's weight is the
-information it carries beyond a common one, ``log2(COMMON / p)`` (nothing when one student in
-four would write it), as a share of the most a fragment can carry in this class: 0 to 1.
+(0 when negative): 1 for an exact copy, about 0 for a classmate who writes the usual forms, and
+a notebook with little beyond the usual (``W - X`` under ``FLOOR``, about two rare lines) cannot
+reach 1 by sharing that. The share means the same in a class of 8 and of 500: the chances come
+from the class and the baseline, and the scale from the notebook itself. A notebook made of two
+classmates' halves scores about one half against each; two different algorithms for one question
+share nothing beyond the usual and score about 0.
 
-**The score of a pair** is the larger of two shares. A fragment's weight is spread over its
-tokens when it is longer than ``SPREAD`` (a long statement, or a helper written out where it is
-called, counts as much as a short one equally rare); each token of a notebook weighs as much as
-the weightiest fragment covering it, and a notebook's share is the weight of its tokens that the
-fragments it shares with the other cover, over the weight of all its tokens, or over the floor
-when that is larger (``FLOOR``, and ``FLOOR_SHARE`` of the median notebook of this term: a
-notebook with almost nothing of its own does not score high by sharing that). An exact copy
-scores 1 in a class of 8 as in a class of 500; independent students writing the usual forms score
-little, since those weigh little; a notebook made of two classmates' halves scores about one half
-against each.
+**Clusters** join the pairs a person should look at: at or above the threshold, and each
+notebook's closest match (within ``TIE``) for both of its notebooks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from grader.similarity.documents import EXPRESSION, FLOW, NO_QUESTION, Document, Expected
+from grader.similarity.rarity import COMMON, Weights
 
-PRIOR_NOTEBOOKS = 20.0  # how many notebooks' worth the prior is
-COMMON_PRIOR = 0.2  # the prior of a fragment the baseline holds (one of several common ways)
-TOKENS_PER_HALVING = 3.0  # a fragment's own prior halves with every this many tokens of length ...
-FREE_TOKENS = 2  # ... beyond this many ...
-RAREST_PRIOR = 2.0**-12  # ... down to this
-COMMON = 0.25  # a fragment one student in four would write carries no weight
 SPREAD = 12  # tokens: a fragment longer than this spreads its weight over its length
-FLOOR = 8.0  # weighed tokens: the least a notebook is scored as having (about one rare line) ...
-FLOOR_SHARE = 0.0  # ... and at least this share of the median notebook of this term
+FLOOR = 16.0  # weighed tokens: the least weight beyond chance a notebook is scored as having (about two rare lines)
 CANDIDATE = 0.1  # a pair whose score cannot reach this is not compared in full (the listing's default floor)
-DETAILS = 0.1  # a pair scoring less is listed without its shared lines
+DETAILS = 0.2  # a pair scoring less is listed without its shared lines ...
+DETAILED_BEST = 40  # ... unless it is among this many best pairs (shown side by side in the page)
 MARKDOWN_PRIOR = 2.0**-8  # the prior of a run of four words a student wrote
 MARKDOWN_FLOOR = 4.0  # weighed shingles
-SHOWN = 0.05  # shared tokens lighter than this are not marked in the page
 EVIDENCE = 8  # shared fragments described per pair
+TIE = 0.005  # a pair within this of a notebook's best score is one of its closest matches (clusters)
 
 
 @dataclass(frozen=True)
@@ -105,85 +92,48 @@ class Pair:
     shared: tuple[Shared, ...] = ()  # the rarest shared fragments, rarest first
 
 
+def _cover(
+    starts: npt.NDArray[np.int32], ends: npt.NDArray[np.int32]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """For each token a range covers: the token, and the range's row."""
+    lengths = (ends - starts).astype(np.int64)
+    total = int(lengths.sum())
+    first = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    at = np.repeat(starts.astype(np.int64), lengths) + (np.arange(total) - first)
+    return at, np.repeat(np.arange(len(starts)), lengths)
+
+
 def _paint(
     n: int, starts: npt.NDArray[np.int32], ends: npt.NDArray[np.int32], weights: npt.NDArray[np.float64]
 ) -> npt.NDArray[np.float64]:
     """Each of ``n`` tokens' weight: the largest weight of the ranges that cover it."""
     out = np.zeros(n, dtype=np.float64)
-    lengths = (ends - starts).astype(np.int64)
-    keep = lengths > 0
-    if not keep.any():
-        return out
-    starts, lengths, weights = starts[keep].astype(np.int64), lengths[keep], weights[keep]
-    total = int(lengths.sum())
-    first = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    at = np.repeat(starts, lengths) + (np.arange(total) - first)
-    np.maximum.at(out, at, np.repeat(weights, lengths))
+    at, row = _cover(starts, ends)
+    np.maximum.at(out, at, weights[row])
     return out
 
 
-class Weights:
-    """How rare each fragment is, from the notebooks that hold it and the prior."""
-
-    def __init__(self, docs: Sequence[Document]) -> None:
-        self.notebooks = len(docs)
-        unique = [np.unique(d.keys) for d in docs]
-        everything = np.concatenate(unique) if unique else np.zeros(0, dtype=np.int64)
-        self.keys, self.held = np.unique(everything, return_counts=True)
-        size = np.zeros(len(self.keys), dtype=np.int64)
-        common = np.zeros(len(self.keys), dtype=bool)
-        flow = np.zeros(len(self.keys), dtype=bool)
-        ends = np.zeros((len(self.keys), 2), dtype=np.int64)
-        for d in docs:
-            at = np.searchsorted(self.keys, d.keys)
-            np.maximum.at(size, at, d.sizes)
-            common[at[d.common]] = True
-            is_flow = d.kinds == FLOW
-            flow[at[is_flow]] = True
-            ends[at[is_flow]] = d.flows[is_flow]
-        self.common = common
-        prior = np.clip(2.0 ** (-(size - FREE_TOKENS) / TOKENS_PER_HALVING), RAREST_PRIOR, COMMON_PRIOR)
-        prior[common & ~flow] = COMMON_PRIOR
-        p = self._chance(self.held, prior)
-        # A flow is as likely as its two statements written together by chance (independently),
-        # twice that for the statements that go together anyway; the statements never counted
-        # (the solution's, the skeleton's) are certain.
-        chance = np.ones(len(self.keys) + 1)
-        chance[:-1] = p
-        for side in (0, 1):
-            where = np.searchsorted(self.keys, ends[flow, side])
-            where = np.minimum(where, len(self.keys) - 1) if len(self.keys) else where
-            found = self.keys[where] == ends[flow, side] if len(self.keys) else where.astype(bool)
-            prior_side = np.where(found, chance[where], 1.0)
-            prior[flow] = prior_side if side == 0 else np.minimum(COMMON_PRIOR, 2 * prior[flow] * prior_side)
-        prior[flow] = np.maximum(prior[flow], RAREST_PRIOR)
-        # Two common ways of writing two steps, one feeding the other, are a common way of
-        # writing both: only the notebooks that hold the pair can tell otherwise.
-        prior[flow & common] = COMMON_PRIOR
-        self.weight = self._weigh(self.held, prior)
-
-    def _chance(self, held: npt.NDArray[np.int64], prior: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        """The chance that an independent student writes the fragment (two notebooks holding it aside)."""
-        others = np.maximum(held - 2, 0)
-        chance: npt.NDArray[np.float64] = (others + PRIOR_NOTEBOOKS * prior) / (
-            max(self.notebooks - 2, 0) + PRIOR_NOTEBOOKS
-        )
-        return chance
-
-    def _weigh(self, held: npt.NDArray[np.int64], prior: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        rest = max(self.notebooks - 2, 0) + PRIOR_NOTEBOOKS
-        most = np.log2(COMMON * rest / (PRIOR_NOTEBOOKS * RAREST_PRIOR))
-        weight: npt.NDArray[np.float64] = np.clip(np.log2(COMMON / self._chance(held, prior)) / most, 0.0, 1.0)
-        return weight
-
-    def of(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        return self.weight[np.searchsorted(self.keys, keys)]
-
-    def held_by(self, key: int) -> int:
-        return int(self.held[np.searchsorted(self.keys, key)])
-
-    def is_common(self, key: int) -> bool:
-        return bool(self.common[np.searchsorted(self.keys, key)])
+def _paint_chance(
+    n: int,
+    starts: npt.NDArray[np.int32],
+    ends: npt.NDArray[np.int32],
+    weights: npt.NDArray[np.float64],
+    chances: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """Each of ``n`` tokens' chance of being shared by an independent student: the chance of the
+    weightiest range that covers it (1 for a token no range covers: it weighs nothing)."""
+    out = np.ones(n, dtype=np.float64)
+    if not len(starts):
+        return out
+    order = np.argsort(weights, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    best = np.full(n, -1, dtype=np.int64)
+    at, row = _cover(starts, ends)
+    np.maximum.at(best, at, rank[row])
+    covered = best >= 0
+    out[covered] = chances[order][best[covered]]
+    return out
 
 
 @dataclass
@@ -193,6 +143,8 @@ class _Own:
     total: float
     keys: npt.NDArray[np.int64]  # the fragment keys of weight above zero, unique
     unique_of_row: npt.NDArray[np.int64]  # each row's place in ``keys`` (len(keys) for a row of no weight)
+    chance: float = 0.0  # the weight an independent student is expected to share: sum of weight x chance
+    rare: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))  # keys: chance <= COMMON
 
 
 class Index:
@@ -209,12 +161,17 @@ class Index:
             # one of the same rarity (a helper written out in a call is no more evidence than the call).
             w = w * np.minimum(1.0, SPREAD / np.maximum(d.sizes, 1))
             tokens = _paint(d.tokens, d.starts, d.ends, w)
+            p = self.weights.chance_of(d.keys) if len(d.keys) else np.zeros(0)
+            expected_share = float((tokens * _paint_chance(d.tokens, d.starts, d.ends, w, p)).sum())
             keys = np.unique(d.keys[w > 0])
             at = np.searchsorted(keys, d.keys)
             found = (at < len(keys)) & (keys[np.minimum(at, max(len(keys) - 1, 0))] == d.keys) if len(keys) else at < 0
-            self.own.append(_Own(w, tokens, float(tokens.sum()), keys, np.where(found, at, len(keys))))
-        current = sorted(o.total for o, d in zip(self.own, self.docs, strict=True) if not d.past)
-        self.floor = max(FLOOR, FLOOR_SHARE * current[len(current) // 2]) if current else FLOOR
+            rare = self.weights.chance_of(keys) <= COMMON if len(keys) else np.zeros(0, dtype=bool)
+            self.own.append(
+                _Own(w, tokens, float(tokens.sum()), keys, np.where(found, at, len(keys)), expected_share, rare)
+            )
+        self.floor = FLOOR
+        self._sorted: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
         self.markdown_weight = self._markdown_weights()
 
     def _markdown_weights(self) -> dict[int, float]:
@@ -226,15 +183,19 @@ class Index:
             return {}
         keys = list(seen)
         held = np.array([seen[k] for k in keys], dtype=np.int64)
-        w = self.weights._weigh(held, np.full(len(keys), MARKDOWN_PRIOR))
+        w = self.weights._weigh(held, np.full(len(keys), MARKDOWN_PRIOR), COMMON)
         return {k: float(x) for k, x in zip(keys, w, strict=True) if x > 0}
 
     def candidates(self) -> list[tuple[int, int]]:
-        """Pairs (i < j), at least one of this term, whose score could reach CANDIDATE, or that share
-        a markdown answer's wording; from the posting lists of the fragments, never from all pairs."""
+        """Pairs (i < j), at least one of this term, whose shared fragments rarer than ``COMMON``
+        could make a score of CANDIDATE on their own, or that share a markdown answer's wording; from
+        the posting lists of the rare fragments, never from all pairs. What common fragments add
+        beyond them is about what independent students share by chance, which the score takes off."""
         n = len(self.docs)
         keys, owners, masses = [], [], []
+        room = np.ones(n)  # per notebook: the room above chance, the score's denominator
         for i, (d, o) in enumerate(zip(self.docs, self.own, strict=True)):
+            room[i] = max(o.total - o.chance, self.floor)
             if not len(o.keys):
                 continue
             # The most the fragment can add to this notebook's share: its weight over all its rows.
@@ -243,9 +204,9 @@ class Index:
             hit = o.keys[at] == d.keys
             mass = np.zeros(len(o.keys))
             np.add.at(mass, at[hit], (o.weights * (d.ends - d.starts))[hit])
-            keys.append(o.keys)
-            owners.append(np.full(len(o.keys), i, dtype=np.int64))
-            masses.append(mass / max(o.total, self.floor))
+            keys.append(o.keys[o.rare])
+            owners.append(np.full(int(o.rare.sum()), i, dtype=np.int64))
+            masses.append(mass[o.rare])
         pairs: set[tuple[int, int]] = set()
         if keys:
             k, who, m = np.concatenate(keys), np.concatenate(owners), np.concatenate(masses)
@@ -264,8 +225,9 @@ class Index:
                 right.append(m[rows][:, jj].ravel())
             if codes:
                 found, inverse = np.unique(np.concatenate(codes), return_inverse=True)
-                bound_a = np.bincount(inverse, np.concatenate(left), len(found))
-                bound_b = np.bincount(inverse, np.concatenate(right), len(found))
+                first, second = found // n, found % n
+                bound_a = np.bincount(inverse, np.concatenate(left), len(found)) / room[first]
+                bound_b = np.bincount(inverse, np.concatenate(right), len(found)) / room[second]
                 keep = np.maximum(bound_a, bound_b) >= CANDIDATE
                 pairs |= {(int(c // n), int(c % n)) for c in found[keep]}
         pairs |= self._markdown_pairs()
@@ -289,8 +251,8 @@ class Index:
         shared = np.intersect1d(oa.keys, ob.keys, assume_unique=True)
         cov_a = self._covered(a, oa, shared)
         cov_b = self._covered(b, ob, shared)
-        share_a = float(cov_a.sum()) / max(oa.total, self.floor)
-        share_b = float(cov_b.sum()) / max(ob.total, self.floor)
+        share_a = self._beyond_chance(float(cov_a.sum()), oa)
+        share_b = self._beyond_chance(float(cov_b.sum()), ob)
         score = round(min(1.0, max(share_a, share_b)), 4)
         md, md_cells = self._markdown(a, b)
         detailed = score >= DETAILS if details is None else details
@@ -300,11 +262,17 @@ class Index:
             score=score,
             a_share=round(min(1.0, share_a), 4),
             b_share=round(min(1.0, share_b), 4),
-            matches=self._matches(a, b, cov_a, cov_b, oa) if detailed else (),
+            matches=self._matches(a, b, cov_a, cov_b, oa, ob, shared) if detailed else (),
             markdown=md,
             markdown_cells=md_cells,
             shared=self._shared(a, b, oa, ob, shared) if detailed else (),
         )
+
+    def _beyond_chance(self, shared: float, o: _Own) -> float:
+        """The part of a notebook's weight shared beyond what an independent student shares by
+        chance, over the most that can be (its weight, or the floor, less that chance): 1 for an
+        exact copy, about 0 for a classmate who writes the usual forms, below 0 for less."""
+        return max(0.0, (shared - o.chance) / max(o.total - o.chance, self.floor))
 
     def _covered(self, d: Document, o: _Own, shared: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """Each token's weight from the rows whose fragment is in ``shared`` (a subset of ``o.keys``)."""
@@ -315,10 +283,39 @@ class Index:
         rows = mask[o.unique_of_row]
         return _paint(d.tokens, d.starts[rows], d.ends[rows], o.weights[rows])
 
+    def _rows_of(self, doc: Document, key: int) -> npt.NDArray[np.int64]:
+        """The rows of ``doc`` whose fragment is ``key``, in order (by a sorted index made once per notebook)."""
+        found = self._sorted.get(doc.key)
+        if found is None:
+            order = np.argsort(doc.keys, kind="stable")
+            found = self._sorted[doc.key] = (order, doc.keys[order])
+        order, keys = found
+        lo, hi = np.searchsorted(keys, key), np.searchsorted(keys, key, side="right")
+        return order[lo:hi]
+
+    def _marked(self, d: Document, o: _Own, shared: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """The tokens a shared fragment no more common than ``COMMON`` covers: marked in the page."""
+        mask = np.zeros(len(o.keys) + 1, dtype=bool)
+        if len(shared):
+            at = np.searchsorted(o.keys, shared)
+            mask[at[o.rare[at]]] = True
+        rows = mask[o.unique_of_row]
+        return _paint(d.tokens, d.starts[rows], d.ends[rows], np.ones(int(rows.sum()))) > 0
+
     def _matches(
-        self, a: Document, b: Document, cov_a: npt.NDArray[np.float64], cov_b: npt.NDArray[np.float64], oa: _Own
+        self,
+        a: Document,
+        b: Document,
+        cov_a: npt.NDArray[np.float64],
+        cov_b: npt.NDArray[np.float64],
+        oa: _Own,
+        ob: _Own,
+        shared: npt.NDArray[np.int64],
     ) -> tuple[QuestionMatch, ...]:
-        side_a, side_b = _regions(a, cov_a), _regions(b, cov_b)
+        side_a, side_b = (
+            _regions(a, cov_a, self._marked(a, oa, shared)),
+            _regions(b, cov_b, self._marked(b, ob, shared)),
+        )
         total = max(oa.total, self.floor)
         out = []
         order = [q for q in range(len(self.known.questions)) if q in side_a or q in side_b]
@@ -356,8 +353,7 @@ class Index:
         for ra in best.tolist():
             region = _region(a, int(a.starts[ra]), int(a.ends[ra]))
             key = int(a.keys[ra])
-            in_a = np.flatnonzero(a.keys == key)
-            in_b = np.flatnonzero(b.keys == key)
+            in_a, in_b = self._rows_of(a, key), self._rows_of(b, key)
             rb = int(in_b[min(int(np.searchsorted(in_a, ra)), len(in_b) - 1)])
             q = int(a.questions[a.starts[ra]])
             out.append(
@@ -398,9 +394,12 @@ def _region(doc: Document, start: int, end: int) -> Region:
     return Region(int(cells[0]), int(lines.min()), int(lines.max()))
 
 
-def _regions(doc: Document, covered: npt.NDArray[np.float64]) -> dict[int, tuple[tuple[Region, ...], int, float]]:
-    """The covered tokens as line ranges per cell, grouped by question, with a token count and weight."""
-    idx = np.flatnonzero(covered >= SHOWN)
+def _regions(
+    doc: Document, covered: npt.NDArray[np.float64], marked: npt.NDArray[np.bool_]
+) -> dict[int, tuple[tuple[Region, ...], int, float]]:
+    """The marked tokens as line ranges per cell, grouped by question, with a token count, and the
+    weight of the covered ones."""
+    idx = np.flatnonzero(marked)
     if len(idx) == 0:
         return {}
     questions_all = doc.questions.astype(np.int64) + 1  # NO_QUESTION is -1
@@ -421,8 +420,15 @@ def _regions(doc: Document, covered: npt.NDArray[np.float64]) -> dict[int, tuple
 
 
 def clusters(pairs: Sequence[Pair], threshold: float) -> list[list[str]]:
-    """Groups of three or more notebooks joined by pairs scoring at least ``threshold``
-    (connected components), largest first."""
+    """Groups of three or more notebooks joined by the pairs a person should look at, largest
+    first: pairs scoring at least ``threshold`` that are, for each of the two, its closest match
+    (within ``TIE``). Copies of one notebook are each other's closest matches; a classmate who
+    shares a usual form with many others is the closest match of few, so independent students are
+    not chained into one large group through their second and third best pairs."""
+    best: dict[str, float] = {}
+    for p in pairs:
+        best[p.a] = max(best.get(p.a, 0.0), p.score)
+        best[p.b] = max(best.get(p.b, 0.0), p.score)
     parent: dict[str, str] = {}
 
     def root(x: str) -> str:
@@ -432,7 +438,7 @@ def clusters(pairs: Sequence[Pair], threshold: float) -> list[list[str]]:
         return x
 
     for p in pairs:
-        if p.score >= threshold:
+        if p.score >= threshold and p.score >= best[p.a] - TIE and p.score >= best[p.b] - TIE:
             parent[root(p.a)] = root(p.b)
     groups: dict[str, list[str]] = {}
     for x in parent:
@@ -443,10 +449,15 @@ def clusters(pairs: Sequence[Pair], threshold: float) -> list[list[str]]:
 def compare_all(
     index: Index, candidates: Sequence[tuple[int, int]] | None = None, tick: Callable[[int], None] | None = None
 ) -> list[Pair]:
-    """Every candidate pair (default: the index's) compared, best first."""
-    out = []
+    """Every candidate pair (default: the index's) compared, best first; the pairs scoring at least
+    DETAILS, and the DETAILED_BEST best, with their shared lines and fragments."""
+    found = []
     for i, j in index.candidates() if candidates is None else candidates:
-        out.append(index.compare(i, j))
+        found.append((index.compare(i, j, details=False), i, j))
         if tick is not None:
             tick(1)
-    return sorted(out, key=lambda p: (-p.score, -p.markdown, p.a, p.b))
+    found.sort(key=lambda x: (-x[0].score, -x[0].markdown, x[0].a, x[0].b))
+    return [
+        index.compare(i, j, details=True) if rank < DETAILED_BEST or p.score >= DETAILS else p
+        for rank, (p, i, j) in enumerate(found)
+    ]

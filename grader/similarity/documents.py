@@ -208,10 +208,11 @@ class _Fragment:
     coarse: int = 0  # the key with names, numbers and strings alike (0 for a flow)
 
 
-def fragments(stmts: list[Statement], counted: list[bool]) -> list[_Fragment]:
+def fragments(stmts: list[Statement], counted: list[bool], silent: frozenset[int] = frozenset()) -> list[_Fragment]:
     """Every fragment of a notebook's statements (in notebook order): statements, expressions,
     and the data flow from the statement whose value each one reads. ``counted`` says which
-    statements are the student's; a flow fragment covers only its counted ends."""
+    statements are the student's; a flow fragment covers only its counted ends. The ``silent``
+    statements (a helper written out where it is called) are no end of a flow."""
     out: list[_Fragment] = []
     keys = [s.key for s in stmts]
     binder: dict[tuple[tuple[int, ...], str], int] = {}  # (scope, name) -> the statement that last bound it
@@ -239,7 +240,9 @@ def fragments(stmts: list[Statement], counted: list[bool]) -> list[_Fragment]:
                         s.coarse_span_key(start, end),
                     )
                 )
-        sources = sorted({t for t in (source(s.scope, r) for r in s.reads) if t is not None and t != n})
+        sources = sorted({t for t in (source(s.scope, r) for r in s.reads) if t is not None and t != n} - silent)
+        if n in silent:
+            sources = []
         for t in sources:
             if not (counted[t] or counted[n]):
                 continue
@@ -276,6 +279,25 @@ def _read_statements(
         stmts.extend(found)
         at_cell.extend([number] * len(found))
     return stmts, at_cell, [(c, s.top) for c, s in zip(at_cell, stmts, strict=True)]
+
+
+def _written_out(stmts: list[Statement], ctx: Context) -> set[int]:
+    """The statements of the one-expression helpers the notebook calls (their ``def`` and
+    ``return``, or the ``lambda``): each call is the helper's expression written out with its
+    arguments, so the helper's code counts where it is used, as it would had the student written it
+    there by hand."""
+    called = {name for s in stmts for name in s.reads} & ctx.helpers.keys()
+    out: set[int] = set()
+    for n, s in enumerate(stmts):
+        if not (len(s.binds) == 1 and next(iter(s.binds)) in called and ("def" in s.tokens or "lambda" in s.tokens)):
+            continue
+        out.add(n)
+        depth = len(s.scope)
+        for m in range(n + 1, len(stmts)):
+            if len(stmts[m].scope) <= depth:
+                break
+            out.add(m)
+    return out
 
 
 def expected(assignment: Assignment) -> Expected:
@@ -378,7 +400,10 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
     question_of = dict(zip(tops, owners(flow, names), strict=True))
     stmts, at_cell, at_top = _read_statements(cells, ctx)
     own = [own_top.get(t, False) for t in at_top]
-    counted = [o and s.key not in known.fragments for o, s in zip(own, stmts, strict=True)]
+    out = frozenset(_written_out(stmts, ctx))
+    counted = [
+        o and s.key not in known.fragments and n not in out for n, (o, s) in enumerate(zip(own, stmts, strict=True))
+    ]
     # Canonical tokens of the student's own statements, in notebook order.
     offset: list[int] = []
     t_cells: list[int] = []
@@ -406,7 +431,7 @@ def document(path: Path, *, key: str, student: str, origin: str, past: bool, kno
         or (bool(s.plain) and (s.plain_keys[0] in known.common or s.plain_keys[1] in known.common_coarse))
         for s in stmts
     ]
-    for f in fragments(stmts, counted):
+    for f in fragments(stmts, counted, out):
         if f.key in known.fragments:
             continue
         common = (

@@ -106,9 +106,10 @@ class Emitter:
         if not self.depth and hasattr(node, "lineno"):
             self.line = node.lineno
         self._expr(node)
-        # A helper's body written out where it is called is the helper's code, counted in its own
-        # statements: only the whole call, and the arguments the caller wrote, are fragments here.
-        if len(self.tokens) - start >= MIN_EXPR and not self.depth:
+        # A helper's body written out where it is called has the fragments it would have written
+        # there by hand (the helper's own statements are not counted: ``documents``), so a helper
+        # inlined or extracted is the same code.
+        if len(self.tokens) - start >= MIN_EXPR:
             self.spans.append((start, len(self.tokens)))
         self.line = saved
 

@@ -15,11 +15,11 @@ import re
 from html import escape
 
 from grader.outputs import pages
-from grader.similarity.compare import Pair, Shared
+from grader.similarity.compare import DETAILED_BEST, Pair, Shared
 from grader.similarity.documents import Document
 from grader.similarity.result import NOTICE, Similarity
 
-SIDE_BY_SIDE = 40  # pairs shown in full, best first
+SIDE_BY_SIDE = DETAILED_BEST  # pairs shown in full, best first
 LISTED = 500  # pairs listed in the table
 MATH_SELECTOR = ".qt"
 
@@ -104,14 +104,17 @@ def render(result: Similarity, *, min_score: float = 0.0) -> str:
     ]
     parts.append("<h2>Clusters of three or more</h2>")
     if result.clusters:
-        parts.append(f"<p>Notebooks joined by pairs scoring at least {result.threshold:.2f}.</p><ul>")
+        parts.append(
+            f"<p>Notebooks joined by pairs scoring at least {result.threshold:.2f} that are, for both of their "
+            "notebooks, the closest match.</p><ul>"
+        )
         for group in result.clusters:
             parts.append("<li>" + ", ".join(_e(k) for k in group) + "</li>")
         parts.append("</ul>")
     else:
         parts.append(
             f'<p class="muted">None: no three notebooks are joined by pairs scoring at least '
-            f"{result.threshold:.2f}.</p>"
+            f"{result.threshold:.2f} that are each other's closest match.</p>"
         )
     parts.append(_table(shown[:LISTED], result.threshold, docs))
     parts.append("<h2>Side by side</h2>")
@@ -139,8 +142,10 @@ def _how_to_read(result: Similarity) -> str:
         "strings, comments, whitespace, the order of cells and statements, and a library's spellings of one "
         "operation (<code>@</code> and <code>np.dot</code>, <code>.T</code> and <code>transpose</code>) are set "
         "aside. A pair's score is the larger of two shares: of each notebook's code, weighed by how rare it is, "
-        "the part the other holds too. 1.00: all of it, as a copy; about one half: half of it, as a notebook "
-        "made of two classmates' halves. Independent students writing the usual forms score low whatever "
+        "the part the other holds too beyond what a classmate working alone would share by chance. 1.00: all "
+        "of it, as a copy; about one half: half of it, as a notebook made of two classmates' halves; about 0: "
+        "what independent students share. A notebook with little of its own beyond the usual cannot reach "
+        "1.00: there is too little in it to tell a copy from two students. The scores mean the same whatever "
         "the size of the class.</p>"
     )
 

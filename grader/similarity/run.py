@@ -18,7 +18,7 @@ from grader.batch.progress import Progress
 from grader.course.model import Assignment
 from grader.errors import NotebookError, UsageError
 from grader.files import write_atomic
-from grader.similarity import compare
+from grader.similarity import compare, rarity
 from grader.similarity.compare import Index, Pair, clusters, compare_all
 from grader.similarity.documents import Document, Expected, document, expected
 from grader.similarity.page import render
@@ -167,9 +167,9 @@ def to_data(result: Similarity, *, min_score: float = 0.0) -> dict[str, object]:
             "threshold": result.threshold,
             "min_score": min_score,
             "notebooks_weighed": result.notebooks,
-            "prior_notebooks": compare.PRIOR_NOTEBOOKS,
-            "common_prior": compare.COMMON_PRIOR,
-            "common_chance": compare.COMMON,
+            "prior_notebooks": rarity.PRIOR_NOTEBOOKS,
+            "common_prior": rarity.COMMON_PRIOR,
+            "common_chance": rarity.COMMON,
             "floor": compare.FLOOR,
         },
         "notebooks": [
