@@ -161,7 +161,7 @@ def read_graders(path: Path) -> list[str]:
             continue
         if not name.isprintable() or len(name) > MAX_NAME:
             problems.append(
-                f"row {row_number}: {printable(name)[:MAX_NAME]!r} is not a name (printable, at most {MAX_NAME} characters)"
+                f"row {row_number}: '{printable(name)[:MAX_NAME]}' is not a name (printable, at most {MAX_NAME} characters)"
             )
         elif name.casefold() in seen:
             problems.append(f"row {row_number}: {name!r} is named already in row {seen[name.casefold()]}")

@@ -74,7 +74,7 @@ def progress(
     others = sorted({who for who in graded.values() if who and who not in graders})  # no longer listed, or not known
     for name in [*graders, *others]:
         mine = shares.get(name, {})
-        assigned = [(q, s) for q, ids in mine.items() for s in ids]
+        assigned = [(s, q) for q, ids in mine.items() for s in ids]
         rows.append(
             {
                 "name": name,
