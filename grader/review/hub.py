@@ -123,11 +123,13 @@ class HubMembers:
 
     def login(self) -> Response:
         """Off to the Hub's OAuth page; back at ``callback`` with a code, then to this page."""
-        verifier, challenge, method = self.auth.generate_pkce_code_challenge()
-        state = self.auth.generate_state(
-            next_url=request.script_root + request.full_path.rstrip("?"), code_verifier=verifier
-        )
-        params = {"state": state, "code_challenge": challenge, "code_challenge_method": method}
+        params, extra = {}, {}
+        if getattr(self.auth, "pkce_enabled", False):  # JupyterHub 6 and later
+            verifier, challenge, method = self.auth.generate_pkce_code_challenge()
+            params = {"code_challenge": challenge, "code_challenge_method": method}
+            extra = {"code_verifier": verifier}
+        state = self.auth.generate_state(next_url=request.script_root + request.full_path.rstrip("?"), **extra)
+        params["state"] = state
         resp = redirect(f"{self.auth.login_url}&{urlencode(params)}")
         resp.set_cookie(
             self.auth.state_cookie_name,
@@ -150,13 +152,16 @@ class HubMembers:
             return refusal(
                 403, "The sign-in does not match this browser's (an old or foreign link): load the page again."
             )
-        next_url, verifier = self.auth.get_next_url(state), self.auth.get_code_verifier(state)
+        next_url = self.auth.get_next_url(state)
+        verifier = self.auth.get_code_verifier(state) if hasattr(self.auth, "get_code_verifier") else None
         self.auth.clear_oauth_state(state)
         try:
-            token = self.auth.token_for_code(code, code_verifier=verifier)
+            token = (
+                self.auth.token_for_code(code, code_verifier=verifier) if verifier else self.auth.token_for_code(code)
+            )
         except Exception as exc:  # noqa: BLE001
             return refusal(503, f"The Hub did not complete the sign-in ({exc}): load the page again.")
-        resp = redirect(next_url if str(next_url).startswith("/") else self.prefix)
+        resp = redirect(next_url if str(next_url).startswith(self.prefix) else self.prefix)  # its own pages only
         secure = request.scheme == "https"
         resp.set_cookie(
             self.cookie, self.signer().dumps(token), httponly=True, samesite="Lax", path=self.prefix, secure=secure
