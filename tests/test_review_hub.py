@@ -90,13 +90,17 @@ def status(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
         conn.close()
 
 
-def stop(proc: subprocess.Popen[Any]) -> None:
+def stop(proc: subprocess.Popen[Any], log: Path | None = None) -> None:
     """The process asked to stop (a Hub stops its proxy and services itself), then made to, with
-    everything it started and left behind (its own session)."""
+    everything it started and left behind (its own session). A Hub whose ``log`` says its cleanup is
+    done is not waited for further (its interpreter's own exit takes seconds of a loaded machine)."""
     with contextlib.suppress(ProcessLookupError):
         proc.send_signal(signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(15)
+    deadline = time.monotonic() + 15
+    while proc.poll() is None and time.monotonic() < deadline:
+        if log is not None and "...done" in log.read_text(errors="replace")[-2000:]:
+            break
+        time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(5)
@@ -212,7 +216,7 @@ def hub(graded, course_file, tmp_path_factory) -> Iterator[tuple[str, Path]]:
             time.sleep(0.1)
         yield base, out
     finally:
-        stop(proc)
+        stop(proc, here / "hub.log")
         log.close()
 
 

@@ -11,6 +11,7 @@ the whole path on.
 from __future__ import annotations
 
 import argparse
+import gc
 import ipaddress
 import os
 import secrets
@@ -230,9 +231,15 @@ def serve(
     print("Every change is saved as you make it. Stop with Ctrl-C.", flush=True)
 
     def stop(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt  # a plain `kill` stops the server as Ctrl-C does: outputs written
+        raise KeyboardInterrupt  # outputs written on the way out
 
+    # A plain `kill`, and the SIGINT a JupyterHub stops its services with, stop it as Ctrl-C does (also
+    # where SIGINT came ignored, from a shell's background job).
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    # What was loaded to start is kept for the server's life: the collector never walks it again,
+    # nor at exit (seconds of a loaded machine, with JupyterHub's modules, before a Hub's SIGKILL).
+    gc.freeze()
     try:
         server.serve_forever()
     except KeyboardInterrupt:
