@@ -471,6 +471,8 @@ def test_the_graders_file_is_checked_row_by_row(tmp_path):
     path = tmp_path / "graders.csv"
     path.write_text("name,email\nTess,t@uni.edu\n  Uma \n\n")
     assert read_graders(path) == ["Tess", "Uma"]
+    path.write_text("Name;email\nTess;t@uni.edu\n")  # as a spreadsheet saves it in some languages
+    assert read_graders(path) == ["Tess"]
     for text, message in (
         ("who\nTess\n", "has no `name` column"),
         ("name\n", "names no teaching assistant"),

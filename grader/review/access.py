@@ -146,7 +146,8 @@ def read_graders(path: Path) -> list[str]:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path} cannot be read: {exc}") from None
-    reader = csv.DictReader(text.splitlines())
+    first = text.split("\n", 1)[0]
+    reader = csv.DictReader(text.splitlines(), delimiter=";" if ";" in first and "," not in first else ",")
     if reader.fieldnames is None or "name" not in [f.strip().lower() for f in reader.fieldnames]:
         raise UsageError(f"{path} has no `name` column: its first line is the header, `name`, then one TA a row.")
     key = next(f for f in reader.fieldnames if f.strip().lower() == "name")
@@ -202,12 +203,17 @@ class Book:
         return book
 
     def save(self) -> None:
-        make_dir(self.path.parent)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        with open(fd, "w", encoding="utf-8") as f:
-            json.dump({"version": 1, "secret": self.secret, "graders": self.hashes}, f, indent=1, ensure_ascii=False)
-        tmp.replace(self.path)
+        try:
+            make_dir(self.path.parent)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            with open(fd, "w", encoding="utf-8") as f:
+                data = {"version": 1, "secret": self.secret, "graders": self.hashes}
+                json.dump(data, f, indent=1, ensure_ascii=False)
+            tmp.replace(self.path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise UsageError(f"{self.path} cannot be written ({exc.strerror}): no token was given.") from None
 
     def issue(self, names: list[str], renew: list[str] | None) -> dict[str, str]:
         """A new token for each of ``names`` without one, and for those of ``renew`` (``[]``: all);

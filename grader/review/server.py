@@ -109,7 +109,9 @@ def start(
                 "--hub admits the members of one Hub group: name it in config.yaml as review: {graders_group: GROUP}."
             )
         auth = hub_auth()
-        access = HubMembers(auth, group, Book.open(out).secret)
+        book = Book.open(out)
+        book.issue([], None)  # its secret kept: pages and sessions outlive a restart
+        access = HubMembers(auth, group, book.secret)
         access.callback  # noqa: B018 (checked now: said before anything listens)
         if args.split:
             access.members()  # said now where the service may not read the group
@@ -211,7 +213,7 @@ def serve(
     if shared is not None and shared.behind_proxy:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1, x_port=1)  # type: ignore[method-assign]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1, x_port=1, x_prefix=1)  # type: ignore[method-assign]
     if shared is not None and shared.prefix != "/":
         from werkzeug.exceptions import NotFound
         from werkzeug.middleware.dispatcher import DispatcherMiddleware
