@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import hmac
+import io
 import ipaddress
 import json
 import os
@@ -147,7 +148,8 @@ def read_graders(path: Path) -> list[str]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path} cannot be read: {exc}") from None
     first = text.split("\n", 1)[0]
-    reader = csv.DictReader(text.splitlines(), delimiter=";" if ";" in first and "," not in first else ",")
+    # A quoted cell may hold a line break: read as csv reads it (refused below as no name), never split.
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=";" if ";" in first and "," not in first else ",")
     if reader.fieldnames is None or "name" not in [f.strip().lower() for f in reader.fieldnames]:
         raise UsageError(f"{path} has no `name` column: its first line is the header, `name`, then one TA a row.")
     key = next(f for f in reader.fieldnames if f.strip().lower() == "name")

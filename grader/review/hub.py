@@ -5,7 +5,8 @@ JupyterHub's ``HubOAuth`` (``jupyterhub.services.auth``) does the work, configur
 external one): a browser without a session is sent to the Hub's OAuth page (with PKCE), the
 callback (``JUPYTERHUB_OAUTH_CALLBACK_URL``, under the service's prefix) trades the code for a token,
 and the token, signed, is kept in an HttpOnly cookie. Each request asks the Hub who the token's
-user is (cached by HubOAuth for half a minute) and admits members of the group config.yaml names
+user is (cached by HubOAuth for 5 seconds, so a TA taken out of the group is refused
+within them) and admits members of the group config.yaml names
 (``review.graders_group``); anyone else, a student of the Hub among them, gets 403. Each grade
 records the Hub's user name.
 
@@ -30,7 +31,8 @@ from grader.errors import UsageError
 from grader.review.access import HEADER, csrf, plain_http_refused, refusal
 
 NEEDED = ("JUPYTERHUB_API_TOKEN", "JUPYTERHUB_API_URL", "JUPYTERHUB_CLIENT_ID", "JUPYTERHUB_SERVICE_PREFIX")
-MEMBERS_FOR = 30.0  # seconds the group's members are kept before the Hub is asked again
+MEMBERS_FOR = 30.0  # seconds the group's members (for --split) are kept before the Hub is asked again
+CACHE = 5  # seconds HubOAuth keeps who a token's user is: a TA taken out of the group is refused after it
 
 
 def hub_auth() -> Any:
@@ -47,7 +49,7 @@ def hub_auth() -> Any:
             f"--hub runs as a JupyterHub service, and {', '.join(missing)} is not set. A service the Hub starts "
             "(`command` in c.JupyterHub.services) has them; for an external one, set them as docs/review.md says."
         )
-    return HubOAuth(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=30)
+    return HubOAuth(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=CACHE)
 
 
 @dataclass

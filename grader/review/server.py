@@ -14,6 +14,7 @@ import argparse
 import gc
 import ipaddress
 import os
+import re
 import secrets
 import signal
 import socket
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from werkzeug.serving import WSGIRequestHandler
+
 from grader.course.model import Assignment, Course
 from grader.errors import GraderError, UsageError
 from grader.judge import plots
@@ -33,6 +36,23 @@ from grader.review.access import Access, Book, Team, read_graders
 from grader.review.app import Review, make_app
 from grader.review.store import GradeStore
 from grader.review.writer import Writer
+
+TOKEN_IN_URL = re.compile(r"(?<=[?&])token=[^&#\s]*")
+
+
+class Redacted(WSGIRequestHandler):
+    """Werkzeug's access log line, each token in an address written as ``token=[hidden]``: a token is
+    printed once, when it is given, never again in the server's log."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        path = getattr(self, "path", None)
+        if path is not None:
+            self.path = TOKEN_IN_URL.sub("token=[hidden]", path)
+        try:
+            super().log_request(code, size)
+        finally:
+            if path is not None:
+                self.path = path
 
 
 @dataclass
@@ -220,7 +240,7 @@ def serve(
 
         wsgi = DispatcherMiddleware(NotFound(), {shared.prefix.rstrip("/"): app})
     try:
-        server = make_server(host, port, wsgi, threaded=True)
+        server = make_server(host, port, wsgi, threaded=True, request_handler=Redacted)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}.") from None
     if shared is None:
