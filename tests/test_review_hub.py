@@ -25,6 +25,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -370,6 +372,50 @@ def test_two_tas_grade_at_once_in_a_hub_and_a_student_is_refused(chromium, hub):
     assert store.grade("ada", "explain").items and store.grade("ada", "explain").grader == "uma"
 
 
+def hub_session(base: str, user: str) -> tuple[Any, str]:
+    """``user`` signed in to the Hub and through its OAuth to the page, as a browser without
+    scripts does it (cookies, redirects, the login form's _xsrf): (the opener, the page's text)."""
+    import http.cookiejar
+
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    with opener.open(f"{base}/services/{SERVICE}/", timeout=20) as resp:  # to the Hub's login page
+        login_url, form = resp.url, resp.read().decode()
+    xsrf = re.search(r'name="_xsrf" value="([^"]+)"', form)
+    data = {"username": user, "password": PASSWORDS[user], **({"_xsrf": xsrf.group(1)} if xsrf else {})}
+    try:
+        with opener.open(login_url, data=urllib.parse.urlencode(data).encode(), timeout=20) as resp:
+            return opener, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return opener, exc.read().decode()
+
+
+def test_the_hub_admits_its_graders_group_and_refuses_a_student(hub):
+    """Without a browser: a TA of the group signs in through the Hub's OAuth and saves a grade under
+    her Hub name; a student who signs in is refused, and so is his save."""
+    base, out = hub
+    opener, page = hub_session(base, "tess")
+    assert "grading as tess" in page
+    with opener.open(f"{base}/services/{SERVICE}/grade/weights/cy", timeout=20) as resp:
+        value = re.search(r'data-token="([^"]+)"', resp.read().decode())
+    assert value is not None
+    save = urllib.request.Request(
+        f"{base}/services/{SERVICE}/api/grade/weights/cy",
+        data=json.dumps({"adjustment": 1}).encode(),
+        headers={"Content-Type": "application/json", "X-Review-Token": value.group(1)},
+    )
+    with opener.open(save, timeout=20) as resp:
+        assert json.loads(resp.read())["grader"] == "tess"
+    assert GradeStore.in_folder(out).grade("cy", "weights").grader == "tess"
+    opener, page = hub_session(base, "sam")
+    assert "you are signed in to the Hub as sam, who is not in the group 'graders'" in page
+    save.remove_header("X-review-token")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        opener.open(save, timeout=20)
+    refused.value.close()
+    assert refused.value.code == 403 and GradeStore.in_folder(out).grade("cy", "weights").adjustment == 1
+
+
 def start_serving(
     graded: Path, out: Path, course_file: Path, *args: str
 ) -> tuple[subprocess.Popen[str], dict[str, str]]:
@@ -404,7 +450,8 @@ def api(base: str, path: str, token: str, data: dict[str, Any] | None = None) ->
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
+        with exc:
+            return exc.code, json.loads(exc.read() or b"{}")
 
 
 @BROWSER
