@@ -232,8 +232,8 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
 
     rv = sub.add_parser(
         "review",
-        help="grade the questions a person grades (manual: true) in a local web page, "
-        "or through a spreadsheet (--export, --import)",
+        help="grade the questions a person grades (manual: true) in a web page (alone, or several TAs: "
+        "--serve, --hub), or through a spreadsheet (--export, --import)",
     )
     assignment_name(rv)
     rv.add_argument(
@@ -254,7 +254,10 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
         metavar="CSV",
         help="read grades from CSV (student, question, points, comment), all rows or none, and exit",
     )
-    rv.add_argument("--grader", help="your name, recorded with each grade (default: the login name)")
+    rv.add_argument(
+        "--grader",
+        help="your name, recorded with each grade (default: the login name); with --serve or --hub, each TA's own",
+    )
     rv.add_argument("--port", type=int, default=0, help="the page's port on 127.0.0.1 (default: a free one)")
     rv.add_argument("--anonymous", action="store_true", help="hide students' names while grading")
     rv.add_argument(
