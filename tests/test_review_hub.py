@@ -586,6 +586,9 @@ def test_plain_http_is_refused_but_from_loopback_or_behind_a_proxy(team_client):
     assert (
         resp.status_code == 302 and "Secure" in resp.headers["Set-Cookie"] and "HttpOnly" in resp.headers["Set-Cookie"]
     )
+    for client in ("127.0.0.1", "::1", "::ffff:127.0.0.1"):  # the last: IPv4 to a server on [::]
+        assert http.get("/?token=" + tokens["Tess"], environ_base={"REMOTE_ADDR": client}).status_code == 302
+    assert http.get("/?token=" + tokens["Tess"], environ_base={"REMOTE_ADDR": "::ffff:192.0.2.7"}).status_code == 403
     plain = {"X-Forwarded-Proto": "http", "X-Forwarded-For": "192.0.2.7"}
     assert http.get("/?token=" + tokens["Tess"], environ_base=via, headers=plain).status_code == 403
 

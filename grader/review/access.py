@@ -73,10 +73,14 @@ def csrf(secret: str, name: str) -> str:
 
 
 def loopback(address: str | None) -> bool:
+    """Whether a client's address is this machine's loopback (``::ffff:127.0.0.1`` too: an IPv4
+    client of a server listening on ``[::]``)."""
     try:
-        return address is not None and ipaddress.ip_address(address.split("%")[0]).is_loopback
+        found = ipaddress.ip_address((address or "").split("%")[0])
     except ValueError:
         return False
+    mapped = getattr(found, "ipv4_mapped", None)
+    return bool((mapped or found).is_loopback)
 
 
 def refusal(status: int, message: str) -> Response:
