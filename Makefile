@@ -53,13 +53,19 @@ $(STAMP): pyproject.toml
 # (tests/test_settings.py); Debian's python3.11 (with venv) is a Python an ordinary user can run, for
 # the settings that grade as one; Chromium and chromedriver drive the review page
 # (tests/test_review.py). Each test that needs one of them is skipped, with the reason, where it is
-# missing. One `apt-get update` for all of them.
+# missing. Node and npm bring configurable-http-proxy, the proxy of the JupyterHub that
+# tests/test_review_hub.py starts: installed from npm into .venv/node (never globally); where it
+# cannot be, that test fails and says so. One `apt-get update` for all of them.
+CHP := $(VENV)/node/node_modules/.bin/configurable-http-proxy
 $(TEST_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/pip install --quiet -e '.[instructor,dev]'
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { command -v capsh \
-	    && /usr/bin/python3.11 -c 'import ensurepip, venv' && command -v chromedriver; } >/dev/null 2>&1; then \
+	    && /usr/bin/python3.11 -c 'import ensurepip, venv' && command -v chromedriver && command -v npm; } >/dev/null 2>&1; then \
 		{ timeout 120 apt-get update -qq && timeout 600 apt-get install -y -qq libcap2-bin python3.11 python3.11-venv \
-		    chromium chromium-driver; } >/dev/null || true; fi
+		    chromium chromium-driver nodejs npm; } >/dev/null || true; fi
+	if [ ! -x $(CHP) ]; then \
+		timeout 300 npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@5 \
+		|| echo "make: configurable-http-proxy was not installed (npm missing or failing): tests/test_review_hub.py fails saying so" >&2; fi
 	# Docker's default seccomp profile, for the setting of tests/test_settings.py that grades under it:
 	# the one JSON file of Debian's package of Docker's sources, taken without installing the package.
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && [ ! -s $(DOCKER_SECCOMP) ]; then \

@@ -565,9 +565,9 @@ def cmd_review(args: argparse.Namespace) -> int:
         finally:  # a roster conflict still leaves every grade imported and every other file written
             print(f"imported {n} grade(s) from {args.import_csv}; outputs in {out}/ written again")
         return EXIT_OK
-    from grader.review.app import serve
+    from grader.review.server import start
 
-    serve(store, course, assignment, out, formats, grader=who, port=args.port, anonymous=args.anonymous)
+    start(args, store, course, assignment, out, formats, who)
     return EXIT_OK
 
 

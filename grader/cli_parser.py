@@ -232,8 +232,8 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
 
     rv = sub.add_parser(
         "review",
-        help="grade the questions a person grades (manual: true) in a local web page, "
-        "or through a spreadsheet (--export, --import)",
+        help="grade the questions a person grades (manual: true) in a web page (alone, or several TAs: "
+        "--serve, --hub), or through a spreadsheet (--export, --import)",
     )
     assignment_name(rv)
     rv.add_argument(
@@ -254,9 +254,34 @@ def build(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
         metavar="CSV",
         help="read grades from CSV (student, question, points, comment), all rows or none, and exit",
     )
-    rv.add_argument("--grader", help="your name, recorded with each grade (default: the login name)")
+    rv.add_argument(
+        "--grader",
+        help="your name, recorded with each grade (default: the login name); with --serve or --hub, each TA's own",
+    )
     rv.add_argument("--port", type=int, default=0, help="the page's port on 127.0.0.1 (default: a free one)")
     rv.add_argument("--anonymous", action="store_true", help="hide students' names while grading")
+    rv.add_argument(
+        "--serve",
+        action="store_true",
+        help="a page for several teaching assistants, each with a token of their own (with --graders)",
+    )
+    rv.add_argument(
+        "--graders", metavar="CSV", help="with --serve: the teaching assistants, one `name` a row (tokens printed once)"
+    )
+    rv.add_argument(
+        "--new-tokens", nargs="*", metavar="NAME", help="with --serve: new tokens for these TAs (none: all)"
+    )
+    rv.add_argument(
+        "--hub", action="store_true", help="run as a JupyterHub service: the group review.graders_group grades"
+    )
+    rv.add_argument("--split", choices=("question", "students"), help="divide the work among the graders")
+    rv.add_argument("--listen", metavar="HOST:PORT", help="with --serve or --hub: where the page listens")
+    rv.add_argument(
+        "--behind-proxy",
+        action="store_true",
+        help="an HTTPS proxy forwards to the page: trust its X-Forwarded-Proto and -For (one hop)",
+    )
+    rv.add_argument("--public-url", metavar="URL", help="the address the graders open (printed in their links)")
     rv.set_defaults(func=commands["review"])
 
     w = sub.add_parser("classroom-workflow", help="write the (legacy) GitHub Classroom workflow for an assignment")

@@ -128,6 +128,7 @@ LONGEST_FIRST = (
     "test_assignments",
     "test_forkserver",
     "test_review",
+    "test_review_hub",
     "test_carry_forward",
     "test_nbgrader_semantics",
     "test_sessions",

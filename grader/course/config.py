@@ -38,6 +38,7 @@ from grader.course.model import (
     Hint,
     Limits,
     Question,
+    ReviewSettings,
     RubricItem,
     ScorecardSettings,
     VariantSpec,
@@ -528,7 +529,7 @@ def load(path: str | Path) -> Course:
     doc = Document(shown)
     data = doc.build(node, "")
     top = Reader(doc, data, "")
-    top.only("course", "assignments", "scorecard")
+    top.only("course", "assignments", "scorecard", "review")
     course = top.reader("course")
     course.only("name", "defaults", "cache_dir", "student_install")
     student_install = _student_install(course)
@@ -561,4 +562,10 @@ def load(path: str | Path) -> Course:
         assignments=assignments,
         scorecard=_scorecard(top.reader("scorecard"), assignments),
         cache_dir=root / course.string("cache_dir", ".grader-cache"),
+        review=_review(top.reader("review")),
     )
+
+
+def _review(r: Reader) -> ReviewSettings:
+    r.only("graders_group")  # the Hub group whose members grade in `grader review --hub`
+    return ReviewSettings(graders_group=r.string("graders_group", ""))

@@ -247,6 +247,13 @@ class Assignment:
 
 
 @dataclass(frozen=True)
+class ReviewSettings:
+    """How people grade together (``review:``): the JupyterHub group whose members grade."""
+
+    graders_group: str = ""
+
+
+@dataclass(frozen=True)
 class ScorecardSettings:
     """What a run writes and what students see; the defaults never show a reference value."""
 
@@ -293,6 +300,7 @@ class Course:
     defaults_limits: Limits
     assignments: dict[str, Assignment] = field(hash=False)
     scorecard: ScorecardSettings = ScorecardSettings()
+    review: ReviewSettings = ReviewSettings()
     cache_dir: Path = Path(".grader-cache")
 
     def assignment(self, name: str) -> Assignment:

@@ -1,9 +1,11 @@
-"""``grader review NAME``: the local page where a person grades the questions a program cannot.
+"""``grader review NAME``: the page where a person grades the questions a program cannot.
 
-A Flask application served by Werkzeug on 127.0.0.1 only: one Blueprint (``bp``) of module-level
-views over the ``Review`` the app carries (``current()``), every link made by ``url_for``. The URL
-it prints carries a random token, and every request without it (in the query, or the
-``X-Review-Token`` header the page's script sends) is refused with 403. One question is graded
+A Flask application (served by ``grader.review.server``): one Blueprint (``bp``) of module-level
+views over the ``Review`` the app carries (``current()``), every link made by ``url_for``. Who may
+grade is the app's ``Access`` (``grader.review.access``): alone on 127.0.0.1, a random token in
+every URL or the ``X-Review-Token`` header the page's script sends, anything else refused with 403;
+several teaching assistants each with a token of their own; or the members of a JupyterHub group.
+Each grade records the person the request was admitted for (``grader()``). One question is graded
 across the class in a row: for each submission, its answer cells (``grader.review.cells``, in a
 sandboxed frame that runs no script), the question's text and reference answer beside them, the
 autograded questions for context, the question's rubric (items shared by every answer; an item's
@@ -17,37 +19,48 @@ grade, and "next" is the next submission as the class is when it is asked for. W
 ``--anonymous`` the id in a URL is a pseudonym (an HMAC of it under the page's token), so names
 are in neither the page nor its address.
 
-Why one module: the views, the writer that follows them and the server share one ``Served`` and
-one set of routes the page's script calls; split, each would import the others' internals.
+With several graders the work may be split (``grader.review.team``): "next" then goes through
+the grader's own share, and the pages show each grader's progress.
+
+Why one module: the views share one ``Served`` and one set of routes the page's script calls;
+split, each would import the others' internals.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import secrets
-import signal
 import sqlite3
-import sys
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, Flask, Response, abort, current_app, jsonify, redirect, render_template, request, url_for
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    abort,
+    current_app,
+    g,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from grader.course.model import Assignment, Course
 from grader.errors import GraderError, StaleEdit
 from grader.files import printable
-from grader.judge import manual, plots
+from grader.judge import manual
 from grader.judge.scorecard import Scorecard, points_text
 from grader.notebook.answers import FoundBy, locate, picked, read_cells, unclaimed
 from grader.outputs import pages
 from grader.outputs.view import status_words
-from grader.review import cells, lookalike, merge
+from grader.review import cells, lookalike, merge, team
 from grader.review import store as store_module
+from grader.review.access import Access, Solo, header_token
 from grader.review.store import GradeStore, Stored
 from grader.review.writer import Writer
 from grader.vocab import QuestionStatus
@@ -141,6 +154,15 @@ class Served:
     writer: Writer | None
     solution: dict[str, Any]
     figures: dict[str, tuple[str, ...]]  # question id -> the figures the solution's answer draws
+    access: Access
+    split: str = ""  # how the work is split among the graders (team.SPLITS), or not at all
+
+    def division(self) -> team.Split | None:
+        """The split as the class and the graders are now (``None``: not split)."""
+        if not self.split:
+            return None
+        qids = tuple(q.id for q in self.review.questions)
+        return team.Split(self.split, tuple(self.access.graders()), qids, tuple(self.review.ids()))
 
 
 bp = Blueprint("review", __name__, static_folder="static", static_url_path="/static", template_folder="templates")
@@ -156,15 +178,26 @@ def current() -> Review:
 
 
 def link(endpoint: str, **values: Any) -> str:
-    """A link for the page: ``url_for`` with the token."""
-    return url_for(endpoint, token=current().token, **values)
+    """A link for the page: ``url_for`` with the token where links carry it."""
+    return url_for(endpoint, token=served().access.link_token(), **values)
+
+
+def grader() -> str:
+    """The person this request was admitted for: recorded with every change it makes."""
+    name: str = g.grader
+    return name
 
 
 @bp.before_app_request
-def require_token() -> None:
-    given = request.args.get("token") or request.headers.get("X-Review-Token") or ""
-    if not hmac.compare_digest(given.encode(), current().token.encode()):
-        abort(403)
+def admit() -> WerkzeugResponse | None:
+    return served().access.admit()
+
+
+def mine(qid: str) -> list[str]:
+    """The submissions of ``qid`` that are this grader's to grade (``[]``: the work is not split, or
+    none are theirs)."""
+    split = served().division()
+    return split.shares().get(grader(), {}).get(qid, []) if split is not None else []
 
 
 @bp.after_app_request
@@ -203,8 +236,13 @@ def state(qid: str, key: str) -> dict[str, Any]:
     grade = review.store.grade(s.id, qid)
     items = review.store.rubric(qid)
     done, total = review.progress(qid)
+    split, graded = served().division(), review.store.graded()
+    share = split.shares().get(grader(), {}).get(qid, []) if split is not None else []
     return {
         "question": qid,
+        "mine": len(share),
+        "mine_graded": sum(1 for sid in share if (sid, qid) in graded),
+        "assigned_to": split.owner(qid, s.id) if split is not None else "",
         "submission": key,
         "count": total,
         "graded": done,
@@ -265,7 +303,11 @@ def index() -> str:
                 "url": link("review.first", qid=q.id),
             }
         )
-    return render_template("index.html", review=review, rows=rows, token=review.token)
+    split = served().division()
+    subs = review.store.submissions()
+    names = {s.id: f"Submission {i}" if review.anonymous else s.name for i, s in enumerate(subs, start=1)}
+    graders = team.progress(split, served().access.graders(), review.store.graded(), names)
+    return render_template("index.html", review=review, rows=rows, graders=graders, split=served().split)
 
 
 @bp.get("/grade/<qid>")
@@ -273,10 +315,11 @@ def first(qid: str) -> WerkzeugResponse:
     """The question's first submission, as the class is now."""
     review = current()
     review.question(qid)
-    subs = review.store.submissions()
+    subs, share, graded = review.store.submissions(), mine(qid), review.store.graded()
     if not subs:
         abort(404)
-    return redirect(link("review.grade_page", qid=qid, key=review.key(subs[0].id)))
+    first = next((sid for sid in share if (sid, qid) not in graded), share[0] if share else subs[0].id)
+    return redirect(link("review.grade_page", qid=qid, key=review.key(first)))
 
 
 @bp.get("/<any(next, previous):direction>/<qid>/<path:key>")
@@ -285,7 +328,9 @@ def step(direction: str, qid: str, key: str) -> WerkzeugResponse:
     review = current()
     review.question(qid)
     place, count, subs = review.around(review.find(key).id)
-    to = subs[(place - 1 + (1 if direction == "next" else -1)) % count]
+    share, ahead = set(mine(qid)), 1 if direction == "next" else -1
+    order = [subs[(place - 1 + ahead * n) % count] for n in range(1, count + 1)]  # after this one, round the class
+    to = next((s for s in order if s.id in share), order[0])  # the grader's own next, where the work is split
     return redirect(link("review.grade_page", qid=qid, key=review.key(to.id)))
 
 
@@ -320,7 +365,6 @@ def grade_page(qid: str, key: str) -> str:
         count=count,
         next_question=nxt,
         context=context,
-        token=review.token,
         found_by=str(q.answer.found_by) if q.answer is not None else "",
         comment_limit=MAX_COMMENT,
         item_limit=MAX_ITEM,
@@ -335,9 +379,18 @@ TITLES = ".math"
 
 @bp.app_context_processor
 def with_math() -> dict[str, Any]:
-    """Whether the page loads KaTeX: only where a question's title has math."""
-    review = served().review
-    return {"math": any(pages.has_math(q.title) for q in review.assignment.questions)}
+    """Whether the page loads KaTeX (only where a question's title has math); who grades; the token
+    its links carry, and what its script sends."""
+    review, access = served().review, served().access
+    name = getattr(g, "grader", "")
+    return {
+        "math": any(pages.has_math(q.title) for q in review.assignment.questions),
+        "grader": name,
+        "token": access.link_token(),
+        "header_token": header_token(access, name),
+        "poll_ms": access.poll_ms,
+        "several": not isinstance(access, Solo),
+    }
 
 
 @bp.get("/katex.css")
@@ -421,7 +474,7 @@ def post_grade(qid: str, key: str) -> WerkzeugResponse:
     data = body()
     digest = q.answer.digest if q.answer is not None else ""
     base = int(number(data["base"])) if "base" in data else None
-    kw: dict[str, Any] = {"grader": review.grader, "digest": digest}
+    kw: dict[str, Any] = {"grader": grader(), "digest": digest}
     if "comment" in data and len(str(data["comment"])) > MAX_COMMENT:
         return refuse(
             413,
@@ -458,7 +511,7 @@ def post_grade(qid: str, key: str) -> WerkzeugResponse:
 @bp.post("/api/waive/<path:key>")
 def post_waive(key: str) -> WerkzeugResponse:  # a person waives a late penalty, or takes it back
     s, data, r = current().find(key), body(), current()
-    merge.set_waiver(r.store, s.id, r.grader, str(data.get("reason", ""))[:MAX_ITEM], bool(data.get("waive")))
+    merge.set_waiver(r.store, s.id, grader(), str(data.get("reason", ""))[:MAX_ITEM], bool(data.get("waive")))
     changed([s.id])
     return jsonify({"late": merge.with_grades(r.store, s.id).late_line()})
 
@@ -478,7 +531,7 @@ def post_pick(qid: str, key: str) -> WerkzeugResponse:
     indices = [int(number(c)) for c in chosen]
     new = picked(read_cells(s.path), indices)
     was = q.answer.digest if q.answer is not None else ""
-    review.store.pick(s.id, qid, indices, grader=review.grader, was=was, now_=new.digest if new else "")
+    review.store.pick(s.id, qid, indices, grader=grader(), was=was, now_=new.digest if new else "")
     changed([s.id])
     return jsonify(state(qid, key))
 
@@ -496,83 +549,37 @@ def post_item(qid: str) -> WerkzeugResponse:
         abort(400)
     if "id" in data:
         try:
-            review.store.update_item(int(number(data["id"])), text=text, points=points, grader=review.grader)
+            review.store.update_item(int(number(data["id"])), text=text, points=points, grader=grader())
         except KeyError:
             abort(404)
         changed(review.ids())  # every answer it is applied to
     else:
-        review.store.add_item(qid, text, points, grader=review.grader)
+        review.store.add_item(qid, text, points, grader=grader())
     return jsonify({"items": [{"id": it.id, "text": it.text, "points": it.points} for it in review.store.rubric(qid)]})
 
 
-def make_app(review: Review, writer: Writer | None = None, figures: dict[str, tuple[str, ...]] | None = None) -> Flask:
+def make_app(
+    review: Review,
+    writer: Writer | None = None,
+    figures: dict[str, tuple[str, ...]] | None = None,
+    access: Access | None = None,
+    split: str = "",
+) -> Flask:
     """The page's app. ``figures``: the figures the solution's answers draw, by question
-    (``References.figures``), shown with the reference answer."""
+    (``References.figures``), shown with the reference answer. ``access``: who may grade (by
+    default the one person of ``review``, with its token); ``split``: how the work is divided."""
     app = Flask("grader.review", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = 256 * 1024  # room for a comment over MAX_COMMENT, refused with its own message
     solution = cells.solution_cells(review.assignment.solution)
+    admits: Access = access if access is not None else Solo(review.token, review.grader)
     app.extensions[KEY] = Served(
-        review, writer, locate(solution, solution, [(q.id, q.title) for q in review.questions]), figures or {}
+        review,
+        writer,
+        locate(solution, solution, [(q.id, q.title) for q in review.questions]),
+        figures or {},
+        admits,
+        split,
     )
+    admits.routes(app)
     app.register_blueprint(bp)
     return app
-
-
-def serve(
-    store: GradeStore,
-    course: Course,
-    assignment: Assignment,
-    out: Path,
-    formats: Sequence[str],
-    *,
-    grader: str,
-    port: int = 0,
-    anonymous: bool = False,
-) -> None:
-    """Serve until interrupted; the outputs are written again on the way out."""
-    from werkzeug.serving import make_server
-
-    from grader.errors import UsageError
-
-    review = Review(store, course, assignment, grader, secrets.token_urlsafe(24), anonymous)
-    if not review.questions:
-        raise UsageError(f"{assignment.name} has no question graded by a person (manual: true): nothing to review.")
-    # Outputs older than the grades (a server killed before it wrote them, a disk that was full): written now.
-    try:
-        if merge.catch_up(store, course, assignment, out, formats) is not None:
-            print(f"The outputs in {out}/ were older than the grades: written again.", flush=True)
-    except OSError as exc:
-        print(f"grader: the outputs in {out}/ could not be written ({exc}); the page tries again.", file=sys.stderr)
-    except GraderError as exc:
-        print(f"grader: {exc}", file=sys.stderr, flush=True)
-    writer = Writer(store, course, assignment, out, formats)
-    figures = plots.reference_figures_or_none(course, assignment)
-    # nbconvert's templates load once, while the grader opens the page.
-    threading.Thread(target=cells.render, args=([],), name="grader-review-warm-up", daemon=True).start()
-    try:
-        server = make_server("127.0.0.1", port, make_app(review, writer, figures), threaded=True)
-    except OSError as exc:
-        raise UsageError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}.") from None
-    print(
-        f"Grading {assignment.name} as {grader}: open http://127.0.0.1:{server.server_port}/?token={review.token}",
-        flush=True,
-    )
-    print("Every change is saved as you make it. Stop with Ctrl-C.", flush=True)
-
-    def stop(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt  # a plain `kill` stops the server as Ctrl-C does: outputs written
-
-    signal.signal(signal.SIGTERM, stop)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-        problem = writer.stop()
-    if problem:
-        raise GraderError(
-            f"{problem}. Every grade is saved in {store.path}; the outputs are written when the problem is "
-            f"solved and `grader review {assignment.name} --out {out}` is started again."
-        )
-    print(f"Outputs in {out}/ written with the grades.", flush=True)

@@ -2,7 +2,7 @@
 
 Columns ``student, question, points, comment`` (``student``: the submission's id, as the export
 writes it; or the name of its output files, or its student id where only one submission has it), one row per answer to a question graded by a person; the export adds
-``max_points`` and the ``answer`` text for whoever grades in the sheet, and the import ignores
+``max_points``, the ``grader`` who gave the grade, and the ``answer`` text for whoever grades in the sheet, and the import ignores
 columns it does not know. A row with no points is left out (not graded yet). The import checks
 every row first and applies all of them in one transaction, or none: a bad row is refused with
 its row number and the reason.
@@ -31,7 +31,7 @@ def export_csv(store: GradeStore, path: Path) -> int:
     """Write every answer to a question graded by a person; returns the number of rows."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow([*COLUMNS, "max_points", "answer"])
+    w.writerow([*COLUMNS, "max_points", "grader", "answer"])
     n = 0
     for s in store.submissions():
         card = with_grades(store, s.id)
@@ -41,7 +41,18 @@ def export_csv(store: GradeStore, path: Path) -> int:
             points = points_text(q.score) if q.status == QuestionStatus.GRADED else ""
             comment = q.person.comment if q.person is not None else ""
             answer = q.answer.text if q.answer is not None else ""
-            w.writerow([cell_text(s.id), q.id, points, cell_text(comment), points_text(q.max_score), cell_text(answer)])
+            who = q.person.grader if q.person is not None else ""
+            w.writerow(
+                [
+                    cell_text(s.id),
+                    q.id,
+                    points,
+                    cell_text(comment),
+                    points_text(q.max_score),
+                    cell_text(who),
+                    cell_text(answer),
+                ]
+            )
             n += 1
     write_atomic(Path(path), buf.getvalue())
     return n

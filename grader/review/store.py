@@ -573,3 +573,12 @@ class GradeStore:
                 (question,),
             ).fetchone()
         return int(row[0]), int(row[1])
+
+    def graded(self) -> dict[tuple[str, str], str]:
+        """Every answer with a grade given to it as it is now: (submission, question) -> who gave it."""
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT g.submission, g.question, g.grader FROM grades g JOIN answers a ON "
+                "a.submission = g.submission AND a.question = g.question AND a.digest = g.digest"
+            ).fetchall()
+        return {(str(s), str(q)): str(w) for s, q, w in rows}

@@ -93,7 +93,8 @@
 
   function show(s) {
     state = s;
-    $("progress").textContent = s.graded + " of " + s.count + " graded";
+    $("progress").textContent = s.graded + " of " + s.count + " graded" + (s.mine ? " · yours: " + s.mine_graded + " of " + s.mine : "");
+    $("assigned").textContent = s.assigned_to ? "(" + (s.assigned_to === body.dataset.grader ? "yours" : "assigned to " + s.assigned_to) + ")" : "";
     const result = $("result");
     result.className = "result" + (s.status === "graded" ? " graded" : s.review_again ? " again" : "");
     result.textContent = s.status === "graded"
@@ -205,5 +206,5 @@
     const t = document.activeElement;
     if (document.hidden || conflict || pending || (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA"))) return;
     call("GET", urls.stateUrl).then(show).catch(() => {});
-  }, 5000);
+  }, Number(body.dataset.poll) || 5000);
 })();
