@@ -108,6 +108,16 @@ def stop(proc: subprocess.Popen[Any], log: Path | None = None) -> None:
     proc.wait(5)
 
 
+def stop_proxy(pid_file: Path) -> None:
+    """The Hub's proxy, which runs in a session of its own: ended where the Hub left it running
+    (a Hub that did not stop in time leaves its pid file behind)."""
+    with contextlib.suppress(OSError, ValueError):
+        pid = int(pid_file.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        if b"configurable-http-proxy" in cmdline:
+            os.kill(pid, signal.SIGKILL)
+
+
 @pytest.fixture(scope="module")
 def course_file(graded) -> Path:
     """The class's config.yaml with the Hub group that grades."""
@@ -220,6 +230,7 @@ def hub(graded, course_file, tmp_path_factory) -> Iterator[tuple[str, Path]]:
     finally:
         stop(proc, here / "hub.log")
         log.close()
+        stop_proxy(here / "proxy.pid")
 
 
 def sign_in(driver: Any, base: str, user: str) -> None:
