@@ -135,26 +135,13 @@ def _notebook_names(r: Reader, kind: str) -> tuple[str, ...]:
     return names
 
 
+# A check's keys besides its kind's and those every level inherits
+CHECK_KEYS = """points seed before at_cell after_line properties compare hints hidden public partial stderr_fails
+notebook_names success_message failure_message""".split()
+
+
 def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None = None) -> Check:
-    r.only(
-        *kinds.KINDS,
-        "points",
-        "seed",
-        "before",
-        "at_cell",
-        "after_line",
-        "properties",
-        "compare",
-        "hints",
-        "hidden",
-        "public",
-        "partial",
-        "stderr_fails",
-        "notebook_names",
-        "success_message",
-        "failure_message",
-        *Inherited.keys(Level.CHECK),
-    )
+    r.only(*kinds.KINDS, *CHECK_KEYS, *Inherited.keys(Level.CHECK))
     given = [key for key in kinds.KINDS if r.has(key)]
     if len(given) != 1:
         raise r.error(r.path, f"needs exactly one of {kinds.choices()}")
@@ -530,6 +517,8 @@ def load(path: str | Path) -> Course:
     data = doc.build(node, "")
     top = Reader(doc, data, "")
     top.only("course", "assignments", "scorecard", "review")
+    review = top.reader("review")
+    review.only("graders_group")  # the Hub group whose members grade in `grader review --hub`
     course = top.reader("course")
     course.only("name", "defaults", "cache_dir", "student_install")
     student_install = _student_install(course)
@@ -562,10 +551,5 @@ def load(path: str | Path) -> Course:
         assignments=assignments,
         scorecard=_scorecard(top.reader("scorecard"), assignments),
         cache_dir=root / course.string("cache_dir", ".grader-cache"),
-        review=_review(top.reader("review")),
+        review=ReviewSettings(graders_group=review.string("graders_group", "")),
     )
-
-
-def _review(r: Reader) -> ReviewSettings:
-    r.only("graders_group")  # the Hub group whose members grade in `grader review --hub`
-    return ReviewSettings(graders_group=r.string("graders_group", ""))
