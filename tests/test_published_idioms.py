@@ -415,3 +415,14 @@ def test_a_test_that_passes_on_every_notebook_does_not_fail_the_skeleton_check(t
     course = config.load(tmp_path / "c" / "config.yaml")
     card = Grader(course).grade(course.assignment("lab"), course.assignment("lab").skeleton)
     assert card.score == 0.5  # the slip's share, as otter pays it
+
+
+def test_two_of_three_tests_of_a_question_sharing_a_point_write_points_that_add_up():
+    """A question of 1 point whose three tests share it, one left for a person: the question's
+    two thirds are written as its checks' rounded shares add up, so config.yaml loads."""
+    from grader.authoring.otter import ok as otter_ok
+
+    checks = [{"test": "assert a", "points": round(1 / 3, 10)}, {"test": "assert b", "points": round(1 / 3, 10)}]
+    points = otter_ok.question_points(1 - 1 / 3, checks)
+    assert abs(points - sum(c["points"] for c in checks)) <= 1e-9
+    assert otter_ok.question_points(3 * (1 / 3), [{"test": "x", "points": round(1 / 3, 10)}] * 3) == 1.0

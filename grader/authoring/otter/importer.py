@@ -371,7 +371,11 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             if checks:
                 # Rounded as a person writes points (1, not 0.9999999999 from three thirds): within
                 # the 1e-9 config.yaml allows between a question and its checks.
-                q: dict[str, Any] = {"id": qid, "points": round(total - lost, 8), "checks": checks}
+                q: dict[str, Any] = {
+                    "id": qid,
+                    "points": otter_ok.question_points(total - lost, checks),
+                    "checks": checks,
+                }
                 item.questions.append(q)
                 if lost:
                     item.questions.append(

@@ -82,7 +82,7 @@ def question(
     ]
     lost = sum(p for (c, _), p in zip(cases, each, strict=True) if not c)
     if kept:
-        out.append({"id": qid, "points": round(sum(each) - lost, 8), "checks": kept})
+        out.append({"id": qid, "points": question_points(sum(each) - lost, kept), "checks": kept})
     if lost:
         out.append(
             {
@@ -161,3 +161,13 @@ def checked_at(questions: list[dict[str, Any]], name: str) -> list[dict[str, Any
 def check_call(name: str) -> str:
     """The line otter writes in a student's notebook to check question ``name``."""
     return f"grader.check({json.dumps(name)})"
+
+
+def question_points(total: float, checks: list[dict[str, Any]]) -> float:
+    """A question's points as a person writes them (1, not 0.9999999999 from three thirds), unless
+    its checks' rounded points then add up to something else (two thirds of a point): their sum."""
+    points = round(total, 8)
+    given = [float(c["points"]) for c in checks if "points" in c]
+    if given and len(given) == len(checks) and abs(sum(given) - points) > 1e-9:
+        return round(sum(given), 10)
+    return points
