@@ -31,6 +31,8 @@ CALLS = "__grader_calls__"
 # definition of the student's function or class in its place, defined apart from the notebook's
 # names (``grader.judge.fixes``).
 FIX = "__grader_fix__:"
+# A variant's input put in under the student's own name for it (``judge.variants.aliases``)
+ALIAS = "__grader_alias__:"
 
 # A plot question's figures: the capture that closes what earlier cells drew has this target.
 FIGURES_BEFORE = "before"

@@ -126,6 +126,20 @@ def test_repeating_the_data_cell_still_gets_the_variant(submit):
     assert card.score == again.score == card.max_score
 
 
+def test_the_data_under_a_name_of_ones_own_still_gets_the_variant(submit):
+    # The given data built under the student's own name (the solution's very expression), every
+    # answer computed from it, and the name the exercise asks for assigned only at the end: the
+    # variants reach the answers through the student's name, so nothing looks typed in.
+    own = {k: v.replace("X @", "data @") for k, v in NUMPY_CORRECT.items()}
+    given = "tokens = ['I', 'am', 'Batman']\ndata = np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]])"
+    card = submit(own, edit={2: given}, append=["X = data"])
+    assert card.score == card.max_score, [q.lines for q in card.questions if q.score < q.max_score]
+    # Typed in on top of it, Q still does not follow the data.
+    typed = submit({**own, "Q": "np.array([[1.0, 3.0], [0.0, 0.0], [2.0, 4.0]])"}, edit={2: given}, append=["X = data"])
+    assert question(typed, "qkv").score < question(typed, "qkv").max_score
+    assert any("typed in" in line for line in question(typed, "qkv").lines), question(typed, "qkv").lines
+
+
 def test_variant_values_are_hidden_from_students(grader, numpy_assignment):
     """No file given to students holds a variant's values (in any printed precision) or its seed."""
     ref = grader.references.get(numpy_assignment)

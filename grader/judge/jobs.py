@@ -17,7 +17,7 @@ from grader.course.imports import preload_for, warm_for
 from grader.course.model import Assignment
 from grader.errors import NotebookError
 from grader.judge import carry, testcheck, variants
-from grader.names import CALLS, FIGURES_BEFORE, FIX, RECORD, REPLAY, calls_id, figures_id, hint_id
+from grader.names import ALIAS, CALLS, FIGURES_BEFORE, FIX, RECORD, REPLAY, calls_id, figures_id, hint_id
 from grader.notebook.inject import inject_after
 from grader.run.execute import Executor, Session
 from grader.run.job import Captured, CaptureSpec, Injection, Job, JobCell, RunResult
@@ -188,6 +188,7 @@ class JobTemplate:
     ) -> None:
         self.given, self.infos, self.base, self.record = assignment.given, infos, base, record
         self.fixes: dict[str, dict[str, Any]] = {}  # name -> the solution's definition, encoded
+        self.aliases: dict[str, tuple[str, int, int]] = {}  # the student's names for inputs (``variants.aliases``)
         self.quiet = quiet or {}  # the given cells a test is taken at: whether each runs (``in_place``)
         self._cells: dict[tuple[str, ...], tuple[JobCell, ...]] = {}  # names -> the cells with their injections
 
@@ -199,6 +200,7 @@ class JobTemplate:
         base = replace(self.base, captures=tuple(c for c in self.base.captures if c.id not in calls))
         out = JobTemplate.__new__(JobTemplate)
         out.given, out.infos, out.base, out.record, out.quiet = self.given, self.infos, base, (), self.quiet
+        out.aliases = self.aliases
         out.fixes = {name: {"t": "str", "v": source} for name, source in fixes.items()}  # plain data
         out._cells = {}
         return out
@@ -238,7 +240,10 @@ class JobTemplate:
             warm=warm_for(preload, [jc.source for jc in job_cells if jc.skip == SkipReason.RUN]),
             cell_seed=assignment.seed_each_cell,
         )
-        return cls(assignment, infos, base, record, in_place(assignment, cells, infos))
+        template = cls(assignment, infos, base, record, in_place(assignment, cells, infos))
+        if submission != assignment.solution:  # the solution names its inputs as it defines them
+            template.aliases = variants.aliases(assignment, [jc.source for jc in job_cells], infos)
+        return template
 
     def job(self, variant: variants.Variant | None = None, *, quiet: bool = True) -> Job:
         """The notebook's job on its own data, or with ``variant``'s given inputs swapped in.
@@ -249,11 +254,18 @@ class JobTemplate:
             cells = list(self.base.cells)
             if names:  # the variant's injections first: they are placed by the notebook's own statements
                 defined = notebook.input_definitions(self.infos, names, self.given)
+                extra: dict[int, dict[int, list[str]]] = {}  # cell -> statement -> alias keys
+                for alias, (name, pos, k) in self.aliases.items():
+                    if name in names:
+                        extra.setdefault(pos, {}).setdefault(k, []).append(ALIAS + alias)
                 cells = [
                     replace(
                         jc,
                         source=variants.with_injections(
-                            jc.source, names, {n: {k for p, k in defined[n] if p == pos} for n in names}
+                            jc.source,
+                            names,
+                            {n: {k for p, k in defined[n] if p == pos} for n in names},
+                            extra.get(pos),
                         ),
                     )
                     for pos, jc in enumerate(cells)
@@ -264,6 +276,12 @@ class JobTemplate:
                 cells = _after_definitions(cells, set(self.fixes), FIX)
             self._cells[names] = tuple(cells)
         injections = tuple(Injection(name=name, value=variant.values[name]) for name in names) if variant else ()
+        if variant is not None:
+            injections += tuple(
+                Injection(name=ALIAS + alias, value=variant.values[name])
+                for alias, (name, _, _) in self.aliases.items()
+                if name in names
+            )
         injections += tuple(Injection(name=RECORD + f, value=_NOTHING) for f in self.record)
         injections += tuple(Injection(name=FIX + f, value=source) for f, source in self.fixes.items())
         ready = run_in_place(self._cells[names], self.quiet) if quiet else self._cells[names]

@@ -23,6 +23,7 @@ made once in the course's cache (``variant_secret``).
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import hmac
@@ -39,7 +40,7 @@ import numpy as np
 from grader import capture
 from grader.capture import Value
 from grader.course.model import KEEP, Assignment
-from grader.errors import SolutionError
+from grader.errors import NotebookError, SolutionError
 from grader.notebook import CellInfo, input_definitions, parse_cell
 from grader.notebook.inject import inject_after
 
@@ -64,14 +65,81 @@ def varied_names(assignment: Assignment) -> tuple[str, ...]:
     return tuple(n for n in assignment.given if rules.get(n) != KEEP)
 
 
-def with_injections(source: str, names: tuple[str, ...], statements: dict[str, set[int]] | None = None) -> str:
+@functools.lru_cache(maxsize=32)
+def _solution_definitions(path: Path, mtime_ns: int, names: tuple[str, ...]) -> dict[str, str]:
+    from grader import notebook
+
+    out: dict[str, str] = {}
+    for cell in notebook.read(path):
+        try:
+            tree = ast.parse(notebook.fill_blanks(cell.source))
+        except SyntaxError:
+            continue
+        for stmt in tree.body:
+            target = _assigned_name(stmt)
+            if target in names and target not in out and isinstance(stmt, ast.Assign):
+                out[target] = ast.dump(stmt.value)
+    return out
+
+
+def _assigned_name(stmt: ast.stmt) -> str | None:
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id
+    return None
+
+
+def aliases(assignment: Assignment, sources: list[str], infos: list[CellInfo]) -> dict[str, tuple[str, int, int]]:
+    """The student's own names for varied inputs: a name assigned the very expression the solution
+    defines a varied input with (``x = embedding_layer(token_ids)`` where the solution has
+    ``embeddings = embedding_layer(token_ids)``), before the notebook defines the input itself (the
+    name the exercise asks for assigned only at the end: ``embeddings = x``). Name -> (the varied
+    input, cell position, statement index): a variant puts its input in under that name there too,
+    so the answers computed from it follow the variant as the solution's do."""
+    names = varied_names(assignment)
+    if not names:
+        return {}
+    try:
+        solution = _solution_definitions(assignment.solution, assignment.solution.stat().st_mtime_ns, names)
+    except (OSError, NotebookError):
+        return {}
+    if not solution:
+        return {}
+    defined = input_definitions(infos, names, assignment.given)
+    out: dict[str, tuple[str, int, int]] = {}
+    for pos, source in enumerate(sources):
+        try:
+            body = ast.parse(source).body
+        except SyntaxError:
+            continue
+        if len(body) != len(parse_cell(source).statements):
+            continue  # read otherwise by the notebook's own parser (magics): no place to trust
+        for k, stmt in enumerate(body):
+            alias = _assigned_name(stmt)
+            if alias is None or alias in names or alias in out or not isinstance(stmt, ast.Assign):
+                continue
+            value = ast.dump(stmt.value)
+            for name, expression in solution.items():
+                first = defined.get(name) or []
+                if value == expression and (not first or first[0] > (pos, k)):
+                    out[alias] = (name, pos, k)
+                    break
+    return out
+
+
+def with_injections(
+    source: str,
+    names: tuple[str, ...],
+    statements: dict[str, set[int]] | None = None,
+    extra: dict[int, list[str]] | None = None,
+) -> str:
     """The cell with a call that swaps in the variant value right after each statement that
     defines a varied name afresh (binds it without reading it), or after the statements right
     behind it that only rebuild it from itself (``ids = tok(words)`` then ``ids = torch.tensor([ids])``):
     the variant is made from the value the name has once its cell ran, so it goes in where the
     name has that form. Placed as ``notebook.inject.inject_after`` places it: on the statement's own
     last line, or after a block, so line numbers (the student's tracebacks) stay as they are. ``statements`` narrows, per name, the statements (by
-    index in the cell) that define the input at all (see ``input_definitions``)."""
+    index in the cell) that define the input at all (see ``input_definitions``); ``extra``: more
+    keys to inject after given statements (an alias of an input, ``aliases``)."""
     parsed = parse_cell(source)  # cached: every variant run rewrites the same cells
     if parsed.syntax_error is not None:
         return source
@@ -86,6 +154,8 @@ def with_injections(source: str, names: tuple[str, ...], statements: dict[str, s
             while i + 1 < len(flow) and name in flow[i + 1].binds and name in flow[i + 1].reads:
                 i += 1
             calls.setdefault(i, []).append(name)
+    for i, keys in (extra or {}).items():
+        calls.setdefault(i, []).extend(keys)
     return inject_after(source, calls)
 
 

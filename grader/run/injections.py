@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from grader import capture
-from grader.names import CALLS, CARRIED, FIX, INJECT, RECORD, REPLAY
+from grader.names import ALIAS, CALLS, CARRIED, FIX, INJECT, RECORD, REPLAY
 from grader.run import calls
 
 if TYPE_CHECKING:  # the job's shape, for the type checker only
@@ -72,6 +72,10 @@ def install_injections(ns: dict[str, Any], job: JobWire) -> None:
                 if isinstance(table, dict)
                 else calls.replayer(name, table, ns.get(name), record)
             )
+            return
+        if key.startswith(ALIAS):  # a variant's input under the student's own name for it
+            name = key[len(ALIAS) :]
+            ns[name] = rebuild(values[key], like=ns.get(name))
             return
         name = carries.get(key, key)
         if key in carries and name in ns:
