@@ -67,13 +67,14 @@ def varied_names(assignment: Assignment) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=32)
 def _solution_definitions(path: Path, mtime_ns: int, names: tuple[str, ...]) -> dict[str, str]:
+    """Each varied input -> the expression (``ast.dump``) the solution first assigns it alone."""
     from grader import notebook
 
     out: dict[str, str] = {}
     for cell in notebook.read(path):
         try:
             tree = ast.parse(notebook.fill_blanks(cell.source))
-        except SyntaxError:
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for stmt in tree.body:
             target = _assigned_name(stmt)
@@ -107,17 +108,23 @@ def aliases(assignment: Assignment, sources: list[str], infos: list[CellInfo]) -
     defined = input_definitions(infos, names, assignment.given)
     out: dict[str, tuple[str, int, int]] = {}
     for pos, source in enumerate(sources):
-        try:
-            body = ast.parse(source).body
-        except SyntaxError:
+        parsed = parse_cell(source)  # the notebook's own reading first: a cell it cannot read has no place
+        if parsed.syntax_error is not None:
             continue
-        if len(body) != len(parse_cell(source).statements):
+        try:  # a student's cell: nested past the parser's depth, or a null byte (ValueError on 3.11)
+            body = ast.parse(source).body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        if len(body) != len(parsed.statements):
             continue  # read otherwise by the notebook's own parser (magics): no place to trust
         for k, stmt in enumerate(body):
             alias = _assigned_name(stmt)
             if alias is None or alias in names or alias in out or not isinstance(stmt, ast.Assign):
                 continue
-            value = ast.dump(stmt.value)
+            try:
+                value = ast.dump(stmt.value)
+            except RecursionError:
+                continue
             for name, expression in solution.items():
                 first = defined.get(name) or []
                 if value == expression and (not first or first[0] > (pos, k)):
