@@ -147,7 +147,7 @@ class JudgedIs(ast.NodeTransformer):
 def doctest_match(got: Any, want: Any) -> bool:
     """Whether printed text ``got`` is ``want`` as Python's doctest compares an example's output
     with its expected output (``doctest.OutputChecker``, no option flags: exact, but for ``1`` for
-    ``True`` and lines of blanks), which otter's tests are."""
+    ``True`` and lines of blanks), as a doctest-based tool's tests compare them."""
     import doctest
 
     if not isinstance(got, str) or not isinstance(want, str):
