@@ -117,6 +117,9 @@ def lab(tmp_path_factory):
     return root, path, item, course, Grader(course)
 
 
+FEEDBACK: dict[str, dict[str, list[str]]] = {}  # each graded submission's feedback, by question
+
+
 def _submission(lab, name: str, **answers: str) -> tuple[dict[str, float], dict[str, float]]:
     """The points here and by otter's rule of a submission answering as the solution does but for ``answers``."""
     root, path, _, course, grader = lab
@@ -128,6 +131,7 @@ def _submission(lab, name: str, **answers: str) -> tuple[dict[str, float], dict[
     nbformat.write(nb, str(out))
     card = grader.grade(course.assignment("lab"), out)
     here = {q.id: q.score for q in card.questions}
+    FEEDBACK[name] = {q.id: list(q.lines) for q in card.questions}
     sys.path.insert(0, str(path.parent))  # otter runs the notebook beside its files
     try:
         theirs = otter_points(path, nb)
@@ -174,6 +178,9 @@ def test_a_class_the_student_makes_and_names_like_the_librarys_is_not_the_librar
     fake_int = "class int(int):\n    __module__ = 'builtins'\ncount = int(2)"
     here, _ = _submission(lab, "cheat", q_table=fake, q_isinstance=subclass, q_int=fake_int)
     assert here["q_table"] == 0.0  # not the library's Table, whatever it says
+    assert "`type(movies)` is <class 'tables.Table'>, not the class importable under that name" in " ".join(
+        FEEDBACK["cheat"]["q_table"]
+    )
     assert here["q_isinstance"] == 1.0  # a subclass is an instance, as isinstance says
     # ``type(count) is int`` fails; ``type(count).__name__ != 'str' and ...`` holds, as Python says
     assert here["q_int"] == 0.5
@@ -185,6 +192,8 @@ def test_printed_output_is_compared_as_otters_doctest_compares_it(lab):
     swapped = "chosen = movies.select('Title', 'Rating')"
     here, theirs = _submission(lab, "swapped", q_print=swapped)
     assert here["q_print"] == theirs["q_print"] == 0.5
+    said = " ".join(FEEDBACK["swapped"]["q_print"])  # what the student printed, never the expected text
+    assert "`printed_text()` is 'Title | Rating" in said and "Rating | Title" not in said
     text = "chosen = 'Rating | Title\\n8.2 | Up\\n8.3 | Heat'"
     here, theirs = _submission(lab, "text", q_print=text)
     assert here["q_print"] == theirs["q_print"] == 0.5  # ``len(chosen.labels)`` fails on a string

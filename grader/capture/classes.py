@@ -22,6 +22,7 @@ and reads the class through ``type``'s own descriptors, so a metaclass cannot an
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import Any
@@ -125,8 +126,8 @@ class ClassRef:
 
     @classmethod
     def of(cls, kind: type) -> ClassRef:
-        """The record of one of the grader's own classes."""
-        return cls.read(describe(kind))
+        """The record of one of the grader's own classes (made once for each)."""
+        return _own(kind)
 
     def wire(self) -> dict[str, Any]:
         return {"t": "class", "mro": [list(e) for e in self._mro], "plain": self._plain, "process": self._process}
@@ -173,6 +174,11 @@ class ClassRef:
         if any(same(ClassRef((e,), True, self._process), other) for e in self._mro):
             return True
         return False if other.plain else None
+
+
+@functools.lru_cache(maxsize=512)
+def _own(kind: type) -> ClassRef:
+    return ClassRef.read(describe(kind))
 
 
 def same(a: ClassRef, b: ClassRef) -> bool:

@@ -445,7 +445,7 @@ class _Judging:
         ns = namespace(self.check.target, output)
         ns.update(
             {
-                PRINTED: output.take,
+                PRINTED: lambda: self._printed(output),
                 IS: same_object,
                 TEST_SITE: self.site,
                 TEST_ITER: self.iterate,
@@ -483,6 +483,12 @@ class _Judging:
         if self.check.stderr_fails and self.records is not None and self.records.stderr and not self.findings:
             self.findings.append(v.WroteToStderr(self.records.stderr))
         return Outcome(self.passed, self.run, tuple(self.findings), self.error, self.line, self.partial)
+
+    def _printed(self, output: Output) -> str:
+        """``printed_text()``: what the test printed, which an assert's failure shows (the student's own)."""
+        text = output.take()
+        self.values.append(("printed_text()", text))
+        return text
 
     def _mark(self, n: int) -> None:
         self.at = n

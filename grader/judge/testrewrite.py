@@ -405,8 +405,13 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Assert(self, node: ast.Assert) -> Any:
         test = node.test
+        # ``doctest_match(printed_text(), "...")``: its source holds the expected output, so it is not quoted
+        expects_output = any(isinstance(n, ast.Name) and n.id == DOCTEST for n in ast.walk(test))
         info = AssertInfo(
-            index=len(self.asserts), source=self._text(test), line=node.lineno, formula=self._formula(test)
+            index=len(self.asserts),
+            source=self._text(test),
+            line=node.lineno,
+            formula=self._formula(test) or expects_output,
         )
         close = _close_call(test)
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]).__name__ in OPS:

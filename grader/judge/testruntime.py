@@ -181,8 +181,8 @@ def show(value: Any) -> str:
     """The student's value, briefly (their own value: always fine to show them)."""
     if isinstance(value, Handle):
         return "a value that cannot be shown"
-    if isinstance(value, ClassRef):
-        return repr(value)
+    if isinstance(value, ClassRef):  # a class named like another is told apart from it
+        return repr(value) if value.importable else f"{value!r}, not the class importable under that name"
     if isinstance(value, (bool, type(None), str)):
         return trim(repr(value), 60)
     if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
