@@ -257,3 +257,14 @@ def test_the_expected_output_of_a_printing_test_is_read_as_doctest_reads_it():
     assert otter_ok.doctest_want("  a\nb\n") == "  a\nb\n"
     assert otter_ok.doctest_want("a\n\nb\n") == "a\n"  # a blank line ends it
     assert otter_ok.doctest_want("a\tb") == "a       b\n"
+
+
+def test_an_ok_format_case_that_prints_is_a_test_of_what_it_prints():
+    source, problem = otter_ok.case_source(
+        ">>> for w in words:\n...     print(w)\na\nb\n>>> print(len(words))\n2\n", None, otter_import.expected_assert
+    )
+    assert problem is None
+    assert source == (
+        "for w in words:\n    print(w)\nassert doctest_match(printed_text(), 'a\\nb\\n')\n"
+        "print(len(words))\nassert doctest_match(printed_text(), '2\\n')"
+    )
