@@ -169,7 +169,7 @@ def _otter_points(master_path: Path, submission: nbformat.NotebookNode) -> dict[
         elif cell.cell_type == "raw":
             in_tests = first == "# BEGIN TESTS" or (in_tests and first != "# END TESTS")
         elif in_tests and cell.cell_type == "code":
-            output = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+            output = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in cell.outputs)
             code = re.sub(r'^""" # BEGIN TEST CONFIG.*?""" # END TEST CONFIG\n', "", cell.source, flags=re.S)
             questions[current][1].append((code, output.strip()))
     # The master's outputs were stored by a NumPy that printed scalars as "2.5", not "np.float64(2.5)".

@@ -9,6 +9,7 @@ with their dtypes, labels and names. Nothing is ever unpickled. ``values`` holds
 share: the limits, the grader's ``Value`` and how values are described to students.
 """
 
+from grader.capture.classes import ClassRef
 from grader.capture.decoding import decode, to_python, to_wire
 from grader.capture.encoding import encode
 from grader.capture.values import (
@@ -31,6 +32,7 @@ from grader.capture.values import (
 )
 
 __all__ = [
+    "ClassRef",
     "DTYPES",
     "MAX_DEPTH",
     "MAX_INDICES",

@@ -18,6 +18,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
+from grader.capture.classes import ClassRef
 from grader.capture.encoding import encode
 from grader.capture.plain import decode_array, decode_plain, decode_strings, shape_of, str_of
 from grader.capture.values import (
@@ -60,6 +61,7 @@ _KEYS = {
         "frame": "t columns index labels origin",
         "series": "t values index name origin",
         "index": "t k range levels codes values names freq",
+        "class": "t mro plain process",
         "values": "t k values codes categories ordered storage na v dtype mask tz closed left right origin",
     }.items()
 }
@@ -121,6 +123,8 @@ def _decode(obj: Any, depth: int) -> Value:
         return decode_plain(t, obj)
     if t == "pandas":
         return _decode_pandas_scalar(obj, depth)
+    if t == "class":  # names only: a class is never rebuilt, and no code of it runs here
+        return Value("scalar", ClassRef.read(obj), origin="type")
     if t == "dtype":  # the dtype of an empty array of it
         try:
             dtype = _build_values(obj.get("values"), depth + 1).dtype

@@ -4,7 +4,8 @@ Numbers and times as raw little-endian bytes (base64) with their dtype; integers
 hexadecimal digits; strings, bytes, lists, tuples, sets, dicts (any hashable key), arrays of any
 dtype (strings as text, objects item by item); pandas frames, series, indexes, arrays and scalars
 with their dtypes (category, string, nullable, time zones, periods, intervals), labels and names;
-torch tensors with their type, dtype and ``requires_grad``. Anything else fails with
+torch tensors with their type, dtype and ``requires_grad``; classes as the names that identify
+them (``grader.capture.classes``). Anything else fails with
 ``CaptureFailed``, which says why. Sizes are bounded by a byte budget, item counts and depth.
 
 Runs in the sandboxed student process: it imports nothing of the grader's side.
@@ -17,6 +18,7 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING, Any
 
+from grader.capture import classes
 from grader.capture.values import (
     DICTS,
     DTYPES,
@@ -101,6 +103,10 @@ def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
     found = _scalar(value, budget)
     if found is not None:
         return found
+    if issubclass(kind, type):  # a class: the names that identify it, never its code
+        return classes.describe(value)
+    if kind is classes.ClassRef:  # the grader's record of one, written back (``to_wire``)
+        return classes.ClassRef.wire(value)
     if torch is not None and isinstance(value, torch.nn.Module):
         raise CaptureFailed(f"is a {kind.__name__} module, not numbers; call it on an input to get a tensor")
     if callable(value):

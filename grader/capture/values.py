@@ -94,6 +94,8 @@ class Value:
             return f"a pandas array of length {len(self.data)}, dtype {self.data.dtype}"
         if self.kind == "int":
             return "a Python int"
+        if self.kind == "scalar" and self.origin == "type":  # a class (``grader.capture.classes``)
+            return f"the class {trim(repr(self.data).removeprefix('<class ').removesuffix('>'), 80)}"
         if self.kind == "scalar":
             return f"a {self.origin}"
         if self.kind == "none":

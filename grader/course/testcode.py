@@ -44,6 +44,8 @@ GRADER_HELPERS = frozenset(
         "ok_",
         "eq_",
         "partial_credit",  # ``partial_credit(points)``: the test earns that many of its check's points
+        "printed_text",  # ``printed_text()``: what the test printed since it began or since it last asked
+        "doctest_match",  # ``doctest_match(got, want)``: printed text compared as Python's doctest compares it
     }
 )
 BUILTINS = frozenset(dir(builtins))

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.capture import PANDAS, Value, decode, encode, to_python, trim
+from grader.capture import PANDAS, ClassRef, Value, decode, encode, to_python, trim
 from grader.course.model import Check
 from grader.errors import (
     HelperFailed,
@@ -55,8 +55,8 @@ from grader.errors import (
 from grader.judge import verdicts as v
 from grader.judge.compare import compare
 from grader.judge.scorecard import CheckResult
-from grader.judge.testrewrite import OPS, PARTIAL, TEST_FILE, AssertInfo, Site, program
-from grader.judge.testruntime import Handle, namespace, show
+from grader.judge.testrewrite import IS, OPS, PARTIAL, PRINTED, TEST_FILE, AssertInfo, Site, program
+from grader.judge.testruntime import Handle, Output, namespace, same_object, show
 from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 from grader.run.job import Captured, CaptureSpec
 from grader.seeding import seed_everything
@@ -86,7 +86,7 @@ def captures(check: Check, point: int | None) -> list[CaptureSpec]:
 @dataclass(frozen=True)
 class Record:
     kind: str  # v (plain data), h (a handle), e (an exception), end (an iteration ended)
-    value: Value | None = None
+    value: Value | None = None  # plain data; a handle's class
     detail: str = ""  # a handle: what it is; an exception: its message
     ename: str = ""
     base: str = ""  # an exception's first builtin class
@@ -115,8 +115,10 @@ class Records:
             texts = [p.data if p.kind == "str" else "" for p in parts[2:]]
             if kind == "v" and len(parts) == 3:
                 out[key] = Record("v", value=parts[2])
-            elif kind == "h" and len(texts) == 1:
+            elif kind == "h" and len(parts) == 3:
                 out[key] = Record("h", detail=texts[0])
+            elif kind == "h" and len(parts) == 4 and isinstance(parts[3].data, ClassRef):
+                out[key] = Record("h", value=parts[3], detail=texts[0])  # the handle's class
             elif kind == "e" and len(texts) == 3:
                 out[key] = Record("e", ename=texts[0], base=texts[1], detail=texts[2])
             elif kind == "end":
@@ -249,7 +251,7 @@ class _Judging:
             self.values.append((site.source, value))
             return value
         if rec.kind == "h":
-            return Handle(site.source, rec.detail)
+            return Handle(site.source, rec.detail, rec.value.data if rec.value is not None else None)
         if rec.kind == "e":
             return _raise_again(site, rec)
         raise SiteUnrecorded(site.source, Unprepared.OTHER_PATH)
@@ -439,9 +441,12 @@ class _Judging:
         return self.prog.statements[self.at] if 0 <= self.at < len(self.prog.statements) else ""
 
     def outcome(self) -> Outcome:
-        ns = namespace(self.check.target)
+        output = Output()
+        ns = namespace(self.check.target, output)
         ns.update(
             {
+                PRINTED: lambda: self._printed(output),
+                IS: same_object,
                 TEST_SITE: self.site,
                 TEST_ITER: self.iterate,
                 TEST_WITH: self.with_,
@@ -478,6 +483,12 @@ class _Judging:
         if self.check.stderr_fails and self.records is not None and self.records.stderr and not self.findings:
             self.findings.append(v.WroteToStderr(self.records.stderr))
         return Outcome(self.passed, self.run, tuple(self.findings), self.error, self.line, self.partial)
+
+    def _printed(self, output: Output) -> str:
+        """``printed_text()``: what the test printed, which an assert's failure shows (the student's own)."""
+        text = output.take()
+        self.values.append(("printed_text()", text))
+        return text
 
     def _mark(self, n: int) -> None:
         self.at = n

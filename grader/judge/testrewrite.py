@@ -39,6 +39,7 @@ from typing import Any, cast
 
 from grader.capture import trim
 from grader.course import testcode
+from grader.judge.testruntime import JudgedIs, same_object
 from grader.judge.testslice import student_copy
 from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 
@@ -47,6 +48,11 @@ TEST_FILE = "<test>"  # the file name the grader's copy is compiled under: frame
 # ``partial_credit(value)``: the test earns ``value`` points of its check's (a number between 0 and
 # them; anything else earns them all).
 PARTIAL = "partial_credit"
+# ``printed_text()``: what the test printed so far (``testruntime.Output``); ``doctest_match(got,
+# want)``: printed text compared as doctest compares it. Both the grader's alone.
+PRINTED = "printed_text"
+DOCTEST = "doctest_match"
+IS = "__grader_is__"  # ``a is b`` in the grader's copy: classes by their records (``testruntime.same_object``)
 BUILTINS = frozenset(dir(builtins))
 
 # The comparisons an ``assert`` may make that the grader evaluates itself, by ``ast`` class name.
@@ -57,8 +63,8 @@ OPS: dict[str, Callable[[Any, Any], Any]] = {
     "LtE": operator.le,
     "Gt": operator.gt,
     "GtE": operator.ge,
-    "Is": operator.is_,
-    "IsNot": operator.is_not,
+    "Is": same_object,
+    "IsNot": lambda a, b: not same_object(a, b),
     "In": lambda a, b: a in b,
     "NotIn": lambda a, b: a not in b,
 }
@@ -328,6 +334,21 @@ class _Rewriter(ast.NodeTransformer):
             index = self._new_site(node)
             names = _call("set", _call("globals"))
             return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(names)), node)
+        if (
+            name == "print"
+            and isinstance(node.func, ast.Name)
+            and "print" not in self.bound
+            and "print" not in self.student
+            and _reads(node, self.tainted)
+        ):
+            # ``print(table)``: each of the student's values as the text ``print`` writes of it, taken
+            # where the value is (a table stays in the student's process; its text is data)
+            node.args = [
+                a
+                if isinstance(a, ast.Starred) or not _reads(a, self.tainted)
+                else ast.copy_location(ast.Call(func=ast.Name(id="str", ctx=ast.Load()), args=[a], keywords=[]), a)
+                for a in node.args
+            ]
         if name in RAISES and len(node.args) >= 2 and _reads(node.args[1], self.tainted):
             call = ast.Call(func=node.args[1], args=node.args[2:], keywords=node.keywords)
             node = ast.Call(func=node.func, args=[node.args[0], _thunk(ast.copy_location(call, node))], keywords=[])
@@ -384,8 +405,13 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Assert(self, node: ast.Assert) -> Any:
         test = node.test
+        # ``doctest_match(printed_text(), "...")``: its source holds the expected output, so it is not quoted
+        expects_output = any(isinstance(n, ast.Name) and n.id == DOCTEST for n in ast.walk(test))
         info = AssertInfo(
-            index=len(self.asserts), source=self._text(test), line=node.lineno, formula=self._formula(test)
+            index=len(self.asserts),
+            source=self._text(test),
+            line=node.lineno,
+            formula=self._formula(test) or expects_output,
         )
         close = _close_call(test)
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]).__name__ in OPS:
@@ -528,10 +554,14 @@ def _prelude(source: str, tree: ast.Module) -> str:
         head, _, tail = module.rpartition(".")
         stmt = f"from {head} import {tail} as {alias}" if head else f"import {module} as {alias}"
         lines.append(f"if {alias!r} not in globals():\n    try:\n        {stmt}\n    except ImportError:\n        pass")
-    for helper in sorted(used & testcode.GRADER_HELPERS - {PARTIAL}):
+    for helper in sorted(used & testcode.GRADER_HELPERS - {PARTIAL, PRINTED, DOCTEST}):
         lines.append(f"if {helper!r} not in globals():\n    from nose.tools import {helper}")
     if PARTIAL in used:
         lines.append(f"{PARTIAL} = lambda value: value")
+    if PRINTED in used:  # the printed text is the grader's to judge
+        lines.append(f"{PRINTED} = lambda: ''")
+    if DOCTEST in used:
+        lines.append(f"{DOCTEST} = lambda got, want: True")
     return "\n".join(lines)
 
 
@@ -551,7 +581,7 @@ def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     body = body or [ast.Pass()]
     module = ast.fix_missing_locations(ast.Module(body=copy.deepcopy(body), type_ignores=[]))
     marker = _Mark(source)
-    marked = ast.fix_missing_locations(marker.visit(module))
+    marked = ast.fix_missing_locations(marker.visit(JudgedIs(IS).visit(module)))
     recorded = _Recorded(rewriter.recorded).visit(ast.Module(body=body, type_ignores=[]))
     recorded = ast.fix_missing_locations(ast.Module(body=student_copy(recorded.body, student), type_ignores=[]))
     record_source = "\n".join(filter(None, [_prelude(source, tree), ast.unparse(recorded)]))

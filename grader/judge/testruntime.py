@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from grader import nose_tools
-from grader.capture import number_text, shape_text, trim
+from grader.capture import ClassRef, number_text, shape_text, trim
+from grader.capture.classes import as_ref
 from grader.course import testcode
 from grader.errors import SiteUnusable, TestComparisonFailed, TestDidNotRaise
 
@@ -30,8 +31,8 @@ class Handle:
     student's code, where the record of that call answers; here, any use of it as data fails
     (``SiteUnusable``), and the site that used it answers from its own record instead."""
 
-    def __init__(self, source: str, why: str):
-        self._source, self._why = source, why
+    def __init__(self, source: str, why: str, kind: ClassRef | None = None):
+        self._source, self._why, self._kind = source, why, kind  # ``_kind``: its class, as ``type`` said
 
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
         raise SiteUnusable(self._source, self._why)
@@ -55,10 +56,133 @@ class Handle:
         raise SiteUnusable(self._source, self._why)
 
 
+def handle_class(value: Any) -> ClassRef | None:
+    """The class of the student's value a handle stands for, where its record says it."""
+    return value._kind if type(value) is Handle else None
+
+
+def _type(*args: Any) -> Any:
+    """``type`` while judging: a handle's is the student's class (its record), any other value's
+    the grader's copy's; with three arguments, ``type`` itself."""
+    if len(args) == 1 and type(args[0]) is Handle:
+        kind = handle_class(args[0])
+        return Handle if kind is None else kind  # ``Handle``: not known here (``testcheck`` asks the record)
+    return type(*args)
+
+
+def _mro(value: Any, source: str) -> tuple[ClassRef, ...]:
+    """The MRO of a value's class, as records: a handle's from the student's process."""
+    if type(value) is Handle:
+        kind = handle_class(value)
+        if kind is None:
+            raise SiteUnusable(value._source, value._why)
+        return kind.__mro__
+    return ClassRef.of(type(value)).__mro__
+
+
+def _derives(mro: tuple[ClassRef, ...], kind: Any, why: str) -> bool:
+    """Whether a class whose MRO is ``mro`` is ``kind`` or derives from it, as Python says: by the MRO,
+    unless ``kind``'s metaclass may say otherwise (an ABC), which only the student's process knows."""
+    if isinstance(kind, tuple):
+        return any(_derives(mro, k, why) for k in kind)
+    target = as_ref(kind)
+    if target is None:
+        raise TypeError("isinstance() arg 2 must be a type, a tuple of types, or a union")
+    found = mro[0].subclass_of(target) if mro else False
+    if found is None:
+        raise SiteUnusable(why, "is checked against an abstract class, which only the student's process can answer")
+    return found
+
+
+def _isinstance(value: Any, kind: Any) -> bool:
+    """``isinstance`` while judging: on the grader's own values and classes, Python's own; where
+    the value stayed in the student's process or the class is the student's, by their records."""
+    if type(value) is not Handle and not _has_ref(kind):
+        return isinstance(value, kind)
+    return _derives(_mro(value, "isinstance"), kind, "isinstance(...)")
+
+
+def _issubclass(sub: Any, kind: Any) -> bool:
+    """``issubclass`` while judging, likewise."""
+    if not isinstance(sub, ClassRef) and not _has_ref(kind):
+        return issubclass(sub, kind)
+    ref = as_ref(sub)
+    if ref is None:
+        raise TypeError("issubclass() arg 1 must be a class")
+    return _derives(ref.__mro__, kind, "issubclass(...)")
+
+
+def _has_ref(kind: Any) -> bool:
+    return isinstance(kind, ClassRef) or isinstance(kind, tuple) and any(_has_ref(k) for k in kind)
+
+
+def same_object(a: Any, b: Any) -> bool:
+    """``a is b`` while judging: classes by their records (``grader.capture.classes``), anything else
+    by Python's ``is``."""
+    if isinstance(a, ClassRef) or isinstance(b, ClassRef):
+        ra, rb = as_ref(a), as_ref(b)
+        return ra is not None and rb is not None and ra == rb
+    return a is b
+
+
+class JudgedIs(ast.NodeTransformer):
+    """The grader's copy: ``a is b`` and ``a is not b`` as ``__grader_is__(a, b)``, so that the
+    student's class (a record) is the grader's ``int`` where Python would say so (``same_object``)."""
+
+    def __init__(self, name: str):
+        self.name = name  # the name ``same_object`` goes by in the test's namespace
+
+    def visit_Compare(self, node: ast.Compare) -> Any:
+        self.generic_visit(node)
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            return node  # ``a is b is c`` stays Python's: its operands are evaluated once there
+        out: ast.expr = ast.Call(
+            func=ast.Name(id=self.name, ctx=ast.Load()), args=[node.left, node.comparators[0]], keywords=[]
+        )
+        if isinstance(node.ops[0], ast.IsNot):
+            out = ast.UnaryOp(op=ast.Not(), operand=out)
+        return ast.copy_location(out, node)
+
+
+def doctest_match(got: Any, want: Any) -> bool:
+    """Whether printed text ``got`` is ``want`` as Python's doctest compares an example's output
+    with its expected output (``doctest.OutputChecker``, no option flags: exact, but for ``1`` for
+    ``True`` and lines of blanks), as a doctest-based tool's tests compare them."""
+    import doctest
+
+    if not isinstance(got, str) or not isinstance(want, str):
+        return False
+    if want and not want.endswith("\n"):
+        want += "\n"
+    return bool(doctest.OutputChecker().check_output(want, got, 0))
+
+
+class Output:
+    """What a test prints while judging (``print`` to standard output): kept, never shown, and read
+    by the test with ``printed_text()``."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def print(self, *args: Any, sep: Any = " ", end: Any = "\n", file: Any = None, flush: bool = False) -> None:
+        if file is not None and file is not sys.stdout:
+            return  # to standard error or a file: not the test's output
+        self.parts.append((" " if sep is None else str(sep)).join(str(a) for a in args))
+        self.parts.append("\n" if end is None else str(end))
+
+    def take(self) -> str:
+        """The text printed since the test began, or since it last asked."""
+        text = "".join(self.parts)
+        self.parts.clear()
+        return text
+
+
 def show(value: Any) -> str:
     """The student's value, briefly (their own value: always fine to show them)."""
     if isinstance(value, Handle):
         return "a value that cannot be shown"
+    if isinstance(value, ClassRef):  # a class named like another is told apart from it
+        return repr(value) if value.importable else f"{value!r}, not the class importable under that name"
     if isinstance(value, (bool, type(None), str)):
         return trim(repr(value), 60)
     if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
@@ -226,13 +350,15 @@ def _judged_pandas() -> tuple[types.ModuleType, types.ModuleType]:
     return _Judged(pandas, testing=testing), testing
 
 
-def namespace(source: str) -> dict[str, Any]:
+def namespace(source: str, output: Output | None = None) -> dict[str, Any]:
     """The test's globals: the grader's own modules it uses (numpy's comparisons failing as data,
     ``_comparing``), nose's helpers, pytest with a ``raises`` that says structurally what it
-    expected, and a ``print`` that prints nothing here (a test that only prints passes when it
-    raises nothing)."""
+    expected, a ``print`` that prints nothing here but keeps the text in ``output`` (a test that
+    only prints passes when it raises nothing), ``doctest_match``, and ``type``, ``isinstance`` and
+    ``issubclass`` that read the student's classes from their records."""
     grader_builtins = dict(vars(builtins))
-    grader_builtins["print"] = lambda *args, **kwargs: None
+    grader_builtins["print"] = (output or Output()).print
+    grader_builtins.update(type=_type, isinstance=_isinstance, issubclass=_issubclass)
     wrapped: dict[str, Any] = {}
 
     def import_(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
@@ -252,6 +378,7 @@ def namespace(source: str) -> dict[str, Any]:
         if module is not None:
             ns[alias] = module
     ns.update({name: getattr(_NOSE_TOOLS, name) for name in testcode.GRADER_HELPERS if hasattr(_NOSE_TOOLS, name)})
+    ns["doctest_match"] = doctest_match
     real = ns.get("pytest") or (_module("pytest") if "pytest" in source else None)
     if real is not None:
         wrapped["pytest"] = _judging_pytest(real)

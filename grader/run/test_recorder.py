@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from grader import capture, nose_tools
+from grader.capture import classes
 from grader.errors import CaptureFailed
 from grader.names import CHECK_FILE, TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 from grader.seeding import seed_everything
@@ -71,6 +72,15 @@ def _put_back(state: tuple[Any, ...]) -> None:
         torch.random.set_rng_state(state[2])
 
 
+def _class_of(value: Any) -> list[dict[str, Any]]:
+    """A handle's class, as ``type`` says it (``grader.capture.classes``): the grader answers
+    ``type(handle)``, ``isinstance`` and ``issubclass`` from it."""
+    try:
+        return [classes.type_of(value)]
+    except Exception:  # noqa: BLE001 - a class whose names cannot be read: the handle goes without
+        return []
+
+
 class Recorder:
     """The records of one run of one test: ``key -> (kind, payload)`` in the order they happened."""
 
@@ -98,9 +108,9 @@ class Recorder:
             self.add("v", key, capture.encode(value, budget=self.budget))
             return True
         except CaptureFailed as exc:
-            self.add("h", key, _str(str(exc)))
+            self.add("h", key, _str(str(exc)), *_class_of(value))
         except RecursionError:
-            self.add("h", key, _str("is nested too deeply to compare"))
+            self.add("h", key, _str("is nested too deeply to compare"), *_class_of(value))
         return False
 
     def error(self, key: str, exc: BaseException) -> None:

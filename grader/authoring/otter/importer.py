@@ -126,14 +126,15 @@ def solution_code(source: str) -> str:
     return "\n".join(out).strip("\n")
 
 
-def _output_text(cell: Any) -> str:
+def _output_text(cell: Any, strip: bool = True) -> str:
+    """The output otter assign reads of a test cell (what it printed, then its value's text)."""
     text = ""
     for out in cell.get("outputs", []):
         text += "".join(out.get("text", ""))
         data = out.get("data", {}).get("text/plain")
         if data:
             text += "".join(data) if isinstance(data, list) else data
-    return text.strip()
+    return text.strip() if strip else text
 
 
 _NUMERIC_NAMES = {
@@ -203,8 +204,9 @@ def convert_test(source: str) -> tuple[str, dict[str, Any], str | None, str | No
     return body, config, None, None
 
 
-def test_source(body: str, output: str) -> tuple[str, str | None, str | None]:
-    """(the ``test`` source, a problem, a note) for a test body and its stored output."""
+def test_source(body: str, output: str, printed: str | None = None) -> tuple[str, str | None, str | None]:
+    """(the ``test`` source, a problem, a note) for a test body and its stored output (``printed``:
+    that output as the cell wrote it, for a test that prints)."""
     try:
         tree = ast.parse(body)
     except SyntaxError as exc:
@@ -229,8 +231,8 @@ def test_source(body: str, output: str) -> tuple[str, str | None, str | None]:
         check, note = expected_assert(f"({expr})" if "\n" in expr else expr, output)
         head = body.splitlines()[: last.lineno - 1]
         body = "\n".join([*head, check])
-    elif output:
-        return "", "it compares printed output, which a test here does not see", None
+    elif output:  # it prints: what it prints is compared with the stored output, as otter's doctest does
+        body += f"\nassert doctest_match(printed_text(), {otter_ok.doctest_want(printed or output)!r})"
     p = testcode.problem(body)
     return body, (f"the test {p}" if p else None), note
 
@@ -343,7 +345,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                 if problem is None and exception_tests:
                     body, problem = otter_exception.notebook_cell(body)
                 elif problem is None:
-                    body, problem, note = test_source(body, _output_text(cell))
+                    body, problem, note = test_source(body, _output_text(cell), _output_text(cell, strip=False))
                 if problem:
                     item.note(cell_no, f"a test of question {qid!r} not converted: {problem}")
                     converted.append(({}, config))

@@ -6,7 +6,8 @@ A file holds ``test = {"name": ..., "points": ..., "suites": [{"cases": [...], "
 is a doctest (``>>> square(1)`` then ``1``) with ``hidden``, ``points``, ``success_message`` and
 ``failure_message`` (a case is hidden unless it says otherwise, as otter reads it). A case becomes
 one ``test`` check: its statements, and for each example with an expected output the assert
-``importer.expected_assert`` makes of it; its messages become the check's ``success_message``
+``importer.expected_assert`` makes of it (of an example that prints, an assert that what it printed
+is that output as doctest compares them: ``doctest_match(printed_text(), want)``); its messages become the check's ``success_message``
 and ``failure_message``. The file's points are shared among its cases as otter shares them (a
 case's own ``points`` first), each case earning its share unless the file is ``all_or_nothing``.
 """
@@ -54,8 +55,10 @@ def case_source(code: str, failure: str | None, expected_assert: Expected) -> tu
             tree = ast.parse(source)
         except SyntaxError as exc:
             return "", f"its code is not Python ({exc.msg})"
-        if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr):
-            return "", "it compares printed output, which a test here does not see"
+        if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr) or _prints(tree):
+            # it prints: what it printed is compared with the expected output as doctest compares them
+            lines += [source, f"assert doctest_match(printed_text(), {ex.want!r})"]
+            continue
         check, _ = expected_assert(f"({source})" if "\n" in source else source, want)
         if failure and check.startswith("np.testing.assert_allclose("):  # a message needs an assert
             check = "assert np.allclose(" + check.removeprefix("np.testing.assert_allclose(")
@@ -63,6 +66,20 @@ def case_source(code: str, failure: str | None, expected_assert: Expected) -> tu
             check += f", {failure!r}"
         lines.append(check)
     return "\n".join(lines), None
+
+
+def _prints(tree: ast.Module) -> bool:
+    """An example that is a call of ``print``: its output is what it printed, not a value."""
+    (stmt,) = tree.body
+    value = stmt.value if isinstance(stmt, ast.Expr) else None
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "print"
+
+
+def doctest_want(output: str) -> str:
+    """The expected output of a doctest example whose stored output is ``output``, as doctest reads
+    it from otter's test file: up to the first blank line, tabs expanded, ending in a newline."""
+    examples = doctest.DocTestParser().get_examples(">>> None\n" + output)
+    return examples[0].want if examples else ""
 
 
 def question(
