@@ -13,12 +13,15 @@ import builtins
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from grader.authoring.importing import Imported
 from grader.errors import UsageError
+
+if TYPE_CHECKING:
+    from grader.run.job import CaptureSpec, RunResult
 
 _DISTRIBUTIONS = {
     "sklearn": "scikit-learn",
@@ -226,24 +229,72 @@ def kernel(path: Path, nb: Any, item: Imported) -> None:
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
+WRITTEN = "written"  # the capture of a detection run that names the given files the notebook wrote
+
+
+def written_capture(names: list[str]) -> tuple[CaptureSpec, CaptureSpec]:
+    """Two captures for a run of the instructor's notebook that say which of its given files
+    (``names``, paths inside the working directory) the notebook writes: before the first cell,
+    each file's modification time is set to 0 (the run's own copy); at the end, the files whose
+    time is no longer 0 were written (or replaced) by a cell. Read with ``written_files``."""
+    from grader.run.job import CaptureSpec
+    from grader.vocab import CaptureKind
+
+    listed = repr(sorted(names))
+    mark = f"[__import__('os').utime(p, (0, 0)) for p in {listed} if __import__('os').path.isfile(p)]"
+    seen = f"[p for p in {listed} if __import__('os').path.isfile(p) and __import__('os').stat(p).st_mtime != 0]"
+    return (
+        CaptureSpec("written/mark", CaptureKind.EXPR, mark, 0),
+        CaptureSpec(WRITTEN, CaptureKind.EXPR, seen, None),
+    )
+
+
+def written_files(result: RunResult) -> list[str]:
+    """The given files the run's notebook wrote (``written_capture``), by their path inside it."""
+    from grader.capture.decoding import to_python
+
+    got = result.captures.get(WRITTEN)
+    if got is None or got.value is None:
+        return []
+    value = to_python(got.value)
+    return [str(x) for x in value] if isinstance(value, list) else []
+
+
+def withhold_written(item: Imported, written: list[Path]) -> None:
+    """The data files the instructor's notebook writes itself (a cell writes the file its test reads
+    back) are not given with the assignment: the student's run makes its own, and a test that
+    reads one reads what that run wrote, as the course's tool does. Each is noted."""
+    folder = item.source.parent
+    for path in written:
+        if path in item.data:
+            item.data.remove(path)
+            shown = path.relative_to(folder).as_posix() if path.is_relative_to(folder) else path.name
+            item.notes.append(
+                f"{item.source.name}: {shown} is written by the notebook itself, so it is not given with it "
+                "(the student's notebook makes it)"
+            )
+
+
 def missing_in_run(
     folder: Path, sources: list[str | None], data: list[Path]
-) -> tuple[dict[int, str], dict[int, str], dict[int, str]]:
+) -> tuple[dict[int, str], dict[int, str], dict[int, str], list[Path]]:
     """The cells (by position, None for a cell that is not code) that fail, run once in the sandbox
     as the notebook stands with its data files, because a module is not installed here (with the
     module), those that fail because a file they read is not there (with the file's name), and
-    those that fail otherwise (with the error: a lesson's ``print("..."`` that shows a SyntaxError)."""
+    those that fail otherwise (with the error: a lesson's ``print("..."`` that shows a SyntaxError);
+    and the data files the notebook writes itself (the file its test reads back)."""
     from grader.course.model import Limits
     from grader.notebook import imported_modules
     from grader.run.forking import default_executor
     from grader.run.job import Job, JobCell
 
     code = [(k, src) for k, src in enumerate(sources) if src is not None and src.strip()]
+    given = {p.relative_to(folder).as_posix(): p for p in data if p.is_relative_to(folder)}
     job = Job(
         cells=tuple(JobCell(index=k + 1, source=src) for k, src in code),
-        captures=(),
+        captures=written_capture(list(given)) if code else (),
         limits=Limits(),
-        files=tuple((p, p.relative_to(folder).as_posix()) for p in data if p.is_relative_to(folder)),
+        files=tuple((p, rel) for rel, p in given.items()),
         preload=tuple(
             sorted(
                 m for m in imported_modules([s for _, s in code]) if m.partition(".")[0] not in sys.stdlib_module_names
@@ -253,7 +304,9 @@ def missing_in_run(
     out: dict[int, str] = {}
     files: dict[int, str] = {}
     errors: dict[int, str] = {}
-    for run in default_executor().run(job).cells:
+    result = default_executor().run(job)
+    written = [given[rel] for rel in written_files(result) if rel in given]
+    for run in result.cells:
         module = missing_module(run.ename, run.evalue)
         if module is not None:
             out[run.index - 1] = module
@@ -261,7 +314,7 @@ def missing_in_run(
             files[run.index - 1] = run.filename.removeprefix("./")
         elif run.ename and run.ename not in ("ModuleNotFoundError", "ImportError"):
             errors[run.index - 1] = f"{run.ename}: {run.evalue}".strip()[:120]
-    return out, files, errors
+    return out, files, errors, written
 
 
 def needed_by(sources: list[str | None], pos: int, tests: list[str], skipped: set[int]) -> tuple[set[str], list[str]]:

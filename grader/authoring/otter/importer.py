@@ -50,6 +50,7 @@ from grader.authoring.environment import (
     modules_rebound,
     optional_cells,
     unshipped_cells,
+    withhold_written,
 )
 from grader.authoring.importing import (
     Imported,
@@ -479,7 +480,8 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     # widget in a demo cell), is not run when grading; one something uses stops the import.
     sources = [c.source if c.cell_type == "code" else None for c in kept]
     test_sources = [check["test"] for q in item.questions for check in q.get("checks", [])]
-    missing, unread, errors = missing_in_run(path.parent, sources, item.data)  # otter's own lines are gone
+    missing, unread, errors, written = missing_in_run(path.parent, sources, item.data)  # otter's own lines are gone
+    withhold_written(item, written)  # the file its test reads back: the student's run writes it
     # A cell that reads a file the course does not ship (a demo of the data), or that shows an error
     # on purpose, nothing graded using it: otter runs on past its error; here it is not run.
     skipped = optional_cells(item, sources, missing, test_sources, item.requirements)
