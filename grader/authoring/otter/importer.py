@@ -480,8 +480,9 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     # widget in a demo cell), is not run when grading; one something uses stops the import.
     sources = [c.source if c.cell_type == "code" else None for c in kept]
     test_sources = [check["test"] for q in item.questions for check in q.get("checks", [])]
-    missing, unread, errors, written = missing_in_run(path.parent, sources, item.data)  # otter's own lines are gone
-    withhold_written(item, written)  # the file its test reads back: the student's run writes it
+    run = missing_in_run(path.parent, sources, item.data)  # otter's own lines are gone
+    missing, unread, errors = run.missing, run.unread, run.errors
+    withhold_written(item, run.written)  # the file its test reads back: the student's run writes it
     # A cell that reads a file the course does not ship (a demo of the data), or that shows an error
     # on purpose, nothing graded using it: otter runs on past its error; here it is not run.
     skipped = optional_cells(item, sources, missing, test_sources, item.requirements)
@@ -491,11 +492,12 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
         for k, c in enumerate(kept)
         if c.cell_type == "code" and any(BEGIN.match(ln) or LINE_MARK.search(ln) for ln in c.source.splitlines())
     }
-    skipped |= erring_cells(item, sources, {k: e for k, e in errors.items() if k not in skipped}, test_sources, answers)
+    errors = {k: e for k, e in errors.items() if k not in skipped}
+    skipped |= erring_cells(item, sources, errors, test_sources, answers, run.lines)
     for pos in sorted(skipped):
         tags = list(kept[pos].metadata.get("tags", []))
         kept[pos].metadata["tags"] = [*tags, "skip-grading"]
-    item.settings["inert_lines"] = list(INERT_LINES)
+    item.settings["inert_lines"] = [*INERT_LINES, *item.settings.get("inert_lines", [])]  # and a run-time installer's
     seeding = cell_seed(assignment_config)
     if seeding is not None:
         item.settings["seed_each_cell"] = seeding
