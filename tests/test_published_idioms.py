@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+import pandas as pd
 import pytest
 from nbgrader_course import meta, notebook
 
@@ -523,11 +524,12 @@ def test_an_nbgrader_solution_that_writes_into_the_data_folder_it_ships_grades(t
 
 
 # A course's helper module whose installer pip-installs at run time (UBC Okanagan's PHYS121.Installer()):
-# grading has no network (and installs nothing), so it fails there; ``--no-index`` fails it at once anywhere.
+# grading has no network (and installs nothing), so it fails there.
 TOOLS = """import subprocess, sys
 def Installer():
-    subprocess.check_call([sys.executable, '-m', 'pip', 'install', '--user', '--no-index', '--quiet', 'pdfkit'],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # in the course: pip install --user pdfkit ..., which fails where there is no network; a child
+    # that exits 1 as pip then does stands in for it (pip itself takes a second to start)
+    subprocess.check_call([sys.executable, '-c', 'raise SystemExit(1)'])
     return 'installed'
 def twice(x):
     return 2 * x
@@ -586,3 +588,51 @@ def test_a_failing_installer_whose_result_a_later_cell_uses_still_stops_the_impo
         _otter_imported(tmp_path, master)
     assert str(info.value).startswith("The solution of lab (lab.ipynb) fails in cell 1: CalledProcessError: ")
     assert not (tmp_path / "c" / "config.yaml").exists()
+
+
+def test_a_solution_failing_inside_a_library_says_which_versions_it_ran_with(tmp_path):
+    """UC Santa Barbara's salmon homework assigns an int into a column of strings, which pandas 3
+    refuses: the import's message names the cell and the error, and, as facts, the versions of the
+    libraries the notebook imports it ran with here and that the course declares none."""
+    from grader.errors import SolutionError
+
+    master = _otter_master(
+        tmp_path, ["frame = pd.DataFrame({'c': ['a', 'I']})\nfirst = frame.loc['nope']", "shown = first"]
+    )
+    with pytest.raises(SolutionError) as info:
+        _otter_imported(tmp_path, master)
+    said = str(info.value)
+    assert said.startswith("The solution of lab (lab.ipynb) fails in cell 3: KeyError: ")
+    assert said.endswith(f" (it ran here with pandas {pd.__version__}; the course declares no versions of them)")
+    master = _otter_master(tmp_path, ["first = undefined_name", "shown = first"])
+    with pytest.raises(SolutionError) as info:  # the notebook's own mistake: no versions named
+        _otter_imported(tmp_path, master)
+    assert str(info.value).endswith("NameError: name 'undefined_name' is not defined")
+
+
+def test_an_otter_test_that_ran_and_showed_nothing_expects_none(tmp_path):
+    """A test cell that calls the course's own checking function last (``test_q5(catch_I)``), run in
+    the master notebook with no output: otter's doctest expects nothing there, so the call must
+    return None without raising; a test cell never run still asks for its output."""
+    nb = nbformat.v4.new_notebook()
+    ran = nbformat.v4.new_code_cell("def test_n(x):\n    assert x == 3, 'Incorrect answer.'\ntest_n(n)")
+    ran.execution_count = 4
+    nb.cells = [
+        nbformat.v4.new_raw_cell("# ASSIGNMENT CONFIG\nname: lab\n"),
+        nbformat.v4.new_raw_cell("# BEGIN QUESTION\nname: q1\npoints: 1"),
+        nbformat.v4.new_code_cell("n = 3 # SOLUTION"),
+        nbformat.v4.new_raw_cell("# BEGIN TESTS"),
+        ran,
+        nbformat.v4.new_raw_cell("# END TESTS"),
+        nbformat.v4.new_raw_cell("# END QUESTION"),
+    ]
+    nbformat.write(nb, str(tmp_path / "lab.ipynb"))
+    staged, items, course = _otter_imported(tmp_path, tmp_path / "lab.ipynb")
+    assert staged.failing == () and items[0].notes == []
+    assignment = course.assignment("lab")
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 1
+    assert grader.grade(assignment, _edited(assignment.solution, tmp_path / "w.ipynb", "n = 3", "n = 4")).score == 0
+    from grader.authoring.otter.importer import test_source
+
+    assert test_source("def f():\n    pass\nf()", "", ran=False)[1].startswith("it ends in an expression but")

@@ -111,6 +111,46 @@ def modules_rebound(sources: list[str | None]) -> set[str]:
     return out
 
 
+# Errors that say nothing of a library's version: the notebook's own names, its syntax, its files,
+# a module that is not there at all (named with the line that installs it elsewhere).
+_NOT_A_VERSION = frozenset(
+    {"NameError", "UnboundLocalError", "SyntaxError", "IndentationError", "FileNotFoundError", "ModuleNotFoundError"}
+)
+
+
+def versions_ran(ename: str, sources: list[str], declared: list[str]) -> str:
+    """For a message saying the solution failed with ``ename``: the versions installed here of the
+    libraries the notebook imports, and what the course declares of them, as facts (a course
+    written for pandas 2 fails under pandas 3 with an error from inside pandas): `` (it ran here
+    with pandas 3.1.1, numpy 2.4.6; the course declares no versions)``. Empty for an error no
+    library's version explains (``_NOT_A_VERSION``) or a notebook that imports no library."""
+    from importlib import metadata
+
+    from grader.notebook import imported_modules
+
+    if not ename or ename in _NOT_A_VERSION:
+        return ""
+    tops = sorted({m.partition(".")[0] for m in imported_modules(sources)} - set(sys.stdlib_module_names))
+    dists = metadata.packages_distributions()
+    found: list[str] = []
+    for top in tops:
+        for dist in dists.get(top, [])[:1]:
+            try:
+                found.append(f"{top} {metadata.version(dist)}")
+            except metadata.PackageNotFoundError:
+                continue
+    if not found:
+        return ""
+    names = {t.lower().replace("_", "-") for t in tops} | {_DISTRIBUTIONS.get(t, t).lower() for t in tops}
+    asked = [
+        line
+        for line in declared
+        if (m := _REQUIREMENT.match(line)) is not None and m.group(1).lower().replace("_", "-") in names
+    ]
+    course = f"the course declares {', '.join(asked)}" if asked else "the course declares no versions of them"
+    return f" (it ran here with {', '.join(found)}; {course})"
+
+
 def install_line(module: str, declared: list[str]) -> str:
     """The line that installs ``module``: the course's own requirement for it where it declares one."""
     top = module.partition(".")[0]

@@ -204,8 +204,10 @@ def convert_test(source: str) -> tuple[str, dict[str, Any], str | None, str | No
     return body, config, None, None
 
 
-def test_source(body: str, output: str) -> tuple[str, str | None, str | None]:
-    """(the ``test`` source, a problem, a note) for a test body and its stored output."""
+def test_source(body: str, output: str, ran: bool = False) -> tuple[str, str | None, str | None]:
+    """(the ``test`` source, a problem, a note) for a test body and its stored output. A cell that
+    ran (``ran``: it has an execution count) and stored no output ends in an expression that showed
+    nothing: otter's doctest expects nothing there, so the expression must be None."""
     try:
         tree = ast.parse(body)
     except SyntaxError as exc:
@@ -217,7 +219,7 @@ def test_source(body: str, output: str) -> tuple[str, str | None, str | None]:
     if isinstance(last, ast.Expr) and not (
         isinstance(last.value, ast.Call) and getattr(last.value.func, "id", "") == "print"
     ):
-        if not output:
+        if not output and not ran:
             return (
                 "",
                 (
@@ -227,7 +229,10 @@ def test_source(body: str, output: str) -> tuple[str, str | None, str | None]:
                 None,
             )
         expr = ast.get_source_segment(body, last.value) or ast.unparse(last.value)
-        check, note = expected_assert(f"({expr})" if "\n" in expr else expr, output)
+        if output:
+            check, note = expected_assert(f"({expr})" if "\n" in expr else expr, output)
+        else:  # it ran and showed nothing
+            check = f"assert ({expr}) is None"
         head = body.splitlines()[: last.lineno - 1]
         body = "\n".join([*head, check])
     elif output:
@@ -344,7 +349,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                 if problem is None and exception_tests:
                     body, problem = otter_exception.notebook_cell(body)
                 elif problem is None:
-                    body, problem, note = test_source(body, _output_text(cell))
+                    body, problem, note = test_source(body, _output_text(cell), cell.get("execution_count") is not None)
                 if problem:
                     item.note(cell_no, f"a test of question {qid!r} not converted: {problem}")
                     converted.append(({}, config))
