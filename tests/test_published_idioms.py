@@ -603,7 +603,7 @@ def test_a_solution_failing_inside_a_library_says_which_versions_it_ran_with(tmp
         _otter_imported(tmp_path, master)
     said = str(info.value)
     assert said.startswith("The solution of lab (lab.ipynb) fails in cell 3: KeyError: ")
-    assert said.endswith(f" (it ran here with pandas {pd.__version__}; the course declares no versions of them)")
+    assert said.endswith(f" (it ran here with pandas {pd.__version__}; the course declares no version of it)")
     master = _otter_master(tmp_path, ["first = undefined_name", "shown = first"])
     with pytest.raises(SolutionError) as info:  # the notebook's own mistake: no versions named
         _otter_imported(tmp_path, master)

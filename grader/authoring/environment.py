@@ -122,7 +122,7 @@ def versions_ran(ename: str, sources: list[str], declared: list[str]) -> str:
     """For a message saying the solution failed with ``ename``: the versions installed here of the
     libraries the notebook imports, and what the course declares of them, as facts (a course
     written for pandas 2 fails under pandas 3 with an error from inside pandas): `` (it ran here
-    with pandas 3.1.1, numpy 2.4.6; the course declares no versions)``. Empty for an error no
+    with pandas 3.1.1, numpy 2.4.6; the course declares no versions of them)``. Empty for an error no
     library's version explains (``_NOT_A_VERSION``) or a notebook that imports no library."""
     from importlib import metadata
 
@@ -147,7 +147,8 @@ def versions_ran(ename: str, sources: list[str], declared: list[str]) -> str:
         for line in declared
         if (m := _REQUIREMENT.match(line)) is not None and m.group(1).lower().replace("_", "-") in names
     ]
-    course = f"the course declares {', '.join(asked)}" if asked else "the course declares no versions of them"
+    none = "no versions of them" if len(found) > 1 else "no version of it"
+    course = f"the course declares {', '.join(asked)}" if asked else f"the course declares {none}"
     return f" (it ran here with {', '.join(found)}; {course})"
 
 
