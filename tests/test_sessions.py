@@ -127,6 +127,19 @@ def test_a_run_writes_its_own_copies_of_the_given_files_and_the_next_run_gets_th
     assert (tmp_path / "data" / "t.csv").read_text() == "given\n"
 
 
+def test_a_fresh_python_per_run_writes_its_own_copy_of_a_given_file_too(tmp_path, limits):
+    """The subprocess executor (a fresh Python per notebook, its own sandbox): the same copy."""
+    from grader.run.subprocess_executor import SubprocessExecutor
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "t.csv").write_text("given\n")
+    files = ((tmp_path / "data" / "t.csv", "data/t.csv"),)
+    cell = "open('data/t.csv', 'w').write('mine')\nraise RuntimeError('probe ' + json.dumps(open('data/t.csv').read()))"
+    run = SubprocessExecutor().run(job(limits, files, "import json\n" + cell))
+    assert probe(run) == "mine"
+    assert (tmp_path / "data" / "t.csv").read_text() == "given\n"
+
+
 def test_a_run_that_hangs_ends_the_session_and_the_next_run_gets_a_new_one(grader, limits, data):
     with grader.executor.session() as runner:
         first = probe(runner.run(job(limits, data, LOOK + REPORT)))
