@@ -75,6 +75,8 @@ class ProtocolError(GraderError):
 class SolutionError(GraderError):
     """The solution notebook itself fails to run or lacks a value a check needs."""
 
+    ename: str = ""  # where a cell of it raised: the exception's type name (``TypeError``)
+
 
 class DocumentError(GraderError):
     """A saved scorecard (``grader.judge.document``) cannot be read: malformed, holding a record the

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+import pandas as pd
 import pytest
 from nbgrader_course import meta, notebook
 
@@ -347,7 +348,7 @@ def test_an_otter_lesson_cell_that_shows_an_error_on_purpose_is_left_out(tmp_pat
     assert (
         len(item.notes) == 1
         and item.notes[0].startswith("lab.ipynb, cell 3: raises SyntaxError: ")
-        and item.notes[0].endswith("a cell that shows an error on purpose; it is not run when grading")
+        and item.notes[0].endswith("the course's tool runs on past the error; here it is not run when grading")
     )
     assert "skip-grading" in item.notebook.cells[-2].metadata["tags"]
     staged = import_check.stage([item], tmp_path / "c" / "config.yaml", course_name="c")
@@ -426,3 +427,212 @@ def test_two_of_three_tests_of_a_question_sharing_a_point_write_points_that_add_
     points = otter_ok.question_points(1 - 1 / 3, checks)
     assert abs(points - sum(c["points"] for c in checks)) <= 1e-9
     assert otter_ok.question_points(3 * (1 / 3), [{"test": "x", "points": round(1 / 3, 10)}] * 3) == 1.0
+
+
+def _otter_imported(root: Path, master: Path):
+    """An otter master notebook imported as ``grader import otter`` does: staged, checked, written."""
+    from grader.authoring.otter import importer as otter_import
+
+    items = otter_import.read(master)
+    staged = import_check.stage(items, root / "c" / "config.yaml", course_name="c")
+    importing.write(items, root / "c" / "config.yaml", course_name="c")
+    return staged, items, config.load(root / "c" / "config.yaml")
+
+
+def _edited(notebook_path: Path, out: Path, find: str, replace: str) -> Path:
+    """The notebook with ``find`` replaced in the one code cell that holds it."""
+    nb = nbformat.read(str(notebook_path), as_version=4)
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and find in c.source]
+    cell.source = cell.source.replace(find, replace)
+    nbformat.write(nb, str(out))
+    return out
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_an_otter_solution_that_writes_the_file_its_test_reads_back_into_the_data_folder_grades(tmp_path):
+    """UC Santa Barbara EDS 220's idiom: an unmarked line after the solution writes the very file
+    the test reads back, into the ``data`` folder the course ships (with an old copy of that file).
+    The import takes it (that file is the student's to write, so it is not given), the solution
+    scores full marks, a wrong answer writes a wrong file and fails, and the course's own files are
+    as they were."""
+    src = tmp_path / "src"
+    (src / "data").mkdir(parents=True)
+    (src / "data" / "catch.csv").write_text("region,catch\nA,1\nB,2\nA,3\n")
+    (src / "data" / "by_region.csv").write_text("region,catch\nstale,0\n")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_raw_cell("# ASSIGNMENT CONFIG\nname: lab\nfiles:\n  - data\n"),
+        nbformat.v4.new_code_cell("import pandas as pd\ncatch = pd.read_csv('data/catch.csv')"),
+        nbformat.v4.new_raw_cell("# BEGIN QUESTION\nname: q1\npoints: 2"),
+        nbformat.v4.new_code_cell(
+            "by_region = catch.groupby('region')['catch'].sum() # SOLUTION\nby_region.to_csv('data/by_region.csv')"
+        ),
+        nbformat.v4.new_raw_cell("# BEGIN TESTS"),
+        nbformat.v4.new_code_cell(
+            "back = pd.read_csv('data/by_region.csv', index_col='region')['catch']\n"
+            "assert back.to_dict() == {'A': 4, 'B': 2}"
+        ),
+        nbformat.v4.new_raw_cell("# END TESTS"),
+        nbformat.v4.new_raw_cell("# END QUESTION"),
+    ]
+    nbformat.write(nb, str(src / "lab.ipynb"))
+    before = _tree(src)
+    staged, items, course = _otter_imported(tmp_path, src / "lab.ipynb")
+    assert staged.failing == () and staged.problems == ()
+    assert (
+        "lab.ipynb: data/by_region.csv is written by the notebook itself, so it is not given with it "
+        "(the student's notebook makes it)"
+    ) in items[0].notes
+    assignment = course.assignment("lab")
+    given = _tree(assignment.solution_dir / "data")
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 2
+    wrong = _edited(assignment.solution, tmp_path / "wrong.ipynb", "].sum()", "].max()")
+    card = grader.grade(assignment, wrong)
+    assert card.score == 0 and card.questions[0].status == "failed"
+    assert _tree(src) == before and _tree(assignment.solution_dir / "data") == given == {
+        "catch.csv": before["data/catch.csv"]
+    }
+
+
+def test_an_nbgrader_solution_that_writes_into_the_data_folder_it_ships_grades(tmp_path):
+    """The same in an nbgrader course: the solution overwrites a file of the ``data`` folder the
+    release holds, and the next test reads it back."""
+    frame = "import pandas as pd\nraw = pd.read_csv('data/raw.csv')"
+    write = "### BEGIN SOLUTION\nclean = raw.dropna()\n### END SOLUTION\nclean.to_csv('data/clean.csv', index=False)"
+    test = "back = pd.read_csv('data/clean.csv')\nassert len(back) == 2 and back['v'].sum() == 4"
+    cells = [
+        ("code", frame, None),
+        ("code", write, meta("clean", solution=True)),
+        ("code", test, meta("t_clean", grade=True, locked=True, points=1)),
+    ]
+    src = nbgrader_source(
+        tmp_path, cells, files={"data/raw.csv": "k,v\na,1\nb,\nc,3\n", "data/clean.csv": "k,v\nz,0\n"}
+    )
+    before = _tree(src / "data")
+    staged, items, course = imported(tmp_path, src)
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 1
+    kept_all = _edited(assignment.solution, tmp_path / "all.ipynb", "raw.dropna()", "raw")
+    assert grader.grade(assignment, kept_all).score == 0
+    assert _tree(src / "data") == before
+
+
+# A course's helper module whose installer pip-installs at run time (UBC Okanagan's PHYS121.Installer()):
+# grading has no network (and installs nothing), so it fails there.
+TOOLS = """import subprocess, sys
+def Installer():
+    # in the course: pip install --user pdfkit ..., which fails where there is no network; a child
+    # that exits 1 as pip then does stands in for it (pip itself takes a second to start)
+    subprocess.check_call([sys.executable, '-c', 'raise SystemExit(1)'])
+    return 'installed'
+def twice(x):
+    return 2 * x
+"""
+
+
+def _installer_course(folder: Path, setup: str, after: str = "") -> Path:
+    (folder / "tools.py").write_text(TOOLS)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_raw_cell("# ASSIGNMENT CONFIG\nname: lab\nfiles:\n  - tools.py\n"),
+        nbformat.v4.new_code_cell(setup),
+        nbformat.v4.new_raw_cell("# BEGIN QUESTION\nname: q1\npoints: 2"),
+        nbformat.v4.new_code_cell("n = tools.twice(3) # SOLUTION"),
+        nbformat.v4.new_raw_cell("# BEGIN TESTS"),
+        nbformat.v4.new_code_cell("assert n == 6"),
+        nbformat.v4.new_raw_cell("# END TESTS"),
+        nbformat.v4.new_raw_cell("# END QUESTION"),
+        *([nbformat.v4.new_code_cell(after)] if after else []),
+    ]
+    nbformat.write(nb, str(folder / "lab.ipynb"))
+    return folder / "lab.ipynb"
+
+
+def test_a_run_time_installer_that_fails_and_that_nothing_uses_is_run_as_pass_when_grading(tmp_path):
+    """``import tools`` then ``tools.Installer()``, which pip-installs when the notebook runs: it fails
+    in the sandbox, and otter runs on past it. Later cells use ``tools``, nothing uses what the
+    installer makes: the import takes the course, the installer's line is run as ``pass`` (the
+    import before it runs), a note names the cell, the line and the error, and grading scores as
+    otter does."""
+    master = _installer_course(tmp_path, "import tools\ntools.Installer()")
+    staged, items, course = _otter_imported(tmp_path, master)
+    assert staged.failing == () and staged.problems == ()
+    [note] = [n for n in items[0].notes if "Installer" in n]
+    assert note.startswith("lab.ipynb, cell 1: `tools.Installer()` raises CalledProcessError: ")
+    assert note.endswith(
+        "and nothing graded uses what that line makes: the course's tool runs on past the error; here that line is "
+        "run as `pass` when grading (the cell's earlier lines run)"
+    )
+    assignment = course.assignment("lab")
+    assert r"tools\.Installer\(\)" in assignment.inert_lines
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 2
+    assert (
+        grader.grade(assignment, _edited(assignment.solution, tmp_path / "w.ipynb", "twice(3)", "twice(4)")).score == 0
+    )
+
+
+def test_a_failing_installer_whose_result_a_later_cell_uses_still_stops_the_import(tmp_path):
+    """What the failing line makes a later cell uses (``status``): the solution cannot run for what
+    is graded, so the import stops, naming the cell."""
+    from grader.errors import SolutionError
+
+    master = _installer_course(tmp_path, "import tools\nstatus = tools.Installer()", after="print(status)")
+    with pytest.raises(SolutionError) as info:
+        _otter_imported(tmp_path, master)
+    assert str(info.value).startswith("The solution of lab (lab.ipynb) fails in cell 1: CalledProcessError: ")
+    assert not (tmp_path / "c" / "config.yaml").exists()
+
+
+def test_a_solution_failing_inside_a_library_says_which_versions_it_ran_with(tmp_path):
+    """UC Santa Barbara's salmon homework assigns an int into a column of strings, which pandas 3
+    refuses: the import's message names the cell and the error, and, as facts, the versions of the
+    libraries the notebook imports it ran with here and that the course declares none."""
+    from grader.errors import SolutionError
+
+    master = _otter_master(
+        tmp_path, ["frame = pd.DataFrame({'c': ['a', 'I']})\nfirst = frame.loc['nope']", "shown = first"]
+    )
+    with pytest.raises(SolutionError) as info:
+        _otter_imported(tmp_path, master)
+    said = str(info.value)
+    assert said.startswith("The solution of lab (lab.ipynb) fails in cell 3: KeyError: ")
+    assert said.endswith(f" (it ran here with pandas {pd.__version__}; the course declares no version of it)")
+    master = _otter_master(tmp_path, ["first = undefined_name", "shown = first"])
+    with pytest.raises(SolutionError) as info:  # the notebook's own mistake: no versions named
+        _otter_imported(tmp_path, master)
+    assert str(info.value).endswith("NameError: name 'undefined_name' is not defined")
+
+
+def test_an_otter_test_that_ran_and_showed_nothing_expects_none(tmp_path):
+    """A test cell that calls the course's own checking function last (``test_q5(catch_I)``), run in
+    the master notebook with no output: otter's doctest expects nothing there, so the call must
+    return None without raising; a test cell never run still asks for its output."""
+    nb = nbformat.v4.new_notebook()
+    ran = nbformat.v4.new_code_cell("def test_n(x):\n    assert x == 3, 'Incorrect answer.'\ntest_n(n)")
+    ran.execution_count = 4
+    nb.cells = [
+        nbformat.v4.new_raw_cell("# ASSIGNMENT CONFIG\nname: lab\n"),
+        nbformat.v4.new_raw_cell("# BEGIN QUESTION\nname: q1\npoints: 1"),
+        nbformat.v4.new_code_cell("n = 3 # SOLUTION"),
+        nbformat.v4.new_raw_cell("# BEGIN TESTS"),
+        ran,
+        nbformat.v4.new_raw_cell("# END TESTS"),
+        nbformat.v4.new_raw_cell("# END QUESTION"),
+    ]
+    nbformat.write(nb, str(tmp_path / "lab.ipynb"))
+    staged, items, course = _otter_imported(tmp_path, tmp_path / "lab.ipynb")
+    assert staged.failing == () and items[0].notes == []
+    assignment = course.assignment("lab")
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 1
+    assert grader.grade(assignment, _edited(assignment.solution, tmp_path / "w.ipynb", "n = 3", "n = 4")).score == 0
+    from grader.authoring.otter.importer import test_source
+
+    assert test_source("def f():\n    pass\nf()", "", ran=False)[1].startswith("it ends in an expression but")

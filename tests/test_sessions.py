@@ -111,6 +111,35 @@ def test_the_submission_files_survive_a_run_that_tries_to_replace_them(grader, l
     assert probe(after)["cwd"] == ["data.txt"]
 
 
+def test_a_run_writes_its_own_copies_of_the_given_files_and_the_next_run_gets_them_as_given(tmp_path, grader, limits):
+    """A course's cell writes the file its test reads back into the data folder the course ships:
+    the run writes its own copy; the next run of the session, and the course, have the file as given."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "t.csv").write_text("given\n")
+    files = ((tmp_path / "data" / "t.csv", "data/t.csv"),)
+    write = "open('data/t.csv', 'w').write('mine\\n')\nopen('data/new.csv', 'w').write('x')\n"
+    read = "raise RuntimeError('probe ' + json.dumps([open('data/t.csv').read(), sorted(os.listdir('data'))]))"
+    with grader.executor.session() as runner:
+        first = runner.run(job(limits, files, "import json, os\n" + write + read))
+        second = runner.run(job(limits, files, "import json, os\n" + read))
+    assert probe(first) == ["mine\n", ["new.csv", "t.csv"]]
+    assert probe(second) == ["given\n", ["t.csv"]]
+    assert (tmp_path / "data" / "t.csv").read_text() == "given\n"
+
+
+def test_a_fresh_python_per_run_writes_its_own_copy_of_a_given_file_too(tmp_path, limits):
+    """The subprocess executor (a fresh Python per notebook, its own sandbox): the same copy."""
+    from grader.run.subprocess_executor import SubprocessExecutor
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "t.csv").write_text("given\n")
+    files = ((tmp_path / "data" / "t.csv", "data/t.csv"),)
+    cell = "open('data/t.csv', 'w').write('mine')\nraise RuntimeError('probe ' + json.dumps(open('data/t.csv').read()))"
+    run = SubprocessExecutor().run(job(limits, files, "import json\n" + cell))
+    assert probe(run) == "mine"
+    assert (tmp_path / "data" / "t.csv").read_text() == "given\n"
+
+
 def test_a_run_that_hangs_ends_the_session_and_the_next_run_gets_a_new_one(grader, limits, data):
     with grader.executor.session() as runner:
         first = probe(runner.run(job(limits, data, LOOK + REPORT)))

@@ -13,12 +13,15 @@ import builtins
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
 from grader.authoring.importing import Imported
 from grader.errors import UsageError
+
+if TYPE_CHECKING:
+    from grader.run.job import CaptureSpec, RunResult
 
 _DISTRIBUTIONS = {
     "sklearn": "scikit-learn",
@@ -106,6 +109,47 @@ def modules_rebound(sources: list[str | None]) -> set[str]:
                 continue
             out |= {alias for alias, module in bound.items() if GRADER_MODULES.get(alias, module) != module}
     return out
+
+
+# Errors that say nothing of a library's version: the notebook's own names, its syntax, its files,
+# a module that is not there at all (named with the line that installs it elsewhere).
+_NOT_A_VERSION = frozenset(
+    {"NameError", "UnboundLocalError", "SyntaxError", "IndentationError", "FileNotFoundError", "ModuleNotFoundError"}
+)
+
+
+def versions_ran(ename: str, sources: list[str], declared: list[str]) -> str:
+    """For a message saying the solution failed with ``ename``: the versions installed here of the
+    libraries the notebook imports, and what the course declares of them, as facts (a course
+    written for pandas 2 fails under pandas 3 with an error from inside pandas): `` (it ran here
+    with pandas 3.1.1, numpy 2.4.6; the course declares no versions of them)``. Empty for an error no
+    library's version explains (``_NOT_A_VERSION``) or a notebook that imports no library."""
+    from importlib import metadata
+
+    from grader.notebook import imported_modules
+
+    if not ename or ename in _NOT_A_VERSION:
+        return ""
+    tops = sorted({m.partition(".")[0] for m in imported_modules(sources)} - set(sys.stdlib_module_names))
+    dists = metadata.packages_distributions()
+    found: list[str] = []
+    for top in tops:
+        for dist in dists.get(top, [])[:1]:
+            try:
+                found.append(f"{top} {metadata.version(dist)}")
+            except metadata.PackageNotFoundError:
+                continue
+    if not found:
+        return ""
+    names = {t.lower().replace("_", "-") for t in tops} | {_DISTRIBUTIONS.get(t, t).lower() for t in tops}
+    asked = [
+        line
+        for line in declared
+        if (m := _REQUIREMENT.match(line)) is not None and m.group(1).lower().replace("_", "-") in names
+    ]
+    none = "no versions of them" if len(found) > 1 else "no version of it"
+    course = f"the course declares {', '.join(asked)}" if asked else f"the course declares {none}"
+    return f" (it ran here with {', '.join(found)}; {course})"
 
 
 def install_line(module: str, declared: list[str]) -> str:
@@ -226,24 +270,91 @@ def kernel(path: Path, nb: Any, item: Imported) -> None:
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
-def missing_in_run(
-    folder: Path, sources: list[str | None], data: list[Path]
-) -> tuple[dict[int, str], dict[int, str], dict[int, str]]:
+WRITTEN = "written"  # the capture of a detection run that names the given files the notebook wrote
+
+
+def written_capture(names: list[str]) -> tuple[CaptureSpec, CaptureSpec]:
+    """Two captures for a run of the instructor's notebook that say which of its given files
+    (``names``, paths inside the working directory) the notebook writes: before the first cell,
+    each file's modification time is set to 0 (the run's own copy); at the end, the files whose
+    time is no longer 0 were written (or replaced) by a cell. Read with ``written_files``."""
+    from grader.run.job import CaptureSpec
+    from grader.vocab import CaptureKind
+
+    listed = repr(sorted(names))
+    mark = f"[__import__('os').utime(p, (0, 0)) for p in {listed} if __import__('os').path.isfile(p)]"
+    seen = f"[p for p in {listed} if __import__('os').path.isfile(p) and __import__('os').stat(p).st_mtime != 0]"
+    return (
+        CaptureSpec("written/mark", CaptureKind.EXPR, mark, 0),
+        CaptureSpec(WRITTEN, CaptureKind.EXPR, seen, None),
+    )
+
+
+def written_files(result: RunResult) -> list[str]:
+    """The given files the run's notebook wrote (``written_capture``), by their path inside it."""
+    from grader.capture.decoding import to_python
+
+    got = result.captures.get(WRITTEN)
+    if got is None or got.value is None:
+        return []
+    value = to_python(got.value)
+    return [str(x) for x in value] if isinstance(value, list) else []
+
+
+def withhold_written(item: Imported, written: list[Path]) -> None:
+    """The data files the instructor's notebook writes itself (a cell writes the file its test reads
+    back) are not given with the assignment: the student's run makes its own, and a test that
+    reads one reads what that run wrote, as the course's tool does. Each is noted."""
+    folder = item.source.parent
+    for path in written:
+        if path in item.data:
+            item.data.remove(path)
+            shown = path.relative_to(folder).as_posix() if path.is_relative_to(folder) else path.name
+            item.notes.append(
+                f"{item.source.name}: {shown} is written by the notebook itself, so it is not given with it "
+                "(the student's notebook makes it)"
+            )
+
+
+class InRun(NamedTuple):
+    """What one run of the instructor's notebook, in the sandbox, says of its cells (by position)."""
+
+    missing: dict[int, str]  # fails because a module is not installed here: the module
+    unread: dict[int, str]  # fails because a file it reads is not there: the file
+    errors: dict[int, str]  # fails otherwise: the error
+    written: list[Path]  # the data files the notebook writes itself
+    lines: dict[int, int]  # of ``errors``: the line of the cell's top-level statement it stopped at
+
+
+def stopped_line(index: int, frames: tuple[str, ...]) -> int | None:
+    """The line of cell ``index`` (1-based, as the run numbers cells) at which the cell's own code
+    was when it raised: its outermost frame in that cell (``"cell 3, line 5: inst()"``)."""
+    head = f"cell {index}, line "
+    for frame in frames:
+        if frame.startswith(head):
+            number = frame[len(head) :].partition(":")[0]
+            return int(number) if number.isdigit() else None
+    return None
+
+
+def missing_in_run(folder: Path, sources: list[str | None], data: list[Path]) -> InRun:
     """The cells (by position, None for a cell that is not code) that fail, run once in the sandbox
     as the notebook stands with its data files, because a module is not installed here (with the
     module), those that fail because a file they read is not there (with the file's name), and
-    those that fail otherwise (with the error: a lesson's ``print("..."`` that shows a SyntaxError)."""
+    those that fail otherwise (with the error: a lesson's ``print("..."`` that shows a SyntaxError);
+    and the data files the notebook writes itself (the file its test reads back)."""
     from grader.course.model import Limits
     from grader.notebook import imported_modules
     from grader.run.forking import default_executor
     from grader.run.job import Job, JobCell
 
     code = [(k, src) for k, src in enumerate(sources) if src is not None and src.strip()]
+    given = {p.relative_to(folder).as_posix(): p for p in data if p.is_relative_to(folder)}
     job = Job(
         cells=tuple(JobCell(index=k + 1, source=src) for k, src in code),
-        captures=(),
+        captures=written_capture(list(given)) if code else (),
         limits=Limits(),
-        files=tuple((p, p.relative_to(folder).as_posix()) for p in data if p.is_relative_to(folder)),
+        files=tuple((p, rel) for rel, p in given.items()),
         preload=tuple(
             sorted(
                 m for m in imported_modules([s for _, s in code]) if m.partition(".")[0] not in sys.stdlib_module_names
@@ -253,15 +364,22 @@ def missing_in_run(
     out: dict[int, str] = {}
     files: dict[int, str] = {}
     errors: dict[int, str] = {}
-    for run in default_executor().run(job).cells:
+    lines: dict[int, int] = {}
+    result = default_executor().run(job)
+    written = [given[rel] for rel in written_files(result) if rel in given]
+    for run in result.cells:
         module = missing_module(run.ename, run.evalue)
         if module is not None:
             out[run.index - 1] = module
         elif run.ename == "FileNotFoundError" and run.filename:
             files[run.index - 1] = run.filename.removeprefix("./")
         elif run.ename and run.ename not in ("ModuleNotFoundError", "ImportError"):
-            errors[run.index - 1] = f"{run.ename}: {run.evalue}".strip()[:120]
-    return out, files, errors
+            text = f"{run.ename}: {run.evalue}".strip()
+            errors[run.index - 1] = text if len(text) <= 120 else text[:117] + "..."
+            line = stopped_line(run.index, run.traceback)
+            if line is not None:
+                lines[run.index - 1] = line
+    return InRun(out, files, errors, written, lines)
 
 
 def needed_by(sources: list[str | None], pos: int, tests: list[str], skipped: set[int]) -> tuple[set[str], list[str]]:
@@ -281,22 +399,86 @@ def needed_by(sources: list[str | None], pos: int, tests: list[str], skipped: se
 
 
 def erring_cells(
-    item: Imported, sources: list[str | None], errors: dict[int, str], tests: list[str], answers: set[int]
+    item: Imported,
+    sources: list[str | None],
+    errors: dict[int, str],
+    tests: list[str],
+    answers: set[int],
+    lines: dict[int, int] | None = None,
 ) -> set[int]:
     """The given cells (not ``answers``) that raise in the instructor's notebook and on whose names
     nothing later and no test depends (a lesson's cell that shows an error on purpose): the
-    course's tool runs on past them; here they are not run when grading, with a note. A cell
-    something depends on is left as it is: the solution's run then names it."""
+    course's tool runs on past them; here they are not run when grading, with a note.
+
+    A cell whose earlier statements something later uses, and whose statement that raised (at
+    ``lines``, a line of its own) and those after it nothing uses (``import tools`` then
+    ``tools.install()``, which pip-installs at run time, or a download: grading has neither), runs
+    its earlier statements: those from the one that raised on are inert lines (run as ``pass``), as
+    the course's tool, stopping at the error, never ran them; with a note naming the cell, the line
+    and the error. A cell something needs of what it could not make is left as it is: the
+    solution's run then names it and the import stops."""
     out: set[int] = set()
     for pos, error in sorted(errors.items()):
-        if pos in answers or needed_by(sources, pos, tests, out)[1]:
+        if pos in answers:
             continue
-        out.add(pos)
+        if not needed_by(sources, pos, tests, out)[1]:
+            out.add(pos)
+            item.note(
+                pos + 1,
+                f"raises {error} in the master notebook, and nothing graded uses what it makes: the course's tool "
+                "runs on past the error; here it is not run when grading",
+            )
+            continue
+        rest = _from_line(sources[pos] or "", (lines or {}).get(pos))
+        if rest is None or _read_later(sources, pos, tests, out, rest[1]):
+            continue
+        inert = item.settings.setdefault("inert_lines", [])
+        inert.extend(p for p in (re.escape(line.strip()) for line in rest[0]) if p not in inert)
+        shown = rest[0][0].strip()
+        what = "that line makes" if len(rest[0]) == 1 else "it and the lines after it make"
+        lines_are = "that line is" if len(rest[0]) == 1 else "those lines are"
         item.note(
             pos + 1,
-            f"raises {error} in the master notebook, a cell that shows an error on purpose; it is not run when grading",
+            f"`{shown}` raises {error} in the master notebook, and nothing graded uses what {what}: the course's "
+            f"tool runs on past the error; here {lines_are} run as `pass` when grading (the cell's earlier lines run)",
         )
     return out
+
+
+def _from_line(source: str, line: int | None) -> tuple[list[str], set[str]] | None:
+    """The lines of a cell's top-level statements from the one holding ``line`` to the end, and the
+    names they bind: None where no statement holds it, it is the cell's first (nothing of the cell
+    ran), or one of them shares a line or spans several (a line made ``pass`` must be exactly one
+    statement)."""
+    from grader.notebook import parse_cell
+
+    if line is None:
+        return None
+    statements = parse_cell(source).statements
+    at = next((k for k, st in enumerate(statements) if st.lineno <= line <= (st.end_lineno or st.lineno)), None)
+    if not at:  # None, or the first statement: nothing of the cell ran
+        return None
+    rest = statements[at:]
+    if statements[at - 1].end_lineno in (None, rest[0].lineno) or any(
+        st.compound or st.end_lineno != st.lineno for st in rest
+    ):
+        return None
+    text = source.splitlines()
+    numbers = [st.lineno for st in rest]
+    if len(set(numbers)) != len(numbers) or max(numbers) > len(text):
+        return None
+    return [text[n - 1] for n in numbers], {n for st in rest for n in st.binds}
+
+
+def _read_later(sources: list[str | None], pos: int, tests: list[str], skipped: set[int], names: set[str]) -> bool:
+    """Whether a later cell (not ``skipped``) or a test reads any of ``names``."""
+    from grader.notebook import parse_cell
+
+    def reads(text: str) -> set[str]:
+        return {n for st in parse_cell(text).statements for n in st.reads}
+
+    later = any(reads(sources[k] or "") & names for k in range(pos + 1, len(sources)) if k not in skipped)
+    return later or any(reads(t) & names for t in tests)
 
 
 def unshipped_cells(item: Imported, sources: list[str | None], unread: dict[int, str], tests: list[str]) -> set[int]:

@@ -19,10 +19,11 @@ from typing import Any
 import yaml
 
 from grader.authoring import importing
+from grader.authoring.environment import versions_ran
 from grader.authoring.importing import Imported
 from grader.authoring.validate import validate
 from grader.course import config
-from grader.errors import UsageError
+from grader.errors import SolutionError, UsageError
 from grader.judge import verdicts as v
 from grader.judge import wording
 from grader.judge.grading import Grader
@@ -103,7 +104,13 @@ def _stage(items: list[Imported], config_path: Path, *, course_name: str) -> Sta
         grader = Grader(course)
         for item in items:
             assignment = course.assignment(item.name)
-            card = grader.grade(assignment, assignment.solution)
+            try:
+                card = grader.grade(assignment, assignment.solution)
+            except SolutionError as exc:  # with the versions of the libraries it ran with, as facts
+                sources = [c.source for c in item.notebook.cells if c.cell_type == "code"]
+                told = SolutionError(f"{exc}{versions_ran(exc.ename, sources, item.requirements)}")
+                told.ename = exc.ename
+                raise told from None
             if card.status != SubmissionStatus.GRADED:
                 problems.append(f"{item.name}: the solution's run ended {card.status}: {card.reason}")
                 continue

@@ -446,7 +446,9 @@ class References:
                     f"The {where} leaves a blank to fill in cell {cell.index} (`?` or `...`): the "
                     "solution must hold every answer"
                 )
-            raise SolutionError(f"The {where} fails in cell {cell.index}: {cell.ename}: {cell.evalue}")
+            failed = SolutionError(f"The {where} fails in cell {cell.index}: {cell.ename}: {cell.evalue}")
+            failed.ename = cell.ename
+            raise failed
         for check in assignment.checks:
             if check.is_test:
                 continue  # judged by its asserts; ``grader validate`` runs it against the solution

@@ -33,7 +33,6 @@ first (``grader.authoring.nbgrader.autotest``). The source notebook runs once in
 from __future__ import annotations
 
 import ast
-import errno
 import re
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,9 @@ from grader.authoring.environment import (
     modules_rebound,
     needed_by,
     optional_cells,
+    withhold_written,
+    written_capture,
+    written_files,
 )
 from grader.authoring.importing import (
     Imported,
@@ -230,33 +232,24 @@ def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict
     position, with the error: a notebook that shows an error on purpose (``a`` before ``a = 1``).
     nbgrader runs on past them; here they are not run when grading (``skip-grading``). Also the
     files released with the notebook that the notebook itself writes (the student makes them):
-    they are not given to it, since what is given cannot be written over. And the cells that fail
-    because a module is not installed here, with the module (``environment.optional_cells``)."""
+    they are not given to it, so that a test that reads one back reads what the student's run
+    wrote (``environment.written_capture``). And the cells that fail because a module is not
+    installed here, with the module (``environment.optional_cells``)."""
     from grader.run.forking import default_executor
 
     code = [(i, c) for i, c in enumerate(cells) if c.cell_type == "code" and c.source.strip()]
-    written: list[Path] = []
-    for _ in range(3):
-        given = [p for p in data if p not in written]
-        job = Job(
-            cells=tuple(JobCell(index=i + 1, source=c.source) for i, c in code),
-            captures=(),
-            limits=Limits(),
-            files=_files(path, given),
-            preload=autotest.preload(c.source for _, c in code),
-        )
-        runs = default_executor().run(job).cells
-        names = {p.relative_to(path.parent).as_posix(): p for p in given}
-        # A released file cannot be written over (it is given read-only): the cell that tries says
-        # which, by the OSError's own errno and file name.
-        more = [
-            names[r.filename.removeprefix("./")]
-            for r in runs
-            if r.status == CellStatus.ERROR and r.errno == errno.EROFS and r.filename.removeprefix("./") in names
-        ]
-        if not more:
-            break
-        written.extend(more)
+    files = _files(path, data)
+    job = Job(
+        cells=tuple(JobCell(index=i + 1, source=c.source) for i, c in code),
+        captures=written_capture([rel for _, rel in files]) if code else (),
+        limits=Limits(),
+        files=files,
+        preload=autotest.preload(c.source for _, c in code),
+    )
+    result = default_executor().run(job)
+    runs = result.cells
+    names = {rel: p for p, rel in files}
+    written = [names[rel] for rel in written_files(result) if rel in names]
     out = {}
     missing: dict[int, str] = {}
     for run in runs:
@@ -306,12 +299,8 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
                 "grading",
             )
         _tag(cells[pos], SKIP_TAG)
-    item.data = [p for p in data or [] if p not in written]
-    item.notes.extend(
-        f"{path.name}: {p.relative_to(path.parent).as_posix()} is written by the notebook itself, so it "
-        "is not given with it (the student's notebook makes it)"
-        for p in written
-    )
+    item.data = list(data or [])
+    withhold_written(item, written)
     kept = []
     used: set[str] = set()
     helpers: dict[str, tuple[int, str]] = {}  # name -> (order, statement) of earlier test cells

@@ -50,6 +50,7 @@ from grader.authoring.environment import (
     modules_rebound,
     optional_cells,
     unshipped_cells,
+    withhold_written,
 )
 from grader.authoring.importing import (
     Imported,
@@ -204,9 +205,13 @@ def convert_test(source: str) -> tuple[str, dict[str, Any], str | None, str | No
     return body, config, None, None
 
 
-def test_source(body: str, output: str, printed: str | None = None) -> tuple[str, str | None, str | None]:
+def test_source(
+    body: str, output: str, printed: str | None = None, ran: bool = False
+) -> tuple[str, str | None, str | None]:
     """(the ``test`` source, a problem, a note) for a test body and its stored output (``printed``:
-    that output as the cell wrote it, for a test that prints)."""
+    that output as the cell wrote it, for a test that prints). A cell that ran (``ran``: it has an
+    execution count) and stored no output ends in an expression that showed nothing: otter's
+    doctest expects nothing there, so the expression must be None."""
     try:
         tree = ast.parse(body)
     except SyntaxError as exc:
@@ -218,7 +223,7 @@ def test_source(body: str, output: str, printed: str | None = None) -> tuple[str
     if isinstance(last, ast.Expr) and not (
         isinstance(last.value, ast.Call) and getattr(last.value.func, "id", "") == "print"
     ):
-        if not output:
+        if not output and not ran:
             return (
                 "",
                 (
@@ -228,7 +233,10 @@ def test_source(body: str, output: str, printed: str | None = None) -> tuple[str
                 None,
             )
         expr = ast.get_source_segment(body, last.value) or ast.unparse(last.value)
-        check, note = expected_assert(f"({expr})" if "\n" in expr else expr, output)
+        if output:
+            check, note = expected_assert(f"({expr})" if "\n" in expr else expr, output)
+        else:  # it ran and showed nothing
+            check = f"assert ({expr}) is None"
         head = body.splitlines()[: last.lineno - 1]
         body = "\n".join([*head, check])
     elif output:  # it prints: what it prints is compared with the stored output, as otter's doctest does
@@ -345,7 +353,12 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                 if problem is None and exception_tests:
                     body, problem = otter_exception.notebook_cell(body)
                 elif problem is None:
-                    body, problem, note = test_source(body, _output_text(cell), _output_text(cell, strip=False))
+                    body, problem, note = test_source(
+                        body,
+                        _output_text(cell),
+                        _output_text(cell, strip=False),
+                        cell.get("execution_count") is not None,
+                    )
                 if problem:
                     item.note(cell_no, f"a test of question {qid!r} not converted: {problem}")
                     converted.append(({}, config))
@@ -481,7 +494,9 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     # widget in a demo cell), is not run when grading; one something uses stops the import.
     sources = [c.source if c.cell_type == "code" else None for c in kept]
     test_sources = [check["test"] for q in item.questions for check in q.get("checks", [])]
-    missing, unread, errors = missing_in_run(path.parent, sources, item.data)  # otter's own lines are gone
+    run = missing_in_run(path.parent, sources, item.data)  # otter's own lines are gone
+    missing, unread, errors = run.missing, run.unread, run.errors
+    withhold_written(item, run.written)  # the file its test reads back: the student's run writes it
     # A cell that reads a file the course does not ship (a demo of the data), or that shows an error
     # on purpose, nothing graded using it: otter runs on past its error; here it is not run.
     skipped = optional_cells(item, sources, missing, test_sources, item.requirements)
@@ -491,11 +506,12 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
         for k, c in enumerate(kept)
         if c.cell_type == "code" and any(BEGIN.match(ln) or LINE_MARK.search(ln) for ln in c.source.splitlines())
     }
-    skipped |= erring_cells(item, sources, {k: e for k, e in errors.items() if k not in skipped}, test_sources, answers)
+    errors = {k: e for k, e in errors.items() if k not in skipped}
+    skipped |= erring_cells(item, sources, errors, test_sources, answers, run.lines)
     for pos in sorted(skipped):
         tags = list(kept[pos].metadata.get("tags", []))
         kept[pos].metadata["tags"] = [*tags, "skip-grading"]
-    item.settings["inert_lines"] = list(INERT_LINES)
+    item.settings["inert_lines"] = [*INERT_LINES, *item.settings.get("inert_lines", [])]  # and a run-time installer's
     seeding = cell_seed(assignment_config)
     if seeding is not None:
         item.settings["seed_each_cell"] = seeding

@@ -43,7 +43,8 @@ What enter() puts in place, each where the platform allows it (``features()`` sa
   own loopback is up and empty, so a connection is refused);
 * a new mount namespace and a new root: read-only system and Python directories, the grader
   package, a fresh /dev, /proc of its own, and a size-limited tmpfs as working directory (holding
-  read-only binds of the submission and the data files) and as /tmp. The course, solutions/, the
+  the run's own copies of the submission and the data files, which it may overwrite; read-only
+  binds of them under ``/.grader-given``) and as /tmp. The course, solutions/, the
   reference cache, other submissions and scorecards are simply not there;
 * as root: an unprivileged uid and gid of its own (``job_uid``), no supplementary groups;
   not root but user namespaces allowed: a user namespace, every capability dropped;

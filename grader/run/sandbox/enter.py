@@ -81,8 +81,8 @@ def enter_session(plan_wire: dict[str, bool], channel: int) -> tuple[tuple[str, 
     sends on the control socket, it forks the run's process, which drops to the student's uid,
     takes the limits and returns ``(protections, the run's job, its event fd)`` here. When that
     process has exited, init kills every other process in the namespace, empties the working
-    directory (but for the read-only submission and data files), /tmp and /dev/shm, and writes
-    ``ready``. So a run starts as fresh as a run in a sandbox of its own. The grader closing the
+    directory (putting the given submission and data files back as given), /tmp and /dev/shm, and
+    writes ``ready``. So a run starts as fresh as a run in a sandbox of its own. The grader closing the
     control socket ends the session.
     """
     plan = Features.from_wire(plan_wire)

@@ -28,7 +28,7 @@ import os
 
 from grader.errors import SandboxError
 from grader.run.sandbox.linux import libc
-from grader.run.sandbox.root import python_paths
+from grader.run.sandbox.root import GIVEN, python_paths
 
 # The same numbers on every architecture (the generic syscall table).
 SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
@@ -136,6 +136,8 @@ def restrict(workdir: str, *, private_tmp: bool) -> tuple[str, ...]:
             _allow(fd, path, (READ_FILE | WRITE_FILE) & fs)
         for path in writable:
             _allow(fd, path, fs)
+        if private_tmp and os.path.isdir(GIVEN):  # the given files, read-only, to put back after a run
+            _allow(fd, GIVEN, READ & fs)
         if private_tmp:  # the run's own pseudo-terminals (a devpts of its own in its private root)
             _allow(fd, "/dev/pts", (READ_DIR | READ_FILE | WRITE_FILE | IOCTL_DEV) & fs)
         if _syscall(SYS_RESTRICT_SELF, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:

@@ -2,7 +2,7 @@
 
 Read-only binds of the system and Python directories and of the grader package, a fresh /dev
 (a few devices and pseudo-terminals of its own), its own /proc, size-limited tmpfs for /tmp,
-/dev/shm and the working directory (with the submission and data files bound in read-only). ``build_root`` makes it in one go; a session
+/dev/shm and the working directory (holding the run's own copies of the submission and data files). ``build_root`` makes it in one go; a session
 makes the submission-independent part ahead (``build_view``) and adds the working directory
 once the submission is known (``finish_view``).
 """
@@ -10,6 +10,7 @@ once the submission is known (``finish_view``).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 from grader import PACKAGE_DIR
@@ -89,6 +90,85 @@ def build_root(workdir: str, disk_mb: int, owner: int, *, fresh_proc: bool, grou
     finish_view(root, workdir, disk_mb, owner, resize=False, group=group)
 
 
+# The files a run is given (the submission, the course's data files, in folders too) are its own
+# copies in its working directory: a run may change or overwrite them (a course's cell writes the
+# very file its test reads back into the data folder the course ships), never the course's. Read-only
+# binds of the prepared files under GIVEN are what ``put_back`` copies again before a session's next
+# run. The copies are part of what the working directory holds (``disk_mb``); a file they cannot
+# take (past a quarter of ``disk_mb`` or COPY_BYTES on its own or with those before it, smallest
+# first, or past COPY_FILES files) stays a read-only bind in the working directory.
+GIVEN = "/.grader-given"
+COPY_BYTES = 64 << 20
+COPY_FILES = 1024
+
+
+def _given(workdir: str, disk_mb: int) -> tuple[list[str], dict[str, str], set[str]]:
+    """The prepared working directory's folders and files (by path inside it, with the file's real
+    path), and which of the files are copied rather than bound."""
+    dirs: list[str] = []
+    files: dict[str, str] = {}
+    for base, subdirs, names in os.walk(workdir):
+        rel = os.path.relpath(base, workdir)
+        if rel == ROOT_NAME or rel.startswith(ROOT_NAME + os.sep):
+            subdirs[:] = []
+            continue
+        subdirs[:] = [d for d in subdirs if not (rel == "." and d == ROOT_NAME)]
+        dirs += [os.path.normpath(os.path.join(rel, d)) for d in subdirs]
+        files.update({os.path.normpath(os.path.join(rel, n)): os.path.join(base, n) for n in names})
+    copied: set[str] = set()
+    total = 0
+    room = min(COPY_BYTES, (disk_mb << 20) // 4)
+    for rel in sorted(files, key=lambda r: (os.path.getsize(files[r]), r)):
+        size = os.path.getsize(files[rel])
+        if total + size > room or len(copied) >= COPY_FILES:
+            break
+        copied.add(rel)
+        total += size
+    return dirs, files, copied
+
+
+def _copy_in(source: str, target: str, owner: int, group: int) -> None:
+    shutil.copyfile(source, target)
+    os.chown(target, owner, group)
+    os.chmod(target, 0o644)
+
+
+def _folder(workdir: str, rel: str, owner: int, group: int) -> None:
+    """``rel`` inside ``workdir`` a folder of the student's again, each level made as it was."""
+    here = workdir
+    for part in [] if rel == "." else rel.split(os.sep):
+        here = os.path.join(here, part)
+        if os.path.islink(here) or (os.path.lexists(here) and not os.path.isdir(here)):
+            os.unlink(here)  # a run's file or link in the folder's place
+        if not os.path.isdir(here):
+            os.mkdir(here, 0o755)
+            os.chown(here, owner, group)
+
+
+def put_back(workdir: str, owner: int, group: int) -> None:
+    """After a run of a session, in its view: the given files it removed or changed are the
+    course's again (copied from GIVEN), in their folders. A no-op where nothing was copied."""
+    if not os.path.isdir(GIVEN):
+        return
+    device = os.stat(workdir).st_dev
+    for base, _dirs, names in os.walk(GIVEN):
+        rel = os.path.relpath(base, GIVEN)
+        here = os.path.normpath(os.path.join(workdir, rel))
+        for name in names:
+            target = os.path.join(here, name)
+            try:
+                if os.path.lexists(target) and os.stat(target, follow_symlinks=False).st_dev != device:
+                    continue  # a read-only bind (never copied)
+                _folder(workdir, rel, owner, group)
+                if os.path.isdir(target) and not os.path.islink(target):
+                    shutil.rmtree(target, ignore_errors=True)
+                elif os.path.lexists(target):
+                    os.unlink(target)
+                _copy_in(os.path.join(base, name), target, owner, group)
+            except OSError:
+                pass  # the next run reads what is there; it cannot reach the course's files either way
+
+
 # Files a run may create on each of its tmpfs (the working directory, /tmp, /dev/shm): every inode
 # is kernel memory that no size limit counts (400,000 empty files held about 400 MB of it).
 TMPFS_INODES = 16384
@@ -162,25 +242,25 @@ def finish_view(
     size = _sized(disk_mb)
     for place in ("/tmp", "/dev/shm") if resize else ():
         mount(None, root + place, None, MS_REMOUNT | MS_NOSUID | MS_NODEV, size)
-    # The working directory: a tmpfs of the student's own, the prepared files bound in read-only.
+    # The working directory: a tmpfs of the student's own holding its copies of the prepared files
+    # (read-only binds of them under GIVEN, to put them back from), or a read-only bind of a file
+    # too big to copy.
+    dirs, files, copied = _given(workdir, disk_mb)
     home = _make_point(root, workdir, directory=True)
     mount("tmpfs", home, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=700,uid={owner},gid={group},{size}")
-    for base, dirs, files in os.walk(workdir):
-        rel = os.path.relpath(base, workdir)
-        if rel == ROOT_NAME or rel.startswith(ROOT_NAME + os.sep):
-            dirs[:] = []
+    for rel in dirs:
+        inner = os.path.normpath(os.path.join(home, rel))
+        os.mkdir(inner, 0o755)
+        os.chown(inner, owner, group)
+    for rel, src in files.items():
+        inner = os.path.normpath(os.path.join(home, rel))
+        if rel in copied:
+            bind(src, _make_point(root, os.path.join(GIVEN, rel), directory=False))
+            _copy_in(src, inner, owner, group)
             continue
-        dirs[:] = [d for d in dirs if not (rel == "." and d == ROOT_NAME)]
-        for d in dirs:
-            inner = os.path.normpath(os.path.join(home, rel, d))
-            os.mkdir(inner, 0o755)
-            os.chown(inner, owner, group)
-        for name in files:
-            src = os.path.join(base, name)
-            inner = os.path.normpath(os.path.join(home, rel, name))
-            with open(inner, "wb"):
-                pass
-            bind(src, inner)
+        with open(inner, "wb"):
+            pass
+        bind(src, inner)
     dev = root + "/dev"
     mount(None, dev, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.chdir(root)

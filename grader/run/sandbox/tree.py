@@ -24,6 +24,7 @@ from grader.run.sandbox import cgroup
 from grader.run.sandbox.disk import Watch, fill, mark
 from grader.run.sandbox.host import remove_workdir, send_signal, stop_tree, tasks_in_tree
 from grader.run.sandbox.linux import PR_SET_CHILD_SUBREAPER, forget_keys_of, prctl, set_name
+from grader.run.sandbox.root import put_back
 
 if TYPE_CHECKING:  # the job's shape, for the type checker only: the student process never imports grader.run.job
     from grader.run.job import JobWire
@@ -257,7 +258,8 @@ def writable_places(workdir: str) -> list[tuple[str, os.stat_result]]:
 
 def empty_places(places: list[tuple[str, os.stat_result]]) -> None:
     """Remove what a run wrote (in the working directory, /tmp and /dev/shm), keeping the mounted
-    submission and data files, and give each place back its owner and mode."""
+    submission and data files, give each place back its owner and mode, and put the given files
+    (the run's copies of the submission and data files) back in the working directory as given."""
     for place, st in places:
         with contextlib.suppress(OSError):
             os.chown(place, st.st_uid, st.st_gid)
@@ -277,6 +279,8 @@ def empty_places(places: list[tuple[str, os.stat_result]]) -> None:
                     os.unlink(entry.path)
             except OSError:
                 pass
+        if place not in ("/tmp", "/dev/shm"):
+            put_back(place, st.st_uid, st.st_gid)
 
 
 def _exit_code(status: int) -> int:
