@@ -5,7 +5,6 @@ in-kernel asserts earn nothing."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
