@@ -123,6 +123,32 @@ def test_a_test_reads_the_file_the_students_code_wrote(tmp_path):
     assert card.score == 0 and "No such file or directory: 'out.tsv'" in card.questions[0].lines[0]
 
 
+def test_a_test_opening_the_file_the_students_code_wrote_reads_that_file(tmp_path):
+    """``with open("kind.txt") as f: text = f.read()`` in a test, the file written by the student's
+    cell: the test reads what the student's run wrote (text and bytes alike); a wrong file fails."""
+    given = "import numpy as np\nx = np.arange(5, dtype='int64')"
+    answer = "### BEGIN SOLUTION\nkind = str(x.dtype)\n### END SOLUTION"
+    write = "with open('kind.txt', 'w') as out:\n    out.write(kind)"
+    test = (
+        "with open('kind.txt', 'r') as f:\n    text = f.read()\nassert text == 'int64'\n"
+        "raw = open('kind.txt', mode='rb').read()\nassert raw == b'int64'"
+    )
+    cells = [
+        ("code", given, None),
+        ("code", answer, meta("kind", solution=True)),
+        ("code", write, None),
+        ("code", test, meta("t_kind", grade=True, locked=True, points=1)),
+    ]
+    staged, _, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 1
+    wrong = _answered(assignment.skeleton, tmp_path / "wrong.ipynb", {"?": "kind = 'float64'"})
+    card = grader.grade(assignment, wrong)
+    assert card.score == 0 and card.questions[0].status == "failed"
+
+
 def test_a_module_name_the_notebook_imports_as_another_module_is_the_notebooks_in_its_tests(tmp_path):
     """``from numpy import random`` in the notebook, then ``random.default_rng(...)`` in a test: the
     test's ``random`` is NumPy's, as in the student's kernel where nbgrader runs it, and its draws feed

@@ -182,6 +182,24 @@ def _literal(node: ast.expr) -> bool:
     return True
 
 
+def _open_for_reading(node: ast.Call) -> str | None:
+    """The mode of ``open("path")`` / ``open("path", "r")`` / ``open("path", mode="rb")`` called with
+    a constant path to read a whole file; None for any other call (writing, a computed path, other
+    arguments)."""
+    if not (isinstance(node.func, ast.Name) and node.func.id == "open"):
+        return None
+    if not node.args or not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return None
+    modes = [*node.args[1:], *(k.value for k in node.keywords if k.arg == "mode")]
+    if len(node.args) > 2 or any(k.arg not in ("mode", "encoding") for k in node.keywords) or len(modes) > 1:
+        return None
+    given = modes[0] if modes else ast.Constant("r")
+    if not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
+        return None
+    mode = given.value
+    return mode if set(mode) <= {"r", "b", "t"} and "r" in mode else None
+
+
 def _reads(node: ast.AST, names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
 
@@ -329,6 +347,31 @@ class _Rewriter(ast.NodeTransformer):
         ):
             index = self._new_site(node, local=True, reads_file=True)
             return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(node)), node)
+        mode = _open_for_reading(node)
+        if (
+            mode is not None
+            and "open" not in self.bound
+            and "open" not in self.student
+            and not _reads(node, self.tainted)
+        ):
+            # ``with open("data/out.txt") as f: f.read()``: the file's whole content is the site (the
+            # assignment's file read here, else the one the student's run wrote, read there), and the
+            # test reads it from memory as it would from the file.
+            reader = "read_bytes" if "b" in mode else "read_text"
+            path = ast.Call(
+                func=ast.Attribute(value=_call("__import__", ast.Constant("pathlib")), attr="Path", ctx=ast.Load()),
+                args=[node.args[0]],
+                keywords=[],
+            )
+            content = ast.Call(func=ast.Attribute(value=path, attr=reader, ctx=ast.Load()), args=[], keywords=[])
+            index = self._new_site(node, local=True, reads_file=True)
+            memory = "BytesIO" if "b" in mode else "StringIO"
+            opened = ast.Call(
+                func=ast.Attribute(value=_call("__import__", ast.Constant("io")), attr=memory, ctx=ast.Load()),
+                args=[_call(TEST_SITE, ast.Constant(index), _thunk(content))],
+                keywords=[],
+            )
+            return ast.copy_location(opened, node)
         if name in NAMESPACES and isinstance(node.func, ast.Name) and not node.args and name not in self.bound:
             # ``"x" in vars()``: whether the notebook defines a name, read where its names are.
             index = self._new_site(node)
