@@ -61,6 +61,7 @@ from grader.authoring.importing import (
 )
 from grader.authoring.otter import exception as otter_exception
 from grader.authoring.otter import ok as otter_ok
+from grader.authoring.otter import v0
 from grader.course import testcode
 from grader.course.testcode import BUILTINS
 from grader.errors import UsageError
@@ -308,6 +309,9 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     if not path.is_file() or path.suffix != ".ipynb":
         raise UsageError(f"{path} is not a notebook (give otter's master notebook, NAME.ipynb)")
     nb = normalise(read_notebook(path))
+    first_format = v0.is_v0(nb)
+    nb = v0.as_raw_cells(nb, path.name) if first_format else nb  # otter's first format, in its raw cells
+    master_cells = list(nb.cells)
     assignment_config: dict[str, Any] = {}
     item = Imported(name="", title="", notebook=nb, source=path)
     kernel(path, nb, item)
@@ -469,6 +473,8 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             item.notes.append(f"tests/: question {q['id']!r} is in the notebook too; the notebook's tests are kept")
         else:
             item.questions.append(q)
+    if not item.questions:
+        raise UsageError(v0.unread_format(path.name, master_cells, first_format))
     shadowed = _builtins_bound(kept) | modules_rebound([c.source if c.cell_type == "code" else None for c in kept])
     for q in item.questions:
         for check in q.get("checks", []):
@@ -501,8 +507,4 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             for q in item.questions:
                 for check in q.get("checks", []):
                     check.setdefault("seed", seeding)
-    if not item.questions:
-        item.notes.append(
-            f"{path.name}: no questions (no '# BEGIN QUESTION' raw cells, no tests/*.py); nothing to grade"
-        )
     return [item]
