@@ -318,6 +318,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     kept: list[Any] = []
     question: dict[str, Any] | None = None
     tests: list[tuple[int, Any]] = []
+    places: list[tuple[int, list[dict[str, Any]]]] = []  # where each question ends among the kept cells
     in_tests = in_prompt = in_answer = False
     exception_tests = False  # ASSIGNMENT CONFIG's ``tests: {ok_format: false}``: test cells are test functions
 
@@ -372,6 +373,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                     check["points"] = round(share, 10)
                 checks.append(check)
             total = sum(shares) if shares else float(question.get("points") or 0)
+            places.append((len(kept), checks))
             if checks:
                 # Rounded as a person writes points (1, not 0.9999999999 from three thirds): within
                 # the 1e-9 config.yaml allows between a question and its checks.
@@ -499,6 +501,12 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     for pos in sorted(skipped):
         tags = list(kept[pos].metadata.get("tags", []))
         kept[pos].metadata["tags"] = [*tags, "skip-grading"]
+    for pos, checks in places:  # otter's check cell follows its question: there in a notebook without the call
+        after = next(
+            (c for c in kept[pos:] if c.cell_type == "code" and "skip-grading" not in c.metadata.get("tags", [])), None
+        )
+        for check in checks if after is not None else []:
+            check["at_cell"] = str(after["id"])
     item.settings["inert_lines"] = list(INERT_LINES)
     seeding = cell_seed(assignment_config)
     if seeding is not None:
