@@ -502,11 +502,11 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
         tags = list(kept[pos].metadata.get("tags", []))
         kept[pos].metadata["tags"] = [*tags, "skip-grading"]
     for pos, checks in places:  # otter's check cell follows its question: there in a notebook without the call
-        after = next(
-            (c for c in kept[pos:] if c.cell_type == "code" and "skip-grading" not in c.metadata.get("tags", [])), None
-        )
-        for check in checks if after is not None else []:
-            check["at_cell"] = str(after["id"])
+        ids = [
+            c["id"] for c in kept[pos:] if c.cell_type == "code" and "skip-grading" not in c.metadata.get("tags", [])
+        ]
+        for check in checks if ids else []:
+            check["at_cell"] = str(ids[0])
     item.settings["inert_lines"] = list(INERT_LINES)
     seeding = cell_seed(assignment_config)
     if seeding is not None:
