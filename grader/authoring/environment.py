@@ -251,7 +251,7 @@ def optional_cells(
     for pos, module in sorted(missing.items()):
         line = install_line(module, declared)
         others = also_missing(item, sources, module)
-        where = f"{item.source.name}, cell {pos + 1}"
+        where = f"{item.source.name}, cell {item.number(pos + 1)}"
         lost = _binds_from(sources[pos] or "", module)
         if "*" in lost:  # what later cells read that no cell binds and is no builtin may come from it
             bound = {
@@ -264,7 +264,7 @@ def optional_cells(
             later = {n for k in range(pos + 1, len(sources)) for n in reads(sources[k] or "")}
             lost = {n for n in later - bound if not hasattr(builtins, n)} or {"*"}
         needs = [
-            f"cell {k + 1}"
+            f"cell {item.number(k + 1)}"
             for k in range(pos + 1, len(sources))
             if sources[k] is not None and reads(sources[k] or "") & lost
         ]
@@ -289,7 +289,7 @@ def optional_cells(
         if note not in item.settings.setdefault("notes", []):
             item.settings["notes"].append(note)
         item.note(
-            pos + 1,
+            item.number(pos + 1),
             f"needs the module {module}, which is not installed here (`{line}`); nothing graded uses "
             "what it makes, so it is not run when grading",
         )
@@ -355,8 +355,11 @@ def missing_in_run(
     return out, files, errors
 
 
-def needed_by(sources: list[str | None], pos: int, tests: list[str], skipped: set[int]) -> tuple[set[str], list[str]]:
-    """What a cell binds, and the later cells (or a test) that read any of it."""
+def needed_by(
+    sources: list[str | None], pos: int, tests: list[str], skipped: set[int], number: Any = None
+) -> tuple[set[str], list[str]]:
+    """What a cell binds, and the later cells (or a test) that read any of it (named by ``number``,
+    the source notebook's numbering, where given)."""
     from grader.notebook import parse_cell
 
     def reads(text: str) -> set[str]:
@@ -364,7 +367,7 @@ def needed_by(sources: list[str | None], pos: int, tests: list[str], skipped: se
 
     lost = {n for st in parse_cell(sources[pos] or "").statements for n in st.binds}
     needs = [
-        f"cell {k + 1}"
+        f"cell {number(k + 1) if number else k + 1}"
         for k in range(pos + 1, len(sources))
         if sources[k] is not None and k not in skipped and reads(sources[k] or "") & lost
     ]
@@ -380,11 +383,11 @@ def erring_cells(
     something depends on is left as it is: the solution's run then names it."""
     out: set[int] = set()
     for pos, error in sorted(errors.items()):
-        if pos in answers or needed_by(sources, pos, tests, out)[1]:
+        if pos in answers or needed_by(sources, pos, tests, out, item.number)[1]:
             continue
         out.add(pos)
         item.note(
-            pos + 1,
+            item.number(pos + 1),
             f"raises {error} in the master notebook, a cell that shows an error on purpose; it is not run when grading",
         )
     return out
@@ -398,8 +401,8 @@ def unshipped_cells(item: Imported, sources: list[str | None], unread: dict[int,
     cell, the file and what depends on it."""
     out: set[int] = set()
     for pos, name in sorted(unread.items()):
-        where = f"{item.source.name}, cell {pos + 1}"
-        lost, needs = needed_by(sources, pos, tests, out)
+        where = f"{item.source.name}, cell {item.number(pos + 1)}"
+        lost, needs = needed_by(sources, pos, tests, out, item.number)
         if needs:
             raise UsageError(
                 f"{where} reads the file {name}, which is not beside the notebook, and {needs[0]} uses what it "
@@ -408,7 +411,7 @@ def unshipped_cells(item: Imported, sources: list[str | None], unread: dict[int,
             )
         out.add(pos)
         item.note(
-            pos + 1,
+            item.number(pos + 1),
             f"reads the file {name}, which is not beside the notebook; nothing graded uses what it makes, so it "
             "is not run when grading",
         )

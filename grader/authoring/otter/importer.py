@@ -310,7 +310,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
         raise UsageError(f"{path} is not a notebook (give otter's master notebook, NAME.ipynb)")
     nb = normalise(read_notebook(path))
     first_format = v0.is_v0(nb)
-    nb = v0.as_raw_cells(nb, path.name) if first_format else nb  # otter's first format, in its raw cells
+    nb, numbers = v0.as_raw_cells(nb, path.name) if first_format else (nb, list(range(1, len(nb.cells) + 1)))
     master_cells = list(nb.cells)
     assignment_config: dict[str, Any] = {}
     item = Imported(name="", title="", notebook=nb, source=path)
@@ -449,6 +449,9 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             answer(cell)
         kept.append(cell)
     finish(len(nb.cells))
+    item.notes = v0.renumber(item.notes, path.name, numbers)  # cells as the master notebook numbers them
+    number = dict(zip(map(id, master_cells), numbers, strict=True))
+    item.cell_numbers = [number[id(c)] for c in kept]
     nb.cells = kept
     normalise(nb)
     item.name = clean_id(name or str(assignment_config.get("name") or path.stem), "assignment")

@@ -174,12 +174,13 @@ def _strip_ignored(source: str, where: str) -> str:
     return "\n".join(out)
 
 
-def as_raw_cells(nb: Any, name: str) -> Any:
+def as_raw_cells(nb: Any, name: str) -> tuple[Any, list[int]]:
     """The notebook in otter's raw-cell format (a copy): what otter 4's ``otter assign --v0`` reads
-    from it, marked as ``otter assign`` reads it now. A structure otter refuses is refused here,
-    naming the cell."""
+    from it, marked as ``otter assign`` reads it now; and each cell's number in the master notebook
+    (messages name those). A structure otter refuses is refused here, naming the cell."""
     nb = copy.deepcopy(nb)
     out: list[Any] = []
+    numbers: list[int] = []
     question: dict[str, Any] | None = None
     answered = tests_open = False
 
@@ -198,6 +199,7 @@ def as_raw_cells(nb: Any, name: str) -> Any:
         out.append(_test_cell(cell))
 
     for i, cell in enumerate(nb.cells, 1):
+        numbers.extend([i - 1 or 1] * (len(out) - len(numbers)))  # what the cell before made
         where = f"{name}, cell {i}"
         if is_ignore_cell(cell):
             continue
@@ -257,8 +259,20 @@ def as_raw_cells(nb: Any, name: str) -> Any:
         out.append(cell)
     if question is not None:
         close()
+    numbers.extend([len(nb.cells)] * (len(out) - len(numbers)))
     nb.cells = out
-    return nb
+    return nb, numbers
+
+
+def renumber(notes: list[str], name: str, numbers: list[int]) -> list[str]:
+    """Notes naming a cell of the rewritten notebook (``NAME, cell N: ...``), naming it in the master."""
+    head = re.compile(rf"^{re.escape(name)}, cell (\d+):")
+
+    def one(m: re.Match[str]) -> str:
+        n = int(m.group(1))
+        return f"{name}, cell {numbers[n - 1] if 0 < n <= len(numbers) else n}:"
+
+    return [head.sub(one, note) for note in notes]
 
 
 def unread_format(name: str, cells: list[Any], v0: bool) -> str:
