@@ -202,3 +202,13 @@ def test_a_structure_otter_refuses_is_refused_naming_the_cell():
     nb.cells = [md(f"{FENCE}\nBEGIN QUESTION\nname: q1\n")]
     with pytest.raises(UsageError, match=r"never closed"):
         v0.as_raw_cells(nb, "lab.ipynb")
+
+
+def test_messages_name_cells_as_the_master_notebook_numbers_them(tmp_path):
+    cells = [*MASTER[:8], code("import widgetlib_not_here as wl"), code("w = wl.slider()")]
+    with pytest.raises(UsageError) as info:
+        otter_import.read(write_master(tmp_path / "lab3.ipynb", cells))
+    # The solution written would hold these as its cells 5 and 6 (the blocks and Ignore cells are otter's).
+    assert str(info.value).startswith(
+        "lab3.ipynb, cell 9 needs the module widgetlib_not_here, which is not installed here, and cell 10 uses"
+    )
