@@ -15,11 +15,14 @@ its tests unless a test or a list gives its own, and each test earns its share (
 unless the question is ``all_or_nothing``. In code, ``# BEGIN SOLUTION NO PROMPT`` becomes an
 ordinary solution block, prompts are dropped (the skeleton gets a blank ``?``), ``# SEED`` lines
 are kept for everyone (so results stay reproducible), ``# IGNORE`` lines are dropped, and otter's
-own lines (``import otter``, ``grader.check(...)``, ``grader.export()``) are removed.
+own lines (``import otter``, ``grader.check(...)``, ``grader.export()``) are removed. A notebook
+in otter's first format (``otter assign --v0``: Markdown blocks, ``## Test ##`` cells) is first
+rewritten in these raw cells (``v0``); one in neither format is refused, saying which it is.
 
 otter's rules are lowered to generic settings of config.yaml: a question's tests taken where the
 student's notebook calls ``grader.check("q1")`` (``after_line``; otter's grading runs them at each
-call and keeps the last, and runs on the final environment only those never called), its seeding
+call and keeps the last, and runs on the final environment only those never called; in a notebook
+without the call, the solution's, where the question ends: ``at_cell``), its seeding
 of every cell (``seed_each_cell``), its own lines in a student's notebook run as ``pass`` (``inert_lines``), a
 test over the notebook's own names (``notebook_names``), its messages (``success_message``,
 ``failure_message``) and its points (each test its share of its question's, or all or nothing).
