@@ -14,8 +14,8 @@ put back as they were, so the test's own random inputs are the same here as in t
 the student's code does not run). The student's calls draw from a stream of their own: from the
 generators as the test left them, and where the test has neither drawn nor seeded since the last
 call, on from where that call left off, as in one process (``np.random.seed(88)`` and then a
-function of the student's that draws, called a thousand times, gives the thousand draws otter's
-run of the test gives).
+function of the student's that draws, called a thousand times, gives the thousand draws a test
+run in the student's kernel gives).
 
 Like ``grader.run.worker``, it imports nothing of the grader's side.
 """
