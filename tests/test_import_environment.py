@@ -51,7 +51,7 @@ def test_a_cell_that_only_lacks_an_optional_module_is_left_out_with_its_install_
     assert item.requirements == ["numpy==1.26", "widgetlib-not-here==1.0"]
     assert item.notes == [
         "ps1.ipynb, cell 3: needs the module widgetlib_not_here, which is not installed here "
-        "(`pip install 'widgetlib-not-here==1.0'`); nothing graded uses what it makes, so it is not run when grading"
+        "(`pip install widgetlib-not-here==1.0`); nothing graded uses what it makes, so it is not run when grading"
     ]
     assert "skip-grading" in item.notebook.cells[2].metadata["tags"]
     importing.write([item], tmp_path / "c" / "config.yaml", course_name="c")
@@ -115,7 +115,7 @@ def test_otter_reads_the_requirements_its_config_names(tmp_path):
     (tmp_path / "reqs/needs.txt").write_text("-r base.txt\nwidgetlib_not_here>=2  # the demo\n")
     (item,) = otter_import.read(tmp_path / "lab.ipynb")
     assert item.requirements == ["widgetlib_not_here>=2"]
-    assert any("`pip install 'widgetlib_not_here>=2'`" in n for n in item.notes)
+    assert any("`pip install 'widgetlib_not_here>=2'`" in n for n in item.notes)  # quoted: the shell reads >
     assert "skip-grading" in item.notebook.cells[-1].metadata["tags"]
 
 
@@ -147,3 +147,58 @@ def test_a_star_import_of_a_missing_module_counts_as_used(tmp_path):
         UsageError, match=r"cell 1 needs the module widgetlib_not_here, .* and cell 4 uses what it makes"
     ):
         nbgrader_import.read(src)
+
+
+EXPLICIT = """# This file may be used to create an environment using:
+# $ conda create --name <env> --file <this file>
+# platform: linux-64
+@EXPLICIT
+https://repo.anaconda.com/pkgs/main/linux-64/_libgcc_mutex-0.1-main.conda
+https://repo.anaconda.com/pkgs/main/noarch/seaborn-0.11.1-pyhd3eb1b0_0.tar.bz2
+https://repo.anaconda.com/pkgs/main/linux-64/scikit-learn-0.24.1-py38ha9443f7_0.conda
+https://conda.anaconda.org/conda-forge/noarch/ipywidgets-7.6.3-pyhd3deb0d_0.tar.bz2
+"""
+
+
+def test_a_conda_export_saved_as_requirements_is_read_as_pip_reads_it(tmp_path):
+    """``conda list --export`` and ``--explicit`` files, which courses save as requirements.txt: C
+    libraries left out, pure-Python builds and those from PyPI keep their version, a build compiled for
+    one Python does not (pip's wheel of that version may not exist for the grading Python)."""
+    from grader.authoring.environment import declared_requirements, install_line
+
+    (tmp_path / "explicit.txt").write_text(EXPLICIT)
+    (tmp_path / "export.txt").write_text("datascience=0.17.0=pypi_0\npytorch=1.8.1=py3.8_cuda10.2_cudnn7.6.5_0\n")
+    (tmp_path / "environment.yml").write_text(
+        "dependencies:\n  - conda-forge::seaborn=0.11.1=pyhd3eb1b0_0\n  - numpy=1.26\n"
+    )
+    got = declared_requirements([tmp_path / "explicit.txt", tmp_path / "export.txt", tmp_path / "environment.yml"])
+    assert got == [
+        "seaborn==0.11.1",
+        "scikit-learn",
+        "ipywidgets==7.6.3",
+        "datascience==0.17.0",
+        "torch",
+        "numpy==1.26",
+    ]
+    # The install line names pip's distribution for a module (sklearn is scikit-learn), quoted only
+    # where a shell would read a character of it.
+    assert install_line("sklearn.linear_model", got, ("datascience",)) == "pip install scikit-learn datascience==0.17.0"
+    assert install_line("widgets_not_here", ["widgets-not-here>=2"]) == "pip install 'widgets-not-here>=2'"
+
+
+def test_every_module_the_notebook_lacks_is_named_in_one_install_line(tmp_path):
+    cells = [
+        ("code", "import numpy as np\nimport plotlib_not_here as pl\nfrom tablelib_not_here import Table", None),
+        *BASE,
+        ("code", "t = Table(pl.x)", None),
+        ("code", "from widgetlib_not_here import interact", None),
+    ]
+    src = course(tmp_path, cells, files={"source/requirements.txt": "tablelib_not_here=0.17.0=pypi_0\n"})
+    with pytest.raises(UsageError) as info:
+        nbgrader_import.read(src)
+    assert str(info.value) == (
+        "ps1.ipynb, cell 1 needs the module plotlib_not_here, which is not installed here, and cell 4 uses what "
+        "it makes (Table, pl): install it and the notebook's other modules missing here, tablelib_not_here and "
+        "widgetlib_not_here (`pip install plotlib_not_here tablelib_not_here==0.17.0 widgetlib_not_here`), and "
+        "import again; nothing was written"
+    )

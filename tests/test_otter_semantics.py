@@ -151,6 +151,8 @@ def test_the_import_reads_otters_seed_messages_and_test_files(lab):
     # A data file stays in its folder, where the notebook reads it (the solution's run reads it there).
     assert section["data"] == ["data/w.csv"] and (root / "solutions/lab/data/w.csv").is_file()
     qs = {q["id"]: q for q in section["questions"]}
+    solution = nbformat.read(str(root / "solutions/lab/lab.ipynb"), as_version=4)
+    after_q_msg = next(c.id for c in solution.cells if c.source.startswith("def scale"))
     assert qs["q_msg"]["checks"][0] == {
         "test": "assert sum(1, 2) == 3",
         "success_message": "well summed",
@@ -158,7 +160,8 @@ def test_the_import_reads_otters_seed_messages_and_test_files(lab):
         "points": 1,
         "notebook_names": ["sum"],
         "seed": SEED,
-        "after_line": 'grader.check("q_msg")',  # taken where the student's notebook checks the question
+        "after_line": 'grader.check("q_msg")',  # taken where the student's notebook checks the question,
+        "at_cell": after_q_msg,  # and where the question ends in a notebook without the call (the solution's)
     }
     assert {c["after_line"] for c in qs["q_ok"]["checks"]} == {'grader.check("q_ok")'}  # a test file's too
     # The question's other point goes to the test without points of its own, as otter resolves them.

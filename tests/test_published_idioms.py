@@ -225,7 +225,7 @@ def test_a_cell_reading_a_file_the_course_does_not_ship_is_left_out_when_nothing
     master = _otter_master(tmp_path, ["demo = pd.read_csv('logger_export.txt', sep='\\t')\ndemo"])
     (item,) = otter_import.read(master)
     assert item.notes == [
-        "lab.ipynb, cell 3: reads the file logger_export.txt, which is not beside the notebook; nothing graded "
+        "lab.ipynb, cell 9: reads the file logger_export.txt, which is not beside the notebook; nothing graded "
         "uses what it makes, so it is not run when grading"
     ]
     assert "skip-grading" in item.notebook.cells[-1].metadata["tags"]
@@ -238,7 +238,7 @@ def test_a_cell_reading_an_unshipped_file_that_a_later_cell_uses_stops_the_impor
     with pytest.raises(UsageError) as info:
         otter_import.read(master)
     assert str(info.value) == (
-        "lab.ipynb, cell 3 reads the file logger_export.txt, which is not beside the notebook, and cell 4 uses "
+        "lab.ipynb, cell 9 reads the file logger_export.txt, which is not beside the notebook, and cell 10 uses "
         "what it makes (demo): add the file (and list it in the course's files) and import again; nothing was "
         "written"
     )
@@ -373,7 +373,7 @@ def test_an_otter_lesson_cell_that_shows_an_error_on_purpose_is_left_out(tmp_pat
     (item,) = otter_import.read(master)
     assert (
         len(item.notes) == 1
-        and item.notes[0].startswith("lab.ipynb, cell 3: raises SyntaxError: ")
+        and item.notes[0].startswith("lab.ipynb, cell 9: raises SyntaxError: ")  # the master's cell 9
         and item.notes[0].endswith("the course's tool runs on past the error; here it is not run when grading")
     )
     assert "skip-grading" in item.notebook.cells[-2].metadata["tags"]

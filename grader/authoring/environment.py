@@ -35,6 +35,48 @@ _DISTRIBUTIONS = {
 }
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
 _REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+# conda's own spec, as ``conda list --export`` writes it (``seaborn=0.11.1=pyhd3eb1b0_0``), and the
+# package file an ``@EXPLICIT`` list names (``.../seaborn-0.11.1-pyhd3eb1b0_0.tar.bz2``).
+_CONDA_SPEC = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9._-]*)=([^=\s]+)(?:=([^=\s]+))?$")
+_CONDA_FILE = re.compile(r"/([^/]+)-([^-/]+)-([^-/]+?)\.(?:tar\.bz2|conda)$")
+_CONDA_NOARCH = re.compile(r"^(py_\d+|pyh\w*|pypi_0)$")  # pure Python (or from PyPI): any Python installs it
+# Packages whose conda name is not pip's.
+_CONDA_TO_PIP = {
+    "matplotlib-base": "matplotlib",
+    "pytorch": "torch",
+    "py-opencv": "opencv-python",
+    "msgpack-python": "msgpack",
+    "pytables": "tables",
+    "tensorflow-base": "tensorflow",
+}
+_SHELL_PLAIN = re.compile(r"^[A-Za-z0-9._=+:/@%,-]+$")
+
+
+def conda_line(line: str) -> str | None:
+    """A line of conda's own format as pip names it, or None when it is none. A conda package that
+    is no Python package (its build names no Python: ``_libgcc_mutex=0.1=main``, ``blas=1.0=mkl``)
+    gives ""; a pure-Python build (``pyh...``, ``py_0``) or one installed from PyPI (``pypi_0``)
+    keeps its version (``seaborn==0.11.1``); a build compiled for one Python (``py38h91f5cce_0``)
+    does not, since pip's wheel of that version may not exist for the grading Python (``scipy``)."""
+    text = line.strip()
+    m = _CONDA_FILE.search(text) if "://" in text or text.startswith("/") else _CONDA_SPEC.match(text)
+    if m is None:
+        return None
+    name, version, build = m.group(1), m.group(2), m.group(3) or ""
+    if build and "py" not in build:
+        return ""
+    pip_name = _CONDA_TO_PIP.get(name.lower(), name)
+    if not build or _CONDA_NOARCH.match(build):
+        return pip_name if "*" in version else f"{pip_name}=={version}"
+    return pip_name
+
+
+def _conda_format(lines: list[str]) -> bool:
+    """Whether a requirements file is conda's (``conda list --export`` or ``--explicit``), not pip's."""
+    specs = [ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("#")]
+    if any(ln.strip() == "@EXPLICIT" for ln in lines) or any("conda create" in ln for ln in lines[:5]):
+        return True
+    return bool(specs) and all(_CONDA_SPEC.match(ln) and "==" not in ln for ln in specs)
 
 
 def declared_requirements(paths: list[Path]) -> list[str]:
@@ -56,13 +98,16 @@ def declared_requirements(paths: list[Path]) -> list[str]:
             lines: list[str] = []
             for dep in deps if isinstance(deps, list) else []:
                 if isinstance(dep, str):  # conda's ``numpy=1.26`` is pip's ``numpy==1.26``
-                    name, _, version = dep.partition("=")
-                    version = version.lstrip("=")
-                    lines.append(f"{name}=={version}" if version and "*" not in version else name)
+                    spec = dep.split("::")[-1].strip()  # ``conda-forge::numpy``
+                    converted = conda_line(spec) if "=" in spec and "==" not in spec else spec
+                    if converted:
+                        lines.append(converted)
                 elif isinstance(dep, dict) and isinstance(dep.get("pip"), list):
                     lines.extend(str(x) for x in dep["pip"])
         else:
             lines = text.splitlines()
+            if _conda_format(lines):  # a ``conda list --export`` (or ``--explicit``) saved as requirements.txt
+                lines = [c for c in (conda_line(ln) for ln in lines if not ln.lstrip().startswith("#")) if c]
         for line in lines:
             line = line.split(" #")[0].strip()
             m = _REQUIREMENT.match(line)
@@ -70,8 +115,15 @@ def declared_requirements(paths: list[Path]) -> list[str]:
                 continue
             if m.group(1).lower() in ("python", "pip", "otter-grader", "nbgrader") or line in out:
                 continue
+            if any(_name(line) == _name(o) for o in out):  # conda's matplotlib and matplotlib-base: one
+                continue
             out.append(line)
     return out
+
+
+def _name(line: str) -> str:
+    m = _REQUIREMENT.match(line)
+    return m.group(1).lower().replace("_", "-") if m else ""
 
 
 def missing_module(ename: str, evalue: str) -> str | None:
@@ -152,15 +204,47 @@ def versions_ran(ename: str, sources: list[str], declared: list[str]) -> str:
     return f" (it ran here with {', '.join(found)}; {course})"
 
 
-def install_line(module: str, declared: list[str]) -> str:
-    """The line that installs ``module``: the course's own requirement for it where it declares one."""
+def requirement(module: str, declared: list[str]) -> str:
+    """What installs ``module``, as pip reads it: the course's own requirement for it where it declares
+    one, else the distribution's name."""
     top = module.partition(".")[0]
     wanted = {top.lower().replace("_", "-"), _DISTRIBUTIONS.get(top, top).lower().replace("_", "-")}
     for line in declared:
-        m = _REQUIREMENT.match(line)
-        if m and m.group(1).lower().replace("_", "-") in wanted:
-            return f"pip install '{line}'"
-    return f"pip install {_DISTRIBUTIONS.get(top, top)}"
+        if _name(line) in wanted:
+            return line
+    return _DISTRIBUTIONS.get(top, top)
+
+
+def install_line(module: str, declared: list[str], also: tuple[str, ...] = ()) -> str:
+    """The line that installs ``module`` (and the modules ``also``): the course's own requirement for
+    each where it declares one; quoted only where a shell would read a character of it."""
+    specs = [requirement(m, declared) for m in (module, *also)]
+    return "pip install " + " ".join(s if _SHELL_PLAIN.match(s) else f"'{s}'" for s in specs)
+
+
+def also_missing(item: Imported, sources: list[str | None], module: str) -> tuple[str, ...]:
+    """The other modules the notebook imports that are not installed here either (nor beside it),
+    in the order the notebook first imports them: named with ``module``, so one install does."""
+    import importlib.util
+
+    from grader.notebook import imported_modules
+
+    folder = item.source.parent
+    out: list[str] = []
+    for source in sources:
+        for name in imported_modules([source or ""]):
+            top = name.partition(".")[0]
+            if top in out or top == module.partition(".")[0] or top in sys.stdlib_module_names:
+                continue
+            if (folder / f"{top}.py").is_file() or (folder / top).is_dir():
+                continue
+            try:
+                found = importlib.util.find_spec(top) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                out.append(top)
+    return tuple(out)
 
 
 def _binds_from(source: str, module: str) -> set[str]:
@@ -210,7 +294,8 @@ def optional_cells(
     out: set[int] = set()
     for pos, module in sorted(missing.items()):
         line = install_line(module, declared)
-        where = f"{item.source.name}, cell {pos + 1}"
+        others = also_missing(item, sources, module)
+        where = f"{item.source.name}, cell {item.number(pos + 1)}"
         lost = _binds_from(sources[pos] or "", module)
         if "*" in lost:  # what later cells read that no cell binds and is no builtin may come from it
             bound = {
@@ -223,16 +308,22 @@ def optional_cells(
             later = {n for k in range(pos + 1, len(sources)) for n in reads(sources[k] or "")}
             lost = {n for n in later - bound if not hasattr(builtins, n)} or {"*"}
         needs = [
-            f"cell {k + 1}"
+            f"cell {item.number(k + 1)}"
             for k in range(pos + 1, len(sources))
             if sources[k] is not None and reads(sources[k] or "") & lost
         ]
         needs += ["a test"] if any(reads(t) & lost for t in tests) and not needs else []
         if pos in testing or needs:
             what = "it is a test" if pos in testing else f"{needs[0]} uses what it makes ({', '.join(sorted(lost))})"
+            install = f"install it (`{line}`)"
+            if others:  # every module the notebook lacks here, in one install line
+                named = ", ".join(others[:-1]) + (" and " if len(others) > 1 else "") + others[-1]
+                install = (
+                    f"install it and the notebook's other modules missing here, {named} "
+                    f"(`{install_line(module, declared, others)}`),"
+                )
             raise UsageError(
-                f"{where} needs the module {module}, which is not installed here, and {what}: install it "
-                f"(`{line}`) and import again; nothing was written"
+                f"{where} needs the module {module}, which is not installed here, and {what}: {install} and import again; nothing was written"
             )
         out.add(pos)
         note = (
@@ -242,7 +333,7 @@ def optional_cells(
         if note not in item.settings.setdefault("notes", []):
             item.settings["notes"].append(note)
         item.note(
-            pos + 1,
+            item.number(pos + 1),
             f"needs the module {module}, which is not installed here (`{line}`); nothing graded uses "
             "what it makes, so it is not run when grading",
         )
@@ -382,8 +473,11 @@ def missing_in_run(folder: Path, sources: list[str | None], data: list[Path]) ->
     return InRun(out, files, errors, written, lines)
 
 
-def needed_by(sources: list[str | None], pos: int, tests: list[str], skipped: set[int]) -> tuple[set[str], list[str]]:
-    """What a cell binds, and the later cells (or a test) that read any of it."""
+def needed_by(
+    sources: list[str | None], pos: int, tests: list[str], skipped: set[int], number: Any = None
+) -> tuple[set[str], list[str]]:
+    """What a cell binds, and the later cells (or a test) that read any of it (named by ``number``,
+    the source notebook's numbering, where given)."""
     from grader.notebook import parse_cell
 
     def reads(text: str) -> set[str]:
@@ -391,7 +485,7 @@ def needed_by(sources: list[str | None], pos: int, tests: list[str], skipped: se
 
     lost = {n for st in parse_cell(sources[pos] or "").statements for n in st.binds}
     needs = [
-        f"cell {k + 1}"
+        f"cell {number(k + 1) if number else k + 1}"
         for k in range(pos + 1, len(sources))
         if sources[k] is not None and k not in skipped and reads(sources[k] or "") & lost
     ]
@@ -421,10 +515,10 @@ def erring_cells(
     for pos, error in sorted(errors.items()):
         if pos in answers:
             continue
-        if not needed_by(sources, pos, tests, out)[1]:
+        if not needed_by(sources, pos, tests, out, item.number)[1]:
             out.add(pos)
             item.note(
-                pos + 1,
+                item.number(pos + 1),
                 f"raises {error} in the master notebook, and nothing graded uses what it makes: the course's tool "
                 "runs on past the error; here it is not run when grading",
             )
@@ -438,7 +532,7 @@ def erring_cells(
         what = "that line makes" if len(rest[0]) == 1 else "it and the lines after it make"
         lines_are = "that line is" if len(rest[0]) == 1 else "those lines are"
         item.note(
-            pos + 1,
+            item.number(pos + 1),
             f"`{shown}` raises {error} in the master notebook, and nothing graded uses what {what}: the course's "
             f"tool runs on past the error; here {lines_are} run as `pass` when grading (the cell's earlier lines run)",
         )
@@ -489,8 +583,8 @@ def unshipped_cells(item: Imported, sources: list[str | None], unread: dict[int,
     cell, the file and what depends on it."""
     out: set[int] = set()
     for pos, name in sorted(unread.items()):
-        where = f"{item.source.name}, cell {pos + 1}"
-        lost, needs = needed_by(sources, pos, tests, out)
+        where = f"{item.source.name}, cell {item.number(pos + 1)}"
+        lost, needs = needed_by(sources, pos, tests, out, item.number)
         if needs:
             raise UsageError(
                 f"{where} reads the file {name}, which is not beside the notebook, and {needs[0]} uses what it "
@@ -499,7 +593,7 @@ def unshipped_cells(item: Imported, sources: list[str | None], unread: dict[int,
             )
         out.add(pos)
         item.note(
-            pos + 1,
+            item.number(pos + 1),
             f"reads the file {name}, which is not beside the notebook; nothing graded uses what it makes, so it "
             "is not run when grading",
         )

@@ -84,9 +84,15 @@ class Imported:
     notes: list[str] = field(default_factory=list)  # what could not be converted, cell by cell, and why
     settings: dict[str, Any] = field(default_factory=dict)  # further keys of its config section (seed_each_cell)
     requirements: list[str] = field(default_factory=list)  # what the course declares it installs, one line each
+    cell_numbers: list[int] = field(default_factory=list)  # each written cell's number in the source notebook
 
     def note(self, cell: int, reason: str) -> None:
         self.notes.append(f"{self.source.name}, cell {cell}: {reason}")
+
+    def number(self, pos: int) -> int:
+        """The number, in the source notebook, of the cell at ``pos`` (from 1) in the notebook written,
+        where the importer left cells out (otter's raw cells): what messages name."""
+        return self.cell_numbers[pos - 1] if 0 < pos <= len(self.cell_numbers) else pos
 
 
 def read_notebook(path: Path) -> nbformat.NotebookNode:

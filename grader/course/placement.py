@@ -1,5 +1,6 @@
 """Where a check is taken in a student's notebook, as config.yaml says it: ``before`` (a name, read
-by the check's loader), ``at_cell`` (a cell's id) or ``after_line`` (one line of code); at most one.
+by the check's loader), ``at_cell`` (a cell's id) or ``after_line`` (one line of code); at most one,
+or ``after_line`` and ``at_cell`` together (the line where the notebook holds it, else the cell).
 ``grader.notebook.cell_point`` finds the point in a notebook."""
 
 from __future__ import annotations
@@ -23,6 +24,6 @@ def where(r: Reader, before: str | None) -> tuple[str | None, str | None]:
     ):
         raise r.error(r.sub("after_line"), f"must be one line of code, got {describe(after_line)}")
     given = [k for k, v in (("before", before), ("at_cell", at_cell), ("after_line", after_line)) if v is not None]
-    if len(given) > 1:
+    if len(given) > 1 and given != ["at_cell", "after_line"]:  # both: the line where a notebook holds it, else the cell
         raise r.error(r.path, f"says where it is taken twice ({' and '.join(given)}): give one")
     return at_cell, after_line.strip() if isinstance(after_line, str) else None

@@ -167,19 +167,19 @@ def cell_point(cells: list[Cell], at_cell: str | None, after_line: str | None) -
     last run of a cell is the one a notebook's tools record); where they moved it, it is taken
     where it now stands; where they deleted it, at the end of the notebook, on what the notebook
     ends with. ``after_line``: just after the last cell holding that line (compared as code, so
-    quotes and spaces do not matter), or at the end where no cell holds it."""
+    quotes and spaces do not matter), or at the end where no cell holds it; with ``at_cell`` too,
+    where no cell holds it, as ``at_cell`` says."""
+    if after_line is not None:
+        want = _as_code(after_line)
+        holding = [k for k, c in enumerate(cells) if any(_as_code(line) == want for line in c.source.splitlines())]
+        if holding:
+            return holding[-1] + 1 if holding[-1] + 1 < len(cells) else None
     if at_cell is not None:
         found = [k for k, c in enumerate(cells) if c.cell_id == at_cell]
         if not found:
             return None
         index = cells[found[-1]].index  # the first part of the last copy (a cell cut in two keeps its id)
         return next(k for k in found if cells[k].index == index)
-    if after_line is not None:
-        want = _as_code(after_line)
-        holding = [k for k, c in enumerate(cells) if any(_as_code(line) == want for line in c.source.splitlines())]
-        if not holding:
-            return None
-        return holding[-1] + 1 if holding[-1] + 1 < len(cells) else None
     return None
 
 

@@ -10,7 +10,12 @@ those records. Nothing recorded here decides a verdict: a record says only what 
 code returned, which the student's code decides anyway.
 
 Around each call into the student's code the random generators of ``random``, NumPy and torch are
-put back as they were, so the test's own random inputs are the same here as in the grader.
+put back as they were, so the test's own random inputs are the same here as in the grader (where
+the student's code does not run). The student's calls draw from a stream of their own: from the
+generators as the test left them, and where the test has neither drawn nor seeded since the last
+call, on from where that call left off, as in one process (``np.random.seed(88)`` and then a
+function of the student's that draws, called a thousand times, gives the thousand draws a test
+run in the student's kernel gives).
 
 Like ``grader.run.worker``, it imports nothing of the grader's side.
 """
@@ -61,6 +66,19 @@ def _rng_state() -> tuple[Any, ...]:
     )
 
 
+def _same_state(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Whether two ``_rng_state`` snapshots are the same state of every generator."""
+    if a[0] != b[0]:
+        return False
+    np, torch = sys.modules.get("numpy"), sys.modules.get("torch")
+    if (a[1] is None) != (b[1] is None) or (a[2] is None) != (b[2] is None):
+        return False
+    if a[1] is not None and np is not None:
+        if a[1][0] != b[1][0] or not np.array_equal(a[1][1], b[1][1]) or tuple(a[1][2:]) != tuple(b[1][2:]):
+            return False
+    return a[2] is None or torch is None or bool(torch.equal(a[2], b[2]))
+
+
 def _put_back(state: tuple[Any, ...]) -> None:
     import random
 
@@ -88,6 +106,24 @@ class Recorder:
         self.budget = budget
         self.records: list[dict[str, Any]] = []
         self.stack: list[tuple[str, dict[int, int]]] = [("", {})]
+        # The student's stream: where their last call left the generators, and the test's state
+        # that was put back after it (the student's next call goes on from there if the test's
+        # generators are still in that state).
+        self.student: tuple[Any, ...] | None = None
+        self.left: tuple[Any, ...] | None = None
+
+    def into_student(self) -> tuple[Any, ...]:
+        """Before a top-level call into the student's code: the test's generators, as they stand
+        (put back afterwards); the student's stream goes on where the test has not touched them."""
+        test = _rng_state()
+        if self.student is not None and self.left is not None and _same_state(test, self.left):
+            _put_back(self.student)
+        return test
+
+    def out_of_student(self, test: tuple[Any, ...]) -> None:
+        self.student = _rng_state()
+        _put_back(test)
+        self.left = test
 
     def key(self, index: int) -> str:
         parent, counts = self.stack[-1]
@@ -119,7 +155,7 @@ class Recorder:
     def call(self, key: str, thunk: Any) -> Any:
         """Run a thunk within ``key``: the sites inside it are recorded under it."""
         self.stack.append((key, {}))
-        state = _rng_state() if len(self.stack) == 2 else None
+        state = self.into_student() if len(self.stack) == 2 else None
         try:
             return thunk()
         except BaseException as exc:
@@ -128,7 +164,7 @@ class Recorder:
         finally:
             self.stack.pop()
             if state is not None:
-                _put_back(state)
+                self.out_of_student(state)
 
     # The helpers the rewritten test calls ------------------------------------------------------
 
@@ -154,7 +190,7 @@ class Recorder:
         while True:
             item_key = f"{key}/#{k}"
             self.stack.append((item_key, {}))
-            state = _rng_state() if len(self.stack) == 2 else None
+            state = self.into_student() if len(self.stack) == 2 else None
             try:
                 item = next(it)
             except StopIteration:
@@ -166,7 +202,7 @@ class Recorder:
             finally:
                 self.stack.pop()
                 if state is not None:
-                    _put_back(state)
+                    self.out_of_student(state)
             self.keep(item_key, item)
             yield item
             k += 1

@@ -15,11 +15,14 @@ its tests unless a test or a list gives its own, and each test earns its share (
 unless the question is ``all_or_nothing``. In code, ``# BEGIN SOLUTION NO PROMPT`` becomes an
 ordinary solution block, prompts are dropped (the skeleton gets a blank ``?``), ``# SEED`` lines
 are kept for everyone (so results stay reproducible), ``# IGNORE`` lines are dropped, and otter's
-own lines (``import otter``, ``grader.check(...)``, ``grader.export()``) are removed.
+own lines (``import otter``, ``grader.check(...)``, ``grader.export()``) are removed. A notebook
+in otter's first format (``otter assign --v0``: Markdown blocks, ``## Test ##`` cells) is first
+rewritten in these raw cells (``v0``); one in neither format is refused, saying which it is.
 
 otter's rules are lowered to generic settings of config.yaml: a question's tests taken where the
 student's notebook calls ``grader.check("q1")`` (``after_line``; otter's grading runs them at each
-call and keeps the last, and runs on the final environment only those never called), its seeding
+call and keeps the last, and runs on the final environment only those never called; in a notebook
+without the call, the solution's, where the question ends: ``at_cell``), its seeding
 of every cell (``seed_each_cell``), its own lines in a student's notebook run as ``pass`` (``inert_lines``), a
 test over the notebook's own names (``notebook_names``), its messages (``success_message``,
 ``failure_message``) and its points (each test its share of its question's, or all or nothing).
@@ -62,6 +65,7 @@ from grader.authoring.importing import (
 )
 from grader.authoring.otter import exception as otter_exception
 from grader.authoring.otter import ok as otter_ok
+from grader.authoring.otter import v0
 from grader.course import testcode
 from grader.course.testcode import BUILTINS
 from grader.errors import UsageError
@@ -318,12 +322,16 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     if not path.is_file() or path.suffix != ".ipynb":
         raise UsageError(f"{path} is not a notebook (give otter's master notebook, NAME.ipynb)")
     nb = normalise(read_notebook(path))
+    first_format = v0.is_v0(nb)
+    nb, numbers = v0.as_raw_cells(nb, path.name) if first_format else (nb, list(range(1, len(nb.cells) + 1)))
+    master_cells = list(nb.cells)
     assignment_config: dict[str, Any] = {}
     item = Imported(name="", title="", notebook=nb, source=path)
     kernel(path, nb, item)
     kept: list[Any] = []
     question: dict[str, Any] | None = None
     tests: list[tuple[int, Any]] = []
+    places: list[tuple[int, list[dict[str, Any]]]] = []  # where each question ends among the kept cells
     in_tests = in_prompt = in_answer = False
     exception_tests = False  # ASSIGNMENT CONFIG's ``tests: {ok_format: false}``: test cells are test functions
 
@@ -383,6 +391,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                     check["points"] = round(share, 10)
                 checks.append(check)
             total = sum(shares) if shares else float(question.get("points") or 0)
+            places.append((len(kept), checks))
             if checks:
                 # Rounded as a person writes points (1, not 0.9999999999 from three thirds): within
                 # the 1e-9 config.yaml allows between a question and its checks.
@@ -458,6 +467,9 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             answer(cell)
         kept.append(cell)
     finish(len(nb.cells))
+    item.notes = v0.renumber(item.notes, path.name, numbers)  # cells as the master notebook numbers them
+    number = dict(zip(map(id, master_cells), numbers, strict=True))
+    item.cell_numbers = [number[id(c)] for c in kept]
     nb.cells = kept
     normalise(nb)
     item.name = clean_id(name or str(assignment_config.get("name") or path.stem), "assignment")
@@ -484,6 +496,8 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             item.notes.append(f"tests/: question {q['id']!r} is in the notebook too; the notebook's tests are kept")
         else:
             item.questions.append(q)
+    if not item.questions:
+        raise UsageError(v0.unread_format(path.name, master_cells, first_format))
     shadowed = _builtins_bound(kept) | modules_rebound([c.source if c.cell_type == "code" else None for c in kept])
     for q in item.questions:
         for check in q.get("checks", []):
@@ -511,6 +525,12 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     for pos in sorted(skipped):
         tags = list(kept[pos].metadata.get("tags", []))
         kept[pos].metadata["tags"] = [*tags, "skip-grading"]
+    for pos, checks in places:  # otter's check cell follows its question: there in a notebook without the call
+        ids = [
+            c["id"] for c in kept[pos:] if c.cell_type == "code" and "skip-grading" not in c.metadata.get("tags", [])
+        ]
+        for check in checks if ids else []:
+            check["at_cell"] = str(ids[0])
     item.settings["inert_lines"] = [*INERT_LINES, *item.settings.get("inert_lines", [])]  # and a run-time installer's
     seeding = cell_seed(assignment_config)
     if seeding is not None:
@@ -519,8 +539,4 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
             for q in item.questions:
                 for check in q.get("checks", []):
                     check.setdefault("seed", seeding)
-    if not item.questions:
-        item.notes.append(
-            f"{path.name}: no questions (no '# BEGIN QUESTION' raw cells, no tests/*.py); nothing to grade"
-        )
     return [item]
