@@ -164,7 +164,7 @@ def test_a_conda_export_saved_as_requirements_is_read_as_pip_reads_it(tmp_path):
     """``conda list --export`` and ``--explicit`` files, which courses save as requirements.txt: C
     libraries left out, pure-Python builds and those from PyPI keep their version, a build compiled for
     one Python does not (pip's wheel of that version may not exist for the grading Python)."""
-    from grader.authoring.environment import declared_requirements, install_line
+    from grader.authoring.requirements import declared_requirements, install_line
 
     (tmp_path / "explicit.txt").write_text(EXPLICIT)
     (tmp_path / "export.txt").write_text("datascience=0.17.0=pypi_0\npytorch=1.8.1=py3.8_cuda10.2_cudnn7.6.5_0\n")

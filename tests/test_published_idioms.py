@@ -590,7 +590,7 @@ def test_a_run_time_installer_that_fails_and_that_nothing_uses_is_run_as_pass_wh
     staged, items, course = _otter_imported(tmp_path, master)
     assert staged.failing == () and staged.problems == ()
     [note] = [n for n in items[0].notes if "Installer" in n]
-    assert note.startswith("lab.ipynb, cell 1: `tools.Installer()` raises CalledProcessError: ")
+    assert note.startswith("lab.ipynb, cell 2: `tools.Installer()` raises CalledProcessError: ")  # the master's cell 2
     assert note.endswith(
         "and nothing graded uses what that line makes: the course's tool runs on past the error; here that line is "
         "run as `pass` when grading (the cell's earlier lines run)"

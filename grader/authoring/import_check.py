@@ -19,8 +19,8 @@ from typing import Any
 import yaml
 
 from grader.authoring import importing
-from grader.authoring.environment import versions_ran
 from grader.authoring.importing import Imported
+from grader.authoring.requirements import versions_ran
 from grader.authoring.validate import validate
 from grader.course import config
 from grader.errors import SolutionError, UsageError

@@ -41,7 +41,6 @@ import nbformat
 
 from grader.authoring.assign import BEGIN, LOCKED_TAG
 from grader.authoring.environment import (
-    declared_requirements,
     kernel,
     missing_module,
     modules_rebound,
@@ -59,6 +58,7 @@ from grader.authoring.importing import (
     read_notebook,
 )
 from grader.authoring.nbgrader import autotest
+from grader.authoring.requirements import declared_requirements
 from grader.course import testcode
 from grader.course.model import Limits
 from grader.errors import UsageError

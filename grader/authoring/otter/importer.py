@@ -46,7 +46,6 @@ import yaml
 
 from grader.authoring.assign import BEGIN, LINE_MARK
 from grader.authoring.environment import (
-    declared_requirements,
     erring_cells,
     kernel,
     missing_in_run,
@@ -66,6 +65,7 @@ from grader.authoring.importing import (
 from grader.authoring.otter import exception as otter_exception
 from grader.authoring.otter import ok as otter_ok
 from grader.authoring.otter import v0
+from grader.authoring.requirements import declared_requirements
 from grader.course import testcode
 from grader.course.testcode import BUILTINS
 from grader.errors import UsageError

@@ -1,0 +1,105 @@
+"""The vocabulary of a test's rewrite (``grader.judge.testrewrite``): the library calls it knows
+by name (comparisons within tolerance, ``numpy.testing`` / ``pandas.testing`` asserts, file
+readers, the builtins that list a namespace), and the small builders and readers of syntax trees
+it is made of."""
+
+from __future__ import annotations
+
+import ast
+
+# Calls that compare two values within tolerance: ``assert np.allclose(yours, expected)``. The
+# grader keeps both sides, so a failure says how the student's value differs, in kind.
+CLOSE = frozenset({"allclose", "array_equal", "isclose", "array_equiv"})
+# The builtins a test calls for the names defined where it runs (``"x" in vars()``): the
+# notebook's names, as a set, taken in the student's process.
+NAMESPACES = frozenset({"vars", "globals", "locals", "dir"})
+# Library calls that read a file into data, by name (``pd.read_csv``, ``np.load``): with a path
+# written in the test, each is a site (``Site.reads_file``).
+READERS = frozenset(
+    {
+        "read_csv",
+        "read_table",
+        "read_excel",
+        "read_json",
+        "read_parquet",
+        "read_feather",
+        "read_fwf",
+        "read_pickle",
+        "load",
+        "loadtxt",
+        "genfromtxt",
+        "fromfile",
+    }
+)
+# numpy.testing's and pandas.testing's comparisons, called as statements (``np.testing.assert_allclose(yours, expected)``):
+# each is kept with its two sides, so that its failure (``TestComparisonFailed``) is told like an
+# ``np.allclose`` assert's.
+TESTING = frozenset(
+    {
+        "assert_allclose",
+        "assert_array_equal",
+        "assert_array_almost_equal",
+        "assert_almost_equal",
+        "assert_equal",
+        "assert_frame_equal",
+        "assert_series_equal",
+        "assert_index_equal",
+        "assert_extension_array_equal",
+    }
+)
+
+
+def no_args() -> ast.arguments:
+    return ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+
+
+def thunk(body: ast.expr) -> ast.Lambda:
+    return ast.Lambda(args=no_args(), body=body)
+
+
+def call(name: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=list(args), keywords=[])
+
+
+def root(node: ast.expr) -> ast.expr:
+    while True:
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        else:
+            return node
+
+
+def literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def open_for_reading(node: ast.Call) -> str | None:
+    """The mode of ``open("path")`` / ``open("path", "r")`` / ``open("path", mode="rb")`` called with
+    a constant path to read a whole file; None for any other call (writing, a computed path, other
+    arguments)."""
+    if not (isinstance(node.func, ast.Name) and node.func.id == "open"):
+        return None
+    if not node.args or not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return None
+    modes = [*node.args[1:], *(k.value for k in node.keywords if k.arg == "mode")]
+    if len(node.args) > 2 or any(k.arg not in ("mode", "encoding") for k in node.keywords) or len(modes) > 1:
+        return None
+    given = modes[0] if modes else ast.Constant("r")
+    if not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
+        return None
+    mode = given.value
+    return mode if set(mode) <= {"r", "b", "t"} and "r" in mode else None
+
+
+def reads(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def targets(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
