@@ -264,32 +264,86 @@ def _one_attempt(executor: Spawner, job: Job, deadline: float, turn: sandbox.Tur
     return out
 
 
+# The run's waits for a CPU are read this far into a cell's or a check's window (or a quarter of
+# its limit, if less): a window that ends sooner costs nothing, and its first moments go uncredited.
+PROBE = 1.0
+
+
+@dataclass
+class _Window:
+    """The time limit of one cell, or of one check evaluated between cells: ``cell_timeout``
+    seconds of the run's own time, which is wall-clock time less what the run's processes waited,
+    runnable, for a CPU that other work held (``sandbox.cpu_waits``, the kernel's count, read from
+    outside). On an idle machine that is the wall clock; on a loaded one a correct answer is not
+    stopped for the machine's load, while a loop, a sleep or a blocked read is stopped at the
+    limit as before. The notebook's limit stays wall-clock time, and bounds every window."""
+
+    pid: int | None  # the run's process tree, whose waits are read (None: none to read)
+    end: float
+    probe: float
+    base: dict[int, int] | None = None  # each thread's wait at the probe
+    granted: float = 0.0  # seconds the end has moved
+
+    @classmethod
+    def open(cls, pid: int | None, limit: float) -> _Window:
+        now = time.monotonic()
+        return cls(pid, now + limit, now + min(PROBE, limit / 4))
+
+    def stop(self) -> float:
+        """When to look again: the probe, then the end."""
+        return self.probe if self.pid is not None and self.base is None and self.probe < self.end else self.end
+
+    def over(self) -> bool:
+        """At ``stop()``: whether the limit is used up; else the waits were read and the end moved by
+        the time the run waited for a CPU since the probe."""
+        if self.pid is None:
+            return True
+        waits = sandbox.cpu_waits(self.pid)
+        if self.base is None:
+            self.base = waits
+            return time.monotonic() >= self.end
+        waited = max((w - self.base.get(tid, 0) for tid, w in waits.items()), default=0) / 1e9
+        extra = waited - self.granted
+        if extra < 0.01:
+            return True
+        self.granted += extra
+        self.end += extra
+        return False
+
+
 def _follow(frames: FrameReader, handle: Any, job: Job, deadline: float, out: _Attempt, workdir: str) -> None:
     """Read the process's frames into ``out`` until the run ends: its last frame, a deadline (the
-    notebook's, or the running cell's), its channel closing, or the channel carrying something
-    malformed. Sets ``out.ending``."""
+    notebook's, or the running cell's or check's, ``_Window``), its channel closing, or the channel
+    carrying something malformed. Sets ``out.ending``."""
+    pid = getattr(handle, "pid", None)
+    pid = pid if isinstance(pid, int) else None
     running: int | None = None  # the cell the process is in, if any
-    cell_deadline = deadline
-    try:
-        while (msg := frames.next(min(deadline, cell_deadline))) is not None:
-            running, cell_deadline = _handle(msg, job, out, running, cell_deadline)
-            if msg.get("ev") == "done":
-                out.ending = _Ending.DONE
-                return
-    except TimeoutError:
-        _timed_out(out, job, running, cell=cell_deadline <= deadline)
-        return
-    except ProtocolError as exc:
-        _channel_broken(out, job, running, exc)
-        return
+    window = _Window(None, deadline, deadline)  # until the first cell: the notebook's limit only
+    while True:
+        try:
+            msg = frames.next(min(deadline, window.stop()))
+        except TimeoutError:
+            if time.monotonic() < deadline and not window.over():
+                continue
+            _timed_out(out, job, running, cell=window.end <= deadline)
+            return
+        except ProtocolError as exc:
+            _channel_broken(out, job, running, exc)
+            return
+        if msg is None:
+            break
+        running, opens = _handle(msg, job, out, running)
+        if msg.get("ev") == "done":
+            out.ending = _Ending.DONE
+            return
+        if opens:
+            window = _Window.open(pid, job.limits.cell_timeout)
     limits = job.limits
     _channel_closed(
         out,
         job,
         running,
-        sandbox.limit_reached(
-            getattr(handle, "pid", None), workdir, limits.memory_mb, limits.disk_mb, limits.processes
-        ),
+        sandbox.limit_reached(pid, workdir, limits.memory_mb, limits.disk_mb, limits.processes),
     )
 
 
@@ -354,11 +408,11 @@ def _channel_broken(out: _Attempt, job: Job, running: int | None, exc: ProtocolE
         out.ending, out.bad_pos, out.reason = _Ending.CRASHED, running, out.cells[running].evalue
 
 
-def _handle(
-    msg: dict[str, Any], job: Job, out: _Attempt, running: int | None, cell_deadline: float
-) -> tuple[int | None, float]:
+def _handle(msg: dict[str, Any], job: Job, out: _Attempt, running: int | None) -> tuple[int | None, bool]:
+    """The message read into ``out``: the cell now running, and whether a new time window opens
+    (a cell starts or ends, or a check between cells was evaluated: each check has the limit)."""
     try:
-        return _handle_one(msg, job, out, running, cell_deadline)
+        return _handle_one(msg, job, out, running)
     except ProtocolError:
         raise
     except Exception as exc:  # noqa: BLE001 - whatever a forged message trips over, it is the sender's fault
@@ -392,16 +446,14 @@ def _captured_without_value(msg: dict[str, Any], tb: list[Any]) -> Captured:
     )
 
 
-def _handle_one(
-    msg: dict[str, Any], job: Job, out: _Attempt, running: int | None, cell_deadline: float
-) -> tuple[int | None, float]:
+def _handle_one(msg: dict[str, Any], job: Job, out: _Attempt, running: int | None) -> tuple[int | None, bool]:
     ev = msg.get("ev")
     if ev == "cell":
         pos = msg.get("pos")
         if type(pos) is not int or not 0 <= pos < len(job.cells):
             raise ProtocolError("the student process reported a cell that does not exist")
         if msg.get("phase") == "start":
-            return pos, time.monotonic() + job.limits.cell_timeout
+            return pos, True
         status = msg.get("status")
         if status not in (CellStatus.OK, CellStatus.ERROR, CellStatus.SKIPPED):
             raise ProtocolError("the student process reported an unknown cell status")
@@ -430,7 +482,7 @@ def _handle_one(
             output_bytes=total,
             output_truncated=total > job.limits.output_kb * 1024,
         )
-        return None, time.monotonic() + job.limits.cell_timeout
+        return None, True
     if ev == "capture":
         cid = msg.get("id")
         if not isinstance(cid, str) or cid not in {c.id for c in job.captures}:
@@ -442,7 +494,7 @@ def _handle_one(
             out.captures[cid] = Captured(value=capture.decode(msg["value"]))
         else:
             out.captures[cid] = _captured_without_value(msg, tb)
-        return running, cell_deadline
+        return running, running is None
     if ev == "start":
         if out.sandbox is not None:
             raise ProtocolError("the student process sent a second start message")
@@ -450,9 +502,9 @@ def _handle_one(
         if not isinstance(names, list) or not all(n in sandbox.FEATURES for n in names):
             raise ProtocolError("the student process reported an unknown sandbox")
         out.sandbox = tuple(names)
-        return running, cell_deadline
+        return running, False
     if ev == "fatal":
         raise ProtocolError(f"the sandbox could not be set up: {str(msg.get('reason', ''))[:300]}")
     if ev == "done":
-        return None, float("inf")
+        return None, False
     raise ProtocolError("the student process sent a message of unknown kind")

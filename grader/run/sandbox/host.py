@@ -307,6 +307,26 @@ def _descendants(pid: int) -> set[int]:
     return out
 
 
+def cpu_waits(pid: int) -> dict[int, int]:
+    """How long each thread of the process tree at ``pid`` (itself included) has waited, runnable,
+    for a CPU that other work held, in nanoseconds, by thread id: the kernel's count
+    (``/proc/PID/task/TID/schedstat``, its second field), which nothing in the tree can change.
+    Empty where the kernel keeps no such count."""
+    out: dict[int, int] = {}
+    for p in {pid} | _descendants(pid):
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{p}/task/{tid}/schedstat", "rb") as f:
+                    out[int(tid)] = int(f.read().split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
 def tasks_in_tree(pid: int) -> int:
     """The processes and threads below ``pid`` (what ``RLIMIT_NPROC`` would count, for uid 0, which it
     does not limit)."""
