@@ -322,6 +322,9 @@ def _follow(frames: FrameReader, handle: Any, job: Job, deadline: float, out: _A
     while True:
         try:
             msg = frames.next(min(deadline, window.stop()))
+            if msg is None:
+                break
+            running, opens = _handle(msg, job, out, running)
         except TimeoutError:
             if time.monotonic() < deadline and not window.over():
                 continue
@@ -330,9 +333,6 @@ def _follow(frames: FrameReader, handle: Any, job: Job, deadline: float, out: _A
         except ProtocolError as exc:
             _channel_broken(out, job, running, exc)
             return
-        if msg is None:
-            break
-        running, opens = _handle(msg, job, out, running)
         if msg.get("ev") == "done":
             out.ending = _Ending.DONE
             return
