@@ -281,7 +281,8 @@ class _Window:
     pid: int | None  # the run's process tree, whose waits are read (None: none to read)
     end: float
     probe: float
-    base: dict[int, int] | None = None  # each thread's wait at the probe
+    base: dict[int, tuple[int, int]] | None = None  # each thread's time run and waited at the probe
+    based: float = 0.0  # when
     granted: float = 0.0  # seconds the end has moved
 
     @classmethod
@@ -298,11 +299,16 @@ class _Window:
         the time the run waited for a CPU since the probe."""
         if self.pid is None:
             return True
-        waits = sandbox.cpu_waits(self.pid)
+        waits, now = sandbox.cpu_waits(self.pid), time.monotonic()
         if self.base is None:
-            self.base = waits
-            return time.monotonic() >= self.end
-        waited = max((w - self.base.get(tid, 0) for tid, w in waits.items()), default=0) / 1e9
+            self.base, self.based = waits, now
+            return now >= self.end
+        # The kernel counts a wait from a clock it updates at its ticks, so a thread's count can run
+        # ahead by a tick: a thread is credited no more than the time it was off its CPU.
+        waited = 0.0
+        for tid, (ran, wait) in waits.items():
+            ran0, wait0 = self.base.get(tid, (0, 0))
+            waited = max(waited, min((wait - wait0) / 1e9, now - self.based - (ran - ran0) / 1e9))
         extra = waited - self.granted
         if extra < 0.01:
             return True

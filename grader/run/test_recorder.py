@@ -134,24 +134,34 @@ def _reads_clock(thunk: Any) -> bool:
     return any(found is clock for clock in _CLOCKS)
 
 
-def _waited() -> int:
-    """Nanoseconds this thread has waited, runnable, for a CPU other work held (0 where the kernel
-    does not say)."""
+def _waited() -> float:
+    """Seconds this thread has waited, runnable, for a CPU other work held (0 where the kernel does
+    not say)."""
     try:
         with open("/proc/thread-self/schedstat", "rb") as f:
-            return int(f.read().split()[1])
+            return int(f.read().split()[1]) / 1e9
     except (OSError, ValueError, IndexError):
-        return 0
+        return 0.0
 
 
-def _own_time(reading: Any) -> Any:
-    """A clock's reading less the time this thread has waited for a CPU: the differences of such
-    readings are the time the code took as on an idle machine."""
-    if type(reading) is float:
-        return reading - _waited() / 1e9
-    if type(reading) is int:  # the ``_ns`` clocks
-        return reading - _waited()
-    return reading
+class OwnClock:
+    """What a test's clock reads here: the clock's reading less the time this thread has waited
+    for a CPU since the test began. The kernel counts a wait from a clock it updates at its ticks,
+    so its count can run a tick ahead: between two readings the time taken out is at most the time
+    the thread was off its CPU (its CPU time, ``time.thread_time``, always counts), so readings
+    never go back, and a function that only waits (on a thread of its own) takes its whole time."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu, self.wait = time.perf_counter(), time.thread_time(), _waited()
+        self.taken = 0.0  # seconds taken out of the readings so far
+
+    def __call__(self, reading: Any) -> Any:
+        if type(reading) not in (float, int):
+            return reading
+        wall, cpu, wait = time.perf_counter(), time.thread_time(), _waited()
+        self.taken += max(0.0, min(wait - self.wait, (wall - self.wall) - (cpu - self.cpu)))
+        self.wall, self.cpu, self.wait = wall, cpu, wait
+        return reading - self.taken if type(reading) is float else reading - int(self.taken * 1e9)
 
 
 class Recorder:
@@ -166,6 +176,7 @@ class Recorder:
         # grader holds them only as handles, so a site of its own that reads one needs its record.
         self.handles: dict[int, Any] = {}
         self.opaque = 0  # how many handle and exception records were made
+        self.own_time = OwnClock()  # what the test's clock readings are here
 
     def key(self, index: int) -> str:
         parent, counts = self.stack[-1]
@@ -251,7 +262,7 @@ class Recorder:
         opaque = self.opaque
         value = self.call(key, thunk)
         if _reads_clock(thunk):
-            value = _own_time(value)
+            value = self.own_time(value)
         if index in self.local and self.opaque == opaque and not self.reaches_handle(thunk):
             self.add("l", key)  # the grader computes it on its own copies: nothing to send
         else:
