@@ -20,7 +20,7 @@ from grader.course import config
 from grader.judge import verdicts
 from grader.judge.grading import Grader
 from grader.judge.testrewrite import program
-from grader.run import execute, sandbox, test_recorder
+from grader.run import sandbox, test_recorder, window
 
 GIVEN = (
     "import time\nimport numpy as np\nimport pandas as pd\n"
@@ -142,13 +142,13 @@ def test_a_checks_time_limit_leaves_out_the_time_its_run_waited_for_a_cpu_other_
     student, other = _pinned_busy(3.0), _pinned_busy(3.0)  # two spinning on one CPU: each waits half the time
     try:
         started = time.monotonic()
-        window = execute._Window.open(student, 0.3)
+        limit = window.Window.open(student, 0.3)
         while True:
-            time.sleep(max(0.0, window.stop() - time.monotonic()))
-            if window.over():
+            time.sleep(max(0.0, limit.stop() - time.monotonic()))
+            if limit.over():
                 break
         loaded = time.monotonic() - started
-        assert window.granted > 0.1 and 0.4 < loaded < 4.5  # the spinning child lives 3 s
+        assert limit.granted > 0.1 and 0.4 < loaded < 4.5  # the spinning child lives 3 s
         assert sandbox.cpu_waits(student)  # the kernel's count of the run's waits, read from outside
     finally:
         for pid in (student, other):
@@ -160,10 +160,10 @@ def test_a_checks_time_limit_leaves_out_the_time_its_run_waited_for_a_cpu_other_
         os._exit(0)
     try:
         started = time.monotonic()
-        window = execute._Window.open(sleeper, 0.3)
-        while not (time.sleep(max(0.0, window.stop() - time.monotonic())) or window.over()):
+        limit = window.Window.open(sleeper, 0.3)
+        while not (time.sleep(max(0.0, limit.stop() - time.monotonic())) or limit.over()):
             pass
-        assert window.granted < 0.05 and time.monotonic() - started < 1.5
+        assert limit.granted < 0.05 and time.monotonic() - started < 1.5
     finally:
         os.kill(sleeper, 9)
         os.waitpid(sleeper, 0)

@@ -39,6 +39,7 @@ from grader.files import printable
 from grader.run import sandbox
 from grader.run.frames import FrameReader
 from grader.run.job import Captured, CellRun, DiskFull, Job, JobWire, RunError, RunResult
+from grader.run.window import Window
 from grader.vocab import CellStatus, RunStatus, SkipReason, Uncapturable
 
 MAX_ATTEMPTS = 4  # a first run plus re-runs that skip cells which hung or crashed
@@ -264,67 +265,14 @@ def _one_attempt(executor: Spawner, job: Job, deadline: float, turn: sandbox.Tur
     return out
 
 
-# The run's waits for a CPU are read this far into a cell's or a check's window (or a quarter of
-# its limit, if less): a window that ends sooner costs nothing, and its first moments go uncredited.
-PROBE = 1.0
-
-
-@dataclass
-class _Window:
-    """The time limit of one cell, or of one check evaluated between cells: ``cell_timeout``
-    seconds of the run's own time, which is wall-clock time less what the run's processes waited,
-    runnable, for a CPU that other work held (``sandbox.cpu_waits``, the kernel's count, read from
-    outside). On an idle machine that is the wall clock; on a loaded one a correct answer is not
-    stopped for the machine's load, while a loop, a sleep or a blocked read is stopped at the
-    limit as before. The notebook's limit stays wall-clock time, and bounds every window."""
-
-    pid: int | None  # the run's process tree, whose waits are read (None: none to read)
-    end: float
-    probe: float
-    base: dict[int, tuple[int, int]] | None = None  # each thread's time run and waited at the probe
-    based: float = 0.0  # when
-    granted: float = 0.0  # seconds the end has moved
-
-    @classmethod
-    def open(cls, pid: int | None, limit: float) -> _Window:
-        now = time.monotonic()
-        return cls(pid, now + limit, now + min(PROBE, limit / 4))
-
-    def stop(self) -> float:
-        """When to look again: the probe, then the end."""
-        return self.probe if self.pid is not None and self.base is None and self.probe < self.end else self.end
-
-    def over(self) -> bool:
-        """At ``stop()``: whether the limit is used up; else the waits were read and the end moved by
-        the time the run waited for a CPU since the probe."""
-        if self.pid is None:
-            return True
-        waits, now = sandbox.cpu_waits(self.pid), time.monotonic()
-        if self.base is None:
-            self.base, self.based = waits, now
-            return now >= self.end
-        # The kernel counts a wait from a clock it updates at its ticks, so a thread's count can run
-        # ahead by a tick: a thread is credited no more than the time it was off its CPU.
-        waited = 0.0
-        for tid, (ran, wait) in waits.items():
-            ran0, wait0 = self.base.get(tid, (0, 0))
-            waited = max(waited, min((wait - wait0) / 1e9, now - self.based - (ran - ran0) / 1e9))
-        extra = waited - self.granted
-        if extra < 0.01:
-            return True
-        self.granted += extra
-        self.end += extra
-        return False
-
-
 def _follow(frames: FrameReader, handle: Any, job: Job, deadline: float, out: _Attempt, workdir: str) -> None:
     """Read the process's frames into ``out`` until the run ends: its last frame, a deadline (the
-    notebook's, or the running cell's or check's, ``_Window``), its channel closing, or the channel
+    notebook's, or the running cell's or check's, ``Window``), its channel closing, or the channel
     carrying something malformed. Sets ``out.ending``."""
     pid = getattr(handle, "pid", None)
     pid = pid if isinstance(pid, int) else None
     running: int | None = None  # the cell the process is in, if any
-    window = _Window(None, deadline, deadline)  # until the first cell: the notebook's limit only
+    window = Window(None, deadline, deadline)  # until the first cell: the notebook's limit only
     while True:
         try:
             msg = frames.next(min(deadline, window.stop()))
@@ -343,7 +291,7 @@ def _follow(frames: FrameReader, handle: Any, job: Job, deadline: float, out: _A
             out.ending = _Ending.DONE
             return
         if opens:
-            window = _Window.open(pid, job.limits.cell_timeout)
+            window = Window.open(pid, job.limits.cell_timeout)
     limits = job.limits
     _channel_closed(
         out,
