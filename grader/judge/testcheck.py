@@ -71,21 +71,27 @@ _CONTROL = (TestStopped, TestSiteError, TestDidNotRaise)  # the grader's own way
 
 
 def captures(check: Check, point: int | None) -> list[CaptureSpec]:
-    """The job's capture for one ``test`` check: the student's copy of the test, run at ``point``."""
+    """The job's capture for one ``test`` check: the student's copy of the test, run at ``point``,
+    and the sites the grader computes itself where it holds their inputs as data."""
+    prog = program(check.target, check.notebook_names)
     return [
         CaptureSpec(
             id=check.id,
             kind=CaptureKind.TEST,
-            target=program(check.target, check.notebook_names).record_source,
+            target=prog.record_source,
             point=point,
             seed=check.seed,
+            # a file the test reads is read here where the assignment has it, else the record's
+            local=tuple(site.index for site in prog.sites if site.local and not site.reads_file),
         )
     ]
 
 
 @dataclass(frozen=True)
 class Record:
-    kind: str  # v (plain data), h (a handle), e (an exception), end (an iteration ended)
+    # v (plain data), h (a handle), e (an exception), end (an iteration ended), l (a site the grader
+    # computes itself, on values it holds as data: the student's process sent nothing of it)
+    kind: str
     value: Value | None = None  # plain data; a handle's class
     detail: str = ""  # a handle: what it is; an exception: its message
     ename: str = ""
@@ -121,8 +127,8 @@ class Records:
                 out[key] = Record("h", value=parts[3], detail=texts[0])  # the handle's class
             elif kind == "e" and len(texts) == 3:
                 out[key] = Record("e", ename=texts[0], base=texts[1], detail=texts[2])
-            elif kind == "end":
-                out[key] = Record("end")
+            elif kind in ("end", "l"):
+                out[key] = Record(kind)
             elif kind == "stop" and len(texts) == 2:
                 ended = texts[0]
             elif kind == "stderr" and len(texts) == 1:

@@ -39,6 +39,7 @@ from grader.files import printable
 from grader.run import sandbox
 from grader.run.frames import FrameReader
 from grader.run.job import Captured, CellRun, DiskFull, Job, JobWire, RunError, RunResult
+from grader.run.window import Window
 from grader.vocab import CellStatus, RunStatus, SkipReason, Uncapturable
 
 MAX_ATTEMPTS = 4  # a first run plus re-runs that skip cells which hung or crashed
@@ -266,30 +267,37 @@ def _one_attempt(executor: Spawner, job: Job, deadline: float, turn: sandbox.Tur
 
 def _follow(frames: FrameReader, handle: Any, job: Job, deadline: float, out: _Attempt, workdir: str) -> None:
     """Read the process's frames into ``out`` until the run ends: its last frame, a deadline (the
-    notebook's, or the running cell's), its channel closing, or the channel carrying something
-    malformed. Sets ``out.ending``."""
+    notebook's, or the running cell's or check's, ``Window``), its channel closing, or the channel
+    carrying something malformed. Sets ``out.ending``."""
+    pid = getattr(handle, "pid", None)
+    pid = pid if isinstance(pid, int) else None
     running: int | None = None  # the cell the process is in, if any
-    cell_deadline = deadline
-    try:
-        while (msg := frames.next(min(deadline, cell_deadline))) is not None:
-            running, cell_deadline = _handle(msg, job, out, running, cell_deadline)
-            if msg.get("ev") == "done":
-                out.ending = _Ending.DONE
-                return
-    except TimeoutError:
-        _timed_out(out, job, running, cell=cell_deadline <= deadline)
-        return
-    except ProtocolError as exc:
-        _channel_broken(out, job, running, exc)
-        return
+    window = Window(None, deadline, deadline)  # until the first cell: the notebook's limit only
+    while True:
+        try:
+            msg = frames.next(min(deadline, window.stop()))
+            if msg is None:
+                break
+            running, opens = _handle(msg, job, out, running)
+        except TimeoutError:
+            if time.monotonic() < deadline and not window.over():
+                continue
+            _timed_out(out, job, running, cell=window.end <= deadline)
+            return
+        except ProtocolError as exc:
+            _channel_broken(out, job, running, exc)
+            return
+        if msg.get("ev") == "done":
+            out.ending = _Ending.DONE
+            return
+        if opens:
+            window = Window.open(pid, job.limits.cell_timeout)
     limits = job.limits
     _channel_closed(
         out,
         job,
         running,
-        sandbox.limit_reached(
-            getattr(handle, "pid", None), workdir, limits.memory_mb, limits.disk_mb, limits.processes
-        ),
+        sandbox.limit_reached(pid, workdir, limits.memory_mb, limits.disk_mb, limits.processes),
     )
 
 
@@ -354,11 +362,11 @@ def _channel_broken(out: _Attempt, job: Job, running: int | None, exc: ProtocolE
         out.ending, out.bad_pos, out.reason = _Ending.CRASHED, running, out.cells[running].evalue
 
 
-def _handle(
-    msg: dict[str, Any], job: Job, out: _Attempt, running: int | None, cell_deadline: float
-) -> tuple[int | None, float]:
+def _handle(msg: dict[str, Any], job: Job, out: _Attempt, running: int | None) -> tuple[int | None, bool]:
+    """The message read into ``out``: the cell now running, and whether a new time window opens
+    (a cell starts or ends, or a check between cells was evaluated: each check has the limit)."""
     try:
-        return _handle_one(msg, job, out, running, cell_deadline)
+        return _handle_one(msg, job, out, running)
     except ProtocolError:
         raise
     except Exception as exc:  # noqa: BLE001 - whatever a forged message trips over, it is the sender's fault
@@ -392,16 +400,14 @@ def _captured_without_value(msg: dict[str, Any], tb: list[Any]) -> Captured:
     )
 
 
-def _handle_one(
-    msg: dict[str, Any], job: Job, out: _Attempt, running: int | None, cell_deadline: float
-) -> tuple[int | None, float]:
+def _handle_one(msg: dict[str, Any], job: Job, out: _Attempt, running: int | None) -> tuple[int | None, bool]:
     ev = msg.get("ev")
     if ev == "cell":
         pos = msg.get("pos")
         if type(pos) is not int or not 0 <= pos < len(job.cells):
             raise ProtocolError("the student process reported a cell that does not exist")
         if msg.get("phase") == "start":
-            return pos, time.monotonic() + job.limits.cell_timeout
+            return pos, True
         status = msg.get("status")
         if status not in (CellStatus.OK, CellStatus.ERROR, CellStatus.SKIPPED):
             raise ProtocolError("the student process reported an unknown cell status")
@@ -430,7 +436,7 @@ def _handle_one(
             output_bytes=total,
             output_truncated=total > job.limits.output_kb * 1024,
         )
-        return None, time.monotonic() + job.limits.cell_timeout
+        return None, True
     if ev == "capture":
         cid = msg.get("id")
         if not isinstance(cid, str) or cid not in {c.id for c in job.captures}:
@@ -442,7 +448,7 @@ def _handle_one(
             out.captures[cid] = Captured(value=capture.decode(msg["value"]))
         else:
             out.captures[cid] = _captured_without_value(msg, tb)
-        return running, cell_deadline
+        return running, running is None
     if ev == "start":
         if out.sandbox is not None:
             raise ProtocolError("the student process sent a second start message")
@@ -450,9 +456,9 @@ def _handle_one(
         if not isinstance(names, list) or not all(n in sandbox.FEATURES for n in names):
             raise ProtocolError("the student process reported an unknown sandbox")
         out.sandbox = tuple(names)
-        return running, cell_deadline
+        return running, False
     if ev == "fatal":
         raise ProtocolError(f"the sandbox could not be set up: {str(msg.get('reason', ''))[:300]}")
     if ev == "done":
-        return None, float("inf")
+        return None, False
     raise ProtocolError("the student process sent a message of unknown kind")

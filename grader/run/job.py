@@ -39,6 +39,9 @@ class CaptureSpec:
     target: str
     point: int | None  # capture before the cell at this position; None = at the end
     seed: int | None = None
+    # A ``test`` capture: its sites the grader computes itself where it holds their inputs as data
+    # (``testrewrite.Site.local``); the student's process records those only where it may not.
+    local: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,10 @@ class Job:
 
 
 def capture_wire(c: CaptureSpec) -> CaptureWire:
-    return {"id": c.id, "kind": str(c.kind), "target": c.target, "point": c.point, "seed": c.seed}
+    wire: CaptureWire = {"id": c.id, "kind": str(c.kind), "target": c.target, "point": c.point, "seed": c.seed}
+    if c.local:
+        wire["local"] = list(c.local)
+    return wire
 
 
 def limits_wire(limits: Limits) -> LimitsWire:
@@ -151,6 +157,7 @@ class CaptureWire(TypedDict):
     target: str
     point: int | None
     seed: int | None
+    local: NotRequired[list[int]]  # a test's sites the grader computes itself (``CaptureSpec.local``)
 
 
 class CellSeedWire(TypedDict):

@@ -9,6 +9,17 @@ occurrence, and the site it ran inside): as plain data, as an opaque handle (wha
 those records. Nothing recorded here decides a verdict: a record says only what the student's
 code returned, which the student's code decides anyway.
 
+A site the grader computes itself (``local``: a chain on a value the test got, a builtin called on
+one) is recorded only where the grader may need the record: where computing it reaches a value the
+grader holds only as a handle. Elsewhere its record says only that (``l``): a test's own reference
+function run on frames of millions of rows is computed in the grader, never encoded here.
+
+A test that times the student's code reads a clock (``time.perf_counter()`` at a site, the notebook's
+``time``): its readings here leave out the time this thread waited, runnable, for a CPU that other
+work held (the kernel's count, ``/proc/thread-self/schedstat``), so ``elapsed < 0.1`` or ``actual /
+expected < 1.5`` measures the code as on an idle machine, as the course means it, whatever else
+the grading machine runs.
+
 Around each call into the student's code the random generators of ``random``, NumPy and torch are
 put back as they were, so the test's own random inputs are the same here as in the grader (where
 the student's code does not run). The student's calls draw from a stream of their own: from the
@@ -23,7 +34,10 @@ Like ``grader.run.worker``, it imports nothing of the grader's side.
 from __future__ import annotations
 
 import builtins
+import functools
 import sys
+import time
+import types
 from typing import Any
 
 from grader import capture, nose_tools
@@ -33,6 +47,8 @@ from grader.names import CHECK_FILE, TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, 
 from grader.seeding import seed_everything
 
 MAX_RECORDS = 50_000
+# How many values ``Recorder.reaches_handle`` looks at before it takes the site to need its record.
+MAX_WALK = 10_000
 
 
 def _str(kind: str) -> dict[str, Any]:
@@ -90,6 +106,83 @@ def _put_back(state: tuple[Any, ...]) -> None:
         torch.random.set_rng_state(state[2])
 
 
+@functools.cache
+def _names(code: types.CodeType) -> frozenset[str]:
+    """The global names a function's code (and the code nested in it) may read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return frozenset(n for n in names if not n.startswith("__grader"))
+
+
+def _free_values(fn: types.FunctionType) -> list[Any]:
+    """What a function of the test's can read besides its arguments: its closure, its defaults and
+    the globals its code names."""
+    out: list[Any] = []
+    for cell in fn.__closure__ or ():
+        try:
+            out.append(cell.cell_contents)
+        except ValueError:  # a cell not yet bound
+            pass
+    out.extend(fn.__defaults__ or ())
+    out.extend((fn.__kwdefaults__ or {}).values())
+    found = fn.__globals__
+    out.extend(found[n] for n in _names(fn.__code__) if n in found)
+    return out
+
+
+# The clocks a test times code with, as the library defines them (``timeit.default_timer`` is
+# ``time.perf_counter``).
+_CLOCKS = frozenset(
+    {time.perf_counter, time.perf_counter_ns, time.monotonic, time.monotonic_ns, time.time, time.time_ns}
+)
+
+
+def _reads_clock(thunk: Any) -> bool:
+    """Whether a site is a clock's reading: ``time.perf_counter()``, ``perf_counter()`` imported from
+    ``time``, ``timeit.default_timer()``; told by the function it names, the library's own."""
+    code = getattr(thunk, "__code__", None)
+    if code is None or not 1 <= len(code.co_names) <= 2 or thunk.__closure__:
+        return False
+    found: Any = thunk.__globals__.get(code.co_names[0])
+    if len(code.co_names) == 2:
+        if not isinstance(found, types.ModuleType):
+            return False
+        found = getattr(found, code.co_names[1], None)
+    return any(found is clock for clock in _CLOCKS)
+
+
+def _waited() -> float:
+    """Seconds this thread has waited, runnable, for a CPU other work held (0 where the kernel does
+    not say)."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+class OwnClock:
+    """What a test's clock reads here: the clock's reading less the time this thread has waited
+    for a CPU since the test began. The kernel counts a wait from a clock it updates at its ticks,
+    so its count can run a tick ahead: between two readings the time taken out is at most the time
+    the thread was off its CPU (its CPU time, ``time.thread_time``, always counts), so readings
+    never go back, and a function that only waits (on a thread of its own) takes its whole time."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu, self.wait = time.perf_counter(), time.thread_time(), _waited()
+        self.taken = 0.0  # seconds taken out of the readings so far
+
+    def __call__(self, reading: Any) -> Any:
+        if type(reading) not in (float, int):
+            return reading
+        wall, cpu, wait = time.perf_counter(), time.thread_time(), _waited()
+        self.taken += max(0.0, min(wait - self.wait, (wall - self.wall) - (cpu - self.cpu)))
+        self.wall, self.cpu, self.wait = wall, cpu, wait
+        return reading - self.taken if type(reading) is float else reading - int(self.taken * 1e9)
+
+
 def _class_of(value: Any) -> list[dict[str, Any]]:
     """A handle's class, as ``type`` says it (``grader.capture.classes``): the grader answers
     ``type(handle)``, ``isinstance`` and ``issubclass`` from it."""
@@ -102,10 +195,16 @@ def _class_of(value: Any) -> list[dict[str, Any]]:
 class Recorder:
     """The records of one run of one test: ``key -> (kind, payload)`` in the order they happened."""
 
-    def __init__(self, budget: list[int]):
+    def __init__(self, budget: list[int], local: frozenset[int] = frozenset()):
         self.budget = budget
+        self.local = local  # the sites the grader computes itself where it holds their inputs as data
         self.records: list[dict[str, Any]] = []
         self.stack: list[tuple[str, dict[int, int]]] = [("", {})]
+        # The values recorded as handles (or as exceptions), by id, held so no id is reused: the
+        # grader holds them only as handles, so a site of its own that reads one needs its record.
+        self.handles: dict[int, Any] = {}
+        self.opaque = 0  # how many handle and exception records were made
+        self.own_time = OwnClock()  # what the test's clock readings are here
         # The student's stream: where their last call left the generators, and the test's state
         # that was put back after it (the student's next call goes on from there if the test's
         # generators are still in that state).
@@ -147,10 +246,46 @@ class Recorder:
             self.add("h", key, _str(str(exc)), *_class_of(value))
         except RecursionError:
             self.add("h", key, _str("is nested too deeply to compare"), *_class_of(value))
+        self.handles[id(value)] = value
+        self.opaque += 1
         return False
 
     def error(self, key: str, exc: BaseException) -> None:
+        self.opaque += 1
         self.add("e", key, _str(type(exc).__name__[:100]), _str(_builtin_base(exc)), _str(_safe_str(exc)))
+
+    def reaches_handle(self, thunk: types.FunctionType) -> bool:
+        """Whether a site's thunk reads a value the grader holds only as a handle: one recorded as
+        a handle, or a list, tuple, set or dict, a function of the test's or an object of a class
+        the notebook or the test defines that holds one, as far as a walk of ``MAX_WALK`` values
+        sees (past it, it may)."""
+        if not self.handles:
+            return False
+        main = thunk.__globals__.get("__name__")
+        todo, seen = _free_values(thunk), set()
+        while todo:
+            value = todo.pop()
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            if id(value) in self.handles or len(seen) > MAX_WALK:
+                return True
+            kind = type(value)
+            if kind in (list, tuple, set, frozenset):
+                todo.extend(value)
+            elif kind is dict:
+                todo.extend(value)
+                todo.extend(value.values())
+            elif kind is types.FunctionType and value.__code__.co_filename == CHECK_FILE:
+                todo.extend(_free_values(value))
+            elif kind is types.MethodType:
+                todo.extend((value.__self__, value.__func__))
+            elif getattr(kind, "__module__", None) == main and not isinstance(value, type):
+                try:
+                    todo.extend(object.__getattribute__(value, "__dict__").values())
+                except (AttributeError, TypeError):
+                    pass
+        return False
 
     def call(self, key: str, thunk: Any) -> Any:
         """Run a thunk within ``key``: the sites inside it are recorded under it."""
@@ -170,8 +305,14 @@ class Recorder:
 
     def site(self, index: int, thunk: Any) -> Any:
         key = self.key(index)
+        opaque = self.opaque
         value = self.call(key, thunk)
-        self.keep(key, value)
+        if _reads_clock(thunk):
+            value = self.own_time(value)
+        if index in self.local and self.opaque == opaque and not self.reaches_handle(thunk):
+            self.add("l", key)  # the grader computes it on its own copies: nothing to send
+        else:
+            self.keep(key, value)
         return value
 
     def iterate(self, index: int, thunk: Any) -> Any:
@@ -241,12 +382,15 @@ def _not_described(value: Any) -> str:
     return "a value"
 
 
-def record_test(source: str, ns: dict[str, Any], seed: int, budget: list[int]) -> dict[str, Any]:
+def record_test(
+    source: str, ns: dict[str, Any], seed: int, budget: list[int], local: frozenset[int] = frozenset()
+) -> dict[str, Any]:
     """Run the rewritten test in the notebook's namespace (as a test cell runs there), then put the
     namespace and the random generators back as they were (a test taken in the middle of the
-    notebook changes nothing the later cells see); the records, encoded, end with how the run ended."""
+    notebook changes nothing the later cells see); the records, encoded, end with how the run ended.
+    ``local``: the sites the grader computes itself where it holds their inputs as data."""
     nose_tools.install(_not_described)
-    recorder = Recorder(budget)
+    recorder = Recorder(budget, local)
     saved = dict(ns)
     ns.update(
         {

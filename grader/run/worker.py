@@ -329,7 +329,8 @@ class Runner:
         """An instructor's test, run over the notebook's names (``grader.run.test_recorder``): what
         each call into the student's code gave back, already encoded. The verdict is the grader's."""
         seed = item.get("seed")
-        return test_recorder.record_test(item["target"], self.shell.user_ns, int(seed or 0), self.budget)
+        local = frozenset(i for i in item.get("local", ()) if type(i) is int)
+        return test_recorder.record_test(item["target"], self.shell.user_ns, int(seed or 0), self.budget, local)
 
     def capture_one(self, item: CaptureWire) -> CaptureMessage:
         message: CaptureMessage = {"ev": "capture", "id": item["id"]}

@@ -9,6 +9,7 @@ Any executor uses the same few calls. On the grader's side:
     turn(plan)             where runs share one uid's process limit, the run's turn (a context)
     oom_kills(pid)         how many of the run's processes its memory cgroup ended (0: none, or no cgroup)
     limit_reached(...)     which limit of the whole run ended it, if one did (its memory cgroup, the disk watch)
+    cpu_waits(pid)         how long each thread of a run waited for a CPU other work held (a time limit's credit)
     disk_filled(workdir)   the most a run's folder held if the keeper's watch filled its disk (None: it did not)
     cgroup.remove(pid)     remove a run's memory cgroup (the forking server, for children it ended)
     prepare_seccomp(...)   build the seccomp filters before forking the processes that load them
@@ -87,6 +88,7 @@ from grader.run.sandbox.enter import enter, enter_session
 from grader.run.sandbox.host import (
     WORKDIR_PREFIX,
     Turn,
+    cpu_waits,
     environment,
     limit_reached,
     prepare_workdir,
@@ -115,6 +117,7 @@ __all__ = [
     "UID_BASE",
     "WORKDIR_PREFIX",
     "cgroup",
+    "cpu_waits",
     "Features",
     "SandboxError",
     "SessionSetupError",

@@ -307,6 +307,27 @@ def _descendants(pid: int) -> set[int]:
     return out
 
 
+def cpu_waits(pid: int) -> dict[int, tuple[int, int]]:
+    """For each thread of the process tree at ``pid`` (itself included), by thread id: how long it
+    has run on a CPU and how long it has waited, runnable, for a CPU that other work held, in
+    nanoseconds: the kernel's count (``/proc/PID/task/TID/schedstat``), which nothing in the tree
+    can change. Empty where the kernel keeps no such count."""
+    out: dict[int, tuple[int, int]] = {}
+    for p in {pid} | _descendants(pid):
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{p}/task/{tid}/schedstat", "rb") as f:
+                    ran, waited = f.read().split()[:2]
+                out[int(tid)] = (int(ran), int(waited))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
 def tasks_in_tree(pid: int) -> int:
     """The processes and threads below ``pid`` (what ``RLIMIT_NPROC`` would count, for uid 0, which it
     does not limit)."""
