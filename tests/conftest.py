@@ -15,6 +15,7 @@ from typing import Any
 
 import nbformat
 import pytest
+import review_course
 
 from grader.course import config
 from grader.judge.grading import Grader
@@ -72,6 +73,25 @@ def numpy_with_torch(numpy_assignment) -> config.Assignment:
     variant) would otherwise import torch afresh. The student still has to import it (the forking
     server's modules are not in the notebook's namespace), and the reference values are the same."""
     return dataclasses.replace(numpy_assignment, preload=(*numpy_assignment.preload, "torch"))
+
+
+@pytest.fixture(scope="session")
+def review_class(tmp_path_factory) -> Path:
+    """The class the review page's tests share (``review_course.graded_class``), graded once per
+    worker through ``grader grade``. Never written to: each module takes a copy of its own
+    (``test_review.graded``), so no test reads what a test of another module wrote."""
+    return review_course.graded_class(tmp_path_factory.mktemp("review-class"))
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[review_course.Chromium]:
+    """One headless Chromium per worker, started at the first page that needs it; each page leaves
+    it on a blank tab with every cookie and its origin's storage cleared (``Chromium.reset``)."""
+    browser = review_course.Chromium()
+    try:
+        yield browser
+    finally:
+        browser.quit()
 
 
 NUMPY_CORRECT = {

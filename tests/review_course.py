@@ -2,12 +2,19 @@
 
 ``build(root)`` writes config.yaml and the solution; ``student(skeleton, ...)`` fills a copy of the
 skeleton the way a student does: the blank, and the written answers (or not), with edits students
-make (a dropped tag, an added cell), and optionally hostile markdown and outputs.
+make (a dropped tag, an added cell), and optionally hostile markdown and outputs. ``graded_class``
+grades the class the review tests share (tests/conftest.py: once per worker, each module working on
+a copy of its own, ``copy_class``); ``Chromium`` is the headless browser their pages share.
 """
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -118,3 +125,112 @@ def student(
     nb.cells = cells
     nbformat.write(nb, str(out))
     return out
+
+
+def _grader(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "grader.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def graded_class(root: Path) -> Path:
+    """The course in ``root``, assigned, and a class of three graded through ``grader grade`` into
+    ``root/out``: ada answered both questions, bob one (tags dropped, a cell added, hostile HTML),
+    cy none."""
+    build(root)
+    done = _grader("assign", cwd=root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    skeleton = root / "assignments" / "rv" / "rv.ipynb"
+    subs = root / "subs"
+    subs.mkdir()
+    student(skeleton, subs / "ada.ipynb", explain="Symmetric values around 2.", weights="A weighted mean.")
+    student(
+        skeleton,
+        subs / "bob.ipynb",
+        mean="2.0",
+        explain="Because 10/5 = 2.",
+        drop_tags=True,
+        extra_cell="And a second thought.\n\n$\\bar x = \\frac{10}{5}$",
+        hostile=True,
+    )
+    student(skeleton, subs / "cy.ipynb", mean="x.sum()")
+    done = _grader(
+        "grade", "subs", "--out", "out", "--formats", "yaml,json,md,html,gradescope,gradebook,report", cwd=root
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root
+
+
+def copy_class(graded: Path, dest: Path) -> Path:
+    """A copy of a graded class (course, submissions, outputs, the grader's cache and the review
+    database), file modes kept, for a module to write in."""
+    shutil.copytree(graded, dest, symlinks=True)
+    return dest
+
+
+# --------------------------------------------------------------------------------------------
+# A real browser: Debian's Chromium driven through chromedriver (Selenium).
+
+CHROMIUM = next(
+    (p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome") if Path(p).exists()), None
+)
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+def _browser_missing() -> str:
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[dev]')"
+    if CHROMIUM is None:
+        return "no Chromium here (apt-get install chromium)"
+    if CHROMEDRIVER is None:
+        return "no chromedriver here (apt-get install chromium-driver; `make test-setup` does it as root)"
+    return ""
+
+
+class Chromium:
+    """One headless Chromium, started at the first page that needs it and kept for the next: a
+    start costs more CPU than most tests of a page do. Each page leaves it on one blank tab with its
+    origin's storage and cookies cleared; one that cannot be put back so is ended, and the next page
+    starts another."""
+
+    def __init__(self) -> None:
+        self.driver: Any = None
+
+    def get(self) -> Any:
+        if self.driver is None:
+            from selenium import webdriver
+            from selenium.webdriver.chrome.service import Service
+
+            options = webdriver.ChromeOptions()
+            options.binary_location = CHROMIUM
+            for arg in (
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--window-size=1280,900",
+            ):
+                options.add_argument(arg)
+            self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        return self.driver
+
+    def reset(self) -> None:
+        driver = self.driver
+        try:
+            first, *others = driver.window_handles
+            for handle in others:
+                driver.switch_to.window(handle)
+                driver.close()
+            driver.switch_to.window(first)
+            driver.execute_script("window.localStorage.clear(); window.sessionStorage.clear();")
+            driver.delete_all_cookies()
+            driver.execute_cdp_cmd("Network.clearBrowserCookies", {})  # every host's, not the current page's alone
+            driver.get("about:blank")
+        except Exception:  # noqa: BLE001 (whatever failed, a browser not put back is not used again)
+            self.quit()
+
+    def quit(self) -> None:
+        if self.driver is not None:
+            driver, self.driver = self.driver, None
+            with contextlib.suppress(Exception):
+                driver.quit()

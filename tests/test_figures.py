@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_review import CHROMEDRIVER, CHROMIUM, _browser_missing
+from review_course import _browser_missing
 
 from grader.course.config import load
 from grader.judge import document
@@ -225,11 +225,11 @@ def test_the_review_page_shows_the_run_s_figure_and_typesets_the_title(course, g
 
 
 @pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
-def test_a_ta_sees_the_figure_of_a_notebook_never_run_and_the_reference_figure_in_chromium(course, graded, monkeypatch):
+def test_a_ta_sees_the_figure_of_a_notebook_never_run_and_the_reference_figure_in_chromium(
+    chromium, course, graded, monkeypatch
+):
     import threading
 
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
     from werkzeug.serving import make_server
@@ -244,11 +244,7 @@ def test_a_ta_sees_the_figure_of_a_notebook_never_run_and_the_reference_figure_i
     app = make_app(review, figures=reference_figures(References(c, default_executor()), a))
     server = make_server("127.0.0.1", 0, app, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = chromium.get()  # the worker's browser (tests/conftest.py), put back after the page
     wait = WebDriverWait(driver, 20, poll_frequency=0.05)
 
     def drawn(frame: str) -> list[int]:
@@ -268,8 +264,9 @@ def test_a_ta_sees_the_figure_of_a_notebook_never_run_and_the_reference_figure_i
         title = driver.find_element(By.CSS_SELECTOR, "h1 .math")
         wait.until(lambda d: title.find_elements(By.CSS_SELECTOR, ".katex"))  # the title's math typeset
     finally:
-        driver.quit()
+        chromium.reset()
         server.shutdown()
+        server.server_close()
 
 
 def test_only_png_images_sent_by_the_student_process_are_kept():

@@ -1,8 +1,8 @@
 """Questions graded by a person: pending in every output, then graded through the review app's
 store, its HTTP interface, its CSV import and export, and in a real browser (Chromium, if here).
 
-One class of three submissions is graded once for the module (``graded``); tests that change
-grades work on a copy of its output folder.
+One class of three submissions is graded once per worker (``review_class``, tests/conftest.py) and
+copied for the module (``graded``); tests that change grades work on a copy of its output folder.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import review_course
 import yaml
+from review_course import CHROMEDRIVER, CHROMIUM, Chromium, _browser_missing
 
 from grader.outputs import pages
 
@@ -35,32 +36,11 @@ def grader(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """A course with two questions graded by a person; ada answered both, bob one (tags dropped,
-    a cell added, hostile HTML), cy none; graded once."""
-    root = review_course.build(tmp_path_factory.mktemp("review"))
-    assert grader("assign", cwd=root).returncode == 0
-    skeleton = root / "assignments" / "rv" / "rv.ipynb"
-    subs = root / "subs"
-    subs.mkdir()
-    review_course.student(
-        skeleton, subs / "ada.ipynb", explain="Symmetric values around 2.", weights="A weighted mean."
-    )
-    review_course.student(
-        skeleton,
-        subs / "bob.ipynb",
-        mean="2.0",
-        explain="Because 10/5 = 2.",
-        drop_tags=True,
-        extra_cell="And a second thought.\n\n$\\bar x = \\frac{10}{5}$",
-        hostile=True,
-    )
-    review_course.student(skeleton, subs / "cy.ipynb", mean="x.sum()")
-    proc = grader(
-        "grade", "subs", "--out", "out", "--formats", "yaml,json,md,html,gradescope,gradebook,report", cwd=root
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return root
+def graded(review_class: Path, tmp_path_factory) -> Path:
+    """The class of ``review_course.graded_class`` (ada answered both questions, bob one with tags
+    dropped, a cell added and hostile HTML, cy none), graded once per worker: this module's own copy,
+    so nothing a test here writes into it reaches another module's tests."""
+    return review_course.copy_class(review_class, tmp_path_factory.mktemp("review") / "class")
 
 
 def card(out: Path, name: str) -> dict:
@@ -557,81 +537,10 @@ def _digest_of(store, name: str, qid: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# In a real browser: Debian's Chromium driven through chromedriver (Selenium), one session.
+# In a real browser: Debian's Chromium driven through chromedriver (Selenium), one per worker
+# (``chromium``, tests/conftest.py), put back to a blank tab with no cookie or storage after each page.
 
-CHROMIUM = next(
-    (p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome") if Path(p).exists()), None
-)
-CHROMEDRIVER = shutil.which("chromedriver")
-
-
-def _browser_missing() -> str:
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed (pip install -e '.[dev]')"
-    if CHROMIUM is None:
-        return "no Chromium here (apt-get install chromium)"
-    if CHROMEDRIVER is None:
-        return "no chromedriver here (apt-get install chromium-driver; `make test-setup` does it as root)"
-    return ""
-
-
-class Chromium:
-    """One headless Chromium, started at the first page that needs it and kept for the next: a
-    start costs more CPU than most tests of a page do. Each page leaves it on one blank tab with its
-    origin's storage and cookies cleared; one that cannot be put back so is ended, and the next page
-    starts another."""
-
-    def __init__(self) -> None:
-        self.driver: Any = None
-
-    def get(self) -> Any:
-        if self.driver is None:
-            from selenium import webdriver
-            from selenium.webdriver.chrome.service import Service
-
-            options = webdriver.ChromeOptions()
-            options.binary_location = CHROMIUM
-            for arg in (
-                "--headless=new",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",
-                "--window-size=1280,900",
-            ):
-                options.add_argument(arg)
-            self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-        return self.driver
-
-    def reset(self) -> None:
-        driver = self.driver
-        try:
-            first, *others = driver.window_handles
-            for handle in others:
-                driver.switch_to.window(handle)
-                driver.close()
-            driver.switch_to.window(first)
-            driver.execute_script("window.localStorage.clear(); window.sessionStorage.clear();")
-            driver.delete_all_cookies()
-            driver.get("about:blank")
-        except Exception:  # noqa: BLE001 (whatever failed, a browser not put back is not used again)
-            self.quit()
-
-    def quit(self) -> None:
-        if self.driver is not None:
-            driver, self.driver = self.driver, None
-            with contextlib.suppress(Exception):
-                driver.quit()
-
-
-@pytest.fixture(scope="session")
-def chromium() -> Iterator[Chromium]:
-    browser = Chromium()
-    try:
-        yield browser
-    finally:
-        browser.quit()
+__all__ = ["CHROMEDRIVER", "CHROMIUM", "Chromium", "_browser_missing"]  # for the other modules of the review page
 
 
 @contextlib.contextmanager

@@ -38,8 +38,7 @@ from test_review import Page, _browser_missing, card, question
 
 from grader.review.store import GradeStore
 
-graded = test_review.graded  # the class, graded once for this module
-chromium = test_review.chromium  # one browser for this module's pages
+graded = test_review.graded  # this module's copy of the class, graded once per worker
 
 ROOT = Path(__file__).resolve().parent.parent
 BROWSER = pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")

@@ -24,8 +24,10 @@ from test_review import _browser_missing, _page, card, grader, question, review
 
 from grader.review.store import GradeStore
 
-graded, run = test_review.graded, test_review.run  # the class, graded once for this module; a copy of its outputs
-chromium = test_review.chromium  # one browser for this module's pages
+graded, run = (
+    test_review.graded,
+    test_review.run,
+)  # this module's copy of the class (graded once per worker); a copy of its outputs
 
 BROWSER = pytest.mark.skipif(bool(_browser_missing()), reason=_browser_missing() or "browser present")
 
