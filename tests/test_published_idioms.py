@@ -662,3 +662,34 @@ def test_an_otter_test_that_ran_and_showed_nothing_expects_none(tmp_path):
     from grader.authoring.otter.importer import test_source
 
     assert test_source("def f():\n    pass\nf()", "", ran=False)[1].startswith("it ends in an expression but")
+
+
+def test_an_otter_question_marked_manual_with_tests_is_scored_by_its_tests_as_otter_scores_it(tmp_path):
+    """``manual: true`` on a question that also has tests (UC Santa Barbara EDS 220's q8): otter's
+    autograder writes and runs those tests and scores the question by them; so does the import, with
+    a note; a wrong answer fails them."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_raw_cell("# ASSIGNMENT CONFIG\nname: lab\n"),
+        nbformat.v4.new_code_cell("import numpy as np"),
+        nbformat.v4.new_raw_cell("# BEGIN QUESTION\nname: q8\npoints: 2\nmanual: true"),
+        nbformat.v4.new_raw_cell("# BEGIN SOLUTION"),
+        nbformat.v4.new_code_cell("total = np.arange(4).sum() # SOLUTION"),
+        nbformat.v4.new_raw_cell("# END SOLUTION"),
+        nbformat.v4.new_raw_cell("# BEGIN TESTS"),
+        nbformat.v4.new_code_cell("assert total == 6"),
+        nbformat.v4.new_raw_cell("# END TESTS"),
+        nbformat.v4.new_raw_cell("# END QUESTION"),
+    ]
+    master = tmp_path / "lab.ipynb"
+    nbformat.write(nb, str(master))
+    staged, items, course = _otter_imported(tmp_path, master)
+    assert staged.failing == () and staged.problems == ()
+    assert any("is marked manual and has tests: otter's autograder runs them" in n for n in items[0].notes)
+    assignment = course.assignment("lab")
+    (question,) = assignment.questions
+    assert not question.manual and question.points == 2
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 2
+    wrong = _edited(assignment.solution, tmp_path / "wrong.ipynb", "np.arange(4).sum()", "np.arange(4).prod()")
+    assert grader.grade(assignment, wrong).score == 0

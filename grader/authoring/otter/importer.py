@@ -340,7 +340,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
         if question is None:
             return
         qid = clean_id(str(question.get("name") or f"q{len(item.questions) + 1}"), f"q{len(item.questions) + 1}")
-        if question.get("manual"):
+        if question.get("manual") and not tests:
             item.questions.append(
                 {
                     "id": qid,
@@ -349,9 +349,13 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                     "manual": True,
                 }
             )
-            if tests:
-                item.note(tests[0][0], f"question {qid!r} is graded by a person; its tests are not imported")
         else:
+            if question.get("manual"):  # otter writes a manual question's tests and its run scores them
+                item.note(
+                    tests[0][0],
+                    f"question {qid!r} is marked manual and has tests: otter's autograder runs them and scores the "
+                    "question by them, and so does this grader",
+                )
             converted: list[tuple[dict[str, Any], dict[str, Any]]] = []
             configs = []
             for cell_no, cell in tests:
