@@ -693,3 +693,37 @@ def test_an_otter_question_marked_manual_with_tests_is_scored_by_its_tests_as_ot
     assert grader.grade(assignment, assignment.solution).score == 2
     wrong = _edited(assignment.solution, tmp_path / "wrong.ipynb", "np.arange(4).sum()", "np.arange(4).prod()")
     assert grader.grade(assignment, wrong).score == 0
+
+
+def test_a_test_reading_candidate_files_by_a_computed_path_reads_the_one_the_students_run_wrote(tmp_path):
+    """``for answer_file in [...]: expected = pd.read_csv(answer_file)`` in a test's own function
+    (UC Santa Barbara EDS 220's q8): each path the test computes reads the file the student's run
+    wrote, as in the student's kernel; a wrong file fails."""
+    given = "import pandas as pd\ndf = pd.DataFrame({'region': ['a', 'b'], 'catch': [3.0, 5.0]})"
+    answer = "### BEGIN SOLUTION\nmeans = df.groupby('region')['catch'].mean()\n### END SOLUTION"
+    write = "means.to_csv('means.csv')"
+    test = (
+        "def check(values):\n"
+        "    for answer_file in ['means.csv', 'means_sorted.csv']:\n"
+        "        expected = pd.read_csv(answer_file, index_col='region')['catch']\n"
+        "        if expected.tolist() == list(values):\n"
+        "            return True\n"
+        "    return False\n"
+        "assert check(means)"
+    )
+    cells = [
+        ("code", given, None),
+        ("code", answer, meta("means", solution=True)),
+        ("code", write, None),
+        ("code", test, meta("t_means", grade=True, locked=True, points=1)),
+    ]
+    staged, _, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 1
+    # The wrong answer's file (no ``region`` index) is read as the student's kernel reads it, and the
+    # test fails as it does there.
+    wrong = _answered(assignment.skeleton, tmp_path / "wrong.ipynb", {"?": "means = df['catch']"})
+    card = grader.grade(assignment, wrong)
+    assert card.score == 0 and "raised ValueError: Index region invalid" in card.questions[0].lines[0]

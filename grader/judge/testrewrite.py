@@ -254,7 +254,14 @@ class _Rewriter(ast.NodeTransformer):
             and isinstance(node.func, ast.Attribute)
             and isinstance(_root(node.func), ast.Name)
             and not _reads(node, self.tainted)
-            and any(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args[:1])
+            and node.args
+            and (
+                isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+                # a path the test computes (``for answer_file in [...]: pd.read_csv(answer_file)``),
+                # for a reader that takes nothing but a path or a buffer
+                or (name != "load" and not _reads(node.args[0], self.student))
+            )
         ):
             index = self._new_site(node, local=True, reads_file=True)
             return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(node)), node)
