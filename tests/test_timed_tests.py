@@ -196,3 +196,42 @@ def test_a_tests_clock_readings_leave_out_the_time_its_thread_waited_for_a_cpu()
         os.waitpid(other, 0)
         os.close(read)
         os.close(write)
+
+
+def _pinned_tree(seconds: float, spinners: int) -> int:
+    """A child that spins on CPU 0 for ``seconds`` with ``spinners`` children of its own spinning
+    there too (a run that fills its CPU itself: each of its processes waits for its siblings); its pid."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.sched_setaffinity(0, {0})
+        for _ in range(spinners):
+            if os.fork() == 0:
+                break
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pass
+        os._exit(0)
+    return pid
+
+
+def test_a_run_that_fills_its_cpu_with_its_own_processes_earns_no_time_for_their_waits():
+    """Twelve processes of the run spinning on one CPU each wait eleven twelfths of the time, for
+    each other: that is the run's own load, not other work's, so its limit is not moved for it
+    (credited, it would move the limit twelvefold, past the tree's 3 s)."""
+    if not hasattr(os, "sched_setaffinity") or not os.path.exists("/proc/thread-self/schedstat"):
+        pytest.skip("the kernel does not count a thread's waits for a CPU here")
+    tree = _pinned_tree(3.0, spinners=11)
+    try:
+        time.sleep(0.05)  # its children are forked
+        started = time.monotonic()
+        limit = window.Window.open(tree, 0.3)
+        while not (time.sleep(max(0.0, limit.stop() - time.monotonic())) or limit.over()):
+            pass
+        assert time.monotonic() - started < 2.0  # the tree spins for 3 s: the limit was not moved along
+    finally:
+        for pid in {tree} | sandbox.host._descendants(tree):
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+        os.waitpid(tree, 0)

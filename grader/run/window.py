@@ -35,6 +35,7 @@ class Window:
     probe: float
     base: dict[int, tuple[int, int]] | None = None  # each thread's time run and waited at the probe
     based: float = 0.0  # when
+    used: float = 0.0  # the CPU seconds the run had used then
     granted: float = 0.0  # seconds the end has moved
 
     @classmethod
@@ -52,8 +53,9 @@ class Window:
         if self.pid is None:
             return True
         waits, now = sandbox.cpu_waits(self.pid), time.monotonic()
+        used, cpus = sandbox.tree_cpu(self.pid)
         if self.base is None:
-            self.base, self.based = waits, now
+            self.base, self.based, self.used = waits, now, used
             return now >= self.end
         # The kernel counts a wait from a clock it updates at its ticks, so a thread's count can run
         # ahead by a tick: a thread is credited no more than the time it was off its CPU.
@@ -61,6 +63,10 @@ class Window:
         for tid, (ran, wait) in waits.items():
             ran0, wait0 = self.base.get(tid, (0, 0))
             waited = max(waited, min((wait - wait0) / 1e9, now - self.based - (ran - ran0) / 1e9))
+        # A wait is credited only for CPUs other work held: a run that fills the CPUs it may use with
+        # its own processes (many spinning threads, each waiting for its siblings) earns nothing.
+        # Its CPU time counts threads that ended and children reaped, so churning threads hide none.
+        waited = min(waited, max(0.0, (now - self.based) - (used - self.used) / cpus))
         extra = waited - self.granted
         if extra < 0.01:
             return True

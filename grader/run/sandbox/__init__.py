@@ -10,6 +10,7 @@ Any executor uses the same few calls. On the grader's side:
     oom_kills(pid)         how many of the run's processes its memory cgroup ended (0: none, or no cgroup)
     limit_reached(...)     which limit of the whole run ended it, if one did (its memory cgroup, the disk watch)
     cpu_waits(pid)         how long each thread of a run waited for a CPU other work held (a time limit's credit)
+    tree_cpu(pid)          the CPU seconds a run's processes used, and the CPUs it may use (that credit's bound)
     disk_filled(workdir)   the most a run's folder held if the keeper's watch filled its disk (None: it did not)
     cgroup.remove(pid)     remove a run's memory cgroup (the forking server, for children it ended)
     prepare_seccomp(...)   build the seccomp filters before forking the processes that load them
@@ -94,6 +95,7 @@ from grader.run.sandbox.host import (
     prepare_workdir,
     remove_workdir,
     terminate,
+    tree_cpu,
     turn,
 )
 from grader.run.sandbox.linux import set_name
@@ -118,6 +120,7 @@ __all__ = [
     "WORKDIR_PREFIX",
     "cgroup",
     "cpu_waits",
+    "tree_cpu",
     "Features",
     "SandboxError",
     "SessionSetupError",

@@ -328,6 +328,25 @@ def cpu_waits(pid: int) -> dict[int, tuple[int, int]]:
     return out
 
 
+def tree_cpu(pid: int) -> tuple[float, int]:
+    """(CPU seconds the process tree at ``pid`` has used, its threads' that ended and its reaped
+    children's included, as ``/proc/PID/stat`` counts them; how many CPUs the tree may run on)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    used = 0.0
+    for p in {pid} | _descendants(pid):
+        try:
+            with open(f"/proc/{p}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            used += sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+        except (OSError, ValueError, IndexError):
+            pass
+    try:
+        cpus = len(os.sched_getaffinity(pid))
+    except OSError:
+        cpus = os.cpu_count() or 1
+    return used, max(1, cpus)
+
+
 def tasks_in_tree(pid: int) -> int:
     """The processes and threads below ``pid`` (what ``RLIMIT_NPROC`` would count, for uid 0, which it
     does not limit)."""
