@@ -22,7 +22,9 @@ copy in which asserts keep only the parts that call the student's code: their me
 expected side of a comparison never leave the grader.
 
 Why one module: the grader's copy and the student's copy come from one rewrite, so their sites
-are numbered alike; two modules would have to agree on the numbering.
+are numbered alike; two modules would have to agree on the numbering. What the rewrite knows by
+name (library calls that compare, test or read files) and its syntax-tree builders are
+``grader.judge.testvocab``.
 """
 
 from __future__ import annotations

@@ -28,9 +28,10 @@ test over the notebook's own names (``notebook_names``), its messages (``success
 ``failure_message``) and its points (each test its share of its question's, or all or nothing).
 
 Why one module: the master notebook is read in one pass over its raw cells, where what a cell is
-(a prompt, a solution, a test, a question's config) depends on the markers around it; the test
-files (``ok.py``, ``exception.py``) and the course's environment (``authoring.environment``) are
-their own modules.
+(a prompt, a solution, a test, a question's config) depends on the markers around it; otter's
+first notebook format (``v0.py``, rewritten into the current one before that pass), the test files
+(``ok.py``, ``exception.py``), the course's environment (``authoring.environment``) and what it
+declares it installs (``authoring.requirements``) are their own modules.
 """
 
 from __future__ import annotations
