@@ -1,9 +1,42 @@
 """Autograder for numerical Python notebooks."""
 
+import importlib
+import importlib.util
 import os
+import sys
+import types
 
 __version__ = "0.1.0"
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # the grader package: all a student process may import of it
+
+
+def _defer_iri_grammar() -> None:
+    """Put off building ``rfc3987_syntax``'s IRI grammar until an IRI is first checked.
+
+    nbformat validates notebooks with jsonschema, and jsonschema imports ``rfc3987_syntax`` (when
+    installed, as JupyterHub's ``jsonschema[format-nongpl]`` installs it) only to check the ``iri``
+    formats no notebook schema uses; that import builds an Earley grammar and costs 1.5 to 2 s of
+    CPU in every process that reads a notebook (python-jsonschema/jsonschema#1428). In its place
+    jsonschema finds a module whose ``is_valid_syntax`` imports the real one on its first call, so
+    an IRI is still checked as before, and a process that checks none never pays for the grammar.
+    """
+    name = "rfc3987_syntax"
+    if name in sys.modules or importlib.util.find_spec(name) is None:
+        return
+    stand_in = types.ModuleType(name, "Imports the real rfc3987_syntax on the first check.")
+
+    def is_valid_syntax(term: str, value: str) -> bool:
+        if sys.modules.get(name) is stand_in:
+            del sys.modules[name]
+        real = importlib.import_module(name)
+        stand_in.is_valid_syntax = real.is_valid_syntax  # type: ignore[attr-defined]
+        return bool(real.is_valid_syntax(term, value))
+
+    stand_in.is_valid_syntax = is_valid_syntax  # type: ignore[attr-defined]
+    sys.modules[name] = stand_in
+
+
+_defer_iri_grammar()
 
 
 def check(question: str | None = None, *, assignment: str | None = None, checks: str | None = None) -> None:

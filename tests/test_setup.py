@@ -239,3 +239,19 @@ def test_a_student_installs_the_wheel_in_a_fresh_environment_and_checks_their_wo
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(str(env))  # the installed checker, not this checkout
     assert "`K` is not defined in this session yet" in proc.stdout  # Q was checked; K and V are missing
+
+
+def test_reading_a_notebook_does_not_build_the_iri_grammar_and_an_iri_is_still_checked():
+    # jsonschema (under nbformat) imports rfc3987_syntax, whose import builds an Earley grammar:
+    # 1.5 to 2 s of CPU in every `grader` command. It is put off until an IRI is checked.
+    pytest.importorskip("rfc3987_syntax")
+    code = (
+        "import sys, grader, nbformat\n"
+        "nbformat.validate(nbformat.v4.new_notebook())\n"
+        "print('lark' in sys.modules)\n"
+        "from jsonschema import Draft7Validator, FormatChecker\n"
+        "v = Draft7Validator({'format': 'iri'}, format_checker=FormatChecker())\n"
+        "print(v.is_valid('https://example.org/a%20b'), v.is_valid('no scheme ::: <>'), 'lark' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True", "False", "True"]
