@@ -243,26 +243,27 @@ def serve(
         server = make_server(host, port, wsgi, threaded=True, request_handler=Redacted)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}.") from None
-    if shared is None:
-        print(
-            f"Grading {assignment.name} as {grader}: open http://127.0.0.1:{server.server_port}/?token={review.token}",
-            flush=True,
-        )
-    else:
-        announce(assignment, out, shared, server.server_port)
-    print("Every change is saved as you make it. Stop with Ctrl-C.", flush=True)
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # outputs written on the way out
 
     # A plain `kill`, and the SIGINT a JupyterHub stops its services with, stop it as Ctrl-C does (also
-    # where SIGINT came ignored, from a shell's background job).
+    # where SIGINT came ignored, from a shell's background job); taken before the address is
+    # shown, so a stop sent as soon as it is read ends the server as cleanly as a later one.
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    # What was loaded to start is kept for the server's life: the collector never walks it again,
-    # nor at exit (seconds of a loaded machine, with JupyterHub's modules, before a Hub's SIGKILL).
-    gc.freeze()
     try:
+        if shared is None:
+            print(
+                f"Grading {assignment.name} as {grader}: open http://127.0.0.1:{server.server_port}/?token={review.token}",
+                flush=True,
+            )
+        else:
+            announce(assignment, out, shared, server.server_port)
+        print("Every change is saved as you make it. Stop with Ctrl-C.", flush=True)
+        # What was loaded to start is kept for the server's life: the collector never walks it again,
+        # nor at exit (seconds of a loaded machine, with JupyterHub's modules, before a Hub's SIGKILL).
+        gc.freeze()
         server.serve_forever()
     except KeyboardInterrupt:
         pass
