@@ -381,3 +381,44 @@ def test_a_failed_library_assertion_is_told_by_where_it_came_from_never_by_its_m
     # pytest.fail, recognised by pytest's own class; nose's helpers show the student's value only.
     assert qs["fails_itself"].lines == ["the first row of W should keep only its first element."]
     assert qs["nose"].lines == ["`assert_equal(float(W[0, 1]), 0.0)`: got 0.333333, which is not the expected value"]
+
+
+NO_CONVOLVE = """
+course:
+  name: tests
+assignments:
+  conv:
+    variants: {count: 0}
+    questions:
+      - id: full
+        points: 1
+        checks:
+          - test: |
+              import importlib
+              importlib.reload(np)
+              x, h = np.arange(6.0), np.array([0.5, 0.25, 0.25])
+              reference = np.convolve(x, h, "full")
+              np.convolve = None  # the student's function may not call it
+              setattr(np, "correlate", None)
+              assert np.allclose(convolve_full(x, h), reference)
+"""
+
+
+def test_a_test_that_takes_a_library_function_away_changes_only_the_students_process(tmp_path):
+    import numpy as np
+
+    convolve, correlate = np.convolve, np.correlate
+    own = "def convolve_full(x, h):\n    n = len(x) + len(h) - 1\n    return np.array([sum(x[j] * h[i - j] for j in range(len(x)) if 0 <= i - j < len(h)) for i in range(n)])"
+    borrowed = "def convolve_full(x, h):\n    return np.convolve(x, h, 'full')"
+    (tmp_path / "solutions/conv").mkdir(parents=True)
+    notebook_with(["import numpy as np", own], tmp_path / "solutions/conv/conv.ipynb")
+    (tmp_path / "config.yaml").write_text(NO_CONVOLVE)
+    course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
+    grader, a = Grader(course), course.assignment("conv")
+    scores = {
+        name: grader.grade(a, notebook_with(["import numpy as np", cell], tmp_path / f"{name}.ipynb")).score
+        for name, cell in (("own", own), ("borrowed", borrowed), ("own_again", own))
+    }
+    assert scores == {"own": 1, "borrowed": 0, "own_again": 1}
+    # The grader's numpy is as it was: the reference is computed with it, test after test.
+    assert np.convolve is convolve and np.correlate is correlate

@@ -43,7 +43,7 @@ from grader.capture import trim
 from grader.course import testcode
 from grader.judge.testruntime import JudgedIs, same_object
 from grader.judge.testslice import student_copy
-from grader.judge.testvocab import CLOSE, NAMESPACES, READERS, TESTING
+from grader.judge.testvocab import CLOSE, NAMESPACES, READERS, TESTING, LeaveLibrariesAlone
 from grader.judge.testvocab import call as _call
 from grader.judge.testvocab import literal as _literal
 from grader.judge.testvocab import open_for_reading as _open_for_reading
@@ -528,6 +528,18 @@ def _prelude(source: str, tree: ast.Module) -> str:
     return "\n".join(lines)
 
 
+def _libraries(tree: ast.Module) -> set[str]:
+    """The names the test holds a module, or something imported from one, under: what it imports,
+    and the grader's modules it reads without importing (``np``)."""
+    imported = {
+        (a.asname or a.name).split(".")[0]
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    }
+    return imported | (set(testcode.GRADER_MODULES) - testcode.bound_names(tree))
+
+
 @functools.lru_cache(maxsize=256)
 def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     """The test's two copies; ``notebook_names``: builtins it means as the notebook's (``Check.notebook_names``)."""
@@ -543,6 +555,7 @@ def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
         body.extend(out if isinstance(out, list) else [out])
     body = body or [ast.Pass()]
     module = ast.fix_missing_locations(ast.Module(body=copy.deepcopy(body), type_ignores=[]))
+    module = LeaveLibrariesAlone(_libraries(tree)).visit(module)
     marker = _Mark(source)
     marked = ast.fix_missing_locations(marker.visit(JudgedIs(IS).visit(module)))
     recorded = _Recorded(rewriter.recorded).visit(ast.Module(body=body, type_ignores=[]))

@@ -103,3 +103,64 @@ def reads(node: ast.AST, names: set[str]) -> bool:
 
 def targets(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+# Calls that change a module or class in place: ``importlib.reload(np)``, ``setattr(np, "convolve", None)``.
+CHANGES_IN_PLACE = frozenset({"reload", "setattr", "delattr"})
+
+
+class LeaveLibrariesAlone(ast.NodeTransformer):
+    """The grader's copy of a test without the statements that change a module, or something
+    imported from one, in place: ``np.convolve = None`` (so that the student's function may not
+    call it), ``del pd.options...``, ``importlib.reload(np)``, ``setattr(np, "sum", None)``.
+
+    A test cell runs in the student's kernel, where such a statement is part of the test's setting;
+    the student's copy keeps it. In the grader's process the module is the grader's own, shared by
+    every test it replays: each becomes ``pass`` there. ``libraries`` are the names the test holds
+    a module, or what it imported from one, under."""
+
+    def __init__(self, libraries: set[str]):
+        self.libraries = libraries
+
+    def _library(self, node: ast.expr) -> bool:
+        if isinstance(node, ast.Starred):
+            node = node.value
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return any(self._library(e) for e in node.elts)
+        if not isinstance(node, (ast.Attribute, ast.Subscript)):
+            return False
+        base = root(node)
+        return isinstance(base, ast.Name) and base.id in self.libraries
+
+    def _changes(self, stmt: ast.stmt) -> bool:
+        if isinstance(stmt, ast.Assign):
+            return any(self._library(t) for t in stmt.targets)
+        if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+            return self._library(stmt.target)
+        if isinstance(stmt, ast.Delete):
+            return any(self._library(t) for t in stmt.targets)
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            func = stmt.value.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            first = stmt.value.args[0] if stmt.value.args else None
+            return (
+                name in CHANGES_IN_PLACE
+                and isinstance(first, ast.Name)
+                and first.id in self.libraries
+                or name in ("setattr", "delattr")
+                and first is not None
+                and self._library(first)
+            )
+        return False
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, list) and value and all(isinstance(v, ast.stmt) for v in value):
+                setattr(
+                    node,
+                    field,
+                    [ast.copy_location(ast.Pass(), s) if self._changes(s) else self.visit(s) for s in value],
+                )
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+        return node
