@@ -90,3 +90,10 @@ TEST_WITH = "__grader_with__"  # __grader_with__(n, thunk): a student's context 
 TEST_DEL = "__grader_del__"  # __grader_del__(name): ``del`` of one of the notebook's names
 TEST_ASSERT = "__grader_assert__"  # __grader_assert__(n, thunk, message): one of the test's asserts
 TEST_AT = "__grader_at__"  # __grader_at__(n): the statement about to run (grader side only)
+# The record of NumPy's print options in the student's process where a test runs, under this key,
+# and the options it holds: the grader replays the test within them, so ``str(array)`` reads there
+# as it does in the notebook (a notebook's ``np.set_printoptions(precision=2)``).
+PRINTOPTIONS = "numpy.printoptions"
+PRINTOPTION_KEYS = frozenset(
+    {"precision", "threshold", "edgeitems", "linewidth", "suppress", "nanstr", "infstr", "sign", "floatmode", "legacy"}
+)

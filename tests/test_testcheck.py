@@ -422,3 +422,35 @@ def test_a_test_that_takes_a_library_function_away_changes_only_the_students_pro
     assert scores == {"own": 1, "borrowed": 0, "own_again": 1}
     # The grader's numpy is as it was: the reference is computed with it, test after test.
     assert np.convolve is convolve and np.correlate is correlate
+
+
+PRINTED_ARRAY = """
+course:
+  name: tests
+assignments:
+  printed:
+    variants: {count: 0}
+    questions:
+      - id: thirds
+        points: 1
+        checks:
+          - test: |
+              assert str(thirds) == "[0.33 0.67]"  # as the notebook prints it
+              np.set_printoptions(precision=1)
+              assert str(thirds) == "[0.3 0.7]"
+"""
+
+
+def test_an_array_in_a_test_reads_as_the_notebooks_print_options_print_it(tmp_path):
+    import numpy as np
+
+    cells = ["import numpy as np\nnp.set_printoptions(precision=2)", "thirds = np.array([1, 2]) / 3"]
+    (tmp_path / "solutions/printed").mkdir(parents=True)
+    notebook_with(cells, tmp_path / "solutions/printed/printed.ipynb")
+    (tmp_path / "config.yaml").write_text(PRINTED_ARRAY)
+    course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
+    grader, a = Grader(course), course.assignment("printed")
+    assert grader.grade(a, notebook_with(cells, tmp_path / "same.ipynb")).score == 1
+    default = notebook_with(["import numpy as np", cells[1]], tmp_path / "default.ipynb")
+    assert grader.grade(a, default).score == 0  # printed with eight digits in that notebook
+    assert np.get_printoptions()["precision"] == 8  # the grader's own, after the test's set_printoptions

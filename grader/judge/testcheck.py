@@ -56,8 +56,8 @@ from grader.judge import verdicts as v
 from grader.judge.compare import compare
 from grader.judge.scorecard import CheckResult
 from grader.judge.testrewrite import IS, OPS, PARTIAL, PRINTED, TEST_FILE, AssertInfo, Site, program
-from grader.judge.testruntime import Handle, Output, namespace, same_object, show
-from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
+from grader.judge.testruntime import Handle, Output, namespace, printing, same_object, show
+from grader.names import PRINTOPTIONS, TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 from grader.run.job import Captured, CaptureSpec
 from grader.seeding import seed_everything
 from grader.vocab import CaptureKind, CheckStatus, Unprepared
@@ -465,10 +465,15 @@ class _Judging:
         with _DRAWS:
             return self._run(ns)
 
+    def _printing(self) -> contextlib.AbstractContextManager[Any]:
+        record = self.records.by_key.get(PRINTOPTIONS) if self.records is not None else None
+        return printing(to_python(record.value) if record is not None and record.value is not None else None)
+
     def _run(self, ns: dict[str, Any]) -> Outcome:
         seed_everything(int(self.check.seed or 0))
         try:
-            exec(self.prog.judge_code, ns)  # noqa: S102 - the instructor's test, in the grader
+            with self._printing():
+                exec(self.prog.judge_code, ns)  # noqa: S102 - the instructor's test, in the grader
         except TestStopped:
             pass
         except AssertionError as exc:  # np.testing.assert_*, nose's assert_*, a bare raise

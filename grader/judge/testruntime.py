@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import functools
 import importlib
 import inspect
@@ -23,6 +24,7 @@ from grader.capture import ClassRef, number_text, shape_text, trim
 from grader.capture.classes import as_ref
 from grader.course import testcode
 from grader.errors import SiteUnusable, TestComparisonFailed, TestDidNotRaise
+from grader.names import PRINTOPTION_KEYS
 
 
 class Handle:
@@ -385,3 +387,16 @@ def namespace(source: str, output: Output | None = None) -> dict[str, Any]:
         if "pytest" in ns:
             ns["pytest"] = wrapped["pytest"]
     return ns
+
+
+def printing(options: Any) -> contextlib.AbstractContextManager[Any]:
+    """NumPy's print options as the notebook left them where a test runs (the record under
+    ``grader.names.PRINTOPTIONS``), for the grader's replay of it: NumPy keeps them per context, so
+    other threads print with their own, and they are back as they were after the test, its own
+    ``np.set_printoptions`` included."""
+    if not isinstance(options, dict):
+        return np.printoptions()
+    try:
+        return np.printoptions(**{k: v for k, v in options.items() if k in PRINTOPTION_KEYS})
+    except (TypeError, ValueError):  # options this NumPy does not take: its own
+        return np.printoptions()

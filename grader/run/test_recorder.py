@@ -43,7 +43,17 @@ from typing import Any
 from grader import capture, nose_tools
 from grader.capture import classes
 from grader.errors import CaptureFailed
-from grader.names import CHECK_FILE, TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
+from grader.names import (
+    CHECK_FILE,
+    PRINTOPTION_KEYS,
+    PRINTOPTIONS,
+    TEST_ASSERT,
+    TEST_AT,
+    TEST_DEL,
+    TEST_ITER,
+    TEST_SITE,
+    TEST_WITH,
+)
 from grader.seeding import seed_everything
 
 MAX_RECORDS = 50_000
@@ -107,6 +117,19 @@ def _put_back(state: tuple[Any, ...]) -> None:
 
 
 @functools.cache
+def _printoptions() -> dict[str, Any]:
+    """NumPy's print options as the notebook left them, those that are plain data (a ``formatter``
+    of functions stays here): how ``str(array)`` reads in this process; none without NumPy."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return {}
+    try:
+        current = dict(np.get_printoptions())
+    except Exception:  # noqa: BLE001 - a numpy whose options cannot be read: the grader's own are used
+        return {}
+    return {k: v for k, v in current.items() if k in PRINTOPTION_KEYS and isinstance(v, (bool, int, float, str))}
+
+
 def _names(code: types.CodeType) -> frozenset[str]:
     """The global names a function's code (and the code nested in it) may read."""
     names = set(code.co_names)
@@ -402,6 +425,9 @@ def record_test(
             TEST_DEL: lambda name: _delete(ns, name),
         }
     )
+    printing = _printoptions()
+    if printing:  # ``str(array)`` in the test reads as it would in the notebook (``np.set_printoptions``)
+        recorder.add("v", PRINTOPTIONS, capture.encode(printing, budget=budget))
     state = _rng_state()  # the test's own seeding is its own: the notebook's draws go on as they were
     seed_everything(seed)
     ended: tuple[str, str] = ("", "")
