@@ -454,3 +454,33 @@ def test_an_array_in_a_test_reads_as_the_notebooks_print_options_print_it(tmp_pa
     default = notebook_with(["import numpy as np", cells[1]], tmp_path / "default.ipynb")
     assert grader.grade(a, default).score == 0  # printed with eight digits in that notebook
     assert np.get_printoptions()["precision"] == 8  # the grader's own, after the test's set_printoptions
+
+
+READ_THEN_BOUND = """
+course:
+  name: tests
+assignments:
+  scaled:
+    variants: {count: 0}
+    questions:
+      - id: scale
+        points: 1
+        checks:
+          - test: |
+              assert np.allclose(scale(x, h), x * h) and h == 2  # the notebook's h
+              for c in range(2):
+                  h = np.random.rand(3)  # the test's own, from here on
+                  assert np.allclose(scale(x, h), x * h)
+"""
+
+
+def test_a_name_the_test_reads_before_binding_it_is_the_notebooks_there(tmp_path):
+    cells = ["import numpy as np\nx = np.arange(3.0)\nh = 2.0", "def scale(x, h):\n    return x * h"]
+    (tmp_path / "solutions/scaled").mkdir(parents=True)
+    notebook_with(cells, tmp_path / "solutions/scaled/scaled.ipynb")
+    (tmp_path / "config.yaml").write_text(READ_THEN_BOUND)
+    course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
+    grader, a = Grader(course), course.assignment("scaled")
+    assert grader.grade(a, notebook_with(cells, tmp_path / "same.ipynb")).score == 1
+    other_h = notebook_with([cells[0] + "\nh = 3.0", cells[1]], tmp_path / "other_h.ipynb")
+    assert grader.grade(a, other_h).score == 0

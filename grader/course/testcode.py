@@ -81,6 +81,99 @@ def deleted_names(tree: ast.AST) -> set[str]:
     return out
 
 
+OWN = "{}__own"  # the test's own name for one it first reads from the notebook, then binds itself
+
+
+def _binding_end(stmt: ast.AST) -> tuple[int, int] | None:
+    """Where a binding takes effect: after the value it binds is computed (``h = h[::-1]`` reads the
+    notebook's ``h``); None for a binding this reading leaves alone."""
+    value: ast.expr | None = None
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+        value = stmt.value
+    elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+        value = stmt.iter
+    elif isinstance(stmt, ast.withitem):
+        value = stmt.context_expr
+    if value is None or value.end_lineno is None:
+        return None
+    return (value.end_lineno, value.end_col_offset or 0)
+
+
+def _first_bindings(tree: ast.Module) -> dict[str, tuple[int, int]]:
+    """For each name the test reads at its top level before it first binds it there, where that
+    first binding takes effect. Only names bound by plain assignments, loops and ``with`` at the
+    top level, nowhere else (not in a function, a comprehension, an import or a ``del``)."""
+    own, nested = _scope_parts(tree)
+    odd = {
+        n.id for scope in nested for n in ast.walk(scope) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    } | {
+        t.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.comprehension)
+        for t in ast.walk(n.target)
+        if isinstance(t, ast.Name)
+    }
+    firsts: dict[str, tuple[int, int]] = {}
+    for node in own:
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.withitem) and node.optional_vars is not None:
+            targets = [node.optional_vars]
+        elif isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+            targets = [node.target]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            odd.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            odd.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            odd.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Del):
+            odd.add(node.id)
+        for target in targets:
+            for name in ast.walk(target):
+                if not (isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)):
+                    continue
+                end = None if isinstance(node, ast.AugAssign) else _binding_end(node)
+                if end is None:
+                    odd.add(name.id)
+                elif name.id not in firsts or end < firsts[name.id]:
+                    firsts[name.id] = end
+    early = {
+        n.id
+        for n in own
+        if isinstance(n, ast.Name)
+        and isinstance(n.ctx, ast.Load)
+        and n.id in firsts
+        and (n.lineno, n.col_offset) < firsts[n.id]
+    }
+    keep = early - odd - BUILTINS - set(GRADER_MODULES) - GRADER_HELPERS
+    return {name: firsts[name] for name in keep}
+
+
+def read_then_bound(tree: ast.Module) -> set[str]:
+    """The names the test reads at its top level before it first binds them there: as at a
+    module's top level in Python, those first reads are the notebook's (a test cell's visible part
+    reads the notebook's ``h``, its hidden part then draws an ``h`` of its own)."""
+    return set(_first_bindings(tree))
+
+
+def own_after_binding(tree: ast.Module) -> ast.Module:
+    """``tree`` with each name of ``read_then_bound`` renamed (``OWN``) from its first binding on:
+    the reads before it stay the notebook's, the rest is the test's own name."""
+    firsts = _first_bindings(tree)
+    if not firsts:
+        return tree
+    own, _ = _scope_parts(tree)
+    top_loads = {id(n) for n in own if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id in firsts:
+            if id(n) in top_loads and (n.lineno, n.col_offset) < firsts[n.id]:
+                continue
+            n.id = OWN.format(n.id)
+    return tree
+
+
 def bound_names(tree: ast.AST) -> set[str]:
     """Every name the test binds anywhere (its locals), including imports and function arguments."""
     out: set[str] = set()
@@ -144,6 +237,8 @@ def free_reads(tree: ast.AST) -> set[str]:
         if node is tree:
             here -= deleted_names(tree)
         out |= {n.id for n in own if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - here
+        if node is tree and isinstance(tree, ast.Module):
+            out |= read_then_bound(tree)
         scopes.extend((n, here) for n in nested)
     return out
 

@@ -543,7 +543,7 @@ def _libraries(tree: ast.Module) -> set[str]:
 @functools.lru_cache(maxsize=256)
 def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     """The test's two copies; ``notebook_names``: builtins it means as the notebook's (``Check.notebook_names``)."""
-    tree = ast.parse(source)
+    tree = testcode.own_after_binding(ast.parse(source))
     read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     student = set(testcode.student_names(source)) | (set(notebook_names) & read - testcode.bound_names(tree))
     tainted = tainted_names(tree, student)
