@@ -91,6 +91,10 @@ IN_PLACE = [
     ("code", VALUE, meta("value", solution=True)),
     ("code", TEST_VALUE, meta("test_value", grade=True, locked=True, points=1)),
     ("code", EXPERIMENT, None),
+    # A test cell's own h, then the notebook's: the later test reads the notebook's.
+    ("code", "h = [0] * 19\nassert len(h) == 19", meta("test_draw", grade=True, locked=True, points=1)),
+    ("code", "### BEGIN SOLUTION\nh = [1] * 5\n### END SOLUTION", meta("impulse", solution=True)),
+    ("code", "assert h is not None and len(h) == 5", meta("test_impulse", grade=True, locked=True, points=1)),
 ]
 # Templates written here in the documented format of nbgrader's autotests.yml.
 TEMPLATES = {
@@ -135,7 +139,7 @@ def in_order(skeleton: Path, position: str, *answers: str) -> nbformat.NotebookN
     blanks = iter(answers)
     for cell in nb.cells:
         if cell.source == "?":
-            cell.source = next(blanks)
+            cell.source = next(blanks, cell.source)
     return nb
 
 
@@ -202,7 +206,7 @@ def course(tmp_path_factory):
             "wrong": fill(b, {"def area": "def area(w, h):\n    return float(w + h)"}),
         },
         "d": {
-            "correct": in_order(d, "2 * t", "total = report(positions)", "value = 3"),
+            "correct": in_order(d, "2 * t", "total = report(positions)", "value = 3", "h = [1] * 5"),
             # A wrong step: its test fails in place, yet what the test cell defined is there for later cells.
             "wrong_position": in_order(d, "3 * t", "total = report(positions)", "value = 3"),
             # The test of ``value`` moved below the experiment: it judges the value there, as nbgrader would.
@@ -384,3 +388,5 @@ def test_test_cells_keep_their_place(course):
     assert "raised" not in text and "AssertionError" not in json.dumps(wrong["execution"])
     # Moved below the experiment, the test sees the value the experiment left.
     assert scores["moved"] == {"test_positions": 1, "test_total": 1, "test_value": 0}
+    # An earlier test cell's h stands until the notebook binds its own.
+    assert q(cards["correct"], "test_draw")["score"] == 1 and q(cards["correct"], "test_impulse")["score"] == 1

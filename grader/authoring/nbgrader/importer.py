@@ -180,6 +180,22 @@ def helpers_of(source: str) -> dict[str, str]:
     return out
 
 
+def rebinds(source: str) -> set[str]:
+    """The names a cell binds at its top level (assignments, loops, ``with``, definitions, imports):
+    after it, a later test reads the notebook's value of each, not an earlier test cell's."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    out = set(helpers_of(source))
+    for node in tree.body:
+        targets = [node.target] if isinstance(node, (ast.For, ast.AsyncFor, ast.AugAssign)) else []
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+        out.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return out
+
+
 def with_helpers(source: str, helpers: dict[str, tuple[int, str]]) -> str:
     """The test with what it uses from earlier test cells put before it (each statement once, in
     the order the cells ran it), as it stands in the kernel when nbgrader runs the test."""
@@ -320,6 +336,9 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
             cell.source = f"### BEGIN SOLUTION\n{cell.source}\n### END SOLUTION"
         if meta and not solution and (graded or meta.get("locked")):
             _tag(cell, LOCKED_TAG)  # read-only in nbgrader: restored as released before grading
+        if cell.cell_type == "code" and not (graded and not solution):
+            for name_ in rebinds(cell.source):  # an earlier test cell's value stands until the notebook's own
+                helpers.pop(name_, None)
         if graded and not solution and cell.cell_type == "code":
             used.add(qid)
             visible, whole = split_hidden(cell.source)
