@@ -484,3 +484,21 @@ def test_a_name_the_test_reads_before_binding_it_is_the_notebooks_there(tmp_path
     assert grader.grade(a, notebook_with(cells, tmp_path / "same.ipynb")).score == 1
     other_h = notebook_with([cells[0] + "\nh = 3.0", cells[1]], tmp_path / "other_h.ipynb")
     assert grader.grade(a, other_h).score == 0
+
+
+def test_an_attribute_a_test_sets_on_the_students_object_is_read_back_from_the_student(setup):
+    # A test that makes an object of the student's class, sets an attribute and calls a method: the
+    # object lives in the student's process, where the later read is taken.
+    root, course, grader = setup
+    bus = (
+        "class Bus:\n    def __init__(self):\n        self.n = 0\n"
+        "    def update(self, enter=0, leave=0):\n        self.n = self.n + enter - leave"
+    )
+    check = dataclasses.replace(
+        CHECK_STUB,
+        target="b = Bus()\nb.update(enter=5)\nassert b.n == 5\nb = Bus()\nb.n = 20\nb.update(leave=5)\nassert b.n == 15",
+    )
+    hw = course.assignment("hw")
+    a = dataclasses.replace(hw, questions=(dataclasses.replace(hw.questions[0], checks=(check,), points=1),))
+    card = grader.grade(a, notebook_with([*SOLUTION, bus], root / "bus.ipynb"))
+    assert card.questions[0].status == "passed", card.questions[0].lines

@@ -33,8 +33,14 @@ class Handle:
     student's code, where the record of that call answers; here, any use of it as data fails
     (``SiteUnusable``), and the site that used it answers from its own record instead."""
 
+    _source: str
+    _why: str
+    _kind: ClassRef | None
+
     def __init__(self, source: str, why: str, kind: ClassRef | None = None):
-        self._source, self._why, self._kind = source, why, kind  # ``_kind``: its class, as ``type`` said
+        object.__setattr__(self, "_source", source)
+        object.__setattr__(self, "_why", why)
+        object.__setattr__(self, "_kind", kind)  # its class, as ``type`` said
 
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
         raise SiteUnusable(self._source, self._why)
@@ -52,6 +58,12 @@ class Handle:
 
     def __delitem__(self, key: Any) -> None:
         """``del frame["col"]``: likewise."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """``bus.num_passengers = 20``: likewise; a later ``bus.num_passengers`` answers from its record."""
+
+    def __delattr__(self, name: str) -> None:
+        """``del bus.route``: likewise."""
 
     @property  # type: ignore[misc]
     def __class__(self) -> Any:  # ``isinstance(handle, T)`` asks the record, not this stand-in
