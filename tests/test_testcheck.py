@@ -502,3 +502,48 @@ def test_an_attribute_a_test_sets_on_the_students_object_is_read_back_from_the_s
     a = dataclasses.replace(hw, questions=(dataclasses.replace(hw.questions[0], checks=(check,), points=1),))
     card = grader.grade(a, notebook_with([*SOLUTION, bus], root / "bus.ipynb"))
     assert card.questions[0].status == "passed", card.questions[0].lines
+
+
+def test_a_test_function_given_the_students_class_calls_it_in_the_students_process(setup):
+    # ``check(Counter)``: the class crosses as its record, which the grader cannot call; the calls
+    # the test's function makes with it are taken where the class lives.
+    root, course, grader = setup
+    check = dataclasses.replace(
+        CHECK_STUB,
+        target="def check(make):\n    c = make()\n    assert c.step() == 1 and c.step() == 2\ncheck(Counter)",
+    )
+    hw = course.assignment("hw")
+    a = dataclasses.replace(hw, questions=(dataclasses.replace(hw.questions[0], checks=(check,), points=1),))
+    card = grader.grade(a, notebook_with(SOLUTION, root / "counter.ipynb"))
+    assert card.questions[0].status == "passed", card.questions[0].lines
+
+
+def test_checks_a_test_imports_from_a_course_module_run_as_its_own_code(setup):
+    from grader.authoring.testmodules import inline
+
+    module = (
+        "import numpy as np\nLIMIT = 2\n\ndef _clip(x):\n    return np.minimum(x, LIMIT)\n\n"
+        "def check_relu(relu):\n    assert np.allclose(_clip(relu(np.array([-1.0, 3.0]))), [0.0, 2.0])\n\n"
+        "def unused():\n    return 1\n"
+    )
+    test, used = inline("from more_tests import check_relu as c\nc(relu)\nimport more_tests", {"more_tests": module})
+    assert used == ["more_tests"] and "def check_relu(relu)" in test and "LIMIT = 2" in test
+    assert "def unused" not in test and test.endswith("c(relu)\nimport more_tests")
+    # A module whose code would hide a name of the notebook's the test reads is left as an import.
+    shadows = "def relu(x):\n    return x\n\ndef check(f):\n    assert relu(f(1.0)) == 1.0\n"
+    assert inline("from more_tests import check\ncheck(relu)", {"more_tests": shadows})[1] == []
+    root, course, grader = setup
+    hw = course.assignment("hw")
+    a = dataclasses.replace(
+        hw,
+        questions=(
+            dataclasses.replace(
+                hw.questions[0],
+                checks=(dataclasses.replace(CHECK_STUB, target=test.replace("\nimport more_tests", "")),),
+                points=1,
+            ),
+        ),
+    )
+    assert grader.grade(a, notebook_with(SOLUTION, root / "inlined.ipynb")).questions[0].status == "passed"
+    wrong = [*SOLUTION[:1], "def relu(x):\n    return np.abs(np.asarray(x, dtype=float))", *SOLUTION[2:]]
+    assert grader.grade(a, notebook_with(wrong, root / "inlined_wrong.ipynb")).questions[0].status == "failed"

@@ -66,6 +66,11 @@ def _importable(cls: type, module: str, qualname: str) -> bool:
         return False
 
 
+def importable(cls: type) -> bool:
+    """Whether the grader could import ``cls`` by its names (not a class the notebook made)."""
+    return bool(_entry(cls)[2])
+
+
 def _entry(cls: type) -> list[Any]:
     try:
         module, qualname = str(_MODULE.__get__(cls))[:200], str(_QUALNAME.__get__(cls))[:200]

@@ -264,6 +264,10 @@ class Recorder:
             value = tuple(int(n) for n in value)  # a shape is plain data
         try:
             self.add("v", key, capture.encode(value, budget=self.budget))
+            if isinstance(value, type) and not classes.importable(value):
+                # A class the notebook made crosses as its record, which the grader cannot call:
+                # a site of the grader's own that calls it (``B(10)`` for ``check(Bus)``) needs its record.
+                self.handles[id(value)] = value
             return True
         except CaptureFailed as exc:
             self.add("h", key, _str(str(exc)), *_class_of(value))
