@@ -90,3 +90,6 @@ TEST_WITH = "__grader_with__"  # __grader_with__(n, thunk): a student's context 
 TEST_DEL = "__grader_del__"  # __grader_del__(name): ``del`` of one of the notebook's names
 TEST_ASSERT = "__grader_assert__"  # __grader_assert__(n, thunk, message): one of the test's asserts
 TEST_AT = "__grader_at__"  # __grader_at__(n): the statement about to run (grader side only)
+# __grader_modules__(names): before the test, the course's own modules it imports (files of the run's
+# working directory, never a library), recorded as they stand: their plain-data values (student side only)
+TEST_MODULES = "__grader_modules__"

@@ -103,3 +103,17 @@ def reads(node: ast.AST, names: set[str]) -> bool:
 
 def targets(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def imported(tree: ast.AST) -> tuple[str, ...]:
+    """The modules a test imports by absolute name, and what ``from m import x`` may take as a
+    submodule (``m.x``): whether each is one of the course's own is for the student's process to say
+    (``grader.run.test_recorder``), by where its file is."""
+    names: dict[str, None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(dict.fromkeys(a.name for a in node.names))
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names[node.module] = None
+            names.update(dict.fromkeys(f"{node.module}.{a.name}" for a in node.names if a.name != "*"))
+    return tuple(names)

@@ -35,6 +35,9 @@ from __future__ import annotations
 
 import builtins
 import functools
+import importlib
+import importlib.util
+import os
 import sys
 import time
 import types
@@ -43,12 +46,14 @@ from typing import Any
 from grader import capture, nose_tools
 from grader.capture import classes
 from grader.errors import CaptureFailed
-from grader.names import CHECK_FILE, TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
+from grader.names import CHECK_FILE, TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_MODULES, TEST_SITE, TEST_WITH
 from grader.seeding import seed_everything
 
 MAX_RECORDS = 50_000
 # How many values ``Recorder.reaches_handle`` looks at before it takes the site to need its record.
 MAX_WALK = 10_000
+# The bytes a test's records may spend on the course's own modules' values (``course_modules``).
+MODULE_BUDGET = 8 * 1024 * 1024
 
 
 def _str(kind: str) -> dict[str, Any]:
@@ -383,12 +388,18 @@ def _not_described(value: Any) -> str:
 
 
 def record_test(
-    source: str, ns: dict[str, Any], seed: int, budget: list[int], local: frozenset[int] = frozenset()
+    source: str,
+    ns: dict[str, Any],
+    seed: int,
+    budget: list[int],
+    local: frozenset[int] = frozenset(),
+    workdir: str = "",
 ) -> dict[str, Any]:
     """Run the rewritten test in the notebook's namespace (as a test cell runs there), then put the
     namespace and the random generators back as they were (a test taken in the middle of the
     notebook changes nothing the later cells see); the records, encoded, end with how the run ended.
-    ``local``: the sites the grader computes itself where it holds their inputs as data."""
+    ``local``: the sites the grader computes itself where it holds their inputs as data;
+    ``workdir``: the run's working folder, where the course's own modules are."""
     nose_tools.install(_not_described)
     recorder = Recorder(budget, local)
     saved = dict(ns)
@@ -400,6 +411,7 @@ def record_test(
             TEST_ASSERT: _assert,
             TEST_AT: lambda n: None,
             TEST_DEL: lambda name: _delete(ns, name),
+            TEST_MODULES: lambda names: course_modules(recorder, names, workdir or os.getcwd()),
         }
     )
     state = _rng_state()  # the test's own seeding is its own: the notebook's draws go on as they were
@@ -419,6 +431,73 @@ def record_test(
         recorder.records.append({"t": "tuple", "items": [_str("stderr"), _str(""), _str(written)]})
     recorder.records.append({"t": "tuple", "items": [_str("stop"), _str(""), _str(ended[0]), _str(ended[1])]})
     return {"t": "list", "items": recorder.records}
+
+
+def _origin(module: Any) -> str | None:
+    """Where a module's code is: its file, or a namespace package's first folder."""
+    found = getattr(module, "__file__", None)
+    if isinstance(found, str):
+        return found
+    path = getattr(module, "__path__", None)
+    return next((p for p in path if isinstance(p, str)), None) if path is not None else None
+
+
+def _course_file(origin: str | None, workdir: str) -> str | None:
+    """A module's file relative to the run's working folder (``helper.py``, ``pkg/__init__.py``),
+    or None for a module from anywhere else (a library)."""
+    if origin is None or not os.path.isabs(origin):  # ``built-in``, ``frozen``
+        return None
+    real, base = os.path.realpath(origin), os.path.realpath(workdir)
+    return os.path.relpath(real, base).replace(os.sep, "/") if real.startswith(base + os.sep) else None
+
+
+def _course_top(name: str, workdir: str) -> bool:
+    """Whether the top-level module ``name`` is one of the course's own: loaded from, or found
+    (without importing it) in, the working folder."""
+    if name in sys.modules:
+        return _course_file(_origin(sys.modules[name]), workdir) is not None
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    places = [spec.origin, *(spec.submodule_search_locations or ())]
+    return any(_course_file(p, workdir) is not None for p in places if isinstance(p, str))
+
+
+def course_modules(recorder: Recorder, names: Any, workdir: str) -> None:
+    """``__grader_modules__(names)``: the course's own modules among those the test imports (their
+    files in the run's working folder, never a library), imported here as the test's import would,
+    and recorded as they stand: each module's file, then each of its values that is plain data
+    (a function, a class or a module stays the grader's own copy's)."""
+    tops = {n.partition(".")[0] for n in names if isinstance(n, str)} if isinstance(names, tuple) else set()
+    tops = {top for top in tops if _course_top(top, workdir)}
+    state = _rng_state()  # a module that seeds or draws as it loads leaves the test's draws alone
+    for name in names:
+        if name.partition(".")[0] in tops:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001,S112 - not a module (``from m import x`` of a value), or it fails
+                continue
+    _put_back(state)
+    spend = [min(MODULE_BUDGET, recorder.budget[0])]
+    start = spend[0]
+    for name, module in list(sys.modules.items()):
+        if name.partition(".")[0] not in tops:
+            continue
+        path = _course_file(_origin(module), workdir)
+        if path is None:
+            continue
+        recorder.add("m", name, _str(path))
+        for attr, value in list(vars(module).items()):
+            if attr.startswith("__") or isinstance(value, (type, types.ModuleType)) or callable(value):
+                continue
+            try:
+                recorder.add("ma", name, _str(attr), capture.encode(value, budget=spend))
+            except (CaptureFailed, RecursionError):
+                continue  # the grader's copy keeps its own value
+    recorder.budget[0] -= start - spend[0]
 
 
 class _ErrorStream:
