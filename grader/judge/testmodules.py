@@ -11,8 +11,8 @@ stood at the test's point. Its functions, classes and modules stay the grader's 
 who replaces ``helper.check`` with a function that always agrees changes only their own copy. A
 module the notebook never imported is the module as shipped; a library is never loaded here.
 
-The copy never enters ``sys.modules``: each test's replay loads its own, so what one test or one
-submission does to it reaches no other. The module's own imports of the course's modules (``from
+The copy stays out of ``sys.modules`` (but while its own code runs): each test's replay loads its
+own, so what one test or one submission does to it reaches no other. The module's own imports of the course's modules (``from
 . import util``, ``import helper``) get the same replay's copies.
 """
 
@@ -23,6 +23,7 @@ import functools
 import importlib.machinery
 import importlib.util
 import random
+import sys
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -130,9 +131,14 @@ class CourseModules:
                 stat = file.stat()
                 code = _code(str(file), (stat.st_mtime_ns, stat.st_size))
                 draws = random.getstate(), np.random.get_state()
+                # While it runs, where what it calls looks for it by name (``dataclasses`` reading
+                # its annotations), unless the grader's process has a module of that name itself.
+                listed = sys.modules.setdefault(name, module) is module
                 try:
                     exec(code, module.__dict__)  # noqa: S102 - the course's own module, as shipped
                 finally:  # a module that seeds or draws as it loads leaves the test's draws alone
+                    if listed and sys.modules.get(name) is module:
+                        del sys.modules[name]
                     random.setstate(draws[0])
                     np.random.set_state(draws[1])
         except BaseException:

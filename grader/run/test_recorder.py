@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import importlib
-import importlib.util
 import os
 import sys
 import time
@@ -47,13 +45,12 @@ from grader import capture, nose_tools
 from grader.capture import classes
 from grader.errors import CaptureFailed
 from grader.names import CHECK_FILE, TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_MODULES, TEST_SITE, TEST_WITH
+from grader.run import course_modules
 from grader.seeding import seed_everything
 
 MAX_RECORDS = 50_000
 # How many values ``Recorder.reaches_handle`` looks at before it takes the site to need its record.
 MAX_WALK = 10_000
-# The bytes a test's records may spend on the course's own modules' values (``course_modules``).
-MODULE_BUDGET = 8 * 1024 * 1024
 
 
 def _str(kind: str) -> dict[str, Any]:
@@ -411,7 +408,7 @@ def record_test(
             TEST_ASSERT: _assert,
             TEST_AT: lambda n: None,
             TEST_DEL: lambda name: _delete(ns, name),
-            TEST_MODULES: lambda names: course_modules(recorder, names, workdir or os.getcwd()),
+            TEST_MODULES: lambda names: _course_modules(recorder, names, workdir or os.getcwd()),
         }
     )
     state = _rng_state()  # the test's own seeding is its own: the notebook's draws go on as they were
@@ -433,71 +430,17 @@ def record_test(
     return {"t": "list", "items": recorder.records}
 
 
-def _origin(module: Any) -> str | None:
-    """Where a module's code is: its file, or a namespace package's first folder."""
-    found = getattr(module, "__file__", None)
-    if isinstance(found, str):
-        return found
-    path = getattr(module, "__path__", None)
-    return next((p for p in path if isinstance(p, str)), None) if path is not None else None
-
-
-def _course_file(origin: str | None, workdir: str) -> str | None:
-    """A module's file relative to the run's working folder (``helper.py``, ``pkg/__init__.py``),
-    or None for a module from anywhere else (a library)."""
-    if origin is None or not os.path.isabs(origin):  # ``built-in``, ``frozen``
-        return None
-    real, base = os.path.realpath(origin), os.path.realpath(workdir)
-    return os.path.relpath(real, base).replace(os.sep, "/") if real.startswith(base + os.sep) else None
-
-
-def _course_top(name: str, workdir: str) -> bool:
-    """Whether the top-level module ``name`` is one of the course's own: loaded from, or found
-    (without importing it) in, the working folder."""
-    if name in sys.modules:
-        return _course_file(_origin(sys.modules[name]), workdir) is not None
+def _course_modules(recorder: Recorder, names: Any, workdir: str) -> None:
+    """``__grader_modules__(names)``: the course's own modules among those the test imports, as
+    they stand (``grader.run.course_modules``); a module that seeds or draws as it loads leaves the
+    test's draws alone."""
+    state = _rng_state()
     try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return False
-    if spec is None:
-        return False
-    places = [spec.origin, *(spec.submodule_search_locations or ())]
-    return any(_course_file(p, workdir) is not None for p in places if isinstance(p, str))
-
-
-def course_modules(recorder: Recorder, names: Any, workdir: str) -> None:
-    """``__grader_modules__(names)``: the course's own modules among those the test imports (their
-    files in the run's working folder, never a library), imported here as the test's import would,
-    and recorded as they stand: each module's file, then each of its values that is plain data
-    (a function, a class or a module stays the grader's own copy's)."""
-    tops = {n.partition(".")[0] for n in names if isinstance(n, str)} if isinstance(names, tuple) else set()
-    tops = {top for top in tops if _course_top(top, workdir)}
-    state = _rng_state()  # a module that seeds or draws as it loads leaves the test's draws alone
-    for name in names:
-        if name.partition(".")[0] in tops:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001,S112 - not a module (``from m import x`` of a value), or it fails
-                continue
-    _put_back(state)
-    spend = [min(MODULE_BUDGET, recorder.budget[0])]
-    start = spend[0]
-    for name, module in list(sys.modules.items()):
-        if name.partition(".")[0] not in tops:
-            continue
-        path = _course_file(_origin(module), workdir)
-        if path is None:
-            continue
-        recorder.add("m", name, _str(path))
-        for attr, value in list(vars(module).items()):
-            if attr.startswith("__") or isinstance(value, (type, types.ModuleType)) or callable(value):
-                continue
-            try:
-                recorder.add("ma", name, _str(attr), capture.encode(value, budget=spend))
-            except (CaptureFailed, RecursionError):
-                continue  # the grader's copy keeps its own value
-    recorder.budget[0] -= start - spend[0]
+        found = course_modules.record(names, workdir, recorder.budget)
+    finally:
+        _put_back(state)
+    for kind, key, *payload in found:
+        recorder.add(kind, key, *payload)
 
 
 class _ErrorStream:
