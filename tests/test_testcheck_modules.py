@@ -11,7 +11,7 @@ import sys
 import pytest
 from conftest import notebook_with
 
-from grader.capture import decode
+from grader.capture import decode, to_python
 from grader.course import config
 from grader.judge.grading import Grader
 from grader.judge.testmodules import CourseModules
@@ -155,14 +155,18 @@ def test_only_the_courses_modules_are_recorded_and_only_as_plain_data(tmp_path, 
 
     source = "__grader_modules__(('helper', 'numpy', 'numpy.linalg', 'helper.LIMIT'))"
     try:
+        import helper  # as the notebook left it: values that are not data, and one too large to send
+
+        helper.OBJECT, helper.LONG, helper.LIMIT = object(), [None] * 31_000, 10
         got = test_recorder.record_test(source, {}, 0, [10**7], workdir=os.getcwd())
     finally:
         sys.modules.pop("helper", None)
-    records = [tuple(item.data for item in r.data) for r in decode(got).data]
-    modules = [r for r in records if r[0] == "m"]
+    records = [r.data for r in decode(got).data]  # each a tuple of values: kind, key, payload
+    modules = [tuple(p.data for p in r) for r in records if r[0].data == "m"]
     assert modules == [("m", "helper", "helper.py")]  # numpy is a library: never recorded
-    values = {r[2] for r in records if r[0] == "ma"}
-    assert values == {"LIMIT", "NAME", "WEIGHTS", "TABLE"}  # no function, no module
+    values = {r[2].data: r[3] for r in records if r[0].data == "ma"}
+    assert set(values) == {"LIMIT", "NAME", "WEIGHTS", "TABLE"}  # no function, no module, no object
+    assert to_python(values["LIMIT"]) == 10
     assert numpy.__name__ == "numpy"
 
 

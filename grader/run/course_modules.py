@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import os
 import sys
 import types
@@ -23,9 +24,12 @@ from typing import Any
 
 from grader import capture
 from grader.errors import CaptureFailed
+from grader.run import frames
 
-# The bytes one test's records may spend on the values of the course's modules.
+# The bytes one test's records may spend on the values of the course's modules, and the objects
+# and lists their encoding may hold (the frame they travel in holds at most ``MAX_FRAME_CONTAINERS``).
 BUDGET = 8 * 1024 * 1024
+CONTAINERS = 30_000
 
 
 def _origin(module: Any) -> str | None:
@@ -79,7 +83,7 @@ def record(names: Any, workdir: str, budget: list[int]) -> list[tuple[Any, ...]]
                 continue
     out: list[tuple[Any, ...]] = []
     spend = [min(BUDGET, budget[0])]
-    start = spend[0]
+    start, left = spend[0], CONTAINERS
     for name, module in list(sys.modules.items()):
         if name.partition(".")[0] not in tops:
             continue
@@ -95,8 +99,12 @@ def record(names: Any, workdir: str, budget: list[int]) -> list[tuple[Any, ...]]
             if attr.startswith("__") or isinstance(value, (type, types.ModuleType)) or callable(value):
                 continue
             try:
-                out.append(("ma", name, _str(attr), capture.encode(value, budget=spend)))
+                encoded = capture.encode(value, budget=spend)
             except (CaptureFailed, RecursionError):
                 continue  # the grader's copy keeps its own value
+            held = frames.items_in(json.dumps(encoded).encode())
+            if held <= left:
+                left -= held
+                out.append(("ma", name, _str(attr), encoded))
     budget[0] -= start - spend[0]
     return out
