@@ -97,3 +97,6 @@ PRINTOPTIONS = "numpy.printoptions"
 PRINTOPTION_KEYS = frozenset(
     {"precision", "threshold", "edgeitems", "linewidth", "suppress", "nanstr", "infstr", "sign", "floatmode", "legacy"}
 )
+# __grader_modules__(names): before the test, the course's own modules it imports (files of the run's
+# working directory, never a library), recorded as they stand: their plain-data values (student side only)
+TEST_MODULES = "__grader_modules__"

@@ -236,6 +236,7 @@ def test_the_student_side_imports_nothing_of_the_graders():
         "grader.run.student_values",
         "grader.run.calls",
         "grader.run.test_recorder",
+        "grader.run.course_modules",
         "grader.run.figures",
         "grader.run.injections",
         "grader.names",
@@ -255,6 +256,7 @@ def test_the_student_side_imports_nothing_of_the_graders():
         "grader.capture.classes",
         "grader.run.jupyter_kernel",
         "grader.run.test_recorder",
+        "grader.run.course_modules",
         "grader.run.injections",
         "grader.run.figures",
     ):

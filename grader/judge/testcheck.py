@@ -34,7 +34,7 @@ import contextlib
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ from grader.errors import (
     TestSiteError,
     TestStopped,
 )
+from grader.judge import testmodules
 from grader.judge import verdicts as v
 from grader.judge.compare import compare
 from grader.judge.scorecard import CheckResult
@@ -105,6 +106,7 @@ class Records:
     by_key: dict[str, Record]
     ended: str  # the exception the student's run of the test ended with, or ""
     stderr: str = ""  # the first line the test wrote to stderr in the student's process (a warning...)
+    modules: dict[str, testmodules.Recorded] = field(default_factory=dict)  # the course's own, by name
 
     @classmethod
     def read(cls, got: Captured | None) -> Records | None:
@@ -112,6 +114,7 @@ class Records:
         if got is None or got.value is None or got.value.kind != "list":
             return None
         out: dict[str, Record] = {}
+        modules: dict[str, testmodules.Recorded] = {}
         ended = stderr = ""
         for item in got.value.data:
             parts: tuple[Value, ...] = item.data if item.kind == "tuple" else ()
@@ -133,9 +136,9 @@ class Records:
                 ended = texts[0]
             elif kind == "stderr" and len(texts) == 1:
                 stderr = texts[0]
-            else:
+            elif not testmodules.read(kind, key, parts[2:], modules):
                 return None
-        return cls(out, ended, stderr)
+        return cls(out, ended, stderr, modules)
 
 
 def _raise_again(site: Site, rec: Record) -> Any:
@@ -211,8 +214,8 @@ class _Judging:
     """One test replayed on one submission's records. Sites answer from them; asserts are judged
     here and each failure is kept as a finding."""
 
-    def __init__(self, check: Check, student: dict[str, Captured], reveal: bool):
-        self.check, self.reveal = check, reveal
+    def __init__(self, check: Check, student: dict[str, Captured], reveal: bool, data_dir: Path | None = None):
+        self.check, self.reveal, self.data_dir = check, reveal, data_dir
         self.prog = program(check.target, check.notebook_names)
         self.records = Records.read(student.get(check.id))
         self.show_expected = reveal or not check.hidden
@@ -448,7 +451,8 @@ class _Judging:
 
     def outcome(self) -> Outcome:
         output = Output()
-        ns = namespace(self.check.target, output)
+        modules = testmodules.CourseModules(self.data_dir, self.records.modules if self.records else {})
+        ns = namespace(self.check.target, output, modules)
         ns.update(
             {
                 PRINTED: lambda: self._printed(output),
@@ -515,7 +519,7 @@ def judge(check: Check, student: dict[str, Captured], *, reveal: bool, data_dir:
     if data_dir is None or not data_dir.is_dir():
         return _Judging(check, student, reveal).outcome()
     with contextlib.chdir(data_dir):
-        return _Judging(check, student, reveal).outcome()
+        return _Judging(check, student, reveal, data_dir).outcome()
 
 
 def _site_finding(exc: TestSiteError) -> v.TestFinding:

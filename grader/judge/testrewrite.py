@@ -43,7 +43,7 @@ from grader.capture import trim
 from grader.course import testcode
 from grader.judge.testruntime import JudgedIs, same_object
 from grader.judge.testslice import student_copy
-from grader.judge.testvocab import CLOSE, NAMESPACES, READERS, TESTING, LeaveLibrariesAlone
+from grader.judge.testvocab import CLOSE, NAMESPACES, READERS, TESTING, LeaveLibrariesAlone, imported
 from grader.judge.testvocab import call as _call
 from grader.judge.testvocab import literal as _literal
 from grader.judge.testvocab import open_for_reading as _open_for_reading
@@ -51,7 +51,7 @@ from grader.judge.testvocab import reads as _reads
 from grader.judge.testvocab import root as _root
 from grader.judge.testvocab import targets as _targets
 from grader.judge.testvocab import thunk as _thunk
-from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
+from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_MODULES, TEST_SITE, TEST_WITH
 
 RAISES = frozenset({"raises", "assert_raises", "assertRaises"})
 TEST_FILE = "<test>"  # the file name the grader's copy is compiled under: frames in it are the test's own
@@ -508,10 +508,12 @@ def _statement_text(source: str, stmt: ast.stmt) -> str:
 
 
 def _prelude(source: str, tree: ast.Module) -> str:
-    """The student's copy first binds the modules and helpers the test uses without importing them,
-    where the notebook has not bound them itself."""
+    """The student's copy first records the course's own modules the test imports, as the notebook
+    left them (``grader.judge.testmodules``), then binds the modules and helpers the test uses
+    without importing them, where the notebook has not bound them itself."""
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - testcode.bound_names(tree)
-    lines = []
+    modules = imported(tree)  # the course's own among them, as the notebook left them, recorded first
+    lines = [f"{TEST_MODULES}({modules!r})"] if modules else []
     for alias in sorted(used & set(testcode.GRADER_MODULES)):
         module = testcode.GRADER_MODULES[alias]
         head, _, tail = module.rpartition(".")

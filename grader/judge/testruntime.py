@@ -24,6 +24,7 @@ from grader.capture import ClassRef, number_text, shape_text, trim
 from grader.capture.classes import as_ref
 from grader.course import testcode
 from grader.errors import SiteUnusable, TestComparisonFailed, TestDidNotRaise
+from grader.judge.testmodules import CourseModules
 from grader.names import PRINTOPTION_KEYS
 
 
@@ -364,12 +365,13 @@ def _judged_pandas() -> tuple[types.ModuleType, types.ModuleType]:
     return _Judged(pandas, testing=testing), testing
 
 
-def namespace(source: str, output: Output | None = None) -> dict[str, Any]:
+def namespace(source: str, output: Output | None = None, modules: CourseModules | None = None) -> dict[str, Any]:
     """The test's globals: the grader's own modules it uses (numpy's comparisons failing as data,
     ``_comparing``), nose's helpers, pytest with a ``raises`` that says structurally what it
     expected, a ``print`` that prints nothing here but keeps the text in ``output`` (a test that
     only prints passes when it raises nothing), ``doctest_match``, and ``type``, ``isinstance`` and
-    ``issubclass`` that read the student's classes from their records."""
+    ``issubclass`` that read the student's classes from their records; the course's own modules,
+    as ``modules`` loads them (``grader.judge.testmodules``)."""
     grader_builtins = dict(vars(builtins))
     grader_builtins["print"] = (output or Output()).print
     grader_builtins.update(type=_type, isinstance=_isinstance, issubclass=_issubclass)
@@ -380,7 +382,9 @@ def namespace(source: str, output: Output | None = None) -> dict[str, Any]:
             return wrapped["pytest"]
         return _import(name, globals, locals, fromlist, level)
 
-    grader_builtins["__import__"] = import_
+    if modules is not None:
+        modules.builtins["print"] = grader_builtins["print"]
+    grader_builtins["__import__"] = import_ if modules is None else modules.importer(import_)
     ns: dict[str, Any] = {"__builtins__": grader_builtins}
     used = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
     for alias, name in testcode.GRADER_MODULES.items():

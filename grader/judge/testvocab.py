@@ -164,3 +164,17 @@ class LeaveLibrariesAlone(ast.NodeTransformer):
             elif isinstance(value, ast.AST):
                 self.visit(value)
         return node
+
+
+def imported(tree: ast.AST) -> tuple[str, ...]:
+    """The modules a test imports by absolute name, and what ``from m import x`` may take as a
+    submodule (``m.x``): whether each is one of the course's own is for the student's process to say
+    (``grader.run.test_recorder``), by where its file is."""
+    names: dict[str, None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(dict.fromkeys(a.name for a in node.names))
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names[node.module] = None
+            names.update(dict.fromkeys(f"{node.module}.{a.name}" for a in node.names if a.name != "*"))
+    return tuple(names)

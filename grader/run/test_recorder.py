@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import os
 import sys
 import time
 import types
@@ -51,9 +52,11 @@ from grader.names import (
     TEST_AT,
     TEST_DEL,
     TEST_ITER,
+    TEST_MODULES,
     TEST_SITE,
     TEST_WITH,
 )
+from grader.run import course_modules
 from grader.seeding import seed_everything
 
 MAX_RECORDS = 50_000
@@ -410,12 +413,18 @@ def _not_described(value: Any) -> str:
 
 
 def record_test(
-    source: str, ns: dict[str, Any], seed: int, budget: list[int], local: frozenset[int] = frozenset()
+    source: str,
+    ns: dict[str, Any],
+    seed: int,
+    budget: list[int],
+    local: frozenset[int] = frozenset(),
+    workdir: str = "",
 ) -> dict[str, Any]:
     """Run the rewritten test in the notebook's namespace (as a test cell runs there), then put the
     namespace and the random generators back as they were (a test taken in the middle of the
     notebook changes nothing the later cells see); the records, encoded, end with how the run ended.
-    ``local``: the sites the grader computes itself where it holds their inputs as data."""
+    ``local``: the sites the grader computes itself where it holds their inputs as data;
+    ``workdir``: the run's working folder, where the course's own modules are."""
     nose_tools.install(_not_described)
     recorder = Recorder(budget, local)
     saved = dict(ns)
@@ -427,6 +436,7 @@ def record_test(
             TEST_ASSERT: _assert,
             TEST_AT: lambda n: None,
             TEST_DEL: lambda name: _delete(ns, name),
+            TEST_MODULES: lambda names: _course_modules(recorder, names, workdir or os.getcwd()),
         }
     )
     printing = _printoptions()
@@ -449,6 +459,19 @@ def record_test(
         recorder.records.append({"t": "tuple", "items": [_str("stderr"), _str(""), _str(written)]})
     recorder.records.append({"t": "tuple", "items": [_str("stop"), _str(""), _str(ended[0]), _str(ended[1])]})
     return {"t": "list", "items": recorder.records}
+
+
+def _course_modules(recorder: Recorder, names: Any, workdir: str) -> None:
+    """``__grader_modules__(names)``: the course's own modules among those the test imports, as
+    they stand (``grader.run.course_modules``); a module that seeds or draws as it loads leaves the
+    test's draws alone."""
+    state = _rng_state()
+    try:
+        found = course_modules.record(names, workdir, recorder.budget)
+    finally:
+        _put_back(state)
+    for kind, key, *payload in found:
+        recorder.add(kind, key, *payload)
 
 
 class _ErrorStream:

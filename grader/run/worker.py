@@ -330,7 +330,9 @@ class Runner:
         each call into the student's code gave back, already encoded. The verdict is the grader's."""
         seed = item.get("seed")
         local = frozenset(i for i in item.get("local", ()) if type(i) is int)
-        return test_recorder.record_test(item["target"], self.shell.user_ns, int(seed or 0), self.budget, local)
+        return test_recorder.record_test(
+            item["target"], self.shell.user_ns, int(seed or 0), self.budget, local, self.job["workdir"]
+        )
 
     def capture_one(self, item: CaptureWire) -> CaptureMessage:
         message: CaptureMessage = {"ev": "capture", "id": item["id"]}
