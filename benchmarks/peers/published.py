@@ -145,11 +145,11 @@ def nbgrader_peer(course: dict[str, Any], src_nb: Path, peer: Path, work: Path) 
     source = root / "source" / name
     shutil.copytree(src_nb.parent, source, ignore=shutil.ignore_patterns("*.ipynb", ".*"))
     shutil.copy(src_nb, source / src_nb.name)
-    for name, origin in course.get("add_files", {}).items():  # a file the course's own setup had beside it
+    for added, origin in course.get("add_files", {}).items():  # a file the course's own setup had beside it
         if origin.startswith("nbgrader:"):  # one that nbgrader itself ships, e.g. its documented autotests.yml
             where = run([str(peer), "-c", "import nbgrader, os; print(os.path.dirname(nbgrader.__file__))"], work)
             origin = str(Path(where.stdout.strip()) / origin.split(":", 1)[1])
-        shutil.copy(origin, source / name)
+        shutil.copy(origin, source / added)
     for old, new in course.get("fixes", []):
         text = (source / src_nb.name).read_text(encoding="utf-8")
         (source / src_nb.name).write_text(text.replace(old, new), encoding="utf-8")
