@@ -8,8 +8,9 @@ COURSES is a folder holding each course's repository as a plain tree, ``src/OWNE
 repository. The manifest (default: ``benchmarks/peers/published_courses.json``) lists, per
 course assignment: the tool, the repository and commit, the source (nbgrader: the notebook in its
 assignment folder; otter: the master notebook), fixes made to the source before either tool sees
-it (``add_files``: files copied beside it, from nbgrader's package, ``"nbgrader:docs/source/user_guide/
-autotests.yml"``, or from elsewhere in the repository, ``"repo:data/x.csv"``), and the recipes of the submissions derived from the release:
+it, files copied beside it (``add_files``: from nbgrader's package,
+``"nbgrader:docs/source/user_guide/autotests.yml"``, or from elsewhere in the repository,
+``"repo:data/x.csv"``), and the recipes of the submissions derived from the release:
 
 - ``correct``: the released notebook with every answer as the instructor's solution has it
   (nbgrader: each solution cell of the release given the source's cell, its markers removed;
