@@ -8,7 +8,9 @@ COURSES is a folder holding each course's repository as a plain tree, ``src/OWNE
 repository. The manifest (default: ``benchmarks/peers/published_courses.json``) lists, per
 course assignment: the tool, the repository and commit, the source (nbgrader: the notebook in its
 assignment folder; otter: the master notebook), fixes made to the source before either tool sees
-it, and the recipes of the submissions derived from the release:
+it, files copied beside it (``add_files``: from nbgrader's package,
+``"nbgrader:docs/source/user_guide/autotests.yml"``, or from elsewhere in the repository,
+``"repo:data/x.csv"``), and the recipes of the submissions derived from the release:
 
 - ``correct``: the released notebook with every answer as the instructor's solution has it
   (nbgrader: each solution cell of the release given the source's cell, its markers removed;
@@ -144,6 +146,15 @@ def nbgrader_peer(course: dict[str, Any], src_nb: Path, peer: Path, work: Path) 
     source = root / "source" / name
     shutil.copytree(src_nb.parent, source, ignore=shutil.ignore_patterns("*.ipynb", ".*"))
     shutil.copy(src_nb, source / src_nb.name)
+    checkout = src_nb.parents[len(Path(course["source"]).parts) - 1]
+    for added, origin in course.get("add_files", {}).items():  # a file the course's own setup had beside it
+        if origin.startswith("nbgrader:"):  # one that nbgrader itself ships, e.g. its documented autotests.yml
+            where = run([str(peer), "-c", "import nbgrader, os; print(os.path.dirname(nbgrader.__file__))"], work)
+            origin = str(Path(where.stdout.strip()) / origin.split(":", 1)[1])
+        elif origin.startswith("repo:"):  # one the repository keeps elsewhere (a course-wide data folder)
+            origin = str(checkout / origin.split(":", 1)[1])
+        (source / added).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(origin, source / added)
     for old, new in course.get("fixes", []):
         text = (source / src_nb.name).read_text(encoding="utf-8")
         (source / src_nb.name).write_text(text.replace(old, new), encoding="utf-8")
