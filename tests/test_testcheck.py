@@ -547,3 +547,23 @@ def test_checks_a_test_imports_from_a_course_module_run_as_its_own_code(setup):
     assert grader.grade(a, notebook_with(SOLUTION, root / "inlined.ipynb")).questions[0].status == "passed"
     wrong = [*SOLUTION[:1], "def relu(x):\n    return np.abs(np.asarray(x, dtype=float))", *SOLUTION[2:]]
     assert grader.grade(a, notebook_with(wrong, root / "inlined_wrong.ipynb")).questions[0].status == "failed"
+
+
+def test_warnings_the_students_code_gives_are_read_from_the_list_that_records_them(setup):
+    root, course, grader = setup
+    bus = (
+        "import warnings\nclass Bus:\n    def __init__(self):\n        self.n = 0\n    def go(self, k):\n"
+        "        self.n += k\n        if self.n > 10:\n            {}\n"
+    )
+    check = dataclasses.replace(
+        CHECK_STUB,
+        target="import warnings\nwith warnings.catch_warnings(record=True) as w:\n    warnings.simplefilter('always')\n"
+        "    b = Bus()\n    b.go(5)\n    assert len(w) == 0\n    b.go(50)\n    assert len(w) == 1, 'A warning was not raised'\n"
+        "    assert str(w[-1].message) == 'the bus is full' and issubclass(w[-1].category, UserWarning)",
+    )
+    hw = course.assignment("hw")
+    a = dataclasses.replace(hw, questions=(dataclasses.replace(hw.questions[0], checks=(check,), points=1),))
+    warns = notebook_with([*SOLUTION, bus.format("warnings.warn('the bus is full')")], root / "warns.ipynb")
+    assert grader.grade(a, warns).questions[0].status == "passed"
+    silent = grader.grade(a, notebook_with([*SOLUTION, bus.format("pass")], root / "silent.ipynb")).questions[0]
+    assert silent.status == "failed" and silent.lines == ["A warning was not raised"], silent.lines

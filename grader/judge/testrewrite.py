@@ -156,6 +156,7 @@ class _Rewriter(ast.NodeTransformer):
     def __init__(self, source: str, student: set[str], tainted: set[str], bound: set[str], helpers: frozenset[str]):
         self.source, self.student, self.tainted, self.bound = source, student, tainted, bound
         self.helpers = helpers  # the test's own functions
+        self.live: set[str] = set()  # names whose every read is taken in the student's process (``recorded_warnings``)
         self.sites: list[Site] = []
         self.asserts: list[AssertInfo] = []
         self.comparisons: list[AssertInfo] = []
@@ -227,7 +228,7 @@ class _Rewriter(ast.NodeTransformer):
                 body = _ChainArgs(self).visit(copy.deepcopy(node))
                 return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(body)), node)
         if self._builtin_call(node) or self._builtin_base(node):
-            index = self._new_site(node, local=True)
+            index = self._new_site(node, local=not _reads(node, self.live))
             inner = cast(ast.expr, self.generic_visit(copy.deepcopy(node)))
             return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(inner)), node)
         return self.generic_visit(node)
@@ -530,6 +531,28 @@ def _prelude(source: str, tree: ast.Module) -> str:
     return "\n".join(lines)
 
 
+def recorded_warnings(tree: ast.Module) -> set[str]:
+    """The lists of ``with warnings.catch_warnings(record=True) as w``: the warnings the student's
+    code gives are added to the list in the student's process, as they happen; so every read of
+    ``w`` (``len(w)``, ``str(w[-1].message)``) is taken there, when the test makes it."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                call, target = item.context_expr, item.optional_vars
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(target, ast.Name)
+                    and (call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", ""))
+                    == "catch_warnings"
+                    and any(
+                        k.arg == "record" and _literal(k.value) and ast.literal_eval(k.value) for k in call.keywords
+                    )
+                ):
+                    out.add(target.id)
+    return out
+
+
 def _libraries(tree: ast.Module) -> set[str]:
     """The names the test holds a module, or something imported from one, under: what it imports,
     and the grader's modules it reads without importing (``np``)."""
@@ -548,9 +571,12 @@ def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     tree = testcode.own_after_binding(ast.parse(source))
     read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     student = set(testcode.student_names(source)) | (set(notebook_names) & read - testcode.bound_names(tree))
+    live = recorded_warnings(tree)
+    student |= live
     tainted = tainted_names(tree, student)
     helpers = frozenset(n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
     rewriter = _Rewriter(source, student, tainted, testcode.bound_names(tree), helpers)
+    rewriter.live = live
     body: list[ast.stmt] = []
     for stmt in tree.body:
         out = rewriter.visit(stmt)
