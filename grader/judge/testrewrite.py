@@ -43,7 +43,16 @@ from grader.capture import trim
 from grader.course import testcode
 from grader.judge.testruntime import JudgedIs, same_object
 from grader.judge.testslice import student_copy
-from grader.judge.testvocab import CLOSE, NAMESPACES, READERS, TESTING, LeaveLibrariesAlone, imported
+from grader.judge.testvocab import (
+    CLOSE,
+    NAMESPACES,
+    READERS,
+    TESTING,
+    LeaveLibrariesAlone,
+    imported,
+    libraries,
+    recorded_warnings,
+)
 from grader.judge.testvocab import call as _call
 from grader.judge.testvocab import literal as _literal
 from grader.judge.testvocab import open_for_reading as _open_for_reading
@@ -531,40 +540,6 @@ def _prelude(source: str, tree: ast.Module) -> str:
     return "\n".join(lines)
 
 
-def recorded_warnings(tree: ast.Module) -> set[str]:
-    """The lists of ``with warnings.catch_warnings(record=True) as w``: the warnings the student's
-    code gives are added to the list in the student's process, as they happen; so every read of
-    ``w`` (``len(w)``, ``str(w[-1].message)``) is taken there, when the test makes it."""
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                call, target = item.context_expr, item.optional_vars
-                if (
-                    isinstance(call, ast.Call)
-                    and isinstance(target, ast.Name)
-                    and (call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", ""))
-                    == "catch_warnings"
-                    and any(
-                        k.arg == "record" and _literal(k.value) and ast.literal_eval(k.value) for k in call.keywords
-                    )
-                ):
-                    out.add(target.id)
-    return out
-
-
-def _libraries(tree: ast.Module) -> set[str]:
-    """The names the test holds a module, or something imported from one, under: what it imports,
-    and the grader's modules it reads without importing (``np``)."""
-    imported = {
-        (a.asname or a.name).split(".")[0]
-        for n in ast.walk(tree)
-        if isinstance(n, (ast.Import, ast.ImportFrom))
-        for a in n.names
-    }
-    return imported | (set(testcode.GRADER_MODULES) - testcode.bound_names(tree))
-
-
 @functools.lru_cache(maxsize=256)
 def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     """The test's two copies; ``notebook_names``: builtins it means as the notebook's (``Check.notebook_names``)."""
@@ -583,7 +558,7 @@ def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
         body.extend(out if isinstance(out, list) else [out])
     body = body or [ast.Pass()]
     module = ast.fix_missing_locations(ast.Module(body=copy.deepcopy(body), type_ignores=[]))
-    module = LeaveLibrariesAlone(_libraries(tree)).visit(module)
+    module = LeaveLibrariesAlone(libraries(tree)).visit(module)
     marker = _Mark(source)
     marked = ast.fix_missing_locations(marker.visit(JudgedIs(IS).visit(module)))
     recorded = _Recorded(rewriter.recorded).visit(ast.Module(body=body, type_ignores=[]))

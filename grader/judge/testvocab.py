@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 
+from grader.course import testcode
+
 # Calls that compare two values within tolerance: ``assert np.allclose(yours, expected)``. The
 # grader keeps both sides, so a failure says how the student's value differs, in kind.
 CLOSE = frozenset({"allclose", "array_equal", "isclose", "array_equiv"})
@@ -178,3 +180,35 @@ def imported(tree: ast.AST) -> tuple[str, ...]:
             names[node.module] = None
             names.update(dict.fromkeys(f"{node.module}.{a.name}" for a in node.names if a.name != "*"))
     return tuple(names)
+
+
+def recorded_warnings(tree: ast.Module) -> set[str]:
+    """The lists of ``with warnings.catch_warnings(record=True) as w``: the warnings the student's
+    code gives are added to the list in the student's process, as they happen; so every read of
+    ``w`` (``len(w)``, ``str(w[-1].message)``) is taken there, when the test makes it."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                call, target = item.context_expr, item.optional_vars
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(target, ast.Name)
+                    and (call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", ""))
+                    == "catch_warnings"
+                    and any(k.arg == "record" and literal(k.value) and ast.literal_eval(k.value) for k in call.keywords)
+                ):
+                    out.add(target.id)
+    return out
+
+
+def libraries(tree: ast.Module) -> set[str]:
+    """The names the test holds a module, or something imported from one, under: what it imports,
+    and the grader's modules it reads without importing (``np``)."""
+    imported = {
+        (a.asname or a.name).split(".")[0]
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    }
+    return imported | (set(testcode.GRADER_MODULES) - testcode.bound_names(tree))
