@@ -1,7 +1,8 @@
 """The vocabulary of a test's rewrite (``grader.judge.testrewrite``): the library calls it knows
 by name (comparisons within tolerance, ``numpy.testing`` / ``pandas.testing`` asserts, file
-readers, the builtins that list a namespace), and the small builders and readers of syntax trees
-it is made of."""
+readers, the builtins that list a namespace, ``catch_warnings(record=True)``, the calls that change a
+module in place), the names a test holds its libraries and recorded warnings under, and the small
+builders and readers of syntax trees it is made of."""
 
 from __future__ import annotations
 
