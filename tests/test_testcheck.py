@@ -567,3 +567,20 @@ def test_warnings_the_students_code_gives_are_read_from_the_list_that_records_th
     assert grader.grade(a, warns).questions[0].status == "passed"
     silent = grader.grade(a, notebook_with([*SOLUTION, bus.format("pass")], root / "silent.ipynb")).questions[0]
     assert silent.status == "failed" and silent.lines == ["A warning was not raised"], silent.lines
+
+
+def test_an_assert_whose_failure_the_test_catches_lets_the_test_go_on(setup):
+    # nbgrader's partial credit: each part in a ``try``, its failure caught and printed, the points
+    # of the parts that held added up.
+    root, course, grader = setup
+    test = (
+        "score = 0\nfor x, want in [(-1.0, 0.0), (2.0, 3.0), (4.0, 4.0)]:\n    try:\n"
+        "        assert relu(np.array([x]))[0] == want, f'relu({x}) is wrong'\n"
+        "    except AssertionError as e:\n        print(f'Failed: {e}')\n    else:\n        score += 1\n"
+        "partial_credit(score / 3)"
+    )
+    check = dataclasses.replace(CHECK_STUB, target=test)
+    hw = course.assignment("hw")
+    a = dataclasses.replace(hw, questions=(dataclasses.replace(hw.questions[0], checks=(check,), points=1),))
+    q = grader.grade(a, notebook_with(SOLUTION, root / "caught.ipynb")).questions[0]
+    assert q.score == pytest.approx(2 / 3), q.lines

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -57,7 +56,16 @@ from grader.judge import verdicts as v
 from grader.judge.compare import compare
 from grader.judge.scorecard import CheckResult
 from grader.judge.testrewrite import IS, OPS, PARTIAL, PRINTED, TEST_FILE, AssertInfo, Site, program
-from grader.judge.testruntime import Handle, Output, namespace, printing, same_object, show
+from grader.judge.testruntime import (
+    Handle,
+    Output,
+    failed_by_pytest,
+    message_of,
+    namespace,
+    printing,
+    same_object,
+    show,
+)
 from grader.names import PRINTOPTIONS, TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 from grader.run.job import Captured, CaptureSpec
 from grader.seeding import seed_everything
@@ -162,11 +170,6 @@ def _raise_again(site: Site, rec: Record) -> Any:
 
 # --------------------------------------------------------------------------------------------
 # Judging one submission
-
-
-def _message(exc: BaseException) -> str:
-    """An exception's message on one line."""
-    return trim(" ".join(line.strip() for line in str(exc).splitlines() if line.strip()), 300)
 
 
 def _test_line(exc: BaseException) -> int:
@@ -339,6 +342,8 @@ class _Judging:
         except TestSiteError as exc:
             return self.fail(_site_finding(exc))
         except AssertionError as exc:
+            if info.caught:
+                raise
             found = self._assertion(exc, "")
             return self.fail(self._does_not_hold(info) if found == v.AssertionSaid("") else found)
         except Exception as exc:  # noqa: BLE001 - the student's exception, raised again here, or the test's own
@@ -351,6 +356,8 @@ class _Judging:
         if msg is not None:
             with contextlib.suppress(Exception):  # a message that cannot be computed: the finding below
                 said = str(msg())
+        if info.caught:  # the test's own ``except`` takes it from here
+            raise AssertionError(*([said] if said is not None else []))
         if said is not None:
             return self.fail(v.Said(said))
         if info.op == "Close":
@@ -402,7 +409,7 @@ class _Judging:
         if isinstance(exc, TestComparisonFailed):
             return self._comparison(exc, where)
         if isinstance(exc, HelperFailed) or _raised_by_test(exc) or self.reveal:
-            return v.AssertionSaid(_message(exc), where)
+            return v.AssertionSaid(message_of(exc), where)
         return v.AssertionSaid("", where)
 
     def _comparison(self, exc: TestComparisonFailed, where: str) -> v.TestFinding:
@@ -540,17 +547,9 @@ def _raised(exc: BaseException, source: str) -> v.TestFinding:
     name = type(exc).__name__
     if site:
         return v.SiteRaised(site, name, text)
-    if _failed_by_pytest(exc):  # ``pytest.fail(...)``
+    if failed_by_pytest(exc):  # ``pytest.fail(...)``
         return v.TestFailedItself(text)
     return v.TestRaised(name, text, source)
-
-
-def _failed_by_pytest(exc: BaseException) -> bool:
-    """The test ended itself with pytest's ``Failed`` (``pytest.fail``). pytest is loaded where a
-    test could have raised it, so a process that never loaded it has seen none."""
-    outcomes = sys.modules.get("_pytest.outcomes")
-    failed = getattr(outcomes, "Failed", None)
-    return isinstance(failed, type) and isinstance(exc, failed)
 
 
 def grade(

@@ -44,11 +44,12 @@ from grader.course import testcode
 from grader.judge.testruntime import JudgedIs, same_object
 from grader.judge.testslice import student_copy
 from grader.judge.testvocab import (
-    CLOSE,
     NAMESPACES,
     READERS,
     TESTING,
     LeaveLibrariesAlone,
+    catches_assertion,
+    close_call,
     imported,
     libraries,
     recorded_warnings,
@@ -114,6 +115,9 @@ class AssertInfo:
     # The assert computes something from the student's values besides them (arithmetic): its source
     # may hold the reference formula, so messages do not quote it.
     formula: bool = False
+    # Within a ``try`` of the test whose ``except`` catches its failure (``except AssertionError``):
+    # a failure is raised for the test to catch, as Python would, not the test's verdict.
+    caught: bool = False
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,7 @@ class _Rewriter(ast.NodeTransformer):
     def __init__(self, source: str, student: set[str], tainted: set[str], bound: set[str], helpers: frozenset[str]):
         self.source, self.student, self.tainted, self.bound = source, student, tainted, bound
         self.helpers = helpers  # the test's own functions
+        self.catching = 0  # how many ``try`` bodies around here catch an AssertionError
         self.live: set[str] = set()  # names whose every read is taken in the student's process (``recorded_warnings``)
         self.sites: list[Site] = []
         self.asserts: list[AssertInfo] = []
@@ -344,6 +349,16 @@ class _Rewriter(ast.NodeTransformer):
         node.ifs = [self.visit(i) for i in node.ifs]
         return node
 
+    def visit_Try(self, node: ast.Try) -> Any:
+        catches = any(catches_assertion(h.type) for h in node.handlers)
+        self.catching += catches
+        node.body = [self.visit(s) for s in node.body]
+        self.catching -= catches
+        node.handlers = [self.visit(h) for h in node.handlers]
+        node.orelse = [self.visit(s) for s in node.orelse]
+        node.finalbody = [self.visit(s) for s in node.finalbody]
+        return node
+
     def visit_With(self, node: ast.With) -> Any:
         for item in node.items:
             expr = item.context_expr
@@ -385,8 +400,9 @@ class _Rewriter(ast.NodeTransformer):
             source=self._text(test),
             line=node.lineno,
             formula=self._formula(test) or expects_output,
+            caught=self.catching > 0,
         )
-        close = _close_call(test)
+        close = close_call(test)
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]).__name__ in OPS:
             info = AssertInfo(
                 index=info.index,
@@ -397,6 +413,7 @@ class _Rewriter(ast.NodeTransformer):
                 op=type(test.ops[0]).__name__,
                 literal=_literal(test.comparators[0]),
                 formula=info.formula,
+                caught=info.caught,
             )
             parts = [self.visit(test.left), self.visit(test.comparators[0])]
         elif close is not None:
@@ -411,6 +428,7 @@ class _Rewriter(ast.NodeTransformer):
                 op="Close",
                 literal=_literal(close.args[1]),
                 formula=info.formula,
+                caught=info.caught,
             )
             options = ast.Dict(
                 keys=[ast.Constant(k.arg) for k in close.keywords], values=[self.visit(k.value) for k in close.keywords]
@@ -474,14 +492,6 @@ class _Recorded(ast.NodeTransformer):
             body = self.visit(copy.deepcopy(self.recorded[cast(int, node.args[0].value)]))
             return ast.copy_location(_call(TEST_ASSERT, node.args[0], _thunk(body), ast.Constant(None)), node)
         return self.generic_visit(node)
-
-
-def _close_call(test: ast.expr) -> ast.Call | None:
-    """``np.allclose(a, b, ...)`` (or another ``CLOSE`` function) with two plain arguments, else None."""
-    if not isinstance(test, ast.Call) or len(test.args) != 2 or any(k.arg is None for k in test.keywords):
-        return None
-    name = test.func.attr if isinstance(test.func, ast.Attribute) else getattr(test.func, "id", "")
-    return test if name in CLOSE and not any(isinstance(a, ast.Starred) for a in test.args) else None
 
 
 class _Mark(ast.NodeTransformer):

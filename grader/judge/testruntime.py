@@ -416,3 +416,16 @@ def printing(options: Any) -> contextlib.AbstractContextManager[Any]:
         return np.printoptions(**{k: v for k, v in options.items() if k in PRINTOPTION_KEYS})
     except (TypeError, ValueError):  # options this NumPy does not take: its own
         return np.printoptions()
+
+
+def message_of(exc: BaseException) -> str:
+    """An exception's message on one line."""
+    return trim(" ".join(line.strip() for line in str(exc).splitlines() if line.strip()), 300)
+
+
+def failed_by_pytest(exc: BaseException) -> bool:
+    """The test ended itself with pytest's ``Failed`` (``pytest.fail``). pytest is loaded where a
+    test could have raised it, so a process that never loaded it has seen none."""
+    outcomes = sys.modules.get("_pytest.outcomes")
+    failed = getattr(outcomes, "Failed", None)
+    return isinstance(failed, type) and isinstance(exc, failed)

@@ -213,3 +213,20 @@ def libraries(tree: ast.Module) -> set[str]:
         for a in n.names
     }
     return imported | (set(testcode.GRADER_MODULES) - testcode.bound_names(tree))
+
+
+def close_call(test: ast.expr) -> ast.Call | None:
+    """``np.allclose(a, b, ...)`` (or another ``CLOSE`` function) with two plain arguments, else None."""
+    if not isinstance(test, ast.Call) or len(test.args) != 2 or any(k.arg is None for k in test.keywords):
+        return None
+    name = test.func.attr if isinstance(test.func, ast.Attribute) else getattr(test.func, "id", "")
+    return test if name in CLOSE and not any(isinstance(a, ast.Starred) for a in test.args) else None
+
+
+def catches_assertion(kind: ast.expr | None) -> bool:
+    """Whether an ``except`` clause of this type catches an AssertionError."""
+    if kind is None:
+        return True
+    kinds = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    names = {k.attr if isinstance(k, ast.Attribute) else getattr(k, "id", "") for k in kinds}
+    return bool(names & {"AssertionError", "Exception", "BaseException"})
