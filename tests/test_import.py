@@ -302,12 +302,13 @@ def test_import_refuses_an_existing_assignment_and_bad_sources(otter_course, tmp
 
 
 def test_nbgrader_answers_graded_by_a_person_are_found_for_the_grader(nbgrader_course):
-    # nbgrader's released notebook carries none of this grader's tags: the answers are found by the
-    # skeleton (the written answer after its question, the test whose output a person reads).
+    # nbgrader's released notebook carries none of this grader's tags, but its own metadata names
+    # each answer cell's question (``grade_id``); the test whose output a person reads is found by
+    # the skeleton.
     for card in nbgrader_course["cards"].values():
         if card["status"] != "graded":
             continue
-        assert q(card, "explain")["answer"]["found_by"] == "skeleton"
+        assert q(card, "explain")["answer"]["found_by"] == "tag"
         # A test cell that only prints passes when it raises nothing, as in nbgrader: no person needed.
         assert "answer" not in q(card, "squares_printed") and q(card, "squares_printed")["status"] != "manual"
     placeholder = q(nbgrader_course["cards"]["placeholder"], "explain")
@@ -431,3 +432,30 @@ def test_otter_ok_format_test_files_beside_the_notebook_become_questions(tmp_pat
         "`np.testing.assert_allclose(round(float(mean), 2), 2.5, rtol=1e-6, atol=1e-8)` does not hold: "
         "`round(float(mean), 2)` is 2, which is not the expected value within rtol=1e-06, atol=1e-08: it is too small.",
     ]
+
+
+def test_nbgraders_answer_cells_one_after_another_each_answer_their_own_question():
+    # A released nbgrader notebook: five cells for a person in a row, each a comment above nbgrader's
+    # stub, none with this grader's tags. Each is its own question's answer, not all the first's.
+    from grader.notebook import answers
+
+    stub = "# YOUR CODE HERE\nraise NotImplementedError()"
+    names = ["closeness", "betweenness", "ranking"]
+
+    def cell(source, meta=None, tags=()):
+        return {"cell_type": "code", "source": source, "metadata": {"nbgrader": meta or {}, "tags": list(tags)}}
+
+    given = answers.cells_of(
+        {"cells": [cell("import networkx"), *(cell(f"# {n}\n\n?", tags=["answer"]) for n in names), cell("print(1)")]}
+    )
+    released = answers.cells_of(
+        {
+            "cells": [
+                cell("import networkx"),
+                *(cell(f"# {n}\n\n{stub}", {"grade": True, "solution": True, "grade_id": n}) for n in names),
+                cell("print(1)"),
+            ]
+        }
+    )
+    found = answers.locate(released, given, [(n, n) for n in names])
+    assert {n: a.cells for n, a in found.items()} == {"closeness": (2,), "betweenness": (3,), "ranking": (4,)}

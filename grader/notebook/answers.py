@@ -110,6 +110,12 @@ def cells_of(data: Any) -> list[NbCell]:
         outputs = cell.get("outputs") or []
         own = meta.get("grader") if isinstance(meta, dict) else None
         question = own.get("question") if isinstance(own, dict) else None
+        nbgrader = meta.get("nbgrader") if isinstance(meta, dict) else None
+        if question is None and isinstance(nbgrader, dict) and nbgrader.get("grade") and nbgrader.get("solution"):
+            # nbgrader's own answer cell for a person (its id is the question's when imported): it
+            # answers that question, and ends the answer of the one before it.
+            question = nbgrader.get("grade_id")
+            tags = tags if ANSWER_TAG in tags else (*tags, ANSWER_TAG)
         out.append(
             NbCell(
                 index=n,
