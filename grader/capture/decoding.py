@@ -29,6 +29,7 @@ from grader.capture.values import (
     MAX_ITEMS,
     MAX_STR,
     PANDAS,
+    VIEWS,
     Value,
 )
 from grader.errors import ProtocolError
@@ -52,6 +53,7 @@ _KEYS = {
         "tuple": "t items",
         "set": "t items origin",
         "dict": "t items origin factory",
+        "view": "t k items",
         "fraction": "t n d",
         "decimal": "t v",
         "range": "t v",
@@ -119,6 +121,8 @@ def _decode(obj: Any, depth: int) -> Value:
         return Value("objects", values, origin=origin[:60], dims=shape)
     if t == "dict":
         return _decode_dict(obj, depth)
+    if t == "view":
+        return _decode_view(obj, depth)
     if t in ("int", "bytes", "text", "fraction", "decimal", "range", "time"):
         return decode_plain(t, obj)
     if t == "pandas":
@@ -169,6 +173,21 @@ def _decode_dict(obj: dict[str, Any], depth: int) -> Value:
             raise ProtocolError("a captured dict entry is malformed")
         out[key] = decode(pair[1], depth=depth + 1)
     return Value("dict", out, origin=origin, dtype=factory)
+
+
+def _decode_view(obj: dict[str, Any], depth: int) -> Value:
+    """A dict's keys, values or items view: its keys (hashable), values, or (key, value) pairs."""
+    items, kind = obj.get("items"), obj.get("k")
+    if not isinstance(items, list) or len(items) > MAX_ITEMS or kind not in VIEWS:
+        raise ProtocolError("a captured dict view is malformed")
+    values = tuple(decode(v, depth=depth + 1) for v in items)
+    if kind.endswith("_items"):
+        if not all(v.kind == "tuple" and len(v.data) == 2 for v in values):
+            raise ProtocolError("a captured dict view's item is not a (key, value) pair")
+        _hashable(tuple(v.data[0] for v in values), depth)
+    elif kind.endswith("_keys"):
+        _hashable(values, depth)
+    return Value("view", values, origin=kind)
 
 
 def _decode_pandas_scalar(obj: dict[str, Any], depth: int) -> Value:
@@ -364,6 +383,8 @@ def to_python(value: Value) -> Any:
     import numpy as np
 
     if value.kind in ("none", "bool", "str", "int", "bytes", "scalar"):
+        if value.origin == "bytearray":
+            return bytearray(value.data)
         return np.str_(value.data) if value.origin == "numpy.str_" else value.data
     if value.kind in ("list", "tuple"):
         items = [to_python(v) for v in value.data]
@@ -374,6 +395,16 @@ def to_python(value: Value) -> Any:
         return items if value.kind == "list" else tuple(items)
     if value.kind == "set":
         return (set if value.origin == "set" else frozenset)(to_python(v) for v in value.data)
+    if value.kind == "view":  # a view of a dict of its own, made in the same order
+        import collections
+
+        items = [to_python(v) for v in value.data]
+        mapping = collections.OrderedDict if value.origin.startswith("odict_") else dict
+        if value.origin.endswith("_keys"):
+            return mapping.fromkeys(items).keys()
+        if value.origin.endswith("_values"):
+            return mapping(enumerate(items)).values()
+        return mapping(items).items()
     if value.kind == "objects":
         out = np.empty(len(value.data), dtype=object)
         for i, item in enumerate(value.data):
