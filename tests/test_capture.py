@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from grader.capture import decode, encode, to_python, to_wire
-from grader.errors import CaptureFailed, ProtocolError
+from grader.errors import CaptureFailed, ProtocolError, SiteUnusable
 from grader.run import frames
 
 
@@ -67,6 +67,15 @@ def test_dict_views_cross_as_views_of_a_dict_of_their_own():
     assert type(ba) is bytearray and ba == b"ab" and roundtrip(bytearray()).describe() == "a bytearray"
 
 
+def test_a_defaultdict_made_by_the_students_function_crosses_with_its_items_only():
+    copy = to_python(roundtrip(collections.defaultdict(lambda: 0, {"a": 2})))
+    assert type(copy) is collections.defaultdict and copy == {"a": 2}
+    with pytest.raises(SiteUnusable) as info:
+        copy["missing"]
+    assert info.value.why == "is the default of a defaultdict, made in your notebook's process"
+    assert to_python(roundtrip(copy)) == {"a": 2}  # written back as it came
+
+
 @pytest.mark.parametrize(
     "value, message",
     [
@@ -75,7 +84,6 @@ def test_dict_views_cross_as_views_of_a_dict_of_their_own():
         ((i for i in range(3)), "is a builtins.generator, which cannot be compared as data"),
         (print, "is a function (builtin_function_or_method), not a value"),
         (torch.nn.Linear(2, 2), "is a Linear module, not numbers; call it on an input to get a tensor"),
-        (collections.defaultdict(lambda: 0), "is a defaultdict whose default is <lambda>, not a builtin type"),
         (np.zeros(2, dtype=[("a", "i4")]), "is a NumPy structured array, which cannot be compared as data"),
         (
             pd.Series(pd.arrays.SparseArray([0, 1])),
@@ -163,6 +171,7 @@ def test_recursion_and_size_are_bounded():
         ),
         ({"t": "dtype", "values": {"t": "values", "k": "masked", "dtype": "object"}}, "a captured dtype is malformed"),
         ({"t": "view", "k": "dict_code", "items": []}, "a captured dict view is malformed"),
+        ({"t": "dict", "items": [], "made_by": "f"}, "a captured defaultdict is malformed"),
         ({"t": "view", "k": "dict_keys", "items": [{"t": "list", "items": []}]}, "holds an unhashable value"),
         ({"t": "view", "k": "dict_items", "items": [{"t": "none"}]}, "item is not a (key, value) pair"),
         ({"t": "bytes", "b64": "", "origin": "memoryview"}, "a captured bytes is malformed"),

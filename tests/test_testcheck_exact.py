@@ -19,7 +19,7 @@ import pytest
 
 from grader.capture import decode
 from grader.course.model import Check
-from grader.judge import testcheck
+from grader.judge import testcheck, wording
 from grader.judge.testrewrite import program
 from grader.run import frames
 from grader.run.job import Captured
@@ -197,7 +197,19 @@ IDIOMS: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
         "a defaultdict's items",
         "assert groups == {'a': ['ant'], 'b': ['bee']} and groups['a'] == ['ant']",
         {"groups": collections.defaultdict(list, {"a": ["ant"], "b": ["bee"]})},
-        {"groups": collections.defaultdict(lambda: [], {"a": ["ant"]})},
+        {"groups": collections.defaultdict(list, {"a": ["ant"]})},
+    ),
+    (
+        "a defaultdict made by a lambda",
+        "assert counts == {'a': 2} and counts['a'] == 2 and isinstance(counts, collections.defaultdict)",
+        {"counts": collections.defaultdict(lambda: 0, {"a": 2})},
+        {"counts": collections.defaultdict(lambda: 0, {"a": 3})},
+    ),
+    (
+        "a missing key of a defaultdict made by a lambda",
+        "assert counts['zzz'] == 0 and counts['a'] == 2",
+        {"counts": collections.defaultdict(lambda: 0, {"a": 2})},
+        {"counts": collections.defaultdict(lambda: 1, {"a": 2})},
     ),
     (
         "Counter.most_common and == with a dict",
@@ -323,3 +335,11 @@ def test_a_failed_frame_comparison_does_not_show_the_expected_frame():
 def test_library_comparisons_that_fail_say_how(test, student, said):
     ok, found = judged(test, {**BASE, "df": student, "s": student, "n": student})
     assert not ok and said in repr(found), found
+
+
+def test_a_value_that_cannot_cross_is_named_with_its_type():
+    # A memoryview stays in the student's process: the test cannot use it as data, and says which.
+    ok, found = judged("assert view == b'ab'", {**BASE, "view": memoryview(b"ab")})
+    assert not ok and [wording.finding(f) for f in found] == [
+        "`view` cannot be checked: it is a builtins.memoryview, which cannot be compared as data."
+    ]

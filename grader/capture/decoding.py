@@ -32,7 +32,7 @@ from grader.capture.values import (
     VIEWS,
     Value,
 )
-from grader.errors import ProtocolError
+from grader.errors import ProtocolError, SiteUnusable
 
 if TYPE_CHECKING:
     pass
@@ -52,7 +52,7 @@ _KEYS = {
         "list": "t items origin",
         "tuple": "t items",
         "set": "t items origin",
-        "dict": "t items origin factory",
+        "dict": "t items origin factory made_by",
         "view": "t k items",
         "fraction": "t n d",
         "decimal": "t v",
@@ -157,11 +157,15 @@ def _hashable(values: tuple[Value, ...], depth: int) -> list[Any]:
 def _decode_dict(obj: dict[str, Any], depth: int) -> Value:
     items = obj.get("items")
     origin = obj.get("origin", "dict")
-    factory = obj.get("factory", "")
+    factory, made_by = obj.get("factory", ""), obj.get("made_by")
     if not isinstance(items, list) or len(items) > MAX_ITEMS or origin not in DICTS.values():
         raise ProtocolError("a captured dict is malformed")
     if factory and (origin != "collections.defaultdict" or factory not in FACTORIES):
         raise ProtocolError("a captured defaultdict is malformed")
+    if made_by is not None:
+        if origin != "collections.defaultdict" or factory or type(made_by) is not str or len(made_by) > 60:
+            raise ProtocolError("a captured defaultdict is malformed")
+        factory = "*" + made_by  # the student's function, by its name (``to_python``)
     out: dict[Any, Value] = {}
     for pair in items:
         if not (isinstance(pair, list) and len(pair) == 2):
@@ -420,6 +424,8 @@ def to_python(value: Value) -> Any:
             return collections.Counter(pairs)
         if value.origin == "collections.OrderedDict":
             return collections.OrderedDict(pairs)
+        if value.origin == "collections.defaultdict" and value.dtype.startswith("*"):
+            return collections.defaultdict(_StudentDefault(value.dtype[1:]), pairs)
         if value.origin == "collections.defaultdict":
             return collections.defaultdict(FACTORIES.get(value.dtype), pairs)
         return pairs
@@ -443,6 +449,21 @@ def to_python(value: Value) -> Any:
             return torch.nn.Parameter(tensor, requires_grad=bool(value.requires_grad))
         return tensor.requires_grad_(True) if value.requires_grad and tensor.is_floating_point() else tensor
     return arr
+
+
+class _StudentDefault:
+    """A defaultdict's default made by the student's function (a lambda, a class), which stays in
+    the student's process: a missing key's default cannot be made here (a test's site that reads one
+    answers from the student's run instead)."""
+
+    def __init__(self, name: str):
+        self.__name__ = name
+
+    def __call__(self) -> Any:
+        raise SiteUnusable(f"{self.__name__}()", "is the default of a defaultdict, made in your notebook's process")
+
+    def __repr__(self) -> str:
+        return f"<function {self.__name__}>"
 
 
 def to_wire(value: Value) -> dict[str, Any]:

@@ -56,7 +56,7 @@ class Value:
     # Python object (scalar) | a pandas object (PANDAS)
     data: Any
     origin: str = ""  # e.g. "torch.Tensor", "numpy.ndarray", "float", "pandas.DataFrame"
-    dtype: str = ""  # the original dtype, e.g. "torch.float32"; a defaultdict's default
+    dtype: str = ""  # the original dtype, e.g. "torch.float32"; a defaultdict's default ("*name": the student's)
     requires_grad: bool | None = None
     dims: tuple[int, ...] = ()  # the shape of an array of objects
 

@@ -34,6 +34,7 @@ Like ``grader.run.worker``, it imports nothing of the grader's side.
 from __future__ import annotations
 
 import builtins
+import collections
 import functools
 import sys
 import time
@@ -42,6 +43,7 @@ from typing import Any
 
 from grader import capture, nose_tools
 from grader.capture import classes
+from grader.capture.values import FACTORIES
 from grader.errors import CaptureFailed
 from grader.names import (
     CHECK_FILE,
@@ -137,6 +139,15 @@ def _names(code: types.CodeType) -> frozenset[str]:
         if isinstance(const, types.CodeType):
             names |= _names(const)
     return frozenset(n for n in names if not n.startswith("__grader"))
+
+
+def _default_stays(value: Any) -> bool:
+    """A defaultdict whose default the student's function makes (a lambda, a class): it crosses
+    with its items, and the grader cannot make a missing key's default."""
+    if type(value) is not collections.defaultdict or value.default_factory is None:
+        return False
+    factory = value.default_factory
+    return FACTORIES.get(getattr(factory, "__name__", "")) is not factory
 
 
 def _free_values(fn: types.FunctionType) -> list[Any]:
@@ -264,6 +275,8 @@ class Recorder:
             value = tuple(int(n) for n in value)  # a shape is plain data
         try:
             self.add("v", key, capture.encode(value, budget=self.budget))
+            if _default_stays(value):  # its missing keys' defaults are made here only
+                self.handles[id(value)] = value
             return True
         except CaptureFailed as exc:
             self.add("h", key, _str(str(exc)), *_class_of(value))
