@@ -324,6 +324,7 @@ def test_a_failed_frame_comparison_does_not_show_the_expected_frame():
             "`s`'s index (row labels) is ['b', 'a']; the expected labels, in another order (sort it, or keep the "
             "original order?).",
         ),
+        ("assert s.keys() == {'x'}", {"y": 1}, "shown=\"dict_keys(['y'])\""),
         (
             f"np.testing.assert_equal(n, {math.perm(40)})",
             math.perm(40) + 1,
