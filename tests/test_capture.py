@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 import torch
 
-from grader.capture import decode, encode, to_wire
-from grader.errors import CaptureFailed, ProtocolError
+from grader.capture import decode, encode, to_python, to_wire
+from grader.errors import CaptureFailed, ProtocolError, SiteUnusable
 from grader.run import frames
 
 
@@ -50,14 +50,40 @@ def test_containers_and_frames():
     assert to_wire(decode(to_wire(f))) == to_wire(f)
 
 
+def test_dict_views_cross_as_views_of_a_dict_of_their_own():
+    d = {"b": [1.0], (1, 2): "x", "a": 2}
+    for view in (d.keys(), d.values(), d.items(), collections.OrderedDict(d).items()):
+        v = roundtrip(view)
+        copy = to_python(v)
+        assert type(copy) is type(view) and list(copy) == list(view), copy
+        assert v.describe() == f"a {type(view).__name__} of 3 items"
+        assert to_wire(decode(to_wire(v))) == to_wire(v)
+    keys, items = to_python(roundtrip(d.keys())), to_python(roundtrip(d.items()))
+    assert keys == {"a", "b", (1, 2)} and keys - {"a"} == {"b", (1, 2)} and ("a", 2) in items
+    first = to_python(roundtrip(d.items()))
+    next(iter(first))[1].append(2.0)  # each copy is its own
+    assert list(to_python(roundtrip(d.items())))[0] == ("b", [1.0])
+    ba = to_python(roundtrip(bytearray(b"ab")))
+    assert type(ba) is bytearray and ba == b"ab" and roundtrip(bytearray()).describe() == "a bytearray"
+
+
+def test_a_defaultdict_made_by_the_students_function_crosses_with_its_items_only():
+    copy = to_python(roundtrip(collections.defaultdict(lambda: 0, {"a": 2})))
+    assert type(copy) is collections.defaultdict and copy == {"a": 2}
+    with pytest.raises(SiteUnusable) as info:
+        copy["missing"]
+    assert info.value.why == "is the default of a defaultdict, made in your notebook's process"
+    assert to_python(roundtrip(copy)) == {"a": 2}  # written back as it came
+
+
 @pytest.mark.parametrize(
     "value, message",
     [
+        ({"a": print}.values(), "is a function (builtin_function_or_method), not a value"),
         (np.array([object(), 1], dtype=object), "is a builtins.object, which cannot be compared as data"),
         ((i for i in range(3)), "is a builtins.generator, which cannot be compared as data"),
         (print, "is a function (builtin_function_or_method), not a value"),
         (torch.nn.Linear(2, 2), "is a Linear module, not numbers; call it on an input to get a tensor"),
-        (collections.defaultdict(lambda: 0), "is a defaultdict whose default is <lambda>, not a builtin type"),
         (np.zeros(2, dtype=[("a", "i4")]), "is a NumPy structured array, which cannot be compared as data"),
         (
             pd.Series(pd.arrays.SparseArray([0, 1])),
@@ -144,6 +170,11 @@ def test_recursion_and_size_are_bounded():
             "a captured pandas array is malformed",
         ),
         ({"t": "dtype", "values": {"t": "values", "k": "masked", "dtype": "object"}}, "a captured dtype is malformed"),
+        ({"t": "view", "k": "dict_code", "items": []}, "a captured dict view is malformed"),
+        ({"t": "dict", "items": [], "made_by": "f"}, "a captured defaultdict is malformed"),
+        ({"t": "view", "k": "dict_keys", "items": [{"t": "list", "items": []}]}, "holds an unhashable value"),
+        ({"t": "view", "k": "dict_items", "items": [{"t": "none"}]}, "item is not a (key, value) pair"),
+        ({"t": "bytes", "b64": "", "origin": "memoryview"}, "a captured bytes is malformed"),
     ],
 )
 def test_forged_payloads_are_rejected(forged, message):
@@ -175,6 +206,7 @@ def test_mangled_payloads_are_rejected_as_protocol_errors_only():
         pd.Series(pd.date_range("2024", periods=2, tz="UTC"), index=pd.MultiIndex.from_tuples([("a", 1), ("b", 2)])),
         {frozenset({1}): {2**70, "x"}, (1, None): np.array(["a", None], dtype=object)},
         [pd.Timestamp("2024-01-01"), pd.Interval(0, 1), np.array(["a"]), np.datetime64("2024-01-01")],
+        [{(1, 2): [3.0], "a": {4}}.items(), {"k": None}.keys(), {1: "v"}.values(), bytearray(b"xy")],
     ]
     wires = [json.loads(json.dumps(encode(v, budget=[1 << 20]))) for v in values]
 

@@ -111,6 +111,15 @@ PAIRS: list[tuple[str, Any, Any, bool]] = [
     ),
     ("series", F.name, F.name.copy(), frames_equal(F.name, F.name.copy())),
     ("series value_counts", pd.Series(list("aab")).value_counts(), pd.Series(list("abb")).value_counts(), False),
+    ("keys view", {"a": 1, "b": 2}.keys(), {"b": 0, "a": 0}.keys(), {"a": 1, "b": 2}.keys() == {"b": 0, "a": 0}.keys()),
+    ("keys view differs", {"a": 1}.keys(), {"b": 1}.keys(), {"a": 1}.keys() == {"b": 1}.keys()),
+    ("items view", {"a": [1], "b": 2}.items(), {"b": 2, "a": [1]}.items(), True),
+    ("items view differs", {"a": [1]}.items(), {"a": [2]}.items(), False),
+    # values views: Python's == is identity, never true of two captures; compared as lists, in order
+    ("values view", {"a": 1, "b": 2}.values(), {"x": 1, "y": 2}.values(), [1, 2] == [1, 2]),
+    ("values view order", {"a": 1, "b": 2}.values(), {"x": 2, "y": 1}.values(), False),
+    ("keys view is not a values view", {"a": 1}.keys(), {"a": 1}.values(), False),
+    ("bytearray", bytearray(b"ab"), b"ab", bytearray(b"ab") == b"ab"),
 ]
 
 
@@ -136,6 +145,7 @@ SECRETS = ["Zed", "Quill", "2031"]
         (F.set_axis(["a", "b", "c"]), F.set_axis(["a", "b", "Quill"])),
         (pd.Timestamp("2024-01-01"), pd.Timestamp("2031-01-01")),
         (math.factorial(30), math.factorial(30) + 2031),
+        ({"Ann": 1}.keys(), {"Zed": 1}.keys()),
     ],
 )
 def test_messages_never_show_what_only_the_reference_holds(actual, expected):

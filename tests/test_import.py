@@ -455,7 +455,8 @@ def test_nbgraders_answer_cells_one_after_another_each_answer_their_own_question
                 *(cell(f"# {n}\n\n{stub}", {"grade": True, "solution": True, "grade_id": n}) for n in names),
                 cell("print(1)"),
             ]
-        }
+        },
+        answer_ids="nbgrader.grade_id",  # as the import writes it in config.yaml
     )
     found = answers.locate(released, given, [(n, n) for n in names])
     assert {n: a.cells for n, a in found.items()} == {"closeness": (2,), "betweenness": (3,), "ranking": (4,)}

@@ -584,3 +584,23 @@ def test_an_assert_whose_failure_the_test_catches_lets_the_test_go_on(setup):
     a = dataclasses.replace(hw, questions=(dataclasses.replace(hw.questions[0], checks=(check,), points=1),))
     q = grader.grade(a, notebook_with(SOLUTION, root / "caught.ipynb")).questions[0]
     assert q.score == pytest.approx(2 / 3), q.lines
+
+
+def test_a_dicts_views_in_a_test_are_views_in_the_grader(setup):
+    # A published course's test: `'x' in sail.keys()` over the notebook's dict. The views cross as
+    # plain data and are views again in the grader: membership, set comparisons and operations,
+    # insertion order, and values views compared as Python compares them (by identity).
+    root, course, grader = setup
+    check = dataclasses.replace(
+        CHECK_STUB,
+        target="assert 'x' in sail.keys() and sail.keys() == {'x', 'y'}\n"
+        "assert list(sail.keys()) == ['x', 'y'] and len(sail.values()) == 2\n"
+        "assert sail.keys() - {'y'} == {'x'} and sail.items() & {('x', 1)} == {('x', 1)}\n"
+        "assert sorted(sail.values()) == [1, 2] and sail.values() != sail.values()",
+    )
+    hw = course.assignment("hw")
+    a = dataclasses.replace(hw, questions=(dataclasses.replace(hw.questions[0], checks=(check,), points=1),))
+    right = grader.grade(a, notebook_with([*SOLUTION, "sail = {'x': 1, 'y': 2}"], root / "sail.ipynb"))
+    assert right.questions[0].status == "passed", right.questions[0].lines
+    wrong = grader.grade(a, notebook_with([*SOLUTION, "sail = {'y': 2, 'x': 1}"], root / "sail_order.ipynb"))
+    assert wrong.questions[0].status == "failed" and "list(sail.keys())" in repr(wrong.questions[0].lines)

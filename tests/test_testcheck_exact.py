@@ -5,7 +5,11 @@ objects passes: the truth is the test itself, run here by Python, numpy and pand
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import datetime
+import decimal
+import fractions
 import math
 from typing import Any
 
@@ -15,7 +19,7 @@ import pytest
 
 from grader.capture import decode
 from grader.course.model import Check
-from grader.judge import testcheck
+from grader.judge import testcheck, wording
 from grader.judge.testrewrite import program
 from grader.run import frames
 from grader.run.job import Captured
@@ -54,6 +58,7 @@ def perm_float(n: int) -> float:
 
 FRAME = pd.DataFrame({"name": ["Ann", "bob", None], "age": [31, 42, 27], "score": [1.5, np.nan, 3.25]})
 BASE = {"np": np, "pd": pd, "math": math}
+LIBS = {"collections": collections, "fractions": fractions, "decimal": decimal, "datetime": datetime}
 
 # (idiom, test, student's names when right, student's names when wrong)
 IDIOMS: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
@@ -169,15 +174,124 @@ IDIOMS: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
         {"grouped": pd.DataFrame({"a": ["x", "x"], "b": [1, 2], "v": [3, 4]}).groupby(["a", "b"])["v"].sum()},
         {"grouped": pd.DataFrame({"a": ["x", "x"], "b": [1, 2], "v": [3, 4]}).groupby(["b", "a"])["v"].sum()},
     ),
+    (
+        "a dict's keys view held in a name",
+        "assert 'x' in keys and keys == {'x', 'y'} and keys | {'z'} == {'x', 'y', 'z'}",
+        {"keys": {"x": 1, "y": 2}.keys()},
+        {"keys": {"x": 1, "y": 2, "z": 3}.keys()},
+    ),
+    (
+        "a dict's items view",
+        "assert ('y', [2]) in sail.items() and sail.items() == {'x': 1, 'y': [2]}.items() and len(sail.items()) == 2",
+        {"sail": {"x": 1, "y": [2]}},
+        {"sail": {"x": 1, "y": [2.5]}},
+    ),
+    (
+        "an OrderedDict's order and views",
+        "assert od == collections.OrderedDict([('a', 1), ('b', 2)]) and list(od.items())[0] == ('a', 1)\n"
+        "assert od.keys() == {'b', 'a'}",
+        {"od": collections.OrderedDict([("a", 1), ("b", 2)])},
+        {"od": collections.OrderedDict([("b", 2), ("a", 1)])},
+    ),
+    (
+        "a defaultdict's items",
+        "assert groups == {'a': ['ant'], 'b': ['bee']} and groups['a'] == ['ant']",
+        {"groups": collections.defaultdict(list, {"a": ["ant"], "b": ["bee"]})},
+        {"groups": collections.defaultdict(list, {"a": ["ant"]})},
+    ),
+    (
+        "a defaultdict made by a lambda",
+        "assert counts == {'a': 2} and counts['a'] == 2 and isinstance(counts, collections.defaultdict)",
+        {"counts": collections.defaultdict(lambda: 0, {"a": 2})},
+        {"counts": collections.defaultdict(lambda: 0, {"a": 3})},
+    ),
+    (
+        "a missing key of a defaultdict made by a lambda",
+        "assert counts['zzz'] == 0 and counts['a'] == 2",
+        {"counts": collections.defaultdict(lambda: 0, {"a": 2})},
+        {"counts": collections.defaultdict(lambda: 1, {"a": 2})},
+    ),
+    (
+        "Counter.most_common and == with a dict",
+        "assert counts.most_common(1) == [('a', 3)] and counts == {'a': 3, 'b': 1}",
+        {"counts": collections.Counter("abaa")},
+        {"counts": collections.Counter("abab")},
+    ),
+    (
+        "a range",
+        "assert r == range(0, 5) and r[-1] == 4",
+        {"r": range(5)},
+        {"r": range(1, 5)},
+    ),
+    (
+        "one-shot iterators a test lists",
+        "assert list(pairs('ab')) == [(0, 'a'), (1, 'b')] and list(doubled([1, 2])) == [2, 4]\n"
+        "assert list(evens(range(5))) == [0, 2, 4] and list(zipped([1], 'a')) == [(1, 'a')]",
+        {
+            "pairs": enumerate,
+            "doubled": lambda xs: map(lambda x: 2 * x, xs),
+            "evens": lambda xs: filter(lambda x: x % 2 == 0, xs),
+            "zipped": zip,
+        },
+        {"pairs": enumerate, "doubled": lambda xs: map(lambda x: 2 * x, xs), "evens": iter, "zipped": zip},
+    ),
+    (
+        "a frozenset",
+        "assert fs == frozenset({1, 2}) and type(fs) is frozenset",
+        {"fs": frozenset({1, 2})},
+        {"fs": {1, 2}},
+    ),
+    (
+        "bytes and a bytearray",
+        "assert raw == b'ab' and buf == bytearray(b'ab') and type(buf) is bytearray and buf[0] == 97",
+        {"raw": b"ab", "buf": bytearray(b"ab")},
+        {"raw": b"ab", "buf": b"ab"},
+    ),
+    (
+        "a complex number",
+        "assert z == 1 + 2j and z.imag == 2 and z * z.conjugate() == 5",
+        {"z": 1 + 2j},
+        {"z": 1 - 2j},
+    ),
+    (
+        "a Fraction and a Decimal",
+        "assert q == fractions.Fraction(1, 3) and x == decimal.Decimal('0.1') and x + x == decimal.Decimal('0.2')",
+        {"q": fractions.Fraction(1, 3), "x": decimal.Decimal("0.1")},
+        {"q": fractions.Fraction(1, 3), "x": 0.1},
+    ),
+    (
+        "a date, a datetime and a timedelta",
+        "assert day == datetime.date(2024, 1, 2) and when.hour == 3 and when - datetime.datetime(2024, 1, 1) == gap",
+        {
+            "day": datetime.date(2024, 1, 2),
+            "when": datetime.datetime(2024, 1, 2, 3),
+            "gap": datetime.timedelta(1, 10800),
+        },
+        {"day": datetime.date(2024, 1, 2), "when": datetime.datetime(2024, 1, 2, 3), "gap": datetime.timedelta(1)},
+    ),
+    (
+        "NumPy scalars' types",
+        "assert type(x) == np.float32 and type(i) == np.int64 and type(flag) == np.bool_ and flag",
+        {"x": np.float32(1.5), "i": np.int64(3), "flag": np.bool_(True)},
+        {"x": np.float64(1.5), "i": np.int64(3), "flag": np.bool_(True)},
+    ),
 ]
 
 
 @pytest.mark.parametrize("idiom, test, right, wrong", IDIOMS, ids=[i[0] for i in IDIOMS])
 def test_replayed_tests_say_what_the_test_says(idiom, test, right, wrong):
     for ns in (right, wrong):
-        ns = {**BASE, **ns}
+        ns = {**BASE, **LIBS, **ns}
         assert judged(test, ns)[0] == truth(test, ns)
-    assert truth(test, {**BASE, **right}) and not truth(test, {**BASE, **wrong})  # the table tells them apart
+    assert truth(test, {**BASE, **LIBS, **right}) and not truth(test, {**BASE, **LIBS, **wrong})  # told apart
+
+
+def test_two_values_views_are_unequal_as_python_says():
+    # Python compares values views by identity: the test fails on any dict, and says where.
+    d = {"a": 1, "b": 2}
+    ok, found = judged("assert d.values() == d.values()", {**BASE, "d": d})
+    assert not ok and not truth("assert d.values() == d.values()", {"d": d})
+    assert "d.values() == d.values()" in repr(found) and "cannot be compared" not in repr(found)
 
 
 def test_a_failed_frame_comparison_does_not_show_the_expected_frame():
@@ -210,6 +324,7 @@ def test_a_failed_frame_comparison_does_not_show_the_expected_frame():
             "`s`'s index (row labels) is ['b', 'a']; the expected labels, in another order (sort it, or keep the "
             "original order?).",
         ),
+        ("assert s.keys() == {'x'}", {"y": 1}, "shown=\"dict_keys(['y'])\""),
         (
             f"np.testing.assert_equal(n, {math.perm(40)})",
             math.perm(40) + 1,
@@ -221,3 +336,11 @@ def test_a_failed_frame_comparison_does_not_show_the_expected_frame():
 def test_library_comparisons_that_fail_say_how(test, student, said):
     ok, found = judged(test, {**BASE, "df": student, "s": student, "n": student})
     assert not ok and said in repr(found), found
+
+
+def test_a_value_that_cannot_cross_is_named_with_its_type():
+    # A memoryview stays in the student's process: the test cannot use it as data, and says which.
+    ok, found = judged("assert view == b'ab'", {**BASE, "view": memoryview(b"ab")})
+    assert not ok and [wording.finding(f) for f in found] == [
+        "`view` cannot be checked: it is a builtins.memoryview, which cannot be compared as data."
+    ]

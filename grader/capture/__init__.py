@@ -4,7 +4,7 @@ The student side (``encoding.encode``) turns a Python value into JSON-safe plain
 side (``decoding.decode``) parses it strictly and rebuilds it (``to_python``), so that the grader's
 copy compares, under the libraries' own comparisons (``==``, ``DataFrame.equals``,
 ``pd.testing.assert_frame_equal``, ``np.testing.assert_*``), as the student's object does: exact
-integers of any size, strings, sets, dicts of any hashable keys, arrays of any dtype, pandas objects
+integers of any size, strings, sets, dicts of any hashable keys and their views, arrays of any dtype, pandas objects
 with their dtypes, labels and names. Nothing is ever unpickled. ``values`` holds what both sides
 share: the limits, the grader's ``Value`` and how values are described to students.
 """

@@ -29,9 +29,10 @@ from grader.capture.values import (
     MAX_ITEMS,
     MAX_STR,
     PANDAS,
+    VIEWS,
     Value,
 )
-from grader.errors import ProtocolError
+from grader.errors import ProtocolError, SiteUnusable
 
 if TYPE_CHECKING:
     pass
@@ -51,7 +52,8 @@ _KEYS = {
         "list": "t items origin",
         "tuple": "t items",
         "set": "t items origin",
-        "dict": "t items origin factory",
+        "dict": "t items origin factory made_by",
+        "view": "t k items",
         "fraction": "t n d",
         "decimal": "t v",
         "range": "t v",
@@ -119,6 +121,8 @@ def _decode(obj: Any, depth: int) -> Value:
         return Value("objects", values, origin=origin[:60], dims=shape)
     if t == "dict":
         return _decode_dict(obj, depth)
+    if t == "view":
+        return _decode_view(obj, depth)
     if t in ("int", "bytes", "text", "fraction", "decimal", "range", "time"):
         return decode_plain(t, obj)
     if t == "pandas":
@@ -153,11 +157,15 @@ def _hashable(values: tuple[Value, ...], depth: int) -> list[Any]:
 def _decode_dict(obj: dict[str, Any], depth: int) -> Value:
     items = obj.get("items")
     origin = obj.get("origin", "dict")
-    factory = obj.get("factory", "")
+    factory, made_by = obj.get("factory", ""), obj.get("made_by")
     if not isinstance(items, list) or len(items) > MAX_ITEMS or origin not in DICTS.values():
         raise ProtocolError("a captured dict is malformed")
     if factory and (origin != "collections.defaultdict" or factory not in FACTORIES):
         raise ProtocolError("a captured defaultdict is malformed")
+    if made_by is not None:
+        if origin != "collections.defaultdict" or factory or type(made_by) is not str or len(made_by) > 60:
+            raise ProtocolError("a captured defaultdict is malformed")
+        factory = "*" + made_by  # the student's function, by its name (``to_python``)
     out: dict[Any, Value] = {}
     for pair in items:
         if not (isinstance(pair, list) and len(pair) == 2):
@@ -169,6 +177,21 @@ def _decode_dict(obj: dict[str, Any], depth: int) -> Value:
             raise ProtocolError("a captured dict entry is malformed")
         out[key] = decode(pair[1], depth=depth + 1)
     return Value("dict", out, origin=origin, dtype=factory)
+
+
+def _decode_view(obj: dict[str, Any], depth: int) -> Value:
+    """A dict's keys, values or items view: its keys (hashable), values, or (key, value) pairs."""
+    items, kind = obj.get("items"), obj.get("k")
+    if not isinstance(items, list) or len(items) > MAX_ITEMS or kind not in VIEWS:
+        raise ProtocolError("a captured dict view is malformed")
+    values = tuple(decode(v, depth=depth + 1) for v in items)
+    if kind.endswith("_items"):
+        if not all(v.kind == "tuple" and len(v.data) == 2 for v in values):
+            raise ProtocolError("a captured dict view's item is not a (key, value) pair")
+        _hashable(tuple(v.data[0] for v in values), depth)
+    elif kind.endswith("_keys"):
+        _hashable(values, depth)
+    return Value("view", values, origin=kind)
 
 
 def _decode_pandas_scalar(obj: dict[str, Any], depth: int) -> Value:
@@ -364,6 +387,8 @@ def to_python(value: Value) -> Any:
     import numpy as np
 
     if value.kind in ("none", "bool", "str", "int", "bytes", "scalar"):
+        if value.origin == "bytearray":
+            return bytearray(value.data)
         return np.str_(value.data) if value.origin == "numpy.str_" else value.data
     if value.kind in ("list", "tuple"):
         items = [to_python(v) for v in value.data]
@@ -374,6 +399,16 @@ def to_python(value: Value) -> Any:
         return items if value.kind == "list" else tuple(items)
     if value.kind == "set":
         return (set if value.origin == "set" else frozenset)(to_python(v) for v in value.data)
+    if value.kind == "view":  # a view of a dict of its own, made in the same order
+        import collections
+
+        items = [to_python(v) for v in value.data]
+        mapping = collections.OrderedDict if value.origin.startswith("odict_") else dict
+        if value.origin.endswith("_keys"):
+            return mapping.fromkeys(items).keys()
+        if value.origin.endswith("_values"):
+            return mapping(enumerate(items)).values()
+        return mapping(items).items()
     if value.kind == "objects":
         out = np.empty(len(value.data), dtype=object)
         for i, item in enumerate(value.data):
@@ -389,6 +424,8 @@ def to_python(value: Value) -> Any:
             return collections.Counter(pairs)
         if value.origin == "collections.OrderedDict":
             return collections.OrderedDict(pairs)
+        if value.origin == "collections.defaultdict" and value.dtype.startswith("*"):
+            return collections.defaultdict(_StudentDefault(value.dtype[1:]), pairs)
         if value.origin == "collections.defaultdict":
             return collections.defaultdict(FACTORIES.get(value.dtype), pairs)
         return pairs
@@ -412,6 +449,21 @@ def to_python(value: Value) -> Any:
             return torch.nn.Parameter(tensor, requires_grad=bool(value.requires_grad))
         return tensor.requires_grad_(True) if value.requires_grad and tensor.is_floating_point() else tensor
     return arr
+
+
+class _StudentDefault:
+    """A defaultdict's default made by the student's function (a lambda, a class), which stays in
+    the student's process: a missing key's default cannot be made here (a test's site that reads one
+    answers from the student's run instead)."""
+
+    def __init__(self, name: str):
+        self.__name__ = name
+
+    def __call__(self) -> Any:
+        raise SiteUnusable(f"{self.__name__}()", "is the default of a defaultdict, made in your notebook's process")
+
+    def __repr__(self) -> str:
+        return f"<function {self.__name__}>"
 
 
 def to_wire(value: Value) -> dict[str, Any]:

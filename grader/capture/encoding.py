@@ -1,7 +1,7 @@
 """The student side: a Python value as JSON-safe plain data (``encode``).
 
 Numbers and times as raw little-endian bytes (base64) with their dtype; integers beyond 64 bits as
-hexadecimal digits; strings, bytes, lists, tuples, sets, dicts (any hashable key), arrays of any
+hexadecimal digits; strings, bytes, bytearrays, lists, tuples, sets, dicts (any hashable key) and their views, arrays of any
 dtype (strings as text, objects item by item); pandas frames, series, indexes, arrays and scalars
 with their dtypes (category, string, nullable, time zones, periods, intervals), labels and names;
 torch tensors with their type, dtype and ``requires_grad``; classes as the names that identify
@@ -14,6 +14,7 @@ Runs in the sandboxed student process: it imports nothing of the grader's side.
 from __future__ import annotations
 
 import base64
+import collections
 import contextlib
 import sys
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,11 @@ from grader.errors import CaptureFailed
 
 if TYPE_CHECKING:
     import numpy as np
+
+# ``d.keys()``, ``d.values()``, ``d.items()`` of a dict (a Counter's, a defaultdict's) and of an
+# OrderedDict: their exact types, by name
+_MAPPINGS: tuple[dict[Any, Any], ...] = ({}, collections.OrderedDict())
+_VIEW_TYPES = {type(v): type(v).__name__ for m in _MAPPINGS for v in (m.keys(), m.values(), m.items())}
 
 
 def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
@@ -62,8 +68,13 @@ def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
         return {"t": kind.__name__, "items": [encode(v, budget=budget, depth=depth + 1) for v in value]}
     if kind is dict:
         return _dict(value, budget, depth)
-    if kind is bytes or kind is np.bytes_:
-        return _bytes(bytes(value), "bytes" if kind is bytes else "numpy.bytes_", budget)
+    if kind is bytes or kind is np.bytes_ or kind is bytearray:
+        return _bytes(bytes(value), "numpy.bytes_" if kind is np.bytes_ else kind.__name__, budget)
+    if kind in _VIEW_TYPES:  # keys, values or (key, value) tuples, in the dict's order
+        if len(value) > MAX_ITEMS:
+            raise CaptureFailed(f"has {len(value):,} items, more than {MAX_ITEMS:,}")
+        items = [encode(v, budget=budget, depth=depth + 1) for v in value]
+        return {"t": "view", "k": _VIEW_TYPES[kind], "items": items}
     if isinstance(value, np.dtype):  # a dtype, as the values of an empty array of it
         if value.fields is not None:
             raise CaptureFailed("is a NumPy structured dtype, which cannot be compared as data")
@@ -149,9 +160,10 @@ def _dict(value: Any, budget: list[int], depth: int) -> dict[str, Any]:
     factory = value.default_factory if origin == "collections.defaultdict" else None
     if factory is not None:
         name = getattr(factory, "__name__", "")
-        if FACTORIES.get(name) is not factory:
-            raise CaptureFailed(f"is a defaultdict whose default is {name or 'a function'}, not a builtin type")
-        out["factory"] = name
+        if FACTORIES.get(name) is factory:
+            out["factory"] = name
+        else:  # the student's function stays here: its items cross, and its name
+            out["made_by"] = trim(name if isinstance(name, str) and name else "a function", 60)
     return out
 
 

@@ -60,7 +60,7 @@ def decode_plain(t: str, obj: dict[str, Any]) -> Value:
         if t == "bytes":
             origin = obj.get("origin", "bytes")
             raw = base64.b64decode(str_of(obj.get("b64"), 2 * MAX_STR), validate=True)
-            if origin not in ("bytes", "numpy.bytes_"):
+            if origin not in ("bytes", "bytearray", "numpy.bytes_"):
                 raise ValueError(origin)
             return Value("bytes", np.bytes_(raw) if origin == "numpy.bytes_" else raw, origin=origin)
         if t == "text":

@@ -40,6 +40,7 @@ DICTS = {"dict": "dict", "Counter": "collections.Counter", "OrderedDict": "colle
 DICTS["defaultdict"] = "collections.defaultdict"
 FACTORIES = {"int": int, "float": float, "list": list, "set": set, "str": str, "dict": dict, "tuple": tuple}
 MASKED = {"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32", "Float64", "boolean"}
+VIEWS = ("dict_keys", "dict_values", "dict_items", "odict_keys", "odict_values", "odict_items")  # a dict's views
 PANDAS = ("frame", "series", "index", "pdarray")  # kinds whose data is a pandas object, rebuilt at decode
 
 
@@ -47,14 +48,15 @@ PANDAS = ("frame", "series", "index", "pdarray")  # kinds whose data is a pandas
 class Value:
     """A captured value: plain data plus what the student's object was, for feedback."""
 
-    # array | int | str | bytes | bool | none | list | tuple | set | dict | text | objects | scalar
-    # | frame | series | index | pdarray
+    # array | int | str | bytes | bool | none | list | tuple | set | dict | view | text | objects
+    # | scalar | frame | series | index | pdarray
     kind: str
     # np.ndarray (array, text) | int | str | bytes | bool | None | tuple[Value, ...] (list, tuple, set,
-    # objects) | dict[key, Value] | an immutable Python object (scalar) | a pandas object (PANDAS)
+    # objects; a dict view's keys, values or (key, value) tuples) | dict[key, Value] | an immutable
+    # Python object (scalar) | a pandas object (PANDAS)
     data: Any
     origin: str = ""  # e.g. "torch.Tensor", "numpy.ndarray", "float", "pandas.DataFrame"
-    dtype: str = ""  # the original dtype, e.g. "torch.float32"; a defaultdict's default
+    dtype: str = ""  # the original dtype, e.g. "torch.float32"; a defaultdict's default ("*name": the student's)
     requires_grad: bool | None = None
     dims: tuple[int, ...] = ()  # the shape of an array of objects
 
@@ -80,9 +82,9 @@ class Value:
         if self.kind in ("text", "objects"):
             what = "strings" if self.kind == "text" else "Python objects (dtype object)"
             return f"a {self.origin or 'array'} of {what} of shape {shape_text(self.shape or ())}"
-        if self.kind in ("list", "tuple", "dict", "set"):
+        if self.kind in ("list", "tuple", "dict", "set", "view"):
             n = len(self.data)
-            kind = self.origin if self.kind in ("set", "dict") and self.origin else self.kind
+            kind = self.origin if self.kind in ("set", "dict", "view") and self.origin else self.kind
             return f"a {kind.removeprefix('collections.')} of {n} item{'s' if n != 1 else ''}"
         if self.kind == "frame":
             return f"a pandas.DataFrame of shape {shape_text(self.shape or ())}"
@@ -100,6 +102,8 @@ class Value:
             return f"a {self.origin}"
         if self.kind == "none":
             return "None"
+        if self.kind == "bytes":
+            return f"a {self.origin or 'bytes'}"
         if self.kind == "str" and self.origin == "numpy.str_":
             return "a numpy.str_"
         return f"a {self.kind}"

@@ -140,6 +140,15 @@ CHECK_KEYS = """points seed before at_cell after_line properties compare hints h
 notebook_names success_message failure_message""".split()
 
 
+def _answer_ids(r: Reader) -> str:
+    path = r.string("answer_ids", "")
+    if path and not all(part.isidentifier() for part in path.split(".")):
+        raise r.error(
+            r.sub("answer_ids"), f"must be a dotted path into a cell's metadata, such as course.cell_id, got {path!r}"
+        )
+    return str(path)
+
+
 def _check(r: Reader, qid: str, index: int, outer: Inherited, base: Path | None = None) -> Check:
     r.only(*kinds.KINDS, *CHECK_KEYS, *Inherited.keys(Level.CHECK))
     given = [key for key in kinds.KINDS if r.has(key)]
@@ -332,6 +341,7 @@ def _assignment(
         "seed_each_cell",
         "inert_lines",
         "blank_released_as",
+        "answer_ids",
         "per_student",
         "notes",
         "late",
@@ -408,6 +418,7 @@ def _assignment(
         seed_each_cell=_cell_seed(r),
         inert_lines=_inert_lines(r),
         blank_released_as=r.string("blank_released_as", ""),
+        answer_ids=_answer_ids(r),
         per_student=per_student,
         notes=tuple(n.strip() for n in r.str_list("notes") if n.strip()),
         late=late.policy(r.reader("late"), root) if r.has("late") else None,

@@ -219,6 +219,10 @@ class Assignment:
     # The code a released notebook held in place of each blank ``?`` line, where students got the
     # course's notebooks from elsewhere: a manual answer that still holds it is left as released.
     blank_released_as: str = ""
+    # Where the course's notebooks name each answer cell's question in their own metadata, as a
+    # dotted path into a cell's metadata (students who got the notebooks from elsewhere carry none of
+    # this grader's tags); "": nowhere.
+    answer_ids: str = ""
     # The given inputs each student gets drawn for them (``per_student:``); None: one notebook for all.
     per_student: PerStudentSpec | None = None
     # Sentences every scorecard of the assignment carries once among its run's notes (a cell the

@@ -80,6 +80,8 @@ def _compare(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison
         return _compare_items(name, actual, expected, ctx)
     if expected.kind == "set":
         return _compare_set(name, actual, expected, ctx)
+    if expected.kind == "view":
+        return _compare_view(name, actual, expected, ctx)
     if expected.kind in ("scalar", "bytes"):
         if actual.kind != expected.kind or ctx.strict and actual.origin != expected.origin:
             return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected {expected.describe()}")
@@ -426,6 +428,22 @@ def _compare_set(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Compar
         shown = f" ({', '.join(trim(repr(x), 30) for x in missing[:MAX_INDICES])})" if ctx.reveal else ""
         parts.append(f"{len(missing)} expected item{'s' if len(missing) > 1 else ''} missing{shown}")
     return _fail(Reason.VALUES, f"{name} has {len(mine)} item{'s' if len(mine) != 1 else ''}; " + "; ".join(parts))
+
+
+def _compare_view(name: str, actual: Value, expected: Value, ctx: _Ctx) -> Comparison:
+    """A dict's view: keys as a set and items as a dict, as Python compares them; values as a list
+    in the dict's order (Python compares two values views by identity, which no capture keeps)."""
+    part = expected.origin.rsplit("_", 1)[-1]
+    if actual.kind != "view" or not actual.origin.endswith(part) or ctx.strict and actual.origin != expected.origin:
+        return _fail(Reason.TYPE, f"{name} is {actual.describe()}; expected {expected.describe()}")
+    mine: Value
+    wanted: Value
+    if part == "items":
+        mine, wanted = (Value("dict", {to_python(p.data[0]): p.data[1] for p in v.data}) for v in (actual, expected))
+    else:
+        kind = "list" if part == "values" else "set"
+        mine, wanted = (Value(kind, v.data, origin=kind) for v in (actual, expected))
+    return _compare(name, mine, wanted, ctx)
 
 
 def _labels_text(labels: Any) -> str:

@@ -105,7 +105,7 @@ def with_answers(
     if not manual:
         return list(questions)
     given = given_cells(assignment)
-    found = answers.locate(answers.read_cells(path), given, manual)
+    found = answers.locate(answers.read_cells(path, assignment.answer_ids), given, manual)
     found = {qid: with_figures(a, qid, captured or {}) for qid, a in found.items()}
     zero = {q.id for q in assignment.questions if q.unchanged_scores_zero}
     out = []

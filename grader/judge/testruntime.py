@@ -14,7 +14,7 @@ import importlib
 import inspect
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, ItemsView, KeysView, ValuesView
 from typing import Any
 
 import numpy as np
@@ -207,7 +207,7 @@ def show(value: Any) -> str:
         if arr.size <= 6:
             return trim(np.array2string(arr, precision=4, separator=", "), 80)
         return f"an array of shape {shape_text(tuple(arr.shape))}"
-    if isinstance(value, (list, tuple, dict)):
+    if isinstance(value, (list, tuple, dict, KeysView, ValuesView, ItemsView)):  # dict_keys(['a', 'b'])
         return trim(repr(value), 60)
     return f"a {type(value).__name__}"
 

@@ -84,16 +84,23 @@ class Answer:
         return self.text.strip() in ("", ANSWER_PROMPT) or "?" in code or (bool(code) and set(code) <= _BLANKS)
 
 
-def read_cells(path: Path) -> list[NbCell]:
-    """Every cell of a notebook file; an unreadable file has none (grading says why elsewhere)."""
+def read_cells(path: Path, answer_ids: str = "") -> list[NbCell]:
+    """Every cell of a notebook file; an unreadable file has none (grading says why elsewhere).
+    ``answer_ids``: where the cells' metadata names the question each answers (``Assignment.answer_ids``)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return []
-    return cells_of(data)
+    return cells_of(data, answer_ids)
 
 
-def cells_of(data: Any) -> list[NbCell]:
+def _at(meta: Any, path: str) -> Any:
+    for part in path.split("."):
+        meta = meta.get(part) if isinstance(meta, dict) else None
+    return meta
+
+
+def cells_of(data: Any, answer_ids: str = "") -> list[NbCell]:
     cells = data.get("cells") if isinstance(data, dict) else None
     if not isinstance(cells, list):
         return []
@@ -110,12 +117,12 @@ def cells_of(data: Any) -> list[NbCell]:
         outputs = cell.get("outputs") or []
         own = meta.get("grader") if isinstance(meta, dict) else None
         question = own.get("question") if isinstance(own, dict) else None
-        nbgrader = meta.get("nbgrader") if isinstance(meta, dict) else None
-        if question is None and isinstance(nbgrader, dict) and nbgrader.get("grade") and nbgrader.get("solution"):
-            # nbgrader's own answer cell for a person (its id is the question's when imported): it
-            # answers that question, and ends the answer of the one before it.
-            question = nbgrader.get("grade_id")
-            tags = tags if ANSWER_TAG in tags else (*tags, ANSWER_TAG)
+        if question is None and answer_ids:
+            # The course's own id of the cell (``answer_ids``): the question it answers, where one
+            # has that id; it ends the answer of the cells before it.
+            question = _at(meta, answer_ids)
+            if isinstance(question, str) and question and ANSWER_TAG not in tags:
+                tags = (*tags, ANSWER_TAG)
         out.append(
             NbCell(
                 index=n,

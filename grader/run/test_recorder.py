@@ -29,11 +29,17 @@ function of the student's that draws, called a thousand times, gives the thousan
 run in the student's kernel gives).
 
 Like ``grader.run.worker``, it imports nothing of the grader's side.
+
+Why one module: what is recorded, under which key, and when a local site needs its record are one
+protocol with ``grader.judge.testcheck``, which reads it; the generators' stream, the clock and the
+handles a walk looks for are all state of one run of one test (``Recorder``). The course's own
+modules a test imports are read apart (``grader.run.course_modules``).
 """
 
 from __future__ import annotations
 
 import builtins
+import collections
 import functools
 import os
 import sys
@@ -43,6 +49,7 @@ from typing import Any
 
 from grader import capture, nose_tools
 from grader.capture import classes
+from grader.capture.values import FACTORIES
 from grader.errors import CaptureFailed
 from grader.names import (
     CHECK_FILE,
@@ -140,6 +147,15 @@ def _names(code: types.CodeType) -> frozenset[str]:
         if isinstance(const, types.CodeType):
             names |= _names(const)
     return frozenset(n for n in names if not n.startswith("__grader"))
+
+
+def _default_stays(value: Any) -> bool:
+    """A defaultdict whose default the student's function makes (a lambda, a class): it crosses
+    with its items, and the grader cannot make a missing key's default."""
+    if type(value) is not collections.defaultdict or value.default_factory is None:
+        return False
+    factory = value.default_factory
+    return FACTORIES.get(getattr(factory, "__name__", "")) is not factory
 
 
 def _free_values(fn: types.FunctionType) -> list[Any]:
@@ -267,9 +283,10 @@ class Recorder:
             value = tuple(int(n) for n in value)  # a shape is plain data
         try:
             self.add("v", key, capture.encode(value, budget=self.budget))
-            if isinstance(value, type) and not classes.importable(value):
-                # A class the notebook made crosses as its record, which the grader cannot call:
-                # a site of the grader's own that calls it (``B(10)`` for ``check(Bus)``) needs its record.
+            # A class the notebook made crosses as its record, which the grader cannot call (a site of
+            # the grader's own that calls it, ``B(10)`` for ``check(Bus)``, needs its record); a
+            # defaultdict's missing keys' defaults are made here only.
+            if isinstance(value, type) and not classes.importable(value) or _default_stays(value):
                 self.handles[id(value)] = value
             return True
         except CaptureFailed as exc:

@@ -396,6 +396,9 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
     if any(q.get("unchanged_scores_zero") for q in item.questions):
         # Students who got nbgrader's release have its stub where the skeleton has a blank.
         item.settings["blank_released_as"] = CODE_STUB
+    if any(q.get("manual") for q in item.questions):
+        # nbgrader's release names each answer cell's question by its grade_id, the question's id here.
+        item.settings["answer_ids"] = "nbgrader.grade_id"
     if not item.questions:
         item.notes.append(f"{path.name}: no graded cells (no nbgrader 'grade' metadata); nothing to grade")
     return item
