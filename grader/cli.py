@@ -33,7 +33,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from grader import cli_parser
 from grader.errors import GraderError, UsageError
@@ -593,8 +593,43 @@ def parser() -> argparse.ArgumentParser:
     )
 
 
+class _ReaderMayLeave:
+    """Standard output whose reader may go away (``grader grade ... | head``): what is printed after
+    that is dropped, and the work goes on to its end, every scorecard written."""
+
+    def __init__(self, inner: Any):
+        self.inner, self.gone = inner, False
+
+    def _left(self) -> None:
+        self.gone = True
+        try:  # what Python flushes at exit goes nowhere too
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self.inner.fileno())
+        except (OSError, ValueError):
+            pass
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return int(self.inner.write(text))
+            except BrokenPipeError:
+                self._left()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.inner.flush()
+            except BrokenPipeError:
+                self._left()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if not isinstance(sys.stdout, _ReaderMayLeave):
+        sys.stdout = _ReaderMayLeave(sys.stdout)
     try:
         code: int = args.func(args)
         return code

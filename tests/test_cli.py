@@ -74,3 +74,19 @@ def test_every_option_of_every_command_has_help():
         for action in command._actions:
             assert action.help, f"grader {name}: {action.option_strings or action.dest} has no help"
             assert "".join(action.help.split()) in shown, f"grader {name} --help does not show {action.help!r}"
+
+
+def test_a_reader_that_stops_early_loses_no_scorecard_and_sees_no_traceback(tmp_path):
+    # ``grader grade ... | head -1``: the table's reader goes away after its first line.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grader.cli", "grade", str(EXAMPLES), "-a", "attention_numpy", "--out", str(tmp_path)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().startswith("attention_numpy:")
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert len(list(tmp_path.glob("*.yaml"))) == 8
