@@ -116,14 +116,18 @@ def test_a_run_writes_its_own_copies_of_the_given_files_and_the_next_run_gets_th
     the run writes its own copy; the next run of the session, and the course, have the file as given."""
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "t.csv").write_text("given\n")
-    files = ((tmp_path / "data" / "t.csv", "data/t.csv"),)
+    (tmp_path / "data" / "big.bin").write_bytes(bytes(3 << 20))  # past a quarter of disk_mb: a read-only bind
+    files = ((tmp_path / "data" / "t.csv", "data/t.csv"), (tmp_path / "data" / "big.bin", "data/big.bin"))
+    limits = dataclasses.replace(limits, disk_mb=8)
     write = "open('data/t.csv', 'w').write('mine\\n')\nopen('data/new.csv', 'w').write('x')\n"
     read = "raise RuntimeError('probe ' + json.dumps([open('data/t.csv').read(), sorted(os.listdir('data'))]))"
+    locked = "os.chmod('data', 0)\n"  # the given folder made unreadable: readable again for the next run
     with grader.executor.session() as runner:
         first = runner.run(job(limits, files, "import json, os\n" + write + read))
+        runner.run(job(limits, files, "import os\n" + locked))
         second = runner.run(job(limits, files, "import json, os\n" + read))
-    assert probe(first) == ["mine\n", ["new.csv", "t.csv"]]
-    assert probe(second) == ["given\n", ["t.csv"]]
+    assert probe(first) == ["mine\n", ["big.bin", "new.csv", "t.csv"]]
+    assert probe(second) == ["given\n", ["big.bin", "t.csv"]]
     assert (tmp_path / "data" / "t.csv").read_text() == "given\n"
 
 

@@ -142,7 +142,8 @@ def _folder(workdir: str, rel: str, owner: int, group: int) -> None:
             os.unlink(here)  # a run's file or link in the folder's place
         if not os.path.isdir(here):
             os.mkdir(here, 0o755)
-            os.chown(here, owner, group)
+        os.chown(here, owner, group)  # a folder the run made unreadable (chmod 000 data/) is readable again
+        os.chmod(here, 0o755)
 
 
 def put_back(workdir: str, owner: int, group: int) -> None:
