@@ -33,9 +33,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from grader import cli_parser
+from grader.console import ReaderMayLeave, print_table
 from grader.errors import GraderError, UsageError
 from grader.files import printable
 from grader.run import executors
@@ -286,20 +287,6 @@ def fail_under(names: list[str], cards: Iterable[Scorecard], threshold: float | 
             below = True
             print(f"grader: {name} scored {card.percent:.1f}%, below --fail-under {threshold:g}%", file=sys.stderr)
     return EXIT_PROBLEMS if below else EXIT_OK
-
-
-def print_table(assignment: config.Assignment, names: list[str], cards: Iterable[Scorecard], rounding: int) -> None:
-    from grader.judge.scorecard import points_text
-
-    width = max([len("submission")] + [len(n) for n in names])
-    print(f"{assignment.name}: {assignment.title}")
-    print(f"{'submission':<{width}}  {'score':>13}  status")
-    for name, card in zip(names, cards, strict=True):
-        score = f"{points_text(card.score, rounding)}/{points_text(card.max_score, rounding)}"
-        # Names and reasons come from students (a scorecard read back may be older than this grader):
-        # escaped, so none can start a row of its own or send the terminal a command.
-        extra = f" ({printable(card.reason)})" if card.reason else ""
-        print(f"{printable(name):<{width}}  {score:>13}  {card.status}{extra}")
 
 
 def cmd_similarity(args: argparse.Namespace) -> int:
@@ -593,43 +580,10 @@ def parser() -> argparse.ArgumentParser:
     )
 
 
-class _ReaderMayLeave:
-    """Standard output whose reader may go away (``grader grade ... | head``): what is printed after
-    that is dropped, and the work goes on to its end, every scorecard written."""
-
-    def __init__(self, inner: Any):
-        self.inner, self.gone = inner, False
-
-    def _left(self) -> None:
-        self.gone = True
-        try:  # what Python flushes at exit goes nowhere too
-            os.dup2(os.open(os.devnull, os.O_WRONLY), self.inner.fileno())
-        except (OSError, ValueError):
-            pass
-
-    def write(self, text: str) -> int:
-        if not self.gone:
-            try:
-                return int(self.inner.write(text))
-            except BrokenPipeError:
-                self._left()
-        return len(text)
-
-    def flush(self) -> None:
-        if not self.gone:
-            try:
-                self.inner.flush()
-            except BrokenPipeError:
-                self._left()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if not isinstance(sys.stdout, _ReaderMayLeave):
-        sys.stdout = _ReaderMayLeave(sys.stdout)
+    if not isinstance(sys.stdout, ReaderMayLeave):
+        sys.stdout = ReaderMayLeave(sys.stdout)
     try:
         code: int = args.func(args)
         return code

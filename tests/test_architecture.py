@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("grader.judge",),
     ("grader.outputs",),
     ("grader.authoring", "grader.batch", "grader.packaging", "grader.review", "grader.similarity"),
-    ("grader.cli", "grader.cli_parser", "grader.plugin", "grader.selfcheck"),
+    ("grader.cli", "grader.cli_parser", "grader.console", "grader.plugin", "grader.selfcheck"),
 ]
 # ``grader.check()``, the notebook-side entry point, lives in the package's __init__ and imports the
 # self-check when it is called: the one import allowed to point up.

@@ -319,3 +319,27 @@ def test_runs_are_forks_of_one_zygote_that_no_run_can_reach(grader, limits, data
     assert first["stop_next"] == first["kill_zygote"] == "PermissionError"
     assert first["kill_all"] in ("sent", "ProcessLookupError")  # itself only; the next run ran (below)
     assert second["cwd"] == ["data.txt"] and not_the_runs(second) == []
+
+
+def test_a_check_that_hangs_is_stopped_and_the_checks_after_it_still_run(grader, limits, data):
+    """A check between cells calls the student's function, which never returns: that check is
+    stopped at its limit and the notebook runs again without it, so the next checks and cells run."""
+    from grader.run.job import CaptureSpec
+
+    fast = dataclasses.replace(limits, cell_timeout=1.0)
+    cells = ("import time\ndef f():\n    time.sleep(30)\nx = 1", "y = x + 1")
+    spin = dataclasses.replace(
+        job(fast, data, *cells),
+        captures=(
+            CaptureSpec("hangs", "expr", "f()", 1),
+            CaptureSpec("x", "value", "x", 1),
+            CaptureSpec("y", "value", "y", None),
+        ),
+    )
+    with grader.executor.session() as runner:
+        run = runner.run(spin)
+    assert run.status == "timeout" and "evaluating a check ran past the 1 s limit" in run.reason
+    assert run.captures["hangs"].error is not None and run.captures["hangs"].error.ename == "TimeoutError"
+    from grader.capture import to_python
+
+    assert to_python(run.captures["x"].value) == 1 and to_python(run.captures["y"].value) == 2

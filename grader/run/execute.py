@@ -169,6 +169,7 @@ class _Ending(Enum):
 
     DONE = "done"  # the process sent its last frame: the notebook ran to its end
     CELL_TIMEOUT = "cell_timeout"  # a cell ran past its limit: run again without it
+    CHECK_TIMEOUT = "check_timeout"  # a check between cells ran past its limit: run again without it
     NOTEBOOK_TIMEOUT = "notebook_timeout"
     CRASHED = "crashed"  # the process ended during a cell (run again without it), or before its last frame
     PROTOCOL = "protocol"  # the channel carried something malformed
@@ -181,6 +182,7 @@ class _Attempt:
     ending: _Ending | None = None  # None while the process runs
     reason: str = ""
     bad_pos: int | None = None  # the cell to run the notebook again without (a timeout, a crash)
+    bad_capture: str | None = None  # the check to run the notebook again without (a timeout)
     cells: dict[int, CellRun] = field(default_factory=dict)
     captures: dict[str, Captured] = field(default_factory=dict)
     sandbox: tuple[str, ...] | None = None  # from the start message; None until it arrives
@@ -198,12 +200,20 @@ def _retries(executor: Spawner, job: Job, turn: sandbox.Turn) -> RunResult:
     started = time.monotonic()
     deadline = started + job.limits.notebook_timeout
     lost: dict[int, CellRun] = {}
+    stopped: dict[str, Captured] = {}  # checks that ran past their limit, left out of the later attempts
     attempt = _Attempt()
     attempts = 0
     current = job
     while attempts < MAX_ATTEMPTS:
         attempts += 1
         attempt = _one_attempt(executor, current, deadline, turn)
+        if attempt.ending is _Ending.CHECK_TIMEOUT and attempt.bad_capture is not None:
+            # the notebook runs again without that check, so the later questions are graded all the same
+            stopped[attempt.bad_capture] = Captured(
+                error=RunError(ename="TimeoutError", evalue=attempt.reason + " and was stopped")
+            )
+            current = replace(current, captures=tuple(c for c in current.captures if c.id != attempt.bad_capture))
+            continue
         if attempt.ending not in (_Ending.CELL_TIMEOUT, _Ending.CRASHED) or attempt.bad_pos is None:
             break
         pos = attempt.bad_pos
@@ -217,7 +227,7 @@ def _retries(executor: Spawner, job: Job, turn: sandbox.Turn) -> RunResult:
         if run is None:
             run = CellRun(pos=pos, index=cell.index, status=CellStatus.SKIPPED if cell.skip else CellStatus.NOT_RUN)
         result.cells.append(run)
-    result.captures = attempt.captures
+    result.captures = {**stopped, **attempt.captures}
     result.sandbox = attempt.sandbox or ()
     result.disk_full = tuple(attempt.disk_full.values())
     crashed = [c for c in result.cells if c.status == CellStatus.CRASHED]
@@ -225,7 +235,7 @@ def _retries(executor: Spawner, job: Job, turn: sandbox.Turn) -> RunResult:
         result.status, result.reason = RunStatus.TIMEOUT, attempt.reason
     elif attempt.ending in (_Ending.CRASHED, _Ending.PROTOCOL):
         result.status, result.reason = RunStatus.CRASHED, attempt.reason
-    elif attempt.ending is _Ending.CELL_TIMEOUT:  # ran out of attempts
+    elif attempt.ending in (_Ending.CELL_TIMEOUT, _Ending.CHECK_TIMEOUT):  # ran out of attempts
         result.status, result.reason = RunStatus.TIMEOUT, attempt.reason
     elif any(c.status == CellStatus.TIMEOUT for c in result.cells):
         first = next(c for c in result.cells if c.status == CellStatus.TIMEOUT)
@@ -233,6 +243,9 @@ def _retries(executor: Spawner, job: Job, turn: sandbox.Turn) -> RunResult:
         result.reason = f"cell {first.index} ran past the {job.limits.cell_timeout:g} s limit and was stopped"
     elif crashed:  # the notebook ran again without that cell, so the rest is graded all the same
         result.status, result.reason = RunStatus.CRASHED, crashed[0].evalue
+    elif stopped:
+        result.status = RunStatus.TIMEOUT
+        result.reason = f"evaluating a check ran past the {job.limits.cell_timeout:g} s limit and was stopped"
     result.reason = printable(result.reason)  # parts of it can come from the student process: a forged `fatal`
     return result
 
@@ -315,7 +328,10 @@ def _timed_out(out: _Attempt, job: Job, running: int | None, *, cell: bool) -> N
         )
         out.ending, out.bad_pos, out.reason = _Ending.CELL_TIMEOUT, running, out.cells[running].evalue
     elif cell:
-        out.ending = _Ending.NOTEBOOK_TIMEOUT
+        # between cells, the checks at that point run in their order: the first not sent back hung
+        order = sorted(job.captures, key=lambda c: len(job.cells) if c.point is None else c.point)
+        out.bad_capture = next((c.id for c in order if c.id not in out.captures), None)
+        out.ending = _Ending.CHECK_TIMEOUT if out.bad_capture is not None else _Ending.NOTEBOOK_TIMEOUT
         out.reason = f"evaluating a check ran past the {job.limits.cell_timeout:g} s limit"
     else:
         out.ending = _Ending.NOTEBOOK_TIMEOUT
