@@ -166,8 +166,9 @@ limit_ok = True
 """,
     ),
     "huge_sparse": (
-        "make the given table a sparse 60 MB file (past disk_mb 16, within file_size_mb 64)",
-        f"os.truncate({P}, 60 << 20)\nlimit_ok = True\n",
+        "make the given table a sparse file of 15.9 MB (within the 16 MB a file may hold here, and "
+        "near the working directory's 16 MB)",
+        f"os.truncate({P}, (16 << 20) - 65536)\nevidence = os.path.getsize({P})\nlimit_ok = True\n",
     ),
     "huge_filled": (
         "append to the given table until the working directory is full (ENOSPC/EFBIG)",
@@ -246,7 +247,7 @@ limit_ok = True
     ),
     "write_originals": (
         "try to change the originals: every file under /.grader-given, data/big.bin and every "
-        "bind source in /proc/self/mountinfo: open r+, truncate, chmod, utime, rename, unlink, "
+        "bind in /proc/self/mountinfo outside the run's own copies: open r+, truncate, chmod, utime, rename, unlink, "
         "hard link into the working directory then write; every attempt must fail",
         """import glob
 targets = set(glob.glob('/.grader-given/**', recursive=True)) | {'data/big.bin'}
@@ -254,7 +255,11 @@ for line in open('/proc/self/mountinfo'):
     parts = line.split()
     if len(parts) > 4 and ('table' in parts[3] or 'big.bin' in parts[3] or 'data' in parts[3]):
         targets.add(parts[3]); targets.add(parts[4])
-targets = sorted(t for t in targets if os.path.isfile(t))
+_cwd = os.path.realpath('.')
+def _writable_copy(t):           # the run's own copies may be written: only originals are targets
+    r = os.path.realpath(t)
+    return (r == _cwd or r.startswith(_cwd + '/')) and not r.endswith('/data/big.bin')
+targets = sorted(t for t in targets if os.path.isfile(t) and not _writable_copy(t))
 won = []
 def _try(name, fn):
     try:
@@ -353,7 +358,17 @@ GIVEN_END = {
     ),
 }
 
-TRICK_PRE = """import os, time, signal, threading, resource
+TRICK_PRE = """import os, time, signal, threading, resource, ctypes
+ctypes.CDLL(None).prctl(15, b'zzattack', 0, 0, 0)   # PR_SET_NAME: measure.py times these from outside
+def _kids_cpu(kids):             # CPU seconds of live children, from their /proc/PID/stat
+    tot = 0
+    for pid in kids:
+        try:
+            f = open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()
+            tot += (int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK')
+        except OSError:
+            pass
+    return tot
 def _cpu_self():
     t = os.times(); return t.user + t.system
 def _spin_cpu(seconds):          # spin until this process used `seconds` of CPU
@@ -397,21 +412,22 @@ violated = True
 """,
     ),
     "procs_spin_parent_sleeps": (
-        "8 children spin (each waiting for its siblings) while the cell's own process sleeps 6 s",
+        "8 children spin (each waiting for its siblings) while the cell's own process sleeps until they used 12 CPU-s",
         """kids = []
 for i in range(8):
     pid = os.fork()
     if pid == 0:
         while True: pass
     kids.append(pid)
-time.sleep(6)
+while _kids_cpu(kids) < 12:
+    time.sleep(0.1)
 for pid in kids:
     os.kill(pid, signal.SIGKILL); os.waitpid(pid, 0)
 violated = True
 """,
     ),
     "nice_children_parent_sleeps": (
-        "8 children at nice 19 spin while the cell's process sleeps 6 s",
+        "8 children at nice 19 spin while the cell's process sleeps until they used 12 CPU-s",
         """kids = []
 for i in range(8):
     pid = os.fork()
@@ -419,7 +435,8 @@ for i in range(8):
         os.nice(19)
         while True: pass
     kids.append(pid)
-time.sleep(6)
+while _kids_cpu(kids) < 12:
+    time.sleep(0.1)
 for pid in kids:
     os.kill(pid, signal.SIGKILL); os.waitpid(pid, 0)
 violated = True
@@ -441,7 +458,7 @@ violated = True
 """,
     ),
     "affinity_one_cpu": (
-        "the cell pins itself and 8 spinning children to CPU 0, then sleeps 6 s",
+        "the cell pins itself and 8 spinning children to one CPU, then sleeps until they used 12 CPU-s",
         """os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 kids = []
 for i in range(8):
@@ -449,7 +466,8 @@ for i in range(8):
     if pid == 0:
         while True: pass
     kids.append(pid)
-time.sleep(6)
+while _kids_cpu(kids) < 12:
+    time.sleep(0.1)
 for pid in kids:
     os.kill(pid, signal.SIGKILL); os.waitpid(pid, 0)
 violated = True
@@ -638,7 +656,10 @@ def answers_with_f(body):
     cells = list(course.ANSWER_CELLS)
     i = next(k for k, c in enumerate(cells) if c.startswith("def f("))
     body = textwrap.indent(body, " " * 8)
-    cells[i] = TRICK_PRE + f"_armed = False\ndef f(v):\n    if _armed:\n{body}    return v * 3.0\n_armed = True\n"
+    cells[i] = (
+        TRICK_PRE.replace("ctypes.CDLL(None).prctl", "_prctl = lambda: ctypes.CDLL(None).prctl")
+        + f"_armed = False\ndef f(v):\n    if _armed:\n        _prctl()\n{body}    return v * 3.0\n_armed = True\n"
+    )
     return cells
 
 
@@ -672,12 +693,15 @@ def main():
         [START, *ans, f"import time\nend = time.time() + 2\nwhile time.time() < end:\n    open({P}, 'wb').write({BAD!r})\nlimit_ok = True\n", VERDICT_GIVEN, EVIDENCE],
         jobs=2,
     )
+    wall_type = {"sleep", "sigstop_self", "blocked_pipe_read", "lock_wait", "itimer_pause", "subprocess_sleep",
+                 "affinity_busy_cpu", "check_sleep", "check_sigstop"}
     for name, (what, code) in TRICKS.items():
         extra = {"pin_load_cpu0": True} if name == "affinity_busy_cpu" else {}
+        extra["stop"] = "wall" if name in wall_type else "cpu"
         add(name, "time_trick", what, [START, *ans, TRICK_PRE + code, VERDICT_TRICK, EVIDENCE], **extra)
     for name, (what, body) in CHECK_TRICKS.items():
         # the check that calls f must fail (it was stopped): 1 point of 6 lost, nothing else
-        add(name, "check_trick", what, [START, *answers_with_f(body), "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE], score=course.FULL - course.POINTS["f"])
+        add(name, "check_trick", what, [START, *answers_with_f(body), "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE], score=course.FULL - course.POINTS["f"], stop="wall" if name in wall_type else "cpu")
     for name, (what, code) in HONEST.items():
         if name == "honest_cells_in_a_row":
             cells = [START, *ans, TRICK_PRE, *["_spin_cpu(1.5)\n"] * 3, "_spin_cpu(1.5)\ndone = True\n", VERDICT_HONEST, EVIDENCE]

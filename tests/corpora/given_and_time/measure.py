@@ -13,6 +13,11 @@ A case is right when all of these hold:
            the given files as shipped, and the reference agreed with it)
   course   solutions/, assignments/ and config.yaml are byte for byte, mode for mode, as before
   clean    the grader exited 0, printed no traceback, and the batch took at most 150 s
+  stopped  (timing tricks) the trick's processes, named `zzattack` by the cell and watched from
+           outside through /proc every 20 ms, were stopped within cell_timeout + 2 s: of wall time
+           for tricks that only sleep or wait on themselves (nothing runnable waits for a CPU), of
+           CPU time / 2 for tricks that spin (own time is at least the CPU time its processes
+           used over the machine's 2 CPUs, whatever the outside load)
 
 Honest-work cases (kind honest_load) are graded while --load N processes outside the grader spin
 (default 6 on this 2-core machine); affinity_busy_cpu while 2 processes outside the grader spin
@@ -31,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -41,6 +47,7 @@ sys.path.insert(0, str(HERE))
 
 import course  # noqa: E402
 
+SLACK = 2  # the window's first read (a second in), sampling, and stopping a tree on a loaded machine
 SPIN = "import time\nt = time.time()\nwhile time.time() - t < 3600: pass\n"
 
 
@@ -70,6 +77,49 @@ def card(out, stem):
 def evidence(c):
     errs = ((c or {}).get("execution") or {}).get("errors") or []
     return " / ".join(str(e.get("error", ""))[:220] for e in errs)
+
+
+class Watch:
+    """Times the processes named zzattack (the case's own cells set that name) from outside: how
+    long the first one (the run's process) lived from the cell on, and the CPU time of all the
+    processes that appeared while it lived."""
+
+    def __init__(self):
+        self.seen = {}  # pid -> [first, last, cpu ticks]
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            now = time.monotonic()
+            for d in os.listdir("/proc"):
+                if not d.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{d}/stat") as fh:
+                        st = fh.read()
+                except OSError:
+                    continue
+                if "(zzattack)" not in st:
+                    continue
+                f = st.rsplit(")", 1)[1].split()
+                cpu = int(f[11]) + int(f[12])
+                e = self.seen.setdefault(int(d), [now, now, 0])
+                e[1], e[2] = now, max(e[2], cpu)
+            time.sleep(0.02)
+
+    def result(self):
+        self.stop.set()
+        self.t.join()
+        if not self.seen:
+            return None
+        # the first process named is the run's own process (the cell named it); the episode is its
+        # life, and its processes are those that appeared while it lived (a rerun is a new process)
+        ev = sorted(self.seen.values())
+        start, end = ev[0][0], ev[0][1]
+        cpu = sum(c for first, last, c in ev if first <= end)
+        return end - start, cpu / os.sysconf("SC_CLK_TCK")
 
 
 def main():
@@ -123,10 +173,12 @@ def main():
             if load:
                 time.sleep(1)
             la = open("/proc/loadavg").read().split()[0]
+            watch = Watch() if "stop" in t or t["kind"] == "honest_load" else None
             try:
                 wall, rc, txt, out = batch(name, [name, "zzz_honest"], t.get("jobs", 1))
             finally:
                 stop(load)
+            timed = watch.result() if watch else None
             c, h = card(out, name), card(out, "zzz_honest")
             got = c.get("score") if c else None
             hs = h.get("score") if h else None
@@ -134,9 +186,17 @@ def main():
             changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
             clean = rc == 0 and "Traceback" not in txt and wall <= 150
             ok = got == t["score"] and hs == course.FULL and not changed and clean
+            limit = truth["course"]["cell_timeout"] + SLACK
+            if timed and "stop" in t:
+                own = timed[0] if t["stop"] == "wall" else timed[1] / 2
+                ok = ok and own <= limit
             status = (c or {}).get("status", "no scorecard")
             observed = f"{got}/{course.FULL} ({status}), honest {hs}, course {'changed: ' + ','.join(changed[:3]) if changed else 'same'}"
             observed += f", exit {rc}, {wall:.0f} s, load {la}"
+            if timed:
+                observed += f"; cell ran {timed[0]:.1f} s wall, {timed[1]:.1f} CPU-s"
+            if "stop" in t:
+                expected += f"; stopped by {'wall' if t['stop'] == 'wall' else 'CPU-s/2'} <= {truth['course']['cell_timeout'] + SLACK} s"
             expected = f"{t['score']}/{course.FULL}, honest {course.FULL}, course same"
             ev = evidence(c) if not ok or t["kind"] == "time_trick" else ""
             rows.append((name, t["kind"], expected, observed, ok, ev))
