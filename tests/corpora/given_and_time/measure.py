@@ -116,7 +116,7 @@ class Watch:
             return None
         # the first process named is the run's own process (the cell named it); the episode is its
         # life, and its processes are those that appeared while it lived (a rerun is a new process)
-        ev = sorted(self.seen.values())
+        ev = sorted(self.seen.values(), key=lambda e: (e[0], -e[1]))  # first seen; the longest-lived of those
         start, end = ev[0][0], ev[0][1]
         cpu = sum(c for first, last, c in ev if first <= end)
         return end - start, cpu / os.sysconf("SC_CLK_TCK")
