@@ -379,6 +379,27 @@ def _spin_cpu(seconds):          # spin until this process used `seconds` of CPU
 
 # every trick, if it reaches its end, had at least 2 x cell_timeout (6 s) of its own time
 TRICKS = {
+    "busy_cpu_work": (
+        "measure.py keeps CPU 0 busy from outside (2 spinners); the cell pins itself to CPU 0 and does "
+        "6 s of CPU work there: its waits are for outside work, but its own time is its CPU time",
+        "os.sched_setaffinity(0, {0})\n_spin_cpu(6)\nviolated = True\n",
+    ),
+    "sched_idle_work": (
+        "the cell sets SCHED_IDLE on itself, 4 children spin at the normal policy beside it, and it does "
+        "6 s of CPU work",
+        """kids = []
+for i in range(4):
+    pid = os.fork()
+    if pid == 0:
+        while True: pass
+    kids.append(pid)
+os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+_spin_cpu(6)
+for pid in kids:
+    os.kill(pid, signal.SIGKILL); os.waitpid(pid, 0)
+violated = True
+""",
+    ),
     "plain_loop": ("control: `while True: pass` (must be stopped; what a stopped cell scores)", "while True:\n    pass\n"),
     "sleep": ("time.sleep(6)", "time.sleep(6)\nviolated = True\n"),
     "procs_spin_work": (
@@ -628,6 +649,8 @@ with mp.get_context('fork').Pool(2) as pool:
 done = True
 """,
     ),
+    "honest_cpu_2_5s": ("one process, 2.5 s of CPU (own time near the 3 s limit)", "_spin_cpu(2.5)\ndone = True\n"),
+    "honest_heavy_load": ("one process, 1.5 s of CPU, under 12 outside spinners", "_spin_cpu(1.5)\ndone = True\n"),
     "honest_sleep_and_cpu": ("time.sleep(0.8) then 1.2 s of CPU", "time.sleep(0.8)\n_spin_cpu(1.2)\ndone = True\n"),
     "honest_cells_in_a_row": (
         "four cells in a row, each 1.5 s of CPU (each within the limit; the notebook well within notebook_timeout)",
@@ -696,8 +719,8 @@ def main():
     wall_type = {"sleep", "sigstop_self", "blocked_pipe_read", "lock_wait", "itimer_pause", "subprocess_sleep",
                  "affinity_busy_cpu", "check_sleep", "check_sigstop"}
     for name, (what, code) in TRICKS.items():
-        extra = {"pin_load_cpu0": True} if name == "affinity_busy_cpu" else {}
-        extra["stop"] = "wall" if name in wall_type else "cpu"
+        extra = {"pin_load_cpu0": True} if name in ("affinity_busy_cpu", "busy_cpu_work") else {}
+        extra["stop"] = "wall" if name in wall_type else "cpu1" if name == "busy_cpu_work" else "cpu"
         add(name, "time_trick", what, [START, *ans, TRICK_PRE + code, VERDICT_TRICK, EVIDENCE], **extra)
     for name, (what, body) in CHECK_TRICKS.items():
         # the check that calls f must fail (it was stopped): 1 point of 6 lost, nothing else
@@ -709,7 +732,17 @@ def main():
             cells = [START, *answers_with_f("_spin_cpu(1.2)\n"), "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE]
         else:
             cells = [START, *ans, TRICK_PRE + code, VERDICT_HONEST, EVIDENCE]
-        add(name, "honest_load", what, cells, load=True)
+        add(name, "honest_load", what, cells, load=12 if name == "honest_heavy_load" else True)
+    # given_rewrite: the notebook itself writes the given table back doubled (the solution too, and
+    # the solution also writes data/yy_sol.txt): every run, the reference's included, starts anew
+    start_rw = START.replace("n.startswith('zz_')", "n.startswith(('zz_', 'yy_'))")
+    rw = course.REWRITE_ANSWER_CELLS
+    rwx = {"assignment": "given_rewrite", "honest": "zzz_rw_honest"}
+    add("zzz_rw_honest", "control", "the correct notebook of given_rewrite", [start_rw, *rw, "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE], **rwx)
+    add("rw_plain", "given_rewrite", "the correct notebook of given_rewrite (it writes the table back doubled), then the honest one", [start_rw, *rw, "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE], **rwx)
+    add("rw_parallel", "given_rewrite", "the same, --jobs 2", [start_rw, *rw, "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE], jobs=2, **rwx)
+    add("rw_then_overwrite", "given_rewrite", "writes the table back doubled, then overwrites it with other numbers", [start_rw, *rw, f"open({P}, 'wb').write({BAD!r})\nlimit_ok = True\n", VERDICT_GIVEN, EVIDENCE], **rwx)
+    add("rw_then_delete", "given_rewrite", "writes the table back doubled, then deletes it and data/big.bin's neighbours", [start_rw, *rw, f"os.remove({P})\nlimit_ok = True\n", VERDICT_GIVEN, EVIDENCE], **rwx)
     (HERE / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     print(f"{len(truth['cases'])} notebooks in {out}")
 

@@ -75,6 +75,46 @@ assignments:
           - value: output
 """
 
+# A second assignment whose notebook writes the given file it read ("a course's cell writes the
+# file its test reads back", docs/security.md): the table doubled, saved over data/table.txt, read
+# back; and a file of its own, data/yy_sol.txt. Every run, the solution's included (its session is
+# kept from one submission to the next), must start from the shipped table; yy_sol.txt is no given
+# data, so no student's run may find it.
+REWRITE_CONFIG = """  given_rewrite:
+    title: The same table, written back doubled by the notebook
+    data: [data/table.txt, data/big.bin]
+    given: [x]
+    questions:
+      - id: total
+        title: Sum of the doubled table, read back from data/table.txt
+        points: 1
+        checks:
+          - value: total
+      - id: y
+        title: x scaled by the total
+        points: 1
+        checks:
+          - value: y
+      - id: big_sum
+        title: Sum of the bytes of data/big.bin
+        points: 1
+        checks:
+          - value: big_sum
+      - id: f
+        title: A function that triples
+        points: 1
+        checks:
+          - expr: "f(np.array([1.0, 2.0]))"
+      - id: output
+        title: The sum of x plus one
+        points: 2
+        checks:
+          - value: output
+"""
+CONFIG += REWRITE_CONFIG
+
+REWRITE_SOLUTION_CELLS = None  # set below from SOLUTION_CELLS
+
 SOLUTION_CELLS = [
     "import numpy as np\n\nx = np.array([1.0, 2.0, 3.0])",
     "table = np.loadtxt('data/table.txt')\ntotal = float(table.sum())  # SOLUTION",
@@ -84,11 +124,24 @@ SOLUTION_CELLS = [
     "output = x.sum() + 1.0  # SOLUTION",
 ]
 
+REWRITE_SOLUTION_CELLS = list(SOLUTION_CELLS)
+REWRITE_SOLUTION_CELLS[1] = (
+    "table = np.loadtxt('data/table.txt')\n"
+    "np.savetxt('data/table.txt', table * 2)\n"
+    "with open('data/yy_sol.txt', 'w') as fh:\n"
+    "    fh.write('written by the notebook')\n"
+    "total = float(np.loadtxt('data/table.txt').sum())  # SOLUTION"
+)
+
 # the student's answers, the solution's code without the markers
 ANSWER_CELLS = [
     c.replace("  # SOLUTION", "").replace("    # BEGIN SOLUTION\n", "").replace("\n    # END SOLUTION", "")
     for c in SOLUTION_CELLS
 ]
+REWRITE_ANSWER_CELLS = list(ANSWER_CELLS)
+REWRITE_ANSWER_CELLS[1] = REWRITE_SOLUTION_CELLS[1].replace("  # SOLUTION", "").replace(
+    "with open('data/yy_sol.txt', 'w') as fh:\n    fh.write('written by the notebook')\n", ""
+)
 
 
 def notebook(cells):
@@ -107,15 +160,17 @@ def write_course(root: Path, grader: str, wrap=lambda cmd: cmd) -> None:
     """The course folder: config.yaml, the solution and its data; then `grader assign`."""
     import nbformat
 
-    sol = root / "solutions" / "given_data"
-    (sol / "data").mkdir(parents=True)
     (root / "config.yaml").write_text(CONFIG)
-    (sol / "data" / "table.txt").write_bytes(TABLE)
-    (sol / "data" / "big.bin").write_bytes(BIG)
-    nbformat.write(notebook(SOLUTION_CELLS), sol / "given_data.ipynb")
+    for name, cells in (("given_data", SOLUTION_CELLS), ("given_rewrite", REWRITE_SOLUTION_CELLS)):
+        sol = root / "solutions" / name
+        (sol / "data").mkdir(parents=True)
+        (sol / "data" / "table.txt").write_bytes(TABLE)
+        (sol / "data" / "big.bin").write_bytes(BIG)
+        nbformat.write(notebook(cells), sol / f"{name}.ipynb")
     if wrap([]) != []:  # another user grades: the course is theirs
         subprocess.run(["chown", "-R", wrap([])[2], str(root)], check=True)
-    p = subprocess.run(wrap([grader, "assign", "given_data"]), cwd=root, capture_output=True, text=True)
+    cmd = [grader, "assign", "given_data", "given_rewrite"]
+    p = subprocess.run(wrap(cmd), cwd=root, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"grader assign failed: {p.stdout}{p.stderr}")
 

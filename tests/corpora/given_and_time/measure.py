@@ -17,7 +17,8 @@ A case is right when all of these hold:
            outside through /proc every 20 ms, were stopped within cell_timeout + 2 s: of wall time
            for tricks that only sleep or wait on themselves (nothing runnable waits for a CPU), of
            CPU time / 2 for tricks that spin (own time is at least the CPU time its processes
-           used over the machine's 2 CPUs, whatever the outside load)
+           used over the machine's 2 CPUs, whatever the outside load), of CPU time for
+           busy_cpu_work (one process: its own time is its CPU time)
 
 Honest-work cases (kind honest_load) are graded while --load N processes outside the grader spin
 (default 6 on this 2-core machine); affinity_busy_cpu while 2 processes outside the grader spin
@@ -105,8 +106,8 @@ class Watch:
                     continue
                 f = st.rsplit(")", 1)[1].split()
                 cpu = int(f[11]) + int(f[12])
-                e = self.seen.setdefault(int(d), [now, now, 0])
-                e[1], e[2] = now, max(e[2], cpu)
+                e = self.seen.setdefault(int(d), [now, now, cpu, cpu])  # first, last, cpu then, cpu now
+                e[1], e[3] = now, max(e[3], cpu)
             time.sleep(0.02)
 
     def result(self):
@@ -118,8 +119,10 @@ class Watch:
         # life, and its processes are those that appeared while it lived (a rerun is a new process)
         ev = sorted(self.seen.values(), key=lambda e: (e[0], -e[1]))  # first seen; the longest-lived of those
         start, end = ev[0][0], ev[0][1]
-        cpu = sum(c for first, last, c in ev if first <= end)
-        return end - start, cpu / os.sysconf("SC_CLK_TCK")
+        mine = [e for e in ev if e[0] <= end]
+        cpu = sum(e[3] - (e[2] if e is ev[0] else 0) for e in mine)  # a child's count starts at 0
+        outlived = max(e[1] for e in mine) - end
+        return end - start, cpu / os.sysconf("SC_CLK_TCK"), outlived
 
 
 def main():
@@ -143,14 +146,14 @@ def main():
     before = course.tree_digest(root)
     rows = []
 
-    def batch(tag, names, jobs):
+    def batch(tag, names, jobs, assignment="given_data"):
         sub, out = work / f"sub-{tag}", work / f"out-{tag}"
         sub.mkdir()
         for n in names:
             shutil.copy(HERE / "notebooks" / f"{n}.ipynb", sub / f"{n}.ipynb")
         if args.as_user:
             subprocess.run(["chown", "-R", args.as_user, str(sub)], check=True)
-        cmd = [args.grader, "grade", str(sub), "-a", "given_data", "-o", str(out), "--jobs", str(jobs)]
+        cmd = [args.grader, "grade", str(sub), "-a", assignment, "-o", str(out), "--jobs", str(jobs)]
         cmd += ["--formats", "yaml", "--force"]
         t0 = time.monotonic()
         try:
@@ -162,24 +165,26 @@ def main():
 
     try:
         batch("warm", ["zzz_honest"], 1)
+        batch("warm-rw", ["zzz_rw_honest"], 1, "given_rewrite")
         for name, t in cases.items():
-            if name == "zzz_honest" or (args.only and args.only not in name):
+            if name.startswith("zzz_") or (args.only and args.only not in name):
                 continue
+            honest = t.get("honest", "zzz_honest")
             load = []
             if t.get("load"):
-                load = spinners(args.load)
-            elif t.get("pin_load_cpu0"):
+                load = spinners(t["load"] if t["load"] is not True else args.load)
+            if t.get("pin_load_cpu0"):
                 load = spinners(2, cpu=0)
             if load:
                 time.sleep(1)
             la = open("/proc/loadavg").read().split()[0]
             watch = Watch() if "stop" in t or t["kind"] == "honest_load" else None
             try:
-                wall, rc, txt, out = batch(name, [name, "zzz_honest"], t.get("jobs", 1))
+                wall, rc, txt, out = batch(name, [name, honest], t.get("jobs", 1), t.get("assignment", "given_data"))
             finally:
                 stop(load)
             timed = watch.result() if watch else None
-            c, h = card(out, name), card(out, "zzz_honest")
+            c, h = card(out, name), card(out, honest)
             got = c.get("score") if c else None
             hs = h.get("score") if h else None
             after = course.tree_digest(root)
@@ -188,16 +193,19 @@ def main():
             ok = got == t["score"] and hs == course.FULL and not changed and clean
             limit = truth["course"]["cell_timeout"] + SLACK
             if timed and "stop" in t:
-                own = timed[0] if t["stop"] == "wall" else timed[1] / 2
+                own = {"wall": timed[0], "cpu1": timed[1]}.get(t["stop"], timed[1] / 2)
                 ok = ok and own <= limit
             status = (c or {}).get("status", "no scorecard")
             observed = f"{got}/{course.FULL} ({status}), honest {hs}, course {'changed: ' + ','.join(changed[:3]) if changed else 'same'}"
             observed += f", exit {rc}, {wall:.0f} s, load {la}"
             if timed:
                 observed += f"; cell ran {timed[0]:.1f} s wall, {timed[1]:.1f} CPU-s"
-            if "stop" in t:
-                expected += f"; stopped by {'wall' if t['stop'] == 'wall' else 'CPU-s/2'} <= {truth['course']['cell_timeout'] + SLACK} s"
+                if timed[2] > 0.5:
+                    observed += f", its processes outlived it by {timed[2]:.1f} s"
             expected = f"{t['score']}/{course.FULL}, honest {course.FULL}, course same"
+            if "stop" in t:
+                how = {"wall": "wall", "cpu1": "CPU-s"}.get(t["stop"], "CPU-s/2")
+                expected += f"; stopped by {how} <= {truth['course']['cell_timeout'] + SLACK} s"
             ev = evidence(c) if not ok or t["kind"] == "time_trick" else ""
             rows.append((name, t["kind"], expected, observed, ok, ev))
             print(f"  {name}: {'ok' if ok else 'FAIL'} {observed}", file=sys.stderr)
