@@ -649,6 +649,7 @@ with mp.get_context('fork').Pool(2) as pool:
 done = True
 """,
     ),
+    "honest_cpu_2s": ("one process, 2.0 s of CPU (two thirds of the limit)", "_spin_cpu(2.0)\ndone = True\n"),
     "honest_cpu_2_5s": ("one process, 2.5 s of CPU (own time near the 3 s limit)", "_spin_cpu(2.5)\ndone = True\n"),
     "honest_heavy_load": ("one process, 1.5 s of CPU, under 12 outside spinners", "_spin_cpu(1.5)\ndone = True\n"),
     "honest_sleep_and_cpu": ("time.sleep(0.8) then 1.2 s of CPU", "time.sleep(0.8)\n_spin_cpu(1.2)\ndone = True\n"),
@@ -702,6 +703,21 @@ def main():
 
     ans = course.ANSWER_CELLS
     add("zzz_honest", "control", "the correct notebook with START and the verdict", [START, *ans, "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE])
+    # the folders' modes: START also asks that the working directory and data/ be writable, as the
+    # run's own copies are (a course's cell may write a file there)
+    start_dirs = START.replace(
+        "    return bad\n",
+        "    for d in ('.', 'data'):\n"
+        "        if not os.access(d, os.R_OK | os.W_OK | os.X_OK):\n"
+        "            bad.append(d + ' not readable, writable and searchable: ' + oct(os.stat(d).st_mode))\n"
+        "    return bad\n",
+    )
+    for name, what, code in (
+        ("chmod_dir_555", "chmod 555 the data/ folder (the next run could write no file there)", "os.chmod('data', 0o555)\nlimit_ok = True\n"),
+        ("chmod_cwd_000", "chmod 000 the working directory itself", "os.chmod('.', 0)\nlimit_ok = True\n"),
+        ("chmod_cwd_555", "chmod 555 the working directory itself", "os.chmod('.', 0o555)\nlimit_ok = True\n"),
+    ):
+        add(name, "given", what, [start_dirs, *ans, code, VERDICT_GIVEN, EVIDENCE])
     # the verdict bites: START told a wrong hash for the table, so every run zeroes `output` (4/6)
     wrong = START.replace(course.SHA["data/table.txt"], "0" * 64)
     add("canary_wrong_hash", "control", "START expects another table: the verdict must take output's 2 points", [wrong, *ans, "limit_ok = True\n", VERDICT_GIVEN], score=course.FULL - course.POINTS["output"])
