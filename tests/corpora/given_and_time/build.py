@@ -35,7 +35,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import course  # noqa: E402
-
 import nbformat  # noqa: E402
 
 T = course.CELL_TIMEOUT
@@ -155,7 +154,10 @@ limit_ok = True
         f"os.chmod({P}, 0o444)\nlimit_ok = True\n",
     ),
     "chmod_dir_000": ("chmod 000 the data/ folder", "os.chmod('data', 0)\nlimit_ok = True\n"),
-    "rename": ("rename the given table to data/zz_moved.txt", f"os.rename({P}, 'data/zz_moved.txt')\nlimit_ok = True\n"),
+    "rename": (
+        "rename the given table to data/zz_moved.txt",
+        f"os.rename({P}, 'data/zz_moved.txt')\nlimit_ok = True\n",
+    ),
     "delete": ("delete the given table", f"os.remove({P})\nlimit_ok = True\n"),
     "hardlink_write": (
         "hard-link the given table as data/zz_alias and write bad numbers through the alias",
@@ -400,7 +402,10 @@ for pid in kids:
 violated = True
 """,
     ),
-    "plain_loop": ("control: `while True: pass` (must be stopped; what a stopped cell scores)", "while True:\n    pass\n"),
+    "plain_loop": (
+        "control: `while True: pass` (must be stopped; what a stopped cell scores)",
+        "while True:\n    pass\n",
+    ),
     "sleep": ("time.sleep(6)", "time.sleep(6)\nviolated = True\n"),
     "procs_spin_work": (
         "8 forked children, each spinning 1.5 s of CPU (12 CPU-s: 6 s on 2 CPUs), each waiting for its siblings",
@@ -546,7 +551,10 @@ signal.pause()
 violated = True
 """,
     ),
-    "subprocess_sleep": ("subprocess.run(['sleep', '6'])", "import subprocess\nsubprocess.run(['sleep', '6'])\nviolated = True\n"),
+    "subprocess_sleep": (
+        "subprocess.run(['sleep', '6'])",
+        "import subprocess\nsubprocess.run(['sleep', '6'])\nviolated = True\n",
+    ),
     "orphan_spinners": (
         "8 double-forked orphans (reparented away from the cell's process) each spin 1.5 s of CPU and "
         "report it on a pipe; the cell's process spins until all 8 reported (12 CPU-s of the run's own)",
@@ -702,7 +710,12 @@ def main():
         truth["cases"][name] = {"kind": kind, "what": what, "score": score, **extra}
 
     ans = course.ANSWER_CELLS
-    add("zzz_honest", "control", "the correct notebook with START and the verdict", [START, *ans, "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE])
+    add(
+        "zzz_honest",
+        "control",
+        "the correct notebook with START and the verdict",
+        [START, *ans, "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE],
+    )
     # the folders' modes: START also asks that the working directory and data/ be writable, as the
     # run's own copies are (a course's cell may write a file there)
     start_dirs = START.replace(
@@ -713,14 +726,24 @@ def main():
         "    return bad\n",
     )
     for name, what, code in (
-        ("chmod_dir_555", "chmod 555 the data/ folder (the next run could write no file there)", "os.chmod('data', 0o555)\nlimit_ok = True\n"),
+        (
+            "chmod_dir_555",
+            "chmod 555 the data/ folder (the next run could write no file there)",
+            "os.chmod('data', 0o555)\nlimit_ok = True\n",
+        ),
         ("chmod_cwd_000", "chmod 000 the working directory itself", "os.chmod('.', 0)\nlimit_ok = True\n"),
         ("chmod_cwd_555", "chmod 555 the working directory itself", "os.chmod('.', 0o555)\nlimit_ok = True\n"),
     ):
         add(name, "given", what, [start_dirs, *ans, code, VERDICT_GIVEN, EVIDENCE])
     # the verdict bites: START told a wrong hash for the table, so every run zeroes `output` (4/6)
     wrong = START.replace(course.SHA["data/table.txt"], "0" * 64)
-    add("canary_wrong_hash", "control", "START expects another table: the verdict must take output's 2 points", [wrong, *ans, "limit_ok = True\n", VERDICT_GIVEN], score=course.FULL - course.POINTS["output"])
+    add(
+        "canary_wrong_hash",
+        "control",
+        "START expects another table: the verdict must take output's 2 points",
+        [wrong, *ans, "limit_ok = True\n", VERDICT_GIVEN],
+        score=course.FULL - course.POINTS["output"],
+    )
     for name, (what, code) in GIVEN.items():
         add(name, "given", what, [START, *ans, code, VERDICT_GIVEN, EVIDENCE])
     for name, (what, code, end) in GIVEN_END.items():
@@ -729,21 +752,51 @@ def main():
         "overwrite_parallel",
         "given",
         "overwrite the given table again and again for 2 s, graded with --jobs 2 beside the honest notebook",
-        [START, *ans, f"import time\nend = time.time() + 2\nwhile time.time() < end:\n    open({P}, 'wb').write({BAD!r})\nlimit_ok = True\n", VERDICT_GIVEN, EVIDENCE],
+        [
+            START,
+            *ans,
+            f"import time\nend = time.time() + 2\nwhile time.time() < end:\n    open({P}, 'wb').write({BAD!r})\nlimit_ok = True\n",
+            VERDICT_GIVEN,
+            EVIDENCE,
+        ],
         jobs=2,
     )
-    wall_type = {"sleep", "sigstop_self", "blocked_pipe_read", "lock_wait", "itimer_pause", "subprocess_sleep",
-                 "affinity_busy_cpu", "check_sleep", "check_sigstop"}
+    wall_type = {
+        "sleep",
+        "sigstop_self",
+        "blocked_pipe_read",
+        "lock_wait",
+        "itimer_pause",
+        "subprocess_sleep",
+        "affinity_busy_cpu",
+        "check_sleep",
+        "check_sigstop",
+    }
     for name, (what, code) in TRICKS.items():
         extra = {"pin_load_cpu0": True} if name in ("affinity_busy_cpu", "busy_cpu_work") else {}
         extra["stop"] = "wall" if name in wall_type else "cpu1" if name == "busy_cpu_work" else "cpu"
         add(name, "time_trick", what, [START, *ans, TRICK_PRE + code, VERDICT_TRICK, EVIDENCE], **extra)
     for name, (what, body) in CHECK_TRICKS.items():
         # the check that calls f must fail (it was stopped): 1 point of 6 lost, nothing else
-        add(name, "check_trick", what, [START, *answers_with_f(body), "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE], score=course.FULL - course.POINTS["f"], stop="wall" if name in wall_type else "cpu")
+        add(
+            name,
+            "check_trick",
+            what,
+            [START, *answers_with_f(body), "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE],
+            score=course.FULL - course.POINTS["f"],
+            stop="wall" if name in wall_type else "cpu",
+        )
     for name, (what, code) in HONEST.items():
         if name == "honest_cells_in_a_row":
-            cells = [START, *ans, TRICK_PRE, *["_spin_cpu(1.5)\n"] * 3, "_spin_cpu(1.5)\ndone = True\n", VERDICT_HONEST, EVIDENCE]
+            cells = [
+                START,
+                *ans,
+                TRICK_PRE,
+                *["_spin_cpu(1.5)\n"] * 3,
+                "_spin_cpu(1.5)\ndone = True\n",
+                VERDICT_HONEST,
+                EVIDENCE,
+            ]
         elif name == "honest_check_cpu":
             cells = [START, *answers_with_f("_spin_cpu(1.2)\n"), "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE]
         else:
@@ -754,11 +807,42 @@ def main():
     start_rw = START.replace("n.startswith('zz_')", "n.startswith(('zz_', 'yy_'))")
     rw = course.REWRITE_ANSWER_CELLS
     rwx = {"assignment": "given_rewrite", "honest": "zzz_rw_honest"}
-    add("zzz_rw_honest", "control", "the correct notebook of given_rewrite", [start_rw, *rw, "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE], **rwx)
-    add("rw_plain", "given_rewrite", "the correct notebook of given_rewrite (it writes the table back doubled), then the honest one", [start_rw, *rw, "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE], **rwx)
-    add("rw_parallel", "given_rewrite", "the same, --jobs 2", [start_rw, *rw, "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE], jobs=2, **rwx)
-    add("rw_then_overwrite", "given_rewrite", "writes the table back doubled, then overwrites it with other numbers", [start_rw, *rw, f"open({P}, 'wb').write({BAD!r})\nlimit_ok = True\n", VERDICT_GIVEN, EVIDENCE], **rwx)
-    add("rw_then_delete", "given_rewrite", "writes the table back doubled, then deletes it and data/big.bin's neighbours", [start_rw, *rw, f"os.remove({P})\nlimit_ok = True\n", VERDICT_GIVEN, EVIDENCE], **rwx)
+    add(
+        "zzz_rw_honest",
+        "control",
+        "the correct notebook of given_rewrite",
+        [start_rw, *rw, "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE],
+        **rwx,
+    )
+    add(
+        "rw_plain",
+        "given_rewrite",
+        "the correct notebook of given_rewrite (it writes the table back doubled), then the honest one",
+        [start_rw, *rw, "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE],
+        **rwx,
+    )
+    add(
+        "rw_parallel",
+        "given_rewrite",
+        "the same, --jobs 2",
+        [start_rw, *rw, "limit_ok = True\n", VERDICT_GIVEN, EVIDENCE],
+        jobs=2,
+        **rwx,
+    )
+    add(
+        "rw_then_overwrite",
+        "given_rewrite",
+        "writes the table back doubled, then overwrites it with other numbers",
+        [start_rw, *rw, f"open({P}, 'wb').write({BAD!r})\nlimit_ok = True\n", VERDICT_GIVEN, EVIDENCE],
+        **rwx,
+    )
+    add(
+        "rw_then_delete",
+        "given_rewrite",
+        "writes the table back doubled, then deletes it and data/big.bin's neighbours",
+        [start_rw, *rw, f"os.remove({P})\nlimit_ok = True\n", VERDICT_GIVEN, EVIDENCE],
+        **rwx,
+    )
     (HERE / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     print(f"{len(truth['cases'])} notebooks in {out}")
 

@@ -139,8 +139,10 @@ ANSWER_CELLS = [
     for c in SOLUTION_CELLS
 ]
 REWRITE_ANSWER_CELLS = list(ANSWER_CELLS)
-REWRITE_ANSWER_CELLS[1] = REWRITE_SOLUTION_CELLS[1].replace("  # SOLUTION", "").replace(
-    "with open('data/yy_sol.txt', 'w') as fh:\n    fh.write('written by the notebook')\n", ""
+REWRITE_ANSWER_CELLS[1] = (
+    REWRITE_SOLUTION_CELLS[1]
+    .replace("  # SOLUTION", "")
+    .replace("with open('data/yy_sol.txt', 'w') as fh:\n    fh.write('written by the notebook')\n", "")
 )
 
 

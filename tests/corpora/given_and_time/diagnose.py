@@ -49,7 +49,18 @@ def main():
     if args.as_user:
         subprocess.run(["chown", "-R", args.as_user, str(work)], check=True)
     course.write_course(work / "course", args.grader, wrap=wrap)
-    cmd = [args.grader, "grade", str(work / "sub"), "-a", "given_data", "-o", str(work / "out"), "--formats", "yaml", "--force"]
+    cmd = [
+        args.grader,
+        "grade",
+        str(work / "sub"),
+        "-a",
+        "given_data",
+        "-o",
+        str(work / "out"),
+        "--formats",
+        "yaml",
+        "--force",
+    ]
     p = subprocess.run(wrap(cmd), cwd=work / "course", capture_output=True, text=True)
     print(p.stdout[-600:])
     card = yaml.safe_load((work / "out" / f"{args.case}.yaml").read_text())
