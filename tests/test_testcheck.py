@@ -604,3 +604,40 @@ def test_a_dicts_views_in_a_test_are_views_in_the_grader(setup):
     assert right.questions[0].status == "passed", right.questions[0].lines
     wrong = grader.grade(a, notebook_with([*SOLUTION, "sail = {'y': 2, 'x': 1}"], root / "sail_order.ipynb"))
     assert wrong.questions[0].status == "failed" and "list(sail.keys())" in repr(wrong.questions[0].lines)
+
+
+def _one_check(setup, target, **fields):
+    root, course, grader = setup
+    hw = course.assignment("hw")
+    check = dataclasses.replace(CHECK_STUB, target=target, **fields)
+    return (
+        root,
+        grader,
+        dataclasses.replace(hw, questions=(dataclasses.replace(hw.questions[0], checks=(check,), points=1),)),
+    )
+
+
+def test_a_test_cell_run_as_the_main_module_calls_what_it_guards(setup):
+    root, grader, a = _one_check(
+        setup, "def t():\n    assert relu(np.array([-1.0]))[0] == 1\nif __name__ == '__main__':\n    t()"
+    )
+    assert grader.grade(a, notebook_with(SOLUTION, root / "main_guard.ipynb")).questions[0].status == "failed"
+
+
+def test_what_the_test_itself_shows_on_stderr_fails_a_check_that_stderr_fails(setup):
+    for target in ("import sys\nprint('careful', file=sys.stderr)", "import warnings\nwarnings.warn('careful')"):
+        root, grader, a = _one_check(setup, "assert W[0, 3] == 0\n" + target, stderr_fails=True)
+        q = grader.grade(a, notebook_with(SOLUTION, root / "stderr.ipynb")).questions[0]
+        assert q.status == "failed" and "careful" in " ".join(q.lines), q.lines
+        root, grader, a = _one_check(setup, "assert W[0, 3] == 0\n" + target)  # a test that may: passes
+        assert grader.grade(a, notebook_with(SOLUTION, root / "stderr.ipynb")).questions[0].status == "passed"
+
+
+def test_an_assert_of_the_students_own_is_caught_where_the_test_expects_it(setup):
+    target = "try:\n    relu([])\nexcept AssertionError:\n    pass\nelse:\n    assert False, 'relu([]) should stop on its assert'"
+    root, grader, a = _one_check(setup, target)
+    checked = "def relu(x):\n    assert len(x) > 0, 'empty'\n    return np.maximum(np.asarray(x, dtype=float), 0)"
+    sub = notebook_with([SOLUTION[0], checked, *SOLUTION[2:]], root / "own_assert.ipynb")
+    assert grader.grade(a, sub).questions[0].status == "passed"
+    silent = notebook_with(SOLUTION, root / "no_assert.ipynb")  # np.maximum([]) raises nothing
+    assert grader.grade(a, silent).questions[0].lines == ["relu([]) should stop on its assert"]

@@ -32,6 +32,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -59,12 +60,14 @@ from grader.judge.testrewrite import IS, OPS, PARTIAL, PRINTED, TEST_FILE, Asser
 from grader.judge.testruntime import (
     Handle,
     Output,
-    failed_by_pytest,
+    from_student,
     message_of,
     namespace,
     printing,
+    raised,
     same_object,
     show,
+    site_finding,
 )
 from grader.names import PRINTOPTIONS, TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 from grader.run.job import Captured, CaptureSpec
@@ -154,8 +157,10 @@ def _raise_again(site: Site, rec: Record) -> Any:
     first builtin base, under its own name), so ``except ValueError`` and ``pytest.raises`` see it."""
     builtin = getattr(builtins, rec.ename, None)
     base = getattr(builtins, rec.base, None)
-    if isinstance(builtin, type) and issubclass(builtin, Exception) and builtin is not AssertionError:
-        cls: type[BaseException] = builtin
+    if builtin is AssertionError:  # the student's own assert: ``except AssertionError`` in the test takes it
+        cls: type[BaseException] = type("AssertionError", (AssertionError, StudentException), {})
+    elif isinstance(builtin, type) and issubclass(builtin, Exception):
+        cls = builtin
     elif isinstance(base, type) and issubclass(base, Exception) and base not in (AssertionError, Exception):
         cls = type(rec.ename if rec.ename.isidentifier() else "StudentError", (base, StudentException), {})
     else:
@@ -340,15 +345,18 @@ class _Judging:
             else:
                 ok = bool(parts[0])
         except TestSiteError as exc:
-            return self.fail(_site_finding(exc))
+            return self.fail(site_finding(exc))
         except AssertionError as exc:
             if info.caught:
                 raise
+            if from_student(exc):  # raised by the student's code at a site: told as such
+                self.error = True
+                return self.fail(raised(exc, info.source))
             found = self._assertion(exc, "")
             return self.fail(self._does_not_hold(info) if found == v.AssertionSaid("") else found)
         except Exception as exc:  # noqa: BLE001 - the student's exception, raised again here, or the test's own
-            self.error = self.error or _from_student(exc)
-            return self.fail(_raised(exc, info.source))
+            self.error = self.error or from_student(exc)
+            return self.fail(raised(exc, info.source))
         if ok:
             self.passed += 1
             return None
@@ -457,7 +465,7 @@ class _Judging:
         return self.prog.statements[self.at] if 0 <= self.at < len(self.prog.statements) else ""
 
     def outcome(self) -> Outcome:
-        output = Output()
+        output = self.output = Output()
         modules = testmodules.CourseModules(self.data_dir, self.records.modules if self.records else {})
         ns = namespace(self.check.target, output, modules)
         ns.update(
@@ -482,28 +490,37 @@ class _Judging:
 
     def _run(self, ns: dict[str, Any]) -> Outcome:
         seed_everything(int(self.check.seed or 0))
+        shown: list[warnings.WarningMessage] = []
         try:
-            with self._printing():
+            with self._printing(), warnings.catch_warnings(record=True) as shown:
+                warnings.simplefilter("default")  # shown once where they happen, as in a kernel
                 exec(self.prog.judge_code, ns)  # noqa: S102 - the instructor's test, in the grader
         except TestStopped:
             pass
         except AssertionError as exc:  # np.testing.assert_*, nose's assert_*, a bare raise
             self.run += 1
-            self.findings.append(self._assertion(exc, self.where(exc)))
+            student = from_student(exc)
+            self.error = self.error or student
+            self.findings.append(raised(exc, self.where(exc)) if student else self._assertion(exc, self.where(exc)))
         except TestSiteError as exc:
             self.run += 1
             self.where(exc)
-            self.findings.append(_site_finding(exc))
+            self.findings.append(site_finding(exc))
         except TestDidNotRaise as exc:
             self.run += 1
             self.where(exc)  # the line, for an instructor; the statement named is the block's
             self.findings.append(v.DidNotRaise(self.where(), exc.expected))
         except BaseException as exc:  # noqa: BLE001 - pytest's Failed is a BaseException
             self.run += 1
-            self.error = _from_student(exc)
-            self.findings.append(_raised(exc, self.where(exc)))
-        if self.check.stderr_fails and self.records is not None and self.records.stderr and not self.findings:
-            self.findings.append(v.WroteToStderr(self.records.stderr))
+            self.error = from_student(exc)
+            self.findings.append(raised(exc, self.where(exc)))
+        if self.check.stderr_fails and not self.findings:
+            # what the test itself shows on stderr (its print, its own code's warning) fails it too
+            own = [f"{w.category.__name__}: {w.message}" for w in shown if w.filename == TEST_FILE]
+            written = self.records.stderr if self.records is not None and self.records.stderr else ""
+            written = written or self.output.stderr or (own[0] if own else "")
+            if written:
+                self.findings.append(v.WroteToStderr(trim(written, 200)))
         return Outcome(self.passed, self.run, tuple(self.findings), self.error, self.line, self.partial)
 
     def _printed(self, output: Output) -> str:
@@ -527,29 +544,6 @@ def judge(check: Check, student: dict[str, Captured], *, reveal: bool, data_dir:
         return _Judging(check, student, reveal).outcome()
     with contextlib.chdir(data_dir):
         return _Judging(check, student, reveal, data_dir).outcome()
-
-
-def _site_finding(exc: TestSiteError) -> v.TestFinding:
-    if isinstance(exc, SiteUnrecorded):
-        return v.SiteUnprepared(exc.site, Unprepared(exc.why), exc.ended)
-    return v.SiteUnusable(exc.site, exc.why)
-
-
-def _from_student(exc: BaseException) -> bool:
-    return "grader_site" in getattr(exc, "__dict__", {})
-
-
-def _raised(exc: BaseException, source: str) -> v.TestFinding:
-    """An exception that ended an assert or the test: the student's (raised again at a site), a
-    ``pytest.raises`` whose block raised nothing, or the test's own."""
-    site = getattr(exc, "__dict__", {}).get("grader_site")
-    text = trim(str(exc), 200)
-    name = type(exc).__name__
-    if site:
-        return v.SiteRaised(site, name, text)
-    if failed_by_pytest(exc):  # ``pytest.fail(...)``
-        return v.TestFailedItself(text)
-    return v.TestRaised(name, text, source)
 
 
 def grade(

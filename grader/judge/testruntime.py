@@ -23,9 +23,11 @@ from grader import nose_tools
 from grader.capture import ClassRef, number_text, shape_text, trim
 from grader.capture.classes import as_ref
 from grader.course import testcode
-from grader.errors import SiteUnusable, TestComparisonFailed, TestDidNotRaise
+from grader.errors import SiteUnrecorded, SiteUnusable, TestComparisonFailed, TestDidNotRaise, TestSiteError
+from grader.judge import verdicts as v
 from grader.judge.testmodules import CourseModules
 from grader.names import PRINTOPTION_KEYS
+from grader.vocab import Unprepared
 
 
 class Handle:
@@ -178,9 +180,12 @@ class Output:
 
     def __init__(self) -> None:
         self.parts: list[str] = []
+        self.stderr = ""  # the first line the test printed to standard error
 
     def print(self, *args: Any, sep: Any = " ", end: Any = "\n", file: Any = None, flush: bool = False) -> None:
         if file is not None and file is not sys.stdout:
+            if file is sys.stderr and not self.stderr:
+                self.stderr = (" " if sep is None else str(sep)).join(str(a) for a in args).strip()[:200] or " "
             return  # to standard error or a file: not the test's output
         self.parts.append((" " if sep is None else str(sep)).join(str(a) for a in args))
         self.parts.append("\n" if end is None else str(end))
@@ -385,7 +390,7 @@ def namespace(source: str, output: Output | None = None, modules: CourseModules 
     if modules is not None:
         modules.builtins["print"] = grader_builtins["print"]
     grader_builtins["__import__"] = import_ if modules is None else modules.importer(import_)
-    ns: dict[str, Any] = {"__builtins__": grader_builtins}
+    ns: dict[str, Any] = {"__builtins__": grader_builtins, "__name__": "__main__"}  # as in the kernel
     used = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
     for alias, name in testcode.GRADER_MODULES.items():
         if alias not in used:
@@ -429,3 +434,26 @@ def failed_by_pytest(exc: BaseException) -> bool:
     outcomes = sys.modules.get("_pytest.outcomes")
     failed = getattr(outcomes, "Failed", None)
     return isinstance(failed, type) and isinstance(exc, failed)
+
+
+def site_finding(exc: TestSiteError) -> v.TestFinding:
+    if isinstance(exc, SiteUnrecorded):
+        return v.SiteUnprepared(exc.site, Unprepared(exc.why), exc.ended)
+    return v.SiteUnusable(exc.site, exc.why)
+
+
+def from_student(exc: BaseException) -> bool:
+    return "grader_site" in getattr(exc, "__dict__", {})
+
+
+def raised(exc: BaseException, source: str) -> v.TestFinding:
+    """An exception that ended an assert or the test: the student's (raised again at a site), a
+    ``pytest.raises`` whose block raised nothing, or the test's own."""
+    site = getattr(exc, "__dict__", {}).get("grader_site")
+    text = trim(str(exc), 200)
+    name = type(exc).__name__
+    if site:
+        return v.SiteRaised(site, name, text)
+    if failed_by_pytest(exc):  # ``pytest.fail(...)``
+        return v.TestFailedItself(text)
+    return v.TestRaised(name, text, source)
