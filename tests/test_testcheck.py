@@ -641,3 +641,10 @@ def test_an_assert_of_the_students_own_is_caught_where_the_test_expects_it(setup
     assert grader.grade(a, sub).questions[0].status == "passed"
     silent = notebook_with(SOLUTION, root / "no_assert.ipynb")  # np.maximum([]) raises nothing
     assert grader.grade(a, silent).questions[0].lines == ["relu([]) should stop on its assert"]
+
+
+def test_a_test_of_its_own_class_kept_in_a_name_calls_the_students_code_through_it(setup):
+    # unittest's habit without unittest: ``t = TestRelu(); t.test_negative()``.
+    target = "class TestRelu:\n    def test_negative(self):\n        assert relu(np.array([-2.0]))[0] == 0\nt = TestRelu()\nt.test_negative()"
+    root, grader, a = _one_check(setup, target)
+    assert grader.grade(a, notebook_with(SOLUTION, root / "own_class.ipynb")).questions[0].status == "passed"

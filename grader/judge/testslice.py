@@ -215,6 +215,13 @@ class _Slicer:
         # A call of the test's own function that calls the student's code (``got = run(3)``); in
         # an assert, only the call is kept, below.
         calls_own = not checking and bool(_reads(s) & self.effectful)
+        if (
+            calls_own
+            and isinstance(s, ast.Assign)
+            and isinstance(s.value, ast.Call)
+            and _reads(s.value.func) & self.effectful
+        ):
+            self.effectful |= binds  # an object of the test's own class (``c = C()``): ``c.check()`` calls it
         if binds & (self.student | self.needed) or effect or calls_own or _stores_into(s) or _draws(s, self.generators):
             return self.keep(s)
         if not (_has_call(s) or _reads(s) & self.effectful):
