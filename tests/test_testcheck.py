@@ -648,3 +648,16 @@ def test_a_test_of_its_own_class_kept_in_a_name_calls_the_students_code_through_
     target = "class TestRelu:\n    def test_negative(self):\n        assert relu(np.array([-2.0]))[0] == 0\nt = TestRelu()\nt.test_negative()"
     root, grader, a = _one_check(setup, target)
     assert grader.grade(a, notebook_with(SOLUTION, root / "own_class.ipynb")).questions[0].status == "passed"
+
+
+def test_arithmetic_on_objects_of_the_students_class_is_taken_where_they_live(setup):
+    vec = (
+        "class Vec:\n    def __init__(self, xs):\n        self.data = np.asarray(xs, dtype=float)\n"
+        "    def __add__(self, other):\n        return Vec(self.data + other.data)\n"
+        "    def __mul__(self, k):\n        return Vec(self.data * k)"
+    )
+    target = "a = Vec([1, 2])\nb = Vec([3, 4])\nresult = a + b * 2\nassert result.data.tolist() == [7.0, 10.0]"
+    root, grader, a = _one_check(setup, target)
+    assert grader.grade(a, notebook_with([*SOLUTION, vec], root / "vec.ipynb")).questions[0].status == "passed"
+    wrong = vec.replace("self.data + other.data", "self.data - other.data")
+    assert grader.grade(a, notebook_with([*SOLUTION, wrong], root / "vec_wrong.ipynb")).questions[0].status == "failed"

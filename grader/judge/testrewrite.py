@@ -48,11 +48,13 @@ from grader.judge.testvocab import (
     READERS,
     TESTING,
     LeaveLibrariesAlone,
+    calls_student,
     catches_assertion,
     close_call,
     imported,
     libraries,
     recorded_warnings,
+    statement_text,
 )
 from grader.judge.testvocab import call as _call
 from grader.judge.testvocab import literal as _literal
@@ -249,6 +251,15 @@ class _Rewriter(ast.NodeTransformer):
 
     visit_Attribute = visit_Subscript = _chain
 
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        # ``a + b`` of two objects of the student's class (a ``Tensor``): the grader computes it
+        # where it holds both as data, else it is taken where they live, as a method call would be.
+        if not _reads(node, self.tainted - self.student):
+            return self.generic_visit(node)
+        index = self._new_site(node, local=True)
+        inner = cast(ast.expr, self.generic_visit(copy.deepcopy(node)))
+        return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(inner)), node)
+
     def visit_Call(self, node: ast.Call) -> Any:
         # ``assert_raises(ValueError, f, 0)``: the student's function is called inside the test's
         # ``raises``, so the call becomes a site: ``assert_raises(ValueError, lambda: f(0))``.
@@ -440,7 +451,7 @@ class _Rewriter(ast.NodeTransformer):
         # The student's copy evaluates the parts that reach the student's code, and nothing else:
         # no expected side, no message.
         self.recorded[info.index] = ast.Tuple(
-            elts=[p if _calls_student(p, self.helpers) else ast.Constant(None) for p in parts], ctx=ast.Load()
+            elts=[p if calls_student(p, self.helpers) else ast.Constant(None) for p in parts], ctx=ast.Load()
         )
         body = ast.Tuple(elts=parts, ctx=ast.Load())
         msg: ast.expr = _thunk(self.visit(node.msg)) if node.msg else ast.Constant(None)
@@ -472,15 +483,6 @@ class _ChainArgs(ast.NodeTransformer):
         return node
 
 
-def _calls_student(node: ast.AST, helpers: frozenset[str] = frozenset()) -> bool:
-    """Whether the expression calls the student's code: a site, or a function of the test's own
-    (which may call it in turn: ``assert run(3) == [1, 4, 9]``)."""
-    return any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (TEST_SITE, TEST_ITER, *helpers)
-        for n in ast.walk(node)
-    )
-
-
 class _Recorded(ast.NodeTransformer):
     """The student's copy: each assert keeps only what ``_Rewriter.recorded`` says, with no message."""
 
@@ -506,7 +508,7 @@ class _Mark(ast.NodeTransformer):
             if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
                 new: list[ast.stmt] = []
                 for stmt in value:
-                    self.statements.append(_statement_text(self.source, stmt))
+                    self.statements.append(statement_text(self.source, stmt))
                     mark = ast.Expr(value=_call(TEST_AT, ast.Constant(len(self.statements) - 1)))
                     new.extend([ast.copy_location(mark, stmt), self.visit(stmt)])
                 setattr(node, name, new)
@@ -517,14 +519,6 @@ class _Mark(ast.NodeTransformer):
             elif isinstance(value, ast.AST):
                 self.visit(value)
         return node
-
-
-def _statement_text(source: str, stmt: ast.stmt) -> str:
-    """How a message names a statement: its first line, or for ``with pytest.raises(E):`` its body."""
-    if isinstance(stmt, ast.With) and stmt.body:
-        stmt = stmt.body[0]
-    text = (ast.get_source_segment(source, stmt) or ast.unparse(stmt)).strip().splitlines()
-    return trim(text[0], 80) if text else ""
 
 
 def _prelude(source: str, tree: ast.Module) -> str:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ast
 
+from grader.capture import trim
 from grader.course import testcode
+from grader.names import TEST_ITER, TEST_SITE
 
 # Calls that compare two values within tolerance: ``assert np.allclose(yours, expected)``. The
 # grader keeps both sides, so a failure says how the student's value differs, in kind.
@@ -230,3 +232,20 @@ def catches_assertion(kind: ast.expr | None) -> bool:
     kinds = kind.elts if isinstance(kind, ast.Tuple) else [kind]
     names = {k.attr if isinstance(k, ast.Attribute) else getattr(k, "id", "") for k in kinds}
     return bool(names & {"AssertionError", "Exception", "BaseException"})
+
+
+def calls_student(node: ast.AST, helpers: frozenset[str] = frozenset()) -> bool:
+    """Whether the expression calls the student's code: a site, or a function of the test's own
+    (which may call it in turn: ``assert run(3) == [1, 4, 9]``)."""
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (TEST_SITE, TEST_ITER, *helpers)
+        for n in ast.walk(node)
+    )
+
+
+def statement_text(source: str, stmt: ast.stmt) -> str:
+    """How a message names a statement: its first line, or for ``with pytest.raises(E):`` its body."""
+    if isinstance(stmt, ast.With) and stmt.body:
+        stmt = stmt.body[0]
+    text = (ast.get_source_segment(source, stmt) or ast.unparse(stmt)).strip().splitlines()
+    return trim(text[0], 80) if text else ""
