@@ -3,6 +3,7 @@ computes; the student's process never sees the test and cannot change its outcom
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import textwrap
 
@@ -484,6 +485,14 @@ def test_a_name_the_test_reads_before_binding_it_is_the_notebooks_there(tmp_path
     assert grader.grade(a, notebook_with(cells, tmp_path / "same.ipynb")).score == 1
     other_h = notebook_with([cells[0] + "\nh = 3.0", cells[1]], tmp_path / "other_h.ipynb")
     assert grader.grade(a, other_h).score == 0
+    # Read and bound in one loop, it is the test's own from the second time round.
+    from grader.course import testcode
+
+    for loop in (
+        "for k in range(3):\n    if k:\n        assert prev < k\n    prev = k",
+        "for v in xs:\n    total = total + v",
+    ):
+        assert testcode.read_then_bound(ast.parse(loop)) == set()
 
 
 def test_an_attribute_a_test_sets_on_the_students_object_is_read_back_from_the_student(setup):

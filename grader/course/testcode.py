@@ -147,6 +147,14 @@ def _first_bindings(tree: ast.Module) -> dict[str, tuple[int, int]]:
         and n.id in firsts
         and (n.lineno, n.col_offset) < firsts[n.id]
     }
+    for loop in (n for n in own if isinstance(n, (ast.For, ast.AsyncFor, ast.While))):
+        # read and bound in one loop: the test's own from the second time round (``if i: prev < x``, ``prev = x``)
+        inside = [n for n in ast.walk(loop) if isinstance(n, ast.Name)]
+        stored: dict[str, int] = {}  # the first line that binds it there (``total = total + x`` reads it first)
+        for n in inside:
+            if isinstance(n.ctx, ast.Store):
+                stored[n.id] = min(stored.get(n.id, n.lineno), n.lineno)
+        odd |= {n.id for n in inside if isinstance(n.ctx, ast.Load) and n.lineno <= stored.get(n.id, 0)}
     keep = early - odd - BUILTINS - set(GRADER_MODULES) - GRADER_HELPERS
     return {name: firsts[name] for name in keep}
 
