@@ -384,6 +384,15 @@ def test_a_failed_library_assertion_is_told_by_where_it_came_from_never_by_its_m
     assert qs["nose"].lines == ["`assert_equal(float(W[0, 1]), 0.0)`: got 0.333333, which is not the expected value"]
 
 
+def _small_course(tmp_path, text: str, name: str, cells: list[str]) -> tuple[Grader, object]:
+    """A course of one assignment ``name`` from config ``text``, its solution ``cells``."""
+    (tmp_path / f"solutions/{name}").mkdir(parents=True)
+    notebook_with(cells, tmp_path / f"solutions/{name}/{name}.ipynb")
+    (tmp_path / "config.yaml").write_text(text)
+    course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
+    return Grader(course), course.assignment(name)
+
+
 NO_CONVOLVE = """
 course:
   name: tests
@@ -411,11 +420,7 @@ def test_a_test_that_takes_a_library_function_away_changes_only_the_students_pro
     convolve, correlate = np.convolve, np.correlate
     own = "def convolve_full(x, h):\n    n = len(x) + len(h) - 1\n    return np.array([sum(x[j] * h[i - j] for j in range(len(x)) if 0 <= i - j < len(h)) for i in range(n)])"
     borrowed = "def convolve_full(x, h):\n    return np.convolve(x, h, 'full')"
-    (tmp_path / "solutions/conv").mkdir(parents=True)
-    notebook_with(["import numpy as np", own], tmp_path / "solutions/conv/conv.ipynb")
-    (tmp_path / "config.yaml").write_text(NO_CONVOLVE)
-    course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
-    grader, a = Grader(course), course.assignment("conv")
+    grader, a = _small_course(tmp_path, NO_CONVOLVE, "conv", ["import numpy as np", own])
     scores = {
         name: grader.grade(a, notebook_with(["import numpy as np", cell], tmp_path / f"{name}.ipynb")).score
         for name, cell in (("own", own), ("borrowed", borrowed), ("own_again", own))
@@ -446,11 +451,7 @@ def test_an_array_in_a_test_reads_as_the_notebooks_print_options_print_it(tmp_pa
     import numpy as np
 
     cells = ["import numpy as np\nnp.set_printoptions(precision=2)", "thirds = np.array([1, 2]) / 3"]
-    (tmp_path / "solutions/printed").mkdir(parents=True)
-    notebook_with(cells, tmp_path / "solutions/printed/printed.ipynb")
-    (tmp_path / "config.yaml").write_text(PRINTED_ARRAY)
-    course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
-    grader, a = Grader(course), course.assignment("printed")
+    grader, a = _small_course(tmp_path, PRINTED_ARRAY, "printed", cells)
     assert grader.grade(a, notebook_with(cells, tmp_path / "same.ipynb")).score == 1
     default = notebook_with(["import numpy as np", cells[1]], tmp_path / "default.ipynb")
     assert grader.grade(a, default).score == 0  # printed with eight digits in that notebook
@@ -477,11 +478,7 @@ assignments:
 
 def test_a_name_the_test_reads_before_binding_it_is_the_notebooks_there(tmp_path):
     cells = ["import numpy as np\nx = np.arange(3.0)\nh = 2.0", "def scale(x, h):\n    return x * h"]
-    (tmp_path / "solutions/scaled").mkdir(parents=True)
-    notebook_with(cells, tmp_path / "solutions/scaled/scaled.ipynb")
-    (tmp_path / "config.yaml").write_text(READ_THEN_BOUND)
-    course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
-    grader, a = Grader(course), course.assignment("scaled")
+    grader, a = _small_course(tmp_path, READ_THEN_BOUND, "scaled", cells)
     assert grader.grade(a, notebook_with(cells, tmp_path / "same.ipynb")).score == 1
     other_h = notebook_with([cells[0] + "\nh = 3.0", cells[1]], tmp_path / "other_h.ipynb")
     assert grader.grade(a, other_h).score == 0
