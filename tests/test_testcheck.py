@@ -535,6 +535,11 @@ def test_checks_a_test_imports_from_a_course_module_run_as_its_own_code(setup):
     test, used = inline("from more_tests import check_relu as c\nc(relu)\nimport more_tests", {"more_tests": module})
     assert used == ["more_tests"] and "def check_relu(relu)" in test and "LIMIT = 2" in test
     assert "def unused" not in test and test.endswith("c(relu)\nimport more_tests")
+    # ``import more_tests`` and ``more_tests.check_relu(relu)``: the same, the call now the test's own.
+    whole, used = inline("import more_tests as mt\nmt.check_relu(relu)", {"more_tests": module})
+    assert used == ["more_tests"] and whole.endswith("\ncheck_relu(relu)") and "import more_tests" not in whole
+    # A value read from the module (the notebook may have changed it) leaves the import as it is.
+    assert inline("import more_tests\nassert more_tests.LIMIT == 2", {"more_tests": module})[1] == []
     # A module whose code would hide a name of the notebook's the test reads is left as an import.
     shadows = "def relu(x):\n    return x\n\ndef check(f):\n    assert relu(f(1.0)) == 1.0\n"
     assert inline("from more_tests import check\ncheck(relu)", {"more_tests": shadows})[1] == []

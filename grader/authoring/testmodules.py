@@ -9,9 +9,11 @@ constants and other functions), written into the test where the import stood: th
 functions, whose asserts are the grader's and whose calls into the student's code are taken in
 the student's process, as for any helper a test defines.
 
-Only ``from MODULE import name`` of a module shipped beside the notebook (``MODULE.py``) is
-written in; ``import MODULE`` is left as it is, as is an import whose names the test also reads from
-the notebook (the module's would hide them).
+``from MODULE import name`` of a module shipped beside the notebook (``MODULE.py``) is written in,
+and ``import MODULE`` where the test only calls the module's functions and classes
+(``MODULE.check(f)`` becomes ``check(f)``). An import whose code would hide a name the test reads
+from the notebook is left as it is, as is a module the test reads values of (which the notebook may
+have changed: ``grader.judge.testmodules`` takes those).
 """
 
 from __future__ import annotations
@@ -51,6 +53,13 @@ def _top_level(source: str) -> list[tuple[set[str], str, set[str]]]:
     return out
 
 
+def _callables(source: str) -> set[str]:
+    """The functions and classes a module defines at its top level."""
+    return {
+        n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
+
+
 def _closure(statements: list[tuple[set[str], str, set[str]]], names: set[str]) -> list[str]:
     """The module's statements that define ``names`` and what they read, in the module's order."""
     wanted, keep = set(names), set()
@@ -80,29 +89,53 @@ def inline(source: str, modules: dict[str, str]) -> tuple[str, list[str]]:
     except SyntaxError:
         return source, []
     notebook = testcode.student_names(source)
-    edits: list[tuple[ast.ImportFrom, str]] = []
+    edits: list[tuple[ast.stmt | ast.expr, str, bool]] = []  # (the node replaced, its new text, a block of statements)
     used: list[str] = []
     parsed: dict[str, list[tuple[set[str], str, set[str]]]] = {}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in modules):
-            continue
-        if any(a.name == "*" for a in node.names):
-            continue
+
+    def written(module: str, names: set[str]) -> str | None:
+        """The module's code for ``names``, or None where it cannot be written into the test."""
         try:
-            statements = parsed.setdefault(node.module, _top_level(modules[node.module]))
+            statements = parsed.setdefault(module, _top_level(modules[module]))
         except SyntaxError:
-            continue
-        names = {a.name for a in node.names}
+            return None
         code = _closure(statements, names)
         defined: set[str] = set()
         for bound, text, _ in statements:
             if text in code:
                 defined |= bound
         if not names <= defined or defined & notebook:
-            continue  # a name the module does not define at its top level, or one the notebook's would lose
-        aliases = [f"{a.asname} = {a.name}" for a in node.names if a.asname and a.asname != a.name]
-        edits.append((node, "\n".join([*code, *aliases])))
-        used.append(node.module)
+            return None  # a name the module does not define at its top level, or one the notebook's would lose
+        return "\n".join(code)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in modules:
+            if any(a.name == "*" for a in node.names):
+                continue
+            code = written(node.module, {a.name for a in node.names})
+            if code is None:
+                continue
+            aliases = [f"{a.asname} = {a.name}" for a in node.names if a.asname and a.asname != a.name]
+            edits.append((node, "\n".join([code, *aliases]), True))
+            used.append(node.module)
+        elif isinstance(node, ast.Import) and len(node.names) == 1 and node.names[0].name in modules:
+            # ``import more_tests`` and ``more_tests.check(f)``: the functions and classes it calls
+            alias = node.names[0].asname or node.names[0].name
+            uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == alias]
+            reads = [
+                a
+                for a in ast.walk(tree)
+                if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id == alias
+            ]
+            if not reads or len(reads) != len(uses) or any(not isinstance(a.ctx, ast.Load) for a in reads):
+                continue  # the module itself is used, or written to: left as an import
+            module = node.names[0].name
+            code = written(module, {a.attr for a in reads})
+            if code is None or not _callables(modules[module]) >= {a.attr for a in reads}:
+                continue  # a value of the module's (which the notebook may have changed): left as an import
+            edits.append((node, code, True))
+            edits.extend((a, a.attr, False) for a in reads)
+            used.append(module)
     if not edits:
         return source, []
     lines = source.split("\n")
@@ -114,7 +147,8 @@ def inline(source: str, modules: dict[str, str]) -> tuple[str, list[str]]:
         return offsets[line - 1] + len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", errors="ignore"))
 
     out = source
-    for node, written in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
-        start, end = at(node.lineno, node.col_offset), at(node.end_lineno or node.lineno, node.end_col_offset or 0)
-        out = out[:start] + _indented(written, start - offsets[node.lineno - 1]) + out[end:]
+    for node, text, block in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
+        start = at(node.lineno, node.col_offset)
+        end = at(node.end_lineno or node.lineno, node.end_col_offset or 0)
+        out = out[:start] + (_indented(text, start - offsets[node.lineno - 1]) if block else text) + out[end:]
     return out, sorted(set(used))
