@@ -449,3 +449,22 @@ def test_files_naming_folders_and_globs_are_copied_whole(tmp_path):
     assert any("absent, listed in ASSIGNMENT CONFIG's files, is no file or folder" in n for n in item.notes)
     importing.write([item], tmp_path / "course" / "config.yaml", course_name="c")
     assert (tmp_path / "course/solutions/lab/data/sub/a.csv").read_text() == "x\n2\n"
+
+
+def test_checks_a_test_imports_from_a_module_in_files_are_written_into_it(tmp_path):
+    """A test that hands the student's function to a check of the course's module (``files:``)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        _cell("raw", "# ASSIGNMENT CONFIG\nname: lab\nfiles:\n    - checks.py\n"),
+        _cell("raw", "# BEGIN QUESTION\nname: q1\npoints: 1"),
+        _cell("code", "def double(x):\n    return 2 * x # SOLUTION"),
+        _cell("raw", "# BEGIN TESTS"),
+        _cell("code", "from checks import check_double\n_ = check_double(double)"),
+        _cell("raw", "# END TESTS"),
+        _cell("raw", "# END QUESTION"),
+    ]
+    (tmp_path / "checks.py").write_text("def check_double(f):\n    assert f(3) == 6\n")
+    nbformat.write(nb, str(tmp_path / "lab.ipynb"))
+    (item,) = otter_import.read(tmp_path / "lab.ipynb")
+    (test,) = [c["test"] for q in item.questions for c in q.get("checks", ()) if "test" in c]
+    assert "def check_double(f):" in test and "from checks import" not in test
