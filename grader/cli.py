@@ -22,7 +22,8 @@ question not pass; 2 on a usage or configuration error. Never a traceback.
 
 Why one module: each command is a few lines over code that lives elsewhere, and its arguments are
 declared in ``parser()`` beside the others (an argument several commands take, once, by a helper
-above it); a reader sees the whole command line in one place. It imports only light modules at
+above it); a reader sees the whole command line in one place. What a command prints as a table,
+and standard output whose reader may leave early, are ``grader.console``. It imports only light modules at
 the top (each command imports what it uses when it runs), so that ``grader check`` can start the
 student's process before the grader's own modules load.
 """

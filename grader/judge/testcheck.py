@@ -24,7 +24,7 @@ own ``raise``), never by reading its message; a library's message is shown only 
 shows expected values.
 
 Why one module: replaying a record and judging the assert it answers read the same state (which
-site ran, inside which other, which values an assert read), so they live in one class.
+site ran, which values an assert read), so they live in one class; what it runs within is testruntime.
 """
 
 from __future__ import annotations
