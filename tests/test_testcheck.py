@@ -525,7 +525,7 @@ def test_a_test_function_given_the_students_class_calls_it_in_the_students_proce
 
 
 def test_checks_a_test_imports_from_a_course_module_run_as_its_own_code(setup):
-    from grader.authoring.testmodules import inline
+    from grader.authoring.imported_checks import inline
 
     module = (
         "import numpy as np\nLIMIT = 2\n\ndef _clip(x):\n    return np.minimum(x, LIMIT)\n\n"

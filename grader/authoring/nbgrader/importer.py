@@ -39,7 +39,7 @@ from typing import Any
 
 import nbformat
 
-from grader.authoring import testmodules
+from grader.authoring import imported_checks
 from grader.authoring.assign import BEGIN, LOCKED_TAG
 from grader.authoring.environment import (
     kernel,
@@ -317,7 +317,7 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
             )
         _tag(cells[pos], SKIP_TAG)
     item.data = list(data or [])
-    modules = testmodules.course_modules(path, item.data)  # checks a test imports from the course
+    modules = imported_checks.course_modules(path, item.data)  # checks a test imports from the course
     withhold_written(item, written)
     kept = []
     used: set[str] = set()
@@ -344,7 +344,7 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
         if graded and not solution and cell.cell_type == "code":
             used.add(qid)
             visible, whole = split_hidden(cell.source)
-            test, _ = testmodules.inline(with_helpers(cell.source, helpers), modules)
+            test, _ = imported_checks.inline(with_helpers(cell.source, helpers), modules)
             checks, problem = test_checks(test, qid)
             for name_, text in helpers_of(whole).items():
                 helpers[name_] = (i * 10**7 + max(whole.find(text), 0), text)  # the cell, then the place in it

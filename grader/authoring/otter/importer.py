@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from grader.authoring import testmodules
+from grader.authoring import imported_checks
 from grader.authoring.assign import BEGIN, LINE_MARK
 from grader.authoring.environment import (
     erring_cells,
@@ -490,11 +490,11 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                 f"{path.name}: {rel}, listed in ASSIGNMENT CONFIG's files, is no file or folder beside "
                 "the notebook; not copied"
             )
-    modules = testmodules.course_modules(path, item.data)  # checks a test imports from the course
+    modules = imported_checks.course_modules(path, item.data)  # checks a test imports from the course
     for question in item.questions if modules else ():
         for check in question.get("checks", ()):
             if "test" in check:
-                check["test"] = testmodules.inline(check["test"], modules)[0]
+                check["test"] = imported_checks.inline(check["test"], modules)[0]
     requirement_files = [
         path.parent / str(f)
         for key in ("requirements", "environment")
