@@ -198,7 +198,14 @@ def course(tmp_path_factory):
             "hidden_wrong": fill(
                 a, {"def scaled": "def scaled(xs):\n    return [SCALE * x if x != 7 else 0 for x in xs]"}
             ),
-            "nbgrader_stub": fill(a, {"def scaled": right, "?": "# YOUR CODE HERE\nraise NotImplementedError()"}),
+            "nbgrader_stub": fill(
+                a,
+                {
+                    "def scaled": right,
+                    "?": "# YOUR CODE HERE\nraise NotImplementedError()",
+                    "def half": "def half(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()",
+                },
+            ),
         },
         "b": {
             "correct": fill(b, {"def area": "def area(w, h):\n    return w * h * 1.0"}),
@@ -390,3 +397,17 @@ def test_test_cells_keep_their_place(course):
     assert scores["moved"] == {"test_positions": 1, "test_total": 1, "test_value": 0}
     # An earlier test cell's h stands until the notebook binds its own.
     assert q(cards["correct"], "test_draw")["score"] == 1 and q(cards["correct"], "test_impulse")["score"] == 1
+
+
+def test_a_stub_left_in_place_is_named_as_the_student_sees_it(course):
+    # nbgrader's `raise NotImplementedError()` is reported as that line, not as this grader's `?`.
+    errors = {e["cell"]: e for e in course["cards"]["a"]["nbgrader_stub"]["execution"]["errors"]}
+    stub = errors[8]
+    assert stub["error"].startswith("the cell still has the placeholder `raise NotImplementedError()`"), stub
+    assert stub["traceback"] == ["cell 8, line 2: raise NotImplementedError()"]
+    assert errors[12]["error"] == "the cell still has an unfilled blank `?`"  # this grader's own blank, as before
+    said = [line for x in course["cards"]["a"]["nbgrader_stub"]["questions"] for line in x["feedback"]]
+    assert (
+        "the test `assert half(4) == 2` is not answered yet: cell 10, line 3 still has the placeholder "
+        "`raise NotImplementedError()`; replace it with your code." in said
+    ), said

@@ -102,7 +102,11 @@ def grade_check(check: Check, ctx: Context, points: float) -> CheckResult:
         return replace(base, status=CheckStatus.ERROR, reasons=(v.NotProduced(label),))
     blank = _blank(check, ctx)
     if blank is not None:
-        return replace(base, status=CheckStatus.UNANSWERED, reasons=(v.Unanswered(label, blank.where()),))
+        return replace(
+            base,
+            status=CheckStatus.UNANSWERED,
+            reasons=(v.Unanswered(label, blank.where(), blank.mark, blank.place()),),
+        )
     if check.is_test:
         return testcheck.grade(check, ctx.student, base, reveal=ctx.reveal, data_dir=ctx.data_dir)
     assert ref is not None and ref.value is not None  # every other kind has a reference value (above)

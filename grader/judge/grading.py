@@ -9,6 +9,7 @@ Every path through ``grade`` returns a Scorecard; nothing a submission contains 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
@@ -392,11 +393,12 @@ def execution_summary(
             first[root.index] = replace(entry, blocked_cells=entry.blocked_cells + (c.index,))
             continue
         blank = c.name == notebook.BLANK_NAME
+        mark = _mark(infos[c.pos].blanks if infos is not None and len(infos) == len(run.cells) else [])
         first[c.index] = CellError(
             cell=c.index,
             status="blank" if blank else str(c.status),
-            error=wording.UNFILLED_BLANK if blank else f"{c.ename}: {c.evalue}".strip(": "),
-            traceback=tuple(t.replace(notebook.BLANK_NAME, "?") for t in c.traceback),
+            error=wording.unfilled(mark) if blank else f"{c.ename}: {c.evalue}".strip(": "),
+            traceback=tuple(t.replace(notebook.BLANK_NAME, mark) for t in c.traceback),
         )
     for cell, questions in (blocked or {}).items():
         if cell in first:
@@ -443,6 +445,11 @@ def _disk_note(full: DiskFull, limits: Limits | None) -> str:
         f"cell {full.cell} filled {where} ({_size(full.held)}, {mb} a run may keep there): writes there "
         "failed with 'No space left on device' (ENOSPC)"
     )
+
+
+def _mark(blanks: Sequence[notebook.Blank]) -> str:
+    """The placeholder a cell's first blank was (``?`` where the cell has none a run could meet)."""
+    return blanks[0].mark if blanks else "?"
 
 
 def _size(n: int) -> str:

@@ -143,6 +143,8 @@ class NotProduced:
 class Unanswered:
     label: str
     where: str  # the blank's place, as ``BlankReport`` words it
+    mark: str = "?"  # the placeholder left there: ``?``, or a released stub (``raise NotImplementedError()``, ``...``)
+    place: str = ""  # ``cell 3, line 2``
 
 
 @dataclass(frozen=True)

@@ -228,11 +228,7 @@ def check_feedback(reason: v.CheckReason) -> list[Feedback]:
             )
         ]
     if isinstance(reason, v.Unanswered):
-        return [
-            Feedback(
-                FeedbackKind.UNANSWERED, f"{reason.label} is not answered yet: fill in the blank `?` at {reason.where}."
-            )
-        ]
+        return [Feedback(FeedbackKind.UNANSWERED, f"{reason.label} is not answered yet: {_fill_in(reason)}.")]
     if isinstance(reason, v.Missing):
         return [Feedback(FeedbackKind.MISSING, _absence(reason.label, reason.why))]
     if isinstance(reason, v.Differs):
@@ -473,6 +469,20 @@ def leaves_without_value(cell: int, titles: Sequence[str]) -> Feedback:
 
 
 UNFILLED_BLANK = "the cell still has an unfilled blank `?`"
+
+
+def unfilled(mark: str) -> str:
+    """A cell's error where the run met a blank: the ``?`` of this grader's skeletons, or the
+    placeholder a notebook was released with (a ``raise NotImplementedError()`` stub, ``...``)."""
+    if mark == "?":
+        return UNFILLED_BLANK
+    return f"the cell still has the placeholder `{mark}` of the notebook you were given; replace it with your code"
+
+
+def _fill_in(reason: v.Unanswered) -> str:
+    if reason.mark == "?" or not reason.place:
+        return f"fill in the blank `?` at {reason.where}"
+    return f"{reason.place} still has the placeholder `{reason.mark}`; replace it with your code"
 
 
 def not_graded(reason: str) -> tuple[Feedback, ...]:

@@ -22,7 +22,16 @@ class Blank:
     text: str  # the line as the student sees it
 
     def where(self) -> str:
-        return f"cell {self.cell}, line {self.line}: `{self.text.strip()}`"
+        return f"{self.place()}: `{self.text.strip()}`"
+
+    def place(self) -> str:
+        return f"cell {self.cell}, line {self.line}"
+
+    @property
+    def mark(self) -> str:
+        """The placeholder as the student sees it: ``?``, ``raise NotImplementedError()`` or ``...``."""
+        m = _placeholder(self.text.strip())
+        return "?" if m is None else m.group("mark")
 
 
 _HELP_RE = re.compile(r"^\s*\?{1,2}[A-Za-z_]")  # IPython help: ?name, ??name

@@ -60,6 +60,7 @@ from grader.authoring.importing import (
 )
 from grader.authoring.nbgrader import autotest
 from grader.authoring.requirements import declared_requirements
+from grader.authoring.titles import Titles
 from grader.course import testcode
 from grader.course.model import Limits
 from grader.errors import UsageError
@@ -283,6 +284,10 @@ def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict
     return out, written, missing
 
 
+def _titled(title: str | None) -> dict[str, str]:
+    return {"title": title} if title else {}
+
+
 REQUIREMENT_FILES = ("requirements.txt", "environment.yml", "environment.yaml")
 
 
@@ -323,6 +328,7 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
     used: set[str] = set()
     helpers: dict[str, tuple[int, str]] = {}  # name -> (order, statement) of earlier test cells
     at_cells: list[tuple[list[dict[str, Any]], Any]] = []  # each test's checks, and its cell
+    titles = Titles(cells)  # for nbgrader's generated ids: the heading the student reads above the cell
     code = 0
     for i, cell in enumerate(cells, 1):
         meta = _meta(cell)
@@ -354,11 +360,15 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
                     f"autograder test {qid!r} ({points:g} points) not converted: {problem}; "
                     "it is listed as a question graded by a person",
                 )
-                item.questions.append({"id": qid, "points": points, "manual": True})
+                item.questions.append(
+                    {"id": qid, **_titled(titles.title(qid, i - 1)), "points": points, "manual": True}
+                )
                 answer(cell, qid)  # what a person grades: the test cell, with the output it prints
                 _tag(cell, SKIP_TAG)
             else:
-                item.questions.append({"id": qid, "points": points, "checks": checks})
+                item.questions.append(
+                    {"id": qid, **_titled(titles.title(qid, i - 1)), "points": points, "checks": checks}
+                )
                 at_cells.append((checks, cell))
             cell.source = visible
         elif (graded and solution) or meta.get("task"):
@@ -366,7 +376,7 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
             item.questions.append(
                 {
                     "id": qid,
-                    "title": f"{qid} (graded by a person)",
+                    "title": f"{titles.title(qid, i - 1) or qid} (graded by a person)",
                     "points": points,
                     "manual": True,
                     **({"unchanged_scores_zero": True} if graded else {}),

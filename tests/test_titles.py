@@ -1,0 +1,79 @@
+"""Questions whose ids a tool generated (nbgrader's ``cell-<hex>``) are titled by the heading the
+student reads above them in the notebook."""
+
+from __future__ import annotations
+
+import nbformat
+from nbgrader_course import meta, notebook
+
+from grader.authoring.nbgrader import importer as nbgrader_import
+from grader.authoring.titles import Titles, heading_above, is_machine_id
+
+
+def md(text):
+    return nbformat.v4.new_markdown_cell(text)
+
+
+def code(text):
+    return nbformat.v4.new_code_cell(text)
+
+
+def test_generated_ids_are_told_from_chosen_ones():
+    assert is_machine_id("cell-512e08e2a1f4c3d0") and is_machine_id("cell12") and is_machine_id("cell-512e08e2_")
+    assert not is_machine_id("q1_sum") and not is_machine_id("cellular") and not is_machine_id("test_scaled")
+
+
+def test_the_nearest_heading_above_without_its_markup():
+    cells = [
+        md("# Lab 2\nIntro."),
+        md("## **Exercise 1:** the `mean` <em>of</em> rows ##"),
+        code("x = 1"),
+        md("Some words.\n\nMore words."),
+        code("assert x"),
+    ]
+    assert heading_above(cells, 4) == "Exercise 1: the `mean` of rows"
+    assert heading_above(cells, 1) == "Lab 2"
+    assert (
+        heading_above([md("What is the *variance* of `x`?\nSay why."), code("")], 1) == "What is the variance of `x`?"
+    )
+    assert heading_above([code("a"), code("b")], 1) == ""
+    long = heading_above([md("# " + "word " * 30), code("")], 1)
+    assert len(long) == 60 and long.endswith("…")
+
+
+def test_tests_under_one_heading_are_numbered_and_chosen_ids_keep_no_title():
+    cells = [md("### Exercise 3"), code("a"), code("t1"), code("t2"), md("### Exercise 4"), code("t3")]
+    titles = Titles(cells)
+    assert [titles.title("cell-aaaaaaaaaaaaaaaa", 2), titles.title("cell-bbbbbbbbbbbbbbbb", 3)] == [
+        "Exercise 3",
+        "Exercise 3, part 2",
+    ]
+    assert titles.title("q4", 5) is None
+    assert titles.title("cell-cccccccccccccccc", 5) == "Exercise 4"
+
+
+def test_an_nbgrader_import_titles_generated_ids_by_their_heading(tmp_path):
+    src = tmp_path / "source" / "ps1"
+    src.mkdir(parents=True)
+    cells = [
+        ("markdown", "## Exercise 1: squares", None),
+        (
+            "code",
+            "def sq(x):\n    ### BEGIN SOLUTION\n    return x * x\n    ### END SOLUTION",
+            meta("cell-0a1b2c3d4e5f6a7b", solution=True),
+        ),
+        ("code", "assert sq(3) == 9", meta("cell-1a1b2c3d4e5f6a7b", grade=True, locked=True, points=1)),
+        ("code", "assert sq(-2) == 4", meta("cell-2a1b2c3d4e5f6a7b", grade=True, locked=True, points=1)),
+        ("markdown", "## Exercise 2: in words", None),
+        ("markdown", "YOUR ANSWER HERE", meta("cell-3a1b2c3d4e5f6a7b", solution=True, grade=True, points=2)),
+        ("code", "assert sq(0) == 0", meta("t_zero", grade=True, locked=True, points=1)),
+    ]
+    (src / "ps1.ipynb").write_text(notebook(cells))
+    (item,) = nbgrader_import.read(src)
+    titles = {q["id"]: q.get("title") for q in item.questions}
+    assert titles == {
+        "cell-1a1b2c3d4e5f6a7b": "Exercise 1: squares",
+        "cell-2a1b2c3d4e5f6a7b": "Exercise 1: squares, part 2",
+        "cell-3a1b2c3d4e5f6a7b": "Exercise 2: in words (graded by a person)",
+        "t_zero": None,  # its own id reads as a title
+    }
