@@ -38,7 +38,7 @@ def test_the_nearest_heading_above_without_its_markup():
     )
     assert heading_above([code("a"), code("b")], 1) == ""
     long = heading_above([md("# " + "word " * 30), code("")], 1)
-    assert len(long) == 60 and long.endswith("…")
+    assert len(long) == 70 and long.endswith("…")
 
 
 def test_tests_under_one_heading_are_numbered_and_chosen_ids_keep_no_title():
@@ -77,3 +77,21 @@ def test_an_nbgrader_import_titles_generated_ids_by_their_heading(tmp_path):
         "cell-3a1b2c3d4e5f6a7b": "Exercise 2: in words (graded by a person)",
         "t_zero": None,  # its own id reads as a title
     }
+
+
+def test_a_part_is_titled_with_the_question_it_belongs_to():
+    cells = [
+        md("# Coding test"),
+        md("## Question 1\nRead the data."),
+        md("### Part I  (2 points)"),
+        code("t1"),
+        md("## Question 2"),
+        md("### Part I (2 points)\nWords."),
+        code("t2"),
+    ]
+    titles = Titles(cells)
+    assert [titles.title("cell-aaaaaaaaaaaaaaaa", 3), titles.title("cell-bbbbbbbbbbbbbbbb", 6)] == [
+        "Question 1, Part I (2 points)",
+        "Question 2, Part I (2 points)",
+    ]
+    assert heading_above(cells, 2) == "Question 1"  # under the notebook's title alone: no prefix

@@ -9,9 +9,9 @@ from typing import Any
 
 # ids no person chose: nbgrader's generated ``cell-<hex>``, and this importer's ``cell12`` fallback
 _MACHINE_ID = re.compile(r"^(?:cell-?[0-9a-f]{6,}|cell\d+)_*$")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?P<text>.+?)\s*#*\s*$")
+_HEADING = re.compile(r"^\s{0,3}(?P<level>#{1,6})\s+(?P<text>.+?)\s*#*\s*$")
 _MARKUP = re.compile(r"</?[A-Za-z][^>]*>|\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)")
-LONGEST = 60
+LONGEST = 70
 
 
 def is_machine_id(qid: str) -> bool:
@@ -19,24 +19,36 @@ def is_machine_id(qid: str) -> bool:
 
 
 def heading_above(cells: Sequence[Any], pos: int) -> str:
-    """The nearest heading in a markdown cell above ``cells[pos]``; else the first line of the nearest
-    markdown cell above it; else ``""``."""
+    """The nearest heading in a markdown cell above ``cells[pos]``, after the heading it is a part of
+    where that is not the notebook's title (``Question 2, Part I``); else the first line of the
+    nearest markdown cell above it; else ``""``."""
     first_line = ""
+    nearest: tuple[int, str] | None = None
     for cell in reversed(cells[:pos]):
         if cell.cell_type != "markdown":
             continue
         lines = [line for line in str(cell.source).splitlines() if line.strip()]
-        for line in lines:
+        for line in reversed(lines):
             m = _HEADING.match(line)
-            if m:
-                return _plain(m.group("text"))
-        if lines and not first_line:
+            if m is None:
+                continue
+            level, text = len(m.group("level")), _plain(m.group("text"))
+            if nearest is None:
+                nearest = (level, text)
+                if level <= 2:
+                    return _cut(text)
+            elif level < nearest[0]:
+                return _cut(f"{text}, {nearest[1]}" if level >= 2 else nearest[1])
+        if lines and not first_line and nearest is None:
             first_line = _plain(lines[0])
-    return first_line
+    return _cut(nearest[1] if nearest is not None else first_line)
 
 
 def _plain(text: str) -> str:
-    text = _MARKUP.sub("", text).strip().rstrip(":").strip()
+    return " ".join(_MARKUP.sub("", text).split()).rstrip(":").strip()
+
+
+def _cut(text: str) -> str:
     return text if len(text) <= LONGEST else text[: LONGEST - 1].rstrip() + "…"
 
 
