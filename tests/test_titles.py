@@ -95,3 +95,37 @@ def test_a_part_is_titled_with_the_question_it_belongs_to():
         "Question 2, Part I (2 points)",
     ]
     assert heading_above(cells, 2) == "Question 1"  # under the notebook's title alone: no prefix
+
+
+def test_a_generated_id_gives_way_to_the_title_and_a_repeated_one_is_said_once():
+    from grader.outputs.view import question_label
+
+    assert question_label("cell-3169e339199d3588", "Exercise 2, Part I") == "Exercise 2, Part I"
+    assert question_label("cell-3169e339199d3588", "cell-3169e339199d3588") == "cell-3169e339199d3588"
+    assert question_label("q2", "Scaled scores") == "q2: Scaled scores"
+    assert question_label("q2", "") == "q2"
+
+
+def test_a_placeholder_left_in_many_cells_is_one_line_of_the_errors():
+    from types import SimpleNamespace
+
+    from grader.judge import wording
+    from grader.judge.scorecard import CellError
+    from grader.outputs.view import error_lines
+
+    stub = wording.unfilled("raise NotImplementedError()")
+    errors = [
+        CellError(cell=n, status="blank", error=stub, traceback=(f"cell {n}, line 2: raise NotImplementedError()",))
+        for n in (5, 7, 8, 9)
+    ]
+    errors.insert(1, CellError(cell=6, status="error", error="NameError: name 'x' is not defined"))
+    errors.append(
+        CellError(cell=12, status="blank", error=wording.unfilled("?"), traceback=("cell 12, line 1: Q = ?",))
+    )
+    card = SimpleNamespace(execution=SimpleNamespace(cell_errors=errors))
+    assert error_lines(card) == [
+        "cells 5, 7–9 still have the placeholder `raise NotImplementedError()` of the notebook you were given; "
+        "replace it with your code",
+        "cell 6: NameError: name 'x' is not defined",
+        "cell 12: the cell still has an unfilled blank `?` (cell 12, line 1: Q = ?)",
+    ]

@@ -468,7 +468,8 @@ def leaves_without_value(cell: int, titles: Sequence[str]) -> Feedback:
     )
 
 
-UNFILLED_BLANK = "the cell still has an unfilled blank `?`"
+STILL_HAS = "the cell still has "
+UNFILLED_BLANK = STILL_HAS + "an unfilled blank `?`"
 
 
 def unfilled(mark: str) -> str:
@@ -476,7 +477,12 @@ def unfilled(mark: str) -> str:
     placeholder a notebook was released with (a ``raise NotImplementedError()`` stub, ``...``)."""
     if mark == "?":
         return UNFILLED_BLANK
-    return f"the cell still has the placeholder `{mark}` of the notebook you were given; replace it with your code"
+    return f"{STILL_HAS}the placeholder `{mark}` of the notebook you were given; replace it with your code"
+
+
+def still_have(cells: str, error: str) -> str:
+    """Several cells' same ``unfilled`` error, said once: ``cells 3, 5–7 still have ...``."""
+    return f"cells {cells} still have {error.removeprefix(STILL_HAS)}"
 
 
 def _fill_in(reason: v.Unanswered) -> str:

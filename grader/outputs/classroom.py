@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from grader.judge.scorecard import Scorecard, rounded
-from grader.outputs.view import View
+from grader.outputs.view import View, question_label
 
 
 def result(card: Scorecard, view: View) -> dict[str, Any]:
@@ -27,7 +27,7 @@ def result(card: Scorecard, view: View) -> dict[str, Any]:
         s = shown.get(q.id)
         tests.append(
             {
-                "name": f"{q.id}: {q.title}",
+                "name": question_label(q.id, q.title),
                 "status": "pass" if q.status == "passed" else ("error" if q.status == "error" else "fail"),
                 "message": "\n".join(s.feedback if s is not None else q.lines),
                 "score": rounded(q.score, r),

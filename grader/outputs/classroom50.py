@@ -40,7 +40,7 @@ from typing import Any
 from grader.judge.scorecard import Scorecard, rounded
 from grader.outputs.feedback import question_passed
 from grader.outputs.markdown import to_markdown
-from grader.outputs.view import View
+from grader.outputs.view import View, question_label
 
 SCHEMA = "classroom50/result/v1"
 SCALES = (1, 2, 3, 4, 5, 10, 20, 100)
@@ -127,7 +127,7 @@ def result(card: Scorecard, view: View, identity: Identity, *, now: datetime | N
         s = shown.get(q.id)
         tests.append(
             {
-                "test-name": f"{q.id}: {q.title}",
+                "test-name": question_label(q.id, q.title),
                 "passed": question_passed(q),
                 "score": score,
                 "max-score": top,

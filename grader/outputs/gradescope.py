@@ -18,7 +18,7 @@ from typing import Any
 from grader.course.model import Assignment, ScorecardSettings
 from grader.judge.scorecard import Scorecard, points_text, rounded
 from grader.outputs.feedback import question_passed
-from grader.outputs.view import SUBMISSION_WORDS, error_lines, status_words
+from grader.outputs.view import SUBMISSION_WORDS, error_lines, question_label, status_words
 from grader.vocab import QuestionStatus
 
 VISIBILITY = {"visible": "visible", "after_due": "after_due_date", "hidden": "hidden"}
@@ -40,7 +40,7 @@ def results(card: Scorecard, assignment: Assignment | None, settings: ScorecardS
             head = f"**{status_words(q.status)}** ({points_text(q.max_score, r)} points)"
             tests.append(
                 {
-                    "name": f"{q.id}: {q.title} (graded by a person)",
+                    "name": f"{question_label(q.id, q.title)} (graded by a person)",
                     "number": str(i),
                     "output": "\n".join([head, ""] + [f"- {line}" for line in q.lines]),
                     "output_format": "md",
@@ -51,7 +51,7 @@ def results(card: Scorecard, assignment: Assignment | None, settings: ScorecardS
         head = f"**{status_words(q.status, q.carried_forward)}**, {points_text(q.score, r)}/{points_text(q.max_score, r)} points"
         tests.append(
             {
-                "name": f"{q.id}: {q.title}",
+                "name": question_label(q.id, q.title),
                 "number": str(i),
                 "score": float(rounded(q.score, r)),
                 "max_score": float(rounded(q.max_score, r)),
@@ -90,7 +90,7 @@ def failure_results(message: str, assignment: Assignment | None = None) -> dict[
         for i, q in enumerate(assignment.questions, 1):
             tests.append(
                 {
-                    "name": f"{q.id}: {q.title}",
+                    "name": question_label(q.id, q.title),
                     "number": str(i),
                     "score": 0.0,
                     "max_score": float(q.points),

@@ -27,7 +27,7 @@ from grader.course.model import Assignment
 from grader.notebook import CellInfo, analyse, before_point
 from grader.outputs import figures, pages
 from grader.outputs.markdown import question_points
-from grader.outputs.view import SUBMISSION_WORDS, ShownQuestion, View
+from grader.outputs.view import SUBMISSION_WORDS, ShownQuestion, View, label_parts
 
 CSP = pages.csp()  # a page without math: no script at all
 # Where math is rendered: the notebook's markdown cells and the questions' titles, never code or outputs.
@@ -171,6 +171,13 @@ def text_html(text: str) -> str:
     return pages.rich_text(text)
 
 
+def label_html(qid: str, title: str) -> str:
+    """A question's id and title as ``question_label`` gives them, escaped."""
+    shown_id, shown_title = label_parts(qid, title)
+    parts = [html.escape(shown_id)] if shown_id else []
+    return ": ".join(parts + ([title_html(shown_title)] if shown_title else []))
+
+
 def title_html(title: str) -> str:
     """A question's title, where math is rendered (titles are the instructor's, escaped all the same)."""
     return f'<span class="grader-title">{html.escape(title)}</span>'
@@ -179,7 +186,7 @@ def title_html(title: str) -> str:
 def question_box(view: View, q: ShownQuestion) -> str:
     items = "".join(f"<li>{text_html(line)}</li>" for line in q.feedback)
     head = (
-        f"{pages.status_mark(q.status)}Question {html.escape(q.id)}: {title_html(q.title)} — "
+        f"{pages.status_mark(q.status)}Question {label_html(q.id, q.title)} — "
         f"{html.escape(q.status_text)}, {question_points(view, q)} points"
     )
     return (
@@ -191,7 +198,7 @@ def question_box(view: View, q: ShownQuestion) -> str:
 def summary_box(view: View) -> str:
     who = f"{html.escape(view.who)} · " if view.who else ""
     rows = "".join(
-        f'<tr><td><a href="#question-{html.escape(q.id)}">{html.escape(q.id)}: {title_html(q.title)}</a></td>'
+        f'<tr><td><a href="#question-{html.escape(q.id)}">{label_html(q.id, q.title)}</a></td>'
         f"<td>{pages.status_mark(q.status)}{html.escape(q.status_text)}</td>"
         f"<td>{question_points(view, q)}</td></tr>"
         for q in view.questions

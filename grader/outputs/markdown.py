@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from grader.files import printable
-from grader.outputs.view import SUBMISSION_WORDS, ShownQuestion, View
+from grader.outputs.view import SUBMISSION_WORDS, ShownQuestion, View, question_label
 
 MARKS = {
     "passed": "✅",
@@ -56,7 +56,7 @@ def summary_lines(view: View) -> list[str]:
     lines += ["", "| Question | Result | Points |", "|---|---|---|"]
     for q in view.questions:
         lines.append(
-            f"| {cell(q.id)}: {cell(q.title)} | {MARKS.get(q.status, '')} "
+            f"| {cell(question_label(q.id, q.title))} | {MARKS.get(q.status, '')} "
             f"{q.status_text} | {question_points(view, q)} |"
         )
     return lines
@@ -70,7 +70,7 @@ def to_markdown(view: View) -> str:
     lines = [f"# {view.assignment}: {view.title}", ""]
     lines += summary_lines(view)
     for q in view.questions:
-        lines += ["", f"## {q.id}: {q.title} — {q.status_text}, {question_points(view, q)} points", ""]
+        lines += ["", f"## {question_label(q.id, q.title)} — {q.status_text}, {question_points(view, q)} points", ""]
         lines += question_lines(view, q)
     if view.errors:
         lines += ["", "## Errors in the notebook", ""]

@@ -12,6 +12,7 @@ never from the Scorecard directly, so one function decides visibility:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -105,6 +106,25 @@ class View:
         return text
 
 
+# An id a tool generated for a question (``cell-512e08e2a1f4c3d0``): shown only where the question has no title.
+_GENERATED_ID = re.compile(r"cell-?[0-9a-f]{8,}_*")
+
+
+def label_parts(qid: str, title: str) -> tuple[str, str]:
+    """What names a question to a reader, (id, title), either possibly ``""``: both, unless the title
+    only repeats the id or the id is a generated one the title stands for."""
+    if not title or title == qid:
+        return qid, ""
+    if _GENERATED_ID.fullmatch(qid):
+        return "", title
+    return qid, title
+
+
+def question_label(qid: str, title: str) -> str:
+    """``q2: Scaled scores``, or one of the two alone (``label_parts``)."""
+    return ": ".join(part for part in label_parts(qid, title) if part)
+
+
 def withheld_message(level: str, settings: ScorecardSettings) -> str:
     if level == "after_due":
         return f"The result of this question is shown after the due date ({settings.due})."
@@ -169,7 +189,22 @@ def student_view(
 def error_lines(card: Scorecard) -> list[str]:
     """The notebook's own errors, one line each, with the trimmed traceback's last frame."""
     out = []
+    alike: dict[str, list[int]] = {}  # a blank left in several cells, nothing else following from it: one line
     for e in card.execution.cell_errors:
+        if (
+            e.status == "blank"
+            and e.error.startswith(wording.STILL_HAS)
+            and not (e.blocked_cells or e.blocked_questions)
+        ):
+            alike.setdefault(e.error, []).append(e.cell)
+    said: set[str] = set()
+    for e in card.execution.cell_errors:
+        cells = alike.get(e.error, []) if e.status == "blank" else []
+        if len(cells) > 1 and e.cell in cells:
+            if e.error not in said:
+                said.add(e.error)
+                out.append(wording.still_have(_numbers(cells), e.error))
+            continue
         where = f" ({e.traceback[-1]})" if e.traceback else ""
         line = f"cell {e.cell}: {e.error or e.status}{where}"
         # Errors that only follow from this one are not listed one by one: what they stopped is.

@@ -34,7 +34,7 @@ from grader.course.model import Assignment, Course
 from grader.errors import GraderError, UsageError
 from grader.files import write_atomic
 from grader.outputs import classroom50
-from grader.outputs.view import student_view
+from grader.outputs.view import question_label, student_view
 from grader.packaging.gradescope import AUTOGRADER_BROKEN, find_submission, stage_grader, stage_grading, template
 from grader.packaging.stage import stage_constraints
 
@@ -125,7 +125,7 @@ def run(checkout: Path, config_path: Path, assignment_name: str, env: Mapping[st
 def _failure(
     identity: classroom50.Identity, assignment: Assignment | None, message: str
 ) -> tuple[dict[str, object], str]:
-    questions = [(f"{q.id}: {q.title}", float(q.points)) for q in assignment.questions] if assignment else []
+    questions = [(question_label(q.id, q.title), float(q.points)) for q in assignment.questions] if assignment else []
     return classroom50.failure_result(identity, questions), classroom50.failure_body(message)
 
 
