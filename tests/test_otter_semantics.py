@@ -318,7 +318,7 @@ def test_a_master_notebook_without_its_solutions_is_named_as_such(tmp_path):
     course = dataclasses.replace(config.load(tmp_path / "config.yaml"), cache_dir=tmp_path / "cache")
     with pytest.raises(
         SolutionError,
-        match=r"leaves a blank to fill in cell 2 \(`\?` or `\.\.\.`\): the solution "
+        match=r"leaves a blank to fill in cell 2 \(`\?`, `\.\.\.` or a `raise NotImplementedError\(\)` stub\): the solution "
         "must hold every answer",
     ):
         Grader(course).grade(course.assignment("hw"), tmp_path / "solutions/hw/hw.ipynb")

@@ -727,3 +727,37 @@ def test_a_test_reading_candidate_files_by_a_computed_path_reads_the_one_the_stu
     wrong = _answered(assignment.skeleton, tmp_path / "wrong.ipynb", {"?": "means = df['catch']"})
     card = grader.grade(assignment, wrong)
     assert card.score == 0 and "raised ValueError: Index region invalid" in card.questions[0].lines[0]
+
+
+def test_an_empty_test_cell_gives_its_points_to_every_notebook_as_in_nbgrader_and_the_import_says_so(tmp_path):
+    answer = "def twice(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"
+    cells = [
+        ("code", answer, meta("twice", solution=True)),
+        ("code", "assert twice(3) == 6", meta("t_twice", grade=True, locked=True, points=1)),
+        ("code", "", meta("t_later", grade=True, locked=True, points=2)),  # a test the instructor never wrote
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assert any(
+        "'t_later' (2 points) has no code: nbgrader gives its points to every notebook" in n for n in items[0].notes
+    )
+    assignment = course.assignment("ps1")
+    card = Grader(course).grade(assignment, assignment.skeleton)
+    assert {q.id: q.score for q in card.questions} == {"t_twice": 0, "t_later": 2}
+
+
+def test_an_ungraded_exercise_left_with_its_placeholder_in_the_solution_is_not_a_missing_answer(tmp_path):
+    """A cell outside nbgrader's markers that keeps ``...`` in the source notebook (an exercise the
+    course does not grade): the solution runs past it, and the graded answers score as before."""
+    answer = "def twice(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"
+    cells = [
+        ("markdown", "**Question 1.** Write an expression equal to 42 (not graded).", None),
+        ("code", "...", None),
+        ("code", answer, meta("twice", solution=True)),
+        ("code", "assert twice(3) == 6", meta("t_twice", grade=True, locked=True, points=1)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    assert Grader(course).grade(assignment, assignment.solution).score == 1
+    assert Grader(course).grade(assignment, assignment.skeleton).score == 0

@@ -85,6 +85,17 @@ class Reference:
         }
 
 
+def _given_as_is(assignment: Assignment) -> set[int]:
+    """The cells the skeleton gives exactly as the solution has them, placeholders and all (an
+    exercise a course leaves ungraded): a blank there is not an answer the solution fails to give."""
+    try:
+        solution = {c.index: c.source for c in notebook.read(assignment.solution)}
+        skeleton = {c.index: c.source for c in notebook.read(assignment.skeleton)}
+    except NotebookError:
+        return set()
+    return {i for i, text in solution.items() if skeleton.get(i) == text and notebook.find_blanks(text)}
+
+
 class References:
     """Reference values from running each solution the same way, cached on disk by content hash."""
 
@@ -440,20 +451,30 @@ class References:
         where = f"solution of {assignment.name} ({assignment.solution.name})"
         if run.status != RunStatus.OK:
             raise SolutionError(f"The {where} did not run to the end: {run.reason}.")
+        given = _given_as_is(assignment)
         for cell in run.errors:
-            if cell.name == notebook.BLANK_NAME:  # a master notebook released as it is given to students
+            if cell.name == notebook.BLANK_NAME:
+                if cell.index in given:
+                    continue  # an exercise left ungraded, released as it is: harmless unless a value needs it (below)
+                # a master notebook released as it is given to students
                 raise SolutionError(
-                    f"The {where} leaves a blank to fill in cell {cell.index} (`?` or `...`): the "
+                    f"The {where} leaves a blank to fill in cell {cell.index} (`?`, `...` or a `raise NotImplementedError()` stub): the "
                     "solution must hold every answer"
                 )
             failed = SolutionError(f"The {where} fails in cell {cell.index}: {cell.ename}: {cell.evalue}")
             failed.ename = cell.ename
             raise failed
+        left = [c.index for c in run.errors]  # blanks of cells released as they are, if any
         for check in assignment.checks:
             if check.is_test:
                 continue  # judged by its asserts; ``grader validate`` runs it against the solution
             got = run.captures.get(check.id)
             if got is None or got.value is None:
+                if left:
+                    raise SolutionError(
+                        f"The {where} leaves a blank to fill in cell {left[0]} (`?` or `...`), and does not "
+                        f"produce {check.label} for question {check.question_id}: the solution must hold every answer"
+                    )
                 why = wording.capture_problem(got)
                 raise SolutionError(
                     f"The {where} does not produce {check.label} for question {check.question_id}: {why}."

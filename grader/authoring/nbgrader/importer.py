@@ -131,6 +131,8 @@ def test_checks(source: str, qid: str) -> tuple[list[dict[str, Any]], str | None
 
 
 def _test_checks(source: str) -> tuple[list[dict[str, Any]], str | None]:
+    if not source.strip():
+        return [{"test": "pass"}], None  # nbgrader gives an empty test cell's points to every notebook: so does this
     visible, whole = split_hidden(source)
     problem = testcode.problem(whole)
     if problem:
@@ -146,6 +148,14 @@ def _test_checks(source: str) -> tuple[list[dict[str, Any]], str | None]:
     else:
         checks.append({"test": whole})
     return checks, None
+
+
+def _statements(source: str) -> bool:
+    """Whether the source holds a statement (not only comments and blank lines)."""
+    try:
+        return bool(ast.parse(source).body)
+    except SyntaxError:
+        return True
 
 
 def _tag(cell: Any, tag: str) -> None:
@@ -354,6 +364,12 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
             checks, problem = test_checks(test, qid)
             for name_, text in helpers_of(whole).items():
                 helpers[name_] = (i * 10**7 + max(whole.find(text), 0), text)  # the cell, then the place in it
+            if not _statements(test):
+                item.note(
+                    i,
+                    f"autograder test {qid!r} ({points:g} points) has no code: nbgrader gives its points to every "
+                    "notebook, and so does this course until a test is written in it",
+                )
             if problem:
                 item.note(
                     i,
