@@ -1221,3 +1221,21 @@ def test_a_grader_installed_under_tmp_stays_visible_to_the_student(tmp_path):
     assert errors == []
     assert score == max_score
     assert features == list(FEATURES.active())
+
+
+def test_temporary_files_are_made_in_the_students_own_folder(submit):
+    """``tempfile`` in the student's code (matplotlib's ``to_html5_video``, a saved model): the folder it
+    uses is the run's ``TMPDIR``, in every run of the notebook, not the grader's temporary folder."""
+    probe = (
+        "import os, tempfile\n"
+        "with tempfile.TemporaryDirectory() as d:\n"
+        "    open(os.path.join(d, 'frame.png'), 'w').write('x')\n"
+        "with tempfile.NamedTemporaryFile('w', suffix='.csv') as f:\n"
+        "    f.write('a,b')\n"
+        "fd, name = tempfile.mkstemp()\n"
+        "os.close(fd)\n"
+        "assert os.path.dirname(name) == os.environ['TMPDIR'] == os.getcwd(), (name, os.environ['TMPDIR'])"
+    )
+    card = submit(NUMPY_CORRECT, append=[probe])
+    assert card.execution.to_dict()["errors"] == []
+    assert all(q.status == "passed" for q in card.questions)

@@ -153,6 +153,8 @@ def state_kept(shell: Any, workdir: str | None = None) -> Iterator[None]:
         if os.environ != environ:
             os.environ.clear()
             os.environ.update(environ)
+        if "tempfile" in sys.modules:
+            sys.modules["tempfile"].__dict__["tempdir"] = None  # chosen again from TMPDIR, whatever a run set
         if workdir is not None:
             _forget_modules_from(workdir, set(sys.modules) - modules)
             with contextlib.suppress(OSError):

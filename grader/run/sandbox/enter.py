@@ -202,8 +202,7 @@ def _isolate(
     else:
         close_fds(channel)
     _quiet_stdio()
-    os.environ.clear()
-    os.environ.update(environment(workdir))
+    _student_environment(workdir)
     if uid is not None:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
@@ -242,10 +241,18 @@ def _isolate(
     return plan.active(), None
 
 
-def _in_place(limits: LimitsWire, workdir: str) -> tuple[str, ...]:
-    """What a process with threads (or not on Linux) can do to itself."""
+def _student_environment(workdir: str) -> None:
+    """The student's environment, in place of the grader's. ``tempfile`` forgets the folder it chose
+    from the grader's (a forking server's temporary folder, not there for the student): the next
+    ``tempfile`` call takes the student's ``TMPDIR``."""
     os.environ.clear()
     os.environ.update(environment(workdir))
+    tempfile.tempdir = None
+
+
+def _in_place(limits: LimitsWire, workdir: str) -> tuple[str, ...]:
+    """What a process with threads (or not on Linux) can do to itself."""
+    _student_environment(workdir)
     _apply_limits(limits, None)
     applied = ["env", "limits"]
     try:
