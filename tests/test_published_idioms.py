@@ -761,3 +761,28 @@ def test_an_ungraded_exercise_left_with_its_placeholder_in_the_solution_is_not_a
     assignment = course.assignment("ps1")
     assert Grader(course).grade(assignment, assignment.solution).score == 1
     assert Grader(course).grade(assignment, assignment.skeleton).score == 0
+
+
+def test_an_otter_answer_a_person_grades_that_raises_in_the_master_does_not_stop_the_import(tmp_path):
+    """q2's answer, graded by a person, raises here (pandas 2 and later refuse ``mean`` over a text
+    column): otter runs on past it and scores q1; the import takes the course, that cell is not run."""
+    from grader.authoring.otter import importer as otter_import
+
+    master = _otter_master(
+        tmp_path,
+        [],
+    )
+    nb = nbformat.read(str(master), as_version=4)
+    nb.cells[2:2] = [nbformat.v4.new_code_cell("df = pd.DataFrame({'g': [1, 1, 2], 't': ['a', 'b', 'c']})")]
+    nb.cells += [
+        nbformat.v4.new_raw_cell("# BEGIN QUESTION\nname: q2\nmanual: true\npoints: 2"),
+        nbformat.v4.new_code_cell("means = df.groupby('g')  # SOLUTION\nraise TypeError('no mean of text')"),
+        nbformat.v4.new_raw_cell("# END QUESTION"),
+    ]
+    nbformat.write(nb, str(master))
+    (item,) = otter_import.read(master)
+    assert [n for n in item.notes if "raises TypeError" in n], item.notes
+    assert "skip-grading" in item.notebook.cells[-1].metadata["tags"]
+    staged = import_check.stage([item], tmp_path / "c" / "config.yaml", course_name="c")
+    assert staged.failing == () and staged.problems == ()
+    assert {q["id"]: q.get("manual", False) for q in item.questions} == {"q1": False, "q2": True}
