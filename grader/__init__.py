@@ -39,6 +39,37 @@ def _defer_iri_grammar() -> None:
 _defer_iri_grammar()
 
 
+def _one_tree_at_a_time() -> None:
+    """Make ``ast.parse`` take one lock (``ast.parse.lock``), which code compiled from an ``ast`` tree
+    in threads takes too (``grader.judge.testrewrite``).
+
+    CPython 3.11 and 3.12 count the depth of a conversion between C syntax trees and ``ast``
+    objects in the interpreter's state, which threads share: a collection or a switch of threads in
+    the middle of one lets another thread's ``ast.parse`` change the count, and one of them fails
+    with ``SystemError: AST constructor recursion depth mismatch`` (python/cpython#106905). A batch
+    grades submissions in threads, each parsing its notebook's cells and tests; one such error
+    crashed a submission at random on a loaded machine. Held for the few milliseconds of a parse.
+    """
+    import ast
+    import threading
+
+    if getattr(ast.parse, "__wrapped__", None) is not None:
+        return
+    parse, lock = ast.parse, threading.RLock()
+
+    def locked_parse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with lock:
+            return parse(*args, **kwargs)
+
+    locked_parse.__wrapped__ = parse  # type: ignore[attr-defined]
+    locked_parse.__doc__ = parse.__doc__
+    locked_parse.lock = lock  # type: ignore[attr-defined]
+    ast.parse = locked_parse
+
+
+_one_tree_at_a_time()
+
+
 def check(question: str | None = None, *, assignment: str | None = None, checks: str | None = None) -> None:
     """Run the public checks on the variables of this notebook: ``check("q2")``, or ``check()`` for all.
 

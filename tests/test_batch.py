@@ -419,3 +419,20 @@ def test_progress_is_plain_lines_without_a_terminal_and_a_bar_with_one():
     bar.advance(4)
     bar.close()
     assert "4/4" in terminal.getvalue() and "attention_numpy" in terminal.getvalue()
+
+
+def test_threads_parse_one_tree_at_a_time():
+    """CPython 3.11 and 3.12 share the depth count of ``ast`` conversions between threads
+    (python/cpython#106905): a batch's threads parse one at a time, the grader's tree compiles too."""
+    import ast
+
+    import grader  # noqa: F401  (installs the lock)
+
+    done = threading.Event()
+    with ast.parse.lock:
+        parser = threading.Thread(target=lambda: (ast.parse("x = [1, (2, 3)]"), done.set()))
+        parser.start()
+        assert not done.wait(0.2)  # waits for the lock another thread holds
+    assert done.wait(5)
+    parser.join()
+    assert ast.parse("y = 1").body[0].targets[0].id == "y"

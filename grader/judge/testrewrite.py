@@ -568,8 +568,10 @@ def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     recorded = _Recorded(rewriter.recorded).visit(ast.Module(body=body, type_ignores=[]))
     recorded = ast.fix_missing_locations(ast.Module(body=student_copy(recorded.body, student), type_ignores=[]))
     record_source = "\n".join(filter(None, [_prelude(source, tree), ast.unparse(recorded)]))
+    with ast.parse.lock:  # type: ignore[attr-defined]  # one tree at a time: grader/__init__.py says why
+        judge_code = compile(marked, TEST_FILE, "exec")
     return Program(
-        judge_code=compile(marked, TEST_FILE, "exec"),
+        judge_code=judge_code,
         record_source=record_source,
         sites=tuple(rewriter.sites),
         asserts=tuple(rewriter.asserts),
