@@ -786,3 +786,23 @@ def test_an_otter_answer_a_person_grades_that_raises_in_the_master_does_not_stop
     staged = import_check.stage([item], tmp_path / "c" / "config.yaml", course_name="c")
     assert staged.failing == () and staged.problems == ()
     assert {q["id"]: q.get("manual", False) for q in item.questions} == {"q1": False, "q2": True}
+
+
+def test_solution_and_hidden_test_markers_closed_by_hashes_pair_with_plain_ones(tmp_path):
+    """``### BEGIN SOLUTION ###`` closed by ``### END SOLUTION`` (and the reverse), as nbgrader reads
+    any line holding the words."""
+    answer = "def f(x):\n    ### BEGIN SOLUTION ###\n    y = 2 * x\n    ### END SOLUTION\n    return y"
+    other = "def g(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION ###"
+    test = "assert f(2) == 4\n### BEGIN HIDDEN TESTS ###\nassert f(3) == 6\n### END HIDDEN TESTS ###"
+    cells = [
+        ("code", answer, meta("f", solution=True)),
+        ("code", test, meta("t_f", grade=True, locked=True, points=1)),
+        ("code", other, meta("g", solution=True)),
+        ("code", "assert g(1) == 2", meta("t_g", grade=True, locked=True, points=1)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    skeleton = assignment.skeleton.read_text()
+    assert "2 * x" not in skeleton and "f(3)" not in skeleton
+    assert Grader(course).grade(assignment, assignment.solution).score == 2

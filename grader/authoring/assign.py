@@ -38,8 +38,8 @@ from grader.notebook.answers import ANSWER_TAG as ANSWER_TAG
 from grader.notebook.read import LOCKED_TAG as LOCKED_TAG
 
 LINE_MARK = re.compile(r"#\s*SOLUTION\s*$")
-BEGIN = re.compile(r"^(\s*)#+\s*BEGIN SOLUTION\s*$")  # "### BEGIN SOLUTION" too, as nbgrader writes it
-END = re.compile(r"^\s*#+\s*END SOLUTION\s*$")
+BEGIN = re.compile(r"^(\s*)#+\s*BEGIN SOLUTION\s*#*\s*$")  # "### BEGIN SOLUTION" and "### BEGIN SOLUTION ###" too
+END = re.compile(r"^\s*#+\s*END SOLUTION\s*#*\s*$")
 INSTRUCTOR_TAG = "instructor"
 # A markdown cell tagged ``answer`` is the model answer to a question graded by a person: the
 # skeleton has a prompt in its place, still tagged, so the grader, the self-check and the review

@@ -69,8 +69,8 @@ from grader.vocab import CellStatus
 
 # What nbgrader releases in place of a solution (its ``ClearSolutions.code_stub`` for Python).
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
-HIDDEN_BEGIN = re.compile(r"^\s*#+\s*BEGIN HIDDEN TESTS\s*$")
-HIDDEN_END = re.compile(r"^\s*#+\s*END HIDDEN TESTS\s*$")
+HIDDEN_BEGIN = re.compile(r"^\s*#+\s*BEGIN HIDDEN TESTS\s*#*\s*$")
+HIDDEN_END = re.compile(r"^\s*#+\s*END HIDDEN TESTS\s*#*\s*$")
 SKIP_TAG = "skip-grading"
 
 
