@@ -806,3 +806,19 @@ def test_solution_and_hidden_test_markers_closed_by_hashes_pair_with_plain_ones(
     skeleton = assignment.skeleton.read_text()
     assert "2 * x" not in skeleton and "f(3)" not in skeleton
     assert Grader(course).grade(assignment, assignment.solution).score == 2
+
+
+def test_a_given_cell_importing_a_name_its_library_no_longer_has_does_not_stop_the_import(tmp_path):
+    """``from scipy.misc import comb`` (gone from SciPy) in a demo cell: nbgrader runs on past its
+    error; the import notes it and the cell is not run when grading."""
+    answer = "### BEGIN SOLUTION\nx = 6\n### END SOLUTION"
+    cells = [
+        ("code", "from math import comb_of_old  # a demo of a library's old function", None),
+        ("code", answer, meta("x", solution=True)),
+        ("code", "assert x == 6", meta("t_x", grade=True, locked=True, points=1)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assert any("cannot import name 'comb_of_old'" in n and "library has changed" in n for n in items[0].notes)
+    assignment = course.assignment("ps1")
+    assert Grader(course).grade(assignment, assignment.solution).score == 1

@@ -288,10 +288,15 @@ def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict
         if (
             run.status == CellStatus.ERROR
             and bool(meta.get("grade")) == bool(meta.get("solution"))  # given, or an answer a person grades
-            and run.ename not in ("ModuleNotFoundError", "ImportError")
-        ):  # a missing library is no lesson
+            and (run.ename not in ("ModuleNotFoundError", "ImportError") or (module is None and _gone(run.evalue)))
+        ):  # a missing library is no lesson; a name a library no longer has (``scipy.misc.comb``) is its change
             out[run.index - 1] = f"{run.ename}: {run.evalue}".strip()[:120]
     return out, written, missing
+
+
+def _gone(evalue: str) -> bool:
+    """Whether an ImportError says a module no longer has a name (``cannot import name 'comb' from 'scipy.misc'``)."""
+    return evalue.startswith("cannot import name ")
 
 
 def _titled(title: str | None) -> dict[str, str]:
@@ -324,6 +329,12 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
             if needed_by(sources, pos, [], set())[1]:
                 continue
             item.note(pos + 1, f"an answer graded by a person raises {error} here; it is shown, not run, when grading")
+        elif error.startswith("ImportError: cannot import name "):
+            item.note(
+                pos + 1,
+                f"raises {error} here: the library has changed since the course was written; the cell is not run "
+                "when grading (a cell that needs what it imports then says so)",
+            )
         else:
             item.note(
                 pos + 1,
