@@ -822,3 +822,30 @@ def test_a_given_cell_importing_a_name_its_library_no_longer_has_does_not_stop_t
     assert any("cannot import name 'comb_of_old'" in n and "library has changed" in n for n in items[0].notes)
     assignment = course.assignment("ps1")
     assert Grader(course).grade(assignment, assignment.solution).score == 1
+
+
+def test_a_hidden_test_that_sets_a_builtin_aside_holds_over_the_notebooks_names_as_in_the_kernel(tmp_path):
+    """``map = None`` in a hidden test, so that ``mymap`` may not call the builtin: nbgrader runs the
+    test cell in the kernel, where that binding is the notebook's ``map``, for that test and the later
+    ones. A ``mymap`` written with ``map`` fails both, as nbgrader scores it; one without passes."""
+    mymap = "def mymap(f, xs):\n    ### BEGIN SOLUTION\n    return [f(x) for x in xs]\n    ### END SOLUTION"
+    test = "### BEGIN HIDDEN TESTS\nmap = None\n### END HIDDEN TESTS\nassert mymap(abs, [-1, 2]) == [1, 2]"
+    doubled = "def doubled(xs):\n    ### BEGIN SOLUTION\n    return mymap(lambda x: 2 * x, xs)\n    ### END SOLUTION"
+    cells = [
+        ("code", mymap, meta("mymap", solution=True)),
+        ("code", test, meta("t_mymap", grade=True, locked=True, points=1)),
+        ("code", doubled, meta("doubled", solution=True)),
+        ("code", "assert doubled([1, 2]) == [2, 4]", meta("t_doubled", grade=True, locked=True, points=1)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    assert "map = None" not in assignment.skeleton.read_text()  # still hidden
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 2
+    nb = nbformat.read(str(assignment.solution), as_version=4)
+    for cell in nb.cells:
+        cell.source = cell.source.replace("return [f(x) for x in xs]", "return list(map(f, xs))")
+    builtin = tmp_path / "builtin.ipynb"
+    nbformat.write(nb, str(builtin))
+    assert {q.id: q.score for q in grader.grade(assignment, builtin).questions} == {"t_mymap": 0, "t_doubled": 0}

@@ -545,11 +545,25 @@ def _prelude(source: str, tree: ast.Module) -> str:
 
 
 @functools.lru_cache(maxsize=256)
+def _top_level_binds(tree: ast.Module) -> set[str]:
+    return {
+        n.id
+        for stmt in tree.body
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+        for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+        for n in ast.walk(t)
+        if isinstance(n, ast.Name)
+    }
+
+
 def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     """The test's two copies; ``notebook_names``: builtins it means as the notebook's (``Check.notebook_names``)."""
     tree = testcode.own_after_binding(ast.parse(source))
     read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     student = set(testcode.student_names(source)) | (set(notebook_names) & read - testcode.bound_names(tree))
+    # a listed name the test binds at its top level is bound over the notebook's names, as in a test
+    # cell run in the kernel: ``map = None`` there, and the student's function that calls ``map`` fails
+    student |= set(notebook_names) & _top_level_binds(tree)
     live = recorded_warnings(tree)
     student |= live
     tainted = tainted_names(tree, student)

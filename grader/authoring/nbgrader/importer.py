@@ -33,6 +33,7 @@ first (``grader.authoring.nbgrader.autotest``). The source notebook runs once in
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from pathlib import Path
 from typing import Any
@@ -208,12 +209,31 @@ def rebinds(source: str) -> set[str]:
     return out
 
 
+def builtins_set(source: str) -> set[str]:
+    """The builtins a test binds at its top level (``map = None``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {
+        n.id
+        for stmt in tree.body
+        if isinstance(stmt, ast.Assign)
+        for t in stmt.targets
+        for n in ast.walk(t)
+        if isinstance(n, ast.Name) and hasattr(builtins, n.id)
+    }
+
+
 def with_helpers(source: str, helpers: dict[str, tuple[int, str]]) -> str:
     """The test with what it uses from earlier test cells put before it (each statement once, in
     the order the cells ran it), as it stands in the kernel when nbgrader runs the test."""
     own = helpers_of(source)
-    needed: dict[int, str] = {}
-    todo = [source]
+    # an earlier test's builtin set aside (``map = None``) holds for every later test, as in the kernel
+    needed: dict[int, str] = {
+        k: text for name, (k, text) in helpers.items() if hasattr(builtins, name) and name not in own
+    }
+    todo = [source, *needed.values()]
     while todo:
         text = todo.pop()
         try:
@@ -422,7 +442,9 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
         _tag(cells[pos], SKIP_TAG)
     rebound = modules_rebound(sources)  # ``from numpy import random``: the tests' ``random`` is the notebook's
     for check in (check for q in item.questions for check in q.get("checks", [])):
-        mine = sorted(rebound & testcode.student_reads(check["test"]))
+        # ``map = None`` in a test (so a student's ``mymap`` may not call the builtin): in the kernel
+        # it rebinds the notebook's ``map``, for the rest of that test and the later ones (with_helpers)
+        mine = sorted(rebound & testcode.student_reads(check["test"]) | builtins_set(check["test"]))
         if mine:
             check["notebook_names"] = mine
     nb.cells = kept
