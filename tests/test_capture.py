@@ -76,6 +76,20 @@ def test_a_defaultdict_made_by_the_students_function_crosses_with_its_items_only
     assert to_python(roundtrip(copy)) == {"a": 2}  # written back as it came
 
 
+class Mapping(dict):
+    """A library's dict (plotnine's ``aes``), whose ``items`` is its own."""
+
+    def items(self):
+        return [("forged", 1)]
+
+
+def test_a_dict_of_a_library_or_the_notebooks_own_class_crosses_as_its_items():
+    v = roundtrip(Mapping(x="embarked", y="age"))
+    assert to_python(v) == {"x": "embarked", "y": "age"} and type(to_python(v)) is dict
+    assert v.describe() == roundtrip({"x": "embarked", "y": "age"}).describe()
+    assert to_python(roundtrip(collections.Counter("abca"))) == {"a": 2, "b": 1, "c": 1}  # as before
+
+
 @pytest.mark.parametrize(
     "value, message",
     [

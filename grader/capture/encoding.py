@@ -111,6 +111,8 @@ def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
         }
     if kind.__name__ in DICTS and kind.__module__ in ("builtins", "collections"):
         return _dict(value, budget, depth)
+    if isinstance(value, dict):  # a library's dict (plotnine's ``aes``), or the notebook's own: its items, as a dict
+        return _dict(value, budget, depth)
     found = _scalar(value, budget)
     if found is not None:
         return found
@@ -150,11 +152,12 @@ def _dict(value: Any, budget: list[int], depth: int) -> dict[str, Any]:
     if len(value) > MAX_ITEMS:
         raise CaptureFailed(f"has {len(value):,} keys, more than {MAX_ITEMS:,}")
     items = []
-    for k, v in value.items():  # a string key as it is; any other as an encoded value
+    for k, v in dict.items(value):  # a string key as it is; any other as an encoded value
         key = k if type(k) is str else encode(k, budget=budget, depth=depth + 1)
         items.append([key, encode(v, budget=budget, depth=depth + 1)])
     out: dict[str, Any] = {"t": "dict", "items": items}
-    origin = DICTS[type(value).__name__]
+    kind = type(value)
+    origin = DICTS.get(kind.__name__, "dict") if kind.__module__ in ("builtins", "collections") else "dict"
     if origin != "dict":
         out["origin"] = origin
     factory = value.default_factory if origin == "collections.defaultdict" else None
