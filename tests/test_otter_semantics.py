@@ -15,6 +15,7 @@ import yaml
 
 from grader.authoring import importing
 from grader.authoring.otter import importer as otter_import
+from grader.authoring.otter import ok as otter_ok
 from grader.course import config
 from grader.judge.grading import Grader
 
@@ -279,7 +280,7 @@ def test_a_seed_variable_is_set_before_every_cell(tmp_path):
     ],
 )
 def test_points_are_resolved_as_otter_resolves_them(points, own, expected):
-    assert otter_import._shares(points, [{"points": p} for p in own]) == expected
+    assert otter_ok.shares(points, [{"points": p} for p in own]) == expected
 
 
 @pytest.mark.parametrize(

@@ -182,6 +182,18 @@ def own_after_binding(tree: ast.Module) -> ast.Module:
     return tree
 
 
+def top_level_binds(tree: ast.Module) -> set[str]:
+    """The names the test assigns at its top level (``map = None``)."""
+    return {
+        n.id
+        for stmt in tree.body
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+        for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+        for n in ast.walk(t)
+        if isinstance(n, ast.Name)
+    }
+
+
 def bound_names(tree: ast.AST) -> set[str]:
     """Every name the test binds anywhere (its locals), including imports and function arguments."""
     out: set[str] = set()

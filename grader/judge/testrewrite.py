@@ -42,7 +42,7 @@ from typing import Any, cast
 from grader.capture import trim
 from grader.course import testcode
 from grader.judge.testruntime import JudgedIs, same_object
-from grader.judge.testslice import student_copy
+from grader.judge.testslice import student_copy, tainted_names
 from grader.judge.testvocab import (
     NAMESPACES,
     READERS,
@@ -61,7 +61,6 @@ from grader.judge.testvocab import literal as _literal
 from grader.judge.testvocab import open_for_reading as _open_for_reading
 from grader.judge.testvocab import reads as _reads
 from grader.judge.testvocab import root as _root
-from grader.judge.testvocab import targets as _targets
 from grader.judge.testvocab import thunk as _thunk
 from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_MODULES, TEST_SITE, TEST_WITH
 
@@ -134,37 +133,6 @@ class Program:
     def comparison(self, line: int) -> AssertInfo | None:
         """The ``TESTING`` call of the test's line ``line``, if it has one."""
         return next((c for c in self.comparisons if c.line == line), None)
-
-
-def tainted_names(tree: ast.Module, student: set[str]) -> set[str]:
-    """The test's own names that may hold a value of the student's: bound from an expression that
-    reads one (``gen = fiberator()``, ``for row in table``, ``with open_db() as db``), and the
-    arguments of the test's own functions (``def check(fn): ...`` called as ``check(squares)``)."""
-    tainted = set(student)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            tainted.update(a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg))
-    changed = True
-    while changed:
-        changed = False
-        for node in ast.walk(tree):
-            pairs: list[tuple[ast.AST, ast.AST]] = []
-            if isinstance(node, ast.Assign):
-                pairs = [(t, node.value) for t in node.targets]
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-                pairs = [(node.target, node.value)]
-            elif isinstance(node, (ast.For, ast.comprehension)):
-                pairs = [(node.target, node.iter)]
-            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                pairs = [(node.optional_vars, node.context_expr)]
-            elif isinstance(node, ast.NamedExpr):
-                pairs = [(node.target, node.value)]
-            for target, value in pairs:
-                new = _targets(target) - tainted
-                if new and _reads(value, tainted):
-                    tainted |= new
-                    changed = True
-    return tainted
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -545,17 +513,6 @@ def _prelude(source: str, tree: ast.Module) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _top_level_binds(tree: ast.Module) -> set[str]:
-    return {
-        n.id
-        for stmt in tree.body
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign))
-        for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
-        for n in ast.walk(t)
-        if isinstance(n, ast.Name)
-    }
-
-
 def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     """The test's two copies; ``notebook_names``: builtins it means as the notebook's (``Check.notebook_names``)."""
     tree = testcode.own_after_binding(ast.parse(source))
@@ -563,7 +520,7 @@ def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     student = set(testcode.student_names(source)) | (set(notebook_names) & read - testcode.bound_names(tree))
     # a listed name the test binds at its top level is bound over the notebook's names, as in a test
     # cell run in the kernel: ``map = None`` there, and the student's function that calls ``map`` fails
-    student |= set(notebook_names) & _top_level_binds(tree)
+    student |= set(notebook_names) & testcode.top_level_binds(tree)
     live = recorded_warnings(tree)
     student |= live
     tainted = tainted_names(tree, student)

@@ -23,6 +23,8 @@ from __future__ import annotations
 import ast
 import copy
 
+from grader.judge.testvocab import reads as _vocab_reads
+from grader.judge.testvocab import targets as _targets
 from grader.names import TEST_ASSERT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
 
 _CALLS = frozenset({TEST_SITE, TEST_ITER, TEST_WITH, TEST_DEL})
@@ -320,3 +322,34 @@ def student_copy(body: list[ast.stmt], student: set[str]) -> list[ast.stmt]:
         if isinstance(n, ast.Name)
     }
     return _Slicer(student, generators).module(body) or [ast.Pass()]
+
+
+def tainted_names(tree: ast.Module, student: set[str]) -> set[str]:
+    """The test's own names that may hold a value of the student's: bound from an expression that
+    reads one (``gen = fiberator()``, ``for row in table``, ``with open_db() as db``), and the
+    arguments of the test's own functions (``def check(fn): ...`` called as ``check(squares)``)."""
+    tainted = set(student)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            tainted.update(a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg))
+    changed = True
+    while changed:
+        changed = False
+        for node in ast.walk(tree):
+            pairs: list[tuple[ast.AST, ast.AST]] = []
+            if isinstance(node, ast.Assign):
+                pairs = [(t, node.value) for t in node.targets]
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                pairs = [(node.target, node.value)]
+            elif isinstance(node, (ast.For, ast.comprehension)):
+                pairs = [(node.target, node.iter)]
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                pairs = [(node.optional_vars, node.context_expr)]
+            elif isinstance(node, ast.NamedExpr):
+                pairs = [(node.target, node.value)]
+            for target, value in pairs:
+                new = _targets(target) - tainted
+                if new and _vocab_reads(value, tainted):
+                    tainted |= new
+                    changed = True
+    return tainted

@@ -251,31 +251,6 @@ def test_source(
     return body, (f"the test {p}" if p else None), note
 
 
-def _shares(points: Any, configs: list[dict[str, Any]]) -> list[float]:
-    """Each test's points, as otter resolves them (``TestFile.resolve_test_file_points``): a
-    question's ``points`` (a number, ``{each: p}``, or one value per test) less what tests give
-    themselves, shared by the rest; with no total, 1 shared when no test gives any, else 0 each."""
-    n = len(configs)
-    own: list[Any] = [c.get("points") for c in configs]
-    if isinstance(points, dict):
-        points = float(points.get("each", 1)) * n
-    if isinstance(points, list):
-        if len(points) != n:
-            raise ValueError(f"'points' lists {len(points)} values for {n} tests")
-        own, points = list(points), None
-    given = sum(float(p) for p in own if p is not None)
-    rest = sum(1 for p in own if p is None)
-    if points is not None:
-        if given > float(points):
-            raise ValueError(f"its tests give {given:g} points, more than its {float(points):g}")
-        each = (float(points) - given) / rest if rest else 0.0
-    elif given == 0:
-        each = 1.0 / rest if rest else 0.0
-    else:
-        each = 0.0
-    return [float(p) if p is not None else each for p in own]
-
-
 def _builtins_bound(cells: list[Any]) -> set[str]:
     """The builtin names the solution notebook binds for itself at its top level (``def sum(a, b)``)."""
     out: set[str] = set()
@@ -385,7 +360,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                     item.note(cell_no, f"a test of question {qid!r}: {note}")
                 converted.append(({"test": body, **otter_ok.messages(config)}, config))
             try:
-                shares = _shares(question.get("points"), configs) if configs else []
+                shares = otter_ok.shares(question.get("points"), configs) if configs else []
             except ValueError as exc:
                 item.note(i, f"question {qid!r}: {exc}; its tests share its points evenly")
                 total = float(sum(question["points"])) if isinstance(question.get("points"), list) else 1.0
@@ -509,7 +484,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
     ] or [path.parent / f for f in ("requirements.txt", "environment.yml") if (path.parent / f).is_file()]
     item.requirements = declared_requirements([f for f in requirement_files if f.is_file()])
     taken = {q["id"] for q in item.questions}
-    for q in otter_ok.questions(path.parent / "tests", item, _shares, expected_assert):
+    for q in otter_ok.questions(path.parent / "tests", item, otter_ok.shares, expected_assert):
         if q["id"] in taken:
             item.notes.append(f"tests/: question {q['id']!r} is in the notebook too; the notebook's tests are kept")
         else:

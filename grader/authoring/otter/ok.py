@@ -188,3 +188,28 @@ def question_points(total: float, checks: list[dict[str, Any]]) -> float:
     if given and len(given) == len(checks) and abs(sum(given) - points) > 1e-9:
         return round(sum(given), 10)
     return points
+
+
+def shares(points: Any, configs: list[dict[str, Any]]) -> list[float]:
+    """Each test's points, as otter resolves them (``TestFile.resolve_test_file_points``): a
+    question's ``points`` (a number, ``{each: p}``, or one value per test) less what tests give
+    themselves, shared by the rest; with no total, 1 shared when no test gives any, else 0 each."""
+    n = len(configs)
+    own: list[Any] = [c.get("points") for c in configs]
+    if isinstance(points, dict):
+        points = float(points.get("each", 1)) * n
+    if isinstance(points, list):
+        if len(points) != n:
+            raise ValueError(f"'points' lists {len(points)} values for {n} tests")
+        own, points = list(points), None
+    given = sum(float(p) for p in own if p is not None)
+    rest = sum(1 for p in own if p is None)
+    if points is not None:
+        if given > float(points):
+            raise ValueError(f"its tests give {given:g} points, more than its {float(points):g}")
+        each = (float(points) - given) / rest if rest else 0.0
+    elif given == 0:
+        each = 1.0 / rest if rest else 0.0
+    else:
+        each = 0.0
+    return [float(p) if p is not None else each for p in own]
