@@ -849,3 +849,23 @@ def test_a_hidden_test_that_sets_a_builtin_aside_holds_over_the_notebooks_names_
     builtin = tmp_path / "builtin.ipynb"
     nbformat.write(nb, str(builtin))
     assert {q.id: q.score for q in grader.grade(assignment, builtin).questions} == {"t_mymap": 0, "t_doubled": 0}
+
+
+def test_a_later_cell_that_imports_or_sets_a_name_before_using_it_does_not_need_the_earlier_one():
+    """What a cell reads from the cells before it: a name it imports or sets before reading (in
+    order, into loops and ``with``) is its own."""
+    from grader.authoring.environment import outer_reads
+
+    cell = (
+        "from statsmodels.nonparametric.smoothers_lowess import lowess\n"
+        "for day in bike['weekday'].unique():\n"
+        "    ysmooth = lowess(day, bike)\n"
+        "    sns.lineplot(x=bike['temp'], y=ysmooth)\n"
+        "with open(path) as f:\n"
+        "    text = f.read()\n"
+        "print(text, total)\n"
+        "total = 1\n"
+        "%matplotlib inline\n"
+    )
+    assert outer_reads(cell) == {"bike", "sns", "path", "open", "print", "total"}
+    assert outer_reads("while n:\n    print(total)\n    total = 1") == {"n", "print", "total"}

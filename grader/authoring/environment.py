@@ -128,9 +128,7 @@ def optional_cells(
     which are never optional)."""
     from grader.notebook import parse_cell
 
-    def reads(text: str) -> set[str]:
-        return {n for st in parse_cell(text).statements for n in st.reads}
-
+    reads = outer_reads
     out: set[int] = set()
     for pos, module in sorted(missing.items()):
         line = install_line(module, declared)
@@ -313,6 +311,54 @@ def missing_in_run(folder: Path, sources: list[str | None], data: list[Path]) ->
     return InRun(out, files, errors, written, lines)
 
 
+def outer_reads(text: str) -> set[str]:
+    """The names a cell reads from before it: each statement's reads, in the order they run, less what
+    the cell has bound by then (a cell that imports ``lowess`` or sets ``ysmooth`` in its loop before
+    using it needs neither from an earlier cell)."""
+    import ast
+
+    from grader.notebook import module_level_binds, parse_cell, python_source
+    from grader.notebook.scopes import free_reads
+
+    try:
+        tree = ast.parse(python_source(text))
+    except SyntaxError:
+        return {n for st in parse_cell(text).statements for n in st.reads}
+    bound: set[str] = set()
+    out: set[str] = set()
+
+    def read(node: ast.AST | None) -> None:
+        if node is not None:
+            out.update(free_reads(node) - bound)
+
+    def bind(node: ast.AST | None) -> None:
+        if node is not None:
+            bound.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+
+    def visit(stmts: list[ast.stmt]) -> None:
+        for st in stmts:
+            if isinstance(st, (ast.For, ast.AsyncFor)):
+                read(st.iter)
+                bind(st.target)
+                visit(st.body + st.orelse)
+            elif isinstance(st, (ast.While, ast.If)):
+                read(st.test)
+                visit(st.body + st.orelse)
+            elif isinstance(st, (ast.With, ast.AsyncWith)):
+                for item in st.items:
+                    read(item.context_expr)
+                    bind(item.optional_vars)
+                visit(st.body)
+            elif isinstance(st, ast.Try):
+                visit(st.body + [s for h in st.handlers for s in h.body] + st.orelse + st.finalbody)
+            else:
+                read(st)
+                bound.update(module_level_binds(ast.Module(body=[st], type_ignores=[])))
+
+    visit(tree.body)
+    return out
+
+
 def needed_by(
     sources: list[str | None], pos: int, tests: list[str], skipped: set[int], number: Any = None
 ) -> tuple[set[str], list[str]]:
@@ -320,9 +366,7 @@ def needed_by(
     the source notebook's numbering, where given)."""
     from grader.notebook import parse_cell
 
-    def reads(text: str) -> set[str]:
-        return {n for st in parse_cell(text).statements for n in st.reads}
-
+    reads = outer_reads
     lost = {n for st in parse_cell(sources[pos] or "").statements for n in st.binds}
     needs = [
         f"cell {number(k + 1) if number else k + 1}"
@@ -406,11 +450,7 @@ def _from_line(source: str, line: int | None) -> tuple[list[str], set[str]] | No
 
 def _read_later(sources: list[str | None], pos: int, tests: list[str], skipped: set[int], names: set[str]) -> bool:
     """Whether a later cell (not ``skipped``) or a test reads any of ``names``."""
-    from grader.notebook import parse_cell
-
-    def reads(text: str) -> set[str]:
-        return {n for st in parse_cell(text).statements for n in st.reads}
-
+    reads = outer_reads
     later = any(reads(sources[k] or "") & names for k in range(pos + 1, len(sources)) if k not in skipped)
     return later or any(reads(t) & names for t in tests)
 
