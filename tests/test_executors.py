@@ -88,7 +88,7 @@ def test_a_hanging_and_a_crashing_cell_end_the_same_way_in_both(grader, jupyter_
         cells=(
             JobCell(1, "%load_ext autoreload\nfrom IPython.display import display\ndisplay('hi')\na = 1"),
             JobCell(2, "kernel = 'ipykernel' in str(type(get_ipython()))\nx = 1 / 0"),
-            JobCell(3, "while True:\n    pass"),
+            JobCell(3, "import time\nwhile True:\n    time.sleep(1)"),  # hangs without holding a CPU
             JobCell(4, "import os\nos._exit(3)"),
             JobCell(5, "b = a + 1"),
         ),

@@ -252,8 +252,9 @@ def test_typed_in_answers_lose_when_a_capture_hangs(grader, numpy_assignment, co
         numpy_assignment, limits=dataclasses.replace(numpy_assignment.limits, cell_timeout=1.5, notebook_timeout=20.0)
     )
     answers = typed_answers(grader, numpy_assignment)
-    # `output` is an object whose every attribute lookup spins: capturing it never returns.
-    answers["output"] = "type('Spin', (), {'__getattribute__': lambda self, name: [0 for _ in iter(int, 1)]})()"
+    # `output` is an object whose every attribute lookup waits forever: capturing it never returns
+    # (asleep, not spinning: the suite's CPU is the machine's).
+    answers["output"] = "type('Hang', (), {'__getattribute__': lambda self, name: __import__('time').sleep(3600)})()"
     card = grader.grade(a, write(fill(a.skeleton, answers), tmp_path / "spin.ipynb"))
     for qid in ("qkv", "scores", "scaled", "weights", "output"):
         assert question(card, qid).status != "passed", (qid, question(card, qid).lines)
