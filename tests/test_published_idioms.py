@@ -869,3 +869,14 @@ def test_a_later_cell_that_imports_or_sets_a_name_before_using_it_does_not_need_
     )
     assert outer_reads(cell) == {"bike", "sns", "path", "open", "print", "total"}
     assert outer_reads("while n:\n    print(total)\n    total = 1") == {"n", "print", "total"}
+
+
+def test_a_notebook_as_nbgrader_released_it_is_named_as_such_and_nothing_is_written(tmp_path):
+    stub = "def twice(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()"
+    cells = [
+        ("code", stub, meta("twice", solution=True)),
+        ("code", "assert twice(3) == 6", meta("t_twice", grade=True, locked=True, points=1)),
+    ]
+    src = nbgrader_source(tmp_path, cells)
+    with pytest.raises(UsageError, match=r"ps1.ipynb is a notebook as nbgrader releases it to students: .*source/"):
+        nbgrader_import.read(src)

@@ -251,8 +251,26 @@ def declared_files(path: Path) -> list[Path]:
     return [f / name for f in folders for name in REQUIREMENT_FILES if (f / name).is_file()]
 
 
+def _released(nb: Any) -> bool:
+    """Whether every code answer cell holds nbgrader's stub, not a solution: the notebook nbgrader
+    released to students, not the course's source."""
+    answers = [c for c in nb.cells if c.cell_type == "code" and _meta(c).get("solution")]
+    stubs = [
+        c
+        for c in answers
+        if "raise NotImplementedError" in c.source and not any(BEGIN.match(line) for line in c.source.splitlines())
+    ]
+    return bool(answers) and len(stubs) == len(answers)
+
+
 def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] | None = None) -> Imported:
     nb = normalise(read_notebook(path))
+    if _released(nb):
+        raise UsageError(
+            f"{path.name} is a notebook as nbgrader releases it to students: each of its code answer cells holds "
+            "nbgrader's stub (`raise NotImplementedError()`), not a solution. Import the "
+            "course's source notebook (nbgrader's source/ folder) instead; nothing was written"
+        )
     item = Imported(name=name, title=name.replace("_", " "), notebook=nb, source=path)
     cells = [nbformat.from_dict(c) for c in header] + list(nb.cells)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     kernel(path, nb, item)  # first: AUTOTEST's templates are the grading kernel's
