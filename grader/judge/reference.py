@@ -85,6 +85,10 @@ class Reference:
         }
 
 
+_BLANKS = "(`?`, `...` or a `raise NotImplementedError()` stub)"
+_EVERY_ANSWER = "the solution must hold every answer"
+
+
 def _given_as_is(assignment: Assignment) -> set[int]:
     """The cells the skeleton gives exactly as the solution has them, placeholders and all (an
     exercise a course leaves ungraded): a blank there is not an answer the solution fails to give."""
@@ -451,15 +455,14 @@ class References:
         where = f"solution of {assignment.name} ({assignment.solution.name})"
         if run.status != RunStatus.OK:
             raise SolutionError(f"The {where} did not run to the end: {run.reason}.")
-        given = _given_as_is(assignment)
+        given = _given_as_is(assignment) if any(c.name == notebook.BLANK_NAME for c in run.errors) else set()
         for cell in run.errors:
             if cell.name == notebook.BLANK_NAME:
                 if cell.index in given:
                     continue  # an exercise left ungraded, released as it is: harmless unless a value needs it (below)
                 # a master notebook released as it is given to students
                 raise SolutionError(
-                    f"The {where} leaves a blank to fill in cell {cell.index} (`?`, `...` or a `raise NotImplementedError()` stub): the "
-                    "solution must hold every answer"
+                    f"The {where} leaves a blank to fill in cell {cell.index} {_BLANKS}: {_EVERY_ANSWER}"
                 )
             failed = SolutionError(f"The {where} fails in cell {cell.index}: {cell.ename}: {cell.evalue}")
             failed.ename = cell.ename
@@ -472,8 +475,8 @@ class References:
             if got is None or got.value is None:
                 if left:
                     raise SolutionError(
-                        f"The {where} leaves a blank to fill in cell {left[0]} (`?` or `...`), and does not "
-                        f"produce {check.label} for question {check.question_id}: the solution must hold every answer"
+                        f"The {where} leaves a blank to fill in cell {left[0]} {_BLANKS}, and does not "
+                        f"produce {check.label} for question {check.question_id}: {_EVERY_ANSWER}"
                     )
                 why = wording.capture_problem(got)
                 raise SolutionError(
