@@ -45,7 +45,8 @@ TESTS = {
     "subclass": "try:\n    check_square(np.ones((2, 3)))\nexcept ValueError:\n    pass\nelse:\n"
     "    raise AssertionError('accepts a non-square array')\nassert check_square(np.eye(2))",
     "with": "acct = Account()\nwith acct as a:\n    a.deposit(3).deposit(4)\n    assert a.balance == 7\n"
-    "assert acct.log == ['open', 'closed']\nassert isinstance(acct, Account)",
+    "assert acct.log == ['open', 'closed']\nassert isinstance(acct, Account)\n"
+    "assert acct is not None and acct.deposit(0) is not None",  # an object of the student's class is no None
     "inputs_from_values": "n = len(squares(3))\nassert squares(n + 1)[-1] == 16",
     "pandas": "assert len(data['flavor'].unique()) == 3\nfor l in ['mint', 'vanilla', 'lime']:\n"
     "    assert l in data['flavor'].unique()\nassert type(price_by_flavor) == pd.Series\n"

@@ -135,7 +135,10 @@ def _has_ref(kind: Any) -> bool:
 
 def same_object(a: Any, b: Any) -> bool:
     """``a is b`` while judging: classes by their records (``grader.capture.classes``), anything else
-    by Python's ``is``."""
+    by Python's ``is``. A handle stands for an object of the student's that is no plain value, so
+    never ``None`` (``assert ax.get_legend() is not None``)."""
+    if type(a) is Handle or type(b) is Handle:
+        return a is b
     if isinstance(a, ClassRef) or isinstance(b, ClassRef):
         ra, rb = as_ref(a), as_ref(b)
         return ra is not None and rb is not None and ra == rb
