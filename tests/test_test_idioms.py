@@ -46,7 +46,8 @@ TESTS = {
     "    raise AssertionError('accepts a non-square array')\nassert check_square(np.eye(2))",
     "with": "acct = Account()\nwith acct as a:\n    a.deposit(3).deposit(4)\n    assert a.balance == 7\n"
     "assert acct.log == ['open', 'closed']\nassert isinstance(acct, Account)\n"
-    "assert acct is not None and acct.deposit(0) is not None",  # an object of the student's class is no None
+    "assert acct is not None and acct.deposit(0) is not None\n"  # an object of the student's class is no None
+    "assert acct.deposit(0) is acct and acct is not Account()",  # two records of one object are one
     "inputs_from_values": "n = len(squares(3))\nassert squares(n + 1)[-1] == 16",
     "pandas": "assert len(data['flavor'].unique()) == 3\nfor l in ['mint', 'vanilla', 'lime']:\n"
     "    assert l in data['flavor'].unique()\nassert type(price_by_flavor) == pd.Series\n"
@@ -193,3 +194,4 @@ def test_a_test_stopped_in_the_students_process_says_where_and_why(setup):
     assert qs["helper"].lines == [
         "`sum_of_squares` was not reached when the test ran in your notebook: the test stopped first with TypeError."
     ]
+

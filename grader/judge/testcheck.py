@@ -34,13 +34,13 @@ import contextlib
 import threading
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from grader.capture import PANDAS, ClassRef, Value, decode, encode, to_python, trim
+from grader.capture import PANDAS, Value, decode, encode, to_python, trim
 from grader.course.model import Check
 from grader.errors import (
     HelperFailed,
@@ -56,6 +56,7 @@ from grader.judge import testmodules
 from grader.judge import verdicts as v
 from grader.judge.compare import compare
 from grader.judge.scorecard import CheckResult
+from grader.judge.testrecords import Record, Records
 from grader.judge.testrewrite import IS, OPS, PARTIAL, PRINTED, TEST_FILE, AssertInfo, Site, program
 from grader.judge.testruntime import (
     Handle,
@@ -97,59 +98,6 @@ def captures(check: Check, point: int | None) -> list[CaptureSpec]:
             local=tuple(site.index for site in prog.sites if site.local and not site.reads_file),
         )
     ]
-
-
-@dataclass(frozen=True)
-class Record:
-    # v (plain data), h (a handle), e (an exception), end (an iteration ended), l (a site the grader
-    # computes itself, on values it holds as data: the student's process sent nothing of it)
-    kind: str
-    value: Value | None = None  # plain data; a handle's class
-    detail: str = ""  # a handle: what it is; an exception: its message
-    ename: str = ""
-    base: str = ""  # an exception's first builtin class
-
-
-@dataclass(frozen=True)
-class Records:
-    """What the student's run of a test recorded, by key, and how that run ended."""
-
-    by_key: dict[str, Record]
-    ended: str  # the exception the student's run of the test ended with, or ""
-    stderr: str = ""  # the first line the test wrote to stderr in the student's process (a warning...)
-    modules: dict[str, testmodules.Recorded] = field(default_factory=dict)  # the course's own, by name
-
-    @classmethod
-    def read(cls, got: Captured | None) -> Records | None:
-        """The records of a capture, or None when the test did not run there (or sent nonsense)."""
-        if got is None or got.value is None or got.value.kind != "list":
-            return None
-        out: dict[str, Record] = {}
-        modules: dict[str, testmodules.Recorded] = {}
-        ended = stderr = ""
-        for item in got.value.data:
-            parts: tuple[Value, ...] = item.data if item.kind == "tuple" else ()
-            if len(parts) < 2 or any(p.kind != "str" for p in parts[:2]):
-                return None
-            kind, key = parts[0].data, parts[1].data
-            texts = [p.data if p.kind == "str" else "" for p in parts[2:]]
-            if kind == "v" and len(parts) == 3:
-                out[key] = Record("v", value=parts[2])
-            elif kind == "h" and len(parts) == 3:
-                out[key] = Record("h", detail=texts[0])
-            elif kind == "h" and len(parts) == 4 and isinstance(parts[3].data, ClassRef):
-                out[key] = Record("h", value=parts[3], detail=texts[0])  # the handle's class
-            elif kind == "e" and len(texts) == 3:
-                out[key] = Record("e", ename=texts[0], base=texts[1], detail=texts[2])
-            elif kind in ("end", "l"):
-                out[key] = Record(kind)
-            elif kind == "stop" and len(texts) == 2:
-                ended = texts[0]
-            elif kind == "stderr" and len(texts) == 1:
-                stderr = texts[0]
-            elif not testmodules.read(kind, key, parts[2:], modules):
-                return None
-        return cls(out, ended, stderr, modules)
 
 
 def _raise_again(site: Site, rec: Record) -> Any:
@@ -268,7 +216,7 @@ class _Judging:
             self.values.append((site.source, value))
             return value
         if rec.kind == "h":
-            return Handle(site.source, rec.detail, rec.value.data if rec.value is not None else None)
+            return Handle(site.source, rec.detail, rec.value.data if rec.value is not None else None, rec.ident)
         if rec.kind == "e":
             return _raise_again(site, rec)
         raise SiteUnrecorded(site.source, Unprepared.OTHER_PATH)

@@ -245,6 +245,7 @@ class Recorder:
         # The values recorded as handles (or as exceptions), by id, held so no id is reused: the
         # grader holds them only as handles, so a site of its own that reads one needs its record.
         self.handles: dict[int, Any] = {}
+        self.idents: dict[int, int] = {}  # a handle's object -> the number that tells it (``identity``)
         self.opaque = 0  # how many handle and exception records were made
         self.own_time = OwnClock()  # what the test's clock readings are here
         # The student's stream: where their last call left the generators, and the test's state
@@ -290,12 +291,18 @@ class Recorder:
                 self.handles[id(value)] = value
             return True
         except CaptureFailed as exc:
-            self.add("h", key, _str(str(exc)), *_class_of(value))
+            self.add("h", key, _str(str(exc)), *_class_of(value), self.identity(value))
         except RecursionError:
-            self.add("h", key, _str("is nested too deeply to compare"), *_class_of(value))
+            self.add("h", key, _str("is nested too deeply to compare"), *_class_of(value), self.identity(value))
         self.handles[id(value)] = value
         self.opaque += 1
         return False
+
+    def identity(self, value: Any) -> dict[str, Any]:
+        """``@n``: the same n for the same object each time it is a handle here, so the grader's
+        ``fig.axes[0] is ax`` is what it is here."""
+        self.handles[id(value)] = value  # held: its id is not reused while the test runs
+        return _str(f"@{self.idents.setdefault(id(value), len(self.idents))}")
 
     def error(self, key: str, exc: BaseException) -> None:
         self.opaque += 1
