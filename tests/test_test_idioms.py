@@ -53,6 +53,8 @@ TESTS = {
     "    assert l in data['flavor'].unique()\nassert type(price_by_flavor) == pd.Series\n"
     "assert np.isclose(price_by_flavor['mint'], 4.5)\n"
     "data['double'] = data['price'] * 2\nassert data['double'].sum() == 25",
+    # pandas draws on pyplot's current figure, of the process it runs in: the notebook's
+    "plots": "prices = data['price']\nax = prices.plot()\nassert len(ax.lines) == 1 and len(ax.lines[0].get_ydata()) == 4",
 }
 
 WRONG = [
@@ -79,7 +81,13 @@ def setup(tmp_path_factory):
 
     (root / "config.yaml").write_text(
         yaml.safe_dump(
-            {"course": {"name": "idioms"}, "assignments": {"hw": {"variants": {"count": 0}, "questions": questions}}}
+            {
+                "course": {"name": "idioms"},
+                # loaded once in the server each notebook forks from, as a course that plots would have it
+                "assignments": {
+                    "hw": {"variants": {"count": 0}, "preload": ["matplotlib.pyplot"], "questions": questions}
+                },
+            }
         )
     )
     course = dataclasses.replace(config.load(root / "config.yaml"), cache_dir=root / "cache")
@@ -93,8 +101,9 @@ def grade(setup, name, cells):
 
 
 def test_every_idiom_passes_on_the_solution(setup):
-    qs = grade(setup, "solution", SOLUTION)
-    assert {k: (q.score, q.lines) for k, q in qs.items()} == {k: (1, ["Correct."]) for k in TESTS}
+    for name in ("solution", "solution_again"):  # a test's drawing leaves nothing behind for the next notebook
+        qs = grade(setup, name, SOLUTION)
+        assert {k: (q.score, q.lines) for k, q in qs.items()} == {k: (1, ["Correct."]) for k in TESTS}, name
 
 
 def test_every_idiom_fails_on_a_wrong_notebook(setup):
@@ -194,4 +203,3 @@ def test_a_test_stopped_in_the_students_process_says_where_and_why(setup):
     assert qs["helper"].lines == [
         "`sum_of_squares` was not reached when the test ran in your notebook: the test stopped first with TypeError."
     ]
-

@@ -51,6 +51,7 @@ from grader.judge.testvocab import (
     calls_student,
     catches_assertion,
     close_call,
+    draws,
     imported,
     libraries,
     recorded_warnings,
@@ -208,7 +209,7 @@ class _Rewriter(ast.NodeTransformer):
                 # The root is read where the value lives (the notebook's own name only in the
                 # student's process; a value the test got from it on both sides); the chain's
                 # arguments may hold sites of their own, recorded within this one.
-                index = self._new_site(node, local=root.id not in self.student)
+                index = self._new_site(node, local=root.id not in self.student and not draws(node))
                 body = _ChainArgs(self).visit(copy.deepcopy(node))
                 return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(body)), node)
         if self._builtin_call(node) or self._builtin_base(node):

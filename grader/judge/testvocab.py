@@ -110,6 +110,23 @@ def targets(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
+# Methods that draw (pandas' ``df.plot()``, ``df.plot.hist()``, ``series.hist()``, an Axes' own): they
+# draw on pyplot's current figure, state of the process they run in, so a chain that calls one is
+# taken in the student's process, where the notebook's figures are, never computed in the grader's.
+DRAWING = frozenset(
+    {
+        "plot", "hist", "bar", "barh", "scatter", "boxplot", "pie", "area", "kde", "density", "hexbin",
+        "imshow", "matshow", "violinplot", "errorbar", "fill_between", "step", "stem", "contour", "contourf",
+        "pcolormesh", "axhline", "axvline", "legend", "set_title", "set_xlabel", "set_ylabel", "savefig",
+    }
+)  # fmt: skip
+
+
+def draws(node: ast.AST) -> bool:
+    """Whether an expression calls, or reaches, a drawing method (``DRAWING``)."""
+    return any(isinstance(n, ast.Attribute) and n.attr in DRAWING for n in ast.walk(node))
+
+
 # Calls that change a module or class in place: ``importlib.reload(np)``, ``setattr(np, "convolve", None)``.
 CHANGES_IN_PLACE = frozenset({"reload", "setattr", "delattr"})
 
