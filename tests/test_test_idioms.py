@@ -29,6 +29,7 @@ SOLUTION = [
     "    def __exit__(self, *exc):\n        self.log.append('closed')\n        return False",
     "data = pd.DataFrame({'flavor': ['mint', 'vanilla', 'mint', 'lime'], 'price': [4.0, 1.5, 5.0, 2.0]})\n"
     "price_by_flavor = data.groupby('flavor')['price'].mean()",
+    "def greet(name):\n    print('Hello,', name)",
 ]
 
 TESTS = {
@@ -53,6 +54,13 @@ TESTS = {
     "    assert l in data['flavor'].unique()\nassert type(price_by_flavor) == pd.Series\n"
     "assert np.isclose(price_by_flavor['mint'], 4.5)\n"
     "data['double'] = data['price'] * 2\nassert data['double'].sum() == 25",
+    # What the student's function prints, caught by the test (nbgrader's way, and a bare one)
+    "redirect": "import io, contextlib\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n    greet('Ann')\n"
+    "assert buf.getvalue() == 'Hello, Ann\\n', buf.getvalue()",
+    "stdout": "import io, sys\nsys.stdout = io.StringIO()\ngreet('Bo')\nout = sys.stdout.getvalue()\n"
+    "sys.stdout = sys.__stdout__\nassert out.strip() == 'Hello, Bo'",
+    # The student's own source, read where it is
+    "source": "import inspect\nassert 'sum(squares(' in inspect.getsource(sum_of_squares)",
     # pandas draws on pyplot's current figure, of the process it runs in: the notebook's
     "plots": "prices = data['price']\nax = prices.plot()\nassert len(ax.lines) == 1 and len(ax.lines[0].get_ydata()) == 4",
 }
@@ -68,6 +76,7 @@ WRONG = [
     "    def __enter__(self):\n        return self\n    def __exit__(self, *exc):\n        return True",
     "data = pd.DataFrame({'flavor': ['mint', 'vanilla', 'mint', 'lime', 'fig'], 'price': [4.0, 1.5, 5.0, 2.0, 1.0]})\n"
     "price_by_flavor = data.groupby('flavor')['price'].sum()",
+    "def greet(name):\n    print('Hi', name)",
 ]
 
 

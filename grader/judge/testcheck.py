@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -233,18 +234,32 @@ class _Judging:
         return True, value
 
     def site(self, index: int, thunk: Callable[[], Any]) -> Any:
-        site = self.prog.sites[index]
-        key = self._key(index)
+        site, key = self.prog.sites[index], self._key(index)
         if site.reads_file:
             try:  # the assignment's own file, read here; else the one the student's run wrote
                 return self._within(key, thunk)
             except FileNotFoundError:
-                return self._answer(site, key)
-        if site.local:
+                pass
+        elif site.local:
             done, value = self._local(key, thunk)
             if done:
-                return value
-        return self._answer(site, key)
+                return value  # computed here: whatever it prints, printed here
+        try:
+            return self._answer(site, key)
+        finally:
+            self._print_there(key)
+
+    def _print_there(self, key: str) -> None:
+        """What the student's code printed in the call at ``key``, printed here as it was there: into
+        the test's output (``printed_text()``), or where the test sent standard output itself
+        (``contextlib.redirect_stdout(buf)``, ``sys.stdout = io.StringIO()``)."""
+        text = self.records.printed.get(key, "") if self.records is not None else ""
+        if not text:
+            return
+        if sys.stdout is self.stdout:
+            self.output.parts.append(text)
+        else:
+            sys.stdout.write(text)
 
     def iterate(self, index: int, thunk: Callable[[], Any]) -> Iterator[Any]:
         site = self.prog.sites[index]
@@ -414,6 +429,7 @@ class _Judging:
 
     def outcome(self) -> Outcome:
         output = self.output = Output()
+        self.stdout = sys.stdout  # the grader's, until the test sends standard output elsewhere
         modules = testmodules.CourseModules(self.data_dir, self.records.modules if self.records else {})
         ns = namespace(self.check.target, output, modules)
         ns.update(
@@ -439,10 +455,14 @@ class _Judging:
     def _run(self, ns: dict[str, Any]) -> Outcome:
         seed_everything(int(self.check.seed or 0))
         shown: list[warnings.WarningMessage] = []
+        streams = sys.stdout, sys.stderr  # put back however the test left them (``sys.stdout = buf``)
         try:
             with self._printing(), warnings.catch_warnings(record=True) as shown:
                 warnings.simplefilter("default")  # shown once where they happen, as in a kernel
-                exec(self.prog.judge_code, ns)  # noqa: S102 - the instructor's test, in the grader
+                try:
+                    exec(self.prog.judge_code, ns)  # noqa: S102 - the instructor's test, in the grader
+                finally:
+                    sys.stdout, sys.stderr = streams
         except TestStopped:
             pass
         except AssertionError as exc:  # np.testing.assert_*, nose's assert_*, a bare raise

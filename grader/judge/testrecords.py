@@ -33,6 +33,7 @@ class Records:
     ended: str  # the exception the student's run of the test ended with, or ""
     stderr: str = ""  # the first line the test wrote to stderr in the student's process (a warning...)
     modules: dict[str, testmodules.Recorded] = field(default_factory=dict)  # the course's own, by name
+    printed: dict[str, str] = field(default_factory=dict)  # what the student's code printed in a call, by key
 
     @classmethod
     def read(cls, got: Captured | None) -> Records | None:
@@ -42,6 +43,7 @@ class Records:
         out: dict[str, Record] = {}
         modules: dict[str, testmodules.Recorded] = {}
         ended = stderr = ""
+        printed: dict[str, str] = {}
         for item in got.value.data:
             parts: tuple[Value, ...] = item.data if item.kind == "tuple" else ()
             if len(parts) < 2 or any(p.kind != "str" for p in parts[:2]):
@@ -65,6 +67,8 @@ class Records:
                 ended = texts[0]
             elif kind == "stderr" and len(texts) == 1:
                 stderr = texts[0]
+            elif kind == "o" and len(texts) == 1:
+                printed[key] = texts[0]
             elif not testmodules.read(kind, key, parts[2:], modules):
                 return None
-        return cls(out, ended, stderr, modules)
+        return cls(out, ended, stderr, modules, printed)

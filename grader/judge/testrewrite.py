@@ -160,13 +160,15 @@ class _Rewriter(ast.NodeTransformer):
         return ast.copy_location(call, node)
 
     def _builtin_call(self, node: ast.expr) -> bool:
-        return (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in BUILTINS
-            and node.func.id not in self.bound
-            and any(_reads(a, self.tainted) for a in [*node.args, *(k.value for k in node.keywords)])
-        )
+        """A builtin, or ``inspect``'s functions (``inspect.getsource(f)``), called on the student's values."""
+        if not isinstance(node, ast.Call) or not any(
+            _reads(a, self.tainted) for a in [*node.args, *(k.value for k in node.keywords)]
+        ):
+            return False
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            return func.value.id == "inspect"
+        return isinstance(func, ast.Name) and func.id in BUILTINS and func.id not in self.bound
 
     def _builtin_base(self, node: ast.expr) -> bool:
         """A chain on the result of a builtin called on the student's values (``type(gen).__name__``)."""

@@ -131,6 +131,16 @@ def draws(node: ast.AST) -> bool:
 CHANGES_IN_PLACE = frozenset({"reload", "setattr", "delattr"})
 
 
+def _standard_stream(target: ast.expr) -> bool:
+    """``sys.stdout`` or ``sys.stderr`` (the grader's replay puts them back when the test ends)."""
+    return (
+        isinstance(target, ast.Attribute)
+        and target.attr in ("stdout", "stderr")
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "sys"
+    )
+
+
 class LeaveLibrariesAlone(ast.NodeTransformer):
     """The grader's copy of a test without the statements that change a module, or something
     imported from one, in place: ``np.convolve = None`` (so that the student's function may not
@@ -155,6 +165,8 @@ class LeaveLibrariesAlone(ast.NodeTransformer):
         return isinstance(base, ast.Name) and base.id in self.libraries
 
     def _changes(self, stmt: ast.stmt) -> bool:
+        if isinstance(stmt, ast.Assign) and all(_standard_stream(t) for t in stmt.targets):
+            return False  # ``sys.stdout = io.StringIO()``: the test catching what is printed, done on both sides
         if isinstance(stmt, ast.Assign):
             return any(self._library(t) for t in stmt.targets)
         if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):

@@ -41,6 +41,7 @@ from __future__ import annotations
 import builtins
 import collections
 import functools
+import io
 import os
 import sys
 import time
@@ -69,6 +70,9 @@ from grader.seeding import seed_everything
 MAX_RECORDS = 50_000
 # How many values ``Recorder.reaches_handle`` looks at before it takes the site to need its record.
 MAX_WALK = 10_000
+
+
+MAX_PRINTED = 20_000  # characters of what one call into the student's code prints, kept for the grader
 
 
 def _str(kind: str) -> dict[str, Any]:
@@ -342,9 +346,14 @@ class Recorder:
         return False
 
     def call(self, key: str, thunk: Any) -> Any:
-        """Run a thunk within ``key``: the sites inside it are recorded under it."""
+        """Run a thunk within ``key``: the sites inside it are recorded under it. What it prints is
+        recorded too (``o``): where the grader answers the site from its record, it prints that
+        where the test's own output goes, into ``printed_text()`` or the test's ``redirect_stdout``."""
         self.stack.append((key, {}))
         state = self.into_student() if len(self.stack) == 2 else None
+        # what this call prints itself; a call within it keeps what it prints under its own key
+        printed, stdout = io.StringIO(), sys.stdout
+        sys.stdout = printed
         try:
             return thunk()
         except BaseException as exc:
@@ -352,6 +361,10 @@ class Recorder:
             raise
         finally:
             self.stack.pop()
+            sys.stdout = stdout
+            text = printed.getvalue()
+            if text:
+                self.add("o", key, _str(text[:MAX_PRINTED]))
             if state is not None:
                 self.out_of_student(state)
 
