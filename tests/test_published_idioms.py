@@ -880,3 +880,23 @@ def test_a_notebook_as_nbgrader_released_it_is_named_as_such_and_nothing_is_writ
     src = nbgrader_source(tmp_path, cells)
     with pytest.raises(UsageError, match=r"ps1.ipynb is a notebook as nbgrader releases it to students: .*source/"):
         nbgrader_import.read(src)
+
+
+def test_a_given_cell_importing_nose_tools_runs_where_nose_is_not_installed(tmp_path):
+    """``from nose.tools import assert_equal`` in the course's read-only setup cell (Illinois): the
+    helpers the tests are judged with are what it imports, so the solution runs and scores."""
+    cells = [
+        ("code", "from nose.tools import assert_equal, assert_almost_equal", meta("setup", locked=True)),
+        ("code", "### BEGIN SOLUTION\nx = 1.0\n### END SOLUTION", meta("x", solution=True)),
+        (
+            "code",
+            "assert_equal(x, 1.0)\nassert_almost_equal(x, 1.0000001, places=5)",
+            meta("t_x", grade=True, locked=True, points=1),
+        ),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    grader = Grader(course)
+    assert grader.grade(assignment, assignment.solution).score == 1
+    assert grader.grade(assignment, assignment.skeleton).score == 0
