@@ -900,3 +900,22 @@ def test_a_given_cell_importing_nose_tools_runs_where_nose_is_not_installed(tmp_
     grader = Grader(course)
     assert grader.grade(assignment, assignment.solution).score == 1
     assert grader.grade(assignment, assignment.skeleton).score == 0
+
+
+def test_a_hidden_part_that_sets_up_the_visible_asserts_is_judged_whole(tmp_path):
+    """The hidden block binds ``params`` before the visible asserts that read it (Paris): nbgrader
+    runs the cell whole, so the visible asserts are judged with the hidden setting, not alone."""
+    answer = "def step(x, alpha):\n    ### BEGIN SOLUTION\n    return x - alpha * x\n    ### END SOLUTION\nparams = {'alpha': 3.0}"
+    test = (
+        "### BEGIN HIDDEN TESTS\nparams = {'alpha': 0.5}\n### END HIDDEN TESTS\n"
+        "assert abs(step(1.0, params['alpha']) - 0.5) < 1e-9"
+    )
+    cells = [
+        ("code", answer, meta("step", solution=True)),
+        ("code", test, meta("t_step", grade=True, locked=True, points=1)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assert [c.get("hidden", False) for c in items[0].questions[0]["checks"]] == [True]
+    assignment = course.assignment("ps1")
+    assert Grader(course).grade(assignment, assignment.solution).score == 1

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,33 @@ def split_hidden(source: str) -> tuple[str, str]:
     return "\n".join(visible).strip("\n"), "\n".join(whole).strip("\n")
 
 
+def _set_up_hidden(source: str, visible: str) -> bool:
+    """Whether a hidden part binds a name the visible part reads (``hyper = {...}`` hidden above the
+    visible asserts that use it): the visible part does not stand alone, so only the whole test is a
+    check, as nbgrader runs it."""
+    blocks: list[list[str]] = []
+    inside = False
+    for line in source.splitlines():
+        if HIDDEN_BEGIN.match(line):
+            inside = True
+            blocks.append([])
+        elif HIDDEN_END.match(line):
+            inside = False
+        elif inside:
+            blocks[-1].append(line)
+    try:
+        binds = {
+            n.id
+            for block in blocks
+            for n in ast.walk(ast.parse(textwrap.dedent("\n".join(block))))
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        reads = {n.id for n in ast.walk(ast.parse(visible)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    except SyntaxError:
+        return False
+    return bool(binds & reads)
+
+
 def _meta(cell: Any) -> dict[str, Any]:
     meta = cell.get("metadata", {}).get("nbgrader", {})
     return meta if isinstance(meta, dict) else {}
@@ -142,7 +170,7 @@ def _test_checks(source: str) -> tuple[list[dict[str, Any]], str | None]:
     if partial is not None:  # one check, so the value it ends with is worth the cell's points
         return [{"test": partial, "hidden": True} if whole != visible else {"test": partial}], None
     checks: list[dict[str, Any]] = []
-    if whole != visible and visible and testcode.problem(visible) is None:
+    if whole != visible and visible and testcode.problem(visible) is None and not _set_up_hidden(source, visible):
         checks.append({"test": visible})
     if whole != visible:
         checks.append({"test": whole, "hidden": True})
