@@ -59,6 +59,9 @@ TESTS = {
     "assert buf.getvalue() == 'Hello, Ann\\n', buf.getvalue()",
     "stdout": "import io, sys\nsys.stdout = io.StringIO()\ngreet('Bo')\nout = sys.stdout.getvalue()\n"
     "sys.stdout = sys.__stdout__\nassert out.strip() == 'Hello, Bo'",
+    # A helper of the test's whose branches return its result, used in arithmetic (a tiered score)
+    "tiers": "def tier(n):\n    if n >= 10:\n        return 30\n    else:\n        return 0\n"
+    "k = sum(squares(3))\nscore = tier(k) + 1\nassert squares(2) == [1, 4] and score == 31",
     # The student's own source, read where it is
     "source": "import inspect\nassert 'sum(squares(' in inspect.getsource(sum_of_squares)",
     # pandas draws on pyplot's current figure, of the process it runs in: the notebook's

@@ -168,6 +168,7 @@ class _Slicer:
         self.needed: set[str] = set()  # names a kept statement reads (last pass)
         self.effectful: set[str] = set()  # the test's functions that call the student's code
         self.reads: set[str] = set()  # this pass
+        self.in_function = 0  # how deep in the test's own functions the slicer is
 
     def module(self, body: list[ast.stmt]) -> list[ast.stmt]:
         while True:
@@ -251,7 +252,9 @@ class _Slicer:
 
     def definition(self, s: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> ast.stmt | None:
         outer, self.reads = self.reads, set()
+        self.in_function += not isinstance(s, ast.ClassDef)
         body = self.body(s.body, in_try=False)
+        self.in_function -= not isinstance(s, ast.ClassDef)
         inner, self.reads = self.reads, outer
         calls = self.substantive(body) or any(_has_call(b) for b in body)
         if calls:
@@ -286,6 +289,10 @@ class _Slicer:
             or self.substantive(orelse)
             or any(_has_call(h) for h in header)
             or binds & (self.student | self.needed)
+            # in a function of the test's: the branches that say what it returns (``if x >= 0.85:
+            # return 30 else: return 0``), whose result a kept statement may use (``g(x) + 1``)
+            or self.in_function
+            and any(isinstance(n, ast.Return) for n in (*body, *orelse))
         ):
             return None
         s.body = body or [ast.Pass()]
