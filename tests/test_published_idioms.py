@@ -919,3 +919,18 @@ def test_a_hidden_part_that_sets_up_the_visible_asserts_is_judged_whole(tmp_path
     assert [c.get("hidden", False) for c in items[0].questions[0]["checks"]] == [True]
     assignment = course.assignment("ps1")
     assert Grader(course).grade(assignment, assignment.solution).score == 1
+
+
+def test_a_top_level_line_that_asks_for_input_is_run_as_pass_and_the_tests_still_judge_the_cell(tmp_path):
+    """``name = input("?")`` after the answer's function (Madrid): nbgrader's kernel has no input
+    either and runs on past the error; the import notes the line, run as ``pass`` when grading."""
+    answer = "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\nname = input('Your name? ')"
+    cells = [
+        ("code", answer, meta("f", solution=True)),
+        ("code", "assert f() == 1", meta("t_f", grade=True, locked=True, points=1)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assert any("`name = input('Your name? ')` asks for input" in n for n in items[0].notes), items[0].notes
+    assignment = course.assignment("ps1")
+    assert Grader(course).grade(assignment, assignment.solution).score == 1

@@ -28,6 +28,11 @@ stub counting as released (``blank_released_as``); a solution cell without marke
 a test gets what earlier test cells defined (``with_helpers``); ``### AUTOTEST`` lines are expanded
 first (``grader.authoring.nbgrader.autotest``). The source notebook runs once in the sandbox
 (``shows_an_error``) to find the cells that raise on purpose and the released files it writes.
+
+Why one module: a notebook is read in one pass over its cells, in which each cell's nbgrader
+metadata, its markers, what the source run found of it and the tests before it decide together
+what the cell becomes (a question, a check, a tag, a note); what a test cell leaves in the kernel
+(``kernel_state``), AUTOTEST (``autotest``) and titles (``grader.authoring.titles``) are apart.
 """
 
 from __future__ import annotations
@@ -221,14 +226,18 @@ def _files(path: Path, data: list[Path]) -> tuple[tuple[Path, str], ...]:
     return tuple((p, p.relative_to(path.parent).as_posix()) for p in data)
 
 
-def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict[int, str], list[Path], dict[int, str]]:
+def shows_an_error(
+    path: Path, cells: list[Any], data: list[Path]
+) -> tuple[dict[int, str], list[Path], dict[int, str], dict[int, str]]:
     """The given cells (neither an answer nor a test) that raise when the source notebook runs, by
     position, with the error: a notebook that shows an error on purpose (``a`` before ``a = 1``).
     nbgrader runs on past them; here they are not run when grading (``skip-grading``). Also the
     files released with the notebook that the notebook itself writes (the student makes them):
     they are not given to it, so that a test that reads one back reads what the student's run
     wrote (``environment.written_capture``). And the cells that fail because a module is not
-    installed here, with the module (``environment.optional_cells``)."""
+    installed here, with the module (``environment.optional_cells``). And the cells whose own
+    top-level line asks for input (``name = input("?")``), with that line: nbgrader's kernel has no
+    input to give either, and runs on past the error."""
     from grader.run.forking import default_executor
 
     code = [(i, c) for i, c in enumerate(cells) if c.cell_type == "code" and c.source.strip()]
@@ -246,7 +255,14 @@ def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict
     written = [names[rel] for rel in written_files(result) if rel in names]
     out = {}
     missing: dict[int, str] = {}
+    asks: dict[int, str] = {}
     for run in runs:
+        by_hand = bool(_meta(cells[run.index - 1]).get("grade")) and bool(_meta(cells[run.index - 1]).get("solution"))
+        if run.status == CellStatus.ERROR and run.ename in ("EOFError", "StdinNotImplementedError") and not by_hand:
+            line = _asking_line(cells[run.index - 1].source, run.traceback)  # an answer a person grades: shown
+            if line:
+                asks[run.index - 1] = line
+                continue
         module = missing_module(run.ename, run.evalue) if run.status == CellStatus.ERROR else None
         if module is not None:
             missing[run.index - 1] = module
@@ -257,7 +273,17 @@ def shows_an_error(path: Path, cells: list[Any], data: list[Path]) -> tuple[dict
             and (run.ename not in ("ModuleNotFoundError", "ImportError") or (module is None and _gone(run.evalue)))
         ):  # a missing library is no lesson; a name a library no longer has (``scipy.misc.comb``) is its change
             out[run.index - 1] = f"{run.ename}: {run.evalue}".strip()[:120]
-    return out, written, missing
+    return out, written, missing, asks
+
+
+def _asking_line(source: str, traceback: tuple[str, ...]) -> str:
+    """The cell's top-level line that raised, where it calls ``input`` (``cell 3, line 2: ...``)."""
+    m = re.match(r"cell \d+, line (\d+): ", traceback[-1]) if traceback else None
+    lines = source.splitlines()
+    if m is None or not 0 < int(m.group(1)) <= len(lines):
+        return ""
+    line = lines[int(m.group(1)) - 1]
+    return line.strip() if line[:1] not in (" ", "\t") and re.search(r"\binput\(", line) else ""
 
 
 def _gone(evalue: str) -> bool:
@@ -306,7 +332,15 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
     kernel(path, nb, item)  # first: AUTOTEST's templates are the grading kernel's
     _autotests(path, nb, cells, data or [])
     item.requirements = declared_requirements(declared_files(path))
-    errors, written, missing = shows_an_error(path, cells, data or [])
+    errors, written, missing, asks = shows_an_error(path, cells, data or [])
+    for pos, line in asks.items():
+        inert = item.settings.setdefault("inert_lines", [])
+        inert.append(re.escape(line))
+        item.note(
+            pos + 1,
+            f"`{line}` asks for input, which grading has none of (nbgrader's kernel neither: it runs on past the "
+            "error); that line is run as `pass` when grading",
+        )
     sources = [c.source if c.cell_type == "code" else None for c in cells]
     for pos, error in errors.items():
         if _meta(cells[pos]).get("solution"):
