@@ -921,10 +921,14 @@ def test_a_hidden_part_that_sets_up_the_visible_asserts_is_judged_whole(tmp_path
     assert Grader(course).grade(assignment, assignment.solution).score == 1
 
 
-def test_a_top_level_line_that_asks_for_input_is_run_as_pass_and_the_tests_still_judge_the_cell(tmp_path):
-    """``name = input("?")`` after the answer's function (Madrid): nbgrader's kernel has no input
-    either and runs on past the error; the import notes the line, run as ``pass`` when grading."""
-    answer = "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\nname = input('Your name? ')"
+def test_a_solution_that_asks_for_input_stops_there_and_the_tests_judge_what_it_defined(tmp_path):
+    """``name = input("?")`` after the answer's function, and code using ``name`` (Madrid): nbgrader's
+    kernel has no input either, so the cell stops there and the test judges the function; the import
+    notes the line, and the solution is not refused for it."""
+    answer = (
+        "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\nname = input('Your name? ')\n"
+        "if name:\n    print('Hello', name.upper())"
+    )
     cells = [
         ("code", answer, meta("f", solution=True)),
         ("code", "assert f() == 1", meta("t_f", grade=True, locked=True, points=1)),

@@ -89,6 +89,16 @@ _BLANKS = "(`?`, `...` or a `raise NotImplementedError()` stub)"
 _EVERY_ANSWER = "the solution must hold every answer"
 
 
+def _asks_for_input(cell: Any) -> bool:
+    """Whether a cell of the solution stopped at ``input()``, which a run without a person has no
+    answer to (``EOFError: EOF when reading a line``; a Jupyter kernel's ``StdinNotImplementedError``)."""
+    return bool(
+        cell.ename == "StdinNotImplementedError"
+        or cell.ename == "EOFError"
+        and str(cell.evalue).startswith("EOF when reading a line")
+    )
+
+
 def _given_as_is(assignment: Assignment) -> set[int]:
     """The cells the skeleton gives exactly as the solution has them, placeholders and all (an
     exercise a course leaves ungraded): a blank there is not an answer the solution fails to give."""
@@ -464,10 +474,12 @@ class References:
                 raise SolutionError(
                     f"The {where} leaves a blank to fill in cell {cell.index} {_BLANKS}: {_EVERY_ANSWER}"
                 )
+            if _asks_for_input(cell):
+                continue  # stopped there, as a kernel without input stops it: what it defined before is graded
             failed = SolutionError(f"The {where} fails in cell {cell.index}: {cell.ename}: {cell.evalue}")
             failed.ename = cell.ename
             raise failed
-        left = [c.index for c in run.errors]  # blanks of cells released as they are, if any
+        left = [c.index for c in run.errors if c.name == notebook.BLANK_NAME]  # of cells released as they are
         for check in assignment.checks:
             if check.is_test:
                 continue  # judged by its asserts; ``grader validate`` runs it against the solution

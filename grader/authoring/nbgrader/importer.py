@@ -334,12 +334,10 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
     item.requirements = declared_requirements(declared_files(path))
     errors, written, missing, asks = shows_an_error(path, cells, data or [])
     for pos, line in asks.items():
-        inert = item.settings.setdefault("inert_lines", [])
-        inert.append(re.escape(line))
         item.note(
             pos + 1,
-            f"`{line}` asks for input, which grading has none of (nbgrader's kernel neither: it runs on past the "
-            "error); that line is run as `pass` when grading",
+            f"`{line}` asks for input, which grading has none of: the cell stops there, as in nbgrader's kernel, "
+            "and what it defined before that line is graded",
         )
     sources = [c.source if c.cell_type == "code" else None for c in cells]
     for pos, error in errors.items():
