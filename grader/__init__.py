@@ -53,7 +53,7 @@ def _one_tree_at_a_time() -> None:
     import ast
     import threading
 
-    if getattr(ast.parse, "__wrapped__", None) is not None:
+    if hasattr(ast.parse, "lock"):  # installed already (this package imported again under another name)
         return
     parse, lock = ast.parse, threading.RLock()
 
