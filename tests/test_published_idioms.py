@@ -938,3 +938,25 @@ def test_a_solution_that_asks_for_input_stops_there_and_the_tests_judge_what_it_
     assert any("`name = input('Your name? ')` asks for input" in n for n in items[0].notes), items[0].notes
     assignment = course.assignment("ps1")
     assert Grader(course).grade(assignment, assignment.solution).score == 1
+
+
+def test_a_written_answer_keeps_its_question_above_the_prompt_and_unchanged_scores_zero(tmp_path):
+    """A markdown answer with its question above ``### BEGIN SOLUTION``: students get the question
+    and ``YOUR ANSWER HERE`` (as nbgrader releases it), and that cell left unchanged scores 0 there
+    as in nbgrader; a written answer waits for a person."""
+    written = "Are these two sets standardized? Explain why.\n\n### BEGIN SOLUTION\nOnly the first.\n### END SOLUTION"
+    cells = [
+        ("code", "### BEGIN SOLUTION\nx = 1\n### END SOLUTION", meta("x", solution=True)),
+        ("code", "assert x == 1", meta("t_x", grade=True, locked=True, points=1)),
+        ("markdown", written, meta("why", grade=True, solution=True, points=2)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assignment = course.assignment("ps1")
+    skeleton = nbformat.read(str(assignment.skeleton), as_version=4)
+    [why] = [c for c in skeleton.cells if c.cell_type == "markdown" and "standardized" in c.source]
+    assert why.source == "Are these two sets standardized? Explain why.\n\nYOUR ANSWER HERE"
+    grader = Grader(course)
+    assert {q.id: q.status for q in grader.grade(assignment, assignment.skeleton).questions}["why"] == "unanswered"
+    why.source = "Are these two sets standardized? Explain why.\n\nNeither, I think."
+    nbformat.write(skeleton, str(tmp_path / "answered.ipynb"))
+    assert {q.id: q.status for q in grader.grade(assignment, tmp_path / "answered.ipynb").questions}["why"] == "manual"

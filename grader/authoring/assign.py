@@ -126,6 +126,23 @@ def blank_source(source: str, *, where: str = "") -> str:
     return "\n".join(out)
 
 
+def _prompted(source: str) -> str:
+    """A written answer's cell as students get it: each ``BEGIN SOLUTION`` ... ``END SOLUTION``
+    region the prompt ``YOUR ANSWER HERE``, the question's text around it kept (as nbgrader releases
+    it); a cell without regions is the answer whole."""
+    out: list[str] = []
+    inside = found = False
+    for line in source.splitlines():
+        if BEGIN.match(line):
+            inside = found = True
+            out.append(ANSWER_PROMPT)
+        elif END.match(line) and inside:
+            inside = False
+        elif not inside:
+            out.append(line)
+    return "\n".join(out).strip() if found and not inside else ANSWER_PROMPT
+
+
 def skeleton(solution: Path, student_install: str = WHEEL) -> nbformat.NotebookNode:
     nb = nbformat.read(str(solution), as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     cells = []
@@ -142,7 +159,7 @@ def skeleton(solution: Path, student_install: str = WHEEL) -> nbformat.NotebookN
         if cell.cell_type == "code":
             new = nbformat.v4.new_code_cell(blank_source(cell.source, where=where), metadata=meta)  # type: ignore[no-untyped-call]  # nbformat has no annotations
         elif cell.cell_type == "markdown":
-            source = ANSWER_PROMPT if ANSWER_TAG in tags else cell.source
+            source = _prompted(cell.source) if ANSWER_TAG in tags else cell.source
             new = nbformat.v4.new_markdown_cell(source, metadata=meta)  # type: ignore[no-untyped-call]  # nbformat has no annotations
         else:
             new = nbformat.v4.new_raw_cell(cell.source, metadata=meta)  # type: ignore[no-untyped-call]  # nbformat has no annotations
