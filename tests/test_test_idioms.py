@@ -218,3 +218,14 @@ def test_a_chain_that_draws_is_taken_where_the_notebooks_figures_are():
     sites = {site.source: site.local for site in prog.sites}
     assert sites["prices.plot()"] is False
     assert sites["prices.mean()"] is True  # computed where the grader holds the data, as before
+
+
+def test_what_a_call_prints_is_kept_to_its_first_characters():
+    """A student's function that prints forever in a call from the test costs the run no memory:
+    the record keeps the first characters only."""
+    from grader.run.test_recorder import MAX_PRINTED, _FirstText
+
+    out = _FirstText(MAX_PRINTED)
+    for _ in range(1000):
+        assert out.write("x" * 1000) == 1000
+    assert out.getvalue() == "x" * MAX_PRINTED

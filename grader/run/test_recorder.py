@@ -75,6 +75,29 @@ MAX_WALK = 10_000
 MAX_PRINTED = 20_000  # characters of what one call into the student's code prints, kept for the grader
 
 
+class _FirstText(io.TextIOBase):
+    """Standard output during a call from the test: the first ``limit`` characters kept, the rest
+    let go (a loop that prints forever costs the run no memory)."""
+
+    def __init__(self, limit: int):
+        self.limit, self.size = limit, 0
+        self.parts: list[str] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: Any) -> int:
+        text = str(text)
+        if self.size < self.limit:
+            kept = text[: self.limit - self.size]
+            self.parts.append(kept)
+            self.size += len(kept)
+        return len(text)
+
+    def getvalue(self) -> str:
+        return "".join(self.parts)
+
+
 def _str(kind: str) -> dict[str, Any]:
     return {"t": "str", "v": kind}
 
@@ -352,7 +375,7 @@ class Recorder:
         self.stack.append((key, {}))
         state = self.into_student() if len(self.stack) == 2 else None
         # what this call prints itself; a call within it keeps what it prints under its own key
-        printed, stdout = io.StringIO(), sys.stdout
+        printed, stdout = _FirstText(MAX_PRINTED), sys.stdout
         sys.stdout = printed
         try:
             return thunk()
@@ -364,7 +387,7 @@ class Recorder:
             sys.stdout = stdout
             text = printed.getvalue()
             if text:
-                self.add("o", key, _str(text[:MAX_PRINTED]))
+                self.add("o", key, _str(text))
             if state is not None:
                 self.out_of_student(state)
 
