@@ -83,6 +83,8 @@ class _FirstText(io.TextIOBase):
         self.limit, self.size = limit, 0
         self.parts: list[str] = []
 
+    encoding = "utf-8"  # as a real stream says it (code that prints may ask)
+
     def writable(self) -> bool:
         return True
 
