@@ -24,7 +24,8 @@ own ``raise``), never by reading its message; a library's message is shown only 
 shows expected values.
 
 Why one module: replaying a record and judging the assert it answers read the same state (which
-site ran, which values an assert read), so they live in one class; what it runs within is testruntime.
+site ran, which values an assert read), so they live in one class; what it runs within is testruntime,
+and the records it replays are read back by ``grader.judge.testrecords``.
 """
 
 from __future__ import annotations

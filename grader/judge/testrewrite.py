@@ -23,8 +23,9 @@ expected side of a comparison never leave the grader.
 
 Why one module: the grader's copy and the student's copy come from one rewrite, so their sites
 are numbered alike; two modules would have to agree on the numbering. What the rewrite knows by
-name (library calls that compare, test or read files) and its syntax-tree builders are
-``grader.judge.testvocab``.
+name (library calls that compare, test or read files, methods that draw) and its syntax-tree
+builders are ``grader.judge.testvocab``; which names may hold the student's values, and the cut of the
+student's copy, are ``grader.judge.testslice``.
 """
 
 from __future__ import annotations

@@ -30,8 +30,9 @@ run in the student's kernel gives).
 
 Like ``grader.run.worker``, it imports nothing of the grader's side.
 
-Why one module: what is recorded, under which key, and when a local site needs its record are one
-protocol with ``grader.judge.testcheck``, which reads it; the generators' stream, the clock and the
+Why one module: what is recorded, under which key (a value, a handle and which object it is, what a
+call printed), and when a local site needs its record are one protocol with
+``grader.judge.testrecords``, which reads it; the generators' stream, the clock and the
 handles a walk looks for are all state of one run of one test (``Recorder``). The course's own
 modules a test imports are read apart (``grader.run.course_modules``).
 """

@@ -30,7 +30,7 @@ test over the notebook's own names (``notebook_names``), its messages (``success
 Why one module: the master notebook is read in one pass over its raw cells, where what a cell is
 (a prompt, a solution, a test, a question's config) depends on the markers around it; otter's
 first notebook format (``v0.py``, rewritten into the current one before that pass), the test files
-(``ok.py``, ``exception.py``), the course's environment (``authoring.environment``) and what it
+(``ok.py``, which also shares a question's points among its tests, ``exception.py``), the course's environment (``authoring.environment``) and what it
 declares it installs (``authoring.requirements``) are their own modules.
 """
 
