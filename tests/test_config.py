@@ -66,7 +66,7 @@ def test_unknown_key_names_line_and_path(course_dir):
     text = MINIMAL.replace("        points: 2\n", "        points: 2\n        pionts: 3\n")
     assert error_of(course_dir, text) == (
         f"{course_dir / 'config.yaml'}:10: assignments.a1.questions[0].pionts is not a known key here "
-        "(known: carry_forward, checks, id, manual, points, rubric, skeleton_fails, title, unchanged_scores_zero, "
+        "(known: carry_forward, checks, id, manual, points, rubric, skeleton_fails, skeleton_passes, title, unchanged_scores_zero, "
         "visible)"
     )
 
@@ -309,7 +309,7 @@ def test_tolerances_are_not_set_per_question(course_dir):
     text = LAYERED.replace("        carry_forward: 0.3\n", "        carry_forward: 0.3\n        rtol: 0.5\n")
     assert error_of(course_dir, text).endswith(
         "assignments.a1.questions[0].rtol is not a known key here (known: carry_forward, checks, id, manual, points, "
-        "rubric, skeleton_fails, title, unchanged_scores_zero, visible)"
+        "rubric, skeleton_fails, skeleton_passes, title, unchanged_scores_zero, visible)"
     )
     text = LAYERED.replace("    atol: 0.1\n", "    atol: 0.1\n    tolerance: 0.5\n")
     assert error_of(course_dir, text).endswith(

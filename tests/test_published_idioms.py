@@ -60,6 +60,60 @@ def test_a_released_stub_that_runs_and_fails_is_the_skeletons_answer_and_scores_
     assert Grader(course).grade(assignment, assignment.solution).score == 3
 
 
+def test_a_release_whose_given_code_holds_the_answer_pays_every_notebook_as_nbgrader_does(tmp_path):
+    """TU Delft's multiple choice: ``answer_1a = "B"`` above the solution in the released cell, and
+    "B" is right. nbgrader pays every notebook that question, the unanswered one too; the import
+    takes it, says so, and ``grader validate`` accepts the skeleton earning those points only."""
+    given = 'answer_1a = "B"  # "A", "B" or "C"\n### BEGIN SOLUTION\nanswer_1a = "B"\n### END SOLUTION'
+    blank = 'answer_1b = ""  # "A", "B" or "C"\n### BEGIN SOLUTION\nanswer_1b = "C"\n### END SOLUTION'
+    cells = [
+        ("code", given, meta("Q1-a-answer", solution=True)),
+        (
+            "code",
+            'assert answer_1a in ("A", "B", "C")\n### BEGIN HIDDEN TESTS\nassert answer_1a == "B"\n### END HIDDEN TESTS',
+            meta("Q1-a-test", grade=True, locked=True, points=0.5),
+        ),
+        ("code", blank, meta("Q1-b-answer", solution=True)),
+        (
+            "code",
+            'assert answer_1b in ("A", "B", "C")\n### BEGIN HIDDEN TESTS\nassert answer_1b == "C"\n### END HIDDEN TESTS',
+            meta("Q1-b-test", grade=True, locked=True, points=0.5),
+        ),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assert any("Q1-a-test" in n and "already passes" in n for n in items[0].notes)
+    assignment = course.assignment("ps1")
+    assert [q.skeleton_passes for q in assignment.questions] == [True, False]
+    assert validate(course, assignment) == []
+    card = Grader(course).grade(assignment, assignment.skeleton)
+    assert {q.id: q.score for q in card.questions} == {"Q1-a-test": 0.5, "Q1-b-test": 0}
+    assert Grader(course).grade(assignment, assignment.solution).score == 1
+
+
+def test_skeleton_passes_leaves_the_other_questions_guarded(tmp_path):
+    """``skeleton_passes`` frees its own question only: another the skeleton earns is still named."""
+    root = tmp_path / "c"
+    (root / "solutions" / "a").mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("n = 2\nk = 4"), nbformat.v4.new_code_cell("m = 3  # SOLUTION")]
+    nbformat.write(nb, str(root / "solutions" / "a" / "a.ipynb"))
+    (root / "config.yaml").write_text(
+        "course: {name: c}\nassignments:\n  a:\n    variants: {count: 0}\n    questions:\n"
+        "    - id: q\n      points: 1\n      skeleton_passes: true\n      checks:\n      - test: assert n == 2\n"
+        "    - id: r\n      points: 1\n      checks:\n      - value: m\n"
+        "    - id: s\n      points: 2\n      checks:\n      - test: assert k == 4\n"
+    )
+    from grader.authoring.assign import write_assignment
+
+    course = config.load(root / "config.yaml")
+    write_assignment(course.assignment("a"), None)
+    problems = validate(course, course.assignment("a"))
+    assert problems[0] == "the skeleton scores 2, not 0"
+    assert any(p.startswith("question s is passed in the skeleton") for p in problems)
+    assert not any(p.startswith("question q ") for p in problems)
+
+
 def test_a_skeleton_that_earns_points_is_still_refused_where_the_course_says_it_fails(tmp_path):
     """``skeleton_fails`` lets the skeleton fail a question, never earn it."""
     root = tmp_path / "c"

@@ -419,6 +419,26 @@ def table(row: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def peer_fails_solution(row: dict[str, Any]) -> set[str]:
+    """The questions on which the peer does not give the instructor's own solution its points.
+
+    The ``correct`` submission is the instructor's solution: a question the peer scores below its
+    points there, or leaves for a person while this grader scores it, is the peer's own failure
+    (a test that cannot run, a score above the points, a library warning on stderr), and whatever
+    the peer gives the other submissions on it says nothing of their answers.
+    """
+    points = row.get("peer", {}).get("points", {})
+    failed = set()
+    for r in row.get("rows", []):
+        if r["submission"] != "correct" or r["question"] not in points:
+            continue
+        if r["peer"] == "person" and r["here"] == "person":
+            continue
+        if r["peer"] != points[r["question"]]:
+            failed.add(r["question"])
+    return failed
+
+
 def summary(courses: list[dict[str, Any]], results: dict[str, dict[str, Any]]) -> str:
     """One line per course: imports, validate, the solution's marks in both, submissions and questions matched."""
     lines = [
@@ -427,6 +447,7 @@ def summary(courses: list[dict[str, Any]], results: dict[str, dict[str, Any]]) -
         "|---|---|---|---|---|---|---|---|---|",
     ]
     totals = {"courses": 0, "imported": 0, "full": 0, "subs": 0, "subs_same": 0, "cells": 0, "cells_same": 0}
+    totals.update(own_questions=0, subs_sound=0)
     for course in courses:
         row = results.get(course["name"])
         if row is None:
@@ -450,7 +471,10 @@ def summary(courses: list[dict[str, Any]], results: dict[str, dict[str, Any]]) -
             for r in correct
         )
         totals["full"] += here_full
+        own = peer_fails_solution(row)
+        totals["own_questions"] += len(own)
         subs_same = sum(all(r["same"] for r in rs) for rs in by_sub.values())
+        totals["subs_sound"] += sum(all(r["same"] or r["question"] in own for r in rs) for rs in by_sub.values())
         cells_same = sum(r["same"] for rs in by_sub.values() for r in rs)
         cells = sum(len(rs) for rs in by_sub.values())
         totals["subs"] += len(by_sub)
@@ -467,7 +491,9 @@ def summary(courses: list[dict[str, Any]], results: dict[str, dict[str, Any]]) -
     lines.append(
         f"\n{totals['courses']} courses: {totals['imported']} import as they are, {totals['full']} solutions at full marks "
         f"here; {totals['subs_same']} of {totals['subs']} submissions and {totals['cells_same']} of {totals['cells']} "
-        "questions × submissions score as the peer scores them."
+        "questions × submissions score as the peer scores them. "
+        f"The peer fails the instructor's own solution on {totals['own_questions']} questions; setting those "
+        f"aside, {totals['subs_sound']} of {totals['subs']} submissions score as the peer scores them."
     )
     return "\n".join(lines)
 

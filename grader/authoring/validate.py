@@ -73,6 +73,8 @@ def validate(course: Course, assignment: Assignment, grader: Grader | None = Non
         # The same for one test of a question (``assert 'x' != ...``, a course's own slip): its points
         # are earned by every notebook, the skeleton's too, and the rest of the question must not be.
         loose = {c.id for c in assignment.checks if c.is_test and not c.names}
+        # An imported release whose given code answers a question earns it, as in the course's tool.
+        free |= {q.id for q in assignment.questions if q.skeleton_passes}
         earned = sum(
             q.score - sum(ch.score for ch in q.checks if ch.id in loose) for q in card.questions if q.id not in free
         )

@@ -231,6 +231,7 @@ def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question
         "manual",
         "unchanged_scores_zero",
         "skeleton_fails",
+        "skeleton_passes",
         "rubric",
         *Inherited.keys(Level.QUESTION),
     )
@@ -243,8 +244,9 @@ def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question
     if manual:
         if items:
             raise r.error(r.sub("checks"), "a manually graded question ('manual: true') has no checks")
-        if r.has("skeleton_fails"):
-            raise r.error(r.sub("skeleton_fails"), "a question graded by a person ('manual: true') runs no tests")
+        for flag in ("skeleton_fails", "skeleton_passes"):
+            if r.has(flag):
+                raise r.error(r.sub(flag), "a question graded by a person ('manual: true') runs no tests")
         return Question(
             id=qid,
             title=title,
@@ -272,7 +274,12 @@ def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question
         if abs(total - points) > 1e-9:
             raise r.error(r.sub("points"), f"is {points:g} but its checks' points add up to {total:g}")
     fails = r.flag("skeleton_fails", False)
-    return Question(qid, title, points, checks, visible=r.flag("visible", True), skeleton_fails=fails)
+    passes = r.flag("skeleton_passes", False)
+    if fails and passes:
+        raise r.error(r.sub("skeleton_passes"), "a skeleton cannot both fail and pass a question: give one of them")
+    return Question(
+        qid, title, points, checks, visible=r.flag("visible", True), skeleton_fails=fails, skeleton_passes=passes
+    )
 
 
 def _variants(r: Reader, default_count: int) -> VariantSpec:

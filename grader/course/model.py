@@ -134,6 +134,10 @@ class Question:
     # The skeleton's given code answers the question and fails its tests (``ans = None`` before the
     # blank): ``grader validate`` accepts it failed there, as long as it earns nothing.
     skeleton_fails: bool = False
+    # The skeleton's given code already passes the question's tests (an imported course whose release
+    # holds the answer, as TU Delft's ``answer_1a = "B"`` above the solution): every notebook earns
+    # its points there, as in the course's own tool, and ``grader validate`` accepts it.
+    skeleton_passes: bool = False
 
     @property
     def split(self) -> bool:
