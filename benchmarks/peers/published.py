@@ -27,7 +27,10 @@ The peer is run in a throwaway environment (``pip install nbgrader`` / ``pip ins
 otter-grader`` with the courses' requirements): ``nbgrader generate_assignment`` and ``nbgrader
 autograde``, or ``otter assign`` and ``otter run``. This grader runs as an instructor runs it:
 ``grader import``, ``grader validate``, ``grader grade``. Prints one table per course and the
-totals; writes ``results.json`` in the work folder.
+totals; writes ``results.json`` in the work folder. The totals also count the questions on which
+the peer does not give the instructor's own solution its points, and the submissions that score as
+the peer scores them once those questions are set aside (what the peer gives there says nothing of
+the answers).
 """
 
 from __future__ import annotations
