@@ -284,7 +284,7 @@ def _write(items: list[Imported], config_path: Path, *, course_name: str, force:
             lines.append(f"wrote {path.relative_to(root)}")
     notes = [n for item in items for n in item.notes]
     if notes:
-        lines.append(f"not converted ({len(notes)}):")
+        lines.append(f"notes, to read before grading ({len(notes)}):")
         lines.extend(f"  - {n}" for n in notes)
     for item in items:
         auto = sum(q["points"] for q in item.questions if not q.get("manual"))
