@@ -469,3 +469,20 @@ def test_checks_a_test_imports_from_a_module_in_files_are_written_into_it(tmp_pa
     (item,) = otter_import.read(tmp_path / "lab.ipynb")
     (test,) = [c["test"] for q in item.questions for c in q.get("checks", ()) if "test" in c]
     assert "def check_double(f):" in test and "from checks import" not in test
+
+
+@pytest.mark.parametrize(
+    "end",
+    ['""" # END PROMPT', '"""; # END PROMPT', '# END PROMPT """', '## END PROMPT """', '# END PROMPT\n"""'],
+)
+def test_a_code_prompt_ends_in_every_shape_otter_reads(end):
+    """Berkeley's Data Science Capstone closes its prompts with the quotes after ``# END PROMPT``, on
+    that line or the next; otter reads each as the shape it documents, and so does the import: the
+    prompt is not the solution's code, and what follows it is."""
+    source = f'""" # BEGIN PROMPT\nx = ...\n{end}\n# BEGIN SOLUTION NO PROMPT\nx = 2\n# END SOLUTION\ny = x + 1'
+    assert otter_import.solution_code(source) == "# BEGIN SOLUTION\nx = 2\n# END SOLUTION\ny = x + 1"
+
+
+def test_closing_quotes_are_dropped_only_right_after_the_prompt():
+    source = '""" # BEGIN PROMPT\nx = ...\n# END PROMPT\nx = 2  # SOLUTION\ns = """\n"""'
+    assert otter_import.solution_code(source) == 'x = 2  # SOLUTION\ns = """\n"""'

@@ -81,8 +81,13 @@ RAW = re.compile(
 TEST_CONFIG_BEGIN = re.compile(r'^(?:.\s*=\s*)?"""?\s*#\s*BEGIN\s*TEST\s*CONFIG', re.I)
 TEST_CONFIG_END = re.compile(r'^\s*"""?\s*#\s*END\s*TEST\s*CONFIG', re.I)
 NO_PROMPT = re.compile(r"^(\s*)#\s*BEGIN SOLUTION NO PROMPT\s*$")
-CODE_PROMPT_BEGIN = re.compile(r'^\s*(?:"""|\'\'\')\s*#\s*BEGIN PROMPT\s*$')
-CODE_PROMPT_END = re.compile(r'^\s*(?:"""|\'\'\')\s*;?\s*#\s*END PROMPT\s*$')
+CODE_PROMPT_BEGIN = re.compile(r'^\s*(?:"""|\'\'\')\s*#+\s*BEGIN PROMPT\s*$')
+# The prompt's end, as otter reads it: ``""" # END PROMPT`` (the shape otter documents), ``"""; # END
+# PROMPT``, ``# END PROMPT """`` and ``## END PROMPT """``, or ``# END PROMPT`` with the closing
+# quotes alone on the next line (Berkeley's Data Science Capstone writes all of these).
+CODE_PROMPT_END = re.compile(r'^\s*(?:(?:"""|\'\'\')\s*;?\s*)?#+\s*END PROMPT\b')
+PROMPT_QUOTES = re.compile(r'"""|\'\'\'')
+QUOTES_ALONE = re.compile(r'^\s*(?:"""|\'\'\')\s*;?\s*$')
 SEED = re.compile(r"\s*#\s*SEED\s*$")
 # otter's own lines in the notebooks it releases (``import otter``, ``grader = otter.Notebook()``,
 # ``grader.check("q1")``, ...): where otter is not installed they would only fail. The import drops
@@ -115,13 +120,19 @@ def is_otter_line(line: str) -> bool:
 def solution_code(source: str) -> str:
     """A master notebook's code cell in this grader's markers."""
     out: list[str] = []
-    in_prompt = False
+    in_prompt = quotes_next = False
     for line in source.splitlines():
+        if quotes_next:
+            quotes_next = False
+            if QUOTES_ALONE.match(line):
+                continue
         if CODE_PROMPT_BEGIN.match(line):
             in_prompt = True
             continue
         if in_prompt:
-            in_prompt = not CODE_PROMPT_END.match(line)
+            if CODE_PROMPT_END.match(line):
+                in_prompt = False
+                quotes_next = not PROMPT_QUOTES.search(line)
             continue
         if is_otter_line(line) or IGNORE.search(line):
             continue
