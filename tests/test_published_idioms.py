@@ -1014,3 +1014,29 @@ def test_a_written_answer_keeps_its_question_above_the_prompt_and_unchanged_scor
     why.source = "Are these two sets standardized? Explain why.\n\nNeither, I think."
     nbformat.write(skeleton, str(tmp_path / "answered.ipynb"))
     assert {q.id: q.status for q in grader.grade(assignment, tmp_path / "answered.ipynb").questions}["why"] == "manual"
+
+
+def test_an_otter_test_that_prints_and_shows_a_value_compares_both_as_otters_doctest(tmp_path):
+    """OkPy's jassign example: the test cell ``str(print(n))`` stored what it printed, ``3``, then
+    the value it shows, ``'None'``. otter's doctest compares both, in order; so does the import, and
+    a notebook whose ``n`` prints otherwise fails it."""
+    from grader.authoring.otter import importer as otter_import
+
+    master = _otter_master(tmp_path, [])
+    nb = nbformat.read(str(master), as_version=4)
+    nb.cells[5].source = "str(print(n))"
+    nb.cells[5].execution_count = 2
+    nb.cells[5].outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="3\n"),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "'None'"}, execution_count=2),
+    ]
+    nbformat.write(nb, str(master))
+    items = otter_import.read(master)
+    staged = import_check.stage(items, tmp_path / "c" / "config.yaml", course_name="c")
+    assert staged.failing == () and staged.problems == ()
+    importing.write(items, tmp_path / "c" / "config.yaml", course_name="c")
+    course = config.load(tmp_path / "c" / "config.yaml")
+    assignment = course.assignment("lab")
+    assert Grader(course).grade(assignment, assignment.solution).score == 1
+    other = _answered(assignment.skeleton, tmp_path / "o.ipynb", {"n = ?": "n = 4"})
+    assert Grader(course).grade(assignment, other).score == 0

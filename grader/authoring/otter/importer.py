@@ -223,12 +223,13 @@ def convert_test(source: str) -> tuple[str, dict[str, Any], str | None, str | No
 
 
 def test_source(
-    body: str, output: str, printed: str | None = None, ran: bool = False
+    body: str, output: str, printed: str | None = None, ran: bool = False, streamed: str = ""
 ) -> tuple[str, str | None, str | None]:
     """(the ``test`` source, a problem, a note) for a test body and its stored output (``printed``:
-    that output as the cell wrote it, for a test that prints). A cell that ran (``ran``: it has an
-    execution count) and stored no output ends in an expression that showed nothing: otter's
-    doctest expects nothing there, so the expression must be None."""
+    that output as the cell wrote it, for a test that prints; ``streamed``: the part of it the cell
+    printed, before the value it shows). A cell that ran (``ran``: it has an execution count) and
+    stored no output ends in an expression that showed nothing: otter's doctest expects nothing
+    there, so the expression must be None."""
     try:
         tree = ast.parse(body)
     except SyntaxError as exc:
@@ -250,7 +251,14 @@ def test_source(
                 None,
             )
         expr = ast.get_source_segment(body, last.value) or ast.unparse(last.value)
-        if output:
+        if output and streamed.strip():
+            # it prints and shows a value (``str(print(x))``): otter's doctest reads both, in order
+            want = otter_ok.doctest_want(printed or output)
+            check = (
+                f"_shown = ({expr})\nassert doctest_match(printed_text() + "
+                f"('' if _shown is None else repr(_shown) + '\\n'), {want!r})"
+            )
+        elif output:
             check, note = expected_assert(f"({expr})" if "\n" in expr else expr, output)
         else:  # it ran and showed nothing
             check = f"assert ({expr}) is None"
@@ -362,6 +370,7 @@ def read(path: Path, name: str | None = None) -> list[Imported]:
                         _output_text(cell),
                         _output_text(cell, strip=False),
                         cell.get("execution_count") is not None,
+                        "".join("".join(o.get("text", "")) for o in cell.get("outputs", [])),
                     )
                 if problem:
                     item.note(cell_no, f"a test of question {qid!r} not converted: {problem}")
