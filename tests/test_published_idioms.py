@@ -1040,3 +1040,19 @@ def test_an_otter_test_that_prints_and_shows_a_value_compares_both_as_otters_doc
     assert Grader(course).grade(assignment, assignment.solution).score == 1
     other = _answered(assignment.skeleton, tmp_path / "o.ipynb", {"n = ?": "n = 4"})
     assert Grader(course).grade(assignment, other).score == 0
+
+
+def test_a_doubled_end_solution_is_left_out_as_nbgrader_leaves_it_out(tmp_path):
+    """Phys 260's plotting answer closes its region twice (``### END SOLUTION`` on two lines):
+    nbgrader reads the second as nothing. The import leaves it out too, and says where."""
+    answer = "def twice(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n### END SOLUTION"
+    cells = [
+        ("code", answer, meta("twice", solution=True)),
+        ("code", "assert twice(3) == 6", meta("t_twice", grade=True, locked=True, points=1)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assert any("line 5: an END SOLUTION with no region open" in n for n in items[0].notes)
+    assignment = course.assignment("ps1")
+    assert Grader(course).grade(assignment, assignment.solution).score == 1
+    assert Grader(course).grade(assignment, assignment.skeleton).score == 0

@@ -46,7 +46,7 @@ from typing import Any
 import nbformat
 
 from grader.authoring import imported_checks
-from grader.authoring.assign import BEGIN, LOCKED_TAG
+from grader.authoring.assign import BEGIN, END, LOCKED_TAG
 from grader.authoring.environment import (
     kernel,
     missing_module,
@@ -190,6 +190,19 @@ def _statements(source: str) -> bool:
         return bool(ast.parse(source).body)
     except SyntaxError:
         return True
+
+
+def _stray_ends(source: str) -> list[int]:
+    """The lines (from 1) holding END SOLUTION where no BEGIN SOLUTION region is open."""
+    inside, out = False, []
+    for n, line in enumerate(source.splitlines(), 1):
+        if BEGIN.match(line):
+            inside = True
+        elif END.match(line):
+            if not inside:
+                out.append(n)
+            inside = False
+    return out
 
 
 def _tag(cell: Any, tag: str) -> None:
@@ -378,6 +391,13 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
             qid += "_"
         graded, solution = bool(meta.get("grade")), bool(meta.get("solution"))
         points = _points(meta)
+        if cell.cell_type == "code" and (stray := _stray_ends(cell.source)):
+            # nbgrader reads a line holding END SOLUTION outside a region as nothing, and drops it
+            cell.source = "\n".join(line for n, line in enumerate(cell.source.splitlines(), 1) if n not in stray)
+            item.note(
+                i,
+                f"line {', '.join(map(str, stray))}: an END SOLUTION with no region open, left out as nbgrader leaves it out",
+            )
         if solution and cell.cell_type == "code" and not any(BEGIN.match(line) for line in cell.source.splitlines()):
             # nbgrader releases a solution cell without markers as its stub: the whole cell is the answer
             cell.source = f"### BEGIN SOLUTION\n{cell.source}\n### END SOLUTION"
