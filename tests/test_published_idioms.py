@@ -1056,3 +1056,31 @@ def test_a_doubled_end_solution_is_left_out_as_nbgrader_leaves_it_out(tmp_path):
     assignment = course.assignment("ps1")
     assert Grader(course).grade(assignment, assignment.solution).score == 1
     assert Grader(course).grade(assignment, assignment.skeleton).score == 0
+
+
+def test_a_given_cell_reading_data_the_course_does_not_ship_names_the_file_not_a_later_nameerror(tmp_path):
+    """A course whose data file is not in its repository (``DATA_PATH = "employee_data.csv"``, then
+    ``pd.read_csv(DATA_PATH)``): the import names the cell, the file and the answer that needs it,
+    rather than the answer's NameError; without a later use, the cell is run past as nbgrader runs on."""
+    load = 'import pandas as pd\nDATA_PATH = "employee_data.csv"\ndf = pd.read_csv(DATA_PATH)'
+    cells = [
+        ("code", load, {}),
+        ("code", "### BEGIN SOLUTION\nn_rows = len(df)\n### END SOLUTION", meta("rows", solution=True)),
+        ("code", "assert n_rows > 0", meta("t_rows", grade=True, locked=True, points=1)),
+    ]
+    src = nbgrader_source(tmp_path, cells)
+    with pytest.raises(UsageError) as info:
+        nbgrader_import.read(src)
+    assert str(info.value) == (
+        "ps1.ipynb, cell 1 reads the file employee_data.csv, which is not beside the notebook, and cell 2 uses what "
+        "it makes (df): add the file (and list it in the course's files) and import again; nothing "
+        "was written"
+    )
+    (src / "ps1.ipynb").write_text(
+        notebook([cells[0], ("code", "n_rows = 3  # SOLUTION", meta("rows", solution=True)), cells[2]])
+    )
+    (item,) = nbgrader_import.read(src)
+    assert (
+        "cell 1: reads the file employee_data.csv, which is not beside the notebook; nothing graded uses"
+        in " ".join(item.notes)
+    )

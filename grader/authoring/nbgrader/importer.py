@@ -53,6 +53,7 @@ from grader.authoring.environment import (
     modules_rebound,
     needed_by,
     optional_cells,
+    outer_reads,
     withhold_written,
     written_capture,
     written_files,
@@ -205,6 +206,11 @@ def _stray_ends(source: str) -> list[int]:
     return out
 
 
+def _read_after(sources: list[str | None], pos: int, names: set[str]) -> list[str]:
+    """Which of ``names`` the cells after ``pos`` read from before them."""
+    return sorted(names & set().union(*(outer_reads(s or "") for s in sources[pos + 1 :])))
+
+
 def _tag(cell: Any, tag: str) -> None:
     tags = list(cell.get("metadata", {}).get("tags", []))
     if tag not in tags:
@@ -241,7 +247,7 @@ def _files(path: Path, data: list[Path]) -> tuple[tuple[Path, str], ...]:
 
 def shows_an_error(
     path: Path, cells: list[Any], data: list[Path]
-) -> tuple[dict[int, str], list[Path], dict[int, str], dict[int, str]]:
+) -> tuple[dict[int, str], list[Path], dict[int, str], dict[int, str], dict[int, str]]:
     """The given cells (neither an answer nor a test) that raise when the source notebook runs, by
     position, with the error: a notebook that shows an error on purpose (``a`` before ``a = 1``).
     nbgrader runs on past them; here they are not run when grading (``skip-grading``). Also the
@@ -250,7 +256,8 @@ def shows_an_error(
     wrote (``environment.written_capture``). And the cells that fail because a module is not
     installed here, with the module (``environment.optional_cells``). And the cells whose own
     top-level line asks for input (``name = input("?")``), with that line: nbgrader's kernel has no
-    input to give either, and runs on past the error."""
+    input to give either, and runs on past the error. And, of the given cells that raise, those
+    that raise because a file they read is not there, with the file."""
     from grader.run.forking import default_executor
 
     code = [(i, c) for i, c in enumerate(cells) if c.cell_type == "code" and c.source.strip()]
@@ -269,6 +276,7 @@ def shows_an_error(
     out = {}
     missing: dict[int, str] = {}
     asks: dict[int, str] = {}
+    unread: dict[int, str] = {}
     for run in runs:
         by_hand = bool(_meta(cells[run.index - 1]).get("grade")) and bool(_meta(cells[run.index - 1]).get("solution"))
         if run.status == CellStatus.ERROR and run.ename in ("EOFError", "StdinNotImplementedError") and not by_hand:
@@ -286,7 +294,9 @@ def shows_an_error(
             and (run.ename not in ("ModuleNotFoundError", "ImportError") or (module is None and _gone(run.evalue)))
         ):  # a missing library is no lesson; a name a library no longer has (``scipy.misc.comb``) is its change
             out[run.index - 1] = f"{run.ename}: {run.evalue}".strip()[:120]
-    return out, written, missing, asks
+            if run.ename == "FileNotFoundError" and run.filename:
+                unread[run.index - 1] = run.filename.removeprefix("./")
+    return out, written, missing, asks, unread
 
 
 def _asking_line(source: str, traceback: tuple[str, ...]) -> str:
@@ -345,7 +355,7 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
     kernel(path, nb, item)  # first: AUTOTEST's templates are the grading kernel's
     _autotests(path, nb, cells, data or [])
     item.requirements = declared_requirements(declared_files(path))
-    errors, written, missing, asks = shows_an_error(path, cells, data or [])
+    errors, written, missing, asks, unread = shows_an_error(path, cells, data or [])
     for pos, line in asks.items():
         item.note(
             pos + 1,
@@ -360,6 +370,21 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
             if needed_by(sources, pos, [], set())[1]:
                 continue
             item.note(pos + 1, f"an answer graded by a person raises {error} here; it is shown, not run, when grading")
+        elif pos in unread:
+            # not a lesson's error: data the course does not ship
+            lost, needs = needed_by(sources, pos, [], set())
+            if needs:
+                used = ", ".join(_read_after(sources, pos, lost))
+                raise UsageError(
+                    f"{path.name}, cell {pos + 1} reads the file {unread[pos]}, which is not beside the notebook, and "
+                    f"{needs[0]} uses what it makes ({used}): add the file (and list it in the course's files) and "
+                    "import again; nothing was written"
+                )
+            item.note(
+                pos + 1,
+                f"reads the file {unread[pos]}, which is not beside the notebook; nothing graded uses what it makes, "
+                "so it is not run when grading",
+            )
         elif error.startswith("ImportError: cannot import name "):
             item.note(
                 pos + 1,
