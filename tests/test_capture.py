@@ -123,6 +123,24 @@ def test_recursion_and_size_are_bounded():
         encode(np.zeros(1_000_000), budget=[1 << 20])
 
 
+def test_a_small_value_past_a_spent_allowance_says_the_allowance_is_spent_not_that_it_is_large():
+    """A physics course's hidden test iterates a relaxation, carrying one 0.1 MB array a step: the
+    run's allowance is spent before a later test's small array. Its message says so, and names the
+    setting, rather than calling 0.1 MB too large."""
+    allowance = [64 * 1024 * 1024, 64 * 1024 * 1024]
+    encode(np.zeros(1000), budget=allowance)
+    assert allowance[0] == 64 * 1024 * 1024 - 8000
+    allowance[0] = 50_000
+    with pytest.raises(CaptureFailed) as info:
+        encode(np.zeros(12_500), budget=allowance)
+    assert str(info.value) == (
+        "is an array of 0.1 MB, more than is left of what the grader carries out of one run (64 MB in all, "
+        "`limits.capture_mb`) after the values carried before it"
+    )
+    with pytest.raises(CaptureFailed, match="is an array of 80.0 MB, more than the grader will carry$"):
+        encode(np.zeros(10_000_000), budget=allowance)
+
+
 @pytest.mark.parametrize(
     "forged, message",
     [

@@ -127,6 +127,17 @@ def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
     raise CaptureFailed(f"is a {kind.__module__}.{kind.__qualname__}, which cannot be compared as data")
 
 
+def _over(budget: list[int], size: int) -> str:
+    """Why ``size`` bytes do not fit: more than the grader carries at all, or (``budget[1]``, the
+    run's whole allowance, where given) more than is left of it after what the run carried before."""
+    if len(budget) > 1 and size <= budget[1]:
+        return (
+            f"more than is left of what the grader carries out of one run ({budget[1] / 2**20:.0f} MB in all, "
+            "`limits.capture_mb`) after the values carried before it"
+        )
+    return "more than the grader will carry"
+
+
 def _text(text: str, budget: list[int]) -> str:
     if len(text) > MAX_STR:
         raise CaptureFailed(f"is a string of {len(text):,} characters, more than {MAX_STR:,}")
@@ -142,8 +153,10 @@ def _hex(n: int, budget: list[int]) -> str:
 
 
 def _bytes(data: bytes, origin: str, budget: list[int]) -> dict[str, Any]:
-    if len(data) > min(MAX_STR, budget[0]):
+    if len(data) > MAX_STR:
         raise CaptureFailed(f"is {len(data):,} bytes, more than the grader will carry")
+    if len(data) > budget[0]:
+        raise CaptureFailed(f"is {len(data):,} bytes, {_over(budget, len(data))}")
     budget[0] -= len(data)
     return {"t": "bytes", "b64": base64.b64encode(data).decode("ascii"), "origin": origin}
 
@@ -208,7 +221,7 @@ def _array(arr: np.ndarray, origin: str, budget: list[int], **meta: Any) -> dict
             raise CaptureFailed(f"has dtype {arr.dtype}, which is not a plain numeric type")
     nbytes = int(arr.size) * arr.dtype.itemsize
     if nbytes > budget[0]:
-        raise CaptureFailed(f"is an array of {nbytes / 1e6:.1f} MB, more than the grader will carry")
+        raise CaptureFailed(f"is an array of {nbytes / 1e6:.1f} MB, {_over(budget, nbytes)}")
     budget[0] -= nbytes
     data = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
     out = {

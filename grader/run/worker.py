@@ -190,7 +190,8 @@ class Runner:
         self.job, self.out, self.shell = job, out, shell
         self.pid = os.getpid()
         self.sandbox: tuple[str, ...] = ()  # the protections sandbox.enter() put in place
-        self.budget = [int(job["limits"]["capture_mb"]) * 1024 * 1024]
+        # what the run may still carry out, and its whole allowance (for the message once it is spent)
+        self.budget = [int(job["limits"]["capture_mb"]) * 1024 * 1024] * 2
         self.output_limit = int(job["limits"]["output_kb"]) * 1024
         self.disk_limit = int(job["limits"].get("disk_mb", 256)) * 1024 * 1024
         self.filled: set[str] = set()  # the run's tmpfs places reported full already

@@ -374,10 +374,10 @@ def import_notebook(path: Path, name: str, header: list[Any], data: list[Path] |
             # not a lesson's error: data the course does not ship
             lost, needs = needed_by(sources, pos, [], set())
             if needs:
-                used = ", ".join(_read_after(sources, pos, lost))
+                read_later = ", ".join(_read_after(sources, pos, lost))
                 raise UsageError(
                     f"{path.name}, cell {pos + 1} reads the file {unread[pos]}, which is not beside the notebook, and "
-                    f"{needs[0]} uses what it makes ({used}): add the file (and list it in the course's files) and "
+                    f"{needs[0]} uses what it makes ({read_later}): add the file (and list it in the course's files) and "
                     "import again; nothing was written"
                 )
             item.note(
