@@ -64,6 +64,10 @@ TESTS = {
     "k = sum(squares(3))\nscore = tier(k) + 1\nassert squares(2) == [1, 4] and score == 31",
     # The student's own source, read where it is
     "source": "import inspect\nassert 'sum(squares(' in inspect.getsource(sum_of_squares)",
+    # What a class or an object of the student's has, and which object it is: asked of the object itself
+    "introspect": "assert 'deposit' in dir(Account) and hasattr(Account, '__exit__')\n"
+    "a = Account().deposit(3).deposit(4)\nassert vars(a)['balance'] == 7 and 'log' in dir(a)\n"
+    "alias = squares\nassert id(alias) == id(squares)",
 }
 
 WRONG = [

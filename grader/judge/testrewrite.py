@@ -137,6 +137,27 @@ class Program:
         return next((c for c in self.comparisons if c.line == line), None)
 
 
+# Builtins that answer from the object itself, not from its value as data: what a class or an
+# instance of the student's has (``dir(Person)``, ``vars(marie)``, ``hasattr``), and which object it
+# is (``id(pyplot) == id(plt)``). The grader's copies would answer for themselves, so these are
+# always taken where the objects live.
+INTROSPECTING = frozenset({"dir", "vars", "id", "hasattr", "getattr", "hash"})
+
+
+def _introspects(node: ast.expr) -> bool:
+    """Whether a builtin's call in the chain ``node`` asks the object itself (``INTROSPECTING``)."""
+    cur: ast.expr = node
+    while True:
+        if isinstance(cur, ast.Call):
+            if isinstance(cur.func, ast.Name) and cur.func.id in INTROSPECTING:
+                return True
+            cur = cur.func
+        elif isinstance(cur, (ast.Attribute, ast.Subscript)):
+            cur = cur.value
+        else:
+            return False
+
+
 class _Rewriter(ast.NodeTransformer):
     def __init__(self, source: str, student: set[str], tainted: set[str], bound: set[str], helpers: frozenset[str]):
         self.source, self.student, self.tainted, self.bound = source, student, tainted, bound
@@ -216,7 +237,7 @@ class _Rewriter(ast.NodeTransformer):
                 body = _ChainArgs(self).visit(copy.deepcopy(node))
                 return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(body)), node)
         if self._builtin_call(node) or self._builtin_base(node):
-            index = self._new_site(node, local=not _reads(node, self.live))
+            index = self._new_site(node, local=not _reads(node, self.live) and not _introspects(node))
             inner = cast(ast.expr, self.generic_visit(copy.deepcopy(node)))
             return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(inner)), node)
         return self.generic_visit(node)
