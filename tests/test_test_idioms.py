@@ -68,6 +68,9 @@ TESTS = {
     "introspect": "assert 'deposit' in dir(Account) and hasattr(Account, '__exit__')\n"
     "a = Account().deposit(3).deposit(4)\nassert vars(a)['balance'] == 7 and 'log' in dir(a)\n"
     "alias = squares\nassert id(alias) == id(squares)",
+    # Two of the student's functions compared with ``==``: one function, or two
+    "functions": "f = fiberator\nassert f == fiberator and f != squares and not (sum_of_squares == squares)\n"
+    "assert next(f()) == 0",
 }
 
 WRONG = [

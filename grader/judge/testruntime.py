@@ -51,12 +51,22 @@ class Handle:
         raise SiteUnusable(self._source, self._why)
 
     __getattr__ = __call__ = __getitem__ = __bool__ = __iter__ = __next__ = _fail
-    __len__ = __contains__ = __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _fail
+    __len__ = __contains__ = __lt__ = __le__ = __gt__ = __ge__ = _fail
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _fail
     __floordiv__ = __mod__ = __pow__ = __matmul__ = __neg__ = __abs__ = __invert__ = __round__ = _fail
     __float__ = __int__ = __index__ = __complex__ = __array__ = __enter__ = __exit__ = _fail
     __str__ = __repr__ = __format__ = __dir__ = __reversed__ = _fail
     __hash__ = object.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        """``particle.efield_method == fields.constant_field``: two of the student's functions are
+        equal when they are one function, as Python compares them; anything else is theirs to say."""
+        if type(other) is Handle and _functions(self, other):
+            return self._ident == other._ident
+        raise SiteUnusable(self._source, self._why)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """``frame["col"] = ...``: done on the real value in the student's run of the test."""
@@ -73,6 +83,15 @@ class Handle:
     @property  # type: ignore[misc]
     def __class__(self) -> Any:  # ``isinstance(handle, T)`` asks the record, not this stand-in
         raise SiteUnusable(self._source, self._why)
+
+
+def _functions(*handles: Handle) -> bool:
+    """Whether each handle is a plain function of the student's process (``def``, ``lambda``), told
+    apart from the others by its record: a function's ``==`` is ``is``."""
+    return all(
+        h._ident >= 0 and h._kind is not None and (h._kind.__module__, h._kind.__qualname__) == ("builtins", "function")
+        for h in handles
+    )
 
 
 def handle_class(value: Any) -> ClassRef | None:
