@@ -1084,3 +1084,22 @@ def test_a_given_cell_reading_data_the_course_does_not_ship_names_the_file_not_a
         "cell 1: reads the file employee_data.csv, which is not beside the notebook; nothing graded uses"
         in " ".join(item.notes)
     )
+
+
+def test_a_test_cell_ending_in_an_object_of_the_students_earns_its_points(tmp_path):
+    """The French k-NN course's test ends in ``monImage``, a PIL image the student's function made,
+    which the notebook shows. nbgrader reads points from a number shown there, and gives them all
+    for anything else; so does the import, where before the grading stopped on it."""
+    given = "class Box:\n    def __init__(self, n):\n        self.n = n"
+    answer = "### BEGIN SOLUTION\ndef make(n):\n    return Box(n)\n### END SOLUTION"
+    cells = [
+        ("code", given, {}),
+        ("code", answer, meta("make", solution=True)),
+        ("code", "b = make(3)\nassert b.n == 3\nb", meta("t_make", grade=True, locked=True, points=2)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    assert Grader(course).grade(assignment, assignment.solution).score == 2
+    wrong = _answered(assignment.skeleton, tmp_path / "w.ipynb", {"?": "def make(n):\n    return Box(n + 1)"})
+    assert Grader(course).grade(assignment, wrong).score == 0

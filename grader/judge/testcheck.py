@@ -535,7 +535,7 @@ def grade(
 def _partial_points(value: Any, points: float) -> float:
     """``partial_credit(value)``: the value's text (``repr``, as a notebook shows it) read as a
     number of points between 0 and the check's; anything else earns them all."""
-    if value is None:
+    if value is None or type(value) is Handle:  # an object of the student's shows no number here
         return points
     try:
         earned = float(repr(value))
