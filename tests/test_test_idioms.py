@@ -30,6 +30,7 @@ SOLUTION = [
     "data = pd.DataFrame({'flavor': ['mint', 'vanilla', 'mint', 'lime'], 'price': [4.0, 1.5, 5.0, 2.0]})\n"
     "price_by_flavor = data.groupby('flavor')['price'].mean()",
     "def greet(name):\n    print('Hello,', name)",
+    "def fill_corners(a, items):\n    a[0, 0], a[-1, -1] = 1, -1\n    items.append(len(items))",
 ]
 
 TESTS = {
@@ -71,6 +72,10 @@ TESTS = {
     # Two of the student's functions compared with ``==``: one function, or two
     "functions": "f = fiberator\nassert f == fiberator and f != squares and not (sum_of_squares == squares)\n"
     "assert next(f()) == 0",
+    # The student's function fills the test's own array and list in place; its value is not used
+    "in_place": "grid = np.zeros((2, 3))\nseen = []\nfill_corners(grid, seen)\nfor _ in range(2):\n"
+    "    fill_corners(grid, items=seen)\nassert grid[0, 0] == 1 and grid[-1, -1] == -1 and grid.sum() == 0\n"
+    "assert seen == [0, 1, 2]",
 }
 
 WRONG = [
@@ -85,6 +90,7 @@ WRONG = [
     "data = pd.DataFrame({'flavor': ['mint', 'vanilla', 'mint', 'lime', 'fig'], 'price': [4.0, 1.5, 5.0, 2.0, 1.0]})\n"
     "price_by_flavor = data.groupby('flavor')['price'].sum()",
     "def greet(name):\n    print('Hi', name)",
+    "def fill_corners(a, items):\n    a = a.copy()\n    a[0, 0], a[-1, -1] = 1, -1\n    items = items + [len(items)]",
 ]
 
 

@@ -159,9 +159,18 @@ def _introspects(node: ast.expr) -> bool:
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, source: str, student: set[str], tainted: set[str], bound: set[str], helpers: frozenset[str]):
+    def __init__(
+        self,
+        source: str,
+        student: set[str],
+        tainted: set[str],
+        bound: set[str],
+        helpers: frozenset[str],
+        assigned: frozenset[str] = frozenset(),
+    ):
         self.source, self.student, self.tainted, self.bound = source, student, tainted, bound
         self.helpers = helpers  # the test's own functions
+        self.assigned = assigned  # the names the test assigns values to (its data, not its functions)
         self.catching = 0  # how many ``try`` bodies around here catch an AssertionError
         self.live: set[str] = set()  # names whose every read is taken in the student's process (``recorded_warnings``)
         self.sites: list[Site] = []
@@ -344,8 +353,8 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_For(self, node: ast.For) -> Any:
         node.iter = self._iterated(node.iter)
-        node.body = [self.visit(s) for s in node.body]
-        node.orelse = [self.visit(s) for s in node.orelse]
+        node.body = self._body(node.body)
+        node.orelse = self._body(node.orelse)
         return node
 
     def visit_comprehension(self, node: ast.comprehension) -> Any:
@@ -356,11 +365,11 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Try(self, node: ast.Try) -> Any:
         catches = any(catches_assertion(h.type) for h in node.handlers)
         self.catching += catches
-        node.body = [self.visit(s) for s in node.body]
+        node.body = self._body(node.body)
         self.catching -= catches
         node.handlers = [self.visit(h) for h in node.handlers]
-        node.orelse = [self.visit(s) for s in node.orelse]
-        node.finalbody = [self.visit(s) for s in node.finalbody]
+        node.orelse = self._body(node.orelse)
+        node.finalbody = self._body(node.finalbody)
         return node
 
     def visit_With(self, node: ast.With) -> Any:
@@ -374,8 +383,47 @@ class _Rewriter(ast.NodeTransformer):
                 )
             else:
                 item.context_expr = self.visit(expr)
-        node.body = [self.visit(s) for s in node.body]
+        node.body = self._body(node.body)
         return node
+
+    def _body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in stmts:
+            new = self.visit(stmt)
+            out.extend(new if isinstance(new, list) else [new])
+        return out
+
+    def visit_Expr(self, node: ast.Expr) -> Any:
+        # ``set_dipole_conditions(grid, (0, 0), (-1, -1))``: the student's function fills the test's
+        # array in place, and the call's value is not used. The call ran in the student's process, on
+        # that process's copy: the test's name then reads that copy, as it stands after the call.
+        call = node.value
+        synced = []
+        if isinstance(call, ast.Call) and isinstance(root := _root(call.func), ast.Name) and root.id in self.tainted:
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                if (
+                    isinstance(arg, ast.Name)
+                    and arg.id in self.assigned
+                    and arg.id not in self.student | self.helpers
+                    and arg.id not in synced
+                ):
+                    synced.append(arg.id)
+        new = self.generic_visit(node)
+        if not synced:
+            return new
+        after = [
+            ast.copy_location(
+                ast.Assign(
+                    targets=[ast.Name(id=name, ctx=ast.Store())],
+                    value=_call(
+                        TEST_SITE, ast.Constant(self._new_site(node)), _thunk(ast.Name(id=name, ctx=ast.Load()))
+                    ),
+                ),
+                node,
+            )
+            for name in synced
+        ]
+        return [new, *after]
 
     def visit_Delete(self, node: ast.Delete) -> Any:
         # ``del squares``: the notebook's name is gone for the student's code until the test puts it back.
@@ -550,7 +598,16 @@ def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     student |= live
     tainted = tainted_names(tree, student)
     helpers = frozenset(n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-    rewriter = _Rewriter(source, student, tainted, testcode.bound_names(tree), helpers)
+    imports = {
+        (a.asname or a.name).split(".")[0]
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    }
+    assigned = (
+        frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)) - imports
+    )
+    rewriter = _Rewriter(source, student, tainted, testcode.bound_names(tree), helpers, assigned)
     rewriter.live = live
     body: list[ast.stmt] = []
     for stmt in tree.body:
