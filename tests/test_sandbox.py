@@ -569,7 +569,10 @@ def test_secret_in_the_graders_environment_is_absent(tmp_path, course):
 @pytest.mark.parametrize(
     "value, message",
     [
-        ("np.zeros((1024, 1024))", "is an array of 8.4 MB, more than the grader will carry"),
+        (
+            "np.zeros((1024, 1024))",
+            "is an array of 8.4 MB, more than the grader will carry (4 MB at a time, `limits.capture_mb`)",
+        ),
         ("np.array([object(), 1.0], dtype=object)", "is a builtins.object, which cannot be compared as data"),
         ("(row for row in attention_weights @ V)", "is a builtins.generator, which cannot be compared as data"),
         ("[]\noutput.append(output)", "is nested more than 24 levels deep"),

@@ -128,12 +128,21 @@ def encode(value: Any, *, budget: list[int], depth: int = 0) -> dict[str, Any]:
 
 
 def _over(budget: list[int], size: int) -> str:
-    """Why ``size`` bytes do not fit: more than the grader carries at all, or (``budget[1]``, the
-    run's whole allowance, where given) more than is left of it after what the run carried before."""
-    if len(budget) > 1 and size <= budget[1]:
+    """Why ``size`` bytes do not fit. ``budget`` may also say the whole allowances: one capture's
+    (``budget[1]``, ``limits.capture_mb``), the run's (``budget[2]``) and what was left of the run's
+    when this capture began (``budget[3]``), so that a small value refused because the capture, or
+    the run, has carried its fill says which."""
+    if len(budget) > 1 and size > budget[1]:
+        return f"more than the grader will carry ({budget[1] / 2**20:.0f} MB at a time, `limits.capture_mb`)"
+    if len(budget) > 3 and budget[3] < budget[1]:
         return (
-            f"more than is left of what the grader carries out of one run ({budget[1] / 2**20:.0f} MB in all, "
-            "`limits.capture_mb`) after the values carried before it"
+            f"more than is left of what the grader carries out of one run ({budget[2] / 2**20:.0f} MB in all, "
+            f"{budget[2] // budget[1]} times `limits.capture_mb`) after the values carried before it"
+        )
+    if len(budget) > 1:
+        return (
+            f"more than is left of what the grader carries at a time ({budget[1] / 2**20:.0f} MB, "
+            "`limits.capture_mb`) after the values carried with it"
         )
     return "more than the grader will carry"
 

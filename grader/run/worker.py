@@ -185,13 +185,20 @@ def _forget_modules_from(workdir: str, names: set[str]) -> None:
             sys.modules.pop(name, None)
 
 
+RUN_CAPTURES = 8  # a run's captures together may carry this many times ``limits.capture_mb``
+
+
 class Runner:
     def __init__(self, job: JobWire, out: BinaryIO, shell: Any):
         self.job, self.out, self.shell = job, out, shell
         self.pid = os.getpid()
         self.sandbox: tuple[str, ...] = ()  # the protections sandbox.enter() put in place
-        # what the run may still carry out, and its whole allowance (for the message once it is spent)
-        self.budget = [int(job["limits"]["capture_mb"]) * 1024 * 1024] * 2
+        # Each capture (a value, a test's records) may carry ``capture_mb``, and the run all of them
+        # together ``RUN_CAPTURES`` times that: a hidden test that iterates over a 0.1 MB array, or an
+        # image course's 29 MB arrays, fit where one allowance for the whole run was spent early.
+        self.per_capture = int(job["limits"]["capture_mb"]) * 1024 * 1024
+        self.run_left = RUN_CAPTURES * self.per_capture
+        self.budget = self._allowance()
         self.output_limit = int(job["limits"]["output_kb"]) * 1024
         self.disk_limit = int(job["limits"].get("disk_mb", 256)) * 1024 * 1024
         self.filled: set[str] = set()  # the run's tmpfs places reported full already
@@ -329,9 +336,18 @@ class Runner:
                 out.append([place, (st.f_blocks - st.f_bfree) * st.f_frsize])
         return out
 
+    def _allowance(self) -> list[int]:
+        """What the next capture may carry: ``capture_mb``, or what is left of the run's; then the
+        two whole allowances and what is left of the run's, which a refusal names (``capture.encoding``)."""
+        whole = RUN_CAPTURES * self.per_capture
+        return [min(self.per_capture, self.run_left), self.per_capture, whole, self.run_left]
+
     def capture_all(self, items: list[CaptureWire]) -> None:
         for item in items:
+            self.budget = self._allowance()
+            start = self.budget[0]
             message = self.capture_one(item)
+            self.run_left -= start - self.budget[0]
             body = frames.encode_frame(message)
             if frames.items_in(body) > frames.MAX_FRAME_CONTAINERS:
                 # what the grader would refuse (``frames.FrameReader``): the value is too large to judge
