@@ -125,31 +125,31 @@ def test_recursion_and_size_are_bounded():
 
 def test_a_small_value_past_a_spent_allowance_says_the_allowance_is_spent_not_that_it_is_large():
     """A physics course's hidden test iterates a relaxation, carrying one 0.1 MB array a step, and an
-    image course compares 29 MB images: each capture has its own allowance, the run eight of them.
+    image course compares 29 MB images: each capture has its own allowance, the run four of them.
     A small value past what is left says so, and names the setting, rather than calling 0.1 MB
     too large; a value past one capture's allowance says that."""
     mb = 1024 * 1024
-    allowance = [64 * mb, 64 * mb, 512 * mb, 300 * mb]
+    allowance = [128 * mb, 128 * mb, 512 * mb, 300 * mb]
     encode(np.zeros(1000), budget=allowance)
-    assert allowance[0] == 64 * mb - 8000
+    assert allowance[0] == 128 * mb - 8000
     allowance[0] = 50_000
     with pytest.raises(CaptureFailed) as info:
         encode(np.zeros(12_500), budget=allowance)
     assert str(info.value) == (
-        "is an array of 0.1 MB, more than is left of what the grader carries at a time (64 MB, "
+        "is an array of 0.1 MB, more than is left of what the grader carries at a time (128 MB, "
         "`limits.capture_mb`) after the values carried with it"
     )
-    run_spent = [50_000, 64 * mb, 512 * mb, 50_000]
+    run_spent = [50_000, 128 * mb, 512 * mb, 50_000]
     with pytest.raises(CaptureFailed) as info:
         encode(np.zeros(12_500), budget=run_spent)
     assert str(info.value) == (
         "is an array of 0.1 MB, more than is left of what the grader carries out of one run (512 MB in all, "
-        "8 times `limits.capture_mb`) after the values carried before it"
+        "4 times `limits.capture_mb`) after the values carried before it"
     )
     with pytest.raises(CaptureFailed) as info:
-        encode(np.zeros(10_000_000), budget=allowance)
+        encode(np.zeros(20_000_000), budget=allowance)
     assert str(info.value) == (
-        "is an array of 80.0 MB, more than the grader will carry (64 MB at a time, `limits.capture_mb`)"
+        "is an array of 160.0 MB, more than the grader will carry (128 MB at a time, `limits.capture_mb`)"
     )
 
 

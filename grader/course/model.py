@@ -30,7 +30,7 @@ class Limits:
     processes: int = 64  # processes the student may have at once
     open_files: int = 256
     file_size_mb: int = 64  # largest file the student may write
-    capture_mb: int = 64  # largest payload of captured values
+    capture_mb: int = 128  # largest payload of one capture (a value, a test's records); a run's, 4 times that
     disk_mb: int = 256  # the working directory, /tmp and /dev/shm: each a tmpfs of this size
     grader_cpu: float = 60.0  # CPU seconds of the grader's own work on one submission (analysis, decoding, verdicts)
     memfd: bool = False  # allow memfd_create: memory in such files is counted by no limit but file_size_mb

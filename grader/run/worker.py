@@ -185,7 +185,7 @@ def _forget_modules_from(workdir: str, names: set[str]) -> None:
             sys.modules.pop(name, None)
 
 
-RUN_CAPTURES = 8  # a run's captures together may carry this many times ``limits.capture_mb``
+RUN_CAPTURES = 4  # a run's captures together may carry this many times ``limits.capture_mb``
 
 
 class Runner:
