@@ -1103,3 +1103,32 @@ def test_a_test_cell_ending_in_an_object_of_the_students_earns_its_points(tmp_pa
     assert Grader(course).grade(assignment, assignment.solution).score == 2
     wrong = _answered(assignment.skeleton, tmp_path / "w.ipynb", {"?": "def make(n):\n    return Box(n + 1)"})
     assert Grader(course).grade(assignment, wrong).score == 0
+
+
+def test_tests_that_look_inside_objects_unpack_figures_and_catch_printing_grade_as_in_the_kernel(tmp_path):
+    """From a blind corpus of test cells (tests/corpora/test_idioms_blind): ``obj.__dict__[...]``,
+    ``fig, ax = plt.subplots()`` then the figure as the cell's last line, ``import matplotlib`` then
+    ``matplotlib.axes.Axes``, and a helper class that swaps ``sys.stdout`` to catch what the
+    student's function prints. Each passes on the solution and fails where the answer is wrong."""
+    given = "import io, sys\nimport matplotlib.pyplot as plt\nclass Acct:\n    def __init__(self):\n        self.balance = 0"
+    answer = (
+        "### BEGIN SOLUTION\nacct = Acct()\ndef greet(n):\n    print('Hello', n)\n"
+        "def results():\n    return [1, 2, 3]\n### END SOLUTION"
+    )
+    tests = {
+        "t_dict": 'assert acct.__dict__["balance"] == 0',
+        "t_fig": "fig, ax = plt.subplots()\nax.plot(results())\nassert len(ax.lines) == 1 and len(results()) == 3\nfig",
+        "t_axes": "import matplotlib\nfig2, ax2 = plt.subplots()\nassert isinstance(ax2, matplotlib.axes.Axes)",
+        "t_capsys": "class Cap:\n    def __enter__(self):\n        self.old = sys.stdout\n        sys.stdout = io.StringIO()\n"
+        "        return self\n    def __exit__(self, *a):\n        self.out = sys.stdout.getvalue()\n        sys.stdout = self.old\n"
+        'with Cap() as c:\n    greet("Ann")\nassert c.out == "Hello Ann\\n", c.out',
+    }
+    cells = [("code", given, {}), ("code", answer, meta("ans", solution=True))]
+    cells += [("code", t, meta(k, grade=True, locked=True, points=1)) for k, t in tests.items()]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    assert Grader(course).grade(assignment, assignment.solution).score == 4
+    wrong = "acct = Acct()\nacct.balance = 5\ndef greet(n):\n    print('Hi', n)\ndef results():\n    return [1, 2]"
+    card = Grader(course).grade(assignment, _answered(assignment.skeleton, tmp_path / "w.ipynb", {"?": wrong}))
+    assert {q.id: q.score for q in card.questions} == {"t_dict": 0, "t_fig": 0, "t_axes": 1, "t_capsys": 0}

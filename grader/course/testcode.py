@@ -26,6 +26,10 @@ GRADER_MODULES = {
     "pandas": "pandas",
     "random": "random",
     "F": "torch.nn.functional",
+    # ``sys.stdout = io.StringIO()`` in a test that catches what the student's code prints: the
+    # stream the grader prints that code's recorded output into
+    "sys": "sys",
+    "io": "io",
 }
 # nose.tools' helpers (``grader.nose_tools``), which a test cell may import once for every later one.
 GRADER_HELPERS = frozenset(

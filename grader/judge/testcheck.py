@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import importlib
+import re
 import sys
 import threading
 import warnings
@@ -455,6 +457,7 @@ class _Judging:
 
     def _run(self, ns: dict[str, Any]) -> Outcome:
         seed_everything(int(self.check.seed or 0))
+        _as_in_a_kernel(self.check.target)
         shown: list[warnings.WarningMessage] = []
         streams = sys.stdout, sys.stderr  # put back however the test left them (``sys.stdout = buf``)
         try:
@@ -504,6 +507,19 @@ class _Judging:
     def _partial(self, value: Any) -> Any:
         self.partial = value
         return value
+
+
+# Submodules a notebook's kernel has loaded whenever it draws, which a test reads as attributes of
+# the package it imports itself (``import matplotlib`` then ``matplotlib.axes.Axes``): in the
+# kernel they are there because ``matplotlib.pyplot`` loaded them.
+_KERNEL_LOADED = {"matplotlib": "matplotlib.pyplot"}
+_IMPORTS = re.compile(r"^\s*(?:import|from)\s+(\w+)", re.M)
+
+
+def _as_in_a_kernel(test: str) -> None:
+    for package in set(_IMPORTS.findall(test)) & set(_KERNEL_LOADED):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(_KERNEL_LOADED[package])
 
 
 def judge(check: Check, student: dict[str, Captured], *, reveal: bool, data_dir: Path | None = None) -> Outcome:

@@ -351,6 +351,15 @@ class _Rewriter(ast.NodeTransformer):
         index = self._new_site(node)
         return ast.copy_location(_call(TEST_ITER, ast.Constant(index), _thunk(self.visit(node))), node)
 
+    def visit_Assign(self, node: ast.Assign) -> Any:
+        # ``fig, ax = plt.subplots()``: unpacked as the loop takes its items, each one data or an
+        # object that stays in the student's process, where the pair whole is neither.
+        if len(node.targets) == 1 and isinstance(node.targets[0], (ast.Tuple, ast.List)):
+            node.value = self._iterated(node.value)
+            node.targets = [self.visit(t) for t in node.targets]
+            return node
+        return self.generic_visit(node)
+
     def visit_For(self, node: ast.For) -> Any:
         node.iter = self._iterated(node.iter)
         node.body = self._body(node.body)

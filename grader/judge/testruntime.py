@@ -36,6 +36,9 @@ class Handle:
     student's code, where the record of that call answers; here, any use of it as data fails
     (``SiteUnusable``), and the site that used it answers from its own record instead."""
 
+    # No ``__dict__`` of its own: ``acct.__dict__["balance"]`` asks the student's object, as any
+    # attribute does (``__getattr__``), not this stand-in's fields.
+    __slots__ = ("_source", "_why", "_kind", "_ident")
     _source: str
     _why: str
     _kind: ClassRef | None
@@ -85,11 +88,14 @@ class Handle:
         raise SiteUnusable(self._source, self._why)
 
 
+FUNCTIONS = {("builtins", "function"), ("builtins", "builtin_function_or_method")}
+
+
 def _functions(*handles: Handle) -> bool:
-    """Whether each handle is a plain function of the student's process (``def``, ``lambda``), told
-    apart from the others by its record: a function's ``==`` is ``is``."""
+    """Whether each handle is a plain function of the student's process (``def``, ``lambda``, a
+    library's ``math.sqrt``), told apart from the others by its record: its ``==`` is ``is``."""
     return all(
-        h._ident >= 0 and h._kind is not None and (h._kind.__module__, h._kind.__qualname__) == ("builtins", "function")
+        h._ident >= 0 and h._kind is not None and (h._kind.__module__, h._kind.__qualname__) in FUNCTIONS
         for h in handles
     )
 
