@@ -1132,3 +1132,39 @@ def test_tests_that_look_inside_objects_unpack_figures_and_catch_printing_grade_
     wrong = "acct = Acct()\nacct.balance = 5\ndef greet(n):\n    print('Hi', n)\ndef results():\n    return [1, 2]"
     card = Grader(course).grade(assignment, _answered(assignment.skeleton, tmp_path / "w.ipynb", {"?": wrong}))
     assert {q.id: q.score for q in card.questions} == {"t_dict": 0, "t_fig": 0, "t_axes": 1, "t_capsys": 0}
+
+
+def test_a_stream_swapped_in_a_tuple_and_a_score_added_up_grade_as_in_the_kernel(tmp_path):
+    """Two more from the blind corpus: ``self.old, sys.stdout = sys.stdout, io.StringIO()`` in a
+    capsys-like helper (before, the grader's copy dropped the statement as a change to a library),
+    and ``score = 0.0`` then ``score += check(...)`` ending in ``score`` (before, the student's copy
+    of the test kept the additions without the ``score = 0.0`` they add to)."""
+    answer = (
+        "### BEGIN SOLUTION\ndef greet(name, times=1):\n    for _ in range(times):\n        print(f'Hello, {name}!')\n"
+        "def count_vowels(s):\n    return sum(c in 'aeiou' for c in s.lower())\n### END SOLUTION"
+    )
+    capsys = (
+        "import io, sys\nclass capsys:\n    def __enter__(self):\n        self.old, sys.stdout = sys.stdout, io.StringIO()\n"
+        "        return self\n    def __exit__(self, *exc):\n        self.out = sys.stdout.getvalue()\n"
+        "        sys.stdout = self.old\nwith capsys() as cap:\n    greet('Bob', times=3)\n"
+        "assert cap.out.count('Hello, Bob!') == 3, cap.out"
+    )
+    partial = (
+        "def check(f, *args, expected):\n    try:\n        return f(*args) == expected\n    except Exception as e:\n"
+        "        print(f.__name__, 'raised', repr(e))\n        return False\n\nscore = 0.0\n"
+        "score += check(count_vowels, 'Education', expected=5)\nscore += check(count_vowels, 'xyz', expected=0)\n"
+        "score"
+    )
+    cells = [
+        ("code", "import math", {}),
+        ("code", answer, meta("ans", solution=True)),
+        ("code", capsys, meta("t_greet", grade=True, locked=True, points=1)),
+        ("code", partial, meta("t_partial", grade=True, locked=True, points=2)),
+    ]
+    staged, items, course = imported(tmp_path, nbgrader_source(tmp_path, cells))
+    assert staged.failing == () and staged.problems == ()
+    assignment = course.assignment("ps1")
+    assert Grader(course).grade(assignment, assignment.solution).score == 3
+    wrong = "def greet(name, times=1):\n    print(f'Hello, {name}!')\ndef count_vowels(s):\n    return sum(c in 'aeiou' for c in s)"
+    card = Grader(course).grade(assignment, _answered(assignment.skeleton, tmp_path / "w.ipynb", {"?": wrong}))
+    assert {q.id: q.score for q in card.questions} == {"t_greet": 0, "t_partial": 1}

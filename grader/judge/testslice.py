@@ -71,7 +71,11 @@ def _outer_calls(node: ast.AST, own: frozenset[str] = frozenset()) -> list[ast.e
 
 
 def _reads(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    """The names read, ``score`` of ``score += check(...)`` included (its value is read first)."""
+    loads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return loads | {
+        n.target.id for n in ast.walk(node) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+    }
 
 
 def _binds(stmt: ast.stmt) -> set[str]:

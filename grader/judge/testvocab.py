@@ -164,11 +164,17 @@ class LeaveLibrariesAlone(ast.NodeTransformer):
         base = root(node)
         return isinstance(base, ast.Name) and base.id in self.libraries
 
+    def _changes_target(self, target: ast.expr) -> bool:
+        if isinstance(target, (ast.Tuple, ast.List)):  # ``self.old, sys.stdout = sys.stdout, buf``
+            return any(self._changes_target(e) for e in target.elts)
+        if isinstance(target, ast.Starred):
+            return self._changes_target(target.value)
+        # ``sys.stdout = io.StringIO()``: the test catching what is printed, done on both sides
+        return not _standard_stream(target) and self._library(target)
+
     def _changes(self, stmt: ast.stmt) -> bool:
-        if isinstance(stmt, ast.Assign) and all(_standard_stream(t) for t in stmt.targets):
-            return False  # ``sys.stdout = io.StringIO()``: the test catching what is printed, done on both sides
         if isinstance(stmt, ast.Assign):
-            return any(self._library(t) for t in stmt.targets)
+            return any(self._changes_target(t) for t in stmt.targets)
         if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
             return self._library(stmt.target)
         if isinstance(stmt, ast.Delete):
