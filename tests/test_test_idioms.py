@@ -31,6 +31,7 @@ SOLUTION = [
     "price_by_flavor = data.groupby('flavor')['price'].mean()",
     "def greet(name):\n    print('Hello,', name)",
     "def fill_corners(a, items):\n    a[0, 0], a[-1, -1] = 1, -1\n    items.append(len(items))",
+    "def mc_mean(n):\n    return np.random.uniform(0, 1, n).mean()",
 ]
 
 TESTS = {
@@ -76,6 +77,10 @@ TESTS = {
     "in_place": "grid = np.zeros((2, 3))\nseen = []\nfill_corners(grid, seen)\nfor _ in range(2):\n"
     "    fill_corners(grid, items=seen)\nassert grid[0, 0] == 1 and grid[-1, -1] == -1 and grid.sum() == 0\n"
     "assert seen == [0, 1, 2]",
+    # The test seeds NumPy before each of two calls, and draws with the same seed itself
+    "reseeded": "np.random.seed(42)\na = mc_mean(500)\nnp.random.seed(42)\nb = mc_mean(500)\n"
+    "assert a == b, 'use np.random so that the seed makes it reproducible'\n"
+    "np.random.seed(0)\nx = np.random.uniform(0, 1, 10)\nnp.random.seed(0)\nassert np.isclose(mc_mean(10), x.mean())",
 }
 
 WRONG = [
@@ -91,6 +96,7 @@ WRONG = [
     "price_by_flavor = data.groupby('flavor')['price'].sum()",
     "def greet(name):\n    print('Hi', name)",
     "def fill_corners(a, items):\n    a = a.copy()\n    a[0, 0], a[-1, -1] = 1, -1\n    items = items + [len(items)]",
+    "import random\ndef mc_mean(n):\n    return sum(random.random() for _ in range(n)) / n",
 ]
 
 

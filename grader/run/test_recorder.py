@@ -132,6 +132,38 @@ def _rng_state() -> tuple[Any, ...]:
     )
 
 
+SEEDING = (("random", "seed"), ("numpy.random", "seed"), ("torch", "manual_seed"))
+
+
+def _watch_seeding(recorder: Recorder) -> Any:
+    """While the test runs, a seeding call of the test's own (``np.random.seed(42)`` before each of
+    two calls of the student's function) starts the student's next draws from it, as one generator
+    does in a kernel: even where it seeds the state it was left in, which alone would look untouched.
+    Returns what puts the functions back."""
+    saved = []
+    for module_name, name in SEEDING:
+        module = sys.modules.get(module_name)
+        original = getattr(module, name, None) if module is not None else None
+        if original is None:
+            continue
+
+        def seeding(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            recorder.left = None
+            return _original(*args, **kwargs)
+
+        try:
+            setattr(module, name, seeding)
+        except (AttributeError, TypeError):
+            continue
+        saved.append((module, name, original))
+
+    def unwatch() -> None:
+        for module, name, original in saved:
+            setattr(module, name, original)
+
+    return unwatch
+
+
 def _same_state(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     """Whether two ``_rng_state`` snapshots are the same state of every generator."""
     if a[0] != b[0]:
@@ -507,6 +539,7 @@ def record_test(
         recorder.add("v", PRINTOPTIONS, capture.encode(printing, budget=budget))
     state = _rng_state()  # the test's own seeding is its own: the notebook's draws go on as they were
     seed_everything(seed)
+    unwatch = _watch_seeding(recorder)
     ended: tuple[str, str] = ("", "")
     stderr, sys.stderr = sys.stderr, _ErrorStream(sys.stderr)  # warnings too: they are written there
     try:
@@ -514,6 +547,7 @@ def record_test(
     except BaseException as exc:  # noqa: BLE001 - how the test ended here is a record, whatever it was
         ended = (type(exc).__name__[:100], _safe_str(exc))
     finally:
+        unwatch()
         written, sys.stderr = getattr(sys.stderr, "first", ""), stderr
         ns.clear()
         ns.update(saved)
