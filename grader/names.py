@@ -88,6 +88,10 @@ TEST_SITE = "__grader_site__"  # __grader_site__(n, thunk): a value from the stu
 TEST_ITER = "__grader_iter__"  # __grader_iter__(n, thunk): iterating over a student's value
 TEST_WITH = "__grader_with__"  # __grader_with__(n, thunk): a student's context manager
 TEST_DEL = "__grader_del__"  # __grader_del__(name): ``del`` of one of the notebook's names
+# __grader_snap__(n, thunk) before a call into the student's code that is handed one of the test's
+# own values, __grader_sync__(n, thunk) after it: the value as the call left it, where it changed it
+TEST_SNAP = "__grader_snap__"
+TEST_SYNC = "__grader_sync__"
 TEST_ASSERT = "__grader_assert__"  # __grader_assert__(n, thunk, message): one of the test's asserts
 TEST_AT = "__grader_at__"  # __grader_at__(n): the statement about to run (grader side only)
 # The record of NumPy's print options in the student's process where a test runs, under this key,

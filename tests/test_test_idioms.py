@@ -76,7 +76,7 @@ TESTS = {
     # The student's function fills the test's own array and list in place; its value is not used
     "in_place": "grid = np.zeros((2, 3))\nseen = []\nfill_corners(grid, seen)\nfor _ in range(2):\n"
     "    fill_corners(grid, items=seen)\nassert grid[0, 0] == 1 and grid[-1, -1] == -1 and grid.sum() == 0\n"
-    "assert seen == [0, 1, 2]",
+    "assert seen == [0, 1, 2]\nkept = [7]\nr = fill_corners(np.zeros((2, 2)), kept)\nassert r is None and kept == [7, 1]",
     # The test seeds NumPy before each of two calls, and draws with the same seed itself
     "reseeded": "np.random.seed(42)\na = mc_mean(500)\nnp.random.seed(42)\nb = mc_mean(500)\n"
     "assert a == b, 'use np.random so that the seed makes it reproducible'\n"

@@ -74,7 +74,17 @@ from grader.judge.testruntime import (
     show,
     site_finding,
 )
-from grader.names import PRINTOPTIONS, TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_SITE, TEST_WITH
+from grader.names import (
+    PRINTOPTIONS,
+    TEST_ASSERT,
+    TEST_AT,
+    TEST_DEL,
+    TEST_ITER,
+    TEST_SITE,
+    TEST_SNAP,
+    TEST_SYNC,
+    TEST_WITH,
+)
 from grader.run.job import Captured, CaptureSpec
 from grader.seeding import seed_everything
 from grader.vocab import CaptureKind, CheckStatus, Unprepared
@@ -264,6 +274,15 @@ class _Judging:
         else:
             sys.stdout.write(text)
 
+    def sync(self, index: int, thunk: Callable[[], Any]) -> Any:
+        """After a call of the student's code was handed one of the test's own values: that value as
+        the call left it in the student's process, where it changed it; else the grader's own."""
+        key = self._key(index)
+        rec = self.records.by_key.get(key) if self.records is not None else None
+        if rec is None or rec.kind == "l":
+            return thunk()
+        return self._answer(self.prog.sites[index], key)
+
     def iterate(self, index: int, thunk: Callable[[], Any]) -> Iterator[Any]:
         site = self.prog.sites[index]
         key = self._key(index)
@@ -442,6 +461,8 @@ class _Judging:
                 TEST_SITE: self.site,
                 TEST_ITER: self.iterate,
                 TEST_WITH: self.with_,
+                TEST_SNAP: lambda index, thunk: thunk(),
+                TEST_SYNC: self.sync,
                 TEST_ASSERT: self.assert_,
                 TEST_AT: self._mark,
                 TEST_DEL: lambda name: ns.pop(name, None),

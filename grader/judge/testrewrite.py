@@ -64,7 +64,17 @@ from grader.judge.testvocab import open_for_reading as _open_for_reading
 from grader.judge.testvocab import reads as _reads
 from grader.judge.testvocab import root as _root
 from grader.judge.testvocab import thunk as _thunk
-from grader.names import TEST_ASSERT, TEST_AT, TEST_DEL, TEST_ITER, TEST_MODULES, TEST_SITE, TEST_WITH
+from grader.names import (
+    TEST_ASSERT,
+    TEST_AT,
+    TEST_DEL,
+    TEST_ITER,
+    TEST_MODULES,
+    TEST_SITE,
+    TEST_SNAP,
+    TEST_SYNC,
+    TEST_WITH,
+)
 
 RAISES = frozenset({"raises", "assert_raises", "assertRaises"})
 TEST_FILE = "<test>"  # the file name the grader's copy is compiled under: frames in it are the test's own
@@ -358,7 +368,7 @@ class _Rewriter(ast.NodeTransformer):
             node.value = self._iterated(node.value)
             node.targets = [self.visit(t) for t in node.targets]
             return node
-        return self.generic_visit(node)
+        return self._synced(node, node.value)
 
     def visit_For(self, node: ast.For) -> Any:
         node.iter = self._iterated(node.iter)
@@ -402,37 +412,44 @@ class _Rewriter(ast.NodeTransformer):
             out.extend(new if isinstance(new, list) else [new])
         return out
 
-    def visit_Expr(self, node: ast.Expr) -> Any:
-        # ``set_dipole_conditions(grid, (0, 0), (-1, -1))``: the student's function fills the test's
-        # array in place, and the call's value is not used. The call ran in the student's process, on
-        # that process's copy: the test's name then reads that copy, as it stands after the call.
-        call = node.value
-        synced = []
+    def _handed(self, call: ast.expr) -> list[str]:
+        """The test's own values a call into the student's code is handed by name (``grid`` of
+        ``set_dipole_conditions(grid, ...)``), which the call may change in place."""
+        names: list[str] = []
         if isinstance(call, ast.Call) and isinstance(root := _root(call.func), ast.Name) and root.id in self.tainted:
             for arg in [*call.args, *(k.value for k in call.keywords)]:
+                if isinstance(arg, ast.Starred):
+                    arg = arg.value
                 if (
                     isinstance(arg, ast.Name)
                     and arg.id in self.assigned
                     and arg.id not in self.student | self.helpers
-                    and arg.id not in synced
+                    and arg.id not in names
                 ):
-                    synced.append(arg.id)
+                    names.append(arg.id)
+        return names
+
+    def _synced(self, node: ast.stmt, call: ast.expr | None) -> Any:
+        # ``set_dipole_conditions(grid, (0, 0), (-1, -1))``, ``res = running_total(nums)``: the call ran
+        # in the student's process, on that process's copy of the test's value, which it may have
+        # changed. Snapshot before, and after it the test's name reads that copy where it changed.
+        names = self._handed(call) if call is not None else []
         new = self.generic_visit(node)
-        if not synced:
+        if not names:
             return new
-        after = [
-            ast.copy_location(
-                ast.Assign(
-                    targets=[ast.Name(id=name, ctx=ast.Store())],
-                    value=_call(
-                        TEST_SITE, ast.Constant(self._new_site(node)), _thunk(ast.Name(id=name, ctx=ast.Load()))
-                    ),
-                ),
-                node,
+        before, after = [], []
+        for name in names:
+            index = self._new_site(ast.Name(id=name, ctx=ast.Load()))
+            read = _thunk(ast.Name(id=name, ctx=ast.Load()))
+            before.append(ast.copy_location(ast.Expr(value=_call(TEST_SNAP, ast.Constant(index), read)), node))
+            synced = _call(TEST_SYNC, ast.Constant(index), _thunk(ast.Name(id=name, ctx=ast.Load())))
+            after.append(
+                ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=synced), node)
             )
-            for name in synced
-        ]
-        return [new, *after]
+        return [*before, new, *after]
+
+    def visit_Expr(self, node: ast.Expr) -> Any:
+        return self._synced(node, node.value)
 
     def visit_Delete(self, node: ast.Delete) -> Any:
         # ``del squares``: the notebook's name is gone for the student's code until the test puts it back.

@@ -63,6 +63,8 @@ from grader.names import (
     TEST_ITER,
     TEST_MODULES,
     TEST_SITE,
+    TEST_SNAP,
+    TEST_SYNC,
     TEST_WITH,
 )
 from grader.run import course_modules
@@ -130,6 +132,31 @@ def _rng_state() -> tuple[Any, ...]:
         np.random.get_state() if np is not None else None,
         torch.random.get_rng_state() if torch is not None else None,
     )
+
+
+_UNCHANGEABLE = (int, float, complex, str, bytes, bool, type(None), frozenset, range)
+
+
+def _fingerprint(value: Any) -> Any:
+    """What tells whether a value changed in place: a digest of its contents (an array's bytes, a
+    list's or a frame's pickle); None where none can be made, which counts as changed."""
+    import hashlib
+    import pickle
+
+    if isinstance(value, _UNCHANGEABLE):
+        return ("same", id(value))
+    np = sys.modules.get("numpy")
+    try:
+        if np is not None and type(value) is np.ndarray:
+            return (
+                "array",
+                value.shape,
+                value.dtype.str,
+                hashlib.blake2b(np.ascontiguousarray(value).tobytes()).digest(),
+            )
+        return ("pickle", hashlib.blake2b(pickle.dumps(value, protocol=4)).digest())
+    except Exception:  # noqa: BLE001 - an object that cannot be read whole counts as changed
+        return None
 
 
 SEEDING = (("random", "seed"), ("numpy.random", "seed"), ("torch", "manual_seed"))
@@ -315,6 +342,7 @@ class Recorder:
         # generators are still in that state).
         self.student: tuple[Any, ...] | None = None
         self.left: tuple[Any, ...] | None = None
+        self.snaps: dict[int, Any] = {}  # a value the test hands the student's code, as it was before
 
     def into_student(self) -> tuple[Any, ...]:
         """Before a top-level call into the student's code: the test's generators, as they stand
@@ -428,6 +456,24 @@ class Recorder:
 
     # The helpers the rewritten test calls ------------------------------------------------------
 
+    def snap(self, index: int, thunk: Any) -> Any:
+        """Before a call of the student's code is handed one of the test's own values: how it is."""
+        value = thunk()
+        self.snaps[index] = _fingerprint(value)
+        return value
+
+    def sync(self, index: int, thunk: Any) -> Any:
+        """After that call: the value as the call left it, recorded where the call changed it (the
+        grader's copy then reads it), else ``l``: the grader's own copy is still right."""
+        key = self.key(index)
+        value = thunk()
+        before = self.snaps.pop(index, None)
+        if before is not None and before == _fingerprint(value):
+            self.add("l", key)
+        else:
+            self.keep(key, value)
+        return value
+
     def site(self, index: int, thunk: Any) -> Any:
         key = self.key(index)
         opaque = self.opaque
@@ -528,6 +574,8 @@ def record_test(
             TEST_SITE: recorder.site,
             TEST_ITER: recorder.iterate,
             TEST_WITH: recorder.with_,
+            TEST_SNAP: recorder.snap,
+            TEST_SYNC: recorder.sync,
             TEST_ASSERT: _assert,
             TEST_AT: lambda n: None,
             TEST_DEL: lambda name: _delete(ns, name),
