@@ -32,6 +32,7 @@ SOLUTION = [
     "def greet(name):\n    print('Hello,', name)",
     "def fill_corners(a, items):\n    a[0, 0], a[-1, -1] = 1, -1\n    items.append(len(items))",
     "def mc_mean(n):\n    return np.random.uniform(0, 1, n).mean()",
+    "import math\nOPS = {'sqrt': math.sqrt, 'sq': squares}",
 ]
 
 TESTS = {
@@ -72,7 +73,7 @@ TESTS = {
     "alias = squares\nassert id(alias) == id(squares)",
     # Two of the student's functions compared with ``==``: one function, or two
     "functions": "f = fiberator\nassert f == fiberator and f != squares and not (sum_of_squares == squares)\n"
-    "assert next(f()) == 0",
+    "assert next(f()) == 0\nimport math\nassert OPS['sqrt'] == math.sqrt and OPS['sq'] == squares",
     # The student's function fills the test's own array and list in place; its value is not used
     "in_place": "grid = np.zeros((2, 3))\nseen = []\nfill_corners(grid, seen)\nfor _ in range(2):\n"
     "    fill_corners(grid, items=seen)\nassert grid[0, 0] == 1 and grid[-1, -1] == -1 and grid.sum() == 0\n"
@@ -97,6 +98,7 @@ WRONG = [
     "def greet(name):\n    print('Hi', name)",
     "def fill_corners(a, items):\n    a = a.copy()\n    a[0, 0], a[-1, -1] = 1, -1\n    items = items + [len(items)]",
     "import random\ndef mc_mean(n):\n    return sum(random.random() for _ in range(n)) / n",
+    "import math\nOPS = {'sqrt': lambda x: math.sqrt(x), 'sq': squares}",
 ]
 
 

@@ -230,7 +230,9 @@ class _Judging:
             self.values.append((site.source, value))
             return value
         if rec.kind == "h":
-            return Handle(site.source, rec.detail, rec.value.data if rec.value is not None else None, rec.ident)
+            return Handle(
+                site.source, rec.detail, rec.value.data if rec.value is not None else None, rec.ident, rec.name
+            )
         if rec.kind == "e":
             return _raise_again(site, rec)
         raise SiteUnrecorded(site.source, Unprepared.OTHER_PATH)

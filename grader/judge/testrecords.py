@@ -6,11 +6,14 @@ no record at all: the check then says the test did not run there."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from grader.capture import ClassRef, Value
 from grader.judge import testmodules
 from grader.run.job import Captured
+
+IDENT = re.compile(r"@(\d+)(?:=([\w.]{1,200}:[\w.]{1,200}))?")
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,7 @@ class Record:
     ename: str = ""
     base: str = ""  # an exception's first builtin class
     ident: int = -1  # a handle: which of the student's objects (the same number, the same object)
+    name: str = ""  # a handle of a library's function: ``module:qualname`` (``math:sqrt``)
 
 
 @dataclass(frozen=True)
@@ -49,16 +53,21 @@ class Records:
             if len(parts) < 2 or any(p.kind != "str" for p in parts[:2]):
                 return None
             kind, key = parts[0].data, parts[1].data
-            ident = -1
-            if kind == "h" and len(parts) > 3 and parts[-1].kind == "str" and str(parts[-1].data)[1:].isdigit():
-                ident, parts = int(str(parts[-1].data)[1:]), parts[:-1]  # the object's number (``identity``)
+            ident, name = -1, ""
+            told = (
+                IDENT.fullmatch(str(parts[-1].data))
+                if kind == "h" and len(parts) > 3 and parts[-1].kind == "str"
+                else None
+            )
+            if told is not None:  # the object's number (``identity``), and a library function's name
+                ident, name, parts = int(told.group(1)), told.group(2) or "", parts[:-1]
             texts = [p.data if p.kind == "str" else "" for p in parts[2:]]
             if kind == "v" and len(parts) == 3:
                 out[key] = Record("v", value=parts[2])
             elif kind == "h" and len(parts) == 3:
-                out[key] = Record("h", detail=texts[0], ident=ident)
+                out[key] = Record("h", detail=texts[0], ident=ident, name=name)
             elif kind == "h" and len(parts) == 4 and isinstance(parts[3].data, ClassRef):
-                out[key] = Record("h", value=parts[3], detail=texts[0], ident=ident)  # the handle's class
+                out[key] = Record("h", value=parts[3], detail=texts[0], ident=ident, name=name)  # with its class
             elif kind == "e" and len(texts) == 3:
                 out[key] = Record("e", ename=texts[0], base=texts[1], detail=texts[2])
             elif kind in ("end", "l"):

@@ -38,17 +38,19 @@ class Handle:
 
     # No ``__dict__`` of its own: ``acct.__dict__["balance"]`` asks the student's object, as any
     # attribute does (``__getattr__``), not this stand-in's fields.
-    __slots__ = ("_source", "_why", "_kind", "_ident")
+    __slots__ = ("_source", "_why", "_kind", "_ident", "_name")
     _source: str
     _why: str
     _kind: ClassRef | None
     _ident: int
+    _name: str
 
-    def __init__(self, source: str, why: str, kind: ClassRef | None = None, ident: int = -1):
+    def __init__(self, source: str, why: str, kind: ClassRef | None = None, ident: int = -1, name: str = ""):
         object.__setattr__(self, "_source", source)
         object.__setattr__(self, "_why", why)
         object.__setattr__(self, "_kind", kind)  # its class, as ``type`` said
         object.__setattr__(self, "_ident", ident)  # which of the student's objects, where the record says
+        object.__setattr__(self, "_name", name)  # a library's function: ``module:qualname``
 
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
         raise SiteUnusable(self._source, self._why)
@@ -66,6 +68,11 @@ class Handle:
         equal when they are one function, as Python compares them; anything else is theirs to say."""
         if type(other) is Handle and _functions(self, other):
             return self._ident == other._ident
+        if self._name and isinstance(other, (types.FunctionType, types.BuiltinFunctionType)):
+            # ``OPERATIONS["sqrt"] == math.sqrt``: a library's function of the student's, and the grader's
+            return self._name == f"{getattr(other, '__module__', '')}:{getattr(other, '__qualname__', '')}"
+        if self._name and type(other) is Handle and other._name:
+            return self._name == other._name
         raise SiteUnusable(self._source, self._why)
 
     def __ne__(self, other: object) -> bool:

@@ -44,6 +44,7 @@ import collections
 import functools
 import io
 import os
+import re
 import sys
 import time
 import types
@@ -132,6 +133,19 @@ def _rng_state() -> tuple[Any, ...]:
         np.random.get_state() if np is not None else None,
         torch.random.get_rng_state() if torch is not None else None,
     )
+
+
+def _library_name(value: Any) -> str:
+    """``=module:qualname`` for a library's function (``math.sqrt`` kept in the student's dict), which
+    the grader compares with its own; "" for anything else (the notebook's own functions)."""
+    if not isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
+        return ""
+    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or module in ("__main__", "builtins"):
+        return ""
+    if not re.fullmatch(r"[\w.]{1,200}", module) or not re.fullmatch(r"[\w.]{1,200}", qualname) or "<" in qualname:
+        return ""
+    return f"={module}:{qualname}"
 
 
 _UNCHANGEABLE = (int, float, complex, str, bytes, bool, type(None), frozenset, range)
@@ -392,7 +406,7 @@ class Recorder:
         """``@n``: the same n for the same object each time it is a handle here, so the grader's
         ``fig.axes[0] is ax`` is what it is here."""
         self.handles[id(value)] = value  # held: its id is not reused while the test runs
-        return _str(f"@{self.idents.setdefault(id(value), len(self.idents))}")
+        return _str(f"@{self.idents.setdefault(id(value), len(self.idents))}{_library_name(value)}")
 
     def error(self, key: str, exc: BaseException) -> None:
         self.opaque += 1
