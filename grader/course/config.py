@@ -273,13 +273,10 @@ def _question(r: Reader, outer: Inherited, base: Path | None = None) -> Question
         total = sum(c.points or 0 for c in checks)
         if abs(total - points) > 1e-9:
             raise r.error(r.sub("points"), f"is {points:g} but its checks' points add up to {total:g}")
-    fails = r.flag("skeleton_fails", False)
-    passes = r.flag("skeleton_passes", False)
+    fails, passes = r.flag("skeleton_fails", False), r.flag("skeleton_passes", False)
     if fails and passes:
         raise r.error(r.sub("skeleton_passes"), "a skeleton cannot both fail and pass a question: give one of them")
-    return Question(
-        qid, title, points, checks, visible=r.flag("visible", True), skeleton_fails=fails, skeleton_passes=passes
-    )
+    return Question(qid, title, points, checks, r.flag("visible", True), skeleton_fails=fails, skeleton_passes=passes)
 
 
 def _variants(r: Reader, default_count: int) -> VariantSpec:

@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import importlib
-import re
 import sys
 import threading
 import warnings
@@ -60,8 +58,9 @@ from grader.judge import testmodules
 from grader.judge import verdicts as v
 from grader.judge.compare import compare
 from grader.judge.scorecard import CheckResult
+from grader.judge.testcopies import PARTIAL, PRINTED
 from grader.judge.testrecords import Record, Records
-from grader.judge.testrewrite import IS, OPS, PARTIAL, PRINTED, TEST_FILE, AssertInfo, Site, program
+from grader.judge.testrewrite import IS, OPS, TEST_FILE, AssertInfo, Site, program
 from grader.judge.testruntime import (
     Handle,
     Output,
@@ -74,6 +73,7 @@ from grader.judge.testruntime import (
     show,
     site_finding,
 )
+from grader.judge.testvocab import as_in_a_kernel
 from grader.names import (
     PRINTOPTIONS,
     TEST_ASSERT,
@@ -480,7 +480,7 @@ class _Judging:
 
     def _run(self, ns: dict[str, Any]) -> Outcome:
         seed_everything(int(self.check.seed or 0))
-        _as_in_a_kernel(self.check.target)
+        as_in_a_kernel(self.check.target)
         shown: list[warnings.WarningMessage] = []
         streams = sys.stdout, sys.stderr  # put back however the test left them (``sys.stdout = buf``)
         try:
@@ -530,19 +530,6 @@ class _Judging:
     def _partial(self, value: Any) -> Any:
         self.partial = value
         return value
-
-
-# Submodules a notebook's kernel has loaded whenever it draws, which a test reads as attributes of
-# the package it imports itself (``import matplotlib`` then ``matplotlib.axes.Axes``): in the
-# kernel they are there because ``matplotlib.pyplot`` loaded them.
-_KERNEL_LOADED = {"matplotlib": "matplotlib.pyplot"}
-_IMPORTS = re.compile(r"^\s*(?:import|from)\s+(\w+)", re.M)
-
-
-def _as_in_a_kernel(test: str) -> None:
-    for package in set(_IMPORTS.findall(test)) & set(_KERNEL_LOADED):
-        with contextlib.suppress(ImportError):
-            importlib.import_module(_KERNEL_LOADED[package])
 
 
 def judge(check: Check, student: dict[str, Captured], *, reveal: bool, data_dir: Path | None = None) -> Outcome:

@@ -25,7 +25,8 @@ Why one module: the grader's copy and the student's copy come from one rewrite, 
 are numbered alike; two modules would have to agree on the numbering. What the rewrite knows by
 name (library calls that compare, test or read files, methods that draw) and its syntax-tree
 builders are ``grader.judge.testvocab``; which names may hold the student's values, and the cut of the
-student's copy, are ``grader.judge.testslice``.
+student's copy, are ``grader.judge.testslice``; the passes that finish the two copies (the
+student's asserts, its prelude, the grader's statement marks) are ``grader.judge.testcopies``.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from typing import Any, cast
 
 from grader.capture import trim
 from grader.course import testcode
+from grader.judge.testcopies import DOCTEST, Mark, Recorded, prelude
 from grader.judge.testruntime import JudgedIs, same_object
 from grader.judge.testslice import student_copy, tainted_names
 from grader.judge.testvocab import (
@@ -53,10 +55,9 @@ from grader.judge.testvocab import (
     catches_assertion,
     close_call,
     draws,
-    imported,
+    introspects,
     libraries,
     recorded_warnings,
-    statement_text,
 )
 from grader.judge.testvocab import call as _call
 from grader.judge.testvocab import literal as _literal
@@ -66,10 +67,8 @@ from grader.judge.testvocab import root as _root
 from grader.judge.testvocab import thunk as _thunk
 from grader.names import (
     TEST_ASSERT,
-    TEST_AT,
     TEST_DEL,
     TEST_ITER,
-    TEST_MODULES,
     TEST_SITE,
     TEST_SNAP,
     TEST_SYNC,
@@ -78,13 +77,6 @@ from grader.names import (
 
 RAISES = frozenset({"raises", "assert_raises", "assertRaises"})
 TEST_FILE = "<test>"  # the file name the grader's copy is compiled under: frames in it are the test's own
-# ``partial_credit(value)``: the test earns ``value`` points of its check's (a number between 0 and
-# them; anything else earns them all).
-PARTIAL = "partial_credit"
-# ``printed_text()``: what the test printed so far (``testruntime.Output``); ``doctest_match(got,
-# want)``: printed text compared as doctest compares it. Both the grader's alone.
-PRINTED = "printed_text"
-DOCTEST = "doctest_match"
 IS = "__grader_is__"  # ``a is b`` in the grader's copy: classes by their records (``testruntime.same_object``)
 BUILTINS = frozenset(dir(builtins))
 
@@ -145,27 +137,6 @@ class Program:
     def comparison(self, line: int) -> AssertInfo | None:
         """The ``TESTING`` call of the test's line ``line``, if it has one."""
         return next((c for c in self.comparisons if c.line == line), None)
-
-
-# Builtins that answer from the object itself, not from its value as data: what a class or an
-# instance of the student's has (``dir(Person)``, ``vars(marie)``, ``hasattr``), and which object it
-# is (``id(pyplot) == id(plt)``). The grader's copies would answer for themselves, so these are
-# always taken where the objects live.
-INTROSPECTING = frozenset({"dir", "vars", "id", "hasattr", "getattr", "hash"})
-
-
-def _introspects(node: ast.expr) -> bool:
-    """Whether a builtin's call in the chain ``node`` asks the object itself (``INTROSPECTING``)."""
-    cur: ast.expr = node
-    while True:
-        if isinstance(cur, ast.Call):
-            if isinstance(cur.func, ast.Name) and cur.func.id in INTROSPECTING:
-                return True
-            cur = cur.func
-        elif isinstance(cur, (ast.Attribute, ast.Subscript)):
-            cur = cur.value
-        else:
-            return False
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -256,7 +227,7 @@ class _Rewriter(ast.NodeTransformer):
                 body = _ChainArgs(self).visit(copy.deepcopy(node))
                 return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(body)), node)
         if self._builtin_call(node) or self._builtin_base(node):
-            index = self._new_site(node, local=not _reads(node, self.live) and not _introspects(node))
+            index = self._new_site(node, local=not _reads(node, self.live) and not introspects(node))
             inner = cast(ast.expr, self.generic_visit(copy.deepcopy(node)))
             return ast.copy_location(_call(TEST_SITE, ast.Constant(index), _thunk(inner)), node)
         return self.generic_visit(node)
@@ -550,67 +521,6 @@ class _ChainArgs(ast.NodeTransformer):
         return node
 
 
-class _Recorded(ast.NodeTransformer):
-    """The student's copy: each assert keeps only what ``_Rewriter.recorded`` says, with no message."""
-
-    def __init__(self, recorded: dict[int, ast.expr]):
-        self.recorded = recorded
-
-    def visit_Call(self, node: ast.Call) -> Any:
-        if isinstance(node.func, ast.Name) and node.func.id == TEST_ASSERT and isinstance(node.args[0], ast.Constant):
-            body = self.visit(copy.deepcopy(self.recorded[cast(int, node.args[0].value)]))
-            return ast.copy_location(_call(TEST_ASSERT, node.args[0], _thunk(body), ast.Constant(None)), node)
-        return self.generic_visit(node)
-
-
-class _Mark(ast.NodeTransformer):
-    """Before every statement, ``__grader_at__(n)``: a failure outside an assert names its statement."""
-
-    def __init__(self, source: str):
-        self.source = source
-        self.statements: list[str] = []
-
-    def generic_visit(self, node: ast.AST) -> Any:
-        for name, value in ast.iter_fields(node):
-            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                new: list[ast.stmt] = []
-                for stmt in value:
-                    self.statements.append(statement_text(self.source, stmt))
-                    mark = ast.Expr(value=_call(TEST_AT, ast.Constant(len(self.statements) - 1)))
-                    new.extend([ast.copy_location(mark, stmt), self.visit(stmt)])
-                setattr(node, name, new)
-            elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        self.visit(item)
-            elif isinstance(value, ast.AST):
-                self.visit(value)
-        return node
-
-
-def _prelude(source: str, tree: ast.Module) -> str:
-    """The student's copy first records the course's own modules the test imports, as the notebook
-    left them (``grader.judge.testmodules``), then binds the modules and helpers the test uses
-    without importing them, where the notebook has not bound them itself."""
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - testcode.bound_names(tree)
-    modules = imported(tree)  # the course's own among them, as the notebook left them, recorded first
-    lines = [f"{TEST_MODULES}({modules!r})"] if modules else []
-    for alias in sorted(used & set(testcode.GRADER_MODULES)):
-        module = testcode.GRADER_MODULES[alias]
-        head, _, tail = module.rpartition(".")
-        stmt = f"from {head} import {tail} as {alias}" if head else f"import {module} as {alias}"
-        lines.append(f"if {alias!r} not in globals():\n    try:\n        {stmt}\n    except ImportError:\n        pass")
-    for helper in sorted(used & testcode.GRADER_HELPERS - {PARTIAL, PRINTED, DOCTEST}):
-        lines.append(f"if {helper!r} not in globals():\n    from nose.tools import {helper}")
-    if PARTIAL in used:
-        lines.append(f"{PARTIAL} = lambda value: value")
-    if PRINTED in used:  # the printed text is the grader's to judge
-        lines.append(f"{PRINTED} = lambda: ''")
-    if DOCTEST in used:
-        lines.append(f"{DOCTEST} = lambda got, want: True")
-    return "\n".join(lines)
-
-
 @functools.lru_cache(maxsize=256)
 def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     """The test's two copies; ``notebook_names``: builtins it means as the notebook's (``Check.notebook_names``)."""
@@ -642,11 +552,11 @@ def program(source: str, notebook_names: tuple[str, ...] = ()) -> Program:
     body = body or [ast.Pass()]
     module = ast.fix_missing_locations(ast.Module(body=copy.deepcopy(body), type_ignores=[]))
     module = LeaveLibrariesAlone(libraries(tree)).visit(module)
-    marker = _Mark(source)
+    marker = Mark(source)
     marked = ast.fix_missing_locations(marker.visit(JudgedIs(IS).visit(module)))
-    recorded = _Recorded(rewriter.recorded).visit(ast.Module(body=body, type_ignores=[]))
+    recorded = Recorded(rewriter.recorded).visit(ast.Module(body=body, type_ignores=[]))
     recorded = ast.fix_missing_locations(ast.Module(body=student_copy(recorded.body, student), type_ignores=[]))
-    record_source = "\n".join(filter(None, [_prelude(source, tree), ast.unparse(recorded)]))
+    record_source = "\n".join(filter(None, [prelude(source, tree), ast.unparse(recorded)]))
     with ast.parse.lock:  # type: ignore[attr-defined]  # one tree at a time: grader/__init__.py says why
         judge_code = compile(marked, TEST_FILE, "exec")
     return Program(

@@ -7,6 +7,9 @@ builders and readers of syntax trees it is made of."""
 from __future__ import annotations
 
 import ast
+import contextlib
+import importlib
+import re
 
 from grader.capture import trim
 from grader.course import testcode
@@ -284,3 +287,38 @@ def statement_text(source: str, stmt: ast.stmt) -> str:
         stmt = stmt.body[0]
     text = (ast.get_source_segment(source, stmt) or ast.unparse(stmt)).strip().splitlines()
     return trim(text[0], 80) if text else ""
+
+
+# Builtins that answer from the object itself, not from its value as data: what a class or an
+# instance of the student's has (``dir(Person)``, ``vars(marie)``, ``hasattr``), and which object it
+# is (``id(pyplot) == id(plt)``). The grader's copies would answer for themselves, so these are
+# always taken where the objects live.
+INTROSPECTING = frozenset({"dir", "vars", "id", "hasattr", "getattr", "hash"})
+
+
+def introspects(node: ast.expr) -> bool:
+    """Whether a builtin's call in the chain ``node`` asks the object itself (``INTROSPECTING``)."""
+    cur: ast.expr = node
+    while True:
+        if isinstance(cur, ast.Call):
+            if isinstance(cur.func, ast.Name) and cur.func.id in INTROSPECTING:
+                return True
+            cur = cur.func
+        elif isinstance(cur, (ast.Attribute, ast.Subscript)):
+            cur = cur.value
+        else:
+            return False
+
+
+# Submodules a notebook's kernel has loaded whenever it draws, which a test reads as attributes of
+# the package it imports itself (``import matplotlib`` then ``matplotlib.axes.Axes``): in the
+# kernel they are there because ``matplotlib.pyplot`` loaded them.
+_KERNEL_LOADED = {"matplotlib": "matplotlib.pyplot"}
+_IMPORTS = re.compile(r"^\s*(?:import|from)\s+(\w+)", re.M)
+
+
+def as_in_a_kernel(test: str) -> None:
+    """Import in the grader what the test's own imports find loaded in a kernel (``_KERNEL_LOADED``)."""
+    for package in set(_IMPORTS.findall(test)) & set(_KERNEL_LOADED):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(_KERNEL_LOADED[package])

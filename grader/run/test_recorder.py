@@ -34,7 +34,9 @@ Why one module: what is recorded, under which key (a value, a handle and which o
 call printed), and when a local site needs its record are one protocol with
 ``grader.judge.testrecords``, which reads it; the generators' stream, the clock and the
 handles a walk looks for are all state of one run of one test (``Recorder``). The course's own
-modules a test imports are read apart (``grader.run.course_modules``).
+modules a test imports are read apart (``grader.run.course_modules``), and what is read of the
+process around a call (the generators' states, a seeding call of the test's own, a digest of a value
+the test hands in) is ``grader.run.student_state``.
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ import collections
 import functools
 import io
 import os
-import re
 import sys
 import time
 import types
@@ -69,6 +70,7 @@ from grader.names import (
     TEST_WITH,
 )
 from grader.run import course_modules
+from grader.run.student_state import fingerprint, library_name, put_back, rng_state, same_state, watch_seeding
 from grader.seeding import seed_everything
 
 MAX_RECORDS = 50_000
@@ -122,111 +124,6 @@ def _builtin_base(exc: BaseException) -> str:
         if getattr(builtins, cls.__name__, None) is cls:
             return str(cls.__name__)
     return "Exception"
-
-
-def _rng_state() -> tuple[Any, ...]:
-    import random
-
-    np, torch = sys.modules.get("numpy"), sys.modules.get("torch")
-    return (
-        random.getstate(),
-        np.random.get_state() if np is not None else None,
-        torch.random.get_rng_state() if torch is not None else None,
-    )
-
-
-def _library_name(value: Any) -> str:
-    """``=module:qualname`` for a library's function (``math.sqrt`` kept in the student's dict), which
-    the grader compares with its own; "" for anything else (the notebook's own functions)."""
-    if not isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
-        return ""
-    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
-    if not isinstance(module, str) or not isinstance(qualname, str) or module in ("__main__", "builtins"):
-        return ""
-    if not re.fullmatch(r"[\w.]{1,200}", module) or not re.fullmatch(r"[\w.]{1,200}", qualname) or "<" in qualname:
-        return ""
-    return f"={module}:{qualname}"
-
-
-_UNCHANGEABLE = (int, float, complex, str, bytes, bool, type(None), frozenset, range)
-
-
-def _fingerprint(value: Any) -> Any:
-    """What tells whether a value changed in place: a digest of its contents (an array's bytes, a
-    list's or a frame's pickle); None where none can be made, which counts as changed."""
-    import hashlib
-    import pickle
-
-    if isinstance(value, _UNCHANGEABLE):
-        return ("same", id(value))
-    np = sys.modules.get("numpy")
-    try:
-        if np is not None and type(value) is np.ndarray:
-            return (
-                "array",
-                value.shape,
-                value.dtype.str,
-                hashlib.blake2b(np.ascontiguousarray(value).tobytes()).digest(),
-            )
-        return ("pickle", hashlib.blake2b(pickle.dumps(value, protocol=4)).digest())
-    except Exception:  # noqa: BLE001 - an object that cannot be read whole counts as changed
-        return None
-
-
-SEEDING = (("random", "seed"), ("numpy.random", "seed"), ("torch", "manual_seed"))
-
-
-def _watch_seeding(recorder: Recorder) -> Any:
-    """While the test runs, a seeding call of the test's own (``np.random.seed(42)`` before each of
-    two calls of the student's function) starts the student's next draws from it, as one generator
-    does in a kernel: even where it seeds the state it was left in, which alone would look untouched.
-    Returns what puts the functions back."""
-    saved = []
-    for module_name, name in SEEDING:
-        module = sys.modules.get(module_name)
-        original = getattr(module, name, None) if module is not None else None
-        if original is None:
-            continue
-
-        def seeding(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            recorder.left = None
-            return _original(*args, **kwargs)
-
-        try:
-            setattr(module, name, seeding)
-        except (AttributeError, TypeError):
-            continue
-        saved.append((module, name, original))
-
-    def unwatch() -> None:
-        for module, name, original in saved:
-            setattr(module, name, original)
-
-    return unwatch
-
-
-def _same_state(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    """Whether two ``_rng_state`` snapshots are the same state of every generator."""
-    if a[0] != b[0]:
-        return False
-    np, torch = sys.modules.get("numpy"), sys.modules.get("torch")
-    if (a[1] is None) != (b[1] is None) or (a[2] is None) != (b[2] is None):
-        return False
-    if a[1] is not None and np is not None:
-        if a[1][0] != b[1][0] or not np.array_equal(a[1][1], b[1][1]) or tuple(a[1][2:]) != tuple(b[1][2:]):
-            return False
-    return a[2] is None or torch is None or bool(torch.equal(a[2], b[2]))
-
-
-def _put_back(state: tuple[Any, ...]) -> None:
-    import random
-
-    random.setstate(state[0])
-    np, torch = sys.modules.get("numpy"), sys.modules.get("torch")
-    if np is not None and state[1] is not None:
-        np.random.set_state(state[1])
-    if torch is not None and state[2] is not None:
-        torch.random.set_rng_state(state[2])
 
 
 @functools.cache
@@ -358,17 +255,21 @@ class Recorder:
         self.left: tuple[Any, ...] | None = None
         self.snaps: dict[int, Any] = {}  # a value the test hands the student's code, as it was before
 
+    def forget_left(self) -> None:
+        """The test seeded a generator itself: the student's next draws start from there."""
+        self.left = None
+
     def into_student(self) -> tuple[Any, ...]:
         """Before a top-level call into the student's code: the test's generators, as they stand
         (put back afterwards); the student's stream goes on where the test has not touched them."""
-        test = _rng_state()
-        if self.student is not None and self.left is not None and _same_state(test, self.left):
-            _put_back(self.student)
+        test = rng_state()
+        if self.student is not None and self.left is not None and same_state(test, self.left):
+            put_back(self.student)
         return test
 
     def out_of_student(self, test: tuple[Any, ...]) -> None:
-        self.student = _rng_state()
-        _put_back(test)
+        self.student = rng_state()
+        put_back(test)
         self.left = test
 
     def key(self, index: int) -> str:
@@ -406,7 +307,7 @@ class Recorder:
         """``@n``: the same n for the same object each time it is a handle here, so the grader's
         ``fig.axes[0] is ax`` is what it is here."""
         self.handles[id(value)] = value  # held: its id is not reused while the test runs
-        return _str(f"@{self.idents.setdefault(id(value), len(self.idents))}{_library_name(value)}")
+        return _str(f"@{self.idents.setdefault(id(value), len(self.idents))}{library_name(value)}")
 
     def error(self, key: str, exc: BaseException) -> None:
         self.opaque += 1
@@ -473,7 +374,7 @@ class Recorder:
     def snap(self, index: int, thunk: Any) -> Any:
         """Before a call of the student's code is handed one of the test's own values: how it is."""
         value = thunk()
-        self.snaps[index] = _fingerprint(value)
+        self.snaps[index] = fingerprint(value)
         return value
 
     def sync(self, index: int, thunk: Any) -> Any:
@@ -482,7 +383,7 @@ class Recorder:
         key = self.key(index)
         value = thunk()
         before = self.snaps.pop(index, None)
-        if before is not None and before == _fingerprint(value):
+        if before is not None and before == fingerprint(value):
             self.add("l", key)
         else:
             self.keep(key, value)
@@ -599,9 +500,9 @@ def record_test(
     printing = _printoptions()
     if printing:  # ``str(array)`` in the test reads as it would in the notebook (``np.set_printoptions``)
         recorder.add("v", PRINTOPTIONS, capture.encode(printing, budget=budget))
-    state = _rng_state()  # the test's own seeding is its own: the notebook's draws go on as they were
+    state = rng_state()  # the test's own seeding is its own: the notebook's draws go on as they were
     seed_everything(seed)
-    unwatch = _watch_seeding(recorder)
+    unwatch = watch_seeding(recorder.forget_left)
     ended: tuple[str, str] = ("", "")
     stderr, sys.stderr = sys.stderr, _ErrorStream(sys.stderr)  # warnings too: they are written there
     try:
@@ -613,7 +514,7 @@ def record_test(
         written, sys.stderr = getattr(sys.stderr, "first", ""), stderr
         ns.clear()
         ns.update(saved)
-        _put_back(state)
+        put_back(state)
     if written:  # for a check with ``stderr_fails``: what the test showed on stderr fails it
         recorder.records.append({"t": "tuple", "items": [_str("stderr"), _str(""), _str(written)]})
     recorder.records.append({"t": "tuple", "items": [_str("stop"), _str(""), _str(ended[0]), _str(ended[1])]})
@@ -624,11 +525,11 @@ def _course_modules(recorder: Recorder, names: Any, workdir: str) -> None:
     """``__grader_modules__(names)``: the course's own modules among those the test imports, as
     they stand (``grader.run.course_modules``); a module that seeds or draws as it loads leaves the
     test's draws alone."""
-    state = _rng_state()
+    state = rng_state()
     try:
         found = course_modules.record(names, workdir, recorder.budget)
     finally:
-        _put_back(state)
+        put_back(state)
     for kind, key, *payload in found:
         recorder.add(kind, key, *payload)
 
