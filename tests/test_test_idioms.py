@@ -33,6 +33,7 @@ SOLUTION = [
     "def fill_corners(a, items):\n    a[0, 0], a[-1, -1] = 1, -1\n    items.append(len(items))",
     "def mc_mean(n):\n    return np.random.uniform(0, 1, n).mean()",
     "import math\nOPS = {'sqrt': math.sqrt, 'sq': squares}",
+    "grid = np.arange(3)\nrow = [0, grid, 'x']",
 ]
 
 TESTS = {
@@ -78,6 +79,8 @@ TESTS = {
     "in_place": "grid = np.zeros((2, 3))\nseen = []\nfill_corners(grid, seen)\nfor _ in range(2):\n"
     "    fill_corners(grid, items=seen)\nassert grid[0, 0] == 1 and grid[-1, -1] == -1 and grid.sum() == 0\n"
     "assert seen == [0, 1, 2]\nkept = [7]\nr = fill_corners(np.zeros((2, 2)), kept)\nassert r is None and kept == [7, 1]",
+    # A list holding the very array it is compared with: Python compares that element by identity
+    "same_array": "assert row == [0, grid, 'x']\nassert row[1] is grid",
     # The test seeds NumPy before each of two calls, and draws with the same seed itself
     "reseeded": "np.random.seed(42)\na = mc_mean(500)\nnp.random.seed(42)\nb = mc_mean(500)\n"
     "assert a == b, 'use np.random so that the seed makes it reproducible'\n"
@@ -99,6 +102,7 @@ WRONG = [
     "def fill_corners(a, items):\n    a = a.copy()\n    a[0, 0], a[-1, -1] = 1, -1\n    items = items + [len(items)]",
     "import random\ndef mc_mean(n):\n    return sum(random.random() for _ in range(n)) / n",
     "import math\nOPS = {'sqrt': lambda x: math.sqrt(x), 'sq': squares}",
+    "grid = np.arange(3)\nrow = [0, grid + 1, 'x']",
 ]
 
 

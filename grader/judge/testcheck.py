@@ -59,7 +59,7 @@ from grader.judge import verdicts as v
 from grader.judge.compare import compare
 from grader.judge.scorecard import CheckResult
 from grader.judge.testcopies import PARTIAL, PRINTED
-from grader.judge.testrecords import Record, Records
+from grader.judge.testrecords import Record, Records, one_array_each
 from grader.judge.testrewrite import IS, OPS, TEST_FILE, AssertInfo, Site, program
 from grader.judge.testruntime import (
     Handle,
@@ -192,6 +192,7 @@ class _Judging:
         self.stack: list[tuple[str, dict[int, int]]] = [("", {})]
         self.at = -1  # the statement running (``__grader_at__``), for failures outside an assert
         self.values: list[tuple[str, Any]] = []  # the sites an assert read, for its message
+        self.arrays: dict[int, Any] = {}  # the student's arrays met so far, by their number (``arrays``)
         self.passed = self.run = 0
         self.findings: list[v.TestFinding] = []
         self.error = False
@@ -227,6 +228,8 @@ class _Judging:
         rec = self._record(site, key)
         if rec.kind == "v" and rec.value is not None:
             value = to_python(rec.value)
+            if rec.arrays:
+                value = one_array_each(value, rec.arrays, self.arrays)
             self.values.append((site.source, value))
             return value
         if rec.kind == "h":

@@ -70,7 +70,15 @@ from grader.names import (
     TEST_WITH,
 )
 from grader.run import course_modules
-from grader.run.student_state import fingerprint, library_name, put_back, rng_state, same_state, watch_seeding
+from grader.run.student_state import (
+    array_slots,
+    fingerprint,
+    library_name,
+    put_back,
+    rng_state,
+    same_state,
+    watch_seeding,
+)
 from grader.seeding import seed_everything
 
 MAX_RECORDS = 50_000
@@ -288,7 +296,15 @@ class Recorder:
         if torch is not None and isinstance(value, torch.Size):
             value = tuple(int(n) for n in value)  # a shape is plain data
         try:
-            self.add("v", key, capture.encode(value, budget=self.budget))
+            encoded = capture.encode(value, budget=self.budget)
+            arrays = array_slots(value)
+            if arrays:  # which of the student's arrays these are: one array in two places is one
+                for _, _, arr in arrays:
+                    self.handles[id(arr)] = arr
+                told = ",".join(str(self.idents.setdefault(id(arr), len(self.idents))) for _, _, arr in arrays)
+                self.add("v", key, encoded, _str(f"#{told}"))
+            else:
+                self.add("v", key, encoded)
             # A class the notebook made crosses as its record, which the grader cannot call (a site of
             # the grader's own that calls it, ``B(10)`` for ``check(Bus)``, needs its record); a
             # defaultdict's missing keys' defaults are made here only.
