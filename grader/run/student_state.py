@@ -71,7 +71,7 @@ def watch_seeding(seeded: Callable[[], None]) -> Callable[[], None]:
     Returns what puts the functions back."""
     saved = []
     for module_name, name in SEEDING:
-        module = sys.modules.get(module_name)
+        module = sys.modules[module_name] if module_name in sys.modules else None
         original = getattr(module, name, None) if module is not None else None
         if original is None:
             continue
