@@ -254,3 +254,22 @@ def test_what_a_call_prints_is_kept_to_its_first_characters():
     for _ in range(1000):
         assert out.write("x" * 1000) == 1000
     assert out.getvalue() == "x" * MAX_PRINTED
+
+
+def test_an_array_compared_as_one_value_is_named_as_such_for_the_student():
+    """otter's stored output ``[1, 6, 2, 3]`` becomes ``assert (size_counts) == [1, 6, 2, 3]``; a
+    student who gives an array meets NumPy's ambiguous truth value. The student reads what kind of
+    value the test expects, not NumPy's advice to call ``a.any()``."""
+    from grader.judge import verdicts as v
+    from grader.judge import wording
+
+    found = v.TestRaised(
+        "ValueError",
+        "The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()",
+        "(size_counts) == [1, 6, 2, 3]",
+    )
+    text = wording.finding(found)
+    assert text.startswith("the test compares `(size_counts) == [1, 6, 2, 3]` as one value, but yours is a NumPy array")
+    assert "a.any()" not in text
+    other = v.TestRaised("ValueError", "math domain error", "f(x) == 1")
+    assert wording.finding(other) == "the test raised ValueError while checking `f(x) == 1`: math domain error"

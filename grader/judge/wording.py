@@ -316,6 +316,13 @@ def finding(f: v.TestFinding) -> str:
         return f"`{f.site}` raised {f.ename}: {f.evalue}" if f.evalue else f"`{f.site}` raised {f.ename}"
     if isinstance(f, v.TestRaised):
         where = f" while checking `{f.where}`" if f.where else ""
+        if f.ename == "ValueError" and "truth value of an array" in f.evalue and "==" in f.where:
+            # ``(size_counts) == [1, 6, 2, 3]`` with an array: compared element by element, not as one
+            return (
+                f"the test compares `{f.where}` as one value, but yours is a NumPy array, which `==` "
+                "compares element by element: give the kind of value the test expects here (a list, "
+                "with `.tolist()`, or a single number), not an array."
+            )
         return f"the test raised {f.ename}{where}: {f.evalue}"
     if isinstance(f, v.DidNotRaise):
         return f"`{f.where}` should raise {f.expected}; it did not."
