@@ -577,10 +577,17 @@ def test_gradescope_zip_holds_the_scripts_the_course_and_the_reference_bundle_bu
         nbconvert.__version__,
     )
     assert '-c "$SOURCE/constraints.txt" -r "$SOURCE/requirements.txt"' in setup and "[instructor]" not in setup
-    # and only what this assignment's notebooks import (NumPy), beside the sandbox's seccomp binding
+    # and only what this assignment's notebooks import (NumPy), beside the sandbox's seccomp binding and
+    # threadpoolctl (the grader's BLAS on one thread)
     with zipfile.ZipFile(zipped) as z:
         wanted = [line for line in z.read("requirements.txt").decode().splitlines() if not line.startswith("#")]
-    assert wanted == [f"numpy=={numpy.__version__}", "pyseccomp==0.1.2; sys_platform == 'linux'"]
+    from importlib import metadata
+
+    assert wanted == [
+        f"numpy=={numpy.__version__}",
+        "pyseccomp==0.1.2; sys_platform == 'linux'",
+        f"threadpoolctl=={metadata.version('threadpoolctl')}",
+    ]
     assert list(reduced["assignments"]) == ["attention_numpy"]
     # No line of the solution's own code is shipped (its answer cells, at least).
     solution = nbformat.read(str(ROOT / "solutions/attention_numpy/attention_numpy.ipynb"), as_version=4)

@@ -672,3 +672,15 @@ def test_arithmetic_on_objects_of_the_students_class_is_taken_where_they_live(se
     assert grader.grade(a, notebook_with([*SOLUTION, vec], root / "vec.ipynb")).questions[0].status == "passed"
     wrong = vec.replace("self.data + other.data", "self.data - other.data")
     assert grader.grade(a, notebook_with([*SOLUTION, wrong], root / "vec_wrong.ipynb")).questions[0].status == "failed"
+
+
+def test_the_grader_replays_a_test_on_one_blas_thread_as_the_students_process_runs():
+    """BITS Pilani's hidden test compares its own ``np.linalg.eig`` of a 100 x 100 matrix with the
+    student's, bit for bit (``np.array_equal``): with several BLAS threads in the grader and one in
+    the sandbox the bits differ. Replaying a test puts the grader's BLAS on one thread."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from grader.judge import testcheck
+
+    testcheck._one_blas_thread()
+    blas = [lib for lib in threadpoolctl.threadpool_info() if lib.get("user_api") == "blas"]
+    assert blas and all(lib["num_threads"] == 1 for lib in blas)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import sys
 import threading
 import warnings
@@ -535,9 +536,23 @@ class _Judging:
         return value
 
 
+@functools.cache
+def _one_blas_thread() -> None:
+    """The grader's BLAS on one thread, as the student's process has it (``OPENBLAS_NUM_THREADS=1``
+    in the sandbox): a test's own ``np.linalg.eig(matrix)`` then gives the very bits the student's
+    ``find_eigen_decomposition(matrix)`` gave there, which ``np.array_equal`` asks for. Where
+    threadpoolctl is not installed, the grader's BLAS is left as it is."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(limits=1, user_api="blas")
+
+
 def judge(check: Check, student: dict[str, Captured], *, reveal: bool, data_dir: Path | None = None) -> Outcome:
     """Run the test on one submission's captured values; ``data_dir``: the assignment's data files,
     where the test's own reading of them (``np.load("data/x.npy")``) finds them, as in the notebook."""
+    _one_blas_thread()
     if data_dir is None or not data_dir.is_dir():
         return _Judging(check, student, reveal).outcome()
     with contextlib.chdir(data_dir):

@@ -58,9 +58,10 @@ def stage_constraints(dest: Path) -> Path:
     return dest
 
 
-# What grading itself needs beyond the grader's own dependencies: the student process's seccomp
-# filter (the instructor extra's, without the rest of that extra).
-GRADING_EXTRAS = ("pyseccomp",)
+# What grading itself needs beyond the grader's own dependencies (the instructor extra's, without
+# the rest of that extra), with the platforms it is for: the student process's seccomp filter, and
+# the grader's BLAS on one thread while it replays a test.
+GRADING_EXTRAS = {"pyseccomp": "; sys_platform == 'linux'", "threadpoolctl": ""}
 # The grader's own distribution: installed from grader-src, never from an index.
 OWN = "notebook-grader"
 
@@ -83,9 +84,9 @@ def requirements(modules: tuple[str, ...]) -> tuple[list[str], list[str]]:
             if name == OWN:
                 continue
             lines[name.lower()] = f"{name}=={metadata.version(name).split('+')[0]}"
-    for name in GRADING_EXTRAS:
+    for name, marker in GRADING_EXTRAS.items():
         try:
-            lines[name] = f"{name}=={metadata.version(name)}; sys_platform == 'linux'"
+            lines[name] = f"{name}=={metadata.version(name)}{marker}"
         except metadata.PackageNotFoundError:
             continue
     return sorted(lines.values(), key=str.lower), missing
