@@ -129,3 +129,15 @@ def test_the_tests_random_draws_stay_whole_so_its_inputs_match():
     for line in ["np.random.seed(1234)", "unused = np.random.uniform(0, 1, 3)", "noise = rng.random(2)", "x2.sort()"]:
         assert line in copy
     assert "0.64" not in copy
+
+
+def test_a_value_synced_after_a_call_inside_the_tests_function_is_that_functions_own():
+    """A test's function that hands a top-level list to the student's code does not rebind it there
+    (which would make it the function's local, unbound before the call); one of its own it does."""
+    from grader.judge.testrewrite import program
+
+    src = "grid = [0]\ndef run():\n    fill(grid)\n    return grid\ndef own():\n    g = [1]\n    fill(g)\n    return g\nrun()"
+    record = program(src, ()).record_source
+    assert "grid = __grader_sync__" not in record
+    assert "g = __grader_sync__" in record
+    compile(record, "<test>", "exec")

@@ -152,6 +152,7 @@ class _Rewriter(ast.NodeTransformer):
         self.source, self.student, self.tainted, self.bound = source, student, tainted, bound
         self.helpers = helpers  # the test's own functions
         self.assigned = assigned  # the names the test assigns values to (its data, not its functions)
+        self.scopes: list[set[str]] = []  # the locals of each of the test's functions the rewrite is in
         self.catching = 0  # how many ``try`` bodies around here catch an AssertionError
         self.live: set[str] = set()  # names whose every read is taken in the student's process (``recorded_warnings``)
         self.sites: list[Site] = []
@@ -201,13 +202,13 @@ class _Rewriter(ast.NodeTransformer):
         mine = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} | {
             n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
         }
-        if not mine & self.student:
-            return self.generic_visit(node)
+        self.scopes.append(mine)  # a name synced after a call in here must be the function's own
         outer, self.student = self.student, self.student - mine
         try:
             return self.generic_visit(node)
         finally:
             self.student = outer
+            self.scopes.pop()
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _own_scope
 
@@ -393,7 +394,7 @@ class _Rewriter(ast.NodeTransformer):
                     arg = arg.value
                 if (
                     isinstance(arg, ast.Name)
-                    and arg.id in self.assigned
+                    and arg.id in (self.scopes[-1] if self.scopes else self.assigned)
                     and arg.id not in self.student | self.helpers
                     and arg.id not in names
                 ):
