@@ -679,8 +679,8 @@ def test_the_grader_replays_a_test_on_one_blas_thread_as_the_students_process_ru
     student's, bit for bit (``np.array_equal``): with several BLAS threads in the grader and one in
     the sandbox the bits differ. Replaying a test puts the grader's BLAS on one thread."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
-    from grader.judge import testcheck
+    from grader.judge import testvocab
 
-    testcheck._one_blas_thread()
+    testvocab.one_blas_thread()
     blas = [lib for lib in threadpoolctl.threadpool_info() if lib.get("user_api") == "blas"]
     assert blas and all(lib["num_threads"] == 1 for lib in blas)

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import functools
 import sys
 import threading
 import warnings
@@ -68,13 +67,14 @@ from grader.judge.testruntime import (
     from_student,
     message_of,
     namespace,
+    partial_points,
     printing,
     raised,
     same_object,
     show,
     site_finding,
 )
-from grader.judge.testvocab import as_in_a_kernel
+from grader.judge.testvocab import as_in_a_kernel, one_blas_thread
 from grader.names import (
     PRINTOPTIONS,
     TEST_ASSERT,
@@ -536,23 +536,10 @@ class _Judging:
         return value
 
 
-@functools.cache
-def _one_blas_thread() -> None:
-    """The grader's BLAS on one thread, as the student's process has it (``OPENBLAS_NUM_THREADS=1``
-    in the sandbox): a test's own ``np.linalg.eig(matrix)`` then gives the very bits the student's
-    ``find_eigen_decomposition(matrix)`` gave there, which ``np.array_equal`` asks for. Where
-    threadpoolctl is not installed, the grader's BLAS is left as it is."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return
-    threadpool_limits(limits=1, user_api="blas")
-
-
 def judge(check: Check, student: dict[str, Captured], *, reveal: bool, data_dir: Path | None = None) -> Outcome:
     """Run the test on one submission's captured values; ``data_dir``: the assignment's data files,
     where the test's own reading of them (``np.load("data/x.npy")``) finds them, as in the notebook."""
-    _one_blas_thread()
+    one_blas_thread()
     if data_dir is None or not data_dir.is_dir():
         return _Judging(check, student, reveal).outcome()
     with contextlib.chdir(data_dir):
@@ -566,23 +553,9 @@ def grade(
     out = judge(check, student, reveal=reveal, data_dir=data_dir)
     if not out.findings:
         said = (v.AuthorSaid(check.label, check.success_message, passed=True),) if check.success_message else ()
-        return replace(
-            base, status=CheckStatus.PASSED, score=_partial_points(out.partial, base.max_score), reasons=said
-        )
+        return replace(base, status=CheckStatus.PASSED, score=partial_points(out.partial, base.max_score), reasons=said)
     total = max(out.run, len(program(check.target, check.notebook_names).asserts), 1)
     status = CheckStatus.ERROR if out.error and not out.passed else CheckStatus.FAILED
     score = base.max_score * out.passed / total if check.partial and out.passed else 0.0
     said = (v.AuthorSaid(check.label, check.failure_message, passed=False),) if check.failure_message else ()
     return replace(base, status=status, score=score, reasons=(*said, v.TestFailed(check.label, out.findings, out.line)))
-
-
-def _partial_points(value: Any, points: float) -> float:
-    """``partial_credit(value)``: the value's text (``repr``, as a notebook shows it) read as a
-    number of points between 0 and the check's; anything else earns them all."""
-    if value is None or type(value) is Handle:  # an object of the student's shows no number here
-        return points
-    try:
-        earned = float(repr(value))
-    except (TypeError, ValueError):
-        return points
-    return min(earned, points) if earned >= 0 else points

@@ -496,3 +496,15 @@ def raised(exc: BaseException, source: str) -> v.TestFinding:
     if failed_by_pytest(exc):  # ``pytest.fail(...)``
         return v.TestFailedItself(text)
     return v.TestRaised(name, text, source)
+
+
+def partial_points(value: Any, points: float) -> float:
+    """``partial_credit(value)``: the value's text (``repr``, as a notebook shows it) read as a
+    number of points between 0 and the check's; anything else earns them all."""
+    if value is None or type(value) is Handle:  # an object of the student's shows no number here
+        return points
+    try:
+        earned = float(repr(value))
+    except (TypeError, ValueError):
+        return points
+    return min(earned, points) if earned >= 0 else points

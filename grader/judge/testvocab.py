@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import importlib
 import re
 
@@ -322,3 +323,16 @@ def as_in_a_kernel(test: str) -> None:
     for package in set(_IMPORTS.findall(test)) & set(_KERNEL_LOADED):
         with contextlib.suppress(ImportError):
             importlib.import_module(_KERNEL_LOADED[package])
+
+
+@functools.cache
+def one_blas_thread() -> None:
+    """The grader's BLAS on one thread, as the student's process has it (``OPENBLAS_NUM_THREADS=1``
+    in the sandbox): a test's own ``np.linalg.eig(matrix)`` then gives the very bits the student's
+    ``find_eigen_decomposition(matrix)`` gave there, which ``np.array_equal`` asks for. Where
+    threadpoolctl is not installed, the grader's BLAS is left as it is."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(limits=1, user_api="blas")
