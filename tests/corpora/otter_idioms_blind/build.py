@@ -82,7 +82,7 @@ export_cell: false
 """
         ),
         md("# Homework 2: Restaurant Tips\n\nIn this homework we explore a small sample of restaurant bills."),
-        code("import numpy as np\nimport pandas as pd\n\ntips = pd.read_csv(\"tips.csv\")\ntips.head()"),
+        code('import numpy as np\nimport pandas as pd\n\ntips = pd.read_csv("tips.csv")\ntips.head()'),
     ]
     cells += question(
         "name: q1\npoints: 1",
@@ -93,10 +93,10 @@ export_cell: false
     cells += question(
         "name: q2\npoints: [1, 1, 2]",
         "**Question 2.** Compute the average tip, `mean_tip`, as a Python or NumPy float.",
-        [code("# BEGIN SOLUTION\nmean_tip = tips[\"tip\"].mean()\n# END SOLUTION\nmean_tip")],
+        [code('# BEGIN SOLUTION\nmean_tip = tips["tip"].mean()\n# END SOLUTION\nmean_tip')],
         [
             "isinstance(mean_tip, float)",
-            "np.isclose(mean_tip, tips[\"tip\"].sum() / len(tips))",
+            'np.isclose(mean_tip, tips["tip"].sum() / len(tips))',
             "# HIDDEN\nround(mean_tip, 3)",
         ],
     )
@@ -104,7 +104,7 @@ export_cell: false
         "name: q3\npoints: 2",
         "**Question 3.** Build `by_day`, a DataFrame indexed by day with the total of `total_bill` and of "
         "`tip` for each day (columns in that order).",
-        [code("by_day = tips.groupby(\"day\")[[\"total_bill\", \"tip\"]].sum() # SOLUTION\nby_day")],
+        [code('by_day = tips.groupby("day")[["total_bill", "tip"]].sum() # SOLUTION\nby_day')],
         ["list(by_day.index)", "by_day"],
     )
     cells += question(
@@ -129,8 +129,8 @@ def tip_rate(bill, tip):
         ],
         [
             "for b, t in [(10, 2), (20, 3), (8.5, 1.7)]:\n    assert np.isclose(tip_rate(b, t), t / b)",
-            "try:\n    tip_rate(0, 1)\n    print(\"no error\")\nexcept ValueError:\n    print(\"ValueError raised\")",
-            "rates = [tip_rate(b, t) for b, t in zip(tips[\"total_bill\"], tips[\"tip\"])]\nround(max(rates), 4)",
+            'try:\n    tip_rate(0, 1)\n    print("no error")\nexcept ValueError:\n    print("ValueError raised")',
+            'rates = [tip_rate(b, t) for b, t in zip(tips["total_bill"], tips["tip"])]\nround(max(rates), 4)',
         ],
     )
     cells += manual_md(
@@ -143,13 +143,13 @@ def tip_rate(bill, tip):
     cells += question(
         "name: q6\npoints: 2\nall_or_nothing: true",
         "**Question 6.** Assign `smokers` to the rows of `tips` for smoking parties.",
-        [code("smokers = tips[tips[\"smoker\"] == \"Yes\"] # SOLUTION\nsmokers.shape")],
-        ["smokers.shape", "set(smokers[\"smoker\"])", "# HIDDEN\nsmokers[\"tip\"].sum()"],
+        [code('smokers = tips[tips["smoker"] == "Yes"] # SOLUTION\nsmokers.shape')],
+        ["smokers.shape", 'set(smokers["smoker"])', '# HIDDEN\nsmokers["tip"].sum()'],
     )
     cells += question(
         "name: q7",
         "**Question 7.** What fraction of the parties have four or more people? Assign `big_party_share`.",
-        [code("big_party_share = (tips[\"size\"] >= 4).mean() # SOLUTION")],
+        [code('big_party_share = (tips["size"] >= 4).mean() # SOLUTION')],
         [
             '""" # BEGIN TEST CONFIG\npoints: 1\nsuccess_message: A proportion, good.\n'
             'failure_message: A share is a number between 0 and 1.\n""" # END TEST CONFIG\n'
@@ -161,7 +161,7 @@ def tip_rate(bill, tip):
         "name: q8\npoints: 2",
         "**Question 8.** Assign `size_counts` to a **list** of the number of parties of each size, "
         "from the smallest size to the largest.",
-        [code("size_counts = list(tips[\"size\"].value_counts().sort_index()) # SOLUTION")],
+        [code('size_counts = list(tips["size"].value_counts().sort_index()) # SOLUTION')],
         ["len(size_counts)", "size_counts"],
     )
     cells.append(md("You are done! Submit the notebook."))
@@ -182,7 +182,7 @@ seed:
         ),
         md("# Lab 5: Simulating Dice\n\nWe use a NumPy random generator seeded by `rng_seed`."),
         code(
-            "import numpy as np\nimport matplotlib\nmatplotlib.use(\"Agg\")\nimport matplotlib.pyplot as plt\n\n"
+            'import numpy as np\nimport matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\n\n'
             "rng_seed = 42\nrng = np.random.default_rng(rng_seed)"
         ),
     ]
@@ -223,12 +223,7 @@ seed:
         "name: q5\npoints: 2",
         "**Question 5.** Simulate 5000 sums into `sums`, then compute `p_ten_or_more`, the proportion "
         "of sums that are 10 or more.",
-        [
-            code(
-                "sums = simulate_sums(5000) # SOLUTION\np_ten_or_more = np.mean(sums >= 10) # SOLUTION\n"
-                "p_ten_or_more"
-            )
-        ],
+        [code("sums = simulate_sums(5000) # SOLUTION\np_ten_or_more = np.mean(sums >= 10) # SOLUTION\np_ten_or_more")],
         [
             "len(sums)",
             "0.1 < p_ten_or_more < 0.25",
@@ -242,7 +237,7 @@ seed:
         raw("# BEGIN SOLUTION"),
         code(
             "# BEGIN SOLUTION\nplt.hist(sums, bins=np.arange(1.5, 13.5), density=True)\n"
-            "plt.xlabel(\"sum of two dice\");\n# END SOLUTION"
+            'plt.xlabel("sum of two dice");\n# END SOLUTION'
         ),
         raw("# END SOLUTION"),
         raw("# END QUESTION"),
@@ -270,7 +265,7 @@ def summarize(sample):
             "summary = summarize(sums)\nlen(summary)",
             "# HIDDEN\nfor sample in ([2, 2, 2], [1, 5], [3, 4, 5, 6, 7]):\n"
             "    out = summarize(np.array(sample))\n"
-            "    assert np.allclose(out, [np.mean(sample), np.std(sample), np.median(sample)])\nprint(\"ok\")",
+            '    assert np.allclose(out, [np.mean(sample), np.std(sample), np.median(sample)])\nprint("ok")',
         ],
     )
     cells += question(
@@ -282,8 +277,7 @@ def summarize(sample):
     )
     cells += question(
         "name: q9",
-        "**Question 9.** The expected sum of two dice: assign `expected_sum` to the mean of `die` "
-        "times two.",
+        "**Question 9.** The expected sum of two dice: assign `expected_sum` to the mean of `die` times two.",
         [code("expected_sum = np.mean(die) * 2 # SOLUTION")],
         ["expected_sum"],
     )
@@ -319,8 +313,8 @@ generate:
         ),
         md("# Homework 7: Least Squares on House Prices"),
         code(
-            "import numpy as np\nimport pandas as pd\n\nhousing = pd.read_csv(\"data/housing.csv\")\n"
-            "x = housing[\"sqft\"].to_numpy()\ny = housing[\"price\"].to_numpy()\nn = len(housing)"
+            'import numpy as np\nimport pandas as pd\n\nhousing = pd.read_csv("data/housing.csv")\n'
+            'x = housing["sqft"].to_numpy()\ny = housing["price"].to_numpy()\nn = len(housing)'
         ),
     ]
     cells += question(
@@ -341,19 +335,18 @@ generate:
     )
     cells += question(
         "name: q3\npoints: 3",
-        "**Question 3.** Write `rmse(actual, predicted)`. Raise a `ValueError` if the arrays have "
-        "different lengths.",
+        "**Question 3.** Write `rmse(actual, predicted)`. Raise a `ValueError` if the arrays have different lengths.",
         [
             code(
                 "def rmse(actual, predicted):\n    # BEGIN SOLUTION\n    if len(actual) != len(predicted):\n"
-                "        raise ValueError(\"lengths differ\")\n"
+                '        raise ValueError("lengths differ")\n'
                 "    return np.sqrt(np.mean((actual - predicted) ** 2))\n    # END SOLUTION"
             )
         ],
         [
             "cases = [([1, 2, 3], [1, 2, 3], 0.0), ([0, 0], [3, 4], np.sqrt(12.5)), ([1], [3], 2.0)]\n"
             "all(np.isclose(rmse(np.array(a), np.array(p)), e) for a, p, e in cases)",
-            "try:\n    rmse(np.array([1, 2]), np.array([1]))\nexcept ValueError:\n    print(\"raised\")",
+            'try:\n    rmse(np.array([1, 2]), np.array([1]))\nexcept ValueError:\n    print("raised")',
             "# HIDDEN\nround(float(rmse(y, X @ theta)), 2)",
         ],
     )
@@ -391,19 +384,14 @@ generate:
         "name: q7\npoints: 2",
         "**Question 7.** `summary`: per neighborhood, the mean and the count of `price` (columns "
         "`mean` and `count`, neighborhoods sorted).",
-        [code("summary = housing.groupby(\"neighborhood\")[\"price\"].agg([\"mean\", \"count\"]) # SOLUTION\nsummary")],
+        [code('summary = housing.groupby("neighborhood")["price"].agg(["mean", "count"]) # SOLUTION\nsummary')],
         ["summary.columns.tolist()", "summary.round(1)"],
     )
     cells += question(
         "name: q8\npoints: 3\nall_or_nothing: true",
         "**Question 8.** `priciest`: the name of the neighborhood with the highest mean price, and "
         "`price_per_sqft`: the array of price divided by square footage, rounded to 3 decimals.",
-        [
-            code(
-                "priciest = summary[\"mean\"].idxmax() # SOLUTION\n"
-                "price_per_sqft = np.round(y / x, 3) # SOLUTION"
-            )
-        ],
+        [code('priciest = summary["mean"].idxmax() # SOLUTION\nprice_per_sqft = np.round(y / x, 3) # SOLUTION')],
         ["priciest", "price_per_sqft[:3]", "len(price_per_sqft) == n"],
     )
     return new_notebook(cells=cells), {
@@ -435,8 +423,17 @@ def main() -> None:
         nbformat.write(nb, str(path))
         if args.execute:
             subprocess.run(
-                [str(args.execute), "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--inplace",
-                 path.name],
+                [
+                    str(args.execute),
+                    "-m",
+                    "jupyter",
+                    "nbconvert",
+                    "--to",
+                    "notebook",
+                    "--execute",
+                    "--inplace",
+                    path.name,
+                ],
                 cwd=path.parent,
                 check=True,
             )
