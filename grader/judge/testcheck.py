@@ -58,7 +58,7 @@ from grader.judge import testmodules
 from grader.judge import verdicts as v
 from grader.judge.compare import compare
 from grader.judge.scorecard import CheckResult
-from grader.judge.testcopies import PARTIAL, PRINTED
+from grader.judge.testcopies import PARTIAL, PRINTED, partial_points
 from grader.judge.testrecords import Record, Records, one_array_each
 from grader.judge.testrewrite import IS, OPS, TEST_FILE, AssertInfo, Site, program
 from grader.judge.testruntime import (
@@ -67,7 +67,6 @@ from grader.judge.testruntime import (
     from_student,
     message_of,
     namespace,
-    partial_points,
     printing,
     raised,
     same_object,

@@ -9,6 +9,7 @@ import copy
 from typing import Any, cast
 
 from grader.course import testcode
+from grader.judge.testruntime import Handle
 from grader.judge.testvocab import call as _call
 from grader.judge.testvocab import imported, statement_text
 from grader.judge.testvocab import thunk as _thunk
@@ -82,3 +83,15 @@ def prelude(source: str, tree: ast.Module) -> str:
     if DOCTEST in used:
         lines.append(f"{DOCTEST} = lambda got, want: True")
     return "\n".join(lines)
+
+
+def partial_points(value: Any, points: float) -> float:
+    """``partial_credit(value)``: the value's text (``repr``, as a notebook shows it) read as a
+    number of points between 0 and the check's; anything else earns them all."""
+    if value is None or type(value) is Handle:  # an object of the student's shows no number here
+        return points
+    try:
+        earned = float(repr(value))
+    except (TypeError, ValueError):
+        return points
+    return min(earned, points) if earned >= 0 else points

@@ -2,6 +2,11 @@
 it uses them; numpy's and pandas' ``testing`` comparisons failing as data), nose's ``assert_*``
 helpers (``grader.nose_tools``), and the stand-in for a student's value that stayed in the
 student's process (``Handle``).
+
+Why one module: the names a test is given, the stand-in it meets for a student's value, and the
+``isinstance``, ``type`` and ``is`` that answer for that stand-in from its record must agree on one
+``Handle``; a module of names and one of handles would each need the other. What a test's last
+value is worth (``partial_credit``) is read in ``grader.judge.testcopies``, beside its name.
 """
 
 from __future__ import annotations
@@ -496,15 +501,3 @@ def raised(exc: BaseException, source: str) -> v.TestFinding:
     if failed_by_pytest(exc):  # ``pytest.fail(...)``
         return v.TestFailedItself(text)
     return v.TestRaised(name, text, source)
-
-
-def partial_points(value: Any, points: float) -> float:
-    """``partial_credit(value)``: the value's text (``repr``, as a notebook shows it) read as a
-    number of points between 0 and the check's; anything else earns them all."""
-    if value is None or type(value) is Handle:  # an object of the student's shows no number here
-        return points
-    try:
-        earned = float(repr(value))
-    except (TypeError, ValueError):
-        return points
-    return min(earned, points) if earned >= 0 else points

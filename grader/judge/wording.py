@@ -8,6 +8,10 @@ people read and nothing else.
 What a sentence may say is decided here too: a student's own values and what was expected *in
 kind* (a type, a shape, a property), never a hidden reference value, a variant's inputs, or an
 instructor's test source that holds the reference formula.
+
+Why one module: that rule holds only if every sentence is written where it is checked; split by
+verdict kind, a sentence about a hidden test could be worded in a module that does not see what
+may be revealed. The records the sentences read are ``grader.judge.verdicts``.
 """
 
 from __future__ import annotations
